@@ -1,0 +1,67 @@
+// Package keys is the partner API key store: the key file of operations.md,
+// held as SHA-256 digests only, looked up per request, reloaded on demand.
+package keys
+
+import (
+	"crypto/sha256"
+	"time"
+)
+
+// Mode is a key's mode: which PMS serves it.
+type Mode string
+
+const (
+	ModeLive Mode = "live" // svc_live_ keys, served by PMS_BASE_URL
+	ModeTest Mode = "test" // svc_test_ keys, served by PMS_SANDBOX_URL only
+)
+
+// ScopePropertiesRead is the scope the v1 property routes need.
+const ScopePropertiesRead = "properties:read"
+
+// Key is one loaded key record. It never holds the key itself. Keys are
+// shared between requests and immutable once loaded.
+type Key struct {
+	// ID is the public id (key_...): what logs, traces and metrics show.
+	ID      string
+	Partner string
+	Brand   string
+	Mode    Mode
+	// Suspended keys authenticate but are refused (403 API_KEY_SUSPENDED).
+	Suspended bool
+	// ExpiresAt is zero when the key does not expire.
+	ExpiresAt time.Time
+
+	allProperties bool                // properties: ["*"]
+	properties    map[string]struct{} // lower-case ids, when not all
+	scopes        map[string]struct{} // nil: scopes absent, meaning all
+}
+
+// Expired reports whether the key has passed its expiry at now.
+func (k *Key) Expired(now time.Time) bool {
+	return !k.ExpiresAt.IsZero() && !now.Before(k.ExpiresAt)
+}
+
+// HasScope reports whether the key holds scope; a key whose record has no
+// scopes list holds every scope.
+func (k *Key) HasScope(scope string) bool {
+	if k.scopes == nil {
+		return true
+	}
+	_, ok := k.scopes[scope]
+	return ok
+}
+
+// AllProperties reports whether the key is granted every property of its brand.
+func (k *Key) AllProperties() bool { return k.allProperties }
+
+// CanSee reports whether the key is granted the property with the lower-case id.
+func (k *Key) CanSee(id string) bool {
+	if k.allProperties {
+		return true
+	}
+	_, ok := k.properties[id]
+	return ok
+}
+
+// Digest is the SHA-256 of a whole key string: the only form stored.
+func Digest(token string) [sha256.Size]byte { return sha256.Sum256([]byte(token)) }

@@ -1,0 +1,79 @@
+// Package mapping turns the PMS's internal hotel records into the curated
+// public Property (pms-internal-api.md sections 5 to 8). It is pure: no I/O,
+// no clock, no logging; rejections are returned for the caller to log and
+// count.
+package mapping
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// HotelRecord is the part of the PMS's record the edge reads. Fields the edge
+// does not map, the internal object above all, are not even decoded, so they
+// cannot leak by accident.
+type HotelRecord struct {
+	HotelID            string  `json:"hotel_id"`
+	BrandCode          string  `json:"brand_code"`
+	DisplayName        string  `json:"display_name"`
+	ShortCode          *string `json:"short_code"`
+	LegacyPropertyCode *string `json:"legacy_property_code"`
+	Lifecycle          string  `json:"lifecycle"`
+	TimeZone           string  `json:"time_zone"`
+	CreatedAt          string  `json:"created_at"`
+	// LastModifiedMS is a JSON number: an integer normally, but a float
+	// written by a drifting producer is accepted too.
+	LastModifiedMS *json.Number `json:"last_modified_ms"`
+}
+
+// Reason says why a record could not be mapped. Reasons are metric labels:
+// a fixed, small set.
+type Reason string
+
+const (
+	ReasonUndecodable      Reason = "undecodable"
+	ReasonInvalidID        Reason = "invalid_id"
+	ReasonOtherBrand       Reason = "other_brand"
+	ReasonEmptyName        Reason = "empty_name"
+	ReasonInvalidTimeZone  Reason = "invalid_time_zone"
+	ReasonInvalidCreatedAt Reason = "invalid_created_at"
+	ReasonInvalidModified  Reason = "invalid_last_modified"
+)
+
+// Reasons lists every Reason, for pre-registering metric series.
+var Reasons = []Reason{ReasonUndecodable, ReasonInvalidID, ReasonOtherBrand, ReasonEmptyName,
+	ReasonInvalidTimeZone, ReasonInvalidCreatedAt, ReasonInvalidModified}
+
+// Rejection is the error for a record that cannot be mapped.
+type Rejection struct {
+	// HotelID is the record's id as sent (truncated to 64 bytes), for logs.
+	HotelID string
+	Reason  Reason
+}
+
+func (r *Rejection) Error() string {
+	return fmt.Sprintf("hotel %q rejected: %s", r.HotelID, r.Reason)
+}
+
+func reject(id string, reason Reason) *Rejection {
+	if len(id) > 64 {
+		id = id[:64]
+	}
+	return &Rejection{HotelID: id, Reason: reason}
+}
+
+// Decode parses one record. A record that is not a JSON object of the
+// expected field types is a *Rejection with ReasonUndecodable; unknown fields
+// are ignored.
+func Decode(raw []byte) (HotelRecord, error) {
+	var rec HotelRecord
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		var probe struct {
+			HotelID any `json:"hotel_id"`
+		}
+		_ = json.Unmarshal(raw, &probe)
+		id, _ := probe.HotelID.(string)
+		return HotelRecord{}, reject(id, ReasonUndecodable)
+	}
+	return rec, nil
+}

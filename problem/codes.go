@@ -1,0 +1,143 @@
+package problem
+
+import "net/http"
+
+// Code is a stable, machine-readable error code of the public contract.
+// Partners branch on it; it never changes once published.
+type Code string
+
+// The codes of v1 (DECISIONS.md section 7).
+const (
+	MalformedQueryString  Code = "MALFORMED_QUERY_STRING"
+	UnknownQueryParameter Code = "UNKNOWN_QUERY_PARAMETER"
+	InvalidQueryParameter Code = "INVALID_QUERY_PARAMETER"
+	InvalidPathParameter  Code = "INVALID_PATH_PARAMETER"
+	TrailingSlash         Code = "TRAILING_SLASH"
+	InvalidPathCasing     Code = "INVALID_PATH_CASING"
+	MissingRequiredHeader Code = "MISSING_REQUIRED_HEADER"
+	InvalidHeader         Code = "INVALID_HEADER"
+	UnexpectedRequestBody Code = "UNEXPECTED_REQUEST_BODY"
+	MissingAuthHeader     Code = "MISSING_AUTH_HEADER"
+	InvalidAuthHeader     Code = "INVALID_AUTH_HEADER"
+	InvalidAPIKey         Code = "INVALID_API_KEY"
+	APIKeyExpired         Code = "API_KEY_EXPIRED"
+	APIKeySuspended       Code = "API_KEY_SUSPENDED"
+	BrandAccessDenied     Code = "BRAND_ACCESS_DENIED"
+	InsufficientScope     Code = "INSUFFICIENT_SCOPE"
+	TestModeUnavailable   Code = "TEST_MODE_UNAVAILABLE"
+	PropertyAccessDenied  Code = "PROPERTY_ACCESS_DENIED"
+	RouteNotFound         Code = "ROUTE_NOT_FOUND"
+	PropertyNotFound      Code = "PROPERTY_NOT_FOUND"
+	MethodNotAllowed      Code = "METHOD_NOT_ALLOWED"
+	NotAcceptable         Code = "NOT_ACCEPTABLE"
+	ValidationFailed      Code = "VALIDATION_FAILED"
+	RateLimited           Code = "RATE_LIMITED"
+	InternalError         Code = "INTERNAL_ERROR"
+	BadGateway            Code = "BAD_GATEWAY"
+	ServiceUnavailable    Code = "SERVICE_UNAVAILABLE"
+	GatewayTimeout        Code = "GATEWAY_TIMEOUT"
+)
+
+// Field-error codes (partner-api-v1.md section 7.4, plus UNKNOWN_PARAMETER
+// from DECISIONS.md section 5).
+const (
+	FieldRequired         = "REQUIRED"
+	FieldInvalidFormat    = "INVALID_FORMAT"
+	FieldInvalidEnumValue = "INVALID_ENUM_VALUE"
+	FieldOutOfRange       = "OUT_OF_RANGE"
+	FieldTooLong          = "TOO_LONG"
+	FieldUnknownParameter = "UNKNOWN_PARAMETER"
+)
+
+// Entry is one row of the registry: what a code means and how it is answered.
+type Entry struct {
+	Code   Code
+	Status int
+	// Title is the fixed, short summary sent as the problem's title.
+	Title string
+	// Explanation is a paragraph for the documentation page of the code.
+	Explanation string
+}
+
+// registry is the single place mapping codes to status and title.
+var registry = []Entry{
+	{MalformedQueryString, http.StatusBadRequest, "Malformed query string",
+		"The query string could not be parsed: it holds a bad percent-encoding or a ';' separator. Encode the query with standard application/x-www-form-urlencoded rules and '&' between parameters."},
+	{UnknownQueryParameter, http.StatusBadRequest, "Unknown query parameter",
+		"The request named a query parameter that the endpoint does not accept. Names are case-sensitive; each entry in errors names one unknown parameter and, when it looks like an allowed one, suggests the right spelling."},
+	{InvalidQueryParameter, http.StatusBadRequest, "Invalid query parameter",
+		"A query parameter value is not of the expected format (for example not a plain decimal integer), or a parameter was given more than once. Each entry in errors names one such parameter."},
+	{InvalidPathParameter, http.StatusBadRequest, "Invalid path parameter",
+		"A path parameter is not of the expected format. Property ids are UUIDs in the 8-4-4-4-12 hexadecimal form."},
+	{TrailingSlash, http.StatusBadRequest, "Trailing slash not allowed",
+		"The path is a known route with a trailing slash added. The API does not redirect: call the canonical path named in detail."},
+	{InvalidPathCasing, http.StatusBadRequest, "Invalid path casing",
+		"The path matches a known route only when case is ignored. Paths are case-sensitive: call the canonical path named in detail."},
+	{MissingRequiredHeader, http.StatusBadRequest, "Missing required header",
+		"A required request header is missing or empty. Authenticated endpoints require a User-Agent header that identifies the calling software."},
+	{InvalidHeader, http.StatusBadRequest, "Invalid header",
+		"A request header has an invalid value: User-Agent must be 3 to 255 printable ASCII characters and sent once; Svc-Correlation-Id must be 1 to 128 characters of A-Z, a-z, 0-9 and . _ = + / -."},
+	{UnexpectedRequestBody, http.StatusBadRequest, "Unexpected request body",
+		"The request declared a body (Content-Length greater than zero or Transfer-Encoding), but GET endpoints take none. Send the request without a body."},
+	{MissingAuthHeader, http.StatusUnauthorized, "Missing authorization header",
+		"The request carried no Authorization header. Send 'Authorization: Bearer <API key>'."},
+	{InvalidAuthHeader, http.StatusUnauthorized, "Invalid authorization header",
+		"The Authorization header is not of the form 'Bearer <token>': another scheme, an empty token, or the header sent more than once."},
+	{InvalidAPIKey, http.StatusUnauthorized, "Invalid API key",
+		"The API key is malformed or unknown. Keys start with svc_live_ or svc_test_ followed by at least 24 letters and digits."},
+	{APIKeyExpired, http.StatusUnauthorized, "API key expired",
+		"The API key has passed its expiry time. Ask for a new key."},
+	{APIKeySuspended, http.StatusForbidden, "API key suspended",
+		"The API key is valid but suspended. Contact partner support."},
+	{BrandAccessDenied, http.StatusForbidden, "Brand access denied",
+		"The API key belongs to another brand than the one this host serves. Use the host of the key's brand."},
+	{InsufficientScope, http.StatusForbidden, "Insufficient scope",
+		"The API key lacks the scope this endpoint needs (properties:read)."},
+	{TestModeUnavailable, http.StatusForbidden, "Test mode unavailable",
+		"A test-mode key (svc_test_) was used, but this deployment has no sandbox. Use a live key or the sandbox deployment."},
+	{PropertyAccessDenied, http.StatusForbidden, "Property access denied",
+		"The API key is not authorised for the property named in Svc-Property-Id. Used on property-scoped routes only."},
+	{RouteNotFound, http.StatusNotFound, "Route not found",
+		"No endpoint exists at this path. All endpoints live under /v1/."},
+	{PropertyNotFound, http.StatusNotFound, "Property not found",
+		"No property with this id is available to the API key: it does not exist, belongs to another brand, or the key is not granted it."},
+	{MethodNotAllowed, http.StatusMethodNotAllowed, "Method not allowed",
+		"The endpoint exists but does not support this HTTP method. The Allow header lists the supported methods."},
+	{NotAcceptable, http.StatusNotAcceptable, "Not acceptable",
+		"The Accept header excludes application/json, the only type the API produces. Send Accept: application/json or omit the header."},
+	{ValidationFailed, http.StatusUnprocessableEntity, "Validation failed",
+		"The request is well formed but holds values out of their allowed range. Each entry in errors names one invalid field."},
+	{RateLimited, http.StatusTooManyRequests, "Rate limit exceeded",
+		"The API key has used its request quota for the current window. Retry after the number of seconds in Retry-After."},
+	{InternalError, http.StatusInternalServerError, "Internal error",
+		"An unexpected fault occurred in the API. It has been logged; retry later and quote the requestId when contacting support."},
+	{BadGateway, http.StatusBadGateway, "Bad gateway",
+		"A system behind the API failed or gave an invalid answer. Retry later and quote the requestId when contacting support."},
+	{ServiceUnavailable, http.StatusServiceUnavailable, "Service unavailable",
+		"The API is temporarily unable to serve the request. Retry after the number of seconds in Retry-After."},
+	{GatewayTimeout, http.StatusGatewayTimeout, "Gateway timeout",
+		"A system behind the API did not answer in time. Retry later."},
+}
+
+var byCode = func() map[Code]Entry {
+	m := make(map[Code]Entry, len(registry))
+	for _, e := range registry {
+		m[e.Code] = e
+	}
+	return m
+}()
+
+// Lookup returns the registry entry of c. An unknown code yields the entry
+// of INTERNAL_ERROR, so a typo can never produce an undocumented answer.
+func Lookup(c Code) Entry {
+	if e, ok := byCode[c]; ok {
+		return e
+	}
+	return byCode[InternalError]
+}
+
+// Known reports whether c is a registered code.
+func Known(c Code) bool { _, ok := byCode[c]; return ok }
+
+// All returns every registered entry, in the order of DECISIONS.md section 7.
+func All() []Entry { return append([]Entry(nil), registry...) }

@@ -1,0 +1,162 @@
+// Package problem is the error vocabulary of the partner API: the registry of
+// stable codes (code, status, title) and the one writer of RFC 9457
+// application/problem+json bodies.
+//
+// Every layer reports failures as *Error. Anything else that reaches the
+// writer is classified as INTERNAL_ERROR, so no Go error text ever leaks.
+package problem
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// FieldError is one field-level problem (partner-api-v1.md 2.7).
+type FieldError struct {
+	Field  string `json:"field"`
+	Code   string `json:"code"`
+	Detail string `json:"detail"`
+}
+
+// Error is a failure with a public code. Detail and MoreInfo are sent to the
+// partner and must never carry internals; Err is the cause, for logs only.
+type Error struct {
+	Code     Code
+	Detail   string
+	MoreInfo string
+	Errors   []FieldError
+	// RetryAfter is sent as Retry-After (whole seconds, rounded up) on 429
+	// and 503. Zero sends "1": those statuses always carry the header, and
+	// an immediate retry is never what a client should do.
+	RetryAfter time.Duration
+	// Header holds extra response headers, such as WWW-Authenticate or Allow.
+	Header http.Header
+	// Err is the underlying cause. It is logged, never written.
+	Err error
+}
+
+// New returns an *Error with the given code and a formatted detail.
+func New(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Detail: fmt.Sprintf(format, args...)}
+}
+
+func (e *Error) Error() string {
+	s := string(e.Code)
+	if e.Detail != "" {
+		s += ": " + e.Detail
+	}
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Status is the HTTP status of the error's code.
+func (e *Error) Status() int { return Lookup(e.Code).Status }
+
+// From classifies err: the *Error in its chain, or INTERNAL_ERROR wrapping
+// it when there is none (including err == nil, which is a bug of the caller).
+func From(err error) *Error {
+	var pe *Error
+	if errors.As(err, &pe) && Known(pe.Code) {
+		return pe
+	}
+	if err == nil {
+		err = errors.New("problem: nil error written")
+	}
+	return &Error{Code: InternalError, Detail: "An unexpected error occurred. Quote the requestId when contacting support.", Err: err}
+}
+
+// Writer writes problem+json bodies.
+type Writer struct {
+	// DocsURL is the base of the documentation site; the problem's type is
+	// DocsURL + "/errors/" + the code in kebab-case. Empty gives a relative
+	// type ("/errors/...").
+	DocsURL string
+	// Now returns the current time. Nil means time.Now.
+	Now func() time.Time
+}
+
+// body fixes the field order and presence of partner-api-v1.md 2.6.
+type body struct {
+	Type      string       `json:"type"`
+	Title     string       `json:"title"`
+	Status    int          `json:"status"`
+	Detail    string       `json:"detail"`
+	MoreInfo  string       `json:"moreInfo"`
+	Instance  string       `json:"instance"`
+	Code      Code         `json:"code"`
+	Errors    []FieldError `json:"errors"`
+	RequestID string       `json:"requestId"`
+	Timestamp string       `json:"timestamp"`
+}
+
+// TimeFormat is the contract's timestamp layout: UTC, milliseconds, Z.
+const TimeFormat = "2006-01-02T15:04:05.000Z"
+
+// TypeURI is the problem type of code under docsURL.
+func TypeURI(docsURL string, c Code) string {
+	return strings.TrimRight(docsURL, "/") + "/errors/" + strings.ReplaceAll(strings.ToLower(string(c)), "_", "-")
+}
+
+// Write answers err on w and returns the classified *Error, so the caller
+// can log its code and cause.
+func (pw Writer) Write(w http.ResponseWriter, r *http.Request, requestID string, err error) *Error {
+	pe := From(err)
+	entry := Lookup(pe.Code)
+	now := time.Now
+	if pw.Now != nil {
+		now = pw.Now
+	}
+	b := body{
+		Type:      TypeURI(pw.DocsURL, entry.Code),
+		Title:     entry.Title,
+		Status:    entry.Status,
+		Detail:    pe.Detail,
+		MoreInfo:  pe.MoreInfo,
+		Instance:  r.URL.EscapedPath(),
+		Code:      entry.Code,
+		Errors:    pe.Errors,
+		RequestID: requestID,
+		Timestamp: now().UTC().Format(TimeFormat),
+	}
+	if b.Detail == "" {
+		b.Detail = entry.Title + "."
+	}
+	if b.Errors == nil {
+		b.Errors = []FieldError{}
+	}
+	buf, mErr := json.Marshal(b)
+	if mErr != nil { // unreachable: every field is a plain string or int
+		buf = []byte(`{}`)
+	}
+	h := w.Header()
+	for k, vs := range pe.Header {
+		h[k] = vs
+	}
+	if entry.Status == http.StatusTooManyRequests || entry.Status == http.StatusServiceUnavailable {
+		h.Set("Retry-After", strconv.Itoa(RetryAfterSeconds(pe.RetryAfter)))
+	}
+	h.Set("Content-Type", "application/problem+json")
+	h.Set("Content-Length", strconv.Itoa(len(buf)))
+	w.WriteHeader(entry.Status)
+	_, _ = w.Write(buf)
+	return pe
+}
+
+// RetryAfterSeconds rounds d up to whole seconds, at least 1.
+func RetryAfterSeconds(d time.Duration) int {
+	s := int(math.Ceil(d.Seconds()))
+	if s < 1 {
+		return 1
+	}
+	return s
+}

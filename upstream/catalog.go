@@ -1,0 +1,89 @@
+// Package upstream is the edge's access to the PMS: the HTTP client
+// (transport, paging, bounded bodies), the resilience around it (retries,
+// circuit breaker, deadlines) and the brief cache of mapped properties.
+//
+// The edge consumes one small interface, Catalog. Layers wrap one another
+// behind it, so handlers never change when a layer is added.
+package upstream
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"slices"
+	"time"
+
+	"github.com/partner-edge/partner-edge/mapping"
+)
+
+// Catalog serves the public properties of the deployment's brand from one
+// PMS (live or sandbox).
+//
+// Errors are *problem.Error: PROPERTY_NOT_FOUND from Property, and
+// BAD_GATEWAY, SERVICE_UNAVAILABLE or GATEWAY_TIMEOUT when the PMS fails.
+// A caller's own cancellation returns its context's error.
+type Catalog interface {
+	// Snapshot returns every mappable property of the brand. The result is
+	// shared and must not be modified.
+	Snapshot(ctx context.Context) (*Snapshot, error)
+	// Property returns one property, active or not, by lower-case id.
+	Property(ctx context.Context, id string) (*Item, error)
+}
+
+// Item is one mapped property, encoded once when loaded, ready to write.
+type Item struct {
+	ID        string
+	Active    bool
+	CreatedAt time.Time
+	// JSON is the property's public JSON object. Shared: never modify it.
+	JSON []byte
+}
+
+// NewItem encodes p.
+func NewItem(p mapping.Property) *Item {
+	b, err := json.Marshal(p)
+	if err != nil { // unreachable: Property encodes plain strings only
+		panic(err)
+	}
+	return &Item{ID: p.ID, Active: p.Active(), CreatedAt: p.CreatedAt, JSON: b}
+}
+
+// Snapshot is every mappable property of the brand at one moment.
+type Snapshot struct {
+	// Active are the listed properties, ordered by CreatedAt, then ID.
+	Active []*Item
+	// LoadedAt is when the PMS answered.
+	LoadedAt time.Time
+	byID     map[string]*Item
+}
+
+// NewSnapshot indexes items and orders the active ones. A duplicate id keeps
+// the first item.
+func NewSnapshot(items []*Item, loadedAt time.Time) *Snapshot {
+	s := &Snapshot{LoadedAt: loadedAt, byID: make(map[string]*Item, len(items))}
+	for _, it := range items {
+		if _, dup := s.byID[it.ID]; dup {
+			continue
+		}
+		s.byID[it.ID] = it
+		if it.Active {
+			s.Active = append(s.Active, it)
+		}
+	}
+	slices.SortFunc(s.Active, func(a, b *Item) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	return s
+}
+
+// Get returns the property with the lower-case id, active or not.
+func (s *Snapshot) Get(id string) (*Item, bool) {
+	it, ok := s.byID[id]
+	return it, ok
+}
+
+// Len is the number of mappable properties, active or not.
+func (s *Snapshot) Len() int { return len(s.byID) }

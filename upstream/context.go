@@ -1,0 +1,23 @@
+package upstream
+
+import "context"
+
+// CallerIDs identify the partner request on whose behalf the PMS is called.
+// The client sends them as X-Request-Id and X-Correlation-Id.
+type CallerIDs struct {
+	RequestID     string
+	CorrelationID string // empty when the partner sent none (or an invalid one)
+}
+
+type callerKey struct{}
+
+// WithCallerIDs returns ctx carrying ids.
+func WithCallerIDs(ctx context.Context, ids CallerIDs) context.Context {
+	return context.WithValue(ctx, callerKey{}, ids)
+}
+
+// CallerIDsFrom returns the ids carried by ctx, or zero values.
+func CallerIDsFrom(ctx context.Context) CallerIDs {
+	ids, _ := ctx.Value(callerKey{}).(CallerIDs)
+	return ids
+}
