@@ -1,0 +1,70 @@
+package keys
+
+import (
+	"strings"
+)
+
+// Key prefixes. The prefix tells the key's mode; a key's record must agree.
+const (
+	PrefixLive = "svc_live_"
+	PrefixTest = "svc_test_"
+)
+
+const (
+	// minSecretLen is the least number of [A-Za-z0-9] characters after the
+	// prefix (DECISIONS.md section 3).
+	minSecretLen = 24
+	// MaxTokenLen caps a key's total length. The contract sets no maximum,
+	// but every lookup hashes the whole token: the cap bounds the hashing
+	// work a caller can cause per request, whatever header sizes the server
+	// allows. Minted keys are 41 characters; 256 leaves ample room for keys
+	// issued by other tools.
+	MaxTokenLen = 256
+)
+
+// ValidFormat reports whether token has the shape of a key: svc_live_ or
+// svc_test_ followed by at least 24 characters of [A-Za-z0-9], at most
+// MaxTokenLen characters in all. It says nothing about whether the key exists.
+func ValidFormat(token string) bool {
+	_, ok := modeOf(token)
+	return ok
+}
+
+// modeOf returns the mode a well-formed token's prefix names; false when the
+// token is not of the key format.
+func modeOf(token string) (Mode, bool) {
+	if len(token) > MaxTokenLen {
+		return "", false
+	}
+	var mode Mode
+	var rest string
+	switch {
+	case strings.HasPrefix(token, PrefixLive):
+		mode, rest = ModeLive, token[len(PrefixLive):]
+	case strings.HasPrefix(token, PrefixTest):
+		mode, rest = ModeTest, token[len(PrefixTest):]
+	default:
+		return "", false
+	}
+	if len(rest) < minSecretLen {
+		return "", false
+	}
+	for i := 0; i < len(rest); i++ {
+		if !isAlnum(rest[i]) {
+			return "", false
+		}
+	}
+	return mode, true
+}
+
+func isAlnum(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+}
+
+// prefixOf returns the key prefix of a mode.
+func prefixOf(m Mode) string {
+	if m == ModeTest {
+		return PrefixTest
+	}
+	return PrefixLive
+}
