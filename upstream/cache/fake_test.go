@@ -1,0 +1,161 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/partner-edge/partner-edge/mapping"
+	"github.com/partner-edge/partner-edge/problem"
+	"github.com/partner-edge/partner-edge/upstream"
+)
+
+// TestMain fails the package if any goroutine (a load, a refresh, a store
+// janitor) outlives the tests (issue 3, acceptance 7).
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// fakeCatalog is a Catalog of function fields that counts its calls.
+type fakeCatalog struct {
+	snapshot  func(ctx context.Context) (*upstream.Snapshot, error)
+	property  func(ctx context.Context, id string) (*upstream.Item, error)
+	snapCalls atomic.Int64
+	propCalls atomic.Int64
+}
+
+var _ upstream.Catalog = (*fakeCatalog)(nil)
+
+func (f *fakeCatalog) Snapshot(ctx context.Context) (*upstream.Snapshot, error) {
+	f.snapCalls.Add(1)
+	return f.snapshot(ctx)
+}
+
+func (f *fakeCatalog) Property(ctx context.Context, id string) (*upstream.Item, error) {
+	f.propCalls.Add(1)
+	return f.property(ctx, id)
+}
+
+// clock is an injected Config.Now.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *clock { return &clock{t: time.Date(2026, 11, 22, 11, 0, 0, 0, time.UTC)} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+// Set moves the clock to t.
+func (c *clock) Set(t time.Time) {
+	c.mu.Lock()
+	c.t = t
+	c.mu.Unlock()
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// outcomes counts Config.OnOutcome reports.
+type outcomes struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (o *outcomes) record(s string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.n == nil {
+		o.n = map[string]int{}
+	}
+	o.n[s]++
+}
+
+func (o *outcomes) get(s string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.n[s]
+}
+
+func propertyID(i int) string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", i) }
+
+// testItem is the mapped property i; version changes its name, so two loads
+// of the same property are told apart by their JSON.
+func testItem(i, version int) *upstream.Item {
+	created := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * time.Hour)
+	return upstream.NewItem(mapping.Property{
+		ID:        propertyID(i),
+		Name:      fmt.Sprintf("Hotel %d v%d", i, version),
+		Status:    mapping.StatusActive,
+		Timezone:  "Europe/Berlin",
+		CreatedAt: created,
+		UpdatedAt: created,
+	})
+}
+
+// testSnapshot holds properties 0..n-1 at version.
+func testSnapshot(n, version int) *upstream.Snapshot {
+	items := make([]*upstream.Item, n)
+	for i := range items {
+		items[i] = testItem(i, version)
+	}
+	return upstream.NewSnapshot(items, time.Time{})
+}
+
+// versioned is a fakeCatalog whose every load returns the next version of
+// n properties; fail, when set, is returned instead.
+type versioned struct {
+	fakeCatalog
+	version atomic.Int64
+	fail    atomic.Pointer[problem.Error]
+}
+
+func newVersioned(n int) *versioned {
+	v := &versioned{}
+	v.snapshot = func(context.Context) (*upstream.Snapshot, error) {
+		if pe := v.fail.Load(); pe != nil {
+			return nil, pe
+		}
+		return testSnapshot(n, int(v.version.Add(1))), nil
+	}
+	v.property = func(_ context.Context, id string) (*upstream.Item, error) {
+		if pe := v.fail.Load(); pe != nil {
+			return nil, pe
+		}
+		for i := range n {
+			if propertyID(i) == id {
+				return testItem(i, int(v.version.Add(1))), nil
+			}
+		}
+		return nil, problem.New(problem.PropertyNotFound, "not found")
+	}
+	return v
+}
+
+func codeOf(err error) problem.Code {
+	pe := problem.From(err)
+	return pe.Code
+}
+
+func mustJSON(t *testing.T, s *upstream.Snapshot) string {
+	t.Helper()
+	if s == nil {
+		t.Fatal("nil snapshot")
+	}
+	var b []byte
+	for _, it := range s.Active {
+		b = append(b, it.JSON...)
+		b = append(b, '\n')
+	}
+	return string(b)
+}

@@ -1,0 +1,142 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/partner-edge/partner-edge/problem"
+	"github.com/partner-edge/partner-edge/upstream"
+)
+
+func TestSnapshotFreshHitThenReloadAfterTTL(t *testing.T) {
+	inner := newVersioned(3)
+	clk := newClock()
+	var out outcomes
+	c := New(inner, Config{Key: "aurora/live", TTL: 30 * time.Second, RefreshAhead: 1, Now: clk.Now, OnOutcome: out.record})
+	defer c.Close()
+	ctx := context.Background()
+
+	first, err := c.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(30*time.Second - time.Nanosecond)
+	again, err := c.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again != first || inner.snapCalls.Load() != 1 {
+		t.Fatalf("within TTL: same=%v, inner loads=%d; want the cached snapshot and 1 load", again == first, inner.snapCalls.Load())
+	}
+	if out.get(OutcomeMiss) != 1 || out.get(OutcomeHit) != 1 {
+		t.Fatalf("outcomes %v, want 1 miss and 1 hit", out.n)
+	}
+
+	clk.Advance(time.Nanosecond) // exactly TTL old: no longer fresh
+	reloaded, err := c.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inner.snapCalls.Load() != 2 || mustJSON(t, reloaded) == mustJSON(t, first) {
+		t.Fatalf("after TTL: inner loads=%d, new data=%v; want a reload", inner.snapCalls.Load(), mustJSON(t, reloaded) != mustJSON(t, first))
+	}
+	if c.Len() != 1 {
+		t.Fatalf("Len = %d, want 1 (the snapshot)", c.Len())
+	}
+}
+
+func TestSnapshotStaleServedOnPMSFailureUntilStale(t *testing.T) {
+	for _, code := range []problem.Code{problem.BadGateway, problem.ServiceUnavailable, problem.GatewayTimeout} {
+		t.Run(string(code), func(t *testing.T) {
+			inner := newVersioned(3)
+			clk := newClock()
+			var out outcomes
+			c := New(inner, Config{Key: "aurora/live", TTL: 30 * time.Second, Stale: 5 * time.Minute,
+				RefreshAhead: 1, Now: clk.Now, OnOutcome: out.record})
+			defer c.Close()
+			ctx := context.Background()
+
+			loaded := clk.Now()
+			first, err := c.Snapshot(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := mustJSON(t, first)
+			inner.fail.Store(problem.New(code, "pms down"))
+
+			for _, age := range []time.Duration{30 * time.Second, 2 * time.Minute, 5*time.Minute - time.Millisecond} {
+				clk.Set(loaded.Add(age))
+				got, err := c.Snapshot(ctx)
+				if err != nil {
+					t.Fatalf("age %v: %v, want the stale snapshot", age, err)
+				}
+				if mustJSON(t, got) != want {
+					t.Fatalf("age %v: body changed", age)
+				}
+			}
+			if out.get(OutcomeStale) != 3 {
+				t.Fatalf("outcomes %v, want 3 stale", out.n)
+			}
+
+			clk.Advance(time.Millisecond) // exactly Stale old
+			_, err = c.Snapshot(ctx)
+			if codeOf(err) != code {
+				t.Fatalf("at Stale: err %v, want %s", err, code)
+			}
+			if got := inner.snapCalls.Load(); got != 5 {
+				t.Fatalf("inner loads = %d, want 5 (1 good, 4 failed)", got)
+			}
+
+			inner.fail.Store(nil) // the PMS heals
+			healed, err := c.Snapshot(ctx)
+			if err != nil || mustJSON(t, healed) == want {
+				t.Fatalf("after healing: err %v, new data %v", err, err == nil && mustJSON(t, healed) != want)
+			}
+		})
+	}
+}
+
+func TestSnapshotOtherErrorsAreNotServedStale(t *testing.T) {
+	inner := newVersioned(3)
+	clk := newClock()
+	c := New(inner, Config{TTL: time.Second, Stale: time.Hour, Now: clk.Now})
+	defer c.Close()
+	if _, err := c.Snapshot(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(2 * time.Second)
+	inner.fail.Store(problem.New(problem.InternalError, "bug"))
+	if _, err := c.Snapshot(context.Background()); codeOf(err) != problem.InternalError {
+		t.Fatalf("err %v, want INTERNAL_ERROR passed through", err)
+	}
+
+	// A caller's own cancellation is its context's error, never stale data.
+	inner.fail.Store(nil)
+	inner.snapshot = func(ctx context.Context) (*upstream.Snapshot, error) { <-ctx.Done(); return nil, ctx.Err() }
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := c.Snapshot(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v, want context.Canceled", err)
+	}
+}
+
+func TestDisabledPassesThrough(t *testing.T) {
+	inner := newVersioned(3)
+	var out outcomes
+	c := New(inner, Config{TTL: 0, OnOutcome: out.record})
+	defer c.Close()
+	for range 3 {
+		if _, err := c.Snapshot(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Property(context.Background(), propertyID(1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if inner.snapCalls.Load() != 3 || inner.propCalls.Load() != 3 || c.Len() != 0 || len(out.n) != 0 {
+		t.Fatalf("loads %d/%d, Len %d, outcomes %v; want every call passed through, nothing stored",
+			inner.snapCalls.Load(), inner.propCalls.Load(), c.Len(), out.n)
+	}
+}
