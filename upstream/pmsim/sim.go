@@ -1,0 +1,235 @@
+// Package pmsim is a simulator of the internal PMS API (pms-internal-api.md):
+// a real http.Handler with deterministic, seeded and deliberately messy hotel
+// data, test accessors, request counters and faults that can be switched on
+// and off while it serves.
+//
+// Routes:
+//
+//	GET /internal/v2/brands/{brandCode}/hotels?limit=<1..500>&cursor=<opaque>
+//	GET /internal/v2/brands/{brandCode}/hotels/{hotelId}
+//
+// Every answer is application/json. Errors are {"error": "<code>"} with the
+// codes hotel_not_found (404), invalid_limit and invalid_cursor (400),
+// unauthorized (401), not_found (404, unknown path) and method_not_allowed
+// (405), unless a fault says otherwise.
+package pmsim
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync"
+)
+
+// Config configures a Sim. The zero value is usable.
+type Config struct {
+	// Brands is the number of generated brands: "aurora", "borealis",
+	// "cascade", ... in that fixed order. Zero means 3.
+	Brands int
+	// HotelsPerBrand is the number of generated records per brand, one in
+	// eight of them unmappable (see Unmappable). Zero means 40.
+	HotelsPerBrand int
+	// Seed makes the data and the fault randomness: the same seed gives the
+	// same records, byte for byte, and the same served order.
+	Seed int64
+	// PageSize, when positive, caps every list page at this many records
+	// whatever limit the client asks for, so tests can force many pages.
+	// Zero means pages are as large as limit.
+	PageSize int
+	// Token, when set, is required as "Authorization: Bearer <Token>";
+	// any other request answers 401 {"error":"unauthorized"}. Empty means
+	// no authentication.
+	Token string
+}
+
+// DefaultLimit is the page size of a list request without limit; MaxLimit
+// is the largest limit accepted.
+const (
+	DefaultLimit = 100
+	MaxLimit     = 500
+)
+
+// Sim is the simulated PMS. It is safe for concurrent use; its data, faults
+// and counters may be changed while it serves.
+type Sim struct {
+	cfg  Config
+	salt uint64 // makes cursors of one Sim unguessable by another
+
+	mu     sync.RWMutex
+	brands []string
+	data   map[string]*brandData
+
+	stats   stats
+	headers headerLog
+	faults  faultState
+}
+
+type brandData struct {
+	recs  []json.RawMessage
+	exact map[string]int // hotel_id as stored -> index
+	fold  map[string]int // lower-cased hotel_id -> index of the first such record
+}
+
+// New returns a Sim serving the generated data of cfg.
+func New(cfg Config) *Sim {
+	if cfg.Brands <= 0 {
+		cfg.Brands = 3
+	}
+	if cfg.HotelsPerBrand <= 0 {
+		cfg.HotelsPerBrand = 40
+	}
+	s := &Sim{
+		cfg:    cfg,
+		salt:   rand.New(rand.NewPCG(uint64(cfg.Seed), 0xc0ffee)).Uint64(),
+		brands: brandNames(cfg.Brands),
+		data:   make(map[string]*brandData, cfg.Brands),
+	}
+	s.faults.rng = rand.New(rand.NewPCG(uint64(cfg.Seed), 0xfa17))
+	for i, b := range s.brands {
+		s.data[b] = index(generate(cfg.Seed, i, b, cfg.HotelsPerBrand))
+	}
+	return s
+}
+
+func index(recs []json.RawMessage) *brandData {
+	d := &brandData{recs: recs, exact: make(map[string]int, len(recs)), fold: make(map[string]int, len(recs))}
+	for i, r := range recs {
+		var probe struct {
+			ID string `json:"hotel_id"`
+		}
+		if json.Unmarshal(r, &probe) != nil || probe.ID == "" {
+			continue
+		}
+		if _, dup := d.exact[probe.ID]; !dup {
+			d.exact[probe.ID] = i
+		}
+		if _, dup := d.fold[strings.ToLower(probe.ID)]; !dup {
+			d.fold[strings.ToLower(probe.ID)] = i
+		}
+	}
+	return d
+}
+
+// Brands returns the brand codes the Sim serves, generated ones first.
+func (s *Sim) Brands() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return append([]string(nil), s.brands...)
+}
+
+// Records returns a copy of the records of brand, in served order; nil for
+// an unknown brand.
+func (s *Sim) Records(brand string) []json.RawMessage {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	d := s.data[brand]
+	if d == nil {
+		return nil
+	}
+	out := make([]json.RawMessage, len(d.recs))
+	for i, r := range d.recs {
+		out[i] = append(json.RawMessage(nil), r...)
+	}
+	return out
+}
+
+// SetRecords replaces the records of brand, served from now on in the given
+// order and exactly as given (they need not be valid records, nor even valid
+// JSON: list pages would then be invalid JSON too). A new brand is added to
+// Brands. Cursors handed out earlier stay valid as offsets into the new data.
+func (s *Sim) SetRecords(brand string, recs []json.RawMessage) {
+	cp := make([]json.RawMessage, len(recs))
+	for i, r := range recs {
+		cp[i] = append(json.RawMessage(nil), r...)
+	}
+	d := index(cp)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.data[brand]; !ok {
+		s.brands = append(s.brands, brand)
+	}
+	s.data[brand] = d
+}
+
+// ServeHTTP implements the internal PMS API.
+func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	brand, id, kind := route(r.URL.Path)
+	s.stats.count(kind)
+	s.headers.record(r.Header)
+	if !s.applyFaults(w, r) {
+		return
+	}
+	if s.cfg.Token != "" && r.Header.Get("Authorization") != "Bearer "+s.cfg.Token {
+		s.stats.unauthorized.Add(1)
+		w.Header().Set("WWW-Authenticate", `Bearer realm="pms"`)
+		writeError(w, http.StatusUnauthorized, "unauthorized")
+		return
+	}
+	if kind == kindOther {
+		writeError(w, http.StatusNotFound, "not_found")
+		return
+	}
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", http.MethodGet)
+		writeError(w, http.StatusMethodNotAllowed, "method_not_allowed")
+		return
+	}
+	if kind == kindList {
+		s.list(w, r, brand)
+		return
+	}
+	s.get(w, brand, id)
+}
+
+const prefix = "/internal/v2/brands/"
+
+// route splits an API path into brand and hotel id.
+func route(path string) (brand, id string, k kind) {
+	rest, ok := strings.CutPrefix(path, prefix)
+	if !ok {
+		return "", "", kindOther
+	}
+	parts := strings.Split(rest, "/")
+	switch {
+	case len(parts) == 2 && parts[0] != "" && parts[1] == "hotels":
+		return parts[0], "", kindList
+	case len(parts) == 3 && parts[0] != "" && parts[1] == "hotels" && parts[2] != "":
+		return parts[0], parts[2], kindGet
+	}
+	return "", "", kindOther
+}
+
+// get answers one hotel. The id matches the stored hotel_id exactly or,
+// failing that, case-insensitively (the PMS treats UUIDs as case-insensitive,
+// so the lower-cased id of a legacy upper-case record finds it).
+func (s *Sim) get(w http.ResponseWriter, brand, id string) {
+	s.mu.RLock()
+	var rec json.RawMessage
+	if d := s.data[brand]; d != nil {
+		i, ok := d.exact[id]
+		if !ok {
+			i, ok = d.fold[strings.ToLower(id)]
+		}
+		if ok {
+			rec = d.recs[i]
+		}
+	}
+	s.mu.RUnlock()
+	if rec == nil {
+		writeError(w, http.StatusNotFound, "hotel_not_found")
+		return
+	}
+	writeJSON(w, http.StatusOK, rec)
+}
+
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+func writeError(w http.ResponseWriter, status int, code string) {
+	b, _ := json.Marshal(map[string]string{"error": code})
+	writeJSON(w, status, b)
+}
