@@ -1,0 +1,154 @@
+package upstream
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/sony/gobreaker/v2"
+)
+
+// Defaults of BreakerConfig.
+const (
+	DefaultBreakerConsecutiveFailures = 5
+	DefaultBreakerFailureRatio        = 0.5
+	DefaultBreakerMinRequests         = 10
+	DefaultBreakerWindow              = 30 * time.Second
+	DefaultBreakerBucketPeriod        = time.Second
+	DefaultBreakerOpenTimeout         = 10 * time.Second
+	DefaultBreakerHalfOpenProbes      = 1
+)
+
+// BreakerConfig configures the circuit breaker around each logical PMS call
+// (a whole list walk, or one get; not each attempt: the retries of one call
+// are one outcome). A call counts as a failure when it fails after its
+// retries; a PMS 404 counts as a success (the PMS answered), and the
+// caller's own cancellation is not counted at all.
+type BreakerConfig struct {
+	// ConsecutiveFailures opens the breaker after that many failed calls
+	// in a row. Zero means DefaultBreakerConsecutiveFailures (5).
+	ConsecutiveFailures uint32
+	// FailureRatio opens the breaker when at least that share of the
+	// calls in the rolling window failed, once the window holds at least
+	// MinRequests calls. Zero means DefaultBreakerFailureRatio (0.5);
+	// above 1 disables the ratio rule.
+	FailureRatio float64
+	// MinRequests is the number of calls the window must hold before
+	// FailureRatio applies. Zero means DefaultBreakerMinRequests (10).
+	MinRequests uint32
+	// Window is the rolling window of the ratio rule, made of buckets of
+	// BucketPeriod (gobreaker's Interval and BucketPeriod). Zero means
+	// DefaultBreakerWindow (30 s).
+	Window time.Duration
+	// BucketPeriod is the granularity of the rolling window. Zero means
+	// DefaultBreakerBucketPeriod (1 s).
+	BucketPeriod time.Duration
+	// OpenTimeout is how long the breaker stays open before letting
+	// probes through (half-open). Zero means DefaultBreakerOpenTimeout
+	// (10 s).
+	OpenTimeout time.Duration
+	// HalfOpenProbes is how many calls may probe at once in half-open;
+	// that many successes in a row close the breaker, one failure opens it
+	// again. Zero means DefaultBreakerHalfOpenProbes (1).
+	HalfOpenProbes uint32
+	// OnStateChange, when set, is called on every state change with the
+	// states' names ("closed", "half-open", "open"), for metrics. It runs
+	// under the breaker's lock: it must be quick and must not call the
+	// client.
+	OnStateChange func(from, to string)
+}
+
+func (bc BreakerConfig) withDefaults() (BreakerConfig, error) {
+	bc.ConsecutiveFailures = orDefault32(bc.ConsecutiveFailures, DefaultBreakerConsecutiveFailures)
+	if bc.FailureRatio == 0 {
+		bc.FailureRatio = DefaultBreakerFailureRatio
+	}
+	bc.MinRequests = orDefault32(bc.MinRequests, DefaultBreakerMinRequests)
+	bc.Window = orDefault(bc.Window, DefaultBreakerWindow)
+	bc.BucketPeriod = orDefault(bc.BucketPeriod, DefaultBreakerBucketPeriod)
+	bc.OpenTimeout = orDefault(bc.OpenTimeout, DefaultBreakerOpenTimeout)
+	bc.HalfOpenProbes = orDefault32(bc.HalfOpenProbes, DefaultBreakerHalfOpenProbes)
+	if bc.FailureRatio < 0 || bc.Window < 0 || bc.BucketPeriod < 0 || bc.OpenTimeout < 0 {
+		return bc, fmt.Errorf("upstream: Breaker settings must not be negative")
+	}
+	return bc, nil
+}
+
+func orDefault32(v, def uint32) uint32 {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// breaker wraps gobreaker and remembers when it last opened, to tell
+// callers how long until it probes again.
+type breaker struct {
+	cb      *gobreaker.CircuitBreaker[struct{}]
+	timeout time.Duration
+
+	mu       sync.Mutex
+	openedAt time.Time
+}
+
+func newBreaker(name string, bc BreakerConfig, log *slog.Logger) *breaker {
+	b := &breaker{timeout: bc.OpenTimeout}
+	b.cb = gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{
+		Name:         name,
+		MaxRequests:  bc.HalfOpenProbes,
+		Interval:     bc.Window,
+		BucketPeriod: bc.BucketPeriod,
+		Timeout:      bc.OpenTimeout,
+		ReadyToTrip: func(c gobreaker.Counts) bool {
+			if c.ConsecutiveFailures >= bc.ConsecutiveFailures {
+				return true
+			}
+			done := c.TotalSuccesses + c.TotalFailures
+			return done >= bc.MinRequests && float64(c.TotalFailures) >= bc.FailureRatio*float64(done)
+		},
+		// Called under gobreaker's lock, with its own clock (time.Now).
+		OnStateChange: func(name string, from, to gobreaker.State) {
+			if to == gobreaker.StateOpen {
+				b.mu.Lock()
+				b.openedAt = time.Now()
+				b.mu.Unlock()
+			}
+			log.Info("pms circuit breaker state changed", "breaker", name, "from", from.String(), "to", to.String())
+			if bc.OnStateChange != nil {
+				bc.OnStateChange(from.String(), to.String())
+			}
+		},
+		// A 404 is the PMS answering correctly.
+		IsSuccessful: func(err error) bool { return err == nil || errors.Is(err, errNotFound) },
+		// The caller's own cancellation says nothing about the PMS.
+		IsExcluded: func(err error) bool {
+			var cg *callerGoneError
+			return errors.As(err, &cg)
+		},
+	})
+	return b
+}
+
+// execute runs call through the breaker. While open it returns
+// gobreaker.ErrOpenState (or ErrTooManyRequests in half-open) at once.
+func (b *breaker) execute(call func() error) error {
+	_, err := b.cb.Execute(func() (struct{}, error) { return struct{}{}, call() })
+	return err
+}
+
+// retryAfter is the time until the breaker lets a probe through, at least
+// one second.
+func (b *breaker) retryAfter() time.Duration {
+	b.mu.Lock()
+	opened := b.openedAt
+	b.mu.Unlock()
+	if opened.IsZero() {
+		return time.Second
+	}
+	return retryAfterAtLeast(time.Until(opened.Add(b.timeout)))
+}
+
+// State is the breaker's current state: "closed", "half-open" or "open".
+func (b *breaker) State() string { return b.cb.State().String() }

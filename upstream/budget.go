@@ -1,0 +1,115 @@
+package upstream
+
+import (
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Defaults of BudgetConfig.
+const (
+	DefaultBudgetRatio        = 0.2
+	DefaultBudgetMinPerSecond = 10
+	DefaultBudgetWindow       = 10 * time.Second
+)
+
+// budgetBuckets is the number of buckets the window is cut into.
+const budgetBuckets = 10
+
+// BudgetConfig configures a RetryBudget.
+type BudgetConfig struct {
+	// Ratio is the share of recent requests that may be retried: a retry
+	// is allowed while retries+1 <= Ratio*requests over the window. Zero
+	// means DefaultBudgetRatio (0.2); negative means none beyond the floor.
+	Ratio float64
+	// MinPerSecond is the floor: this many retries per second (with a
+	// burst of as many) are allowed whatever the ratio, so that a quiet
+	// client can still retry a blip. Zero means DefaultBudgetMinPerSecond
+	// (10); negative means no floor.
+	MinPerSecond int
+	// Window is how far back "recent" reaches, in 10 buckets. Zero means
+	// DefaultBudgetWindow (10 s, buckets of 1 s).
+	Window time.Duration
+	// Now returns the current time. Nil means time.Now.
+	Now func() time.Time
+}
+
+// RetryBudget bounds the retries of all calls sharing it, so that retries
+// cannot multiply the load on a failing PMS (Finagle's retry budget): over
+// a sliding window, retries stay under a share of requests, plus a small
+// floor per second. Once the budget is spent, a failed attempt is returned
+// without retrying. Safe for concurrent use.
+type RetryBudget struct {
+	ratio  float64
+	floor  *rate.Limiter // nil: no floor
+	now    func() time.Time
+	bucket time.Duration
+
+	mu                sync.Mutex
+	cur               int64 // index of the current bucket: unix time / bucket
+	ring              [budgetBuckets]struct{ requests, retries int64 }
+	requests, retries int64 // sums over the ring
+}
+
+// NewRetryBudget returns a budget configured by cfg.
+func NewRetryBudget(cfg BudgetConfig) *RetryBudget {
+	if cfg.Ratio == 0 {
+		cfg.Ratio = DefaultBudgetRatio
+	}
+	if cfg.MinPerSecond == 0 {
+		cfg.MinPerSecond = DefaultBudgetMinPerSecond
+	}
+	if cfg.Window <= 0 {
+		cfg.Window = DefaultBudgetWindow
+	}
+	b := &RetryBudget{ratio: max(cfg.Ratio, 0), now: cfg.Now, bucket: max(cfg.Window/budgetBuckets, time.Millisecond)}
+	if b.now == nil {
+		b.now = time.Now
+	}
+	if cfg.MinPerSecond > 0 {
+		b.floor = rate.NewLimiter(rate.Limit(cfg.MinPerSecond), cfg.MinPerSecond)
+	}
+	b.cur = b.now().UnixNano() / int64(b.bucket)
+	return b
+}
+
+// advance drops the buckets that left the window. b.mu is held.
+func (b *RetryBudget) advance(now time.Time) {
+	idx := now.UnixNano() / int64(b.bucket)
+	if idx <= b.cur {
+		return
+	}
+	for i := b.cur + 1; i <= idx && i <= b.cur+budgetBuckets; i++ {
+		slot := &b.ring[i%budgetBuckets]
+		b.requests -= slot.requests
+		b.retries -= slot.retries
+		slot.requests, slot.retries = 0, 0
+	}
+	b.cur = idx
+}
+
+// Request records one request (a first attempt).
+func (b *RetryBudget) Request() {
+	now := b.now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.advance(now)
+	b.ring[b.cur%budgetBuckets].requests++
+	b.requests++
+}
+
+// TryRetry reports whether one retry may be made now, and if so counts it.
+func (b *RetryBudget) TryRetry() bool {
+	now := b.now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.advance(now)
+	if float64(b.retries+1) > b.ratio*float64(b.requests) &&
+		(b.floor == nil || !b.floor.AllowN(now, 1)) {
+		return false
+	}
+	b.ring[b.cur%budgetBuckets].retries++
+	b.retries++
+	return true
+}

@@ -1,0 +1,203 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// PMS is the edge's view of one PMS: raw hotel records of a brand. Errors
+// are *problem.Error (PROPERTY_NOT_FOUND from GetHotel on a PMS 404;
+// BAD_GATEWAY, GATEWAY_TIMEOUT, SERVICE_UNAVAILABLE when the PMS fails),
+// except the caller's own cancellation, which returns ctx.Err().
+type PMS interface {
+	// ListHotels returns every record of the brand, all pages.
+	ListHotels(ctx context.Context, brand string) ([]json.RawMessage, error)
+	// GetHotel returns the record of one hotel of the brand.
+	GetHotel(ctx context.Context, brand, id string) (json.RawMessage, error)
+}
+
+var _ PMS = (*Client)(nil)
+
+// Client calls one PMS (pms-internal-api.md) with the resilience of issue 3.
+// Each logical call (ListHotels, GetHotel) runs through, outermost first:
+//
+//  1. the call's deadline (CallTimeout, or the caller's if earlier): it
+//     bounds everything below, retry waits included;
+//  2. the circuit breaker: while open, the call fails at once with no PMS
+//     traffic and no retries; one call, whatever its retries, is one
+//     outcome for the breaker;
+//  3. retries (per HTTP request: a get, or one list page), with backoff,
+//     Retry-After and the shared retry budget;
+//  4. the transport: one attempt, bounded by AttemptTimeout and
+//     MaxBodyBytes.
+//
+// A Client is safe for concurrent use. It starts no goroutines.
+type Client struct {
+	cfg     ClientConfig
+	base    string // base URL without trailing slash
+	http    *http.Client
+	breaker *breaker
+	log     *slog.Logger
+}
+
+// NewClient returns a client for cfg, or an error naming a bad setting.
+func NewClient(cfg ClientConfig) (*Client, error) {
+	cfg, u, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{
+		cfg:  cfg,
+		base: strings.TrimRight(u.String(), "/"),
+		http: &http.Client{
+			Transport: roundTripOnly{cfg.Transport},
+			Timeout:   cfg.AttemptTimeout,
+			// The PMS does not redirect; following one could carry the
+			// token elsewhere. A 3xx is an unexpected status.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+		log: cfg.Logger,
+	}
+	c.breaker = newBreaker("pms "+u.Host, cfg.Breaker, cfg.Logger)
+	return c, nil
+}
+
+// BreakerState is the circuit breaker's state: "closed", "half-open" or
+// "open".
+func (c *Client) BreakerState() string { return c.breaker.State() }
+
+// CloseIdleConnections closes the idle connections of the transport.
+func (c *Client) CloseIdleConnections() {
+	if ci, ok := c.cfg.Transport.(interface{ CloseIdleConnections() }); ok {
+		ci.CloseIdleConnections()
+	}
+}
+
+func (c *Client) setHeaders(h http.Header, ctx context.Context) {
+	h.Set("Accept", "application/json")
+	h.Set("User-Agent", "partner-edge/"+c.cfg.Version)
+	if c.cfg.Token != "" {
+		h.Set("Authorization", "Bearer "+c.cfg.Token)
+	}
+	ids := CallerIDsFrom(ctx)
+	if ids.RequestID != "" {
+		h.Set("X-Request-Id", ids.RequestID)
+	}
+	if ids.CorrelationID != "" {
+		h.Set("X-Correlation-Id", ids.CorrelationID)
+	}
+}
+
+// call runs fn as one logical call: under the call deadline and through the
+// breaker. It classifies the failure for the caller.
+func (c *Client) call(ctx context.Context, fn func(ctx context.Context) error) error {
+	cctx, cancel := context.WithTimeout(ctx, c.cfg.CallTimeout)
+	defer cancel()
+	err := c.breaker.execute(func() error {
+		err := fn(cctx)
+		if err != nil && errors.Is(ctx.Err(), context.Canceled) {
+			return &callerGoneError{err: err}
+		}
+		return err
+	})
+	if err == nil {
+		return nil
+	}
+	return c.toProblem(ctx, cctx, err)
+}
+
+// hotelsURL is the list address of brand, or of one hotel when id is set.
+func (c *Client) hotelsURL(brand, id string) string {
+	u := c.base + "/internal/v2/brands/" + url.PathEscape(brand) + "/hotels"
+	if id != "" {
+		u += "/" + url.PathEscape(id)
+	}
+	return u
+}
+
+// listPage is the list envelope. Pointers tell a missing field from null.
+type listPage struct {
+	Hotels     *[]json.RawMessage `json:"hotels"`
+	NextCursor *string            `json:"nextCursor"`
+}
+
+// ListHotels returns every record of brand, following nextCursor to the
+// last page. A cursor seen twice in one walk, an empty cursor, or more than
+// MaxPages pages is a failure (BAD_GATEWAY): the PMS would never end.
+func (c *Client) ListHotels(ctx context.Context, brand string) ([]json.RawMessage, error) {
+	var all []json.RawMessage
+	err := c.call(ctx, func(ctx context.Context) error {
+		all = nil
+		seen := make(map[string]struct{})
+		cursor := ""
+		for page := 1; ; page++ {
+			if page > c.cfg.MaxPages {
+				return &answerError{reason: "more than " + strconv.Itoa(c.cfg.MaxPages) + " pages"}
+			}
+			q := url.Values{"limit": {strconv.Itoa(c.cfg.PageSize)}}
+			if cursor != "" {
+				q.Set("cursor", cursor)
+			}
+			body, err := c.do(ctx, c.hotelsURL(brand, "")+"?"+q.Encode())
+			if err != nil {
+				return err
+			}
+			var p listPage
+			if err := json.Unmarshal(body, &p); err != nil {
+				return &answerError{reason: "list page is not the expected JSON", err: err}
+			}
+			if p.Hotels == nil {
+				return &answerError{reason: "list page without hotels"}
+			}
+			all = append(all, *p.Hotels...)
+			if p.NextCursor == nil {
+				return nil
+			}
+			cursor = *p.NextCursor
+			if cursor == "" {
+				return &answerError{reason: "empty nextCursor"}
+			}
+			if _, dup := seen[cursor]; dup {
+				return &answerError{reason: fmt.Sprintf("cursor loop after %d pages", page)}
+			}
+			seen[cursor] = struct{}{}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return all, nil
+}
+
+// GetHotel returns the record of one hotel. A PMS 404 is PROPERTY_NOT_FOUND:
+// not retried, and not a failure for the breaker.
+func (c *Client) GetHotel(ctx context.Context, brand, id string) (json.RawMessage, error) {
+	var rec json.RawMessage
+	err := c.call(ctx, func(ctx context.Context) error {
+		body, err := c.do(ctx, c.hotelsURL(brand, id))
+		var se *statusError
+		if errors.As(err, &se) && se.status == http.StatusNotFound {
+			return errNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if t := bytes.TrimLeft(body, " \t\r\n"); len(t) == 0 || t[0] != '{' || !json.Valid(body) {
+			return &answerError{reason: "hotel is not a JSON object"}
+		}
+		rec = body
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rec, nil
+}

@@ -1,0 +1,153 @@
+package upstream
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// Defaults of ClientConfig.
+const (
+	DefaultPageSize       = 500
+	DefaultMaxPages       = 1000
+	DefaultMaxBodyBytes   = 8 << 20
+	DefaultCallTimeout    = 5 * time.Second
+	DefaultAttemptTimeout = 2 * time.Second
+	DefaultMaxRetries     = 2
+	DefaultRetryWaitMin   = 100 * time.Millisecond
+	DefaultRetryWaitMax   = time.Second
+	DefaultRetryAfterMax  = 2 * time.Second
+)
+
+// ClientConfig configures a Client for one PMS (live or sandbox).
+type ClientConfig struct {
+	// BaseURL is the PMS's base address (PMS_BASE_URL or PMS_SANDBOX_URL),
+	// an absolute http or https URL, optionally with a path prefix. Required.
+	BaseURL string
+	// Token is sent as "Authorization: Bearer <Token>" (PMS_TOKEN). Empty
+	// sends no Authorization header. A partner's Authorization is never
+	// forwarded: the client builds every request from scratch.
+	Token string
+	// Version is sent as "User-Agent: partner-edge/<Version>". Empty means
+	// "dev".
+	Version string
+
+	// PageSize is the limit asked per list page, 1 to 500. Zero means
+	// DefaultPageSize (500).
+	PageSize int
+	// MaxPages bounds one list walk; a longer walk is a failure (a PMS
+	// that never ends its cursor chain). Zero means DefaultMaxPages (1000).
+	MaxPages int
+	// MaxBodyBytes bounds each response body; a larger body is a failure.
+	// Zero means DefaultMaxBodyBytes (8 MiB).
+	MaxBodyBytes int64
+
+	// CallTimeout is the overall deadline of one logical call (a whole
+	// list walk, or one get): every attempt, every retry wait. The
+	// caller's own deadline applies too when it is earlier. Zero means
+	// DefaultCallTimeout (5 s).
+	CallTimeout time.Duration
+	// AttemptTimeout bounds one HTTP attempt, reading the body included.
+	// Zero means DefaultAttemptTimeout (2 s).
+	AttemptTimeout time.Duration
+
+	// Retry configures retries of failed attempts.
+	Retry RetryConfig
+	// Breaker configures the circuit breaker around logical calls.
+	Breaker BreakerConfig
+
+	// Transport sends each attempt. Nil means a tuned *http.Transport
+	// (see NewTransport). Observability wraps it to trace attempts.
+	Transport http.RoundTripper
+	// Logger receives breaker state changes (info) and retry decisions
+	// (debug). Nil means no logging.
+	Logger *slog.Logger
+}
+
+// RetryConfig configures retries of one HTTP request (a get, or one list
+// page). Connection failures, per-attempt timeouts and statuses 429, 500,
+// 502, 503 and 504 are retried; nothing else.
+type RetryConfig struct {
+	// MaxRetries is the number of retries after the first attempt. Zero
+	// means DefaultMaxRetries (2, so 3 attempts); negative means none.
+	MaxRetries int
+	// WaitMin is the base of the exponential backoff: the wait before
+	// retry n is uniformly random in [0, min(WaitMax, WaitMin*2^n)] (full
+	// jitter). Zero means DefaultRetryWaitMin (100 ms).
+	WaitMin time.Duration
+	// WaitMax caps the backoff. Zero means DefaultRetryWaitMax (1 s).
+	WaitMax time.Duration
+	// RetryAfterMax is the longest Retry-After (on 429 and 503) the client
+	// waits for. The PMS's Retry-After is honoured as a minimum wait; when
+	// it is longer than RetryAfterMax, or would end after the call's
+	// deadline, the client does not retry and fails at once. Zero means
+	// DefaultRetryAfterMax (2 s).
+	RetryAfterMax time.Duration
+	// Budget limits retries across all calls of the client. Nil means
+	// NewRetryBudget(BudgetConfig{}) (20% of recent requests, at least 10
+	// per second).
+	Budget *RetryBudget
+}
+
+// withDefaults returns cfg with zero values replaced by defaults, or an
+// error naming the first bad setting.
+func (cfg ClientConfig) withDefaults() (ClientConfig, *url.URL, error) {
+	u, err := url.Parse(cfg.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return cfg, nil, fmt.Errorf("upstream: BaseURL %q: want an absolute http or https URL without query", cfg.BaseURL)
+	}
+	if cfg.Version == "" {
+		cfg.Version = "dev"
+	}
+	if cfg.PageSize == 0 {
+		cfg.PageSize = DefaultPageSize
+	}
+	if cfg.PageSize < 1 || cfg.PageSize > 500 {
+		return cfg, nil, fmt.Errorf("upstream: PageSize %d: want 1 to 500", cfg.PageSize)
+	}
+	cfg.MaxPages = orDefault(cfg.MaxPages, DefaultMaxPages)
+	cfg.MaxBodyBytes = orDefault(cfg.MaxBodyBytes, DefaultMaxBodyBytes)
+	cfg.CallTimeout = orDefault(cfg.CallTimeout, DefaultCallTimeout)
+	cfg.AttemptTimeout = orDefault(cfg.AttemptTimeout, DefaultAttemptTimeout)
+	r := &cfg.Retry
+	if r.MaxRetries == 0 {
+		r.MaxRetries = DefaultMaxRetries
+	} else if r.MaxRetries < 0 {
+		r.MaxRetries = 0
+	}
+	r.WaitMin = orDefault(r.WaitMin, DefaultRetryWaitMin)
+	r.WaitMax = orDefault(r.WaitMax, DefaultRetryWaitMax)
+	r.RetryAfterMax = orDefault(r.RetryAfterMax, DefaultRetryAfterMax)
+	if r.Budget == nil {
+		r.Budget = NewRetryBudget(BudgetConfig{})
+	}
+	for name, v := range map[string]int64{
+		"MaxPages": int64(cfg.MaxPages), "MaxBodyBytes": cfg.MaxBodyBytes,
+		"CallTimeout": int64(cfg.CallTimeout), "AttemptTimeout": int64(cfg.AttemptTimeout),
+		"Retry.WaitMin": int64(r.WaitMin), "Retry.WaitMax": int64(r.WaitMax),
+		"Retry.RetryAfterMax": int64(r.RetryAfterMax),
+	} {
+		if v < 0 {
+			return cfg, nil, fmt.Errorf("upstream: %s must not be negative", name)
+		}
+	}
+	if cfg.Breaker, err = cfg.Breaker.withDefaults(); err != nil {
+		return cfg, nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Transport == nil {
+		cfg.Transport = NewTransport()
+	}
+	return cfg, u, nil
+}
+
+func orDefault[T int | int64 | time.Duration](v, def T) T {
+	if v == 0 {
+		return def
+	}
+	return v
+}

@@ -1,0 +1,102 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/partner-edge/partner-edge/mapping"
+	"github.com/partner-edge/partner-edge/problem"
+)
+
+// DirectOptions configure a Direct catalog.
+type DirectOptions struct {
+	// Brand is the deployment's brand (EDGE_BRAND): the only brand asked
+	// of the PMS, and records of any other brand are dropped. Required.
+	Brand string
+	// CodeSource chooses the source of the public code (EDGE_CODE_SOURCE).
+	// Empty means none.
+	CodeSource mapping.CodeSource
+	// Now stamps Snapshot.LoadedAt. Nil means time.Now.
+	Now func() time.Time
+	// OnReject is called with every record that cannot be mapped (other
+	// brands included), for logs and metrics. Nil means rejections are
+	// dropped silently. It may be called concurrently.
+	OnReject func(*mapping.Rejection)
+}
+
+// Direct is a Catalog that asks the PMS on every call, with no cache. It is
+// the innermost Catalog: the cache (package upstream/cache) wraps it.
+//
+// Deadlines: Direct adds none of its own. Each PMS call is bounded by the
+// client's CallTimeout (and the caller's deadline when earlier). The cache
+// runs its loads under context.WithoutCancel(ctx) plus its own deadline,
+// so a partner who leaves does not fail the others waiting on the same
+// load; it tells what to do with a failure by the *problem.Error code
+// (PROPERTY_NOT_FOUND is an answer, the 5xx codes are PMS failures where
+// stale data may be served).
+type Direct struct {
+	pms  PMS
+	opts DirectOptions
+}
+
+var _ Catalog = (*Direct)(nil)
+
+// NewDirect returns a Catalog reading from pms.
+func NewDirect(pms PMS, opts DirectOptions) *Direct {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Direct{pms: pms, opts: opts}
+}
+
+func (d *Direct) mapOpts() mapping.Options {
+	return mapping.Options{Brand: d.opts.Brand, CodeSource: d.opts.CodeSource}
+}
+
+func (d *Direct) reject(err error) {
+	var rj *mapping.Rejection
+	if d.opts.OnReject != nil && errors.As(err, &rj) {
+		d.opts.OnReject(rj)
+	}
+}
+
+// Snapshot lists every record of the brand and maps it; unmappable records
+// are left out and reported to OnReject.
+func (d *Direct) Snapshot(ctx context.Context) (*Snapshot, error) {
+	raws, err := d.pms.ListHotels(ctx, d.opts.Brand)
+	if err != nil {
+		return nil, err
+	}
+	items := make([]*Item, 0, len(raws))
+	mo := d.mapOpts()
+	for _, raw := range raws {
+		p, err := mapping.MapRaw(raw, mo)
+		if err != nil {
+			d.reject(err)
+			continue
+		}
+		items = append(items, NewItem(p))
+	}
+	return NewSnapshot(items, d.opts.Now()), nil
+}
+
+// Property gets one record and maps it. An unmappable record, or one of
+// another brand, is PROPERTY_NOT_FOUND (pms-internal-api.md section 6); a
+// record whose id is not the one asked for is BAD_GATEWAY.
+func (d *Direct) Property(ctx context.Context, id string) (*Item, error) {
+	raw, err := d.pms.GetHotel(ctx, d.opts.Brand, id)
+	if err != nil {
+		return nil, err
+	}
+	p, err := mapping.MapRaw(raw, d.mapOpts())
+	if err != nil {
+		d.reject(err)
+		return nil, &problem.Error{Code: problem.PropertyNotFound, Detail: detailNotFound, Err: err}
+	}
+	if want, _ := mapping.ParseID(id); p.ID != want {
+		return nil, &problem.Error{Code: problem.BadGateway, Detail: detailBadGateway,
+			Err: &answerError{reason: "pms answered another hotel than asked"}}
+	}
+	return NewItem(p), nil
+}
