@@ -1,0 +1,248 @@
+package keys
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// maxFileSize bounds how much of a key file is read: far above any real key
+// file (about 400 bytes a key), small enough that a wrong path (a log file, a
+// device) cannot exhaust memory.
+const maxFileSize = 16 << 20
+
+// Options configures a Store. The zero value is usable.
+type Options struct {
+	// Logger receives "keys loaded", "keys reloaded" and "keys reload
+	// failed" records. It never receives a key or a digest. nil: discard.
+	Logger *slog.Logger
+	// Now is the clock used to count expired keys in those records.
+	// nil: time.Now.
+	Now func() time.Time
+	// OnReload, when set, is called after every reload attempt (Reload, or a
+	// change seen by Watch) with whether it succeeded; meant for metrics. It
+	// is not called for the initial load in Open. nil: none.
+	OnReload func(ok bool)
+}
+
+// Store holds the keys of one key file. Lookup is lock-free and safe for
+// concurrent use with Reload and Watch: a reload builds a new immutable set
+// and swaps it in whole.
+type Store struct {
+	path     string
+	log      *slog.Logger
+	now      func() time.Time
+	onReload func(bool)
+
+	set atomic.Pointer[keySet]
+
+	mu      sync.Mutex // serialises loads
+	lastSum [sha256.Size]byte
+}
+
+// keySet is one loaded key file; never modified once published.
+type keySet struct {
+	byDigest map[[sha256.Size]byte]*Key
+}
+
+// Open loads the key file at path. An error means the edge must not start;
+// it names the file and every problem found (never a key or a digest). A
+// file with no keys opens, but the store is not Usable.
+func Open(path string, opts Options) (*Store, error) {
+	s := &Store{path: path, log: opts.Logger, now: opts.Now, onReload: opts.OnReload}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	data, sum, err := s.read()
+	if err != nil {
+		return nil, fmt.Errorf("key file %s: %w", path, err)
+	}
+	set, err := build(data)
+	if err != nil {
+		return nil, fmt.Errorf("key file %s: %w", path, err)
+	}
+	s.lastSum = sum
+	s.set.Store(set)
+	s.logLoaded("keys loaded", set)
+	return s, nil
+}
+
+// Lookup returns the key whose digest is that of token. It reports false when
+// token is not of the key format, is unknown, or its prefix disagrees with
+// the record's mode (a svc_test_ key on a live record, or the reverse).
+// The caller decides what expiry, suspension, brand and scopes mean.
+func (s *Store) Lookup(token string) (*Key, bool) {
+	mode, ok := modeOf(token)
+	if !ok {
+		return nil, false
+	}
+	k, ok := s.keys()[Digest(token)]
+	if !ok || k.Mode != mode {
+		return nil, false
+	}
+	return k, true
+}
+
+// Usable reports whether the store holds at least one key. An edge without
+// usable keys cannot serve and reports itself unhealthy.
+func (s *Store) Usable() bool { return s.Len() > 0 }
+
+// Len returns the number of keys in force.
+func (s *Store) Len() int { return len(s.keys()) }
+
+// keys returns the map in force; nil (empty) for a Store not made by Open.
+func (s *Store) keys() map[[sha256.Size]byte]*Key {
+	if set := s.set.Load(); set != nil {
+		return set.byDigest
+	}
+	return nil
+}
+
+// Path returns the key file's path.
+func (s *Store) Path() string { return s.path }
+
+// Reload re-reads the key file and puts its keys in force. On any failure the
+// keys already in force stay, the failure is logged ("keys reload failed",
+// with the reason) and returned. The run loop calls it on SIGHUP.
+func (s *Store) Reload() error {
+	_, err := s.reload(true)
+	return err
+}
+
+// reload loads the file; unless force, only when its content changed since
+// the last attempt. It reports whether a load was attempted.
+func (s *Store) reload(force bool) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	data, sum, err := s.read()
+	if err == nil && !force && sum == s.lastSum {
+		return false, nil
+	}
+	if err == nil {
+		s.lastSum = sum // a bad content is reported once, not per event
+		var set *keySet
+		if set, err = build(data); err == nil {
+			s.set.Store(set)
+			s.logLoaded("keys reloaded", set)
+		}
+	}
+	if err != nil {
+		s.log.Error("keys reload failed", "file", s.path, "reason", err.Error(),
+			"keys", s.Len())
+	}
+	if s.onReload != nil {
+		s.onReload(err == nil)
+	}
+	if err != nil {
+		return true, fmt.Errorf("key file %s: %w (previous keys stay in force)", s.path, err)
+	}
+	return true, nil
+}
+
+// read returns the file's content and its SHA-256.
+func (s *Store) read() ([]byte, [sha256.Size]byte, error) {
+	f, err := os.Open(s.path)
+	if err != nil {
+		return nil, [sha256.Size]byte{}, describeFSError(err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
+	if err != nil {
+		return nil, [sha256.Size]byte{}, describeFSError(err)
+	}
+	if len(data) > maxFileSize {
+		return nil, [sha256.Size]byte{}, fmt.Errorf("file is larger than %d bytes", maxFileSize)
+	}
+	return data, sha256.Sum256(data), nil
+}
+
+// describeFSError keeps the useful part of a file-system error.
+func describeFSError(err error) error {
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return errors.New("file does not exist")
+	case errors.Is(err, os.ErrPermission):
+		return errors.New("permission denied")
+	}
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %v", pe.Op, pe.Err)
+	}
+	return err
+}
+
+func (s *Store) logLoaded(msg string, set *keySet) {
+	now := s.now()
+	var suspended, expired int
+	for _, k := range set.byDigest {
+		if k.Suspended {
+			suspended++
+		}
+		if k.Expired(now) {
+			expired++
+		}
+	}
+	level := slog.LevelInfo
+	if len(set.byDigest) == 0 {
+		level = slog.LevelWarn // the edge cannot authenticate anyone
+	}
+	s.log.Log(context.Background(), level, msg, "file", s.path, "count", len(set.byDigest),
+		"suspended", suspended, "expired", expired)
+}
+
+// build parses a key file's content into an immutable key set.
+func build(data []byte) (*keySet, error) {
+	recs, err := Parse(data)
+	if err != nil {
+		return nil, err
+	}
+	set := &keySet{byDigest: make(map[[sha256.Size]byte]*Key, len(recs))}
+	for _, r := range recs {
+		var d [sha256.Size]byte
+		if _, err := hex.Decode(d[:], []byte(r.SHA256)); err != nil {
+			return nil, err // unreachable: Parse checked it
+		}
+		set.byDigest[d] = newKey(r)
+	}
+	return set, nil
+}
+
+// newKey builds the Key of a validated record.
+func newKey(r Record) *Key {
+	k := &Key{
+		ID:        r.ID,
+		Partner:   r.Partner,
+		Brand:     r.Brand,
+		Mode:      r.Mode,
+		Suspended: r.Status == StatusSuspended,
+	}
+	if r.ExpiresAt != nil {
+		k.ExpiresAt = *r.ExpiresAt
+	}
+	if len(r.Properties) == 1 && r.Properties[0] == AllPropertiesGrant {
+		k.allProperties = true
+	} else {
+		k.properties = make(map[string]struct{}, len(r.Properties))
+		for _, p := range r.Properties {
+			k.properties[p] = struct{}{}
+		}
+	}
+	if r.Scopes != nil {
+		k.scopes = make(map[string]struct{}, len(r.Scopes))
+		for _, sc := range r.Scopes {
+			k.scopes[sc] = struct{}{}
+		}
+	}
+	return k
+}
