@@ -1,0 +1,61 @@
+package observability
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/contrib/exporters/autoexport"
+	promexporter "go.opentelemetry.io/otel/exporters/prometheus"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/resource"
+)
+
+// newMeterProvider builds the SDK meter provider: the Prometheus reader on
+// reg, plus cfg.MetricReader or an OTLP/console reader when the environment
+// asks for one.
+func newMeterProvider(ctx context.Context, cfg Config, getenv func(string) string, res *resource.Resource, reg *prometheus.Registry) (*sdkmetric.MeterProvider, error) {
+	prom, err := promexporter.New(promexporter.WithRegisterer(reg))
+	if err != nil {
+		return nil, fmt.Errorf("prometheus exporter: %w", err)
+	}
+	opts := []sdkmetric.Option{sdkmetric.WithResource(res), sdkmetric.WithReader(prom)}
+
+	switch {
+	case cfg.MetricReader != nil:
+		opts = append(opts, sdkmetric.WithReader(cfg.MetricReader))
+	default:
+		name := metricsExporterName(getenv)
+		if name == "none" || name == "prometheus" {
+			break
+		}
+		r, err := autoexport.NewMetricReader(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("OTEL_METRICS_EXPORTER=%q: %w", name, err)
+		}
+		if autoexport.IsNoneMetricReader(r) {
+			break
+		}
+		opts = append(opts, sdkmetric.WithReader(r))
+	}
+	return sdkmetric.NewMeterProvider(opts...), nil
+}
+
+// metricsExporterName: OTEL_METRICS_EXPORTER when set, else otlp if an OTLP
+// endpoint variable is set, else none (Prometheus is always on).
+func metricsExporterName(getenv func(string) string) string {
+	if v := strings.TrimSpace(getenv("OTEL_METRICS_EXPORTER")); v != "" {
+		return v
+	}
+	if otlpEndpointSet(getenv, "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") {
+		return "otlp"
+	}
+	return "none"
+}
+
+func promHandler(reg *prometheus.Registry) http.Handler {
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
+}

@@ -1,0 +1,270 @@
+package observability
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"runtime/debug"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+)
+
+// DefaultServiceName is service.name when neither Config.ServiceName nor
+// OTEL_SERVICE_NAME names one.
+const DefaultServiceName = "partner-edge"
+
+// Config configures New. The zero value is usable: no environment, so nothing
+// is exported, and /metrics still serves every instrument.
+type Config struct {
+	// ServiceName is the resource's service.name. Empty: OTEL_SERVICE_NAME,
+	// else DefaultServiceName.
+	ServiceName string
+
+	// Version is the resource's service.version. Empty: the main module's
+	// version from the build info, else its VCS revision, else "unknown".
+	Version string
+
+	// Getenv reads the OTEL_* variables New decides on: OTEL_SDK_DISABLED,
+	// OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES, OTEL_TRACES_SAMPLER(_ARG),
+	// OTEL_TRACES_EXPORTER, OTEL_METRICS_EXPORTER and whether an OTLP endpoint
+	// (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_{TRACES,METRICS}_ENDPOINT)
+	// is set. Nil means an empty environment.
+	//
+	// Once New has decided an OTLP or console exporter is wanted, the exporter
+	// itself is built by go.opentelemetry.io/contrib/exporters/autoexport, which,
+	// like every OTLP exporter, reads its details (endpoint, protocol, headers,
+	// timeouts, TLS) from the process environment with os.Getenv. That is the
+	// standard behaviour; in production run passes os.Getenv so both agree.
+	Getenv func(string) string
+
+	// SpanExporter, when non-nil, receives every sampled span synchronously as
+	// it ends (a simple span processor), whatever the environment says, and
+	// OTEL_TRACES_EXPORTER is not consulted. Meant for tests
+	// (tracetest.InMemoryExporter). Nil: chosen from the environment, exported
+	// in batches.
+	SpanExporter sdktrace.SpanExporter
+
+	// MetricReader, when non-nil, is an extra reader beside the Prometheus one
+	// (tests: sdkmetric.NewManualReader()). OTEL_METRICS_EXPORTER is then not
+	// consulted. Nil: an OTLP periodic reader when the environment asks for
+	// one, else none.
+	MetricReader sdkmetric.Reader
+}
+
+// Telemetry holds the providers, the propagator, the instruments and the
+// Prometheus registry of one process. Build it with New; end it with Shutdown.
+type Telemetry struct {
+	tp         trace.TracerProvider
+	mp         metric.MeterProvider
+	prop       propagation.TextMapPropagator
+	metrics    *Metrics
+	registry   *prometheus.Registry
+	exporter   string
+	shutdowns  []func(context.Context) error
+	disabled   bool
+	serviceVer string
+}
+
+// New builds the telemetry of the process from cfg.
+//
+// Tracing: W3C TraceContext and Baggage propagation; a sampler from
+// OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG (default parentbased_always_on:
+// an incoming sampled flag is honoured, new traces are sampled); spans exported
+// only when an exporter is configured: OTEL_TRACES_EXPORTER names one (otlp,
+// console; none disables), or, when it is unset, an OTLP endpoint variable is
+// set (then OTLP, protocol from OTEL_EXPORTER_OTLP_PROTOCOL, http/protobuf by
+// default). With neither, no span leaves the process (spans are still created,
+// so trace ids reach logs and the Traceparent response header).
+//
+// Metrics: always served by MetricsHandler from a private Prometheus registry;
+// also pushed over OTLP when OTEL_METRICS_EXPORTER says otlp, or when it is
+// unset and an OTLP endpoint is set. OTEL_METRICS_EXPORTER=prometheus adds
+// nothing (autoexport would start a second HTTP server; /metrics on the admin
+// listener already serves it).
+//
+// OTEL_SDK_DISABLED=true gives no-op providers: nothing recorded, nothing
+// exported; propagation still works and /metrics serves an empty page.
+//
+// A malformed setting (unknown sampler, bad ratio, unknown exporter or
+// protocol) is an error naming the variable.
+func New(ctx context.Context, cfg Config) (*Telemetry, error) {
+	getenv := cfg.Getenv
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	t := &Telemetry{
+		prop: propagation.NewCompositeTextMapPropagator(
+			propagation.TraceContext{}, propagation.Baggage{}),
+		registry: prometheus.NewRegistry(),
+	}
+	t.serviceVer = cfg.Version
+	if t.serviceVer == "" {
+		t.serviceVer = buildVersion()
+	}
+
+	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
+		t.disabled = true
+		t.tp = tracenoop.NewTracerProvider()
+		t.mp = metricnoop.NewMeterProvider()
+		t.exporter = "disabled"
+		m, err := newMetrics(t.mp)
+		if err != nil {
+			return nil, err
+		}
+		t.metrics = m
+		return t, nil
+	}
+
+	res, err := newResource(cfg, getenv, t.serviceVer)
+	if err != nil {
+		return nil, err
+	}
+	tp, exporter, err := newTracerProvider(ctx, cfg, getenv, res)
+	if err != nil {
+		return nil, err
+	}
+	t.tp, t.exporter = tp, exporter
+	t.shutdowns = append(t.shutdowns, tp.Shutdown)
+
+	mp, err := newMeterProvider(ctx, cfg, getenv, res, t.registry)
+	if err != nil {
+		return nil, errors.Join(err, tp.Shutdown(ctx))
+	}
+	t.mp = mp
+	t.shutdowns = append(t.shutdowns, mp.Shutdown)
+
+	if t.metrics, err = newMetrics(mp); err != nil {
+		return nil, errors.Join(err, t.Shutdown(ctx))
+	}
+	return t, nil
+}
+
+// TracerProvider returns the provider spans are made with.
+func (t *Telemetry) TracerProvider() trace.TracerProvider { return t.tp }
+
+// MeterProvider returns the provider instruments are made with.
+func (t *Telemetry) MeterProvider() metric.MeterProvider { return t.mp }
+
+// Propagator returns the W3C TraceContext + Baggage propagator.
+func (t *Telemetry) Propagator() propagation.TextMapPropagator { return t.prop }
+
+// Metrics returns the service's instruments (created once by New).
+func (t *Telemetry) Metrics() *Metrics { return t.metrics }
+
+// TracesExporter names where spans go, for the start-up log line: "none"
+// (nothing configured, or OTEL_TRACES_EXPORTER=none), "otlp", "console",
+// another autoexport name, "custom" (Config.SpanExporter) or "disabled"
+// (OTEL_SDK_DISABLED).
+func (t *Telemetry) TracesExporter() string { return t.exporter }
+
+// Version is the service.version in use.
+func (t *Telemetry) Version() string { return t.serviceVer }
+
+// Shutdown flushes pending spans and metrics to their exporters and stops
+// them. Bound it with ctx. Calling it twice is harmless (the SDK answers the
+// second call with an error, which is dropped).
+func (t *Telemetry) Shutdown(ctx context.Context) error {
+	var errs []error
+	for _, f := range t.shutdowns {
+		if err := f(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	t.shutdowns = nil
+	return errors.Join(errs...)
+}
+
+// MetricsHandler serves the Prometheus text exposition of every instrument,
+// from the Telemetry's private registry (never the global default one).
+func (t *Telemetry) MetricsHandler() http.Handler {
+	return promHandler(t.registry)
+}
+
+func newResource(cfg Config, getenv func(string) string, version string) (*resource.Resource, error) {
+	name := cfg.ServiceName
+	if name == "" {
+		name = strings.TrimSpace(getenv("OTEL_SERVICE_NAME"))
+	}
+	if name == "" {
+		name = DefaultServiceName
+	}
+	attrs, err := parseResourceAttributes(getenv("OTEL_RESOURCE_ATTRIBUTES"))
+	if err != nil {
+		return nil, err
+	}
+	// Ours come last: they win over OTEL_RESOURCE_ATTRIBUTES.
+	attrs = append(attrs,
+		semconv.ServiceName(name),
+		semconv.ServiceVersion(version),
+		semconv.TelemetrySDKLanguageGo,
+		semconv.TelemetrySDKName("opentelemetry"),
+		semconv.TelemetrySDKVersion(sdk.Version()),
+	)
+	return resource.NewWithAttributes(semconv.SchemaURL, attrs...), nil
+}
+
+// parseResourceAttributes reads OTEL_RESOURCE_ATTRIBUTES: key=value pairs,
+// comma-separated, values percent-encoded.
+func parseResourceAttributes(s string) ([]attribute.KeyValue, error) {
+	var out []attribute.KeyValue
+	for pair := range strings.SplitSeq(s, ",") {
+		if strings.TrimSpace(pair) == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(pair, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			return nil, fmt.Errorf("OTEL_RESOURCE_ATTRIBUTES: %q is not key=value", pair)
+		}
+		val, err := url.PathUnescape(strings.TrimSpace(v))
+		if err != nil {
+			return nil, fmt.Errorf("OTEL_RESOURCE_ATTRIBUTES: bad value for %q", k)
+		}
+		out = append(out, attribute.String(k, val))
+	}
+	return out, nil
+}
+
+// buildVersion is the main module's version, else its VCS revision (with
+// "-dirty" when modified), else "unknown".
+func buildVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	var rev, dirty string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "-dirty"
+			}
+		}
+	}
+	if rev == "" {
+		return "unknown"
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	return rev + dirty
+}
