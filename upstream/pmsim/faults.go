@@ -1,15 +1,249 @@
 package pmsim
 
 import (
+	"bytes"
+	"context"
+	"fmt"
 	"math/rand/v2"
+	"net"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
+	"time"
 )
 
-type faultState struct {
-	mu  sync.Mutex
-	rng *rand.Rand
+// Faults make the Sim misbehave. The zero value is a healthy PMS.
+//
+// Latency applies to every request. The failure modes (ErrorStatus, Reset,
+// Truncate, Malformed, OversizeBytes) apply to the requests picked by
+// FailFirst or ErrorRate; when more than one mode is set, the first in the
+// order Reset, Truncate, Malformed, OversizeBytes, ErrorStatus wins. Faults
+// act before authentication and routing, as a broken network or proxy would.
+type Faults struct {
+	// Latency delays every request by this much before anything else,
+	// plus a random share of Jitter (uniform in [0, Jitter)). A request
+	// whose client goes away while it waits is dropped at once, unanswered.
+	Latency, Jitter time.Duration
+
+	// ErrorRate is the share of requests that fail, from 0 to 1, drawn from
+	// the Sim's seeded source. Zero means every request fails when a
+	// failure mode is set, and none when none is.
+	ErrorRate float64
+	// FailFirst, when positive, fails exactly the first FailFirst requests
+	// after SetFaults, and no later one (ErrorRate is then ignored): a PMS
+	// that flaps and recovers.
+	FailFirst int
+
+	// ErrorStatus is the status of a failed request, with a JSON body
+	// {"error": "<status in snake case>"}. Zero means 500 when ErrorRate or
+	// FailFirst picks requests and no other mode is set.
+	ErrorStatus int
+	// RetryAfter, when set, is sent as the Retry-After header of every
+	// ErrorStatus answer (e.g. "2", or an HTTP date).
+	RetryAfter string
+	// Reset sends the real status and headers with the full Content-Length
+	// and half the body, then resets the connection (TCP RST): the client
+	// reads a "connection reset" error mid-body.
+	Reset bool
+	// Truncate sends the real status and headers with the full
+	// Content-Length, then only half the body, then closes the connection.
+	Truncate bool
+	// Malformed answers 200 with Content-Type application/json and an HTML
+	// body, as a misconfigured proxy would.
+	Malformed bool
+	// OversizeBytes, when positive, answers with the real status and a body
+	// that is still valid JSON but padded with white space past this many
+	// bytes, streamed without a Content-Length.
+	OversizeBytes int64
 }
 
-// applyFaults reports whether the request should be served normally.
-func (s *Sim) applyFaults(w http.ResponseWriter, r *http.Request) bool { return true }
+func (f Faults) failing() bool {
+	return f.ErrorStatus != 0 || f.Reset || f.Truncate || f.Malformed || f.OversizeBytes > 0 ||
+		f.ErrorRate > 0 || f.FailFirst > 0
+}
+
+type faultState struct {
+	mu   sync.Mutex
+	rng  *rand.Rand // seeded by Config.Seed
+	cur  Faults
+	seen int // requests since SetFaults, for FailFirst
+}
+
+// SetFaults replaces the faults in force, for requests arriving from now on,
+// and restarts the FailFirst count.
+func (s *Sim) SetFaults(f Faults) {
+	s.faults.mu.Lock()
+	defer s.faults.mu.Unlock()
+	s.faults.cur = f
+	s.faults.seen = 0
+}
+
+// Heal removes every fault.
+func (s *Sim) Heal() { s.SetFaults(Faults{}) }
+
+// Faults returns the faults in force.
+func (s *Sim) Faults() Faults {
+	s.faults.mu.Lock()
+	defer s.faults.mu.Unlock()
+	return s.faults.cur
+}
+
+// pick decides, at a request's arrival, its delay and whether it fails.
+func (fs *faultState) pick() (f Faults, delay time.Duration, fail bool) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	f = fs.cur
+	fs.seen++
+	delay = max(f.Latency, 0)
+	if f.Jitter > 0 {
+		delay += time.Duration(fs.rng.Int64N(int64(f.Jitter)))
+	}
+	switch {
+	case !f.failing():
+	case f.FailFirst > 0:
+		fail = fs.seen <= f.FailFirst
+	case f.ErrorRate > 0:
+		fail = fs.rng.Float64() < f.ErrorRate
+	default:
+		fail = true
+	}
+	return f, delay, fail
+}
+
+// applyFaults runs the faults for one request. It reports whether the
+// request is still to be served normally.
+func (s *Sim) applyFaults(w http.ResponseWriter, r *http.Request, serve http.HandlerFunc) bool {
+	f, delay, fail := s.faults.pick()
+	if delay > 0 && !sleep(r.Context(), delay) {
+		return false
+	}
+	if !fail {
+		return true
+	}
+	s.stats.faulted.Add(1)
+	switch {
+	case f.Reset:
+		reset(w, capture(r, serve))
+	case f.Truncate:
+		full := capture(r, serve)
+		copyHeader(w.Header(), full.header)
+		w.Header().Set("Content-Length", strconv.Itoa(full.body.Len()))
+		w.WriteHeader(full.status)
+		_, _ = w.Write(full.body.Bytes()[:full.body.Len()/2])
+		// Returning short of Content-Length makes net/http close the
+		// connection: the client reads an unexpected EOF.
+	case f.Malformed:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte("<html><body><h1>502 Bad Gateway</h1><p>upstream sent an invalid response</p></body></html>\n"))
+	case f.OversizeBytes > 0:
+		oversize(w, capture(r, serve), f.OversizeBytes)
+	default:
+		status := f.ErrorStatus
+		if status < 100 || status > 999 {
+			status = http.StatusInternalServerError
+		}
+		if f.RetryAfter != "" {
+			w.Header().Set("Retry-After", f.RetryAfter)
+		}
+		code := strings.ToLower(strings.ReplaceAll(http.StatusText(status), " ", "_"))
+		if code == "" {
+			code = "error"
+		}
+		writeError(w, status, code)
+	}
+	return false
+}
+
+// sleep waits d, or until ctx ends; it reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// reset sends the status line, the headers and half the body of the real
+// answer, then closes the connection with a TCP RST. Because an answer has
+// begun, a client's transport cannot silently replay the request.
+func reset(w http.ResponseWriter, full *buffer) {
+	conn, rw, err := http.NewResponseController(w).Hijack()
+	if err != nil { // HTTP/2 and the like: abort the stream instead
+		panic(http.ErrAbortHandler)
+	}
+	defer conn.Close()
+	fmt.Fprintf(rw, "HTTP/1.1 %d %s\r\n", full.status, http.StatusText(full.status))
+	full.header.Set("Content-Length", strconv.Itoa(full.body.Len()))
+	_ = full.header.Write(rw)
+	_, _ = rw.WriteString("\r\n")
+	_, _ = rw.Write(full.body.Bytes()[:full.body.Len()/2])
+	_ = rw.Flush()
+	if tcp, ok := conn.(*net.TCPConn); ok {
+		_ = tcp.SetLinger(0) // Close sends RST, not FIN
+	}
+}
+
+// buffer is a ResponseWriter that keeps the answer in memory.
+type buffer struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (b *buffer) Header() http.Header { return b.header }
+func (b *buffer) Write(p []byte) (int, error) {
+	if b.status == 0 {
+		b.status = http.StatusOK
+	}
+	return b.body.Write(p)
+}
+func (b *buffer) WriteHeader(status int) {
+	if b.status == 0 {
+		b.status = status
+	}
+}
+
+func capture(r *http.Request, serve http.HandlerFunc) *buffer {
+	b := &buffer{header: http.Header{}}
+	serve(b, r)
+	if b.status == 0 {
+		b.status = http.StatusOK
+	}
+	return b
+}
+
+func copyHeader(dst, src http.Header) {
+	for k, v := range src {
+		dst[k] = append([]string(nil), v...)
+	}
+}
+
+// oversize writes the captured answer padded with white space before its
+// final byte (inside the closing brace or bracket, so it stays valid JSON)
+// until the body is larger than limit.
+func oversize(w http.ResponseWriter, full *buffer, limit int64) {
+	copyHeader(w.Header(), full.header)
+	w.Header().Del("Content-Length")
+	w.WriteHeader(full.status)
+	body := full.body.Bytes()
+	head, tail := body, []byte(nil)
+	if n := len(body); n > 0 && (body[n-1] == '}' || body[n-1] == ']') {
+		head, tail = body[:n-1], body[n-1:]
+	}
+	if _, err := w.Write(head); err != nil {
+		return
+	}
+	pad := bytes.Repeat([]byte{' '}, 32<<10)
+	for left := limit + 1 - int64(len(body)); left > 0; left -= int64(len(pad)) {
+		chunk := pad[:min(int64(len(pad)), left)]
+		if _, err := w.Write(chunk); err != nil {
+			return // the client went away
+		}
+	}
+	_, _ = w.Write(tail)
+}

@@ -154,12 +154,17 @@ func (s *Sim) SetRecords(brand string, recs []json.RawMessage) {
 
 // ServeHTTP implements the internal PMS API.
 func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	brand, id, kind := route(r.URL.Path)
+	_, _, kind := route(r.URL.Path)
 	s.stats.count(kind)
 	s.headers.record(r.Header)
-	if !s.applyFaults(w, r) {
-		return
+	if s.applyFaults(w, r, s.serve) {
+		s.serve(w, r)
 	}
+}
+
+// serve answers a request as a healthy PMS.
+func (s *Sim) serve(w http.ResponseWriter, r *http.Request) {
+	brand, id, kind := route(r.URL.Path)
 	if s.cfg.Token != "" && r.Header.Get("Authorization") != "Bearer "+s.cfg.Token {
 		s.stats.unauthorized.Add(1)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="pms"`)
