@@ -46,6 +46,10 @@ type Store struct {
 
 	mu      sync.Mutex // serialises loads
 	lastSum [sha256.Size]byte
+
+	// watching, when set (tests only), is called once Watch has set up its
+	// watch and looked at the file: changes after that raise events.
+	watching func()
 }
 
 // keySet is one loaded key file; never modified once published.
