@@ -1,0 +1,208 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/partner-edge/partner-edge/problem"
+)
+
+// transitions records the breaker's OnStateChange calls.
+type transitions struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (tr *transitions) record(from, to string) {
+	tr.mu.Lock()
+	tr.got = append(tr.got, from+">"+to)
+	tr.mu.Unlock()
+}
+
+func (tr *transitions) String() string {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return strings.Join(tr.got, " ")
+}
+
+func TestBreakerOpensShortCircuitsAndCloses(t *testing.T) {
+	t.Parallel()
+	var failing atomic.Bool
+	failing.Store(true)
+	f := newFakePMS(t, hotels(2, "aurora"))
+	f.fault = func(w http.ResponseWriter, r *http.Request, n int64) bool {
+		if failing.Load() {
+			return status(500)(w, r, n)
+		}
+		return false
+	}
+	tr := &transitions{}
+	cfg := testConfig(f.srv.URL)
+	cfg.Breaker = BreakerConfig{ConsecutiveFailures: 3, OpenTimeout: 300 * time.Millisecond, OnStateChange: tr.record}
+	c := newTestClient(t, cfg)
+	ctx := context.Background()
+
+	for i := range 3 {
+		_, err := c.ListHotels(ctx, "aurora")
+		wantProblem(t, err, problem.BadGateway)
+		if s := c.BreakerState(); (i < 2) != (s == "closed") {
+			t.Fatalf("after %d failed calls: breaker %s", i+1, s)
+		}
+	}
+	// Each failed call made 3 attempts; the third call opened the breaker.
+	if n := f.calls.Load(); n != 9 {
+		t.Errorf("PMS requests = %d, want 9", n)
+	}
+
+	// Open: no PMS traffic, no retries, 503 SERVICE_UNAVAILABLE at once.
+	for range 10 {
+		start := time.Now()
+		_, err := c.GetHotel(ctx, "aurora", hotelID(1))
+		pe := wantProblem(t, err, problem.ServiceUnavailable)
+		if pe.RetryAfter != time.Second {
+			t.Errorf("RetryAfter = %v, want 1s (300ms to go, rounded up to the minimum)", pe.RetryAfter)
+		}
+		if e := time.Since(start); e > 50*time.Millisecond {
+			t.Errorf("open breaker took %v to answer", e)
+		}
+	}
+	if n := f.calls.Load(); n != 9 {
+		t.Errorf("PMS requests while open = %d, want none", n-9)
+	}
+
+	// After the open timeout, the PMS healed: the probe closes it.
+	time.Sleep(350 * time.Millisecond)
+	failing.Store(false)
+	if _, err := c.ListHotels(ctx, "aurora"); err != nil {
+		t.Fatalf("probe: %v", err)
+	}
+	if s := c.BreakerState(); s != "closed" {
+		t.Errorf("breaker %s after a good probe, want closed", s)
+	}
+	if n := f.calls.Load(); n != 10 {
+		t.Errorf("PMS requests = %d, want 10", n)
+	}
+	if got, want := tr.String(), "closed>open open>half-open half-open>closed"; got != want {
+		t.Errorf("transitions %q, want %q", got, want)
+	}
+}
+
+func TestBreakerRetryAfterCountsDownToTheProbe(t *testing.T) {
+	t.Parallel()
+	f := newFakePMS(t, nil)
+	f.fault = status(502)
+	cfg := testConfig(f.srv.URL)
+	cfg.Retry.MaxRetries = -1
+	cfg.Breaker = BreakerConfig{ConsecutiveFailures: 1, OpenTimeout: 5 * time.Second}
+	c := newTestClient(t, cfg)
+	_, err := c.ListHotels(context.Background(), "aurora")
+	wantProblem(t, err, problem.BadGateway)
+	time.Sleep(100 * time.Millisecond)
+	_, err = c.ListHotels(context.Background(), "aurora")
+	pe := wantProblem(t, err, problem.ServiceUnavailable)
+	if pe.RetryAfter <= 4*time.Second || pe.RetryAfter > 4900*time.Millisecond {
+		t.Errorf("RetryAfter = %v, want just under 4.9s", pe.RetryAfter)
+	}
+	if got := problem.RetryAfterSeconds(pe.RetryAfter); got != 5 {
+		t.Errorf("Retry-After header would be %d, want 5", got)
+	}
+	if n := f.calls.Load(); n != 1 {
+		t.Errorf("PMS requests = %d, want 1", n)
+	}
+}
+
+func TestBreakerHalfOpenFailureReopens(t *testing.T) {
+	t.Parallel()
+	f := newFakePMS(t, nil)
+	f.fault = status(500)
+	tr := &transitions{}
+	cfg := testConfig(f.srv.URL)
+	cfg.Retry.MaxRetries = -1
+	cfg.Breaker = BreakerConfig{ConsecutiveFailures: 1, OpenTimeout: 100 * time.Millisecond, OnStateChange: tr.record}
+	c := newTestClient(t, cfg)
+	_, _ = c.ListHotels(context.Background(), "aurora")
+	time.Sleep(150 * time.Millisecond)
+	_, err := c.ListHotels(context.Background(), "aurora") // the probe fails
+	wantProblem(t, err, problem.BadGateway)
+	if got, want := tr.String(), "closed>open open>half-open half-open>open"; got != want {
+		t.Errorf("transitions %q, want %q", got, want)
+	}
+	if n := f.calls.Load(); n != 2 {
+		t.Errorf("PMS requests = %d, want 2", n)
+	}
+}
+
+func TestBreakerOpensOnFailureRatio(t *testing.T) {
+	t.Parallel()
+	f := newFakePMS(t, hotels(1, "aurora"))
+	f.fault = func(w http.ResponseWriter, r *http.Request, n int64) bool {
+		if n%2 == 0 { // every other call fails: never 2 failures in a row
+			return status(500)(w, r, n)
+		}
+		return false
+	}
+	cfg := testConfig(f.srv.URL)
+	cfg.Retry.MaxRetries = -1
+	cfg.Breaker = BreakerConfig{ConsecutiveFailures: 100, FailureRatio: 0.5, MinRequests: 10, Window: time.Minute}
+	c := newTestClient(t, cfg)
+	for i := 1; i <= 10; i++ {
+		_, _ = c.ListHotels(context.Background(), "aurora")
+		if s := c.BreakerState(); (i < 10) != (s == "closed") {
+			t.Fatalf("after %d calls (half failed): breaker %s", i, s)
+		}
+	}
+}
+
+// Neither a PMS 404 nor the caller's own cancellation is a failure.
+func TestBreakerIgnoresNotFoundAndCallerCancellation(t *testing.T) {
+	t.Parallel()
+	f := newFakePMS(t, nil)
+	started := make(chan struct{}, 10)
+	f.fault = func(w http.ResponseWriter, r *http.Request, n int64) bool {
+		if strings.HasSuffix(r.URL.Path, hotelID(9)) {
+			return false // an unknown id: 404
+		}
+		started <- struct{}{}
+		<-r.Context().Done() // hangs until the client gives up
+		return true
+	}
+	rt := &countingRT{rt: NewTransport()}
+	cfg := testConfig(f.srv.URL)
+	cfg.Transport = rt
+	cfg.Breaker = BreakerConfig{ConsecutiveFailures: 1}
+	c := newTestClient(t, cfg)
+
+	for range 3 {
+		_, err := c.GetHotel(context.Background(), "aurora", hotelID(9))
+		wantProblem(t, err, problem.PropertyNotFound)
+	}
+	for range 3 {
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() { <-started; cancel() }()
+		start := time.Now()
+		_, err := c.ListHotels(ctx, "aurora")
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("err = %v, want context.Canceled", err)
+		}
+		var pe *problem.Error
+		if errors.As(err, &pe) {
+			t.Errorf("a cancelled caller got a problem: %v", pe)
+		}
+		if e := time.Since(start); e > 300*time.Millisecond {
+			t.Errorf("cancelled call took %v", e)
+		}
+	}
+	if s := c.BreakerState(); s != "closed" {
+		t.Errorf("breaker %s, want closed", s)
+	}
+	// One attempt per call: no retry once the caller has gone.
+	if n := rt.n.Load(); n != 6 {
+		t.Errorf("PMS attempts = %d, want 6", n)
+	}
+}

@@ -1,0 +1,142 @@
+package upstream
+
+import (
+	"context"
+	"math"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/partner-edge/partner-edge/problem"
+)
+
+// fakeClock is a settable clock.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+func allowed(b *RetryBudget, tries int) int {
+	n := 0
+	for range tries {
+		if b.TryRetry() {
+			n++
+		}
+	}
+	return n
+}
+
+func TestBudgetRatio(t *testing.T) {
+	clk := &fakeClock{t: time.Unix(1_000_000, 0)}
+	b := NewRetryBudget(BudgetConfig{Ratio: 0.2, MinPerSecond: -1, Now: clk.Now})
+	if n := allowed(b, 5); n != 0 {
+		t.Fatalf("no requests yet: %d retries allowed, want 0", n)
+	}
+	for range 100 {
+		b.Request()
+	}
+	if n := allowed(b, 50); n != 20 {
+		t.Fatalf("100 requests: %d retries allowed, want 20", n)
+	}
+	// 50 more requests over the next seconds: 10 more retries.
+	for range 50 {
+		clk.Add(100 * time.Millisecond)
+		b.Request()
+	}
+	if n := allowed(b, 50); n != 10 {
+		t.Fatalf("150 requests: %d retries allowed, want 10 more", n)
+	}
+	// Once the first burst leaves the 10 s window, its retries leave too:
+	// 41 requests and 10 retries remain in the window: no room is left.
+	clk.Add(5100 * time.Millisecond)
+	if n := allowed(b, 50); n != 0 {
+		t.Fatalf("after the window slid: %d retries allowed, want 0", n)
+	}
+	// Everything expires after a quiet window.
+	clk.Add(11 * time.Second)
+	if n := allowed(b, 5); n != 0 {
+		t.Fatalf("quiet window: %d retries allowed, want 0", n)
+	}
+	for range 10 {
+		b.Request()
+	}
+	if n := allowed(b, 5); n != 2 {
+		t.Fatalf("10 fresh requests: %d retries allowed, want 2", n)
+	}
+}
+
+func TestBudgetFloorPerSecond(t *testing.T) {
+	clk := &fakeClock{t: time.Unix(2_000_000, 0)}
+	b := NewRetryBudget(BudgetConfig{Ratio: -1, MinPerSecond: 10, Now: clk.Now})
+	if n := allowed(b, 30); n != 10 {
+		t.Fatalf("floor burst: %d retries, want 10", n)
+	}
+	clk.Add(500 * time.Millisecond)
+	if n := allowed(b, 30); n != 5 {
+		t.Fatalf("half a second later: %d retries, want 5", n)
+	}
+	clk.Add(10 * time.Second)
+	if n := allowed(b, 30); n != 10 {
+		t.Fatalf("after a long pause: %d retries, want 10 (the burst, no more)", n)
+	}
+}
+
+func TestBudgetDefaults(t *testing.T) {
+	clk := &fakeClock{t: time.Unix(3_000_000, 0)}
+	b := NewRetryBudget(BudgetConfig{Now: clk.Now})
+	for range 1000 {
+		b.Request()
+	}
+	// 20% of 1000, then the floor's burst of 10.
+	if n := allowed(b, 1000); n != 210 {
+		t.Fatalf("defaults: %d retries for 1000 requests, want 210", n)
+	}
+}
+
+// Under an outage, 100 concurrent calls make at most 100 attempts plus
+// what the budget allows, not 300.
+func TestBudgetBoundsAttemptsUnderOutage(t *testing.T) {
+	t.Parallel()
+	f := newFakePMS(t, nil)
+	f.fault = status(503)
+	rt := &countingRT{rt: NewTransport()}
+	cfg := testConfig(f.srv.URL)
+	cfg.Transport = rt
+	// 100 connections at once on a loaded machine: room for slow accepts.
+	cfg.AttemptTimeout, cfg.CallTimeout = 3*time.Second, 5*time.Second
+	cfg.Retry.Budget = NewRetryBudget(BudgetConfig{Ratio: 0.2, MinPerSecond: 5})
+	// Keep the breaker out of the way: this test is about the budget.
+	cfg.Breaker = BreakerConfig{ConsecutiveFailures: math.MaxUint32, FailureRatio: 2}
+	c := newTestClient(t, cfg)
+
+	const calls = 100
+	var wg sync.WaitGroup
+	errs := make(chan error, calls)
+	start := time.Now()
+	for range calls {
+		wg.Go(func() {
+			_, err := c.ListHotels(context.Background(), "aurora")
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		wantProblem(t, err, problem.BadGateway)
+	}
+	// 20% of 100 requests, plus the floor's burst of 5 and what it refills
+	// while the test runs.
+	budget := int64(20 + 5 + 5*int(math.Ceil(time.Since(start).Seconds())))
+	n := rt.n.Load()
+	if n < calls || n > calls+budget {
+		t.Errorf("PMS attempts = %d, want within [%d, %d]", n, calls, calls+budget)
+	}
+	t.Logf("%d calls made %d attempts (without a budget: up to %d)", calls, n, 3*calls)
+}

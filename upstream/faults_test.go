@@ -1,0 +1,263 @@
+package upstream
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/partner-edge/partner-edge/problem"
+)
+
+// countingRT counts the attempts that leave the client.
+type countingRT struct {
+	rt http.RoundTripper
+	n  atomic.Int64
+}
+
+func (c *countingRT) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return c.rt.RoundTrip(r)
+}
+
+func (c *countingRT) CloseIdleConnections() { c.rt.(*http.Transport).CloseIdleConnections() }
+
+// faultCase runs one call of the fault matrix and checks the partner-visible
+// outcome, the attempts and the elapsed time.
+type faultCase struct {
+	cfg      func(*ClientConfig)
+	fault    func(w http.ResponseWriter, r *http.Request, n int64) bool
+	baseURL  string // instead of the fake PMS
+	code     problem.Code
+	attempts int64
+	minTime  time.Duration
+	maxTime  time.Duration
+}
+
+func (fc faultCase) run(t *testing.T) {
+	t.Helper()
+	f := newFakePMS(t, hotels(3, "aurora"))
+	f.fault = fc.fault
+	cfg := testConfig(f.srv.URL)
+	if fc.baseURL != "" {
+		cfg.BaseURL = fc.baseURL
+	}
+	rt := &countingRT{rt: NewTransport()}
+	cfg.Transport = rt
+	if fc.cfg != nil {
+		fc.cfg(&cfg)
+	}
+	c := newTestClient(t, cfg)
+	start := time.Now()
+	_, err := c.ListHotels(context.Background(), "aurora")
+	elapsed := time.Since(start)
+	if fc.code == "" {
+		if err != nil {
+			t.Fatalf("err = %v, want success", err)
+		}
+	} else {
+		pe := wantProblem(t, err, fc.code)
+		if got, want := pe.Status(), problem.Lookup(fc.code).Status; got != want {
+			t.Errorf("status = %d, want %d", got, want)
+		}
+	}
+	if n := rt.n.Load(); n != fc.attempts {
+		t.Errorf("PMS attempts = %d, want %d", n, fc.attempts)
+	}
+	if elapsed < fc.minTime || elapsed > fc.maxTime {
+		t.Errorf("elapsed %v, want within [%v, %v]", elapsed, fc.minTime, fc.maxTime)
+	}
+}
+
+func status(code int, header ...string) func(http.ResponseWriter, *http.Request, int64) bool {
+	return func(w http.ResponseWriter, _ *http.Request, _ int64) bool {
+		for i := 0; i+1 < len(header); i += 2 {
+			w.Header().Set(header[i], header[i+1])
+		}
+		w.WriteHeader(code)
+		_, _ = w.Write([]byte("<html>upstream trouble</html>"))
+		return true
+	}
+}
+
+func TestFaultPMSDown(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now: connections are refused
+	faultCase{baseURL: "http://" + addr, code: problem.BadGateway, attempts: 3, maxTime: time.Second}.run(t)
+}
+
+func TestFault500s(t *testing.T) {
+	t.Parallel()
+	faultCase{fault: status(500), code: problem.BadGateway, attempts: 3, maxTime: time.Second}.run(t)
+}
+
+func TestFaultRetryableStatuses(t *testing.T) {
+	t.Parallel()
+	for _, s := range []int{429, 502, 503, 504} {
+		faultCase{fault: status(s), code: problem.BadGateway, attempts: 3, maxTime: time.Second}.run(t)
+	}
+}
+
+func TestFaultOtherStatusesNotRetried(t *testing.T) {
+	t.Parallel()
+	for _, s := range []int{400, 401, 403, 404, 409, 501, 204, 302} {
+		faultCase{fault: status(s, "Location", "http://elsewhere.example/"), code: problem.BadGateway,
+			attempts: 1, maxTime: time.Second}.run(t)
+	}
+}
+
+func TestFault503WithRetryAfter(t *testing.T) {
+	t.Parallel()
+	t.Run("honoured", func(t *testing.T) {
+		t.Parallel()
+		// Backoff alone would wait at most 20 ms; Retry-After: 1 makes each
+		// retry wait a full second.
+		faultCase{fault: status(503, "Retry-After", "1"), code: problem.BadGateway,
+			cfg:      func(c *ClientConfig) { c.CallTimeout = 5 * time.Second },
+			attempts: 3, minTime: 2 * time.Second, maxTime: 3500 * time.Millisecond}.run(t)
+	})
+	t.Run("beyond the cap: no retry", func(t *testing.T) {
+		t.Parallel()
+		faultCase{fault: status(503, "Retry-After", "3"), code: problem.BadGateway,
+			attempts: 1, maxTime: 500 * time.Millisecond}.run(t)
+	})
+	t.Run("beyond the deadline: fail now", func(t *testing.T) {
+		t.Parallel()
+		faultCase{fault: status(429, "Retry-After", "1"), code: problem.BadGateway,
+			cfg:      func(c *ClientConfig) { c.CallTimeout = 1500 * time.Millisecond },
+			attempts: 2, minTime: time.Second, maxTime: 1400 * time.Millisecond}.run(t)
+	})
+	t.Run("as an HTTP date", func(t *testing.T) {
+		t.Parallel()
+		faultCase{fault: status(503, "Retry-After", time.Now().Add(time.Hour).UTC().Format(http.TimeFormat)),
+			code: problem.BadGateway, attempts: 1, maxTime: 500 * time.Millisecond}.run(t)
+	})
+}
+
+// slow answers after d, or when the client gives up.
+func slow(d time.Duration) func(http.ResponseWriter, *http.Request, int64) bool {
+	return func(w http.ResponseWriter, r *http.Request, _ int64) bool {
+		select {
+		case <-time.After(d):
+		case <-r.Context().Done():
+			return true
+		}
+		_, _ = w.Write([]byte(`{"hotels":[],"nextCursor":null}`))
+		return true
+	}
+}
+
+func TestFaultSlowBeyondTheDeadline(t *testing.T) {
+	t.Parallel()
+	t.Run("call deadline", func(t *testing.T) {
+		t.Parallel()
+		// Attempts of 300 ms: two time out, the third is cut by the 800 ms
+		// deadline of the call.
+		faultCase{fault: slow(5 * time.Second), code: problem.GatewayTimeout,
+			cfg: func(c *ClientConfig) {
+				c.AttemptTimeout = 300 * time.Millisecond
+				c.CallTimeout = 800 * time.Millisecond
+			},
+			attempts: 3, minTime: 800 * time.Millisecond, maxTime: 1500 * time.Millisecond}.run(t)
+	})
+	t.Run("every attempt times out", func(t *testing.T) {
+		t.Parallel()
+		faultCase{fault: slow(5 * time.Second), code: problem.GatewayTimeout,
+			cfg:      func(c *ClientConfig) { c.AttemptTimeout = 200 * time.Millisecond },
+			attempts: 3, minTime: 600 * time.Millisecond, maxTime: 1500 * time.Millisecond}.run(t)
+	})
+	t.Run("the caller's earlier deadline", func(t *testing.T) {
+		t.Parallel()
+		f := newFakePMS(t, nil)
+		f.fault = slow(5 * time.Second)
+		c := newTestClient(t, testConfig(f.srv.URL))
+		ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		_, err := c.GetHotel(ctx, "aurora", hotelID(1))
+		wantProblem(t, err, problem.GatewayTimeout)
+		if e := time.Since(start); e > time.Second {
+			t.Errorf("elapsed %v, want about 150ms", e)
+		}
+	})
+}
+
+// resetMidBody sends the head and part of the body, then resets the
+// connection.
+func resetMidBody(w http.ResponseWriter, _ *http.Request, _ int64) bool {
+	conn, buf, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		panic(err)
+	}
+	_, _ = buf.WriteString("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n{\"hotels\":[{\"hotel_id\":")
+	_ = buf.Flush()
+	time.Sleep(10 * time.Millisecond)
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0) // RST, not FIN
+	}
+	_ = conn.Close()
+	return true
+}
+
+func TestFaultResetMidBody(t *testing.T) {
+	t.Parallel()
+	faultCase{fault: resetMidBody, code: problem.BadGateway, attempts: 3, maxTime: time.Second}.run(t)
+}
+
+func TestFaultMalformedJSON(t *testing.T) {
+	t.Parallel()
+	faultCase{fault: func(w http.ResponseWriter, _ *http.Request, _ int64) bool {
+		_, _ = w.Write([]byte(`{"hotels":[{"hotel_id":"00000001-`))
+		return true
+	}, code: problem.BadGateway, attempts: 1, maxTime: 500 * time.Millisecond}.run(t)
+}
+
+func TestFaultOversizedBody(t *testing.T) {
+	t.Parallel()
+	faultCase{fault: func(w http.ResponseWriter, _ *http.Request, _ int64) bool {
+		_, _ = w.Write([]byte(`{"hotels":[],"nextCursor":null,"x":"` + strings.Repeat("y", 64<<10) + `"}`))
+		return true
+	}, cfg: func(c *ClientConfig) { c.MaxBodyBytes = 32 << 10 },
+		code: problem.BadGateway, attempts: 1, maxTime: 500 * time.Millisecond}.run(t)
+}
+
+// flapping fails the first n requests, then serves.
+func flapping(n int64) func(http.ResponseWriter, *http.Request, int64) bool {
+	return func(w http.ResponseWriter, r *http.Request, i int64) bool {
+		if i <= n {
+			return status(503)(w, r, i)
+		}
+		return false
+	}
+}
+
+func TestFaultFlapping(t *testing.T) {
+	t.Parallel()
+	t.Run("heals within the retries", func(t *testing.T) {
+		t.Parallel()
+		faultCase{fault: flapping(2), attempts: 3, maxTime: time.Second}.run(t)
+	})
+	t.Run("heals after the retries", func(t *testing.T) {
+		t.Parallel()
+		f := newFakePMS(t, hotels(3, "aurora"))
+		f.fault = flapping(3)
+		c := newTestClient(t, testConfig(f.srv.URL))
+		_, err := c.ListHotels(context.Background(), "aurora")
+		wantProblem(t, err, problem.BadGateway)
+		got, err := c.ListHotels(context.Background(), "aurora")
+		if err != nil || len(got) != 3 {
+			t.Fatalf("after healing: %d records, %v", len(got), err)
+		}
+		if n := f.calls.Load(); n != 4 {
+			t.Errorf("PMS requests = %d, want 4", n)
+		}
+	})
+}
