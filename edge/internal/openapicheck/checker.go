@@ -1,0 +1,154 @@
+// Package openapicheck validates real responses of the edge against the
+// OpenAPI 3.1 document of the public contract (docs/openapi.yaml), so the
+// document cannot drift from the code.
+//
+// kin-openapi loads and validates the document and routes requests to its
+// operations. Response headers and bodies are validated with JSON Schema
+// 2020-12 (santhosh-tekuri/jsonschema, the engine kin-openapi itself uses for
+// OpenAPI 3.1), compiled once by Load straight from the document: kin's
+// openapi3filter.ValidateResponse recompiles every schema on every call for
+// 3.1 documents (about 4 ms a response, far more under -race).
+//
+// Load the document once, then call Check or CheckResponse from any number
+// of goroutines: a *Checker is read-only after Load.
+package openapicheck
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/getkin/kin-openapi/routers"
+)
+
+// prefix is the path of every server of the document: paths in the document
+// are relative to it, request paths given to Check include it.
+const prefix = "/v1"
+
+// unroutedResponses names the components.responses that answer a request
+// matching no path of the document, by status.
+var unroutedResponses = map[int]string{
+	http.StatusBadRequest:          "RoutingBadRequest",
+	http.StatusNotFound:            "RouteNotFound",
+	http.StatusMethodNotAllowed:    "MethodNotAllowed",
+	http.StatusInternalServerError: "InternalError",
+	http.StatusServiceUnavailable:  "ServiceUnavailable",
+}
+
+// wrongMethodStatuses are the statuses a documented path may answer to a
+// method the document does not list for it: 405, and the faults that can
+// strike before routing.
+var wrongMethodStatuses = map[int]bool{
+	http.StatusMethodNotAllowed:    true,
+	http.StatusInternalServerError: true,
+	http.StatusServiceUnavailable:  true,
+}
+
+// Checker validates responses against one loaded document. It is safe for
+// concurrent use; create it with Load.
+type Checker struct {
+	router routers.Router
+	// ops holds the compiled operations by method and path template
+	// ("GET /properties/{propertyId}").
+	ops map[string]*operation
+	// unrouted answers requests that match no path of the document.
+	unrouted *operation
+}
+
+// Check validates one response to method and path, the request path as sent:
+// with the /v1 prefix, escaped, optionally with a query string
+// ("/v1/properties?page=2").
+//
+// A path matching an operation is checked against that operation: the status
+// must be documented, the Content-Type's media type must be the documented
+// one, every documented header must match its schema (and be sent once) and
+// the required ones be present, and the body must be JSON matching the
+// schema. A documented path asked with another method must answer 405 (or
+// 500/503), checked against its GET operation's response of that status. Any
+// other path is checked against the answers to requests that match no route:
+// 400 TRAILING_SLASH/INVALID_PATH_CASING, 404 ROUTE_NOT_FOUND, 405 (only to a
+// method other than GET), 500, 503.
+//
+// Beyond the document, Check asserts what OpenAPI cannot express: the
+// Svc-Request-Id header equals the body's meta.requestId or requestId, and a
+// problem's instance equals the request path without the query string.
+//
+// The body of a HEAD response is not checked: HTTP sends none.
+func (c *Checker) Check(method, path string, status int, header http.Header, body []byte) error {
+	if err := c.check(method, path, status, header, body); err != nil {
+		return fmt.Errorf("openapicheck: %s %s -> %d: %w", method, path, status, err)
+	}
+	return nil
+}
+
+// CheckResponse is Check for a request and its response; body is the
+// response body already read (res.Body is not touched).
+func (c *Checker) CheckResponse(req *http.Request, res *http.Response, body []byte) error {
+	if req == nil || req.URL == nil || res == nil {
+		return errors.New("openapicheck: nil request or response")
+	}
+	path := req.URL.EscapedPath()
+	if req.URL.RawQuery != "" {
+		path += "?" + req.URL.RawQuery
+	}
+	return c.Check(req.Method, path, res.StatusCode, res.Header, body)
+}
+
+func (c *Checker) check(method, path string, status int, header http.Header, body []byte) error {
+	escapedPath, _, _ := strings.Cut(path, "?")
+	op, err := c.operation(method, escapedPath)
+	switch {
+	case err == nil:
+	case errors.Is(err, routers.ErrMethodNotAllowed):
+		if !wrongMethodStatuses[status] {
+			return fmt.Errorf("a documented path asked with %s must answer 405 (or 500, 503)", method)
+		}
+		if op, err = c.operation(http.MethodGet, escapedPath); err != nil {
+			return fmt.Errorf("no GET operation at a documented path: %w", err)
+		}
+	case errors.Is(err, routers.ErrPathNotFound):
+		if status == http.StatusMethodNotAllowed && method == http.MethodGet {
+			return errors.New("405 to a GET of a path that matches no route")
+		}
+		op = c.unrouted
+	default:
+		return err
+	}
+	res := op.responses[status]
+	if res == nil {
+		return fmt.Errorf("status %d is not documented for %s", status, op.name)
+	}
+	if err := res.checkHeaders(header); err != nil {
+		return fmt.Errorf("%s: %w", res.name, err)
+	}
+	if method == http.MethodHead {
+		return nil
+	}
+	if err := res.checkBody(body); err != nil {
+		return fmt.Errorf("%s: %w", res.name, err)
+	}
+	return crossCheck(escapedPath, header, body)
+}
+
+// operation finds the compiled operation of escapedPath (with the prefix).
+func (c *Checker) operation(method, escapedPath string) (*operation, error) {
+	rest, ok := strings.CutPrefix(escapedPath, prefix)
+	if !ok || !strings.HasPrefix(rest, "/") {
+		return nil, routers.ErrPathNotFound
+	}
+	u, err := url.Parse(rest)
+	if err != nil || u.Path == "" || u.Host != "" || u.Scheme != "" {
+		return nil, routers.ErrPathNotFound
+	}
+	route, _, err := c.router.FindRoute(&http.Request{Method: method, URL: u, Header: http.Header{}})
+	if err != nil {
+		return nil, err
+	}
+	op := c.ops[method+" "+route.Path]
+	if op == nil {
+		return nil, fmt.Errorf("operation %s %s was not compiled", method, route.Path)
+	}
+	return op, nil
+}

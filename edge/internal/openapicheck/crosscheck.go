@@ -1,0 +1,44 @@
+package openapicheck
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+)
+
+// ids holds the fields crossCheck compares with the headers and the request.
+type ids struct {
+	RequestID *string `json:"requestId"`
+	Instance  *string `json:"instance"`
+	Meta      *struct {
+		RequestID *string `json:"requestId"`
+	} `json:"meta"`
+}
+
+// crossCheck asserts the rules that tie a body to its headers and request,
+// which a schema cannot express. The body has already matched its schema.
+func crossCheck(escapedPath string, header http.Header, body []byte) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil
+	}
+	var b ids
+	if err := json.Unmarshal(body, &b); err != nil {
+		return nil // not an object: the schema has judged it
+	}
+	reqID := header.Get("Svc-Request-Id")
+	switch {
+	case b.Meta != nil && b.Meta.RequestID != nil:
+		if *b.Meta.RequestID != reqID {
+			return fmt.Errorf("meta.requestId %q differs from Svc-Request-Id %q", *b.Meta.RequestID, reqID)
+		}
+	case b.RequestID != nil:
+		if *b.RequestID != reqID {
+			return fmt.Errorf("problem requestId %q differs from Svc-Request-Id %q", *b.RequestID, reqID)
+		}
+	}
+	if b.Instance != nil && *b.Instance != escapedPath {
+		return fmt.Errorf("problem instance %q differs from the request path %q", *b.Instance, escapedPath)
+	}
+	return nil
+}
