@@ -197,6 +197,12 @@ func (c *Cache) load(ctx context.Context, key string, fn loadFunc) (v any, led b
 	case <-ctx.Done():
 		return nil, false, ctx.Err()
 	case r := <-ch:
+		if pe, ok := r.Err.(*problem.Error); ok && r.Shared {
+			// Each caller owns its error: the edge may annotate it
+			// (headers, detail) while others write theirs.
+			cp := *pe
+			return nil, ran, &cp
+		}
 		return r.Val, ran, r.Err
 	}
 }

@@ -219,3 +219,31 @@ func TestCloseStopsLoads(t *testing.T) {
 		c.Close() // idempotent
 	})
 }
+
+// Callers coalesced on a failed load each get their own *problem.Error, so
+// that one caller annotating it cannot race with another writing it.
+func TestCoalescedErrorsAreNotShared(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		inner := &fakeCatalog{snapshot: func(context.Context) (*upstream.Snapshot, error) {
+			<-release
+			return nil, &problem.Error{Code: problem.BadGateway, Detail: "down"}
+		}}
+		c := New(inner, Config{TTL: time.Second})
+		defer c.Close()
+		errs := make(chan error, 2)
+		for range 2 {
+			go func() { _, err := c.Snapshot(context.Background()); errs <- err }()
+		}
+		synctest.Wait()
+		close(release)
+		a, b := <-errs, <-errs
+		var pa, pb *problem.Error
+		if !errors.As(a, &pa) || !errors.As(b, &pb) || pa == pb || pa.Code != problem.BadGateway || pb.Code != problem.BadGateway {
+			t.Fatalf("errors %v and %v; want two distinct BAD_GATEWAY values", a, b)
+		}
+		if inner.snapCalls.Load() != 1 {
+			t.Fatalf("inner loads %d, want 1", inner.snapCalls.Load())
+		}
+	})
+}
