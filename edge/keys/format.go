@@ -1,6 +1,7 @@
 package keys
 
 import (
+	"crypto/sha256"
 	"strings"
 )
 
@@ -67,4 +68,11 @@ func prefixOf(m Mode) string {
 		return PrefixTest
 	}
 	return PrefixLive
+}
+
+// digestBounded is Digest for a token of at most MaxTokenLen bytes, copied
+// into a stack buffer so that the per-request path allocates nothing.
+func digestBounded(token string) [sha256.Size]byte {
+	var buf [MaxTokenLen]byte
+	return sha256.Sum256(append(buf[:0], token...))
 }

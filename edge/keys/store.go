@@ -91,7 +91,7 @@ func (s *Store) Lookup(token string) (*Key, bool) {
 	if !ok {
 		return nil, false
 	}
-	k, ok := s.keys()[Digest(token)]
+	k, ok := s.keys()[digestBounded(token)] // modeOf bounded its length
 	if !ok || k.Mode != mode {
 		return nil, false
 	}

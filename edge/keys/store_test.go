@@ -15,11 +15,20 @@ func TestOpenAndLookup(t *testing.T) {
 	// A record claiming mode test for a svc_live_ key, and the reverse.
 	liveAsTest, ltRec := minted(t, 3, ModeLive, func(r *Record) { r.Mode = ModeTest })
 	testAsLive, tlRec := minted(t, 4, ModeTest, func(r *Record) { r.Mode = ModeLive })
-	s, err := Open(keyFile(t, liveRec, testRec, ltRec, tlRec), Options{})
+	// A key of the longest accepted length (from another tool).
+	longest := PrefixLive + strings.Repeat("L", MaxTokenLen-len(PrefixLive))
+	_, longRec := minted(t, 5, ModeLive, func(r *Record) {
+		d := Digest(longest)
+		r.SHA256 = hex.EncodeToString(d[:])
+	})
+	s, err := Open(keyFile(t, liveRec, testRec, ltRec, tlRec, longRec), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !s.Usable() || s.Len() != 4 {
+	if k, ok := s.Lookup(longest); !ok || k.ID != longRec.ID {
+		t.Errorf("Lookup(longest) = %+v, %v", k, ok)
+	}
+	if !s.Usable() || s.Len() != 5 {
 		t.Fatalf("Usable = %v, Len = %d", s.Usable(), s.Len())
 	}
 	k, ok := s.Lookup(live)
