@@ -1,0 +1,202 @@
+package cache_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/partner-edge/partner-edge/problem"
+	"github.com/partner-edge/partner-edge/upstream"
+	"github.com/partner-edge/partner-edge/upstream/cache"
+	"github.com/partner-edge/partner-edge/upstream/pmsim"
+)
+
+// stack is the real chain over loopback: pmsim, the PMS client (retries,
+// breaker), Direct, and the Cache.
+type stack struct {
+	sim    *pmsim.Sim
+	client *upstream.Client
+	cache  *cache.Cache
+}
+
+func newStack(t *testing.T, cfg cache.Config) *stack {
+	t.Helper()
+	sim := pmsim.New(pmsim.Config{Seed: 7, Brands: 1, HotelsPerBrand: 40})
+	srv := httptest.NewServer(sim)
+	t.Cleanup(srv.Close)
+	client, err := upstream.NewClient(upstream.ClientConfig{
+		BaseURL:        srv.URL,
+		CallTimeout:    2 * time.Second,
+		AttemptTimeout: time.Second,
+		Retry:          upstream.RetryConfig{WaitMin: time.Millisecond, WaitMax: 5 * time.Millisecond},
+		// Opens after 3 failed calls and stays open for the whole test.
+		Breaker: upstream.BreakerConfig{ConsecutiveFailures: 3, OpenTimeout: time.Hour},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(client.CloseIdleConnections)
+	cfg.Key = "aurora/live"
+	c := cache.New(upstream.NewDirect(client, upstream.DirectOptions{Brand: "aurora"}), cfg)
+	t.Cleanup(c.Close)
+	return &stack{sim: sim, client: client, cache: c}
+}
+
+// fakeNow is an injected clock: the outage below lasts five minutes of it,
+// and no test sleeps.
+type fakeNow struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (f *fakeNow) Now() time.Time  { f.mu.Lock(); defer f.mu.Unlock(); return f.t }
+func (f *fakeNow) Set(t time.Time) { f.mu.Lock(); f.t = t; f.mu.Unlock() }
+
+func snapshotJSON(s *upstream.Snapshot) []byte {
+	var b bytes.Buffer
+	for _, it := range s.Active {
+		b.Write(it.JSON)
+	}
+	return b.Bytes()
+}
+
+// With the PMS failing and then the circuit open, cached data is served
+// (the same JSON) until it is older than Stale, then the errors (issue 3,
+// acceptance 3), with the production defaults TTL 30 s and Stale 5 min.
+func TestIntegrationStaleWhilePMSDown(t *testing.T) {
+	clk := &fakeNow{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+	start := clk.Now()
+	st := newStack(t, cache.Config{TTL: cache.DefaultTTL, Stale: cache.DefaultStale, RefreshAhead: 1, Now: clk.Now})
+	ctx := context.Background()
+
+	snap, err := st.cache.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Active) == 0 {
+		t.Fatal("the simulator's brand has no active property")
+	}
+	want := snapshotJSON(snap)
+	item := snap.Active[len(snap.Active)/2]
+	wantItem := append([]byte(nil), item.JSON...)
+
+	st.sim.SetFaults(pmsim.Faults{ErrorStatus: http.StatusServiceUnavailable})
+	clk.Set(start.Add(cache.DefaultTTL)) // no longer fresh: every call asks the PMS
+	for i := 0; st.client.BreakerState() != "open"; i++ {
+		if i == 10 {
+			t.Fatalf("breaker still %s after 10 failing calls", st.client.BreakerState())
+		}
+		got, err := st.cache.Snapshot(ctx)
+		if err != nil || !bytes.Equal(snapshotJSON(got), want) {
+			t.Fatalf("PMS failing: %v; want the cached list", err)
+		}
+	}
+	if st.sim.Requests() <= 1 {
+		t.Fatalf("PMS saw %d requests; the failing calls never reached it", st.sim.Requests())
+	}
+
+	// Circuit open: served from cache with no PMS traffic at all.
+	before := st.sim.Requests()
+	for _, age := range []time.Duration{time.Minute, 4 * time.Minute, cache.DefaultStale - time.Millisecond} {
+		clk.Set(start.Add(age))
+		got, err := st.cache.Snapshot(ctx)
+		if err != nil || !bytes.Equal(snapshotJSON(got), want) {
+			t.Fatalf("circuit open, age %v: %v; want the cached list", age, err)
+		}
+		it, err := st.cache.Property(ctx, item.ID)
+		if err != nil || !bytes.Equal(it.JSON, wantItem) {
+			t.Fatalf("circuit open, age %v: %v; want the cached property", age, err)
+		}
+	}
+	if n := st.sim.Requests(); n != before {
+		t.Fatalf("PMS saw %d requests while the circuit was open, want 0", n-before)
+	}
+
+	// Older than Stale: the breaker's 503 with a Retry-After.
+	clk.Set(start.Add(cache.DefaultStale))
+	_, err = st.cache.Snapshot(ctx)
+	var pe *problem.Error
+	if !errors.As(err, &pe) || pe.Code != problem.ServiceUnavailable || pe.RetryAfter < time.Second {
+		t.Fatalf("past Stale: %v; want SERVICE_UNAVAILABLE with Retry-After", err)
+	}
+	if _, err := st.cache.Property(ctx, item.ID); !errors.As(err, &pe) || pe.Code != problem.ServiceUnavailable {
+		t.Fatalf("past Stale, property: %v; want SERVICE_UNAVAILABLE", err)
+	}
+}
+
+// Before the breaker opens, a PMS failing after retries (BAD_GATEWAY) is
+// covered by stale data too; the PMS saw the retries.
+func TestIntegrationStaleOnBadGateway(t *testing.T) {
+	clk := &fakeNow{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+	start := clk.Now()
+	st := newStack(t, cache.Config{TTL: cache.DefaultTTL, RefreshAhead: 1, Now: clk.Now})
+	ctx := context.Background()
+	snap, err := st.cache.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := snap.Active[0].ID
+	if _, err := st.cache.Property(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	st.sim.SetFaults(pmsim.Faults{ErrorStatus: http.StatusInternalServerError})
+	clk.Set(start.Add(time.Minute))
+	before := st.sim.Requests()
+	it, err := st.cache.Property(ctx, id)
+	if err != nil || !bytes.Equal(it.JSON, snap.Active[0].JSON) {
+		t.Fatalf("%v; want the stale property", err)
+	}
+	if n := st.sim.Requests() - before; n != 3 {
+		t.Fatalf("PMS attempts %d, want 3 (one call, two retries)", n)
+	}
+	clk.Set(start.Add(cache.DefaultStale))
+	if _, err := st.cache.Property(ctx, id); !errors.As(err, new(*problem.Error)) || problem.From(err).Code != problem.BadGateway {
+		t.Fatalf("past Stale: %v; want BAD_GATEWAY", err)
+	}
+}
+
+// 100 concurrent cold requests for the list make one PMS load over
+// loopback, and the leader cancelling does not fail the others (issue 3,
+// acceptance 4). The simulator's latency keeps the load in flight.
+func TestIntegrationHerdAndCancelledLeader(t *testing.T) {
+	st := newStack(t, cache.Config{TTL: time.Minute})
+	st.sim.SetFaults(pmsim.Faults{Latency: 200 * time.Millisecond})
+
+	leaderCtx, cancelLeader := context.WithCancel(context.Background())
+	leaderErr := make(chan error, 1)
+	go func() { _, err := st.cache.Snapshot(leaderCtx); leaderErr <- err }()
+	for st.sim.ListRequests() == 0 { // the leader's load has reached the PMS
+		time.Sleep(time.Millisecond)
+	}
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 100)
+	for range 100 {
+		wg.Go(func() {
+			s, err := st.cache.Snapshot(context.Background())
+			if err == nil && s.Len() == 0 {
+				err = errors.New("empty snapshot")
+			}
+			errs <- err
+		})
+	}
+	cancelLeader()
+	if err := <-leaderErr; !errors.Is(err, context.Canceled) {
+		t.Fatalf("leader: %v, want context.Canceled", err)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("follower: %v", err)
+		}
+	}
+	if n := st.sim.ListRequests(); n != 1 {
+		t.Fatalf("PMS list requests %d, want 1", n)
+	}
+}
