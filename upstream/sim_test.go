@@ -1,0 +1,223 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/partner-edge/partner-edge/mapping"
+	"github.com/partner-edge/partner-edge/problem"
+	"github.com/partner-edge/partner-edge/upstream/pmsim"
+)
+
+// The tests in this file run the client against the project's PMS
+// simulator on loopback, faults switched on through its API.
+
+func newSim(t *testing.T, cfg pmsim.Config) (*pmsim.Sim, *httptest.Server) {
+	t.Helper()
+	sim := pmsim.New(cfg)
+	srv := httptest.NewServer(sim)
+	t.Cleanup(srv.Close)
+	return sim, srv
+}
+
+func TestSimDirectReadsEveryPage(t *testing.T) {
+	const n = 57
+	sim, srv := newSim(t, pmsim.Config{HotelsPerBrand: n, PageSize: 7, Token: "pms-token-123", Seed: 42})
+	var rejected atomic.Int64
+	d := NewDirect(newTestClient(t, testConfig(srv.URL)), DirectOptions{
+		Brand: "aurora", CodeSource: mapping.CodeSourceShortCode,
+		OnReject: func(*mapping.Rejection) { rejected.Add(1) },
+	})
+	s, err := d.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := s.Len(), n-pmsim.Unmappable(n); got != want {
+		t.Errorf("mappable properties = %d, want %d", got, want)
+	}
+	if got, want := rejected.Load(), int64(pmsim.Unmappable(n)); got != want {
+		t.Errorf("rejections = %d, want %d", got, want)
+	}
+	if got, want := sim.ListRequests(), int64((n+6)/7); got != want {
+		t.Errorf("list requests = %d, want %d (pages of 7)", got, want)
+	}
+	for _, it := range s.Active {
+		for _, leak := range pmsim.InternalFieldNames() {
+			if json.Valid(it.JSON) && containsKey(it.JSON, leak) {
+				t.Fatalf("item %s leaks %q", it.ID, leak)
+			}
+		}
+	}
+
+	// Every mappable record is found one by one, legacy upper-case ids by
+	// their lower-case form, inactive ones included.
+	for _, want := range append(append([]*Item{}, s.Active...), inactive(s)...) {
+		got, err := d.Property(context.Background(), want.ID)
+		if err != nil {
+			t.Fatalf("Property(%s): %v", want.ID, err)
+		}
+		if string(got.JSON) != string(want.JSON) {
+			t.Errorf("Property(%s) = %s, want %s", want.ID, got.JSON, want.JSON)
+		}
+	}
+}
+
+func inactive(s *Snapshot) []*Item {
+	var out []*Item
+	for _, it := range s.byID {
+		if !it.Active {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+func containsKey(obj []byte, key string) bool {
+	var m map[string]any
+	_ = json.Unmarshal(obj, &m)
+	_, ok := m[key]
+	return ok
+}
+
+func TestSimWrongTokenIsBadGateway(t *testing.T) {
+	sim, srv := newSim(t, pmsim.Config{Token: "right"})
+	cfg := testConfig(srv.URL)
+	cfg.Token = "wrong"
+	_, err := newTestClient(t, cfg).ListHotels(context.Background(), "aurora")
+	wantProblem(t, err, problem.BadGateway)
+	if n := sim.Stats().Unauthorized; n != 1 {
+		t.Errorf("unauthorized requests = %d, want 1 (a 401 is not retried)", n)
+	}
+}
+
+// simCase is one row of the fault matrix against the simulator.
+type simCase struct {
+	faults   pmsim.Faults
+	cfg      func(*ClientConfig)
+	get      bool // GetHotel instead of ListHotels
+	code     problem.Code
+	attempts int64
+	minTime  time.Duration
+	maxTime  time.Duration
+}
+
+func (sc simCase) run(t *testing.T) {
+	t.Helper()
+	sim, srv := newSim(t, pmsim.Config{HotelsPerBrand: 20, Seed: 7})
+	sim.SetFaults(sc.faults)
+	cfg := testConfig(srv.URL)
+	if sc.cfg != nil {
+		sc.cfg(&cfg)
+	}
+	c := newTestClient(t, cfg)
+	start := time.Now()
+	var err error
+	if sc.get {
+		_, err = c.GetHotel(context.Background(), "aurora", hotelID(1))
+	} else {
+		_, err = c.ListHotels(context.Background(), "aurora")
+	}
+	elapsed := time.Since(start)
+	if sc.code == "" {
+		if err != nil {
+			t.Fatalf("err = %v, want success", err)
+		}
+	} else {
+		pe := wantProblem(t, err, sc.code)
+		if got, want := pe.Status(), problem.Lookup(sc.code).Status; got != want {
+			t.Errorf("status = %d, want %d", got, want)
+		}
+	}
+	if n := sim.Requests(); n != sc.attempts {
+		t.Errorf("PMS attempts = %d, want %d", n, sc.attempts)
+	}
+	if elapsed < sc.minTime || elapsed > sc.maxTime {
+		t.Errorf("elapsed %v, want within [%v, %v]", elapsed, sc.minTime, sc.maxTime)
+	}
+}
+
+func TestSimFaultMatrix(t *testing.T) {
+	t.Parallel()
+	for name, sc := range map[string]simCase{
+		"500s": {faults: pmsim.Faults{ErrorStatus: 500},
+			code: problem.BadGateway, attempts: 3, maxTime: time.Second},
+		"503 with Retry-After": {faults: pmsim.Faults{ErrorStatus: 503, RetryAfter: "1"},
+			cfg:  func(c *ClientConfig) { c.CallTimeout = 5 * time.Second },
+			code: problem.BadGateway, attempts: 3, minTime: 2 * time.Second, maxTime: 3500 * time.Millisecond},
+		"429 with Retry-After beyond the cap": {faults: pmsim.Faults{ErrorStatus: 429, RetryAfter: "30"},
+			code: problem.BadGateway, attempts: 1, maxTime: 500 * time.Millisecond},
+		"slow beyond the deadline": {faults: pmsim.Faults{Latency: 5 * time.Second},
+			cfg: func(c *ClientConfig) {
+				c.AttemptTimeout = 300 * time.Millisecond
+				c.CallTimeout = 800 * time.Millisecond
+			},
+			code: problem.GatewayTimeout, attempts: 3, minTime: 800 * time.Millisecond, maxTime: 1500 * time.Millisecond},
+		"reset mid-body": {faults: pmsim.Faults{Reset: true},
+			code: problem.BadGateway, attempts: 3, maxTime: time.Second},
+		"truncated body": {faults: pmsim.Faults{Truncate: true},
+			code: problem.BadGateway, attempts: 3, maxTime: time.Second},
+		"malformed JSON": {faults: pmsim.Faults{Malformed: true},
+			code: problem.BadGateway, attempts: 1, maxTime: 500 * time.Millisecond},
+		"malformed JSON on get": {faults: pmsim.Faults{Malformed: true}, get: true,
+			code: problem.BadGateway, attempts: 1, maxTime: 500 * time.Millisecond},
+		"oversized body": {faults: pmsim.Faults{OversizeBytes: 64 << 10},
+			cfg:  func(c *ClientConfig) { c.MaxBodyBytes = 32 << 10 },
+			code: problem.BadGateway, attempts: 1, maxTime: 500 * time.Millisecond},
+		"flapping, heals within the retries": {faults: pmsim.Faults{FailFirst: 2, ErrorStatus: 503},
+			attempts: 3, maxTime: time.Second},
+		"flapping on get": {faults: pmsim.Faults{FailFirst: 2, ErrorStatus: 502}, get: true,
+			code: problem.PropertyNotFound, attempts: 3, maxTime: time.Second},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			sc.run(t)
+		})
+	}
+}
+
+func TestSimBreakerStopsTrafficUntilHealed(t *testing.T) {
+	t.Parallel()
+	sim, srv := newSim(t, pmsim.Config{HotelsPerBrand: 10})
+	sim.SetFaults(pmsim.Faults{ErrorStatus: 503})
+	cfg := testConfig(srv.URL)
+	cfg.Breaker = BreakerConfig{ConsecutiveFailures: 2, OpenTimeout: 2 * time.Second}
+	c := newTestClient(t, cfg)
+	d := NewDirect(c, DirectOptions{Brand: "aurora"})
+	ctx := context.Background()
+	for range 2 {
+		_, err := d.Snapshot(ctx)
+		wantProblem(t, err, problem.BadGateway)
+	}
+	if n := sim.Requests(); n != 6 {
+		t.Fatalf("PMS attempts = %d, want 6 (2 calls of 3 attempts)", n)
+	}
+	sim.ResetStats()
+	for range 20 {
+		_, err := d.Snapshot(ctx)
+		pe := wantProblem(t, err, problem.ServiceUnavailable)
+		if s := problem.RetryAfterSeconds(pe.RetryAfter); s != 2 {
+			t.Errorf("Retry-After %d s, want 2", s)
+		}
+		_, err = d.Property(ctx, hotelID(1))
+		wantProblem(t, err, problem.ServiceUnavailable)
+	}
+	if n := sim.Requests(); n != 0 {
+		t.Fatalf("PMS attempts while open = %d, want 0", n)
+	}
+	sim.Heal()
+	time.Sleep(2100 * time.Millisecond)
+	s, err := d.Snapshot(ctx)
+	if err != nil || s.Len() == 0 {
+		t.Fatalf("after healing: %v, %v", s, err)
+	}
+	if st := c.BreakerState(); st != "closed" {
+		t.Errorf("breaker %s, want closed", st)
+	}
+	if n := sim.Requests(); n != 1 {
+		t.Errorf("PMS attempts for the probe = %d, want 1", n)
+	}
+}
