@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/partner-edge/partner-edge/problem"
 	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/cache"
@@ -198,5 +200,34 @@ func TestIntegrationHerdAndCancelledLeader(t *testing.T) {
 	}
 	if n := st.sim.ListRequests(); n != 1 {
 		t.Fatalf("PMS list requests %d, want 1", n)
+	}
+}
+
+// Random unknown ids do not grow the cache over the real chain either: with
+// a fresh list they never reach the PMS; without one, each is a PMS 404
+// that is not stored (issue 3, acceptance 6).
+func TestIntegrationUnknownIDs(t *testing.T) {
+	st := newStack(t, cache.Config{TTL: time.Minute})
+	ctx := context.Background()
+	for range 500 { // cold: real PMS 404s over loopback
+		if _, err := st.cache.Property(ctx, uuid.NewString()); problem.From(err).Code != problem.PropertyNotFound {
+			t.Fatalf("cold: %v, want PROPERTY_NOT_FOUND", err)
+		}
+	}
+	if st.cache.Len() != 0 || st.sim.GetRequests() != 500 {
+		t.Fatalf("cold: Len %d, PMS gets %d; want 0 entries after 500 PMS 404s", st.cache.Len(), st.sim.GetRequests())
+	}
+
+	if _, err := st.cache.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before, gets := st.cache.Len(), st.sim.GetRequests()
+	for range 10_000 {
+		if _, err := st.cache.Property(ctx, uuid.NewString()); problem.From(err).Code != problem.PropertyNotFound {
+			t.Fatalf("warm: %v, want PROPERTY_NOT_FOUND", err)
+		}
+	}
+	if st.cache.Len() != before || st.sim.GetRequests() != gets {
+		t.Fatalf("warm: Len %d -> %d, PMS gets %d; want unchanged, none", before, st.cache.Len(), st.sim.GetRequests()-gets)
 	}
 }
