@@ -11,10 +11,11 @@ const (
 	PrefixTest = "svc_test_"
 )
 
+// minSecretLen is the least number of [A-Za-z0-9] characters after the
+// prefix (DECISIONS.md section 3).
+const minSecretLen = 24
+
 const (
-	// minSecretLen is the least number of [A-Za-z0-9] characters after the
-	// prefix (DECISIONS.md section 3).
-	minSecretLen = 24
 	// MaxTokenLen caps a key's total length. The contract sets no maximum,
 	// but every lookup hashes the whole token: the cap bounds the hashing
 	// work a caller can cause per request, whatever header sizes the server
