@@ -111,7 +111,7 @@ func (s BreakerState) String() string {
 //   - partner_edge.pms.breaker.state (partner_edge_pms_breaker_state): gauge,
 //     0 closed, 1 half-open, 2 open; pms.
 //   - partner_edge.cache.lookups (partner_edge_cache_lookups_total): pms,
-//     outcome (hit, miss, stale, coalesced).
+//     outcome (hit, miss, stale, coalesced), each pre-registered at 0.
 //   - partner_edge.mapping.rejections
 //     (partner_edge_mapping_rejections_total): PMS records that could not be
 //     mapped; reason (mapping.Reasons, every one pre-registered at 0).
@@ -314,7 +314,8 @@ func (m *Metrics) KeyReload(ctx context.Context, ok bool) {
 
 // PMS returns the instruments of one PMS, labelled pms=name ("live",
 // "sandbox": a fixed name from configuration). Call it once per PMS when
-// wiring, and keep the result: it records the breaker as closed.
+// wiring, and keep the result: it records the breaker as closed and
+// registers every cache outcome at 0.
 func (m *Metrics) PMS(name string) *PMSMetrics {
 	name = strings.TrimSpace(name)
 	pms := attribute.String("pms", name)
@@ -328,10 +329,12 @@ func (m *Metrics) PMS(name string) *PMSMetrics {
 		p.attempt[o] = recordOpts(pms, attribute.String("outcome", string(o)))
 		p.retry[o] = addOpts(pms, attribute.String("outcome", string(o)))
 	}
+	ctx := context.Background()
 	for _, o := range CacheOutcomes {
 		p.cache[o] = addOpts(pms, attribute.String("outcome", string(o)))
+		m.cache.Add(ctx, 0, p.cache[o]...)
 	}
-	p.BreakerState(context.Background(), BreakerClosed)
+	p.BreakerState(ctx, BreakerClosed)
 	return p
 }
 
