@@ -81,7 +81,7 @@ func (c *Client) CloseIdleConnections() {
 	}
 }
 
-func (c *Client) setHeaders(h http.Header, ctx context.Context) {
+func (c *Client) setHeaders(ctx context.Context, h http.Header) {
 	h.Set("Accept", "application/json")
 	h.Set("User-Agent", "partner-edge/"+c.cfg.Version)
 	if c.cfg.Token != "" {

@@ -2,9 +2,11 @@ package upstream
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -260,4 +262,41 @@ func TestFaultFlapping(t *testing.T) {
 			t.Errorf("PMS requests = %d, want 4", n)
 		}
 	})
+}
+
+// resendRT records ResendCount of each attempt, as an OTel wrapper would.
+type resendRT struct {
+	rt   http.RoundTripper
+	mu   sync.Mutex
+	seen []int
+}
+
+func (r *resendRT) RoundTrip(req *http.Request) (*http.Response, error) {
+	r.mu.Lock()
+	r.seen = append(r.seen, ResendCount(req.Context()))
+	r.mu.Unlock()
+	return r.rt.RoundTrip(req)
+}
+
+func TestResendCountPerAttempt(t *testing.T) {
+	f := newFakePMS(t, hotels(2, "aurora"))
+	f.fault = flapping(2)
+	tr := NewTransport()
+	t.Cleanup(tr.CloseIdleConnections)
+	rt := &resendRT{rt: tr}
+	cfg := testConfig(f.srv.URL)
+	cfg.Transport = rt
+	c := newTestClient(t, cfg)
+	if _, err := c.GetHotel(context.Background(), "aurora", hotelID(1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.GetHotel(context.Background(), "aurora", hotelID(2)); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(rt.seen); got != "[0 1 2 0]" {
+		t.Errorf("resend counts %s, want [0 1 2 0]", got)
+	}
+	if n := ResendCount(context.Background()); n != 0 {
+		t.Errorf("ResendCount outside a request = %d", n)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
@@ -38,6 +39,7 @@ import (
 //     left means no retry.
 type attempts struct {
 	c       *Client
+	resend  atomic.Int32 // the attempt under way, for ResendCount
 	retries int
 	wait    time.Duration
 	body    []byte
@@ -47,12 +49,12 @@ type attempts struct {
 // Errors are *statusError, *answerError, *transportError or a context
 // error (possibly wrapped).
 func (c *Client) do(ctx context.Context, u string) ([]byte, error) {
-	req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	a := &attempts{c: c}
+	req, err := retryablehttp.NewRequestWithContext(withResendCounter(ctx, &a.resend), http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err
 	}
-	c.setHeaders(req.Header, ctx)
-	a := &attempts{c: c}
+	c.setHeaders(ctx, req.Header)
 	req.SetResponseHandler(a.handle)
 	rc := &retryablehttp.Client{
 		HTTPClient:   c.http,
@@ -63,6 +65,8 @@ func (c *Client) do(ctx context.Context, u string) ([]byte, error) {
 		CheckRetry:   a.checkRetry,
 		Backoff:      a.backoff,
 		ErrorHandler: a.giveUp,
+		// Called before each attempt with its number (0 first).
+		RequestLogHook: func(_ retryablehttp.Logger, _ *http.Request, i int) { a.resend.Store(int32(i)) },
 	}
 	c.cfg.Retry.Budget.Request()
 	if _, err := rc.Do(req); err != nil {
