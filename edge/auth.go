@@ -1,0 +1,89 @@
+package edge
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/problem"
+)
+
+// KeyStore finds the key record of a presented API key. Lookup must be safe
+// for concurrent use and cheap: it runs on every authenticated request. It
+// reports false for an unknown key and for a key whose prefix disagrees with
+// its record's mode.
+type KeyStore interface {
+	Lookup(token string) (*keys.Key, bool)
+}
+
+const (
+	challenge        = `Bearer realm="partner-api"`
+	challengeInvalid = `Bearer realm="partner-api", error="invalid_token"`
+)
+
+// authenticate checks the Bearer API key (401), then key-level authorisation
+// (403): suspension, brand, scope and test-mode availability, in that order
+// (DECISIONS.md sections 2 and 3). The key goes into the request state.
+func (s *server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key, err := s.authorise(r)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		stateFrom(r.Context()).key = key
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *server) authorise(r *http.Request) (*keys.Key, error) {
+	vs := r.Header["Authorization"]
+	if len(vs) == 0 {
+		return nil, unauthorized(problem.MissingAuthHeader, challenge,
+			"Send the API key as 'Authorization: Bearer <API key>'.")
+	}
+	token, ok := bearerToken(vs)
+	if !ok {
+		return nil, unauthorized(problem.InvalidAuthHeader, challenge,
+			"The Authorization header must be sent once, as 'Bearer <API key>'.")
+	}
+	key, found := (*keys.Key)(nil), false
+	if keys.ValidFormat(token) {
+		key, found = s.keys.Lookup(token)
+	}
+	switch {
+	case !found:
+		return nil, unauthorized(problem.InvalidAPIKey, challengeInvalid, "The API key is malformed or unknown.")
+	case key.Expired(s.now()):
+		return nil, unauthorized(problem.APIKeyExpired, challengeInvalid,
+			"The API key expired at "+key.ExpiresAt.UTC().Format(time.RFC3339)+".")
+	case key.Suspended:
+		return nil, problem.New(problem.APIKeySuspended, "The API key is suspended.")
+	case key.Brand != s.cfg.Brand:
+		return nil, problem.New(problem.BrandAccessDenied, "The API key is not valid for this brand.")
+	case !key.HasScope(keys.ScopePropertiesRead):
+		return nil, problem.New(problem.InsufficientScope, "The API key lacks the scope %s.", keys.ScopePropertiesRead)
+	case key.Mode == keys.ModeTest && s.sandbox == nil:
+		return nil, problem.New(problem.TestModeUnavailable, "This deployment does not serve test-mode keys.")
+	}
+	return key, nil
+}
+
+// bearerToken extracts the token of a single "Bearer <token>" header; the
+// scheme is case-insensitive (RFC 9110 section 11.1).
+func bearerToken(vs []string) (string, bool) {
+	if len(vs) != 1 {
+		return "", false
+	}
+	scheme, token, ok := strings.Cut(vs[0], " ")
+	token = strings.TrimLeft(token, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" || strings.ContainsAny(token, " \t") {
+		return "", false
+	}
+	return token, true
+}
+
+func unauthorized(code problem.Code, challenge, detail string) *problem.Error {
+	return &problem.Error{Code: code, Detail: detail, Header: http.Header{"Www-Authenticate": {challenge}}}
+}

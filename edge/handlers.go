@@ -1,0 +1,132 @@
+package edge
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/mapping"
+	"github.com/partner-edge/partner-edge/problem"
+	"github.com/partner-edge/partner-edge/upstream"
+)
+
+var (
+	healthOK        = []byte(`{"status":"ok"}`)
+	healthUnhealthy = []byte(`{"status":"unhealthy"}`)
+)
+
+// handleHealth answers liveness. It reads nothing of the request.
+func (s *server) handleHealth() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, status := healthOK, http.StatusOK
+		if !s.cfg.Healthy() {
+			body, status = healthUnhealthy, http.StatusServiceUnavailable
+		}
+		writeJSON(w, status, body)
+	})
+}
+
+func apiInfo(docsURL string) []byte {
+	b, _ := json.Marshal(struct {
+		Object           string `json:"object"`
+		APIVersion       string `json:"apiVersion"`
+		DocumentationURL string `json:"documentationUrl"`
+	}{"api_info", "v1", docsURL})
+	return b
+}
+
+// handleInfo answers GET /v1/: proof that the key and the endpoint are right.
+func (s *server) handleInfo() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := parseQuery(r.URL.RawQuery, nil); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		s.writeOne(w, r, s.info)
+	})
+}
+
+// handleListProperties answers GET /v1/properties: the active properties
+// the key may see, ordered by createdAt then id, one page of them.
+func (s *server) handleListProperties() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q, err := parseQuery(r.URL.RawQuery, listParams)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		key := Key(r.Context())
+		snap, err := s.catalog(key).Snapshot(r.Context())
+		if err != nil {
+			s.failUpstream(w, r, err)
+			return
+		}
+		s.writePage(w, r, pageOf(snap.Active, key, q[0], q[1]))
+	})
+}
+
+// handleGetProperty answers GET /v1/properties/{propertyId}. An id the key
+// is not granted answers 404 before the PMS is asked, so a key can neither
+// learn that a property exists nor make the edge fetch it.
+func (s *server) handleGetProperty() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := parseQuery(r.URL.RawQuery, nil); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		id, ok := mapping.ParseID(chi.URLParam(r, "propertyId"))
+		if !ok {
+			s.fail(w, r, &problem.Error{Code: problem.InvalidPathParameter,
+				Detail: "propertyId must be a UUID.",
+				Errors: []problem.FieldError{{Field: "propertyId", Code: problem.FieldInvalidFormat,
+					Detail: "propertyId must be a UUID in the 8-4-4-4-12 hexadecimal form."}}})
+			return
+		}
+		key := Key(r.Context())
+		if !key.CanSee(id) {
+			s.fail(w, r, propertyNotFound(id))
+			return
+		}
+		item, err := s.catalog(key).Property(r.Context(), id)
+		if err != nil {
+			s.failUpstream(w, r, err)
+			return
+		}
+		s.writeOne(w, r, item.JSON)
+	})
+}
+
+func propertyNotFound(id string) *problem.Error {
+	return problem.New(problem.PropertyNotFound, "No property %s is available to this API key.", id)
+}
+
+// page is one page of a list, with the numbers of its pagination object.
+type page struct {
+	items        []*upstream.Item
+	number, size int64
+	total        int64
+}
+
+// pageOf selects page number of size from the active items the key may see.
+func pageOf(active []*upstream.Item, key *keys.Key, number, size int64) page {
+	p := page{number: number, size: size}
+	start := (number - 1) * size
+	if key.AllProperties() {
+		p.total = int64(len(active))
+		if start < p.total {
+			p.items = active[start:min(start+size, p.total)]
+		}
+		return p
+	}
+	for _, it := range active {
+		if !key.CanSee(it.ID) {
+			continue
+		}
+		if p.total >= start && p.total < start+size {
+			p.items = append(p.items, it)
+		}
+		p.total++
+	}
+	return p
+}

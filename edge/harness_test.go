@@ -1,0 +1,404 @@
+package edge_test
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/partner-edge/partner-edge/edge"
+	"github.com/partner-edge/partner-edge/edge/internal/openapicheck"
+	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/problem"
+	"github.com/partner-edge/partner-edge/upstream"
+	"github.com/partner-edge/partner-edge/upstream/pmsim"
+)
+
+const (
+	testBrand   = "aurora"
+	testDocsURL = "https://developer.example.com/partner-api"
+)
+
+// testKey is one key of the harness's key file.
+type testKey struct {
+	name, token string
+	record      map[string]any
+}
+
+// harness is the edge over real HTTP, in front of simulators on loopback.
+type harness struct {
+	t        testing.TB
+	srv      *httptest.Server
+	live     *pmsim.Sim
+	sandbox  *pmsim.Sim        // nil when the deployment has no sandbox
+	keys     map[string]string // name -> token
+	store    *keys.Store
+	logs     *syncBuffer
+	keysFile string
+}
+
+type harnessOptions struct {
+	noSandbox bool
+	pageSize  int // forces the simulator's page size
+	catalogs  func(live, sandbox upstream.Catalog) (upstream.Catalog, upstream.Catalog)
+	now       func() time.Time
+}
+
+var openAPI = sync.OnceValues(func() (*openapicheck.Checker, error) {
+	return openapicheck.Load(filepath.Join("..", "docs", "openapi.yaml"))
+})
+
+func newHarness(t testing.TB, opts harnessOptions) *harness {
+	t.Helper()
+	h := &harness{t: t, keys: map[string]string{}, logs: &syncBuffer{}}
+	h.live = pmsim.New(pmsim.Config{Seed: 1, HotelsPerBrand: 40, PageSize: opts.pageSize})
+	liveSrv := httptest.NewServer(h.live)
+	t.Cleanup(liveSrv.Close)
+	liveCat := newCatalog(t, liveSrv.URL)
+	var sandboxCat upstream.Catalog
+	if !opts.noSandbox {
+		h.sandbox = pmsim.New(pmsim.Config{Seed: 2, HotelsPerBrand: 12, PageSize: opts.pageSize})
+		sbSrv := httptest.NewServer(h.sandbox)
+		t.Cleanup(sbSrv.Close)
+		sandboxCat = newCatalog(t, sbSrv.URL)
+	}
+	if opts.catalogs != nil {
+		liveCat, sandboxCat = opts.catalogs(liveCat, sandboxCat)
+	}
+
+	granted := activeIDs(t, h.live, testBrand)[:3]
+	ks := []testKey{
+		h.key("live", "live", nil),
+		h.key("test", "test", nil),
+		h.key("granted", "live", map[string]any{"properties": granted}),
+		h.key("suspended", "live", map[string]any{"status": "suspended"}),
+		h.key("expired", "live", map[string]any{"expiresAt": "2020-01-01T00:00:00Z"}),
+		h.key("future", "live", map[string]any{"expiresAt": "2999-01-01T00:00:00Z"}),
+		h.key("otherbrand", "live", map[string]any{"brand": "borealis"}),
+		h.key("noscope", "live", map[string]any{"scopes": []string{"guests:read"}}),
+		h.key("noscopes", "live", map[string]any{"scopes": nil}),
+	}
+	h.keysFile = filepath.Join(t.TempDir(), "keys.json")
+	writeKeyFile(t, h.keysFile, ks)
+	logger := slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	store, err := keys.Open(h.keysFile, keys.Options{Logger: logger})
+	if err != nil {
+		t.Fatalf("open keys: %v", err)
+	}
+	h.store = store
+	cfg := edge.Config{Brand: testBrand, DocsURL: testDocsURL, Logger: logger, Now: opts.now, Healthy: store.Usable}
+	h.srv = httptest.NewServer(edge.NewServer(cfg, store, liveCat, sandboxCat))
+	t.Cleanup(h.srv.Close)
+	return h
+}
+
+func newCatalog(t testing.TB, baseURL string) upstream.Catalog {
+	t.Helper()
+	// Short deadlines and a small breaker keep the failure tests fast.
+	c, err := upstream.NewClient(upstream.ClientConfig{
+		BaseURL:        baseURL,
+		CallTimeout:    600 * time.Millisecond,
+		AttemptTimeout: 250 * time.Millisecond,
+		Retry:          upstream.RetryConfig{WaitMin: time.Millisecond, WaitMax: 5 * time.Millisecond},
+		Breaker:        upstream.BreakerConfig{ConsecutiveFailures: 3, OpenTimeout: 30 * time.Second},
+	})
+	if err != nil {
+		t.Fatalf("new client: %v", err)
+	}
+	return upstream.NewDirect(c, upstream.DirectOptions{Brand: testBrand})
+}
+
+// key makes a key named name with a record overridden by over; a nil value
+// in over deletes the field.
+func (h *harness) key(name, mode string, over map[string]any) testKey {
+	token := "svc_" + mode + "_" + randomAlnum(h.t, 32)
+	digest := keys.Digest(token)
+	rec := map[string]any{
+		"id": "key_" + name, "partner": "Partner " + name, "sha256": hex.EncodeToString(digest[:]),
+		"brand": testBrand, "mode": mode, "properties": []string{"*"}, "status": "active",
+		"expiresAt": nil, "scopes": []string{"properties:read"},
+	}
+	for k, v := range over {
+		if v == nil {
+			delete(rec, k)
+			continue
+		}
+		rec[k] = v
+	}
+	h.keys[name] = token
+	return testKey{name: name, token: token, record: rec}
+}
+
+func writeKeyFile(t testing.TB, path string, ks []testKey) {
+	t.Helper()
+	recs := make([]map[string]any, len(ks))
+	for i, k := range ks {
+		recs[i] = k.record
+	}
+	b, err := json.Marshal(map[string]any{"keys": recs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func randomAlnum(t testing.TB, n int) string {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return string(b)
+}
+
+// request is one call to the edge. Headers are raw lines; a nil value in
+// headers means "send no such header" for the defaults (key, User-Agent).
+type request struct {
+	method  string
+	path    string // path and query, sent verbatim
+	key     string // key name; "" sends no Authorization
+	headers map[string][]string
+	body    io.Reader
+	noUA    bool
+}
+
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// do sends req and checks what every response must satisfy: Svc-Request-Id
+// of the right form, Cache-Control and nosniff, and the OpenAPI document.
+func (h *harness) do(req request) response {
+	h.t.Helper()
+	if req.method == "" {
+		req.method = http.MethodGet
+	}
+	r, err := http.NewRequest(req.method, h.srv.URL+req.path, req.body)
+	if err != nil {
+		h.t.Fatalf("new request: %v", err)
+	}
+	if req.key != "" {
+		token, ok := h.keys[req.key]
+		if !ok {
+			token = req.key
+		}
+		r.Header.Set("Authorization", "Bearer "+token)
+	}
+	if !req.noUA {
+		r.Header.Set("User-Agent", "harness/1.0")
+	} else {
+		r.Header["User-Agent"] = nil // net/http then sends no User-Agent at all
+	}
+	for k, vs := range req.headers {
+		r.Header[k] = vs
+	}
+	res, err := h.srv.Client().Do(r)
+	if err != nil {
+		h.t.Fatalf("%s %s: %v", req.method, req.path, err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		h.t.Fatalf("read body: %v", err)
+	}
+	out := response{status: res.StatusCode, header: res.Header, body: body}
+	checkCommon(h.t, req, out)
+	recordCode(body)
+	if req.method != http.MethodHead {
+		checker, err := openAPI()
+		if err != nil {
+			h.t.Fatalf("load OpenAPI document: %v", err)
+		}
+		if err := checker.CheckResponse(r, res, body); err != nil {
+			h.t.Errorf("%s %s: response does not match docs/openapi.yaml: %v\n%s", req.method, req.path, err, short(body))
+		}
+	}
+	return out
+}
+
+var requestIDPattern = regexp.MustCompile(`^req_[A-Za-z0-9]{16,64}$`)
+
+func checkCommon(t testing.TB, req request, res response) {
+	t.Helper()
+	if id := res.header.Values("Svc-Request-Id"); len(id) != 1 || !requestIDPattern.MatchString(id[0]) {
+		t.Errorf("%s %s: Svc-Request-Id = %q", req.method, req.path, id)
+	}
+	if got := res.header.Get("Cache-Control"); got != "no-store" {
+		t.Errorf("%s %s: Cache-Control = %q, want no-store", req.method, req.path, got)
+	}
+	if got := res.header.Get("X-Content-Type-Options"); got != "nosniff" {
+		t.Errorf("%s %s: X-Content-Type-Options = %q, want nosniff", req.method, req.path, got)
+	}
+}
+
+var timestampPattern = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$`)
+
+// problemBody is a decoded problem+json body.
+type problemBody struct {
+	Type      string               `json:"type"`
+	Title     string               `json:"title"`
+	Status    int                  `json:"status"`
+	Detail    string               `json:"detail"`
+	MoreInfo  string               `json:"moreInfo"`
+	Instance  string               `json:"instance"`
+	Code      string               `json:"code"`
+	Errors    []problem.FieldError `json:"errors"`
+	RequestID string               `json:"requestId"`
+	Timestamp string               `json:"timestamp"`
+}
+
+// wantProblem checks res is the problem code with every field of
+// partner-api-v1.md 2.6 present and consistent, and returns it.
+func wantProblem(t testing.TB, req request, res response, code problem.Code) problemBody {
+	t.Helper()
+	entry := problem.Lookup(code)
+	where := req.method + " " + req.path
+	if res.status != entry.Status {
+		t.Errorf("%s: status %d, want %d (%s)\n%s", where, res.status, entry.Status, code, short(res.body))
+	}
+	if ct := res.header.Get("Content-Type"); ct != "application/problem+json" {
+		t.Errorf("%s: Content-Type %q", where, ct)
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(res.body, &fields); err != nil {
+		t.Fatalf("%s: body is not JSON: %v\n%s", where, err, short(res.body))
+	}
+	for _, f := range []string{"type", "title", "status", "detail", "moreInfo", "instance", "code", "errors", "requestId", "timestamp"} {
+		if _, ok := fields[f]; !ok {
+			t.Fatalf("%s: problem lacks %q: %s", where, f, short(res.body))
+		}
+	}
+	if len(fields) != 10 {
+		t.Errorf("%s: problem has %d fields, want 10: %s", where, len(fields), short(res.body))
+	}
+	var p problemBody
+	if err := json.Unmarshal(res.body, &p); err != nil {
+		t.Fatalf("%s: %v", where, err)
+	}
+	path, _, _ := strings.Cut(req.path, "?")
+	switch {
+	case p.Code != string(code):
+		t.Errorf("%s: code %s, want %s\n%s", where, p.Code, code, short(res.body))
+	case p.Status != entry.Status:
+		t.Errorf("%s: status field %d", where, p.Status)
+	case p.Title != entry.Title:
+		t.Errorf("%s: title %q, want %q", where, p.Title, entry.Title)
+	case p.Type != problem.TypeURI(testDocsURL, code):
+		t.Errorf("%s: type %q", where, p.Type)
+	case p.Instance != path:
+		t.Errorf("%s: instance %q, want %q", where, p.Instance, path)
+	case p.RequestID != res.header.Get("Svc-Request-Id"):
+		t.Errorf("%s: requestId %q != header %q", where, p.RequestID, res.header.Get("Svc-Request-Id"))
+	case !timestampPattern.MatchString(p.Timestamp):
+		t.Errorf("%s: timestamp %q", where, p.Timestamp)
+	case p.Detail == "" || p.Errors == nil:
+		t.Errorf("%s: empty detail or null errors: %s", where, short(res.body))
+	}
+	return p
+}
+
+// envelope is a decoded success body.
+type envelope struct {
+	Data json.RawMessage `json:"data"`
+	Meta struct {
+		RequestID  string `json:"requestId"`
+		Timestamp  string `json:"timestamp"`
+		Pagination *struct {
+			Page    int `json:"page"`
+			PerPage int `json:"perPage"`
+			Total   int `json:"total"`
+		} `json:"pagination"`
+	} `json:"meta"`
+}
+
+func wantOK(t testing.TB, req request, res response) envelope {
+	t.Helper()
+	if res.status != http.StatusOK {
+		t.Fatalf("%s %s: status %d, want 200\n%s", req.method, req.path, res.status, short(res.body))
+	}
+	if ct := res.header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("%s %s: Content-Type %q", req.method, req.path, ct)
+	}
+	var env envelope
+	if err := json.Unmarshal(res.body, &env); err != nil {
+		t.Fatalf("%s %s: %v\n%s", req.method, req.path, err, short(res.body))
+	}
+	if env.Meta.RequestID != res.header.Get("Svc-Request-Id") {
+		t.Errorf("meta.requestId %q != header %q", env.Meta.RequestID, res.header.Get("Svc-Request-Id"))
+	}
+	if !timestampPattern.MatchString(env.Meta.Timestamp) {
+		t.Errorf("meta.timestamp %q", env.Meta.Timestamp)
+	}
+	return env
+}
+
+// activeIDs returns the ids of the brand's mappable active properties in
+// list order (createdAt, then id), computed from the simulator's records.
+func activeIDs(t testing.TB, sim *pmsim.Sim, brand string) []string {
+	t.Helper()
+	return expectedList(t, sim, brand).ids
+}
+
+// syncBuffer is a log sink safe for concurrent writers.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// short keeps failure messages readable.
+func short(b []byte) string {
+	if len(b) > 400 {
+		return string(b[:400]) + "..."
+	}
+	return string(b)
+}
+
+// rawRequest sends head (request line and headers, without the final blank
+// line) on a fresh connection, for what net/http's client refuses to send,
+// and returns the raw response.
+func (h *harness) rawRequest(head, body string) string {
+	h.t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(h.srv.URL, "http://"))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(conn, head+"Connection: close\r\n\r\n"+body); err != nil {
+		h.t.Fatal(err)
+	}
+	b, _ := io.ReadAll(conn)
+	recordCode(b[bytes.Index(b, []byte("\r\n\r\n"))+4:])
+	return string(b)
+}

@@ -1,0 +1,155 @@
+package edge
+
+import (
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/partner-edge/partner-edge/problem"
+)
+
+// intParam is an integer query parameter of a route's allow-list.
+type intParam struct {
+	name          string
+	def, min, max int64
+}
+
+// listParams is the allow-list of GET /v1/properties.
+var listParams = []intParam{
+	{name: "page", def: 1, min: 1, max: 2147483647},
+	{name: "perPage", def: 50, min: 1, max: 100},
+}
+
+// parseQuery validates raw against the allow-list params and returns the
+// value of each param (its default when absent). The checks run in the
+// order of DECISIONS.md section 5: unparseable (400 MALFORMED_QUERY_STRING),
+// unknown names (400), malformed or repeated values (400), out of range
+// (422); every problem of the first failing class is listed.
+func parseQuery(raw string, params []intParam) ([]int64, error) {
+	vals := make([]int64, len(params))
+	for i, p := range params {
+		vals[i] = p.def
+	}
+	if raw == "" {
+		return vals, nil
+	}
+	if strings.IndexByte(raw, ';') >= 0 {
+		return nil, problem.New(problem.MalformedQueryString, "The query string cannot contain ';'. Separate parameters with '&'.")
+	}
+	seen := make([][]string, len(params))
+	var unknown []problem.FieldError
+	for pair := range strings.SplitSeq(raw, "&") {
+		if pair == "" {
+			continue
+		}
+		rawName, rawValue, _ := strings.Cut(pair, "=")
+		name, err1 := url.QueryUnescape(rawName)
+		value, err2 := url.QueryUnescape(rawValue)
+		if err1 != nil || err2 != nil {
+			return nil, problem.New(problem.MalformedQueryString, "The query string has an invalid percent-encoding.")
+		}
+		i := paramIndex(params, name)
+		if i < 0 {
+			if !listed(unknown, name) {
+				unknown = append(unknown, unknownParam(name, params))
+			}
+			continue
+		}
+		seen[i] = append(seen[i], value)
+	}
+	if unknown != nil {
+		return nil, &problem.Error{Code: problem.UnknownQueryParameter,
+			Detail: "The query string names parameters this endpoint does not accept.", Errors: unknown}
+	}
+	var malformed, outOfRange []problem.FieldError
+	for i, p := range params {
+		vs := seen[i]
+		switch {
+		case len(vs) == 0:
+			continue
+		case len(vs) > 1:
+			malformed = append(malformed, problem.FieldError{Field: p.name, Code: problem.FieldInvalidFormat,
+				Detail: fmt.Sprintf("%s was given %d times; give it once.", p.name, len(vs))})
+			continue
+		case !decimal(vs[0]):
+			malformed = append(malformed, problem.FieldError{Field: p.name, Code: problem.FieldInvalidFormat,
+				Detail: p.name + " must be a plain decimal integer."})
+			continue
+		}
+		n, err := strconv.ParseInt(vs[0], 10, 64)
+		if err != nil || n < p.min || n > p.max {
+			outOfRange = append(outOfRange, problem.FieldError{Field: p.name, Code: problem.FieldOutOfRange,
+				Detail: fmt.Sprintf("%s must be between %d and %d.", p.name, p.min, p.max)})
+			continue
+		}
+		vals[i] = n
+	}
+	switch {
+	case malformed != nil:
+		return nil, &problem.Error{Code: problem.InvalidQueryParameter,
+			Detail: "One or more query parameters are malformed.", Errors: malformed}
+	case outOfRange != nil:
+		return nil, &problem.Error{Code: problem.ValidationFailed,
+			Detail: "One or more query parameters are out of range.", Errors: outOfRange}
+	}
+	return vals, nil
+}
+
+func paramIndex(params []intParam, name string) int {
+	for i, p := range params {
+		if p.name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func listed(fes []problem.FieldError, field string) bool {
+	for _, fe := range fes {
+		if fe.Field == field {
+			return true
+		}
+	}
+	return false
+}
+
+// unknownParam explains an unknown name, suggesting the allowed name it
+// resembles when it differs only in case, '_' or '-' (per_page -> perPage).
+func unknownParam(name string, params []intParam) problem.FieldError {
+	fe := problem.FieldError{Field: name, Code: problem.FieldUnknownParameter}
+	for _, p := range params {
+		if fold(name) == fold(p.name) {
+			fe.Detail = fmt.Sprintf("Unknown query parameter %q. Did you mean %q? Names are case-sensitive.", name, p.name)
+			return fe
+		}
+	}
+	if len(params) == 0 {
+		fe.Detail = fmt.Sprintf("Unknown query parameter %q. This endpoint takes no query parameters.", name)
+		return fe
+	}
+	names := make([]string, len(params))
+	for i, p := range params {
+		names[i] = p.name
+	}
+	fe.Detail = fmt.Sprintf("Unknown query parameter %q. Allowed: %s.", name, strings.Join(names, ", "))
+	return fe
+}
+
+func fold(s string) string {
+	return strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(s))
+}
+
+// decimal reports whether s is a plain decimal integer: digits only, no
+// sign, space, point or prefix.
+func decimal(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,84 @@
+package edge
+
+import (
+	"net/http"
+	"strconv"
+	"sync"
+
+	"github.com/partner-edge/partner-edge/problem"
+)
+
+// bufPool holds response buffers: a cached answer is assembled from bytes
+// encoded once per PMS load, so the hot path is copying, not encoding.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 8<<10); return &b }}
+
+// maxPooled keeps one rare huge response from pinning memory in the pool.
+const maxPooled = 256 << 10
+
+// writeOne answers {"data": data, "meta": {...}}.
+func (s *server) writeOne(w http.ResponseWriter, r *http.Request, data []byte) {
+	bp := bufPool.Get().(*[]byte)
+	b := append((*bp)[:0], `{"data":`...)
+	b = append(b, data...)
+	b = s.appendMeta(b, r, nil)
+	b = append(b, '}')
+	writeJSON(w, http.StatusOK, b)
+	putBuf(bp, b)
+}
+
+// writePage answers a list: {"data": [...], "meta": {..., "pagination"}}.
+func (s *server) writePage(w http.ResponseWriter, r *http.Request, p page) {
+	bp := bufPool.Get().(*[]byte)
+	b := append((*bp)[:0], `{"data":[`...)
+	for i, it := range p.items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, it.JSON...)
+	}
+	b = append(b, ']')
+	b = s.appendMeta(b, r, &p)
+	b = append(b, '}')
+	writeJSON(w, http.StatusOK, b)
+	putBuf(bp, b)
+}
+
+// appendMeta appends ,"meta":{...}. The request id and timestamp need no
+// JSON escaping: both are drawn from safe alphabets.
+func (s *server) appendMeta(b []byte, r *http.Request, p *page) []byte {
+	b = append(b, `,"meta":{"requestId":"`...)
+	b = append(b, RequestID(r.Context())...)
+	b = append(b, `","timestamp":"`...)
+	b = s.now().UTC().AppendFormat(b, problem.TimeFormat)
+	b = append(b, '"')
+	if p != nil {
+		b = append(b, `,"pagination":{"page":`...)
+		b = strconv.AppendInt(b, p.number, 10)
+		b = append(b, `,"perPage":`...)
+		b = strconv.AppendInt(b, p.size, 10)
+		b = append(b, `,"total":`...)
+		b = strconv.AppendInt(b, p.total, 10)
+		b = append(b, '}')
+	}
+	return append(b, '}')
+}
+
+func putBuf(bp *[]byte, b []byte) {
+	if cap(b) > maxPooled {
+		return
+	}
+	*bp = b[:0]
+	bufPool.Put(bp)
+}
+
+var (
+	contentTypeJSON = []string{"application/json"}
+)
+
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	h := w.Header()
+	h["Content-Type"] = contentTypeJSON
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}

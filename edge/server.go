@@ -1,0 +1,107 @@
+// Package edge is the HTTP face of the partner API: routing, middleware
+// (request id, correlation id, authentication, validation, content
+// negotiation), handlers and the server's lifecycle.
+package edge
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/problem"
+	"github.com/partner-edge/partner-edge/upstream"
+)
+
+// Config is what NewServer needs besides its collaborators.
+type Config struct {
+	// Brand is the brand this deployment serves. Required: keys of any
+	// other brand get 403 BRAND_ACCESS_DENIED.
+	Brand string
+	// DocsURL is the documentation base: the problem type prefix and the
+	// API info documentationUrl.
+	DocsURL string
+	// Now returns the current time. Nil means time.Now.
+	Now func() time.Time
+	// Logger receives access and error logs. Nil discards them.
+	Logger *slog.Logger
+	// Healthy reports whether the process can serve (keys usable, not
+	// draining). Nil means always healthy.
+	Healthy func() bool
+}
+
+type server struct {
+	cfg      Config
+	keys     KeyStore
+	live     upstream.Catalog
+	sandbox  upstream.Catalog // nil: test mode unavailable
+	problems problem.Writer
+	log      *slog.Logger
+	info     []byte // the API info object, encoded once
+}
+
+// NewServer returns the partner API handler. live serves svc_live_ keys;
+// sandbox serves svc_test_ keys and may be nil (test keys then get 403
+// TEST_MODE_UNAVAILABLE).
+func NewServer(cfg Config, ks KeyStore, live, sandbox upstream.Catalog) http.Handler {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Healthy == nil {
+		cfg.Healthy = func() bool { return true }
+	}
+	s := &server{
+		cfg:      cfg,
+		keys:     ks,
+		live:     live,
+		sandbox:  sandbox,
+		problems: problem.Writer{DocsURL: cfg.DocsURL, Now: cfg.Now},
+		log:      cfg.Logger,
+		info:     apiInfo(cfg.DocsURL),
+	}
+	return s.routes()
+}
+
+func (s *server) now() time.Time { return s.cfg.Now() }
+
+// catalog returns the catalog that serves key's mode.
+func (s *server) catalog(k *keys.Key) upstream.Catalog {
+	if k.Mode == keys.ModeTest {
+		return s.sandbox
+	}
+	return s.live
+}
+
+// fail answers err as problem+json and records its code for the access log.
+func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	st := stateFrom(r.Context())
+	pe := s.problems.Write(w, r, st.requestID, err)
+	st.code, st.cause = pe.Code, pe.Err
+}
+
+// failUpstream answers an error of the catalog. A deadline is a gateway
+// timeout; a partner who has gone away gets no answer at all, and the
+// access log says so.
+func (s *server) failUpstream(w http.ResponseWriter, r *http.Request, err error) {
+	var pe *problem.Error
+	switch {
+	case errors.As(err, &pe):
+	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
+		st := stateFrom(r.Context())
+		st.cause = err
+		st.w.status = statusClientClosed
+		return
+	case errors.Is(err, context.DeadlineExceeded):
+		err = &problem.Error{Code: problem.GatewayTimeout, Detail: "The property system did not answer in time.", Err: err}
+	}
+	s.fail(w, r, err)
+}
+
+// statusClientClosed is logged (never sent) when the partner went away
+// before an answer, as nginx and Caddy do.
+const statusClientClosed = 499

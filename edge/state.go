@@ -1,0 +1,71 @@
+package edge
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/problem"
+)
+
+// state is everything the edge learns about one request. It is allocated
+// once per request, with the response writer wrapper inside it, so the
+// middleware chain costs one allocation.
+type state struct {
+	requestID     string
+	correlationID string // the caller's, when valid; "" otherwise
+	correlationOK bool   // no Svc-Correlation-Id, or a valid one
+	key           *keys.Key
+	code          problem.Code // the problem answered, if any
+	cause         error        // the problem's underlying cause, for logs
+	w             statusWriter
+}
+
+type stateKey struct{}
+
+func stateFrom(ctx context.Context) *state {
+	st, _ := ctx.Value(stateKey{}).(*state)
+	if st == nil {
+		return &state{correlationOK: true}
+	}
+	return st
+}
+
+// RequestID returns the request's Svc-Request-Id ("" outside the edge).
+func RequestID(ctx context.Context) string { return stateFrom(ctx).requestID }
+
+// CorrelationID returns the caller's valid Svc-Correlation-Id, or "".
+func CorrelationID(ctx context.Context) string { return stateFrom(ctx).correlationID }
+
+// Key returns the authenticated key, or nil before authentication.
+func Key(ctx context.Context) *keys.Key { return stateFrom(ctx).key }
+
+// statusWriter records the status and size of a response, for recovery and
+// access logs.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (sw *statusWriter) WriteHeader(code int) {
+	if sw.status == 0 {
+		sw.status = code
+	}
+	sw.ResponseWriter.WriteHeader(code)
+}
+
+func (sw *statusWriter) Write(b []byte) (int, error) {
+	if sw.status == 0 {
+		sw.status = http.StatusOK
+	}
+	n, err := sw.ResponseWriter.Write(b)
+	sw.bytes += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (sw *statusWriter) Unwrap() http.ResponseWriter { return sw.ResponseWriter }
+
+// Status is the status written so far (0 when nothing was written).
+func (sw *statusWriter) Status() int { return sw.status }
