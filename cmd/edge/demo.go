@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/upstream/pmsim"
+)
+
+// demoEnv is the demo's embedded world: a live and a sandbox simulator on
+// loopback and a key file of demo keys in a temporary directory.
+type demoEnv struct {
+	liveKey, testKey string
+	servers          []*http.Server
+	dir              string
+}
+
+// startDemo starts the simulators and points cfg at them. A key file given
+// by the operator is used as is; otherwise demo keys are minted.
+func startDemo(ctx context.Context, cfg *settings, log *slog.Logger) (*demoEnv, error) {
+	d := &demoEnv{}
+	if cfg.Brand == "" {
+		cfg.Brand = "aurora"
+	}
+	var err error
+	if cfg.PMSBaseURL, err = d.serveSim(pmsim.New(pmsim.Config{Seed: 1})); err != nil {
+		return nil, err
+	}
+	if cfg.PMSSandbox, err = d.serveSim(pmsim.New(pmsim.Config{Seed: 2, HotelsPerBrand: 12})); err != nil {
+		d.close()
+		return nil, err
+	}
+	if cfg.KeysFile == "" {
+		if err := d.writeKeys(cfg.Brand); err != nil {
+			d.close()
+			return nil, err
+		}
+		cfg.KeysFile = filepath.Join(d.dir, "keys.json")
+	}
+	log.Info("demo started", "live_pms", cfg.PMSBaseURL, "sandbox_pms", cfg.PMSSandbox, "keys_file", cfg.KeysFile)
+	return d, nil
+}
+
+func (d *demoEnv) serveSim(sim *pmsim.Sim) (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	srv := &http.Server{Handler: sim, ReadHeaderTimeout: 5 * time.Second}
+	d.servers = append(d.servers, srv)
+	go func() { _ = srv.Serve(ln) }() // ends when close shuts srv down
+	return "http://" + ln.Addr().String(), nil
+}
+
+func (d *demoEnv) writeKeys(brand string) error {
+	dir, err := os.MkdirTemp("", "partner-edge-demo-")
+	if err != nil {
+		return err
+	}
+	d.dir = dir
+	var recs []keys.Record
+	for _, mode := range []keys.Mode{keys.ModeLive, keys.ModeTest} {
+		token, rec, err := keys.Mint(rand.Reader, brand, mode, nil)
+		if err != nil {
+			return err
+		}
+		rec.Partner = "Demo partner (" + string(mode) + ")"
+		recs = append(recs, rec)
+		if mode == keys.ModeLive {
+			d.liveKey = token
+		} else {
+			d.testKey = token
+		}
+	}
+	b, err := json.MarshalIndent(map[string]any{"keys": recs}, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "keys.json"), b, 0o600)
+}
+
+func (d *demoEnv) close() {
+	for _, srv := range d.servers {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		if err := srv.Shutdown(ctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			_ = srv.Close()
+		}
+		cancel()
+	}
+	if d.dir != "" {
+		_ = os.RemoveAll(d.dir)
+	}
+}
+
+// printBanner tells a person how to call the demo: the URL, the keys, and a
+// curl line that works when pasted.
+func (d *demoEnv) printBanner(w io.Writer, addr net.Addr, tls bool) {
+	host := "localhost"
+	if ta, ok := addr.(*net.TCPAddr); ok && !ta.IP.IsUnspecified() && !ta.IP.IsLoopback() {
+		host = ta.IP.String()
+	}
+	scheme := "http"
+	if tls {
+		scheme = "https"
+	}
+	base := fmt.Sprintf("%s://%s/v1/", scheme, net.JoinHostPort(host, fmt.Sprint(addr.(*net.TCPAddr).Port)))
+	fmt.Fprintf(w, "partner-edge demo: the Partner API v1 in front of an embedded PMS simulator\n\n")
+	fmt.Fprintf(w, "  URL:       %s\n", base)
+	if d.liveKey != "" {
+		fmt.Fprintf(w, "  live key:  %s\n", d.liveKey)
+		fmt.Fprintf(w, "  test key:  %s\n\n", d.testKey)
+		fmt.Fprintf(w, "Try:\n  curl -H 'Authorization: Bearer %s' %sproperties\n\n", d.liveKey, base)
+	}
+	fmt.Fprintf(w, "Stop with Ctrl-C.\n")
+}

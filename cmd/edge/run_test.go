@@ -1,0 +1,345 @@
+package main
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/upstream/pmsim"
+)
+
+// started is a run of the program in the background.
+type started struct {
+	stdout *lockedBuffer
+	stderr *lockedBuffer
+	done   chan error
+	cancel context.CancelFunc
+}
+
+func start(t *testing.T, env map[string]string, args ...string) *started {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &started{stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, done: make(chan error, 1), cancel: cancel}
+	getenv := func(k string) string { return env[k] }
+	go func() { s.done <- run(ctx, append([]string{"edge"}, args...), getenv, s.stdout, s.stderr) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-s.done:
+			if err != nil {
+				t.Errorf("run returned %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Errorf("run did not stop")
+		}
+	})
+	return s
+}
+
+// waitFor polls stdout until re matches, or fails.
+func (s *started) waitFor(t *testing.T, re *regexp.Regexp) []string {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if m := re.FindStringSubmatch(s.stdout.String()); m != nil {
+			return m
+		}
+		select {
+		case err := <-s.done:
+			t.Fatalf("run ended early: %v\nstderr: %s", err, s.stderr.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	t.Fatalf("no %s in stdout: %s\nstderr: %s", re, s.stdout.String(), s.stderr.String())
+	return nil
+}
+
+func waitHealthy(t *testing.T, base string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		res, err := http.Get(base + "health")
+		if err == nil {
+			body, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if res.StatusCode == 200 && string(body) == `{"status":"ok"}` {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("%shealth never answered ok", base)
+}
+
+var (
+	urlLine  = regexp.MustCompile(`URL:\s+(http://\S+/v1/)`)
+	keyLines = regexp.MustCompile(`live key:\s+(svc_live_\S+)\s+test key:\s+(svc_test_\S+)`)
+	curlLine = regexp.MustCompile(`(?m)^\s*(curl -H 'Authorization: Bearer (\S+)' (\S+))$`)
+)
+
+// Acceptance 6 of issue 2: the demo starts with nothing set but a free
+// port, and its printed curl line answers 200 with a page of properties.
+func TestDemoEndToEnd(t *testing.T) {
+	s := start(t, map[string]string{"EDGE_ADDR": "127.0.0.1:0", "EDGE_ADMIN_ADDR": "off"})
+	base := s.waitFor(t, urlLine)[1]
+	waitHealthy(t, base)
+	ks := s.waitFor(t, keyLines)
+	curl := s.waitFor(t, curlLine)
+	if curl[2] != ks[1] {
+		t.Errorf("curl line uses %s, want the live key", curl[2])
+	}
+
+	var body []byte
+	if path, err := exec.LookPath("curl"); err == nil {
+		args := []string{"-sS", "-H", "Authorization: Bearer " + curl[2], curl[3]}
+		out, err := exec.Command(path, args...).Output()
+		if err != nil {
+			t.Fatalf("curl: %v", err)
+		}
+		body = out
+	} else { // no curl binary: send what the line says with net/http
+		req, _ := http.NewRequest("GET", curl[3], nil)
+		req.Header.Set("Authorization", "Bearer "+curl[2])
+		req.Header.Set("User-Agent", "curl/8.0")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		if res.StatusCode != 200 {
+			t.Fatalf("status %d", res.StatusCode)
+		}
+		body, _ = io.ReadAll(res.Body)
+	}
+	var page struct {
+		Data []struct {
+			Object string `json:"object"`
+		} `json:"data"`
+		Meta struct {
+			Pagination struct{ Total int } `json:"pagination"`
+		} `json:"meta"`
+	}
+	if err := json.Unmarshal(body, &page); err != nil {
+		t.Fatalf("curl answered %s: %v", body, err)
+	}
+	if len(page.Data) == 0 || page.Data[0].Object != "property" || page.Meta.Pagination.Total < len(page.Data) {
+		t.Errorf("curl answered %s", body)
+	}
+
+	// The demo's test key is served by the embedded sandbox.
+	req, _ := http.NewRequest("GET", base+"properties", nil)
+	req.Header.Set("Authorization", "Bearer "+ks[2])
+	req.Header.Set("User-Agent", "e2e/1.0")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Errorf("test key: status %d", res.StatusCode)
+	}
+	if strings.Contains(s.stderr.String(), curl[2]) || strings.Contains(s.stderr.String(), ks[2]) {
+		t.Errorf("a demo key appears in the logs")
+	}
+}
+
+// Production mode: an external PMS, a key file reloaded on SIGHUP; a bad
+// reload keeps the old keys.
+func TestRunWithExternalPMSAndSIGHUP(t *testing.T) {
+	hup := make(chan os.Signal, 1) // held so SIGHUP never takes the default action
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+
+	sim := httptest.NewServer(pmsim.New(pmsim.Config{Seed: 5, Token: "pms-secret-token"}))
+	defer sim.Close()
+	dir := t.TempDir()
+	keysFile := filepath.Join(dir, "keys.json")
+	first, firstRec := mint(t, keys.ModeLive)
+	writeKeys(t, keysFile, firstRec)
+	s := start(t, map[string]string{
+		"EDGE_ADDR": "127.0.0.1:0", "EDGE_ADMIN_ADDR": "off", "EDGE_BRAND": "aurora",
+		"EDGE_KEYS_FILE": keysFile, "PMS_BASE_URL": sim.URL, "PMS_TOKEN": "pms-secret-token",
+	})
+	addr := waitListening(t, s)
+	base := "http://" + addr + "/v1/"
+	waitHealthy(t, base)
+	if got := call(t, base+"properties", first); got != 200 {
+		t.Fatalf("first key: %d", got)
+	}
+
+	second, secondRec := mint(t, keys.ModeLive)
+	// Rewrite in place without changing size-stable signals the watcher may
+	// use; SIGHUP must work whether or not the watcher saw it first.
+	writeKeys(t, keysFile, secondRec)
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() bool { return call(t, base+"", second) == 200 && call(t, base+"", first) == 401 })
+
+	if err := os.WriteFile(keysFile, []byte(`{"keys": [ {"id": "broken"`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_ = syscall.Kill(os.Getpid(), syscall.SIGHUP)
+	eventually(t, func() bool { return strings.Contains(s.stderr.String(), "reload failed") })
+	if got := call(t, base+"", second); got != 200 {
+		t.Errorf("after a bad reload the old key answers %d", got)
+	}
+	for _, secret := range []string{first, second, "pms-secret-token"} {
+		if strings.Contains(s.stderr.String(), secret) {
+			t.Errorf("a secret appears in the logs")
+		}
+	}
+}
+
+var listening = regexp.MustCompile(`"msg":"edge listening","addr":"([^"]+)"`)
+
+func waitListening(t *testing.T, s *started) string {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if m := listening.FindStringSubmatch(s.stderr.String()); m != nil {
+			return m[1]
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("never listened: %s", s.stderr.String())
+	return ""
+}
+
+func TestSettingsErrors(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		args []string
+		want []string
+	}{
+		{env: map[string]string{"EDGE_CACHE_TTL": "soon"}, want: []string{"EDGE_CACHE_TTL", `"soon"`}},
+		{args: []string{"--cache-stale", "-1s"}, want: []string{"--cache-stale", `"-1s"`}},
+		{env: map[string]string{"EDGE_CODE_SOURCE": "hotel_code"}, want: []string{"EDGE_CODE_SOURCE", `"hotel_code"`}},
+		{env: map[string]string{"PMS_BASE_URL": "http://pms:9000", "EDGE_BRAND": "aurora"}, want: []string{"EDGE_KEYS_FILE"}},
+		{env: map[string]string{"PMS_BASE_URL": "http://pms:9000", "EDGE_KEYS_FILE": "/k.json"}, want: []string{"EDGE_BRAND"}},
+		{env: map[string]string{"PMS_BASE_URL": "pms:9000"}, want: []string{"PMS_BASE_URL", `"pms:9000"`}},
+		{env: map[string]string{"EDGE_TLS_CERT": "/c.pem"}, want: []string{"EDGE_TLS_KEY"}},
+		{env: map[string]string{"EDGE_LOG_LEVEL": "loud"}, want: []string{"EDGE_LOG_LEVEL", `"loud"`}},
+		{env: map[string]string{"PMS_BASE_URL": "http://pms:9000", "EDGE_BRAND": "aurora", "EDGE_KEYS_FILE": "/nonexistent/keys.json"}, want: []string{"EDGE_KEYS_FILE", "/nonexistent/keys.json"}},
+	} {
+		var stderr strings.Builder
+		err := run(context.Background(), append([]string{"edge"}, tc.args...), func(k string) string { return tc.env[k] }, io.Discard, &stderr)
+		if err == nil {
+			t.Errorf("%v %v: no error", tc.env, tc.args)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%v %v: error %q does not name %s", tc.env, tc.args, err, w)
+			}
+		}
+	}
+}
+
+func TestHelpListsSettings(t *testing.T) {
+	var stderr strings.Builder
+	if err := run(context.Background(), []string{"edge", "--help"}, func(string) string { return "" }, io.Discard, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range settingTable() {
+		if !strings.Contains(stderr.String(), st.env) || !strings.Contains(stderr.String(), "--"+st.flag) ||
+			!strings.Contains(stderr.String(), fmt.Sprintf("%q", st.def)) {
+			t.Errorf("--help does not list %s / --%s with its default", st.env, st.flag)
+		}
+	}
+}
+
+func TestKeysNew(t *testing.T) {
+	var stdout strings.Builder
+	err := run(context.Background(), []string{"edge", "keys", "new", "--brand", "aurora", "--mode", "test"}, func(string) string { return "" }, &stdout, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := regexp.MustCompile(`svc_test_[A-Za-z0-9]{24,}`).FindString(stdout.String())
+	if token == "" {
+		t.Fatalf("no key printed: %s", stdout.String())
+	}
+	digest := keys.Digest(token)
+	if !strings.Contains(stdout.String(), hex.EncodeToString(digest[:])) {
+		t.Errorf("the printed record does not carry the key's digest")
+	}
+}
+
+func mint(t *testing.T, mode keys.Mode) (string, keys.Record) {
+	t.Helper()
+	token, rec, err := keys.Mint(strings.NewReader(strings.Repeat(fmt.Sprint(time.Now().UnixNano()), 50)), "aurora", mode, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return token, rec
+}
+
+func writeKeys(t *testing.T, path string, recs ...keys.Record) {
+	t.Helper()
+	b, _ := json.Marshal(map[string]any{"keys": recs})
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func call(t *testing.T, url, key string) int {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("User-Agent", "e2e/1.0")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	return res.StatusCode
+}
+
+func eventually(t *testing.T, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if ok() {
+			return
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	t.Fatalf("condition never held")
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}

@@ -1,0 +1,203 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/partner-edge/partner-edge/mapping"
+)
+
+// settings are the edge's configuration (operations.md), from the
+// environment with flags of the same meaning overriding it.
+type settings struct {
+	Addr, AdminAddr          string
+	Brand, DocsURL, KeysFile string
+	CodeSource               mapping.CodeSource
+	CacheTTL, CacheStale     time.Duration
+	TLSCert, TLSKey          string
+	PMSBaseURL, PMSSandbox   string
+	PMSToken                 string
+	PMSTimeout, PMSAttempt   time.Duration
+	DrainDelay, ShutdownWait time.Duration
+	LogFormat                string
+	LogLevel                 slog.Level
+}
+
+// setting is one row of the table: variable, flag, default, help.
+type setting struct {
+	env, flag, def, help string
+	value, source        string // resolved value, and "VAR" or "--flag" for messages
+}
+
+func settingTable() []*setting {
+	return []*setting{
+		{env: "EDGE_ADDR", flag: "addr", def: ":8080", help: "public listener"},
+		{env: "EDGE_ADMIN_ADDR", flag: "admin-addr", def: "127.0.0.1:9090", help: "metrics and pprof listener; \"off\" disables it"},
+		{env: "EDGE_BRAND", flag: "brand", def: "", help: "brand this deployment serves (demo: aurora)"},
+		{env: "EDGE_DOCS_URL", flag: "docs-url", def: "https://developer.example.com/partner-api", help: "documentation base: problem type prefix and documentationUrl"},
+		{env: "EDGE_KEYS_FILE", flag: "keys-file", def: "", help: "API key file (demo: generated demo keys)"},
+		{env: "EDGE_CODE_SOURCE", flag: "code-source", def: "none", help: "source of the public code: none, short_code or legacy_property_code"},
+		{env: "EDGE_CACHE_TTL", flag: "cache-ttl", def: "30s", help: "how long PMS data is served without asking again; 0 disables caching"},
+		{env: "EDGE_CACHE_STALE", flag: "cache-stale", def: "5m", help: "how old data may be when served because the PMS is failing"},
+		{env: "EDGE_TLS_CERT", flag: "tls-cert", def: "", help: "TLS certificate file (HTTPS and HTTP/2 when set with the key)"},
+		{env: "EDGE_TLS_KEY", flag: "tls-key", def: "", help: "TLS private key file"},
+		{env: "PMS_BASE_URL", flag: "pms-base-url", def: "", help: "live PMS base URL (empty: the demo's embedded simulator)"},
+		{env: "PMS_SANDBOX_URL", flag: "pms-sandbox-url", def: "", help: "sandbox PMS for svc_test_ keys (empty: test keys refused)"},
+		{env: "PMS_TOKEN", flag: "pms-token", def: "", help: "bearer token the edge presents to the PMS (prefer the variable: flags show in ps)"},
+		{env: "EDGE_PMS_TIMEOUT", flag: "pms-timeout", def: "5s", help: "deadline of one PMS call, retries included"},
+		{env: "EDGE_PMS_ATTEMPT_TIMEOUT", flag: "pms-attempt-timeout", def: "2s", help: "deadline of one PMS attempt"},
+		{env: "EDGE_DRAIN_DELAY", flag: "drain-delay", def: "0s", help: "on shutdown, serve this long with health 503 before closing"},
+		{env: "EDGE_SHUTDOWN_TIMEOUT", flag: "shutdown-timeout", def: "15s", help: "bound on waiting for in-flight requests at shutdown"},
+		{env: "EDGE_LOG_FORMAT", flag: "log-format", def: "json", help: "log format: json or text"},
+		{env: "EDGE_LOG_LEVEL", flag: "log-level", def: "info", help: "log level: debug, info, warn or error"},
+	}
+}
+
+// parseSettings resolves every setting. --help prints the table and
+// returns flag.ErrHelp. Errors name the variable (or flag) and the value.
+func parseSettings(args []string, getenv func(string) string, stderr io.Writer) (settings, error) {
+	table := settingTable()
+	fs := flag.NewFlagSet("edge", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	flagVals := make(map[string]*string, len(table))
+	for _, st := range table {
+		flagVals[st.flag] = fs.String(st.flag, "", fmt.Sprintf("%s (env %s, default %q)", st.help, st.env, st.def))
+	}
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: edge [flags]        run the edge (no settings: the demo)")
+		fmt.Fprintln(fs.Output(), "       edge keys new ...   mint an API key (edge keys new --help)")
+		fmt.Fprintln(fs.Output(), "\nSettings (a flag overrides its environment variable):")
+		for _, st := range table {
+			fmt.Fprintf(fs.Output(), "  --%s, %s (default %q)\n        %s\n", st.flag, st.env, st.def, st.help)
+		}
+	}
+	if err := fs.Parse(args); err != nil {
+		return settings{}, err
+	}
+	if fs.NArg() > 0 {
+		return settings{}, fmt.Errorf("unexpected argument %q (see --help)", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	get := make(map[string]*setting, len(table))
+	for _, st := range table {
+		st.value, st.source = st.def, st.env
+		if v := getenv(st.env); v != "" {
+			st.value = v
+		}
+		if set[st.flag] {
+			st.value, st.source = *flagVals[st.flag], "--"+st.flag
+		}
+		get[st.env] = st
+	}
+	p := parser{get: get}
+	s := settings{
+		Addr:         p.str("EDGE_ADDR"),
+		AdminAddr:    p.str("EDGE_ADMIN_ADDR"),
+		Brand:        p.str("EDGE_BRAND"),
+		DocsURL:      p.url("EDGE_DOCS_URL", true),
+		KeysFile:     p.str("EDGE_KEYS_FILE"),
+		CodeSource:   p.codeSource("EDGE_CODE_SOURCE"),
+		CacheTTL:     p.duration("EDGE_CACHE_TTL"),
+		CacheStale:   p.duration("EDGE_CACHE_STALE"),
+		TLSCert:      p.str("EDGE_TLS_CERT"),
+		TLSKey:       p.str("EDGE_TLS_KEY"),
+		PMSBaseURL:   p.url("PMS_BASE_URL", false),
+		PMSSandbox:   p.url("PMS_SANDBOX_URL", false),
+		PMSToken:     p.str("PMS_TOKEN"),
+		PMSTimeout:   p.duration("EDGE_PMS_TIMEOUT"),
+		PMSAttempt:   p.duration("EDGE_PMS_ATTEMPT_TIMEOUT"),
+		DrainDelay:   p.duration("EDGE_DRAIN_DELAY"),
+		ShutdownWait: p.duration("EDGE_SHUTDOWN_TIMEOUT"),
+		LogFormat:    p.oneOf("EDGE_LOG_FORMAT", "json", "text"),
+		LogLevel:     p.level("EDGE_LOG_LEVEL"),
+	}
+	if s.AdminAddr == "off" {
+		s.AdminAddr = ""
+	}
+	switch {
+	case (s.TLSCert == "") != (s.TLSKey == ""):
+		p.fail(errors.New("EDGE_TLS_CERT and EDGE_TLS_KEY must be set together"))
+	case s.PMSBaseURL != "" && s.KeysFile == "":
+		p.fail(errors.New("EDGE_KEYS_FILE is required when PMS_BASE_URL is set"))
+	case s.PMSBaseURL != "" && s.Brand == "":
+		p.fail(errors.New("EDGE_BRAND is required when PMS_BASE_URL is set"))
+	case s.PMSSandbox != "" && s.PMSBaseURL == "":
+		p.fail(errors.New("PMS_SANDBOX_URL needs PMS_BASE_URL (the demo embeds both)"))
+	case s.PMSTimeout <= 0 || s.PMSAttempt <= 0:
+		p.fail(errors.New("EDGE_PMS_TIMEOUT and EDGE_PMS_ATTEMPT_TIMEOUT must be positive"))
+	case s.CacheStale < s.CacheTTL:
+		p.fail(fmt.Errorf("EDGE_CACHE_STALE (%s) must be at least EDGE_CACHE_TTL (%s)", s.CacheStale, s.CacheTTL))
+	}
+	return s, errors.Join(p.errs...)
+}
+
+// parser converts settings, collecting every error.
+type parser struct {
+	get  map[string]*setting
+	errs []error
+}
+
+func (p *parser) fail(err error) { p.errs = append(p.errs, err) }
+
+func (p *parser) bad(st *setting, want string) {
+	p.fail(fmt.Errorf("invalid %s %q: %s", st.source, st.value, want))
+}
+
+func (p *parser) str(env string) string { return p.get[env].value }
+
+func (p *parser) duration(env string) time.Duration {
+	st := p.get[env]
+	d, err := time.ParseDuration(st.value)
+	if err != nil || d < 0 {
+		p.bad(st, "want a non-negative duration such as 30s or 5m")
+	}
+	return d
+}
+
+func (p *parser) url(env string, required bool) string {
+	st := p.get[env]
+	if st.value == "" && !required {
+		return ""
+	}
+	u, err := url.Parse(st.value)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		p.bad(st, "want an absolute http or https URL")
+	}
+	return strings.TrimRight(st.value, "/")
+}
+
+func (p *parser) codeSource(env string) mapping.CodeSource {
+	st := p.get[env]
+	cs, err := mapping.ParseCodeSource(st.value)
+	if err != nil {
+		p.bad(st, err.Error())
+	}
+	return cs
+}
+
+func (p *parser) oneOf(env string, allowed ...string) string {
+	st := p.get[env]
+	for _, a := range allowed {
+		if st.value == a {
+			return a
+		}
+	}
+	p.bad(st, "want one of "+strings.Join(allowed, ", "))
+	return allowed[0]
+}
+
+func (p *parser) level(env string) slog.Level {
+	st := p.get[env]
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(st.value)); err != nil {
+		p.bad(st, "want debug, info, warn or error")
+	}
+	return l
+}
