@@ -34,9 +34,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.StringVar(&addr, "addr", "127.0.0.1:9000", "listen address (port 0 picks a free port)")
 	fs.IntVar(&cfg.Brands, "brands", 3, `number of brands: "aurora", "borealis", "cascade", ...`)
 	fs.IntVar(&cfg.HotelsPerBrand, "hotels", 40, "hotels per brand (one in eight unmappable)")
-	fs.Int64Var(&cfg.Seed, "seed", 1, "seed of the data and of the fault randomness")
+	fs.Int64Var(&cfg.Seed, "seed", 0, "seed of the data and of the fault randomness")
 	fs.IntVar(&cfg.PageSize, "page-size", 0, "cap on hotels per list page whatever the limit (0: none)")
-	fs.StringVar(&cfg.Token, "token", getenv("PMS_TOKEN"), "bearer token required of clients (default $PMS_TOKEN; empty: none)")
+	fs.BoolVar(&cfg.ShuffleEachWalk, "shuffle", false, "serve each list walk in a new order")
+	fs.StringVar(&cfg.Token, "token", "", "bearer token required of clients (default: $PMS_TOKEN; empty: none)")
 	fs.DurationVar(&faults.Latency, "latency", 0, "fault: delay added to every request")
 	fs.DurationVar(&faults.Jitter, "jitter", 0, "fault: random extra delay, up to this much")
 	fs.Float64Var(&faults.ErrorRate, "error-rate", 0, "fault: share of requests that fail, 0..1 (0 with a failure mode set: all)")
@@ -53,6 +54,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		return err
 	}
+	tokenSet := false
+	fs.Visit(func(f *flag.Flag) { tokenSet = tokenSet || f.Name == "token" })
+	if !tokenSet {
+		cfg.Token = getenv("PMS_TOKEN") // not a flag default: --help would print it
+	}
 	if err := validate(cfg, faults, fs.NArg()); err != nil {
 		return err
 	}
@@ -65,7 +71,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	srv := &http.Server{Handler: sim, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(stdout, "pmsim listening on http://%s\n", ln.Addr())
-	fmt.Fprintf(stdout, "brands %v, %d hotels each, seed %d; try: curl http://%s/internal/v2/brands/%s/hotels?limit=2\n",
+	fmt.Fprintf(stdout, "brands %v, %d hotels each, seed %d; try: curl 'http://%s/internal/v2/brands/%s/hotels?limit=2'\n",
 		sim.Brands(), cfg.HotelsPerBrand, cfg.Seed, ln.Addr(), sim.Brands()[0])
 
 	errc := make(chan error, 1)

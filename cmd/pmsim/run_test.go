@@ -99,6 +99,11 @@ func TestRunServesTheAPIAndStops(t *testing.T) {
 	if resp, _ := get(t, list, ""); resp.StatusCode != 401 {
 		t.Fatalf("PMS_TOKEN not enforced: %d", resp.StatusCode)
 	}
+	// --token wins over PMS_TOKEN.
+	url2, _, _ := start(t, map[string]string{"PMS_TOKEN": "tok"}, "--token", "flag-tok")
+	if resp, _ := get(t, url2+"/internal/v2/brands/aurora/hotels", "flag-tok"); resp.StatusCode != 200 {
+		t.Fatalf("--token not used: %d", resp.StatusCode)
+	}
 	if resp, body := get(t, url+"/internal/v2/brands/cascade/hotels", "tok"); string(body) != `{"hotels":[],"nextCursor":null}` {
 		t.Fatalf("--brands 2 still serves cascade: %d %s", resp.StatusCode, body)
 	}
@@ -146,10 +151,14 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		}
 	}
 	var help strings.Builder
-	if err := run(t.Context(), []string{"pmsim", "--help"}, func(string) string { return "" }, io.Discard, &help); err != nil {
+	env := func(k string) string { return map[string]string{"PMS_TOKEN": "very-secret-token"}[k] }
+	if err := run(t.Context(), []string{"pmsim", "--help"}, env, io.Discard, &help); err != nil {
 		t.Fatalf("--help: %v", err)
 	}
-	for _, flag := range []string{"-addr", "-brands", "-hotels", "-seed", "-page-size", "-token", "-latency", "-jitter",
+	if strings.Contains(help.String(), "very-secret-token") {
+		t.Fatal("--help prints PMS_TOKEN")
+	}
+	for _, flag := range []string{"-addr", "-brands", "-hotels", "-seed", "-page-size", "-shuffle", "-token", "-latency", "-jitter",
 		"-error-rate", "-error-status", "-retry-after", "-reset", "-truncate", "-malformed", "-oversize", "-fail-first"} {
 		if !strings.Contains(help.String(), flag) {
 			t.Errorf("--help lacks %s", flag)

@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // list answers one page of a brand's hotels.
@@ -26,26 +28,62 @@ func (s *Sim) list(w http.ResponseWriter, r *http.Request, brand string) {
 	if s.cfg.PageSize > 0 && limit > s.cfg.PageSize {
 		limit = s.cfg.PageSize
 	}
+	var walk uint64
 	offset := 0
 	if v, ok := q["cursor"]; ok {
-		off, ok := s.parseCursor(brand, v[0])
+		wk, off, ok := s.parseCursor(brand, v[0])
 		if !ok || len(v) > 1 {
 			writeError(w, http.StatusBadRequest, "invalid_cursor")
 			return
 		}
-		offset = off
+		walk, offset = wk, off
+	} else if s.cfg.ShuffleEachWalk {
+		walk = s.walks.next()
 	}
 	s.mu.RLock()
 	var page []json.RawMessage
 	more := false
 	if d := s.data[brand]; d != nil && offset < len(d.recs) {
 		end := min(offset+limit, len(d.recs))
-		page = d.recs[offset:end]
+		if walk == 0 {
+			page = d.recs[offset:end]
+		} else {
+			for _, i := range permutation(walk, len(d.recs))[offset:end] {
+				page = append(page, d.recs[i])
+			}
+		}
 		more = end < len(d.recs)
 	}
-	body := listBody(page, more, s.cursor(brand, offset+len(page)))
+	body := listBody(page, more, s.cursor(brand, walk, offset+len(page)))
 	s.mu.RUnlock()
 	writeJSON(w, http.StatusOK, body)
+}
+
+// walkSeeds hands out the seeds of shuffled walks (Config.ShuffleEachWalk).
+type walkSeeds struct {
+	mu  sync.Mutex
+	rng *rand.Rand
+}
+
+func (ws *walkSeeds) next() uint64 {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	for {
+		if v := ws.rng.Uint64(); v != 0 { // 0 is the stored order
+			return v
+		}
+	}
+}
+
+// permutation is the served order of a shuffled walk: the same for every
+// page of the walk.
+func permutation(walk uint64, n int) []int {
+	p := make([]int, n)
+	for i := range p {
+		p[i] = i
+	}
+	rand.New(rand.NewPCG(walk, uint64(n))).Shuffle(n, func(i, j int) { p[i], p[j] = p[j], p[i] })
+	return p
 }
 
 func listBody(page []json.RawMessage, more bool, next string) []byte {
@@ -68,31 +106,42 @@ func listBody(page []json.RawMessage, more bool, next string) []byte {
 	return b.Bytes()
 }
 
-// A cursor is base64url("<brand>|<offset>|<mac>"), where mac ties the two to
-// this Sim: a cursor made up, edited or taken from another brand is refused.
-func (s *Sim) cursor(brand string, offset int) string {
-	raw := brand + "|" + strconv.Itoa(offset)
+// A cursor is base64url("<brand>|<walk>|<offset>|<mac>"), where mac ties the
+// rest to this Sim: a cursor made up, edited or taken from another brand is
+// refused. walk is 0 for the stored order, else the seed of a shuffled walk.
+func (s *Sim) cursor(brand string, walk uint64, offset int) string {
+	raw := brand + "|" + strconv.FormatUint(walk, 10) + "|" + strconv.Itoa(offset)
 	return base64.RawURLEncoding.EncodeToString([]byte(raw + "|" + s.mac(raw)))
 }
 
-func (s *Sim) parseCursor(brand, c string) (int, bool) {
+func (s *Sim) parseCursor(brand, c string) (walk uint64, offset int, ok bool) {
 	raw, err := base64.RawURLEncoding.DecodeString(c)
 	if err != nil {
-		return 0, false
+		return 0, 0, false
 	}
-	i := bytes.LastIndexByte(raw, '|')
-	if i < 0 || string(raw[i+1:]) != s.mac(string(raw[:i])) {
-		return 0, false
+	rest, mac, ok := cutLast(string(raw))
+	if !ok || mac != s.mac(rest) {
+		return 0, 0, false
 	}
-	b, off, ok := strings.Cut(string(raw[:i]), "|")
-	if !ok || b != brand {
-		return 0, false
+	rest, off, ok1 := cutLast(rest)
+	b, wk, ok2 := cutLast(rest)
+	if !ok1 || !ok2 || b != brand {
+		return 0, 0, false
 	}
-	n, err := strconv.Atoi(off)
-	if err != nil || n < 0 {
-		return 0, false
+	walk, err1 := strconv.ParseUint(wk, 10, 64)
+	offset, err2 := strconv.Atoi(off)
+	if err1 != nil || err2 != nil || offset < 0 {
+		return 0, 0, false
 	}
-	return n, true
+	return walk, offset, true
+}
+
+func cutLast(s string) (before, after string, ok bool) {
+	i := strings.LastIndexByte(s, '|')
+	if i < 0 {
+		return "", "", false
+	}
+	return s[:i], s[i+1:], true
 }
 
 func (s *Sim) mac(raw string) string {

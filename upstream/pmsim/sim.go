@@ -37,6 +37,11 @@ type Config struct {
 	// whatever limit the client asks for, so tests can force many pages.
 	// Zero means pages are as large as limit.
 	PageSize int
+	// ShuffleEachWalk, when set, serves each walk (a list request without
+	// a cursor, and the pages its cursors lead to) in a new order of its
+	// own, as a PMS whose order is "not guaranteed stable". Pages of one walk
+	// never overlap. False serves every walk in the stored order of Records.
+	ShuffleEachWalk bool
 	// Token, when set, is required as "Authorization: Bearer <Token>";
 	// any other request answers 401 {"error":"unauthorized"}. Empty means
 	// no authentication.
@@ -63,6 +68,7 @@ type Sim struct {
 	stats   stats
 	headers headerLog
 	faults  faultState
+	walks   walkSeeds
 }
 
 type brandData struct {
@@ -86,6 +92,7 @@ func New(cfg Config) *Sim {
 		data:   make(map[string]*brandData, cfg.Brands),
 	}
 	s.faults.rng = rand.New(rand.NewPCG(uint64(cfg.Seed), 0xfa17))
+	s.walks.rng = rand.New(rand.NewPCG(uint64(cfg.Seed), 0x3a1c))
 	for i, b := range s.brands {
 		s.data[b] = index(generate(cfg.Seed, i, b, cfg.HotelsPerBrand))
 	}
@@ -118,8 +125,9 @@ func (s *Sim) Brands() []string {
 	return append([]string(nil), s.brands...)
 }
 
-// Records returns a copy of the records of brand, in served order; nil for
-// an unknown brand.
+// Records returns a copy of the records of brand, in stored order (the order
+// every walk is served in, unless Config.ShuffleEachWalk); nil for an unknown
+// brand.
 func (s *Sim) Records(brand string) []json.RawMessage {
 	s.mu.RLock()
 	defer s.mu.RUnlock()

@@ -380,3 +380,41 @@ func TestSetRecords(t *testing.T) {
 		t.Fatal("records of an unknown brand")
 	}
 }
+
+func TestShuffleEachWalk(t *testing.T) {
+	sim, srv := serve(t, Config{Seed: 11, PageSize: 7, ShuffleEachWalk: true})
+	_, twin := serve(t, Config{Seed: 11, PageSize: 7, ShuffleEachWalk: true})
+	stored := map[string]bool{}
+	for _, r := range sim.Records("cascade") {
+		stored[string(r)] = true
+	}
+	join := func(recs []json.RawMessage) string {
+		var b strings.Builder
+		for _, r := range recs {
+			b.Write(r)
+			b.WriteByte('\n')
+		}
+		return b.String()
+	}
+	var orders []string
+	for range 3 {
+		got, _ := walk(t, srv, "cascade", 100)
+		seen := map[string]bool{}
+		for _, r := range got {
+			if !stored[string(r)] || seen[string(r)] {
+				t.Fatalf("walk served a record twice or not stored: %s", r)
+			}
+			seen[string(r)] = true
+		}
+		if len(seen) != len(stored) {
+			t.Fatalf("walk served %d of %d records", len(seen), len(stored))
+		}
+		orders = append(orders, join(got))
+	}
+	if orders[0] == orders[1] || orders[1] == orders[2] || orders[0] == join(sim.Records("cascade")) {
+		t.Fatal("walks are not shuffled each time")
+	}
+	if got, _ := walk(t, twin, "cascade", 100); join(got) != orders[0] {
+		t.Fatal("the first walk of the same seed differs")
+	}
+}
