@@ -39,7 +39,9 @@ var _ PMS = (*Client)(nil)
 //  4. the transport: one attempt, bounded by AttemptTimeout and
 //     MaxBodyBytes.
 //
-// A Client is safe for concurrent use. It starts no goroutines.
+// A Client is safe for concurrent use. It starts no goroutines of its own;
+// the transport's connection goroutines end with CloseIdleConnections or
+// the idle timeout.
 type Client struct {
 	cfg     ClientConfig
 	base    string // base URL without trailing slash

@@ -123,14 +123,17 @@ func (cfg ClientConfig) withDefaults() (ClientConfig, *url.URL, error) {
 	if r.Budget == nil {
 		r.Budget = NewRetryBudget(BudgetConfig{})
 	}
-	for name, v := range map[string]int64{
-		"MaxPages": int64(cfg.MaxPages), "MaxBodyBytes": cfg.MaxBodyBytes,
-		"CallTimeout": int64(cfg.CallTimeout), "AttemptTimeout": int64(cfg.AttemptTimeout),
-		"Retry.WaitMin": int64(r.WaitMin), "Retry.WaitMax": int64(r.WaitMax),
-		"Retry.RetryAfterMax": int64(r.RetryAfterMax),
+	for _, s := range []struct {
+		name string
+		v    int64
+	}{
+		{"MaxPages", int64(cfg.MaxPages)}, {"MaxBodyBytes", cfg.MaxBodyBytes},
+		{"CallTimeout", int64(cfg.CallTimeout)}, {"AttemptTimeout", int64(cfg.AttemptTimeout)},
+		{"Retry.WaitMin", int64(r.WaitMin)}, {"Retry.WaitMax", int64(r.WaitMax)},
+		{"Retry.RetryAfterMax", int64(r.RetryAfterMax)},
 	} {
-		if v < 0 {
-			return cfg, nil, fmt.Errorf("upstream: %s must not be negative", name)
+		if s.v < 0 {
+			return cfg, nil, fmt.Errorf("upstream: %s must not be negative", s.name)
 		}
 	}
 	if cfg.Breaker, err = cfg.Breaker.withDefaults(); err != nil {
