@@ -59,7 +59,7 @@ const (
 // and counters may be changed while it serves.
 type Sim struct {
 	cfg  Config
-	salt uint64 // makes cursors of one Sim unguessable by another
+	salt uint64 // from the seed: cursors cannot be made up or edited
 
 	mu     sync.RWMutex
 	brands []string
