@@ -177,6 +177,7 @@ func TestDriftFails(t *testing.T) {
 			m["errors"] = []any{map[string]any{"field": "x", "code": "BAD", "detail": ""}}
 		})), []string{"/errors/0/code"}},
 		{"problem instance differs from path", "GET", propPath, body(notFound, mutateJSON(t, notFound.body, func(m map[string]any) { m["instance"] = "/v1/properties" })), []string{"instance"}},
+		{"problem type of another code", "GET", propPath, body(notFound, mutateJSON(t, notFound.body, func(m map[string]any) { m["type"] = docsURL + "/errors/route-not-found" })), []string{"problem type", "property-not-found"}},
 		{"problem requestId differs from header", "GET", propPath, body(notFound, mutateJSON(t, notFound.body, func(m map[string]any) { m["requestId"] = "req_ZZZZZZZZZZZZZZZZZZZZ" })), []string{"requestId"}},
 		{"meta.requestId differs from header", "GET", propPath, withHeader(one, func(h http.Header) { h.Set("Svc-Request-Id", "req_ZZZZZZZZZZZZZZZZZZZZ") }), []string{"meta.requestId"}},
 		{"undocumented status", "GET", "/v1/properties", reply{418, notFound.header, notFound.body}, []string{"status 418 is not documented"}},

@@ -72,8 +72,9 @@ type Checker struct {
 // method other than GET), 500, 503.
 //
 // Beyond the document, Check asserts what OpenAPI cannot express: the
-// Svc-Request-Id header equals the body's meta.requestId or requestId, and a
-// problem's instance equals the request path without the query string.
+// Svc-Request-Id header equals the body's meta.requestId or requestId, a
+// problem's instance equals the request path without the query string, and
+// its type ends in /errors/<code in kebab-case>.
 //
 // The body of a HEAD response is not checked: HTTP sends none.
 func (c *Checker) Check(method, path string, status int, header http.Header, body []byte) error {
