@@ -1,0 +1,131 @@
+package observability
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+)
+
+const (
+	liveKey  = "svc_live_AbCdEfGhIjKlMnOpQrStUvWx12"
+	testKey  = "svc_test_0123456789abcdefghijklmnop"
+	pmsToken = "pms-token-5f2b8c1e9d"
+)
+
+type header struct{ Auth string }
+
+func (h header) String() string { return "Bearer " + h.Auth }
+
+func TestLoggerRedactsSecrets(t *testing.T) {
+	for _, format := range []string{"json", "text"} {
+		t.Run(format, func(t *testing.T) {
+			var buf bytes.Buffer
+			log := NewLogger(&buf, format, slog.LevelDebug, pmsToken)
+			log.Info("partner sent "+liveKey+" twice",
+				"Authorization", "Bearer anything-at-all",
+				"TOKEN", "tok",
+				"key", "k",
+				"Api_Key", "ak",
+				"pms_token", pmsToken,
+				"header", "Bearer "+testKey,
+				"err", errors.New("upstream said: "+pmsToken),
+				"hdr", header{liveKey},
+				"keys", []string{liveKey, testKey},
+				slog.Group("token", "inner", "value-in-a-secret-group"),
+				slog.Group("req", "authorization", "Bearer x"),
+			)
+			log.With("api_key", liveKey).Debug("with", "k2", fmt.Sprintf("url?key=%s&x=1", testKey))
+			out := buf.String()
+			for _, secret := range []string{liveKey, testKey, pmsToken, "anything-at-all", "tok\"", "value-in-a-secret-group", "Bearer x"} {
+				if strings.Contains(out, secret) {
+					t.Errorf("log holds %q:\n%s", secret, out)
+				}
+			}
+			if n := strings.Count(out, Redacted); n < 14 {
+				t.Errorf("%d redactions, want at least 14:\n%s", n, out)
+			}
+			for _, kept := range []string{"partner sent", "twice", "upstream said: ", "url?key=", "&x=1"} {
+				if !strings.Contains(out, kept) {
+					t.Errorf("log lost the surrounding text %q:\n%s", kept, out)
+				}
+			}
+		})
+	}
+}
+
+func TestLoggerKeepsWhatIsNotSecret(t *testing.T) {
+	var buf bytes.Buffer
+	log := NewLogger(&buf, "json", slog.LevelInfo, "short") // too short to be hunted
+	notKeys := "svc_live_tooShort svc_prod_AbCdEfGhIjKlMnOpQrStUvWx12 svc_"
+	log.Info("access", "key_id", "key_7Hq2Lm9Xa1", "status", 200, "note", notKeys, "word", "short")
+	var line map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &line); err != nil {
+		t.Fatalf("not JSON: %v: %s", err, buf.String())
+	}
+	want := map[string]any{"msg": "access", "key_id": "key_7Hq2Lm9Xa1", "status": 200.0, "note": notKeys, "word": "short"}
+	for k, v := range want {
+		if line[k] != v {
+			t.Errorf("%s = %v, want %v", k, line[k], v)
+		}
+	}
+}
+
+func TestRedactKeys(t *testing.T) {
+	tests := map[string]string{
+		"":                                    "",
+		liveKey:                               Redacted,
+		"a" + liveKey + "b-" + testKey:        "a" + Redacted + "-" + Redacted,
+		"svc_svc_live_" + liveKey[9:]:         "svc_" + Redacted,
+		"svc_live_" + strings.Repeat("a", 23): "svc_live_" + strings.Repeat("a", 23),
+		"svc_live_" + strings.Repeat("a", 24): Redacted,
+	}
+	for in, want := range tests {
+		if got, _ := redactKeys(in); got != want {
+			t.Errorf("redactKeys(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestLoggerWritesTraceIDs(t *testing.T) {
+	tel, _, _ := newTest(t, nil)
+	var buf bytes.Buffer
+	log := NewLogger(&buf, "json", slog.LevelInfo)
+	ctx, span := tel.Tracer().Start(context.Background(), "req")
+	log.InfoContext(ctx, "inside")
+	span.End()
+	log.InfoContext(context.Background(), "outside")
+
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d lines, want 2: %s", len(lines), buf.String())
+	}
+	var in, out map[string]any
+	if err := json.Unmarshal([]byte(lines[0]), &in); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(lines[1]), &out); err != nil {
+		t.Fatal(err)
+	}
+	sc := span.SpanContext()
+	if in[LogTraceID] != sc.TraceID().String() || in[LogSpanID] != sc.SpanID().String() {
+		t.Errorf("inside line has trace %v span %v, want %s %s", in[LogTraceID], in[LogSpanID], sc.TraceID(), sc.SpanID())
+	}
+	if _, ok := out[LogTraceID]; ok {
+		t.Errorf("line without a span carries trace_id: %s", lines[1])
+	}
+}
+
+func TestLoggerLevelAndFormat(t *testing.T) {
+	var buf bytes.Buffer
+	log := NewLogger(&buf, "TEXT", slog.LevelWarn)
+	log.Info("dropped")
+	log.Warn("kept", "n", 1)
+	if got := buf.String(); strings.Contains(got, "dropped") || !strings.Contains(got, `msg=kept n=1`) {
+		t.Errorf("text logger at warn wrote %q", got)
+	}
+}
