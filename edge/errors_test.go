@@ -12,6 +12,7 @@ import (
 
 	"github.com/partner-edge/partner-edge/problem"
 	"github.com/partner-edge/partner-edge/upstream"
+	"go.uber.org/goleak"
 )
 
 // producedCodes records every problem code the suite's requests produced.
@@ -27,6 +28,13 @@ var notProducibleInV1 = map[problem.Code]string{
 // section 7 was produced by at least one request of the suite.
 func TestMain(m *testing.M) {
 	code := m.Run()
+	if code == 0 {
+		// Every goroutine a request started has ended (issue 3, acceptance 7).
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "FAIL: goroutines left behind: %v\n", err)
+			code = 1
+		}
+	}
 	if code == 0 && flag.Lookup("test.run").Value.String() == "" && !testing.Short() {
 		var missing []string
 		for _, e := range problem.All() {
