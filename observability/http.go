@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/attribute"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -19,10 +20,13 @@ const AttrAttempt = attribute.Key("partner_edge.pms.attempt")
 // service makes itself, such as the one span around a logical PMS call.
 func (t *Telemetry) Tracer() trace.Tracer { return t.tp.Tracer(ScopeName) }
 
-// Middleware returns the server-span middleware: otelhttp around next, with
-// the Telemetry's tracer provider and propagator. It continues a valid
-// incoming traceparent (keeping tracestate) and starts a fresh trace for a
-// missing or malformed one; it never rejects a request. The span is named by
+// Middleware returns the server-span middleware for the public listener:
+// otelhttp around next, with the Telemetry's tracer provider. It continues a
+// valid incoming traceparent (keeping tracestate) and starts a fresh trace for
+// a missing or malformed one; it never rejects a request. It extracts W3C
+// TraceContext only: a partner's baggage header is untrusted input and is not
+// carried on to the PMS (Transport injects baggage the service itself puts in
+// the context, with Propagator). The span is named by
 // the method ("GET") until SetRoute names it by route template, and carries
 // otelhttp's semantic-convention attributes (method, scheme, url.path,
 // status code, client address, user agent, body sizes).
@@ -33,7 +37,7 @@ func (t *Telemetry) Tracer() trace.Tracer { return t.tp.Tracer(ScopeName) }
 func (t *Telemetry) Middleware() func(http.Handler) http.Handler {
 	opts := []otelhttp.Option{
 		otelhttp.WithTracerProvider(t.tp),
-		otelhttp.WithPropagators(t.prop),
+		otelhttp.WithPropagators(propagation.TraceContext{}),
 		otelhttp.WithMeterProvider(metricnoop.NewMeterProvider()),
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return spanMethod(r.Method) }),
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/baggage"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -51,10 +52,12 @@ func TestOneTraceFromPartnerToPMS(t *testing.T) {
 
 	var mu sync.Mutex
 	var pmsSaw []string // traceparent per PMS request
+	var pmsBaggage []string
 	pms := httptest.NewServer(pmsTel.Middleware()(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		SetRoute(r.Context(), r.Method, "/hotels/{id}")
 		mu.Lock()
 		pmsSaw = append(pmsSaw, r.Header.Get("Traceparent"))
+		pmsBaggage = append(pmsBaggage, r.Header.Get("Baggage"))
 		n := len(pmsSaw)
 		mu.Unlock()
 		if n == 1 {
@@ -91,12 +94,18 @@ func TestOneTraceFromPartnerToPMS(t *testing.T) {
 
 	req, _ := http.NewRequest("GET", edge.URL+"/v1/properties/abc", nil)
 	req.Header.Set("Traceparent", "00-"+vecTrace+"-"+vecSpan+"-01")
+	req.Header.Set("Baggage", "partner=untrusted")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
 
+	for _, b := range pmsBaggage {
+		if b != "" {
+			t.Errorf("partner baggage reached the PMS: %q", b)
+		}
+	}
 	spans := exp.GetSpans()
 	for _, s := range spans {
 		if s.SpanContext.TraceID().String() != vecTrace {
@@ -234,5 +243,32 @@ func BenchmarkServerSpan(b *testing.B) {
 				h.ServeHTTP(w, req)
 			}
 		})
+	}
+}
+
+// The service's own baggage travels to the PMS (Propagator is TraceContext
+// plus Baggage), with the attempt's traceparent.
+func TestTransportInjectsOwnBaggage(t *testing.T) {
+	tel, _, _ := newTest(t, nil)
+	got := make(chan http.Header, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got <- r.Header.Clone() }))
+	defer srv.Close()
+	m, _ := baggage.NewMember("deployment", "eu1")
+	bag, _ := baggage.New(m)
+	ctx := baggage.ContextWithBaggage(context.Background(), bag)
+	ctx, span := tel.Tracer().Start(ctx, "call")
+	defer span.End()
+	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
+	resp, err := (&http.Client{Transport: tel.Transport(nil)}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	h := <-got
+	if h.Get("Baggage") != "deployment=eu1" {
+		t.Errorf("Baggage = %q, want deployment=eu1", h.Get("Baggage"))
+	}
+	if tp := h.Get("Traceparent"); !strings.HasPrefix(tp, "00-"+span.SpanContext().TraceID().String()+"-") {
+		t.Errorf("Traceparent = %q, want one in trace %s", tp, span.SpanContext().TraceID())
 	}
 }

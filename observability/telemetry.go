@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"runtime/debug"
 	"strings"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/attribute"
@@ -74,6 +75,7 @@ type Telemetry struct {
 	metrics    *Metrics
 	registry   *prometheus.Registry
 	exporter   string
+	mu         sync.Mutex // guards shutdowns
 	shutdowns  []func(context.Context) error
 	disabled   bool
 	serviceVer string
@@ -175,9 +177,10 @@ func (t *Telemetry) TracesExporter() string { return t.exporter }
 func (t *Telemetry) Version() string { return t.serviceVer }
 
 // Shutdown flushes pending spans and metrics to their exporters and stops
-// them. Bound it with ctx. Calling it twice is harmless (the SDK answers the
-// second call with an error, which is dropped).
+// them. Bound it with ctx. Later calls do nothing and return nil.
 func (t *Telemetry) Shutdown(ctx context.Context) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	var errs []error
 	for _, f := range t.shutdowns {
 		if err := f(ctx); err != nil {
