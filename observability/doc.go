@@ -10,10 +10,10 @@
 // Wiring, in short:
 //
 //	tel, err := observability.New(ctx, observability.Config{Getenv: getenv})
-//	defer tel.Shutdown(shutdownCtx)            // flushes spans and metrics
-//	m := tel.Metrics()                          // instruments, created once
-//	handler := tel.Middleware()(router)         // server span per request
-//	client := &http.Client{Transport: tel.Transport(base)} // client span per attempt
+//	defer tel.Shutdown(shutdownCtx)                  // flushes spans and metrics
+//	m := tel.Metrics()                               // instruments, created once
+//	handler := tel.Middleware()(router)              // server span per request
+//	rt := tel.Transport(base, upstream.ResendCount)  // client span per attempt
 //	admin := observability.AdminHandler(tel.MetricsHandler())
 //	log := observability.NewLogger(stderr, "json", slog.LevelInfo, pmsToken)
 package observability

@@ -70,15 +70,22 @@ func spanMethod(m string) string {
 // Transport returns base (nil: http.DefaultTransport) wrapped for PMS
 // attempts: one client span per RoundTrip, a child of the span in the
 // request's context, named by the method, with otelhttp's semantic-convention
-// attributes; the attempt's traceparent and tracestate are injected into the
-// request. The attempt number set by WithAttempt becomes AttrAttempt and, from
-// the second attempt on, http.request.resend_count. otelhttp's client metrics
-// are off (PMSMetrics.Attempt records attempts by outcome).
-func (t *Telemetry) Transport(base http.RoundTripper) http.RoundTripper {
+// attributes; the attempt's traceparent, tracestate and the context's own
+// baggage are injected into the request (Propagator).
+//
+// resendCount, when non-nil, reads from the request's context how many
+// attempts came before this one (0 for the first; upstream.ResendCount fits):
+// the span then carries AttrAttempt (resendCount+1) and, from the first
+// retry on, http.request.resend_count. otelhttp's client metrics are off
+// (PMSMetrics.Attempt records attempts by outcome).
+func (t *Telemetry) Transport(base http.RoundTripper, resendCount func(context.Context) int) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	return otelhttp.NewTransport(attemptTagger{base},
+	if resendCount != nil {
+		base = attemptTagger{base, resendCount}
+	}
+	return otelhttp.NewTransport(base,
 		otelhttp.WithTracerProvider(t.tp),
 		otelhttp.WithPropagators(t.prop),
 		otelhttp.WithMeterProvider(metricnoop.NewMeterProvider()),
@@ -86,32 +93,20 @@ func (t *Telemetry) Transport(base http.RoundTripper) http.RoundTripper {
 	)
 }
 
-type attemptKey struct{}
-
-// WithAttempt returns ctx carrying the 1-based attempt number n, for the
-// request of that attempt: req = req.WithContext(WithAttempt(ctx, n)).
-func WithAttempt(ctx context.Context, n int) context.Context {
-	return context.WithValue(ctx, attemptKey{}, n)
-}
-
-// AttemptFrom returns the attempt number carried by ctx, or 0.
-func AttemptFrom(ctx context.Context) int {
-	n, _ := ctx.Value(attemptKey{}).(int)
-	return n
-}
-
 // attemptTagger runs inside otelhttp's transport, where the request's context
 // holds the attempt's client span, and labels it with the attempt number.
-type attemptTagger struct{ next http.RoundTripper }
+type attemptTagger struct {
+	next        http.RoundTripper
+	resendCount func(context.Context) int
+}
 
 func (a attemptTagger) RoundTrip(r *http.Request) (*http.Response, error) {
-	if n := AttemptFrom(r.Context()); n > 0 {
-		span := trace.SpanFromContext(r.Context())
-		if n > 1 {
-			span.SetAttributes(AttrAttempt.Int(n), semconv.HTTPRequestResendCount(n-1))
-		} else {
-			span.SetAttributes(AttrAttempt.Int(n))
-		}
+	n := a.resendCount(r.Context())
+	span := trace.SpanFromContext(r.Context())
+	if n > 0 {
+		span.SetAttributes(AttrAttempt.Int(n+1), semconv.HTTPRequestResendCount(n))
+	} else {
+		span.SetAttributes(AttrAttempt.Int(1))
 	}
 	return a.next.RoundTrip(r)
 }

@@ -15,6 +15,14 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
+type resendKey struct{}
+
+// resendFrom plays upstream.ResendCount: the attempts before this one.
+func resendFrom(ctx context.Context) int {
+	n, _ := ctx.Value(resendKey{}).(int)
+	return n
+}
+
 func attr(s tracetest.SpanStub, k attribute.Key) (attribute.Value, bool) {
 	for _, kv := range s.Attributes {
 		if kv.Key == k {
@@ -68,7 +76,7 @@ func TestOneTraceFromPartnerToPMS(t *testing.T) {
 	})))
 	defer pms.Close()
 
-	client := &http.Client{Transport: edgeTel.Transport(nil)}
+	client := &http.Client{Transport: edgeTel.Transport(nil, resendFrom)}
 	edge := httptest.NewServer(edgeTel.Middleware()(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
 		SetRoute(ctx, r.Method, "/v1/properties/{propertyId}")
@@ -76,7 +84,7 @@ func TestOneTraceFromPartnerToPMS(t *testing.T) {
 		ctx, call := edgeTel.Tracer().Start(ctx, "pms.property")
 		defer call.End()
 		for n := 1; n <= 2; n++ {
-			req, _ := http.NewRequestWithContext(WithAttempt(ctx, n), "GET", pms.URL+"/hotels/1", nil)
+			req, _ := http.NewRequestWithContext(context.WithValue(ctx, resendKey{}, n-1), "GET", pms.URL+"/hotels/1", nil)
 			resp, err := client.Do(req)
 			if err != nil {
 				t.Errorf("attempt %d: %v", n, err)
@@ -259,7 +267,7 @@ func TestTransportInjectsOwnBaggage(t *testing.T) {
 	ctx, span := tel.Tracer().Start(ctx, "call")
 	defer span.End()
 	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
-	resp, err := (&http.Client{Transport: tel.Transport(nil)}).Do(req)
+	resp, err := (&http.Client{Transport: tel.Transport(nil, nil)}).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,6 +77,19 @@ const (
 	BreakerOpen     BreakerState = 2
 )
 
+// ParseBreakerState reads a state name: "closed", "half-open" (or
+// "half_open"), "open"; anything else is BreakerOpen, the state that draws
+// an SRE's eye.
+func ParseBreakerState(name string) BreakerState {
+	switch name {
+	case "closed":
+		return BreakerClosed
+	case "half-open", "half_open":
+		return BreakerHalfOpen
+	}
+	return BreakerOpen
+}
+
 func (s BreakerState) String() string {
 	switch s {
 	case BreakerClosed:

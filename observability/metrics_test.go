@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -234,4 +235,18 @@ func BenchmarkRequestMetrics(b *testing.B) {
 			m.RequestDone(ctx, "GET", "/v1/properties", 200, 3*time.Millisecond)
 		}
 	})
+}
+
+func TestParseBreakerState(t *testing.T) {
+	for name, want := range map[string]BreakerState{"closed": BreakerClosed, "half-open": BreakerHalfOpen,
+		"half_open": BreakerHalfOpen, "open": BreakerOpen, "weird": BreakerOpen} {
+		if got := ParseBreakerState(name); got != want {
+			t.Errorf("ParseBreakerState(%q) = %v, want %v", name, got, want)
+		}
+		if want != BreakerOpen || name == "open" {
+			if back := ParseBreakerState(strings.ReplaceAll(want.String(), "_", "-")); back != want {
+				t.Errorf("String/Parse round trip of %v gave %v", want, back)
+			}
+		}
+	}
 }
