@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/partner-edge/partner-edge/mapping"
 	"github.com/partner-edge/partner-edge/problem"
@@ -306,14 +307,18 @@ func (m *Metrics) Problem(ctx context.Context, code problem.Code) {
 	m.problems.Add(ctx, 1, o...)
 }
 
-// MappingRejected counts one PMS record that could not be mapped. A reason
-// outside mapping.Reasons is counted as "unknown".
+// MappingRejected counts one PMS record that could not be mapped, and adds
+// a "mapping.rejected" event (AttrRejectReason) to the recording span of ctx.
+// A reason outside mapping.Reasons is counted as "unknown".
 func (m *Metrics) MappingRejected(ctx context.Context, reason mapping.Reason) {
 	o, ok := m.rejectOpts[reason]
 	if !ok {
-		o = m.unknownRej
+		o, reason = m.unknownRej, "unknown"
 	}
 	m.rejections.Add(ctx, 1, o...)
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.AddEvent(EventMappingRejected, trace.WithAttributes(AttrRejectReason.String(string(reason))))
+	}
 }
 
 // KeyReload counts one load of the key file (start-up, SIGHUP or change).
@@ -370,13 +375,18 @@ func (p *PMSMetrics) Attempt(ctx context.Context, outcome PMSOutcome, elapsed ti
 	p.m.attempt.Record(ctx, elapsed.Seconds(), o...)
 }
 
-// Retry counts one retry, caused by an attempt that ended with cause.
+// Retry counts one retry, caused by an attempt that ended with cause, and
+// adds a "pms.retry" event (AttrPMSOutcome) to the recording span of ctx (the
+// logical PMS call's).
 func (p *PMSMetrics) Retry(ctx context.Context, cause PMSOutcome) {
 	o, ok := p.retry[cause]
 	if !ok {
-		o = p.retry[PMSConnection]
+		o, cause = p.retry[PMSConnection], PMSConnection
 	}
 	p.m.retries.Add(ctx, 1, o...)
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.AddEvent(EventRetry, trace.WithAttributes(AttrPMSOutcome.String(string(cause))))
+	}
 }
 
 // BreakerState records the breaker's state; call it on every transition.
@@ -384,10 +394,16 @@ func (p *PMSMetrics) BreakerState(ctx context.Context, s BreakerState) {
 	p.m.breaker.Record(ctx, int64(s), p.breaker...)
 }
 
-// Cache counts one cache lookup by how it was served. An outcome outside
-// CacheOutcomes is ignored.
+// Cache counts one cache lookup by how it was served, and adds a
+// "cache.lookup" event (AttrCacheOutcome) to the recording span of ctx. An
+// outcome outside CacheOutcomes is ignored.
 func (p *PMSMetrics) Cache(ctx context.Context, outcome CacheOutcome) {
-	if o, ok := p.cache[outcome]; ok {
-		p.m.cache.Add(ctx, 1, o...)
+	o, ok := p.cache[outcome]
+	if !ok {
+		return
+	}
+	p.m.cache.Add(ctx, 1, o...)
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.AddEvent(EventCacheLookup, trace.WithAttributes(AttrCacheOutcome.String(string(outcome))))
 	}
 }

@@ -250,3 +250,40 @@ func TestParseBreakerState(t *testing.T) {
 		}
 	}
 }
+
+// The metric methods of the PMS path also tell the trace: events on the
+// recording span of ctx, none when there is no span.
+func TestMetricMethodsAddSpanEvents(t *testing.T) {
+	tel, exp, _ := newTest(t, nil)
+	m := tel.Metrics()
+	live := m.PMS("live")
+	ctx, span := tel.Tracer().Start(context.Background(), "pms.snapshot")
+	live.Cache(ctx, CacheMiss)
+	live.Retry(ctx, PMSHTTP429)
+	m.MappingRejected(ctx, mapping.ReasonInvalidID)
+	m.MappingRejected(ctx, "made_up")
+	span.End()
+	live.Cache(context.Background(), CacheHit) // no span: no event, no panic
+
+	spans := exp.GetSpans()
+	if len(spans) != 1 {
+		t.Fatalf("%d spans", len(spans))
+	}
+	var got []string
+	for _, e := range spans[0].Events {
+		s := e.Name
+		for _, kv := range e.Attributes {
+			s += " " + string(kv.Key) + "=" + kv.Value.Emit()
+		}
+		got = append(got, s)
+	}
+	want := []string{
+		"cache.lookup partner_edge.cache.outcome=miss",
+		"pms.retry partner_edge.pms.outcome=http_429",
+		"mapping.rejected partner_edge.mapping.reason=invalid_id",
+		"mapping.rejected partner_edge.mapping.reason=unknown",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
