@@ -1,0 +1,364 @@
+package edge_test
+
+// Benchmarks of the edge's hot path, side by side with a bare handler that
+// writes the same bytes, so that ratios measured in one run mean something
+// on a shared, noisy machine:
+//
+//	go test -run '^$' -bench . -benchmem -count 3 ./edge/
+//
+// The in-process benchmarks call ServeHTTP with benchWriter, a reusable
+// ResponseWriter that discards the body, so only the handler's own cost is
+// measured. The *HTTP benchmarks go over loopback with keep-alive. The
+// edge's data comes from a real simulator on loopback through
+// upstream.Client, upstream.Direct and upstream/cache, as in cmd/edge.
+// bench/README.md explains the figures and the load scripts.
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/partner-edge/partner-edge/edge"
+	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/upstream"
+	"github.com/partner-edge/partner-edge/upstream/cache"
+	"github.com/partner-edge/partner-edge/upstream/pmsim"
+)
+
+// benchHotels gives the brand more than 50 active properties, so that
+// perPage=50 is a full page.
+const benchHotels = 120
+
+const benchUA = "bench/1.0"
+
+// benchEnv is the edge in front of a simulator on loopback, with the PMS
+// access built as cmd/edge builds it (client, direct mapping, cache).
+type benchEnv struct {
+	handler      http.Handler
+	sim          *pmsim.Sim
+	liveToken    string // every property
+	grantedToken string // a list of benchGranted properties
+	activeIDs    []string
+}
+
+// benchGranted is the size of the granted key's property list.
+const benchGranted = 20
+
+// newBenchEnv starts the environment. ttl is the cache TTL (0 passes every
+// call through to the PMS); logger nil discards the access log.
+func newBenchEnv(tb testing.TB, ttl time.Duration, logger *slog.Logger) *benchEnv {
+	tb.Helper()
+	env := &benchEnv{sim: pmsim.New(pmsim.Config{Seed: 1, HotelsPerBrand: benchHotels})}
+	pms := httptest.NewServer(env.sim)
+	tb.Cleanup(pms.Close)
+	client, err := upstream.NewClient(upstream.ClientConfig{BaseURL: pms.URL})
+	if err != nil {
+		tb.Fatalf("new client: %v", err)
+	}
+	tb.Cleanup(client.CloseIdleConnections)
+	direct := upstream.NewDirect(client, upstream.DirectOptions{Brand: testBrand})
+	c := cache.New(direct, cache.Config{Key: testBrand + "/live", TTL: ttl})
+	tb.Cleanup(c.Close)
+
+	snap, err := direct.Snapshot(context.Background())
+	if err != nil {
+		tb.Fatalf("snapshot: %v", err)
+	}
+	if len(snap.Active) < 50 {
+		tb.Fatalf("only %d active properties; want a full page of 50", len(snap.Active))
+	}
+	for _, it := range snap.Active {
+		env.activeIDs = append(env.activeIDs, it.ID)
+	}
+
+	var recs []keys.Record
+	mint := func(props []string) string {
+		token, rec, err := keys.Mint(rand.Reader, testBrand, keys.ModeLive, props)
+		if err != nil {
+			tb.Fatalf("mint: %v", err)
+		}
+		recs = append(recs, rec)
+		return token
+	}
+	env.liveToken = mint(nil)
+	granted := make([]string, 0, benchGranted)
+	for i := 0; i < benchGranted; i++ { // spread over the list
+		granted = append(granted, env.activeIDs[i*len(env.activeIDs)/benchGranted])
+	}
+	env.grantedToken = mint(granted)
+	data, err := json.Marshal(map[string]any{"keys": recs})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	path := filepath.Join(tb.TempDir(), "keys.json")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	store, err := keys.Open(path, keys.Options{})
+	if err != nil {
+		tb.Fatalf("open keys: %v", err)
+	}
+	env.handler = edge.NewServer(edge.Config{Brand: testBrand, DocsURL: testDocsURL, Logger: logger, Healthy: store.Usable},
+		store, c, nil)
+	return env
+}
+
+// request is a GET of target as a partner sends it (curl-like headers).
+func (env *benchEnv) request(target, token string) *http.Request {
+	r := httptest.NewRequest(http.MethodGet, target, nil)
+	if token != "" {
+		r.Header.Set("Authorization", "Bearer "+token)
+	}
+	r.Header.Set("User-Agent", benchUA)
+	r.Header.Set("Accept", "*/*")
+	return r
+}
+
+// benchWriter is a reusable http.ResponseWriter that discards the body:
+// cheaper than httptest.ResponseRecorder, so the handler's cost stands out.
+// Its header map is cleared, not replaced, between requests.
+type benchWriter struct {
+	header http.Header
+	status int
+	n      int
+}
+
+func newBenchWriter() *benchWriter { return &benchWriter{header: make(http.Header, 8)} }
+
+func (w *benchWriter) Header() http.Header { return w.header }
+
+func (w *benchWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+}
+
+func (w *benchWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	w.n += len(p)
+	return len(p), nil
+}
+
+func (w *benchWriter) reset() {
+	clear(w.header)
+	w.status, w.n = 0, 0
+}
+
+// capture answers r once and returns what a client would see.
+func capture(tb testing.TB, h http.Handler, r *http.Request) *httptest.ResponseRecorder {
+	tb.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, r)
+	return rec
+}
+
+// baselineHandler writes body with the headers of res (values copied once):
+// the floor an answer can cost, a bare handler writing fixed bytes.
+func baselineHandler(res *httptest.ResponseRecorder) http.Handler {
+	body := res.Body.Bytes()
+	type kv struct {
+		k string
+		v []string
+	}
+	var hs []kv
+	for k, v := range res.Result().Header {
+		hs = append(hs, kv{k, v})
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		h := w.Header()
+		for _, e := range hs {
+			h[e.k] = e.v
+		}
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(body)
+	})
+}
+
+// serveLoop calls h with r b.N times and checks every status.
+func serveLoop(b *testing.B, h http.Handler, r *http.Request, want int) {
+	b.Helper()
+	w := newBenchWriter()
+	b.ReportAllocs()
+	for b.Loop() {
+		w.reset()
+		h.ServeHTTP(w, r)
+		if w.status != want {
+			b.Fatalf("status %d, want %d", w.status, want)
+		}
+	}
+	b.ReportMetric(float64(w.n), "resp-bytes")
+}
+
+// warm answers r once through h, checks the status and returns the answer.
+func warm(tb testing.TB, h http.Handler, r *http.Request, want int) *httptest.ResponseRecorder {
+	tb.Helper()
+	res := capture(tb, h, r)
+	if res.Code != want {
+		tb.Fatalf("%s: status %d, want %d: %.300s", r.URL, res.Code, want, res.Body.Bytes())
+	}
+	return res
+}
+
+const listTarget = "/v1/properties?perPage=50"
+
+func BenchmarkBaselineFixedBytes(b *testing.B) {
+	env := newBenchEnv(b, time.Hour, nil)
+	res := warm(b, env.handler, env.request(listTarget, env.liveToken), http.StatusOK)
+	serveLoop(b, baselineHandler(res), env.request(listTarget, env.liveToken), http.StatusOK)
+}
+
+func BenchmarkCachedList(b *testing.B) {
+	env := newBenchEnv(b, time.Hour, nil)
+	r := env.request(listTarget, env.liveToken)
+	warm(b, env.handler, r, http.StatusOK)
+	serveLoop(b, env.handler, r, http.StatusOK)
+}
+
+// BenchmarkCachedListAccessLog is BenchmarkCachedList with the access log
+// on, as deployed by default (EDGE_LOG_LEVEL=info, JSON), written to
+// io.Discard: the difference is the access log's cost.
+func BenchmarkCachedListAccessLog(b *testing.B) {
+	logger := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	env := newBenchEnv(b, time.Hour, logger)
+	r := env.request(listTarget, env.liveToken)
+	warm(b, env.handler, r, http.StatusOK)
+	serveLoop(b, env.handler, r, http.StatusOK)
+}
+
+func BenchmarkCachedGet(b *testing.B) {
+	env := newBenchEnv(b, time.Hour, nil)
+	r := env.request("/v1/properties/"+env.activeIDs[len(env.activeIDs)/2], env.liveToken)
+	warm(b, env.handler, r, http.StatusOK)
+	serveLoop(b, env.handler, r, http.StatusOK)
+}
+
+// BenchmarkCachedListGrantedKey lists with a key granted benchGranted
+// properties: the page is filtered per request.
+func BenchmarkCachedListGrantedKey(b *testing.B) {
+	env := newBenchEnv(b, time.Hour, nil)
+	r := env.request(listTarget, env.grantedToken)
+	warm(b, env.handler, r, http.StatusOK)
+	serveLoop(b, env.handler, r, http.StatusOK)
+}
+
+func BenchmarkProblem404(b *testing.B) {
+	env := newBenchEnv(b, time.Hour, nil)
+	r := env.request("/v1/no-such-route", env.liveToken)
+	warm(b, env.handler, r, http.StatusNotFound)
+	serveLoop(b, env.handler, r, http.StatusNotFound)
+}
+
+func BenchmarkHealth(b *testing.B) {
+	env := newBenchEnv(b, time.Hour, nil)
+	r := env.request("/v1/health", "")
+	warm(b, env.handler, r, http.StatusOK)
+	serveLoop(b, env.handler, r, http.StatusOK)
+}
+
+// BenchmarkMissList disables the cache (TTL 0): every request walks the
+// simulator's list over loopback and maps every record.
+func BenchmarkMissList(b *testing.B) {
+	env := newBenchEnv(b, 0, nil)
+	r := env.request(listTarget, env.liveToken)
+	warm(b, env.handler, r, http.StatusOK)
+	before := env.sim.ListRequests()
+	serveLoop(b, env.handler, r, http.StatusOK)
+	if env.sim.ListRequests()-before < int64(b.N) {
+		b.Fatalf("%d list requests reached the PMS for %d partner requests: the cache is on",
+			env.sim.ListRequests()-before, b.N)
+	}
+}
+
+// httpLoop sends GET target with token to h served over loopback, from
+// parallel clients on keep-alive connections.
+func httpLoop(b *testing.B, h http.Handler, target, token string) {
+	b.Helper()
+	srv := httptest.NewServer(h)
+	b.Cleanup(srv.Close)
+	tr := &http.Transport{MaxIdleConnsPerHost: 4 * runtime.GOMAXPROCS(0), DisableCompression: true}
+	b.Cleanup(tr.CloseIdleConnections)
+	client := &http.Client{Transport: tr}
+	auth := "Bearer " + token
+	b.SetParallelism(4)
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		req, err := http.NewRequest(http.MethodGet, srv.URL+target, nil)
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		req.Header.Set("User-Agent", benchUA)
+		req.Header.Set("Accept", "*/*")
+		if token != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		for pb.Next() {
+			res, err := client.Do(req)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			_, _ = io.Copy(io.Discard, res.Body)
+			_ = res.Body.Close()
+			if res.StatusCode != http.StatusOK {
+				b.Errorf("status %d", res.StatusCode)
+				return
+			}
+		}
+	})
+}
+
+func BenchmarkBaselineHTTP(b *testing.B) {
+	env := newBenchEnv(b, time.Hour, nil)
+	res := warm(b, env.handler, env.request(listTarget, env.liveToken), http.StatusOK)
+	httpLoop(b, baselineHandler(res), listTarget, "")
+}
+
+func BenchmarkCachedListHTTP(b *testing.B) {
+	env := newBenchEnv(b, time.Hour, nil)
+	warm(b, env.handler, env.request(listTarget, env.liveToken), http.StatusOK)
+	httpLoop(b, env.handler, listTarget, env.liveToken)
+}
+
+// TestBenchSetup keeps the benchmarks honest: through benchWriter the edge
+// answers what a recorder sees (status, headers, length), and the baseline
+// writes the same number of bytes and headers as the edge's list answer.
+func TestBenchSetup(t *testing.T) {
+	env := newBenchEnv(t, time.Hour, nil)
+	r := env.request(listTarget, env.liveToken)
+	res := warm(t, env.handler, r, http.StatusOK)
+	w := newBenchWriter()
+	env.handler.ServeHTTP(w, r)
+	if w.status != http.StatusOK || w.n != res.Body.Len() {
+		t.Fatalf("benchWriter saw status %d, %d bytes; recorder %d, %d bytes", w.status, w.n, res.Code, res.Body.Len())
+	}
+	if len(w.header) != len(res.Header()) || w.header.Get("Content-Length") != strconv.Itoa(w.n) {
+		t.Fatalf("benchWriter headers %v, recorder %v", w.header, res.Header())
+	}
+	w.reset()
+	baselineHandler(res).ServeHTTP(w, r)
+	if w.status != http.StatusOK || w.n != res.Body.Len() || len(w.header) != len(res.Header()) {
+		t.Fatalf("baseline: status %d, %d bytes, %d headers; edge %d bytes, %d headers",
+			w.status, w.n, len(w.header), res.Body.Len(), len(res.Header()))
+	}
+	grantedRes := warm(t, env.handler, env.request(listTarget, env.grantedToken), http.StatusOK)
+	var page struct {
+		Data []json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(grantedRes.Body.Bytes(), &page); err != nil || len(page.Data) != benchGranted {
+		t.Fatalf("granted key sees %d properties (%v), want %d", len(page.Data), err, benchGranted)
+	}
+}
