@@ -72,11 +72,10 @@ func Map(rec HotelRecord, opts Options) (Property, error) {
 	if !validZone(rec.TimeZone) {
 		return Property{}, reject(rec.HotelID, ReasonInvalidTimeZone)
 	}
-	created, err := time.Parse(time.RFC3339Nano, rec.CreatedAt)
-	if err != nil {
+	created, ok := parseCreated(rec.CreatedAt)
+	if !ok {
 		return Property{}, reject(rec.HotelID, ReasonInvalidCreatedAt)
 	}
-	created = created.UTC().Truncate(time.Millisecond)
 	updated := created
 	if rec.LastModifiedMS != nil {
 		ms, ok := epochMillis(*rec.LastModifiedMS)
@@ -118,20 +117,43 @@ func code(rec HotelRecord, src CodeSource) *string {
 	return &s
 }
 
-// validZone accepts IANA names only: time.LoadLocation also takes "" (UTC)
-// and "Local" (the machine's zone), which are not IANA names.
+// parseCreated reads an RFC 3339 time and returns it in UTC, truncated to
+// milliseconds, within the years TimeFormat can write (0001 to 9999 in UTC:
+// "9999-12-31T23:30:00-01:00" would otherwise be written as year 10000).
+func parseCreated(s string) (time.Time, bool) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, false
+	}
+	t = t.UTC().Truncate(time.Millisecond)
+	if ms := t.UnixMilli(); ms < minMillis || ms > maxMillis {
+		return time.Time{}, false
+	}
+	return t, true
+}
+
+// validZone accepts IANA names only: time.LoadLocation also takes "" (UTC),
+// "Local" and, from the system's zoneinfo directory, "localtime" (the
+// machine's zone) and the "posixrules", "posix/..." and "right/..." copies,
+// which are not IANA names and are missing on other machines.
 func validZone(name string) bool {
-	if name == "" || name == "Local" {
+	switch {
+	case name == "", name == "Local", name == "localtime", name == "posixrules",
+		strings.HasPrefix(name, "posix/"), strings.HasPrefix(name, "right/"):
 		return false
 	}
 	_, err := time.LoadLocation(name)
 	return err == nil
 }
 
+// minMillis and maxMillis bound the public timestamps: 0001-01-01T00:00:00.000Z
+// to 9999-12-31T23:59:59.999Z, the years TimeFormat writes as four digits.
+const minMillis, maxMillis = -62135596800000, 253402300799999
+
 // epochMillis reads a JSON number of milliseconds, integer or float, within
-// the years time.Time formats as RFC 3339 (0001 to 9999).
+// minMillis and maxMillis.
 func epochMillis(n json.Number) (int64, bool) {
-	const lo, hi = -62135596800000, 253402300799999
+	const lo, hi = minMillis, maxMillis
 	if ms, err := n.Int64(); err == nil {
 		return ms, ms >= lo && ms <= hi
 	}

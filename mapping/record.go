@@ -5,6 +5,7 @@
 package mapping
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 )
@@ -67,7 +68,8 @@ func reject(id string, reason Reason) *Rejection {
 // are ignored.
 func Decode(raw []byte) (HotelRecord, error) {
 	var rec HotelRecord
-	if err := json.Unmarshal(raw, &rec); err != nil {
+	// json.Unmarshal takes null as an empty object; a null record is not one.
+	if err := json.Unmarshal(raw, &rec); err != nil || string(bytes.TrimSpace(raw)) == "null" {
 		var probe struct {
 			HotelID any `json:"hotel_id"`
 		}
