@@ -5,28 +5,47 @@ import (
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/partner-edge/partner-edge/observability"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 )
 
-// accessLog writes one line per request once it is answered. It never logs
-// a key or any Authorization value: only the key's public id.
+// accessLog records each request once it is answered: its metrics, the
+// attributes of its server span (named here by route template), and one log
+// line. It never records a key or any Authorization value: only the key's
+// public id. It runs inside chi, where the matched route is still known.
 func (s *server) accessLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
 		start := s.now()
+		if s.metrics != nil {
+			s.metrics.RequestStarted(ctx, r.Method)
+		}
 		next.ServeHTTP(w, r)
-		st := stateFrom(r.Context())
+		elapsed := s.now().Sub(start)
+		st := stateFrom(ctx)
+		route := routePattern(r)
+		if s.metrics != nil {
+			s.metrics.RequestDone(ctx, r.Method, route, st.w.status, elapsed)
+			if st.code != "" {
+				s.metrics.Problem(ctx, st.code)
+			}
+		}
+		s.annotateSpan(r, st, route)
+
 		level := slog.LevelInfo
 		if st.w.status >= 500 && st.w.status != statusClientClosed {
 			level = slog.LevelError
 		}
-		if !s.log.Enabled(r.Context(), level) {
+		if !s.log.Enabled(ctx, level) {
 			return
 		}
-		attrs := make([]slog.Attr, 0, 12)
+		attrs := make([]slog.Attr, 0, 14)
 		attrs = append(attrs,
 			slog.String("method", r.Method),
-			slog.String("route", routePattern(r)),
+			slog.String("route", routeOrUnmatched(route)),
 			slog.Int("status", st.w.status),
-			slog.Duration("duration", s.now().Sub(start)),
+			slog.Duration("duration", elapsed),
 			slog.Int64("bytes", st.w.bytes),
 			slog.String("request_id", st.requestID),
 		)
@@ -39,20 +58,57 @@ func (s *server) accessLog(next http.Handler) http.Handler {
 		if st.key != nil {
 			attrs = append(attrs, slog.String("key_id", st.key.ID))
 		}
+		if c := st.pms.CacheOutcome(); c != "" {
+			attrs = append(attrs, slog.String("cache", c))
+		}
+		if n := st.pms.Attempts(); n > 0 {
+			attrs = append(attrs, slog.Int("pms_attempts", n))
+		}
 		if st.cause != nil {
 			attrs = append(attrs, slog.String("error", st.cause.Error()))
 		}
-		s.log.LogAttrs(r.Context(), level, "request", attrs...)
+		s.log.LogAttrs(ctx, level, "request", attrs...)
 	})
 }
 
-// routePattern is the matched route template, or "unmatched": raw paths
-// are partner input and must not become unbounded log or metric labels.
-func routePattern(r *http.Request) string {
-	if rc := chi.RouteContext(r.Context()); rc != nil {
-		if p := rc.RoutePattern(); p != "" {
-			return p
+// annotateSpan names the server span by route and adds what an SRE
+// searches by: request id, correlation id, key id, problem code.
+func (s *server) annotateSpan(r *http.Request, st *state, route string) {
+	span := trace.SpanFromContext(r.Context())
+	if !span.IsRecording() {
+		return
+	}
+	observability.SetRoute(r.Context(), r.Method, route)
+	span.SetAttributes(observability.AttrRequestID.String(st.requestID))
+	if st.correlationID != "" {
+		span.SetAttributes(observability.AttrCorrelationID.String(st.correlationID))
+	}
+	if st.key != nil {
+		span.SetAttributes(observability.AttrKeyID.String(st.key.ID))
+	}
+	if c := st.pms.CacheOutcome(); c != "" {
+		span.SetAttributes(observability.AttrCacheOutcome.String(c))
+	}
+	if st.code != "" {
+		span.SetAttributes(observability.AttrProblemCode.String(string(st.code)))
+		if st.w.status >= 500 {
+			span.SetStatus(codes.Error, string(st.code))
 		}
 	}
-	return "unmatched"
+}
+
+// routePattern is the matched route template, or "" when no route matched:
+// raw paths are partner input and must never become log or metric labels.
+func routePattern(r *http.Request) string {
+	if rc := chi.RouteContext(r.Context()); rc != nil {
+		return rc.RoutePattern()
+	}
+	return ""
+}
+
+func routeOrUnmatched(route string) string {
+	if route == "" {
+		return "unmatched"
+	}
+	return route
 }

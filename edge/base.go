@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"net/http"
 
+	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/upstream"
 )
 
@@ -23,8 +24,15 @@ func withState(next http.Handler) http.Handler {
 		if st.correlationID != "" {
 			h["Svc-Correlation-Id"] = []string{st.correlationID}
 		}
+		// A request that sent traceparent, valid or not, learns the trace
+		// it was recorded under (DECISIONS.md section 4).
+		if _, sent := r.Header["Traceparent"]; sent {
+			if tp := observability.Traceparent(r.Context()); tp != "" {
+				h["Traceparent"] = []string{tp}
+			}
+		}
 		ctx := context.WithValue(r.Context(), stateKey{}, st)
-		ctx = upstream.WithCallerIDs(ctx, upstream.CallerIDs{RequestID: st.requestID, CorrelationID: st.correlationID})
+		ctx = upstream.WithCallerIDs(ctx, upstream.CallerIDs{RequestID: st.requestID, CorrelationID: st.correlationID, Stats: &st.pms})
 		next.ServeHTTP(&st.w, r.WithContext(ctx))
 	})
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/partner-edge/partner-edge/edge"
 	"github.com/partner-edge/partner-edge/edge/internal/openapicheck"
 	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/problem"
 	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
@@ -54,6 +55,8 @@ type harnessOptions struct {
 	pageSize  int // forces the simulator's page size
 	catalogs  func(live, sandbox upstream.Catalog) (upstream.Catalog, upstream.Catalog)
 	now       func() time.Time
+	// tel traces the edge and its PMS attempts; simTel the simulators.
+	tel, simTel *observability.Telemetry
 }
 
 var openAPI = sync.OnceValues(func() (*openapicheck.Checker, error) {
@@ -64,15 +67,15 @@ func newHarness(t testing.TB, opts harnessOptions) *harness {
 	t.Helper()
 	h := &harness{t: t, keys: map[string]string{}, logs: &syncBuffer{}}
 	h.live = pmsim.New(pmsim.Config{Seed: 1, HotelsPerBrand: 40, PageSize: opts.pageSize})
-	liveSrv := httptest.NewServer(h.live)
+	liveSrv := httptest.NewServer(instrument(h.live, opts.simTel))
 	t.Cleanup(liveSrv.Close)
-	liveCat := newCatalog(t, liveSrv.URL)
+	liveCat := newCatalog(t, liveSrv.URL, opts.tel)
 	var sandboxCat upstream.Catalog
 	if !opts.noSandbox {
 		h.sandbox = pmsim.New(pmsim.Config{Seed: 2, HotelsPerBrand: 12, PageSize: opts.pageSize})
-		sbSrv := httptest.NewServer(h.sandbox)
+		sbSrv := httptest.NewServer(instrument(h.sandbox, opts.simTel))
 		t.Cleanup(sbSrv.Close)
-		sandboxCat = newCatalog(t, sbSrv.URL)
+		sandboxCat = newCatalog(t, sbSrv.URL, opts.tel)
 	}
 	if opts.catalogs != nil {
 		liveCat, sandboxCat = opts.catalogs(liveCat, sandboxCat)
@@ -98,17 +101,30 @@ func newHarness(t testing.TB, opts harnessOptions) *harness {
 		t.Fatalf("open keys: %v", err)
 	}
 	h.store = store
-	cfg := edge.Config{Brand: testBrand, DocsURL: testDocsURL, Logger: logger, Now: opts.now, Healthy: store.Usable}
+	cfg := edge.Config{Brand: testBrand, DocsURL: testDocsURL, Logger: logger, Now: opts.now, Healthy: store.Usable, Telemetry: opts.tel}
 	h.srv = httptest.NewServer(edge.NewServer(cfg, store, liveCat, sandboxCat))
 	t.Cleanup(h.srv.Close)
 	return h
 }
 
-func newCatalog(t testing.TB, baseURL string) upstream.Catalog {
+// instrument gives the simulator its own server spans, as cmd/pmsim does.
+func instrument(h http.Handler, tel *observability.Telemetry) http.Handler {
+	if tel == nil {
+		return h
+	}
+	return tel.Middleware()(h)
+}
+
+func newCatalog(t testing.TB, baseURL string, tel *observability.Telemetry) upstream.Catalog {
 	t.Helper()
+	var transport http.RoundTripper
+	if tel != nil {
+		transport = tel.Transport(upstream.NewTransport(), upstream.ResendCount)
+	}
 	// Short deadlines and a small breaker keep the failure tests fast.
 	c, err := upstream.NewClient(upstream.ClientConfig{
 		BaseURL:        baseURL,
+		Transport:      transport,
 		CallTimeout:    600 * time.Millisecond,
 		AttemptTimeout: 250 * time.Millisecond,
 		Retry:          upstream.RetryConfig{WaitMin: time.Millisecond, WaitMax: 5 * time.Millisecond},

@@ -19,6 +19,8 @@ var routePatterns = []string{
 // the order of checks of DECISIONS.md section 2: chi's routing (404, 400
 // trailing slash or casing, 405) comes first; then authentication and key
 // authorisation, headers, Accept; query and path checks open each handler.
+// The server span, when telemetry is on, wraps everything, so every answer
+// (404s and panics included) is traced.
 func (s *server) routes() http.Handler {
 	r := chi.NewRouter()
 	r.Use(withState, s.accessLog, s.recoverer)
@@ -32,5 +34,8 @@ func (s *server) routes() http.Handler {
 		r.Method(http.MethodGet, "/v1/properties", s.handleListProperties())
 		r.Method(http.MethodGet, "/v1/properties/{propertyId}", s.handleGetProperty())
 	})
-	return r
+	if s.tel == nil {
+		return r
+	}
+	return s.tel.Middleware()(r)
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/problem"
 	"github.com/partner-edge/partner-edge/upstream"
 )
@@ -30,6 +31,11 @@ type Config struct {
 	// Healthy reports whether the process can serve (keys usable, not
 	// draining). Nil means always healthy.
 	Healthy func() bool
+	// Telemetry traces every request (a server span continuing a valid
+	// traceparent, named by route template) and records its metrics. Nil
+	// means no spans and no metrics; the Traceparent response header then
+	// is not sent either.
+	Telemetry *observability.Telemetry
 }
 
 type server struct {
@@ -39,7 +45,9 @@ type server struct {
 	sandbox  upstream.Catalog // nil: test mode unavailable
 	problems problem.Writer
 	log      *slog.Logger
-	info     []byte // the API info object, encoded once
+	info     []byte                   // the API info object, encoded once
+	tel      *observability.Telemetry // nil: no telemetry
+	metrics  *observability.Metrics   // nil: no metrics
 }
 
 // NewServer returns the partner API handler. live serves svc_live_ keys;
@@ -63,6 +71,10 @@ func NewServer(cfg Config, ks KeyStore, live, sandbox upstream.Catalog) http.Han
 		problems: problem.Writer{DocsURL: cfg.DocsURL, Now: cfg.Now},
 		log:      cfg.Logger,
 		info:     apiInfo(cfg.DocsURL),
+		tel:      cfg.Telemetry,
+	}
+	if s.tel != nil {
+		s.metrics = s.tel.Metrics()
 	}
 	return s.routes()
 }
