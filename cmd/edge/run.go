@@ -15,10 +15,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/partner-edge/partner-edge/edge"
 	"github.com/partner-edge/partner-edge/edge/keys"
 	"github.com/partner-edge/partner-edge/mapping"
+	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/cache"
 )
@@ -42,13 +44,26 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return fmt.Errorf("bad settings:\n%w", err)
 	}
-	log := newLogger(stderr, cfg)
+	log := observability.NewLogger(stderr, cfg.LogFormat, cfg.LogLevel, cfg.PMSToken)
 	version := buildVersion()
 
 	var wg sync.WaitGroup // every goroutine of run ends before run returns
 	defer wg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+
+	tel, err := observability.New(ctx, observability.Config{Getenv: getenv, Version: version})
+	if err != nil {
+		return fmt.Errorf("bad OpenTelemetry settings: %w", err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := tel.Shutdown(sctx); err != nil {
+			log.Warn("telemetry flush failed", "error", err)
+		}
+	}()
+	metrics := tel.Metrics()
 
 	var demo *demoEnv
 	if cfg.PMSBaseURL == "" {
@@ -59,7 +74,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 
 	var draining atomic.Bool
-	store, err := keys.Open(cfg.KeysFile, keys.Options{Logger: log})
+	store, err := keys.Open(cfg.KeysFile, keys.Options{Logger: log,
+		OnReload: func(ok bool) { metrics.KeyReload(context.Background(), ok) }})
 	if err != nil {
 		return fmt.Errorf("load EDGE_KEYS_FILE: %w", err)
 	}
@@ -72,14 +88,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}()
 	go func() { defer wg.Done(); reloadOnHangup(ctx, store, log) }()
 
-	live, closeLive, err := newCatalog(cfg, cfg.PMSBaseURL, keys.ModeLive, version, log)
+	live, closeLive, err := newCatalog(cfg, cfg.PMSBaseURL, keys.ModeLive, version, log, tel)
 	if err != nil {
 		return err
 	}
 	defer closeLive()
 	var sandbox upstream.Catalog
 	if cfg.PMSSandbox != "" {
-		sb, closeSandbox, err := newCatalog(cfg, cfg.PMSSandbox, keys.ModeTest, version, log)
+		sb, closeSandbox, err := newCatalog(cfg, cfg.PMSSandbox, keys.ModeTest, version, log, tel)
 		if err != nil {
 			return err
 		}
@@ -88,14 +104,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 
 	handler := edge.NewServer(edge.Config{
-		Brand:   cfg.Brand,
-		DocsURL: cfg.DocsURL,
-		Logger:  log,
-		Healthy: func() bool { return !draining.Load() && store.Usable() },
+		Brand:     cfg.Brand,
+		DocsURL:   cfg.DocsURL,
+		Logger:    log,
+		Healthy:   func() bool { return !draining.Load() && store.Usable() },
+		Telemetry: tel,
 	}, store, live, sandbox)
 
 	log.Info("edge starting", "version", version, "addr", cfg.Addr, "brand", cfg.Brand,
-		"demo", demo != nil, "sandbox", sandbox != nil, "tls", cfg.TLSCert != "")
+		"demo", demo != nil, "sandbox", sandbox != nil, "tls", cfg.TLSCert != "",
+		"traces_exporter", tel.TracesExporter())
+	if cfg.AdminAddr != "" {
+		wg.Add(1)
+		go func() { defer wg.Done(); serveAdmin(ctx, cfg.AdminAddr, tel, log) }()
+	}
 	return edge.Serve(ctx, edge.ServeConfig{
 		Addr:            cfg.Addr,
 		Handler:         handler,
@@ -115,15 +137,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 }
 
 // newCatalog builds the PMS access of one mode: client (retries, breaker),
-// mapping, cache.
-func newCatalog(cfg settings, baseURL string, mode keys.Mode, version string, log *slog.Logger) (upstream.Catalog, func(), error) {
+// mapping, cache, each reporting to telemetry.
+func newCatalog(cfg settings, baseURL string, mode keys.Mode, version string, log *slog.Logger, tel *observability.Telemetry) (upstream.Catalog, func(), error) {
 	log = log.With("pms", string(mode))
+	metrics := tel.Metrics()
 	client, err := upstream.NewClient(upstream.ClientConfig{
 		BaseURL:        baseURL,
 		Token:          cfg.PMSToken,
 		Version:        version,
 		CallTimeout:    cfg.PMSTimeout,
 		AttemptTimeout: cfg.PMSAttempt,
+		Transport:      tel.Transport(upstream.NewTransport(), upstream.ResendCount),
 		Logger:         log,
 	})
 	if err != nil {
@@ -133,6 +157,7 @@ func newCatalog(cfg settings, baseURL string, mode keys.Mode, version string, lo
 		Brand:      cfg.Brand,
 		CodeSource: cfg.CodeSource,
 		OnReject: func(r *mapping.Rejection) {
+			metrics.MappingRejected(context.Background(), r.Reason)
 			log.Warn("pms record rejected", "hotel_id", r.HotelID, "reason", string(r.Reason))
 		},
 	})
@@ -162,12 +187,18 @@ func reloadOnHangup(ctx context.Context, store *keys.Store, log *slog.Logger) {
 	}
 }
 
-func newLogger(w io.Writer, cfg settings) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
-	if cfg.LogFormat == "text" {
-		return slog.New(slog.NewTextHandler(w, opts))
+// serveAdmin serves /metrics and /debug/pprof/ until ctx is done. The admin
+// listener is auxiliary: failing to bind it is logged, never fatal.
+func serveAdmin(ctx context.Context, addr string, tel *observability.Telemetry, log *slog.Logger) {
+	err := edge.Serve(ctx, edge.ServeConfig{
+		Addr:     addr,
+		Handler:  observability.AdminHandler(tel.MetricsHandler()),
+		Logger:   log,
+		OnListen: func(a net.Addr) { log.Info("admin listening", "addr", a.String()) },
+	})
+	if err != nil {
+		log.Warn("admin listener unavailable; metrics and pprof are off", "error", err)
 	}
-	return slog.New(slog.NewJSONHandler(w, opts))
 }
 
 func buildVersion() string {
