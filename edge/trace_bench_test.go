@@ -1,0 +1,75 @@
+package edge_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/partner-edge/partner-edge/observability"
+	"github.com/partner-edge/partner-edge/upstream"
+	"github.com/partner-edge/partner-edge/upstream/cache"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+)
+
+// discardExporter drops spans: the cost measured is the instrumentation's,
+// not an exporter's.
+type discardExporter struct{}
+
+var _ sdktrace.SpanExporter = discardExporter{}
+
+func (discardExporter) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
+func (discardExporter) Shutdown(context.Context) error                             { return nil }
+
+// BenchmarkCachedListTelemetry reports the per-request cost of tracing and
+// metrics on the cached list path: compare the sub-benchmarks of one run
+// (off, sampled out, sampled in).
+func BenchmarkCachedListTelemetry(b *testing.B) {
+	for _, mode := range []struct{ name, sampler string }{
+		{"off", ""},
+		{"sampled_out", "always_off"},
+		{"sampled_in", "always_on"},
+	} {
+		b.Run(mode.name, func(b *testing.B) {
+			var tel *observability.Telemetry
+			if mode.sampler != "" {
+				env := map[string]string{"OTEL_TRACES_SAMPLER": mode.sampler}
+				var err error
+				tel, err = observability.New(context.Background(), observability.Config{
+					SpanExporter: discardExporter{}, Getenv: func(k string) string { return env[k] }})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer tel.Shutdown(context.Background())
+			}
+			h := newHarness(b, harnessOptions{tel: tel, catalogs: func(live, sb upstream.Catalog) (upstream.Catalog, upstream.Catalog) {
+				c := cache.New(live, cache.Config{Key: "aurora/live", TTL: time.Minute, Stale: time.Hour})
+				b.Cleanup(c.Close)
+				return c, sb
+			}})
+			handler := h.srv.Config.Handler
+			req := httptest.NewRequest(http.MethodGet, "/v1/properties?perPage=50", nil)
+			req.Header.Set("Authorization", "Bearer "+h.keys["live"])
+			req.Header.Set("User-Agent", "bench/1.0")
+			req.Header.Set("Traceparent", "00-"+parentTrace+"-"+parentSpan+"-01")
+			if mode.sampler == "always_off" {
+				req.Header.Set("Traceparent", "00-"+parentTrace+"-"+parentSpan+"-00")
+			}
+			warm := httptest.NewRecorder()
+			handler.ServeHTTP(warm, req)
+			if warm.Code != http.StatusOK {
+				b.Fatalf("warm-up: %d %s", warm.Code, warm.Body)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				w := httptest.NewRecorder()
+				handler.ServeHTTP(w, req)
+				if w.Code != http.StatusOK {
+					b.Fatalf("status %d", w.Code)
+				}
+			}
+		})
+	}
+}
