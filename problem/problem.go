@@ -47,6 +47,9 @@ func New(code Code, format string, args ...any) *Error {
 }
 
 func (e *Error) Error() string {
+	if e == nil { // a typed nil in a chain must not crash a logger
+		return "<nil>"
+	}
 	s := string(e.Code)
 	if e.Detail != "" {
 		s += ": " + e.Detail
@@ -57,16 +60,22 @@ func (e *Error) Error() string {
 	return s
 }
 
-func (e *Error) Unwrap() error { return e.Err }
+func (e *Error) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.Err
+}
 
 // Status is the HTTP status of the error's code.
 func (e *Error) Status() int { return Lookup(e.Code).Status }
 
 // From classifies err: the *Error in its chain, or INTERNAL_ERROR wrapping
-// it when there is none (including err == nil, which is a bug of the caller).
+// it when there is none (including err == nil or a nil *Error, which are
+// bugs of the caller).
 func From(err error) *Error {
 	var pe *Error
-	if errors.As(err, &pe) && Known(pe.Code) {
+	if errors.As(err, &pe) && pe != nil && Known(pe.Code) {
 		return pe
 	}
 	if err == nil {
