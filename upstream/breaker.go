@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -8,6 +9,8 @@ import (
 	"time"
 
 	"github.com/sony/gobreaker/v2"
+
+	"github.com/partner-edge/partner-edge/observability"
 )
 
 // Defaults of BreakerConfig.
@@ -93,7 +96,9 @@ type breaker struct {
 	openedAt time.Time
 }
 
-func newBreaker(name string, bc BreakerConfig, log *slog.Logger) *breaker {
+// newBreaker returns the breaker of one client. metrics, when not nil,
+// records its state (closed at once, then every change).
+func newBreaker(name string, bc BreakerConfig, log *slog.Logger, metrics *observability.PMSMetrics) *breaker {
 	b := &breaker{timeout: bc.OpenTimeout}
 	b.cb = gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{
 		Name:         name,
@@ -116,6 +121,9 @@ func newBreaker(name string, bc BreakerConfig, log *slog.Logger) *breaker {
 				b.mu.Unlock()
 			}
 			log.Info("pms circuit breaker state changed", "breaker", name, "from", from.String(), "to", to.String())
+			if metrics != nil {
+				metrics.BreakerState(context.Background(), observability.ParseBreakerState(to.String()))
+			}
 			if bc.OnStateChange != nil {
 				bc.OnStateChange(from.String(), to.String())
 			}
@@ -128,6 +136,9 @@ func newBreaker(name string, bc BreakerConfig, log *slog.Logger) *breaker {
 			return errors.As(err, &cg)
 		},
 	})
+	if metrics != nil {
+		metrics.BreakerState(context.Background(), observability.BreakerClosed)
+	}
 	return b
 }
 

@@ -11,6 +11,10 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/partner-edge/partner-edge/observability"
 )
 
 // PMS is the edge's view of one PMS: raw hotel records of a brand. Errors
@@ -39,12 +43,20 @@ var _ PMS = (*Client)(nil)
 //  4. the transport: one attempt, bounded by AttemptTimeout and
 //     MaxBodyBytes.
 //
+// With ClientConfig.Tracer, each logical call has one span (SpanListHotels
+// or SpanGetHotel) around all of this, and each attempt's request context
+// carries it, so a tracing WrapTransport makes the attempt spans its
+// children. With ClientConfig.Metrics, every attempt, retry and breaker
+// change is recorded; each attempt is also counted in the caller's
+// CallStats (CallerIDs.Stats).
+//
 // A Client is safe for concurrent use. It starts no goroutines of its own;
 // the transport's connection goroutines end with CloseIdleConnections or
 // the idle timeout.
 type Client struct {
 	cfg     ClientConfig
-	base    string // base URL without trailing slash
+	base    string                    // base URL without trailing slash
+	metrics *observability.PMSMetrics // nil: none
 	http    *http.Client
 	breaker *breaker
 	log     *slog.Logger
@@ -56,11 +68,18 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	send := cfg.Transport
+	if cfg.WrapTransport != nil {
+		if send = cfg.WrapTransport(cfg.Transport); send == nil {
+			return nil, errors.New("upstream: WrapTransport returned nil")
+		}
+	}
 	c := &Client{
-		cfg:  cfg,
-		base: strings.TrimRight(u.String(), "/"),
+		cfg:     cfg,
+		base:    strings.TrimRight(u.String(), "/"),
+		metrics: cfg.Metrics,
 		http: &http.Client{
-			Transport: roundTripOnly{cfg.Transport},
+			Transport: roundTripOnly{send},
 			Timeout:   cfg.AttemptTimeout,
 			// The PMS does not redirect; following one could carry the
 			// token elsewhere. A 3xx is an unexpected status.
@@ -68,7 +87,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		},
 		log: cfg.Logger,
 	}
-	c.breaker = newBreaker("pms "+u.Host, cfg.Breaker, cfg.Logger)
+	c.breaker = newBreaker("pms "+u.Host, cfg.Breaker, cfg.Logger, cfg.Metrics)
 	return c, nil
 }
 
@@ -76,7 +95,9 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 // "open".
 func (c *Client) BreakerState() string { return c.breaker.State() }
 
-// CloseIdleConnections closes the idle connections of the transport.
+// CloseIdleConnections closes the idle connections of ClientConfig.Transport
+// (not of the WrapTransport wrapper, which need not forward the call), if
+// it has a CloseIdleConnections method.
 func (c *Client) CloseIdleConnections() {
 	if ci, ok := c.cfg.Transport.(interface{ CloseIdleConnections() }); ok {
 		ci.CloseIdleConnections()
@@ -99,8 +120,9 @@ func (c *Client) setHeaders(ctx context.Context, h http.Header) {
 }
 
 // call runs fn as one logical call: under the call deadline and through the
-// breaker. It classifies the failure for the caller.
-func (c *Client) call(ctx context.Context, fn func(ctx context.Context) error) error {
+// breaker. It classifies the failure for the caller and records it on span,
+// the call's span, which ctx carries.
+func (c *Client) call(ctx context.Context, span trace.Span, fn func(ctx context.Context) error) error {
 	cctx, cancel := context.WithTimeout(ctx, c.cfg.CallTimeout)
 	defer cancel()
 	err := c.breaker.execute(func() error {
@@ -113,7 +135,9 @@ func (c *Client) call(ctx context.Context, fn func(ctx context.Context) error) e
 	if err == nil {
 		return nil
 	}
-	return c.toProblem(ctx, cctx, err)
+	perr := c.toProblem(ctx, cctx, err)
+	endCall(span, err, perr)
+	return perr
 }
 
 // hotelsURL is the list address of brand, or of one hotel when id is set.
@@ -135,9 +159,12 @@ type listPage struct {
 // last page. A cursor seen twice in one walk, an empty cursor, or more than
 // MaxPages pages is a failure (BAD_GATEWAY): the PMS would never end.
 func (c *Client) ListHotels(ctx context.Context, brand string) ([]json.RawMessage, error) {
+	ctx, span := c.startCall(ctx, SpanListHotels, AttrBrand.String(brand))
+	defer span.End()
 	var all []json.RawMessage
-	err := c.call(ctx, func(ctx context.Context) error {
-		all = nil
+	pages := 0
+	err := c.call(ctx, span, func(ctx context.Context) error {
+		all, pages = nil, 0
 		seen := make(map[string]struct{})
 		cursor := ""
 		for page := 1; ; page++ {
@@ -152,6 +179,7 @@ func (c *Client) ListHotels(ctx context.Context, brand string) ([]json.RawMessag
 			if err != nil {
 				return err
 			}
+			pages++
 			var p listPage
 			if err := json.Unmarshal(body, &p); err != nil {
 				return &answerError{reason: "list page is not the expected JSON", err: err}
@@ -173,6 +201,9 @@ func (c *Client) ListHotels(ctx context.Context, brand string) ([]json.RawMessag
 			seen[cursor] = struct{}{}
 		}
 	})
+	if span.IsRecording() {
+		span.SetAttributes(AttrPages.Int(pages), AttrRecords.Int(len(all)))
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -182,8 +213,10 @@ func (c *Client) ListHotels(ctx context.Context, brand string) ([]json.RawMessag
 // GetHotel returns the record of one hotel. A PMS 404 is PROPERTY_NOT_FOUND:
 // not retried, and not a failure for the breaker.
 func (c *Client) GetHotel(ctx context.Context, brand, id string) (json.RawMessage, error) {
+	ctx, span := c.startCall(ctx, SpanGetHotel, AttrBrand.String(brand), AttrHotelID.String(id))
+	defer span.End()
 	var rec json.RawMessage
-	err := c.call(ctx, func(ctx context.Context) error {
+	err := c.call(ctx, span, func(ctx context.Context) error {
 		body, err := c.do(ctx, c.hotelsURL(brand, id))
 		var se *statusError
 		if errors.As(err, &se) && se.status == http.StatusNotFound {

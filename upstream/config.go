@@ -6,6 +6,11 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/partner-edge/partner-edge/observability"
 )
 
 // Defaults of ClientConfig.
@@ -59,8 +64,35 @@ type ClientConfig struct {
 	Breaker BreakerConfig
 
 	// Transport sends each attempt. Nil means a tuned *http.Transport
-	// (see NewTransport). Observability wraps it to trace attempts.
+	// (see NewTransport). Client.CloseIdleConnections closes its idle
+	// connections if it has a CloseIdleConnections method.
 	Transport http.RoundTripper
+	// WrapTransport, when set, is called once by NewClient with Transport
+	// and its result sends the attempts instead, while
+	// Client.CloseIdleConnections still reaches Transport itself. It is
+	// the place for a tracing wrapper such as
+	//
+	//	func(rt http.RoundTripper) http.RoundTripper {
+	//		return tel.Transport(rt, upstream.ResendCount)
+	//	}
+	//
+	// because otelhttp's transport does not forward CloseIdleConnections:
+	// set as Transport, it would leave the pool unreachable. Each attempt's
+	// request context carries the logical call's span (see Tracer), so the
+	// wrapper's client spans are that span's children. Nil: Transport
+	// sends the attempts as is.
+	WrapTransport func(http.RoundTripper) http.RoundTripper
+
+	// Tracer starts one span per logical call (SpanListHotels,
+	// SpanGetHotel; see Client). Nil means no call spans (a no-op
+	// tracer): attempt spans of a tracing WrapTransport are then children
+	// of whatever span the caller's context holds.
+	Tracer trace.Tracer
+	// Metrics records every attempt (duration and outcome), every retry
+	// and every breaker state change of this PMS, and adds "pms.retry"
+	// events to the call span. Nil means none.
+	Metrics *observability.PMSMetrics
+
 	// Logger receives breaker state changes (info) and retry decisions
 	// (debug). Nil means no logging.
 	Logger *slog.Logger
@@ -144,6 +176,9 @@ func (cfg ClientConfig) withDefaults() (ClientConfig, *url.URL, error) {
 	}
 	if cfg.Transport == nil {
 		cfg.Transport = NewTransport()
+	}
+	if cfg.Tracer == nil {
+		cfg.Tracer = tracenoop.NewTracerProvider().Tracer("")
 	}
 	return cfg, u, nil
 }

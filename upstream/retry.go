@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
+
+	"github.com/partner-edge/partner-edge/observability"
 )
 
 // attempts is the retry policy of one HTTP request (a get, or one list
@@ -37,19 +39,30 @@ import (
 //     the partner's time.
 //   - budget: each retry takes a token from the shared RetryBudget; none
 //     left means no retry.
+//
+// Each attempt is recorded once (see record): counted in the caller's
+// CallStats when it starts, and, with ClientConfig.Metrics, its duration
+// and outcome when it ends; a retry is counted when it starts, with the
+// outcome of the attempt before it.
 type attempts struct {
 	c       *Client
 	resend  atomic.Int32 // the attempt under way, for ResendCount
 	retries int
 	wait    time.Duration
 	body    []byte
+
+	stats   *CallStats // the caller's; nil: none
+	started time.Time  // of the attempt under way
+	open    bool       // the attempt under way is not yet recorded
+	checked bool       // checkRetry has seen the attempt under way once
+	last    observability.PMSOutcome
 }
 
 // do runs one GET of u with retries and returns the body of its 200.
 // Errors are *statusError, *answerError, *transportError or a context
 // error (possibly wrapped).
 func (c *Client) do(ctx context.Context, u string) ([]byte, error) {
-	a := &attempts{c: c}
+	a := &attempts{c: c, stats: CallerIDsFrom(ctx).Stats}
 	req, err := retryablehttp.NewRequestWithContext(withResendCounter(ctx, &a.resend), http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err
@@ -57,22 +70,82 @@ func (c *Client) do(ctx context.Context, u string) ([]byte, error) {
 	c.setHeaders(ctx, req.Header)
 	req.SetResponseHandler(a.handle)
 	rc := &retryablehttp.Client{
-		HTTPClient:   c.http,
-		Logger:       retryLogger{c.log},
-		RetryWaitMin: c.cfg.Retry.WaitMin,
-		RetryWaitMax: c.cfg.Retry.WaitMax,
-		RetryMax:     c.cfg.Retry.MaxRetries,
-		CheckRetry:   a.checkRetry,
-		Backoff:      a.backoff,
-		ErrorHandler: a.giveUp,
-		// Called before each attempt with its number (0 first).
-		RequestLogHook: func(_ retryablehttp.Logger, _ *http.Request, i int) { a.resend.Store(int32(i)) },
+		HTTPClient:     c.http,
+		Logger:         retryLogger{c.log},
+		RetryWaitMin:   c.cfg.Retry.WaitMin,
+		RetryWaitMax:   c.cfg.Retry.WaitMax,
+		RetryMax:       c.cfg.Retry.MaxRetries,
+		CheckRetry:     a.check,
+		Backoff:        a.backoff,
+		ErrorHandler:   a.giveUp,
+		RequestLogHook: a.begin,
 	}
 	c.cfg.Retry.Budget.Request()
-	if _, err := rc.Do(req); err != nil {
+	_, err = rc.Do(req)
+	if a.open { // not reached through check; kept as a safety net
+		a.record(req.Context(), nil, err)
+	}
+	if err != nil {
 		return nil, err
 	}
 	return a.body, nil
+}
+
+// begin is retryablehttp's RequestLogHook, called before each attempt with
+// its number (0 first).
+func (a *attempts) begin(_ retryablehttp.Logger, r *http.Request, i int) {
+	a.resend.Store(int32(i))
+	if i > 0 && a.c.metrics != nil {
+		a.c.metrics.Retry(r.Context(), a.last)
+	}
+	a.stats.AddAttempt()
+	a.started, a.open, a.checked = time.Now(), true, false
+}
+
+// check is retryablehttp's CheckRetry around checkRetry. retryablehttp
+// calls it once per attempt with the attempt's error or response, and,
+// when that says "no retry" for a response, once more with the result of
+// the response handler (handle): the attempt ends at the last of these.
+func (a *attempts) check(ctx context.Context, resp *http.Response, err error) (bool, error) {
+	retry, cerr := a.checkRetry(ctx, resp, err)
+	if a.open && (retry || err != nil || resp == nil || a.checked) {
+		a.record(ctx, resp, err)
+	}
+	a.checked = true
+	return retry, cerr
+}
+
+// record ends the attempt under way: its outcome, kept for the retry it may
+// cause, and its duration.
+func (a *attempts) record(ctx context.Context, resp *http.Response, err error) {
+	a.open = false
+	a.last = attemptOutcome(ctx, resp, err)
+	if a.c.metrics != nil {
+		a.c.metrics.Attempt(ctx, a.last, time.Since(a.started))
+	}
+}
+
+// attemptOutcome classifies how one attempt ended. An unusable 200 answer
+// (answerError) is "ok": the outcome describes the HTTP exchange; the call
+// span's problem code (BAD_GATEWAY) tells the rest.
+func attemptOutcome(ctx context.Context, resp *http.Response, err error) observability.PMSOutcome {
+	var (
+		se *statusError
+		ae *answerError
+	)
+	switch {
+	case errors.As(err, &se):
+		return observability.OutcomeOfStatus(se.status)
+	case errors.As(err, &ae):
+		return observability.PMSOK
+	case err == nil && resp != nil:
+		return observability.OutcomeOfStatus(resp.StatusCode)
+	case errors.Is(ctx.Err(), context.Canceled):
+		return observability.PMSCanceled
+	case ctx.Err() != nil, errors.Is(err, context.DeadlineExceeded), isTimeout(err):
+		return observability.PMSTimeout
+	}
+	return observability.PMSConnection
 }
 
 // handle reads the answer of an attempt that got a response and no
