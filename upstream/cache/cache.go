@@ -55,6 +55,7 @@ import (
 	gocache "github.com/patrickmn/go-cache"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/problem"
 	"github.com/partner-edge/partner-edge/upstream"
 )
@@ -73,6 +74,7 @@ type Cache struct {
 	now          func() time.Time
 	log          *slog.Logger
 	onOutcome    func(string)
+	metrics      *observability.PMSMetrics // nil: none
 
 	snapKey    string
 	propPrefix string
@@ -114,6 +116,7 @@ func New(inner upstream.Catalog, cfg Config) *Cache {
 		now:         cfg.Now,
 		log:         cfg.Logger,
 		onOutcome:   cfg.OnOutcome,
+		metrics:     cfg.Metrics,
 		snapKey:     cfg.Key + "/snapshot",
 		propPrefix:  cfg.Key + "/property/",
 	}
@@ -172,10 +175,20 @@ func (c *Cache) track() bool {
 	return true
 }
 
-func (c *Cache) outcome(o string) {
+// outcome reports o for the call of ctx: to OnOutcome, and, unless it is
+// a refresh (not the caller's answer), to the metrics and the caller's
+// CallStats.
+func (c *Cache) outcome(ctx context.Context, o string) {
 	if c.onOutcome != nil {
 		c.onOutcome(o)
 	}
+	if o == OutcomeRefresh {
+		return
+	}
+	if c.metrics != nil {
+		c.metrics.Cache(ctx, observability.CacheOutcome(o))
+	}
+	upstream.CallerIDsFrom(ctx).Stats.SetCacheOutcome(o)
 }
 
 func ledOutcome(led bool) string {
@@ -217,8 +230,15 @@ func (c *Cache) refresh(ctx context.Context, flag *atomic.Bool, key string, fn l
 		flag.Store(false)
 		return
 	}
-	c.outcome(OutcomeRefresh)
+	c.outcome(ctx, OutcomeRefresh)
 	vals := context.WithoutCancel(ctx)
+	// The refresh's attempts are not the triggering request's: that
+	// request was answered from the cache (its access line says hit, 0
+	// attempts). Its ids stay, for the PMS and the logs.
+	if ids := upstream.CallerIDsFrom(vals); ids.Stats != nil {
+		ids.Stats = nil
+		vals = upstream.WithCallerIDs(vals, ids)
+	}
 	go func() {
 		defer c.wg.Done()
 		defer flag.Store(false)

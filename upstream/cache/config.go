@@ -3,6 +3,8 @@ package cache
 import (
 	"log/slog"
 	"time"
+
+	"github.com/partner-edge/partner-edge/observability"
 )
 
 // Defaults of Config. They match EDGE_CACHE_TTL and EDGE_CACHE_STALE
@@ -81,4 +83,12 @@ type Config struct {
 	// disabled), and with OutcomeRefresh when a background refresh starts.
 	// It must be fast and safe for concurrent use (a metrics counter).
 	OnOutcome func(outcome string)
+
+	// Metrics, if not nil, counts every caller outcome (hit, miss, stale,
+	// coalesced: each Snapshot or Property call that OnOutcome reports,
+	// refreshes excepted) and adds a "cache.lookup" event to the span of
+	// the caller's context. Nil means no metrics. Independently of it, the
+	// outcome is set on the caller's upstream.CallStats, when its context
+	// carries one (upstream.CallerIDs.Stats).
+	Metrics *observability.PMSMetrics
 }

@@ -26,7 +26,7 @@ func (c *Cache) Property(ctx context.Context, id string) (*upstream.Item, error)
 		return c.inner.Property(ctx, id)
 	}
 	if s := c.freshSnapshot(ctx); s != nil {
-		c.outcome(OutcomeHit)
+		c.outcome(ctx, OutcomeHit)
 		if it, ok := s.val.Get(id); ok {
 			return it, nil
 		}
@@ -38,7 +38,7 @@ func (c *Cache) Property(ctx context.Context, id string) (*upstream.Item, error)
 			if age >= c.refreshAfter && !e.refreshing.Load() {
 				c.refresh(ctx, &e.refreshing, key, c.itemLoader(key, id))
 			}
-			c.outcome(OutcomeHit)
+			c.outcome(ctx, OutcomeHit)
 			return e.val, nil
 		}
 	}
@@ -46,17 +46,17 @@ func (c *Cache) Property(ctx context.Context, id string) (*upstream.Item, error)
 	if err != nil {
 		if servable(ctx, err) {
 			if it, ok := c.staleItem(key, id); ok {
-				c.outcome(OutcomeStale)
+				c.outcome(ctx, OutcomeStale)
 				c.log.DebugContext(ctx, "cache served stale property", "key", key, "error", err)
 				return it, nil
 			}
 		}
 		if ctx.Err() == nil {
-			c.outcome(ledOutcome(led))
+			c.outcome(ctx, ledOutcome(led))
 		}
 		return nil, err
 	}
-	c.outcome(ledOutcome(led))
+	c.outcome(ctx, ledOutcome(led))
 	return v.(*itemEntry).val, nil
 }
 

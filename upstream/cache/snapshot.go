@@ -18,25 +18,25 @@ func (c *Cache) Snapshot(ctx context.Context) (*upstream.Snapshot, error) {
 		return c.inner.Snapshot(ctx)
 	}
 	if e := c.freshSnapshot(ctx); e != nil {
-		c.outcome(OutcomeHit)
+		c.outcome(ctx, OutcomeHit)
 		return e.val, nil
 	}
 	v, led, err := c.load(ctx, c.snapKey, c.loadSnap)
 	if err != nil {
 		if servable(ctx, err) {
 			if e := get[*upstream.Snapshot](c, c.snapKey); e != nil && c.now().Sub(e.loadedAt) < c.stale {
-				c.outcome(OutcomeStale)
+				c.outcome(ctx, OutcomeStale)
 				c.log.DebugContext(ctx, "cache served stale snapshot", "key", c.snapKey,
 					"age", c.now().Sub(e.loadedAt), "error", err)
 				return e.val, nil
 			}
 		}
 		if ctx.Err() == nil {
-			c.outcome(ledOutcome(led))
+			c.outcome(ctx, ledOutcome(led))
 		}
 		return nil, err
 	}
-	c.outcome(ledOutcome(led))
+	c.outcome(ctx, ledOutcome(led))
 	return v.(*snapEntry).val, nil
 }
 
