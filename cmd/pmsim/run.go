@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
 
@@ -19,7 +20,14 @@ const shutdownGrace = 5 * time.Second
 // run parses args, serves the simulator until ctx ends, then shuts down
 // gracefully. The first line on stdout is "pmsim listening on <URL>", with
 // the real port when --addr asks for port 0.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+//
+// The simulator is traced like the edge (pmsim.Instrument): a server span
+// per request, named by route template, continuing the caller's
+// traceparent, with service.name "pmsim" (OTEL_SERVICE_NAME is not
+// consulted: the edge's and the simulator's spans must stay apart). Spans
+// are exported as the OTEL_* variables say (observability.New); with none
+// set, nothing leaves the process. Telemetry is flushed on exit.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) (err error) {
 	var (
 		cfg    pmsim.Config
 		faults pmsim.Faults
@@ -63,16 +71,29 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 
+	tel, err := observability.New(ctx, observability.Config{ServiceName: "pmsim", Getenv: getenv})
+	if err != nil {
+		return fmt.Errorf("telemetry: %w", err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		defer cancel()
+		if terr := tel.Shutdown(sctx); terr != nil && err == nil {
+			err = fmt.Errorf("telemetry shutdown: %w", terr)
+		}
+	}()
+
 	sim := pmsim.New(cfg)
 	sim.SetFaults(faults)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("--addr %q: %w", addr, err)
 	}
-	srv := &http.Server{Handler: sim, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: pmsim.Instrument(sim, tel), ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(stdout, "pmsim listening on http://%s\n", ln.Addr())
 	fmt.Fprintf(stdout, "brands %v, %d hotels each, seed %d; try: curl 'http://%s/internal/v2/brands/%s/hotels?limit=2'\n",
 		sim.Brands(), cfg.HotelsPerBrand, cfg.Seed, ln.Addr(), sim.Brands()[0])
+	fmt.Fprintf(stdout, "traces exporter: %s\n", tel.TracesExporter())
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
