@@ -1,0 +1,215 @@
+package cache_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/partner-edge/partner-edge/observability"
+	"github.com/partner-edge/partner-edge/upstream"
+	"github.com/partner-edge/partner-edge/upstream/cache"
+	"github.com/partner-edge/partner-edge/upstream/pmsim"
+)
+
+// observedStack is the real chain over loopback (pmsim, client, Direct,
+// Cache) with the client and the cache recording into one Telemetry (real
+// SDK: in-memory spans, manual metric reader).
+type observedStack struct {
+	*stack
+	tel    *observability.Telemetry
+	exp    *tracetest.InMemoryExporter
+	reader *sdkmetric.ManualReader
+}
+
+func newObservedStack(t *testing.T, cfg cache.Config) *observedStack {
+	t.Helper()
+	o := &observedStack{exp: tracetest.NewInMemoryExporter(), reader: sdkmetric.NewManualReader()}
+	var err error
+	o.tel, err = observability.New(context.Background(), observability.Config{
+		SpanExporter: o.exp, MetricReader: o.reader, Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = o.tel.Shutdown(context.Background()) })
+	pms := o.tel.Metrics().PMS("live")
+
+	sim := pmsim.New(pmsim.Config{Seed: 7, Brands: 1, HotelsPerBrand: 40})
+	srv := httptest.NewServer(sim)
+	t.Cleanup(srv.Close)
+	client, err := upstream.NewClient(upstream.ClientConfig{
+		BaseURL:        srv.URL,
+		CallTimeout:    2 * time.Second,
+		AttemptTimeout: time.Second,
+		Retry:          upstream.RetryConfig{WaitMin: time.Millisecond, WaitMax: 5 * time.Millisecond},
+		Tracer:         o.tel.Tracer(),
+		Metrics:        pms,
+		WrapTransport:  func(rt http.RoundTripper) http.RoundTripper { return o.tel.Transport(rt, upstream.ResendCount) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(client.CloseIdleConnections)
+	cfg.Key = "aurora/live"
+	cfg.Metrics = pms
+	c := cache.New(upstream.NewDirect(client, upstream.DirectOptions{Brand: "aurora"}), cfg)
+	t.Cleanup(c.Close)
+	o.stack = &stack{sim: sim, client: client, cache: c}
+	return o
+}
+
+// result is what one partner request left: its CallStats and its span.
+type result struct {
+	stats *upstream.CallStats
+	span  tracetest.SpanStub
+	err   error
+}
+
+// call is one partner request: a server-like span and CallStats around a
+// Snapshot. Safe to run in another goroutine.
+func (o *observedStack) call(ctx context.Context) result {
+	stats := new(upstream.CallStats)
+	ctx = upstream.WithCallerIDs(ctx, upstream.CallerIDs{RequestID: "req_x", Stats: stats})
+	ctx, span := o.tel.Tracer().Start(ctx, "edge request", trace.WithSpanKind(trace.SpanKindServer))
+	_, err := o.cache.Snapshot(ctx)
+	span.End()
+	for _, s := range o.exp.GetSpans() {
+		if s.SpanContext.SpanID() == span.SpanContext().SpanID() {
+			return result{stats, s, err}
+		}
+	}
+	return result{stats, tracetest.SpanStub{}, errors.New("request span not exported")}
+}
+
+// lookups is partner_edge.cache.lookups for pms live and outcome.
+func (o *observedStack) lookups(t *testing.T, outcome string) int64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := o.reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name != "partner_edge.cache.lookups" {
+				continue
+			}
+			for _, p := range m.Data.(metricdata.Sum[int64]).DataPoints {
+				pms, _ := p.Attributes.Value("pms")
+				out, _ := p.Attributes.Value("outcome")
+				if pms.AsString() == "live" && out.AsString() == outcome {
+					n += p.Value
+				}
+			}
+		}
+	}
+	return n
+}
+
+// lookupEvent is the outcome of the span's cache.lookup event, "" if none
+// (more than one is an error).
+func lookupEvent(t *testing.T, s tracetest.SpanStub) string {
+	t.Helper()
+	out := ""
+	for _, e := range s.Events {
+		if e.Name != observability.EventCacheLookup {
+			continue
+		}
+		if out != "" {
+			t.Errorf("span has more than one cache.lookup event")
+		}
+		for _, kv := range e.Attributes {
+			if kv.Key == observability.AttrCacheOutcome {
+				out = kv.Value.AsString()
+			}
+		}
+	}
+	return out
+}
+
+func (o *observedStack) wantOutcome(t *testing.T, r result, outcome string, attempts int) {
+	t.Helper()
+	if r.err != nil {
+		t.Fatalf("%s: %v", outcome, r.err)
+	}
+	stats, span := r.stats, r.span
+	if got := stats.CacheOutcome(); got != outcome {
+		t.Errorf("CallStats.CacheOutcome = %q, want %q", got, outcome)
+	}
+	if got := lookupEvent(t, span); got != outcome {
+		t.Errorf("span cache.lookup event outcome %q, want %q", got, outcome)
+	}
+	if got := stats.Attempts(); got != attempts {
+		t.Errorf("%s: CallStats.Attempts = %d, want %d", outcome, got, attempts)
+	}
+}
+
+// Miss, hit, stale and coalesced are each counted in
+// partner_edge.cache.lookups, set on the caller's CallStats and added as a
+// cache.lookup event to the caller's span; the attempts are counted for the
+// caller that led the load only.
+func TestCacheOutcomesRecorded(t *testing.T) {
+	clk := &fakeNow{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+	start := clk.Now()
+	o := newObservedStack(t, cache.Config{TTL: time.Minute, RefreshAhead: 1, Now: clk.Now})
+	ctx := context.Background()
+	for _, out := range observability.CacheOutcomes {
+		if n := o.lookups(t, string(out)); n != 0 {
+			t.Fatalf("%s = %d before any lookup", out, n)
+		}
+	}
+
+	o.wantOutcome(t, o.call(ctx), cache.OutcomeMiss, 1)
+	o.wantOutcome(t, o.call(ctx), cache.OutcomeHit, 0)
+
+	// Stale: past TTL with the PMS failing, three attempts, old data served.
+	o.sim.SetFaults(pmsim.Faults{ErrorStatus: http.StatusBadGateway})
+	clk.Set(start.Add(2 * time.Minute))
+	o.wantOutcome(t, o.call(ctx), cache.OutcomeStale, 3)
+
+	// Coalesced: a second caller joins a load in flight.
+	o.sim.SetFaults(pmsim.Faults{Latency: 300 * time.Millisecond})
+	before := o.sim.ListRequests()
+	leader := make(chan result, 1)
+	go func() { leader <- o.call(ctx) }()
+	for o.sim.ListRequests() == before { // the leader's load reached the PMS
+		time.Sleep(time.Millisecond)
+	}
+	o.wantOutcome(t, o.call(ctx), cache.OutcomeCoalesced, 0)
+	o.wantOutcome(t, <-leader, cache.OutcomeMiss, 1)
+
+	for out, want := range map[string]int64{"hit": 1, "miss": 2, "stale": 1, "coalesced": 1} {
+		if n := o.lookups(t, out); n != want {
+			t.Errorf("partner_edge.cache.lookups{outcome=%q} = %d, want %d", out, n, want)
+		}
+	}
+}
+
+// A hit that starts a refresh-ahead is still a hit with no attempts on the
+// request's CallStats: the background load's attempts are nobody's.
+func TestRefreshAttemptsNotChargedToHit(t *testing.T) {
+	clk := &fakeNow{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+	o := newObservedStack(t, cache.Config{TTL: time.Minute, RefreshAhead: 0.5, Now: clk.Now})
+	ctx := context.Background()
+	o.wantOutcome(t, o.call(ctx), cache.OutcomeMiss, 1)
+	clk.Set(clk.Now().Add(40 * time.Second)) // past RefreshAhead*TTL, within TTL
+	hit := o.call(ctx)
+	// An attempt is counted before it leaves the client: once the PMS has
+	// seen the refresh, a wrongly charged attempt would show.
+	for deadline := time.Now().Add(5 * time.Second); o.sim.ListRequests() != 2; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("PMS list requests %d, want 2 (the refresh)", o.sim.ListRequests())
+		}
+	}
+	o.wantOutcome(t, hit, cache.OutcomeHit, 0)
+	if n := o.lookups(t, "hit"); n != 1 {
+		t.Errorf("hits = %d, want 1 (a refresh is not a lookup)", n)
+	}
+}
