@@ -26,7 +26,10 @@ const shutdownGrace = 5 * time.Second
 // traceparent, with service.name "pmsim" (OTEL_SERVICE_NAME is not
 // consulted: the edge's and the simulator's spans must stay apart). Spans
 // are exported as the OTEL_* variables say (observability.New); with none
-// set, nothing leaves the process. Telemetry is flushed on exit.
+// set, nothing leaves the process. The simulator has no metrics of its own,
+// so none are exported (OTEL_METRICS_EXPORTER is read as none): the edge's
+// instruments, all zero, would only add noise under service "pmsim".
+// Telemetry is flushed on exit.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) (err error) {
 	var (
 		cfg    pmsim.Config
@@ -71,7 +74,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 
-	tel, err := observability.New(ctx, observability.Config{ServiceName: "pmsim", Getenv: getenv})
+	telEnv := func(k string) string {
+		if k == "OTEL_METRICS_EXPORTER" {
+			return "none"
+		}
+		return getenv(k)
+	}
+	tel, err := observability.New(ctx, observability.Config{ServiceName: "pmsim", Getenv: telEnv})
 	if err != nil {
 		return fmt.Errorf("telemetry: %w", err)
 	}
