@@ -25,6 +25,7 @@ import (
 	"github.com/partner-edge/partner-edge/problem"
 	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
+	"go.opentelemetry.io/otel/trace"
 )
 
 const (
@@ -112,19 +113,22 @@ func instrument(h http.Handler, tel *observability.Telemetry) http.Handler {
 	if tel == nil {
 		return h
 	}
-	return tel.Middleware()(h)
+	return pmsim.Instrument(h, tel)
 }
 
 func newCatalog(t testing.TB, baseURL string, tel *observability.Telemetry) upstream.Catalog {
 	t.Helper()
-	var transport http.RoundTripper
+	var wrap func(http.RoundTripper) http.RoundTripper
+	var tracer trace.Tracer
 	if tel != nil {
-		transport = tel.Transport(upstream.NewTransport(), upstream.ResendCount)
+		wrap = func(rt http.RoundTripper) http.RoundTripper { return tel.Transport(rt, upstream.ResendCount) }
+		tracer = tel.Tracer()
 	}
 	// Short deadlines and a small breaker keep the failure tests fast.
 	c, err := upstream.NewClient(upstream.ClientConfig{
 		BaseURL:        baseURL,
-		Transport:      transport,
+		WrapTransport:  wrap,
+		Tracer:         tracer,
 		CallTimeout:    600 * time.Millisecond,
 		AttemptTimeout: 250 * time.Millisecond,
 		Retry:          upstream.RetryConfig{WaitMin: time.Millisecond, WaitMax: 5 * time.Millisecond},

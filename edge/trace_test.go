@@ -122,6 +122,21 @@ func TestOneTracePartnerToPMS(t *testing.T) {
 	if sims == 0 {
 		t.Errorf("no simulator server span: %v", names(spans))
 	}
+	// The attempts hang under one span for the logical PMS call.
+	var call *tracetest.SpanStub
+	for i := range spans {
+		if spans[i].Name == "pms.get_hotel" {
+			call = &spans[i]
+		}
+	}
+	if call == nil || call.Parent.SpanID() != server.SpanContext.SpanID() {
+		t.Fatalf("no pms.get_hotel span under the edge span: %v", names(spans))
+	}
+	for _, s := range spans {
+		if s.SpanKind == trace.SpanKindClient && s.Parent.SpanID() != call.SpanContext.SpanID() {
+			t.Errorf("attempt span %q is not a child of the call span", s.Name)
+		}
+	}
 }
 
 // Issue 4, acceptance 2: the W3C trace-context vectors at the edge: valid

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
 
@@ -24,16 +25,20 @@ type demoEnv struct {
 	liveKey, testKey string
 	servers          []*http.Server
 	dir              string
+	tel              *observability.Telemetry // the simulators' own, as service "pmsim"
 }
 
 // startDemo starts the simulators and points cfg at them. A key file given
 // by the operator is used as is; otherwise demo keys are minted.
-func startDemo(ctx context.Context, cfg *settings, log *slog.Logger) (*demoEnv, error) {
+func startDemo(ctx context.Context, cfg *settings, getenv func(string) string, log *slog.Logger) (*demoEnv, error) {
 	d := &demoEnv{}
 	if cfg.Brand == "" {
 		cfg.Brand = "aurora"
 	}
 	var err error
+	if d.tel, err = observability.New(ctx, observability.Config{ServiceName: "pmsim", Getenv: getenv}); err != nil {
+		return nil, err
+	}
 	if cfg.PMSBaseURL, err = d.serveSim(pmsim.New(pmsim.Config{Seed: 1})); err != nil {
 		return nil, err
 	}
@@ -57,7 +62,7 @@ func (d *demoEnv) serveSim(sim *pmsim.Sim) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	srv := &http.Server{Handler: sim, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: pmsim.Instrument(sim, d.tel), ReadHeaderTimeout: 5 * time.Second}
 	d.servers = append(d.servers, srv)
 	go func() { _ = srv.Serve(ln) }() // ends when close shuts srv down
 	return "http://" + ln.Addr().String(), nil
@@ -100,6 +105,11 @@ func (d *demoEnv) close() {
 	}
 	if d.dir != "" {
 		_ = os.RemoveAll(d.dir)
+	}
+	if d.tel != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = d.tel.Shutdown(ctx)
+		cancel()
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -67,7 +68,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	var demo *demoEnv
 	if cfg.PMSBaseURL == "" {
-		if demo, err = startDemo(ctx, &cfg, log); err != nil {
+		if demo, err = startDemo(ctx, &cfg, getenv, log); err != nil {
 			return fmt.Errorf("start the demo: %w", err)
 		}
 		defer demo.close()
@@ -141,13 +142,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 func newCatalog(cfg settings, baseURL string, mode keys.Mode, version string, log *slog.Logger, tel *observability.Telemetry) (upstream.Catalog, func(), error) {
 	log = log.With("pms", string(mode))
 	metrics := tel.Metrics()
+	pm := metrics.PMS(string(mode))
 	client, err := upstream.NewClient(upstream.ClientConfig{
 		BaseURL:        baseURL,
 		Token:          cfg.PMSToken,
 		Version:        version,
 		CallTimeout:    cfg.PMSTimeout,
 		AttemptTimeout: cfg.PMSAttempt,
-		Transport:      tel.Transport(upstream.NewTransport(), upstream.ResendCount),
+		Tracer:         tel.Tracer(),
+		Metrics:        pm,
+		WrapTransport:  func(rt http.RoundTripper) http.RoundTripper { return tel.Transport(rt, upstream.ResendCount) },
 		Logger:         log,
 	})
 	if err != nil {
@@ -167,6 +171,7 @@ func newCatalog(cfg settings, baseURL string, mode keys.Mode, version string, lo
 		Stale:       cfg.CacheStale,
 		LoadTimeout: cfg.PMSTimeout,
 		Logger:      log,
+		Metrics:     pm,
 	})
 	return c, c.Close, nil
 }

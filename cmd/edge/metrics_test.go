@@ -1,0 +1,140 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/upstream/pmsim"
+)
+
+var adminListening = regexp.MustCompile(`"msg":"admin listening","addr":"([^"]+)"`)
+
+// Issue 4, acceptance 4: after traffic, /metrics on the admin listener has
+// each metric with the expected counts; pprof is there and only there.
+func TestMetricsScrape(t *testing.T) {
+	sim := pmsim.New(pmsim.Config{Seed: 3})
+	simSrv := httptest.NewServer(sim)
+	defer simSrv.Close()
+	keysFile := filepath.Join(t.TempDir(), "keys.json")
+	key, rec := mint(t, keys.ModeLive)
+	writeKeys(t, keysFile, rec)
+	s := start(t, map[string]string{
+		"EDGE_ADDR": "127.0.0.1:0", "EDGE_ADMIN_ADDR": "127.0.0.1:0", "EDGE_BRAND": "aurora",
+		"EDGE_KEYS_FILE": keysFile, "PMS_BASE_URL": simSrv.URL, "EDGE_CACHE_TTL": "1h", "EDGE_CACHE_STALE": "2h",
+		"EDGE_PMS_ATTEMPT_TIMEOUT": "300ms", "EDGE_PMS_TIMEOUT": "2s",
+	})
+	base := "http://" + waitListening(t, s) + "/v1/"
+	waitHealthy(t, base)
+	var admin string
+	eventually(t, func() bool {
+		m := adminListening.FindStringSubmatch(s.stderr.String())
+		if m != nil {
+			admin = "http://" + m[1]
+		}
+		return m != nil
+	})
+
+	// One failing get: three PMS attempts (two retries), a 502.
+	sim.SetFaults(pmsim.Faults{ErrorRate: 1, ErrorStatus: 500})
+	if code := call(t, base+"properties/00000000-0000-4000-8000-000000000001", key); code != 502 {
+		t.Fatalf("failing get: %d", code)
+	}
+	sim.Heal()
+	// A list: a miss, then a hit; a 404 route; a 401.
+	for _, want := range []int{200, 200} {
+		if code := call(t, base+"properties", key); code != want {
+			t.Fatalf("list: %d", code)
+		}
+	}
+	if code := call(t, base+"nowhere", key); code != 404 {
+		t.Fatalf("404: %d", code)
+	}
+	if code := call(t, base+"properties", "svc_live_"+strings.Repeat("x", 30)); code != 401 {
+		t.Fatalf("401: %d", code)
+	}
+
+	body := scrape(t, admin+"/metrics")
+	for _, tc := range []struct {
+		series string
+		want   float64
+	}{
+		{`partner_edge_pms_attempt_duration_seconds_count{outcome="http_5xx",pms="live"`, 3},
+		{`partner_edge_pms_retries_total{outcome="http_5xx",pms="live"`, 2},
+		{`partner_edge_cache_lookups_total{outcome="miss",pms="live"`, 2},
+		{`partner_edge_cache_lookups_total{outcome="hit",pms="live"`, 1},
+		{`partner_edge_pms_breaker_state{pms="live"`, 0},
+		{`partner_edge_problem_responses_total{code="BAD_GATEWAY"`, 1},
+		{`partner_edge_problem_responses_total{code="ROUTE_NOT_FOUND"`, 1},
+		{`partner_edge_problem_responses_total{code="INVALID_API_KEY"`, 1},
+		{`http_server_request_duration_seconds_count{http_request_method="GET",http_response_status_code="200",http_route="/v1/properties"`, 2},
+		{`http_server_request_duration_seconds_count{http_request_method="GET",http_response_status_code="502",http_route="/v1/properties/{propertyId}"`, 1},
+		{`http_server_active_requests{http_request_method="GET"`, 0},
+	} {
+		if got, ok := value(body, tc.series); !ok || got != tc.want {
+			t.Errorf("%s = %v (found %v), want %v", tc.series, got, ok, tc.want)
+		}
+	}
+	if got, ok := value(body, `partner_edge_mapping_rejections_total{reason="invalid_id"`); !ok || got < 1 {
+		t.Errorf("mapping rejections not counted: %v", got)
+	}
+	for _, name := range []string{"partner_edge_keys_reloads_total"} {
+		if !strings.Contains(body, name) {
+			t.Errorf("%s missing", name)
+		}
+	}
+	if !strings.Contains(scrape(t, admin+"/debug/pprof/"), "goroutine") {
+		t.Errorf("no pprof on the admin listener")
+	}
+	if code := call(t, base+"../debug/pprof/", key); code == 200 {
+		t.Errorf("pprof reachable on the public listener")
+	}
+}
+
+func scrape(t *testing.T, url string) string {
+	t.Helper()
+	c := http.Client{Timeout: 5 * time.Second}
+	res, err := c.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return string(b)
+}
+
+var sample = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)\{(.*)\} (\S+)$`)
+var labelPair = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"`)
+
+// value finds the sample of series, written as name{label="v",...} with a
+// subset of its labels, in a Prometheus text exposition.
+func value(body, series string) (float64, bool) {
+	name, want, _ := strings.Cut(series, "{")
+	wantLabels := labelPair.FindAllStringSubmatch(want, -1)
+	for _, line := range strings.Split(body, "\n") {
+		m := sample.FindStringSubmatch(line)
+		if m == nil || m[1] != name {
+			continue
+		}
+		have := map[string]string{}
+		for _, kv := range labelPair.FindAllStringSubmatch(m[2], -1) {
+			have[kv[1]] = kv[2]
+		}
+		match := true
+		for _, kv := range wantLabels {
+			match = match && have[kv[1]] == kv[2]
+		}
+		if match {
+			f, err := strconv.ParseFloat(m[3], 64)
+			return f, err == nil
+		}
+	}
+	return 0, false
+}
