@@ -23,7 +23,7 @@ func (s *server) checkAccept(next http.Handler) http.Handler {
 
 func acceptsJSON(vs []string) bool {
 	for _, v := range vs {
-		for _, rng := range strings.Split(v, ",") {
+		for rng := range strings.SplitSeq(v, ",") {
 			mt, params, _ := strings.Cut(rng, ";")
 			mt = strings.ToLower(strings.TrimSpace(mt))
 			if mt != "*/*" && mt != "application/*" && mt != "application/json" {
@@ -40,7 +40,7 @@ func acceptsJSON(vs []string) bool {
 // qualityPositive reads the q parameter of a media range; absent is 1, and a
 // malformed q counts as 0 (RFC 9110 section 12.4.2).
 func qualityPositive(params string) bool {
-	for _, p := range strings.Split(params, ";") {
+	for p := range strings.SplitSeq(params, ";") {
 		name, val, _ := strings.Cut(p, "=")
 		if !strings.EqualFold(strings.TrimSpace(name), "q") {
 			continue

@@ -62,7 +62,7 @@ func (s *server) handleListProperties() http.Handler {
 			s.failUpstream(w, r, err)
 			return
 		}
-		s.writePage(w, r, pageOf(snap.Active, key, q[0], q[1]))
+		s.writePage(w, r, pageOf(snap, key, q[0], q[1]))
 	})
 }
 
@@ -103,23 +103,26 @@ func propertyNotFound(id string) *problem.Error {
 
 // page is one page of a list, with the numbers of its pagination object.
 type page struct {
+	// joined is the page's items, pre-joined by the snapshot, for a key
+	// that sees every property; items is the page otherwise.
+	joined       []byte
 	items        []*upstream.Item
 	number, size int64
 	total        int64
 }
 
 // pageOf selects page number of size from the active items the key may see.
-func pageOf(active []*upstream.Item, key *keys.Key, number, size int64) page {
+func pageOf(snap *upstream.Snapshot, key *keys.Key, number, size int64) page {
 	p := page{number: number, size: size}
 	start := (number - 1) * size
 	if key.AllProperties() {
-		p.total = int64(len(active))
+		p.total = int64(len(snap.Active))
 		if start < p.total {
-			p.items = active[start:min(start+size, p.total)]
+			p.joined = snap.ActiveJSON(int(start), int(min(start+size, p.total)))
 		}
 		return p
 	}
-	for _, it := range active {
+	for _, it := range snap.Active {
 		if !key.CanSee(it.ID) {
 			continue
 		}

@@ -21,13 +21,20 @@ var listParams = []intParam{
 	{name: "perPage", def: 50, min: 1, max: 100},
 }
 
-// parseQuery validates raw against the allow-list params and returns the
-// value of each param (its default when absent). The checks run in the
-// order of DECISIONS.md section 5: unparseable (400 MALFORMED_QUERY_STRING),
-// unknown names (400), malformed or repeated values (400), out of range
-// (422); every problem of the first failing class is listed.
-func parseQuery(raw string, params []intParam) ([]int64, error) {
-	vals := make([]int64, len(params))
+// maxParams bounds a route's allow-list, so parsing needs no allocation.
+const maxParams = 2
+
+// queryValues are the values of a route's params, in allow-list order.
+type queryValues [maxParams]int64
+
+// parseQuery validates raw against the allow-list params (at most
+// maxParams) and returns the value of each param (its default when absent).
+// The checks run in the order of DECISIONS.md section 5: unparseable (400
+// MALFORMED_QUERY_STRING), unknown names (400), malformed or repeated values
+// (400), out of range (422); every problem of the first failing class is
+// listed. A well-formed query allocates nothing.
+func parseQuery(raw string, params []intParam) (queryValues, error) {
+	var vals queryValues
 	for i, p := range params {
 		vals[i] = p.def
 	}
@@ -35,9 +42,10 @@ func parseQuery(raw string, params []intParam) ([]int64, error) {
 		return vals, nil
 	}
 	if strings.IndexByte(raw, ';') >= 0 {
-		return nil, problem.New(problem.MalformedQueryString, "The query string cannot contain ';'. Separate parameters with '&'.")
+		return vals, problem.New(problem.MalformedQueryString, "The query string cannot contain ';'. Separate parameters with '&'.")
 	}
-	seen := make([][]string, len(params))
+	var count [maxParams]int
+	var given [maxParams]string // the first value of each param
 	var unknown []problem.FieldError
 	for pair := range strings.SplitSeq(raw, "&") {
 		if pair == "" {
@@ -47,7 +55,7 @@ func parseQuery(raw string, params []intParam) ([]int64, error) {
 		name, err1 := url.QueryUnescape(rawName)
 		value, err2 := url.QueryUnescape(rawValue)
 		if err1 != nil || err2 != nil {
-			return nil, problem.New(problem.MalformedQueryString, "The query string has an invalid percent-encoding.")
+			return vals, problem.New(problem.MalformedQueryString, "The query string has an invalid percent-encoding.")
 		}
 		i := paramIndex(params, name)
 		if i < 0 {
@@ -56,28 +64,29 @@ func parseQuery(raw string, params []intParam) ([]int64, error) {
 			}
 			continue
 		}
-		seen[i] = append(seen[i], value)
+		if count[i]++; count[i] == 1 {
+			given[i] = value
+		}
 	}
 	if unknown != nil {
-		return nil, &problem.Error{Code: problem.UnknownQueryParameter,
+		return vals, &problem.Error{Code: problem.UnknownQueryParameter,
 			Detail: "The query string names parameters this endpoint does not accept.", Errors: unknown}
 	}
 	var malformed, outOfRange []problem.FieldError
 	for i, p := range params {
-		vs := seen[i]
 		switch {
-		case len(vs) == 0:
+		case count[i] == 0:
 			continue
-		case len(vs) > 1:
+		case count[i] > 1:
 			malformed = append(malformed, problem.FieldError{Field: p.name, Code: problem.FieldInvalidFormat,
-				Detail: fmt.Sprintf("%s was given %d times; give it once.", p.name, len(vs))})
+				Detail: fmt.Sprintf("%s was given %d times; give it once.", p.name, count[i])})
 			continue
-		case !decimal(vs[0]):
+		case !decimal(given[i]):
 			malformed = append(malformed, problem.FieldError{Field: p.name, Code: problem.FieldInvalidFormat,
 				Detail: p.name + " must be a plain decimal integer."})
 			continue
 		}
-		n, err := strconv.ParseInt(vs[0], 10, 64)
+		n, err := strconv.ParseInt(given[i], 10, 64)
 		if err != nil || n < p.min || n > p.max {
 			outOfRange = append(outOfRange, problem.FieldError{Field: p.name, Code: problem.FieldOutOfRange,
 				Detail: fmt.Sprintf("%s must be between %d and %d.", p.name, p.min, p.max)})
@@ -87,10 +96,10 @@ func parseQuery(raw string, params []intParam) ([]int64, error) {
 	}
 	switch {
 	case malformed != nil:
-		return nil, &problem.Error{Code: problem.InvalidQueryParameter,
+		return vals, &problem.Error{Code: problem.InvalidQueryParameter,
 			Detail: "One or more query parameters are malformed.", Errors: malformed}
 	case outOfRange != nil:
-		return nil, &problem.Error{Code: problem.ValidationFailed,
+		return vals, &problem.Error{Code: problem.ValidationFailed,
 			Detail: "One or more query parameters are out of range.", Errors: outOfRange}
 	}
 	return vals, nil

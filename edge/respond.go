@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/partner-edge/partner-edge/problem"
 )
@@ -27,6 +28,7 @@ func (s *server) writeOne(w http.ResponseWriter, r *http.Request, data []byte) {
 }
 
 // writePage answers a list: {"data": [...], "meta": {..., "pagination"}}.
+// A pre-joined page is written straight from the snapshot, uncopied.
 func (s *server) writePage(w http.ResponseWriter, r *http.Request, p page) {
 	bp := bufPool.Get().(*[]byte)
 	b := append((*bp)[:0], `{"data":[`...)
@@ -36,10 +38,19 @@ func (s *server) writePage(w http.ResponseWriter, r *http.Request, p page) {
 		}
 		b = append(b, it.JSON...)
 	}
+	head := len(b)
 	b = append(b, ']')
 	b = s.appendMeta(b, r, &p)
 	b = append(b, '}')
-	writeJSON(w, http.StatusOK, b)
+	if p.joined == nil {
+		writeJSON(w, http.StatusOK, b)
+	} else {
+		setJSONHeaders(w, head+len(p.joined)+len(b[head:]))
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(b[:head])
+		_, _ = w.Write(p.joined)
+		_, _ = w.Write(b[head:])
+	}
 	putBuf(bp, b)
 }
 
@@ -49,7 +60,7 @@ func (s *server) appendMeta(b []byte, r *http.Request, p *page) []byte {
 	b = append(b, `,"meta":{"requestId":"`...)
 	b = append(b, RequestID(r.Context())...)
 	b = append(b, `","timestamp":"`...)
-	b = s.now().UTC().AppendFormat(b, problem.TimeFormat)
+	b = appendTimestamp(b, s.now())
 	b = append(b, '"')
 	if p != nil {
 		b = append(b, `,"pagination":{"page":`...)
@@ -76,9 +87,31 @@ var (
 )
 
 func writeJSON(w http.ResponseWriter, status int, body []byte) {
-	h := w.Header()
-	h["Content-Type"] = contentTypeJSON
-	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	setJSONHeaders(w, len(body))
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
+}
+
+func setJSONHeaders(w http.ResponseWriter, length int) {
+	h := w.Header()
+	h["Content-Type"] = contentTypeJSON
+	h["Content-Length"] = []string{strconv.Itoa(length)}
+}
+
+// appendTimestamp appends t in problem.TimeFormat (UTC, milliseconds, Z)
+// without time.Format's general machinery: it runs on every answer.
+// Years outside 0000-9999 fall back to AppendFormat.
+func appendTimestamp(b []byte, t time.Time) []byte {
+	t = t.UTC()
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return t.AppendFormat(b, problem.TimeFormat)
+	}
+	hour, minute, sec := t.Clock()
+	ms := t.Nanosecond() / 1e6
+	b = append(b, byte('0'+year/1000), byte('0'+year/100%10), byte('0'+year/10%10), byte('0'+year%10), '-',
+		byte('0'+int(month)/10), byte('0'+int(month)%10), '-', byte('0'+day/10), byte('0'+day%10), 'T',
+		byte('0'+hour/10), byte('0'+hour%10), ':', byte('0'+minute/10), byte('0'+minute%10), ':',
+		byte('0'+sec/10), byte('0'+sec%10), '.', byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z')
+	return b
 }

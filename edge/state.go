@@ -21,6 +21,7 @@ type state struct {
 	cause         error        // the problem's underlying cause, for logs
 	pms           upstream.CallStats
 	w             statusWriter
+	idHeader      [1]string // backs the Svc-Request-Id header value
 }
 
 type stateKey struct{}

@@ -55,6 +55,10 @@ type Snapshot struct {
 	// LoadedAt is when the PMS answered.
 	LoadedAt time.Time
 	byID     map[string]*Item
+	// joined is the JSON of Active, comma-separated, and ends[k] the end of
+	// item k in it: a page of a key that sees every property is one slice.
+	joined []byte
+	ends   []int
 }
 
 // NewSnapshot indexes items and orders the active ones. A duplicate id keeps
@@ -76,7 +80,29 @@ func NewSnapshot(items []*Item, loadedAt time.Time) *Snapshot {
 		}
 		return cmp.Compare(a.ID, b.ID)
 	})
+	s.ends = make([]int, len(s.Active))
+	for k, it := range s.Active {
+		if k > 0 {
+			s.joined = append(s.joined, ',')
+		}
+		s.joined = append(s.joined, it.JSON...)
+		s.ends[k] = len(s.joined)
+	}
 	return s
+}
+
+// ActiveJSON returns the JSON of Active[i:j], comma-separated, without
+// copying: shared, never modify it. Out-of-range bounds are clamped.
+func (s *Snapshot) ActiveJSON(i, j int) []byte {
+	j = min(j, len(s.Active))
+	if i < 0 || i >= j {
+		return nil
+	}
+	start := 0
+	if i > 0 {
+		start = s.ends[i-1] + 1 // past the comma
+	}
+	return s.joined[start:s.ends[j-1]]
 }
 
 // Get returns the property with the lower-case id, active or not.
