@@ -3,6 +3,7 @@ package mapping
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -716,5 +717,27 @@ func checkInvariants(t *testing.T, p Property) {
 		if err != nil || !back.Equal(ts.want) {
 			t.Errorf("timestamp %q does not parse back to %s: %v", ts.text, ts.want.Format(time.RFC3339Nano), err)
 		}
+	}
+}
+
+// The zone memo changes no result and stays bounded.
+func TestZoneCache(t *testing.T) {
+	var zc ZoneCache
+	for _, name := range []string{"Europe/Berlin", "Mars/Olympus", "", "Local", "Europe/Berlin", "Asia/Tokyo", "Mars/Olympus"} {
+		if got, want := zc.valid(name), validZone(name); got != want {
+			t.Errorf("ZoneCache.valid(%q) = %v, want %v", name, got, want)
+		}
+	}
+	if zc.Len() != 5 {
+		t.Errorf("remembered %d names, want 5", zc.Len())
+	}
+	for i := range 2 * maxZones {
+		zc.valid(fmt.Sprintf("Nowhere/Zone%d", i))
+	}
+	if zc.Len() != maxZones {
+		t.Errorf("memo grew to %d, bound is %d", zc.Len(), maxZones)
+	}
+	if !zc.valid("America/Chicago") {
+		t.Errorf("a valid zone past the bound was refused")
 	}
 }

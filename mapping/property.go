@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"time"
 	_ "time/tzdata" // time zones must load the same on every machine
 )
@@ -34,6 +35,10 @@ type Options struct {
 	Brand string
 	// CodeSource chooses the source of Property.Code. Empty means none.
 	CodeSource CodeSource
+	// Zones remembers which time-zone names are valid, so a load of many
+	// records does not read the zone database once per record. Nil checks
+	// every name afresh. It changes no result, only the cost.
+	Zones *ZoneCache
 }
 
 // Status values of the public Property.
@@ -69,7 +74,7 @@ func Map(rec HotelRecord, opts Options) (Property, error) {
 	if name == "" {
 		return Property{}, reject(rec.HotelID, ReasonEmptyName)
 	}
-	if !validZone(rec.TimeZone) {
+	if !opts.Zones.valid(rec.TimeZone) {
 		return Property{}, reject(rec.HotelID, ReasonInvalidTimeZone)
 	}
 	created, ok := parseCreated(rec.CreatedAt)
@@ -130,6 +135,46 @@ func parseCreated(s string) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return t, true
+}
+
+// ZoneCache memoises validZone for the names a PMS sends. It holds at most
+// maxZones names (more than the IANA database has), so drifting data cannot
+// grow it without bound; past that, names are checked afresh. Safe for
+// concurrent use; the zero value is ready.
+type ZoneCache struct {
+	mu    sync.Mutex
+	known map[string]bool
+}
+
+const maxZones = 1024
+
+func (c *ZoneCache) valid(name string) bool {
+	if c == nil {
+		return validZone(name)
+	}
+	c.mu.Lock()
+	ok, hit := c.known[name]
+	c.mu.Unlock()
+	if hit {
+		return ok
+	}
+	ok = validZone(name)
+	c.mu.Lock()
+	if c.known == nil {
+		c.known = make(map[string]bool)
+	}
+	if len(c.known) < maxZones {
+		c.known[name] = ok
+	}
+	c.mu.Unlock()
+	return ok
+}
+
+// Len is the number of names remembered.
+func (c *ZoneCache) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.known)
 }
 
 // validZone accepts IANA names only: time.LoadLocation also takes "" (UTC),

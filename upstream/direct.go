@@ -36,8 +36,9 @@ type DirectOptions struct {
 // (PROPERTY_NOT_FOUND is an answer, the 5xx codes are PMS failures where
 // stale data may be served).
 type Direct struct {
-	pms  PMS
-	opts DirectOptions
+	pms   PMS
+	opts  DirectOptions
+	zones *mapping.ZoneCache // time-zone validity, remembered across loads
 }
 
 var _ Catalog = (*Direct)(nil)
@@ -47,11 +48,11 @@ func NewDirect(pms PMS, opts DirectOptions) *Direct {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Direct{pms: pms, opts: opts}
+	return &Direct{pms: pms, opts: opts, zones: &mapping.ZoneCache{}}
 }
 
 func (d *Direct) mapOpts() mapping.Options {
-	return mapping.Options{Brand: d.opts.Brand, CodeSource: d.opts.CodeSource}
+	return mapping.Options{Brand: d.opts.Brand, CodeSource: d.opts.CodeSource, Zones: d.zones}
 }
 
 func (d *Direct) reject(err error) {
