@@ -137,7 +137,7 @@ func samplerFromEnv(getenv func(string) string) (sdktrace.Sampler, error) {
 // Traceparent formats the span context of ctx as a W3C traceparent value,
 // "00-<trace id>-<span id>-<flags>", for the Traceparent response header
 // (DECISIONS.md section 4). It is "" when ctx holds no valid span context.
-// Call it with the server span's context (inside the otelhttp handler).
+// Call it with the server span's context (inside Middleware).
 func Traceparent(ctx context.Context) string {
 	sc := trace.SpanContextFromContext(ctx)
 	if !sc.IsValid() {

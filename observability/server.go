@@ -1,0 +1,254 @@
+package observability
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Middleware returns the server-span middleware for the public listener: one
+// span of kind Server per request, made with the Telemetry's tracer provider
+// (scope ScopeName).
+//
+// It continues a valid incoming traceparent (keeping tracestate) and starts
+// a fresh trace for a missing or malformed one; it never rejects a request.
+// It extracts W3C TraceContext only: a partner's baggage header is untrusted
+// input and is not carried on to the PMS (Transport injects baggage the
+// service itself puts in the context, with Propagator). The span is named by
+// the method ("GET"; "HTTP" for a method outside RFC 9110) until SetRoute
+// names it by route template.
+//
+// A sampled-out request costs the span's start, its context and one request
+// copy (r.WithContext), and nothing else: its span context is still valid
+// (Traceparent reports it, flags 00), but no attribute is computed and w is
+// not wrapped. Only a recording span carries the HTTP server semantic
+// conventions: http.request.method (and http.request.method_original for an
+// unknown one), url.scheme, url.path, server.address and server.port (from
+// the Host header; the port only when not the scheme's default),
+// network.peer.address and .port, client.address (the first
+// X-Forwarded-For entry, else the peer), network.protocol.version,
+// user_agent.original; and, once the handler has returned,
+// http.response.status_code (200 when the handler wrote nothing),
+// http.response.body.size when a body was written, and Error status for a
+// 5xx answer (or an invalid status code). To see the status, a recording
+// request's w is wrapped: the wrapper forwards Flush and has Unwrap, so
+// http.ResponseController reaches the connection (Hijack, deadlines) through
+// it. The request body is not wrapped, so http.request.body.size is not set.
+//
+// No http.server.* metric is recorded here: Metrics.RequestStarted and
+// RequestDone record them with the route template, known only behind the
+// router.
+func (t *Telemetry) Middleware() func(http.Handler) http.Handler {
+	tracer := t.tp.Tracer(ScopeName)
+	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			ctx := propagation.TraceContext{}.Extract(r.Context(), traceHeaders(r.Header))
+			ctx, span := tracer.Start(ctx, spanMethod(r.Method), opts...)
+			defer span.End()
+			if !span.IsRecording() {
+				next.ServeHTTP(w, r.WithContext(ctx))
+				return
+			}
+			sw := &spanWriter{ResponseWriter: w}
+			span.SetAttributes(requestAttrs(sw.kv[:0], r)...)
+			next.ServeHTTP(sw, r.WithContext(ctx))
+			sw.end(span)
+		})
+	}
+}
+
+// SetRoute names the current server span "METHOD route" (for example
+// "GET /v1/properties/{propertyId}") and sets http.route. Call it once the
+// router has matched, with the route template (chi:
+// chi.RouteContext(ctx).RoutePattern()), never the raw path. Unknown methods
+// are named "HTTP", as semconv asks.
+func SetRoute(ctx context.Context, method, route string) {
+	span := trace.SpanFromContext(ctx)
+	if !span.IsRecording() || route == "" {
+		return
+	}
+	span.SetName(spanMethod(method) + " " + route)
+	span.SetAttributes(semconv.HTTPRoute(route))
+}
+
+func spanMethod(m string) string {
+	if m = canonicalMethod(m); m == otherMethod {
+		return "HTTP"
+	}
+	return m
+}
+
+// traceHeaders reads the W3C TraceContext fields of a request without
+// propagation.HeaderCarrier's canonicalisation of the lower-case field names
+// (two allocations per request). TraceContext.Extract only calls Get.
+type traceHeaders http.Header
+
+var _ propagation.TextMapCarrier = traceHeaders(nil)
+
+func (h traceHeaders) Get(key string) string {
+	var v []string
+	switch key {
+	case "traceparent":
+		v = h["Traceparent"]
+	case "tracestate":
+		v = h["Tracestate"]
+	default:
+		return http.Header(h).Get(key)
+	}
+	if len(v) == 0 {
+		return ""
+	}
+	return v[0]
+}
+
+func (h traceHeaders) Set(key, value string) { http.Header(h).Set(key, value) }
+
+func (h traceHeaders) Keys() []string { return propagation.HeaderCarrier(h).Keys() }
+
+// maxRequestAttrs bounds what requestAttrs appends.
+const maxRequestAttrs = 12
+
+// spanWriter records the status and body size of a recording request's
+// answer. It also holds the attribute buffer of the span, so that a sampled
+// request costs one allocation for both.
+type spanWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+	kv     [maxRequestAttrs]attribute.KeyValue
+}
+
+func (sw *spanWriter) WriteHeader(code int) {
+	// 1xx answers (but 101) are interim: the final status comes later.
+	if sw.status == 0 && (code < 100 || code > 199 || code == http.StatusSwitchingProtocols) {
+		sw.status = code
+	}
+	sw.ResponseWriter.WriteHeader(code)
+}
+
+func (sw *spanWriter) Write(b []byte) (int, error) {
+	if sw.status == 0 {
+		sw.status = http.StatusOK
+	}
+	n, err := sw.ResponseWriter.Write(b)
+	sw.bytes += int64(n)
+	return n, err
+}
+
+// Flush flushes the underlying writer when it can (as net/http's does).
+func (sw *spanWriter) Flush() {
+	if sw.status == 0 {
+		sw.status = http.StatusOK
+	}
+	_ = http.NewResponseController(sw.ResponseWriter).Flush()
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (sw *spanWriter) Unwrap() http.ResponseWriter { return sw.ResponseWriter }
+
+// end sets the answer's attributes and status on span.
+func (sw *spanWriter) end(span trace.Span) {
+	status := sw.status
+	if status == 0 {
+		status = http.StatusOK // what net/http sends for a handler that wrote nothing
+	}
+	kv := append(sw.kv[:0], semconv.HTTPResponseStatusCode(status))
+	if sw.bytes > 0 {
+		kv = append(kv, semconv.HTTPResponseBodySize(int(sw.bytes)))
+	}
+	span.SetAttributes(kv...)
+	switch {
+	case status < 100 || status >= 600:
+		span.SetStatus(codes.Error, "invalid HTTP status code "+strconv.Itoa(status))
+	case status >= 500:
+		span.SetStatus(codes.Error, "")
+	}
+}
+
+// requestAttrs appends the request's semantic-convention attributes to kv
+// (at most maxRequestAttrs). It allocates nothing beyond what kv holds.
+func requestAttrs(kv []attribute.KeyValue, r *http.Request) []attribute.KeyValue {
+	if m := canonicalMethod(r.Method); m != otherMethod {
+		kv = append(kv, semconv.HTTPRequestMethodKey.String(m))
+	} else {
+		kv = append(kv, semconv.HTTPRequestMethodOther)
+		if r.Method != "" {
+			kv = append(kv, semconv.HTTPRequestMethodOriginal(r.Method))
+		}
+	}
+	scheme, defaultPort := "http", 80
+	if r.TLS != nil {
+		scheme, defaultPort = "https", 443
+	}
+	kv = append(kv, semconv.URLScheme(scheme))
+	if r.URL != nil && r.URL.Path != "" {
+		kv = append(kv, semconv.URLPath(r.URL.Path))
+	}
+	if host, port := splitHostPort(r.Host); host != "" {
+		kv = append(kv, semconv.ServerAddress(host))
+		if port > 0 && port != defaultPort {
+			kv = append(kv, semconv.ServerPort(port))
+		}
+	}
+	peer, peerPort := splitHostPort(r.RemoteAddr)
+	if peer != "" {
+		kv = append(kv, semconv.NetworkPeerAddress(peer))
+		if peerPort > 0 {
+			kv = append(kv, semconv.NetworkPeerPort(peerPort))
+		}
+	}
+	client := peer
+	if xff := r.Header.Get("X-Forwarded-For"); xff != "" {
+		first, _, _ := strings.Cut(xff, ",")
+		if first = strings.TrimSpace(first); first != "" {
+			client = first
+		}
+	}
+	if client != "" {
+		kv = append(kv, semconv.ClientAddress(client))
+	}
+	if _, v, ok := strings.Cut(r.Proto, "/"); ok && v != "" {
+		kv = append(kv, semconv.NetworkProtocolVersion(v))
+	}
+	if ua := r.UserAgent(); ua != "" {
+		kv = append(kv, semconv.UserAgentOriginal(ua))
+	}
+	return kv
+}
+
+// splitHostPort splits "host:port", "[v6]:port", "host" or "[v6]"; port is
+// -1 when absent or not a number.
+func splitHostPort(hostport string) (host string, port int) {
+	if hostport == "" {
+		return "", -1
+	}
+	if strings.HasPrefix(hostport, "[") {
+		end := strings.LastIndexByte(hostport, ']')
+		if end < 0 {
+			return "", -1
+		}
+		if !strings.HasPrefix(hostport[end+1:], ":") {
+			return hostport[1:end], -1
+		}
+	} else if !strings.Contains(hostport, ":") {
+		return hostport, -1
+	}
+	host, p, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return "", -1
+	}
+	n, err := strconv.ParseUint(p, 10, 16)
+	if err != nil {
+		return host, -1
+	}
+	return host, int(n)
+}
