@@ -45,7 +45,11 @@ func (s *server) authorise(r *http.Request) (*keys.Key, error) {
 	}
 	token, ok := bearerToken(vs)
 	if !ok {
-		return nil, unauthorized(problem.InvalidAuthHeader, challenge,
+		c := challenge
+		if sentBearerToken(vs) { // RFC 6750: say the token was refused
+			c = challengeInvalid
+		}
+		return nil, unauthorized(problem.InvalidAuthHeader, c,
 			"The Authorization header must be sent once, as 'Bearer <API key>'.")
 	}
 	key, found := (*keys.Key)(nil), false
@@ -82,6 +86,19 @@ func bearerToken(vs []string) (string, bool) {
 		return "", false
 	}
 	return token, true
+}
+
+// sentBearerToken reports whether any header carries a Bearer scheme with
+// a non-empty token: then a token was sent, even if the header is refused.
+// Another scheme, or none, sent no token (RFC 6750 section 3.1).
+func sentBearerToken(vs []string) bool {
+	for _, v := range vs {
+		scheme, token, _ := strings.Cut(v, " ")
+		if strings.EqualFold(scheme, "Bearer") && strings.TrimSpace(token) != "" {
+			return true
+		}
+	}
+	return false
 }
 
 func unauthorized(code problem.Code, challenge, detail string) *problem.Error {

@@ -12,8 +12,9 @@ import (
 )
 
 var (
-	healthOK        = []byte(`{"status":"ok"}`)
-	healthUnhealthy = []byte(`{"status":"unhealthy"}`)
+	healthOK         = []byte(`{"status":"ok"}`)
+	healthUnhealthy  = []byte(`{"status":"unhealthy"}`)
+	retryAfterHealth = []string{"1"}
 )
 
 // handleHealth answers liveness. It reads nothing of the request.
@@ -22,6 +23,7 @@ func (s *server) handleHealth() http.Handler {
 		body, status := healthOK, http.StatusOK
 		if !s.cfg.Healthy() {
 			body, status = healthUnhealthy, http.StatusServiceUnavailable
+			w.Header()["Retry-After"] = retryAfterHealth // every 503 carries it
 		}
 		writeJSON(w, status, body)
 	})

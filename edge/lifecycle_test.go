@@ -88,8 +88,14 @@ func TestUnhealthyWithoutKeys(t *testing.T) {
 	}
 	go func() { _ = srv.Serve(ln) }()
 	defer srv.Close()
-	if code, body := get(t, "http://"+ln.Addr().String()+"/v1/health"); code != 503 || body != `{"status":"unhealthy"}` {
-		t.Errorf("health with no keys: %d %s", code, body)
+	res, err := http.Get("http://" + ln.Addr().String() + "/v1/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 503 || string(body) != `{"status":"unhealthy"}` || res.Header.Get("Retry-After") != "1" {
+		t.Errorf("health with no keys: %d %s Retry-After %q", res.StatusCode, body, res.Header.Get("Retry-After"))
 	}
 }
 
