@@ -21,7 +21,6 @@ var producedCodes sync.Map
 // notProducibleInV1 are codes no v1 request can produce yet, with why.
 var notProducibleInV1 = map[problem.Code]string{
 	problem.PropertyAccessDenied: "no v1 route is property-scoped (DECISIONS.md section 3)",
-	problem.RateLimited:          "rate limiting is not enforced in v1 (partner-api-v1.md section 8)",
 }
 
 // TestMain checks, after a full run, that every other code of DECISIONS.md

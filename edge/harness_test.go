@@ -58,6 +58,7 @@ type harnessOptions struct {
 	now       func() time.Time
 	// tel traces the edge and its PMS attempts; simTel the simulators.
 	tel, simTel *observability.Telemetry
+	rateLimit   edge.RateLimit
 }
 
 var openAPI = sync.OnceValues(func() (*openapicheck.Checker, error) {
@@ -102,7 +103,8 @@ func newHarness(t testing.TB, opts harnessOptions) *harness {
 		t.Fatalf("open keys: %v", err)
 	}
 	h.store = store
-	cfg := edge.Config{Brand: testBrand, DocsURL: testDocsURL, Logger: logger, Now: opts.now, Healthy: store.Usable, Telemetry: opts.tel}
+	cfg := edge.Config{Brand: testBrand, DocsURL: testDocsURL, Logger: logger, Now: opts.now, Healthy: store.Usable, Telemetry: opts.tel,
+		RateLimit: opts.rateLimit}
 	h.srv = httptest.NewServer(edge.NewServer(cfg, store, liveCat, sandboxCat))
 	t.Cleanup(h.srv.Close)
 	return h

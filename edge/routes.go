@@ -18,7 +18,8 @@ var routePatterns = []string{
 // routes is the one place every route is registered. Middleware order is
 // the order of checks of DECISIONS.md section 2: chi's routing (404, 400
 // trailing slash or casing, 405) comes first; then authentication and key
-// authorisation, headers, Accept; query and path checks open each handler.
+// authorisation, the key's rate limit (when on), headers, Accept; query and
+// path checks open each handler.
 // The server span, when telemetry is on, wraps everything, so every answer
 // (404s and panics included) is traced.
 func (s *server) routes() http.Handler {
@@ -29,7 +30,7 @@ func (s *server) routes() http.Handler {
 
 	r.Method(http.MethodGet, "/v1/health", s.handleHealth())
 	r.Group(func(r chi.Router) {
-		r.Use(s.authenticate, s.checkHeaders, s.checkAccept)
+		r.Use(s.authenticate, s.rateLimit, s.checkHeaders, s.checkAccept)
 		r.Method(http.MethodGet, "/v1/", s.handleInfo())
 		r.Method(http.MethodGet, "/v1/properties", s.handleListProperties())
 		r.Method(http.MethodGet, "/v1/properties/{propertyId}", s.handleGetProperty())

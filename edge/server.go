@@ -36,6 +36,9 @@ type Config struct {
 	// means no spans and no metrics; the Traceparent response header then
 	// is not sent either.
 	Telemetry *observability.Telemetry
+	// RateLimit limits each key's request rate (429 RATE_LIMITED). The zero
+	// value disables it.
+	RateLimit RateLimit
 }
 
 type server struct {
@@ -48,6 +51,7 @@ type server struct {
 	info     []byte                   // the API info object, encoded once
 	tel      *observability.Telemetry // nil: no telemetry
 	metrics  *observability.Metrics   // nil: no metrics
+	limits   *limiters                // nil: no rate limiting
 }
 
 // NewServer returns the partner API handler. live serves svc_live_ keys;
@@ -72,6 +76,7 @@ func NewServer(cfg Config, ks KeyStore, live, sandbox upstream.Catalog) http.Han
 		log:      cfg.Logger,
 		info:     apiInfo(cfg.DocsURL),
 		tel:      cfg.Telemetry,
+		limits:   newLimiters(cfg.RateLimit, cfg.Now),
 	}
 	if s.tel != nil {
 		s.metrics = s.tel.Metrics()

@@ -110,6 +110,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Logger:    log,
 		Healthy:   func() bool { return !draining.Load() && store.Usable() },
 		Telemetry: tel,
+		RateLimit: edge.RateLimit{PerSecond: cfg.RatePerSecond, Burst: cfg.RateBurst},
 	}, store, live, sandbox)
 
 	log.Info("edge starting", "version", version, "addr", cfg.Addr, "brand", cfg.Brand,

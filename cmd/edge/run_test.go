@@ -235,6 +235,8 @@ func TestSettingsErrors(t *testing.T) {
 		{env: map[string]string{"PMS_BASE_URL": "pms:9000"}, want: []string{"PMS_BASE_URL", `"pms:9000"`}},
 		{env: map[string]string{"EDGE_TLS_CERT": "/c.pem"}, want: []string{"EDGE_TLS_KEY"}},
 		{env: map[string]string{"EDGE_LOG_LEVEL": "loud"}, want: []string{"EDGE_LOG_LEVEL", `"loud"`}},
+		{env: map[string]string{"EDGE_RATE_LIMIT": "fast"}, want: []string{"EDGE_RATE_LIMIT", `"fast"`}},
+		{args: []string{"--rate-burst", "-3"}, want: []string{"--rate-burst", `"-3"`}},
 		{env: map[string]string{"PMS_BASE_URL": "http://pms:9000", "EDGE_BRAND": "aurora", "EDGE_KEYS_FILE": "/nonexistent/keys.json"}, want: []string{"EDGE_KEYS_FILE", "/nonexistent/keys.json"}},
 	} {
 		var stderr strings.Builder

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,6 +29,8 @@ type settings struct {
 	DrainDelay, ShutdownWait time.Duration
 	LogFormat                string
 	LogLevel                 slog.Level
+	RatePerSecond            float64
+	RateBurst                int
 }
 
 // setting is one row of the table: variable, flag, default, help.
@@ -54,6 +58,8 @@ func settingTable() []*setting {
 		{env: "EDGE_PMS_ATTEMPT_TIMEOUT", flag: "pms-attempt-timeout", def: "2s", help: "deadline of one PMS attempt"},
 		{env: "EDGE_DRAIN_DELAY", flag: "drain-delay", def: "0s", help: "on shutdown, serve this long with health 503 before closing"},
 		{env: "EDGE_SHUTDOWN_TIMEOUT", flag: "shutdown-timeout", def: "15s", help: "bound on waiting for in-flight requests at shutdown"},
+		{env: "EDGE_RATE_LIMIT", flag: "rate-limit", def: "0", help: "requests per second allowed to each key (429 beyond); 0 disables limiting"},
+		{env: "EDGE_RATE_BURST", flag: "rate-burst", def: "0", help: "requests a key may make at once; 0 means the rate rounded up"},
 		{env: "EDGE_LOG_FORMAT", flag: "log-format", def: "json", help: "log format: json or text"},
 		{env: "EDGE_LOG_LEVEL", flag: "log-level", def: "info", help: "log level: debug, info, warn or error"},
 	}
@@ -98,25 +104,27 @@ func parseSettings(args []string, getenv func(string) string, stderr io.Writer) 
 	}
 	p := parser{get: get}
 	s := settings{
-		Addr:         p.str("EDGE_ADDR"),
-		AdminAddr:    p.str("EDGE_ADMIN_ADDR"),
-		Brand:        p.str("EDGE_BRAND"),
-		DocsURL:      p.url("EDGE_DOCS_URL", true),
-		KeysFile:     p.str("EDGE_KEYS_FILE"),
-		CodeSource:   p.codeSource("EDGE_CODE_SOURCE"),
-		CacheTTL:     p.duration("EDGE_CACHE_TTL"),
-		CacheStale:   p.duration("EDGE_CACHE_STALE"),
-		TLSCert:      p.str("EDGE_TLS_CERT"),
-		TLSKey:       p.str("EDGE_TLS_KEY"),
-		PMSBaseURL:   p.url("PMS_BASE_URL", false),
-		PMSSandbox:   p.url("PMS_SANDBOX_URL", false),
-		PMSToken:     p.str("PMS_TOKEN"),
-		PMSTimeout:   p.duration("EDGE_PMS_TIMEOUT"),
-		PMSAttempt:   p.duration("EDGE_PMS_ATTEMPT_TIMEOUT"),
-		DrainDelay:   p.duration("EDGE_DRAIN_DELAY"),
-		ShutdownWait: p.duration("EDGE_SHUTDOWN_TIMEOUT"),
-		LogFormat:    p.oneOf("EDGE_LOG_FORMAT", "json", "text"),
-		LogLevel:     p.level("EDGE_LOG_LEVEL"),
+		Addr:          p.str("EDGE_ADDR"),
+		AdminAddr:     p.str("EDGE_ADMIN_ADDR"),
+		Brand:         p.str("EDGE_BRAND"),
+		DocsURL:       p.url("EDGE_DOCS_URL", true),
+		KeysFile:      p.str("EDGE_KEYS_FILE"),
+		CodeSource:    p.codeSource("EDGE_CODE_SOURCE"),
+		CacheTTL:      p.duration("EDGE_CACHE_TTL"),
+		CacheStale:    p.duration("EDGE_CACHE_STALE"),
+		TLSCert:       p.str("EDGE_TLS_CERT"),
+		TLSKey:        p.str("EDGE_TLS_KEY"),
+		PMSBaseURL:    p.url("PMS_BASE_URL", false),
+		PMSSandbox:    p.url("PMS_SANDBOX_URL", false),
+		PMSToken:      p.str("PMS_TOKEN"),
+		PMSTimeout:    p.duration("EDGE_PMS_TIMEOUT"),
+		PMSAttempt:    p.duration("EDGE_PMS_ATTEMPT_TIMEOUT"),
+		DrainDelay:    p.duration("EDGE_DRAIN_DELAY"),
+		ShutdownWait:  p.duration("EDGE_SHUTDOWN_TIMEOUT"),
+		LogFormat:     p.oneOf("EDGE_LOG_FORMAT", "json", "text"),
+		LogLevel:      p.level("EDGE_LOG_LEVEL"),
+		RatePerSecond: p.float("EDGE_RATE_LIMIT"),
+		RateBurst:     p.count("EDGE_RATE_BURST"),
 	}
 	if s.AdminAddr == "off" {
 		s.AdminAddr = ""
@@ -159,6 +167,24 @@ func (p *parser) duration(env string) time.Duration {
 		p.bad(st, "want a non-negative duration such as 30s or 5m")
 	}
 	return d
+}
+
+func (p *parser) float(env string) float64 {
+	st := p.get[env]
+	f, err := strconv.ParseFloat(st.value, 64)
+	if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
+		p.bad(st, "want a non-negative number")
+	}
+	return f
+}
+
+func (p *parser) count(env string) int {
+	st := p.get[env]
+	n, err := strconv.Atoi(st.value)
+	if err != nil || n < 0 {
+		p.bad(st, "want a non-negative whole number")
+	}
+	return n
 }
 
 func (p *parser) url(env string, required bool) string {
