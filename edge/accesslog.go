@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/partner-edge/partner-edge/observability"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -79,21 +80,23 @@ func (s *server) annotateSpan(r *http.Request, st *state, route string) {
 		return
 	}
 	observability.SetRoute(r.Context(), r.Method, route)
-	span.SetAttributes(observability.AttrRequestID.String(st.requestID))
+	var buf [5]attribute.KeyValue // one SetAttributes call: each call allocates
+	attrs := append(buf[:0], observability.AttrRequestID.String(st.requestID))
 	if st.correlationID != "" {
-		span.SetAttributes(observability.AttrCorrelationID.String(st.correlationID))
+		attrs = append(attrs, observability.AttrCorrelationID.String(st.correlationID))
 	}
 	if st.key != nil {
-		span.SetAttributes(observability.AttrKeyID.String(st.key.ID))
+		attrs = append(attrs, observability.AttrKeyID.String(st.key.ID))
 	}
 	if c := st.pms.CacheOutcome(); c != "" {
-		span.SetAttributes(observability.AttrCacheOutcome.String(c))
+		attrs = append(attrs, observability.AttrCacheOutcome.String(c))
 	}
 	if st.code != "" {
-		span.SetAttributes(observability.AttrProblemCode.String(string(st.code)))
-		if st.w.status >= 500 {
-			span.SetStatus(codes.Error, string(st.code))
-		}
+		attrs = append(attrs, observability.AttrProblemCode.String(string(st.code)))
+	}
+	span.SetAttributes(attrs...)
+	if st.code != "" && st.w.status >= 500 {
+		span.SetStatus(codes.Error, string(st.code))
 	}
 }
 
