@@ -67,14 +67,14 @@ func TestOneTracePartnerToPMS(t *testing.T) {
 	}
 	attrs := map[string]string{}
 	for _, kv := range server.Attributes {
-		attrs[string(kv.Key)] = kv.Value.Emit()
+		attrs[string(kv.Key)] = kv.Value.String()
 	}
 	if attrs["http.route"] != "/v1/properties/{propertyId}" || attrs["partner_edge.request_id"] != res.header.Get("Svc-Request-Id") ||
 		attrs["partner_edge.key_id"] != "key_live" {
 		t.Errorf("server span attributes %v", attrs)
 	}
 	for _, kv := range server.Attributes {
-		if strings.Contains(kv.Value.Emit(), h.keys["live"]) {
+		if strings.Contains(kv.Value.String(), h.keys["live"]) {
 			t.Errorf("the key appears in span attribute %s", kv.Key)
 		}
 	}

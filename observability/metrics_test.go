@@ -273,7 +273,7 @@ func TestMetricMethodsAddSpanEvents(t *testing.T) {
 	for _, e := range spans[0].Events {
 		s := e.Name
 		for _, kv := range e.Attributes {
-			s += " " + string(kv.Key) + "=" + kv.Value.Emit()
+			s += " " + string(kv.Key) + "=" + kv.Value.String()
 		}
 		got = append(got, s)
 	}

@@ -34,7 +34,7 @@ func newTest(t *testing.T, vars map[string]string) (*Telemetry, *tracetest.InMem
 func resourceAttr(s tracetest.SpanStub, k attribute.Key) string {
 	for _, kv := range s.Resource.Attributes() {
 		if kv.Key == k {
-			return kv.Value.Emit()
+			return kv.Value.String()
 		}
 	}
 	return ""

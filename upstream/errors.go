@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"time"
 
@@ -86,12 +85,6 @@ func isCertError(err error) bool {
 		ci  x509.CertificateInvalidError
 	)
 	return errors.As(err, &cve) || errors.As(err, &ua) || errors.As(err, &hn) || errors.As(err, &ci)
-}
-
-// isDialError reports that no connection could be made at all.
-func isDialError(err error) bool {
-	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "dial"
 }
 
 // toProblem classifies the failure of one logical call made under parent.

@@ -89,7 +89,7 @@ func (o *observed) metric(t *testing.T, name string, want ...attribute.KeyValue)
 	}
 	match := func(set attribute.Set) bool {
 		for _, kv := range want {
-			if v, ok := set.Value(kv.Key); !ok || v.Emit() != kv.Value.Emit() {
+			if v, ok := set.Value(kv.Key); !ok || v.String() != kv.Value.String() {
 				return false
 			}
 		}
