@@ -39,35 +39,46 @@ func (s *server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// routeSegments are routePatterns split once: the 404 path runs on
+// whatever a partner sends, so it does no per-request work it can avoid.
+var routeSegments = func() [][]string {
+	segs := make([][]string, len(routePatterns))
+	for i, p := range routePatterns {
+		segs[i] = strings.Split(p, "/")
+	}
+	return segs
+}()
+
 // matchRoute matches path against the route patterns of routes.go, exactly
 // or ignoring case, and returns the canonical path: the pattern's literal
 // segments with the sent parameter values.
 func matchRoute(path string, ignoreCase bool) (string, bool) {
 	segs := strings.Split(path, "/")
-	for _, pattern := range routePatterns {
-		psegs := strings.Split(pattern, "/")
-		if len(psegs) != len(segs) {
-			continue
-		}
-		canon := make([]string, len(segs))
-		ok := true
-		for i, ps := range psegs {
-			switch {
-			case strings.HasPrefix(ps, "{"):
-				ok = segs[i] != ""
-				canon[i] = segs[i]
-			case ps == segs[i] || ignoreCase && strings.EqualFold(ps, segs[i]):
+	for _, psegs := range routeSegments {
+		if len(psegs) == len(segs) && segmentsMatch(psegs, segs, ignoreCase) {
+			canon := make([]string, len(segs))
+			for i, ps := range psegs {
 				canon[i] = ps
-			default:
-				ok = false
+				if strings.HasPrefix(ps, "{") {
+					canon[i] = segs[i]
+				}
 			}
-			if !ok {
-				break
-			}
-		}
-		if ok {
 			return strings.Join(canon, "/"), true
 		}
 	}
 	return "", false
+}
+
+func segmentsMatch(psegs, segs []string, ignoreCase bool) bool {
+	for i, ps := range psegs {
+		switch {
+		case strings.HasPrefix(ps, "{"):
+			if segs[i] == "" {
+				return false
+			}
+		case ps != segs[i] && !(ignoreCase && strings.EqualFold(ps, segs[i])):
+			return false
+		}
+	}
+	return true
 }
