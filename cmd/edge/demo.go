@@ -40,6 +40,7 @@ func startDemo(ctx context.Context, cfg *settings, getenv func(string) string, l
 		return nil, err
 	}
 	if cfg.PMSBaseURL, err = d.serveSim(pmsim.New(pmsim.Config{Seed: 1})); err != nil {
+		d.close()
 		return nil, err
 	}
 	if cfg.PMSSandbox, err = d.serveSim(pmsim.New(pmsim.Config{Seed: 2, HotelsPerBrand: 12})); err != nil {
