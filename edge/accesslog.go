@@ -29,7 +29,7 @@ func (s *server) accessLog(next http.Handler) http.Handler {
 		if s.metrics != nil {
 			s.metrics.RequestDone(ctx, r.Method, route, st.w.status, elapsed)
 			if st.code != "" {
-				s.metrics.Problem(ctx, st.code)
+				s.metrics.Problem(ctx, string(st.code))
 			}
 		}
 		s.annotateSpan(r, st, route)
@@ -59,12 +59,6 @@ func (s *server) accessLog(next http.Handler) http.Handler {
 		if st.key != nil {
 			attrs = append(attrs, slog.String("key_id", st.key.ID))
 		}
-		if c := st.pms.CacheOutcome(); c != "" {
-			attrs = append(attrs, slog.String("cache", c))
-		}
-		if n := st.pms.Attempts(); n > 0 {
-			attrs = append(attrs, slog.Int("pms_attempts", n))
-		}
 		if st.cause != nil {
 			attrs = append(attrs, slog.String("error", st.cause.Error()))
 		}
@@ -73,7 +67,8 @@ func (s *server) accessLog(next http.Handler) http.Handler {
 }
 
 // annotateSpan names the server span by route and adds what an SRE
-// searches by: request id, correlation id, key id, problem code.
+// searches by: request id, correlation id, key id, problem code. (The
+// cache sets its outcome, partner_edge.cache.outcome, on the span itself.)
 func (s *server) annotateSpan(r *http.Request, st *state, route string) {
 	span := trace.SpanFromContext(r.Context())
 	if !span.IsRecording() {
@@ -87,9 +82,6 @@ func (s *server) annotateSpan(r *http.Request, st *state, route string) {
 	}
 	if st.key != nil {
 		attrs = append(attrs, observability.AttrKeyID.String(st.key.ID))
-	}
-	if c := st.pms.CacheOutcome(); c != "" {
-		attrs = append(attrs, observability.AttrCacheOutcome.String(c))
 	}
 	if st.code != "" {
 		attrs = append(attrs, observability.AttrProblemCode.String(string(st.code)))

@@ -33,7 +33,7 @@ func withState(next http.Handler) http.Handler {
 			}
 		}
 		ctx := context.WithValue(r.Context(), stateKey{}, st)
-		ctx = upstream.WithCallerIDs(ctx, upstream.CallerIDs{RequestID: st.requestID, CorrelationID: st.correlationID, Stats: &st.pms})
+		ctx = upstream.WithCallerIDs(ctx, upstream.CallerIDs{RequestID: st.requestID, CorrelationID: st.correlationID})
 		next.ServeHTTP(&st.w, r.WithContext(ctx))
 	})
 }

@@ -4,8 +4,6 @@
 package edge
 
 import (
-	"context"
-	"errors"
 	"log/slog"
 	"net/http"
 	"time"
@@ -99,24 +97,6 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	st := stateFrom(r.Context())
 	pe := s.problems.Write(w, r, st.requestID, err)
 	st.code, st.cause = pe.Code, pe.Err
-}
-
-// failUpstream answers an error of the catalog. A deadline is a gateway
-// timeout; a partner who has gone away gets no answer at all, and the
-// access log says so.
-func (s *server) failUpstream(w http.ResponseWriter, r *http.Request, err error) {
-	var pe *problem.Error
-	switch {
-	case errors.As(err, &pe):
-	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
-		st := stateFrom(r.Context())
-		st.cause = err
-		st.w.status = statusClientClosed
-		return
-	case errors.Is(err, context.DeadlineExceeded):
-		err = &problem.Error{Code: problem.GatewayTimeout, Detail: "The property system did not answer in time.", Err: err}
-	}
-	s.fail(w, r, err)
 }
 
 // statusClientClosed is logged (never sent) when the partner went away

@@ -6,7 +6,6 @@ import (
 
 	"github.com/partner-edge/partner-edge/edge/keys"
 	"github.com/partner-edge/partner-edge/problem"
-	"github.com/partner-edge/partner-edge/upstream"
 )
 
 // state is everything the edge learns about one request. It is allocated
@@ -19,7 +18,6 @@ type state struct {
 	key           *keys.Key
 	code          problem.Code // the problem answered, if any
 	cause         error        // the problem's underlying cause, for logs
-	pms           upstream.CallStats
 	w             statusWriter
 	idHeader      [1]string // backs the Svc-Request-Id header value
 }

@@ -13,7 +13,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/partner-edge/partner-edge/mapping"
-	"github.com/partner-edge/partner-edge/problem"
 )
 
 // ScopeName is the instrumentation scope of the service's own meters and
@@ -126,6 +125,8 @@ func (s BreakerState) String() string {
 //     0 closed, 1 half-open, 2 open; pms.
 //   - partner_edge.cache.lookups (partner_edge_cache_lookups_total): pms,
 //     outcome (hit, miss, stale, coalesced), each pre-registered at 0.
+//   - partner_edge.cache.load_panics (partner_edge_cache_load_panics_total):
+//     loads of the cache that panicked and were recovered; pms.
 //   - partner_edge.mapping.rejections
 //     (partner_edge_mapping_rejections_total): PMS records that could not be
 //     mapped; reason (mapping.Reasons, every one pre-registered at 0).
@@ -140,6 +141,7 @@ type Metrics struct {
 	retries     metric.Int64Counter
 	breaker     metric.Int64Gauge
 	cache       metric.Int64Counter
+	loadPanics  metric.Int64Counter
 	rejections  metric.Int64Counter
 	reloads     metric.Int64Counter
 	problems    metric.Int64Counter
@@ -147,8 +149,8 @@ type Metrics struct {
 	activeOpts  map[string][]metric.AddOption // by canonical method, read-only
 	rejectOpts  map[mapping.Reason][]metric.AddOption
 	unknownRej  []metric.AddOption
-	problemOpts map[problem.Code][]metric.AddOption
-	reloadOpts  [2][]metric.AddOption // failed, ok
+	problemOpts map[string][]metric.AddOption // guarded by mu
+	reloadOpts  [2][]metric.AddOption         // failed, ok
 
 	// reqOpts caches the attribute sets of RequestDone, copy-on-write: reads
 	// are lock-free; mu serialises the rare insertions.
@@ -216,6 +218,10 @@ func newMetrics(mp metric.MeterProvider) (*Metrics, error) {
 		metric.WithUnit("{lookup}"), metric.WithDescription("Cache lookups by outcome: hit, miss, stale, coalesced.")); err != nil {
 		return nil, err
 	}
+	if m.loadPanics, err = meter.Int64Counter("partner_edge.cache.load_panics",
+		metric.WithUnit("{panic}"), metric.WithDescription("Cache loads that panicked (recovered).")); err != nil {
+		return nil, err
+	}
 	if m.rejections, err = meter.Int64Counter("partner_edge.mapping.rejections",
 		metric.WithUnit("{record}"), metric.WithDescription("PMS records that could not be mapped, by reason.")); err != nil {
 		return nil, err
@@ -241,10 +247,7 @@ func newMetrics(mp metric.MeterProvider) (*Metrics, error) {
 		m.rejections.Add(ctx, 0, m.rejectOpts[r]...)
 	}
 	m.unknownRej = addOpts(attribute.String("reason", "unknown"))
-	m.problemOpts = make(map[problem.Code][]metric.AddOption)
-	for _, e := range problem.All() {
-		m.problemOpts[e.Code] = addOpts(attribute.String("code", string(e.Code)))
-	}
+	m.problemOpts = map[string][]metric.AddOption{internalError: addOpts(attribute.String("code", internalError))}
 	m.reloadOpts[0] = addOpts(attribute.String("result", "failed"))
 	m.reloadOpts[1] = addOpts(attribute.String("result", "ok"))
 	for _, o := range m.reloadOpts {
@@ -297,14 +300,40 @@ func (m *Metrics) requestOpts(method, route string, status int) []metric.RecordO
 	return o
 }
 
-// Problem counts one problem+json response. An unregistered code is counted
-// as INTERNAL_ERROR, as the problem writer answers it.
-func (m *Metrics) Problem(ctx context.Context, code problem.Code) {
-	o, ok := m.problemOpts[code]
-	if !ok {
-		o = m.problemOpts[problem.InternalError]
+// Problem counts one problem+json response by its code (a problem.Code;
+// the caller passes registered codes only). A code not shaped like one
+// (upper-case letters and underscores, at most 40), or past the 64th
+// distinct code, is counted as INTERNAL_ERROR: labels stay bounded.
+func (m *Metrics) Problem(ctx context.Context, code string) {
+	m.problems.Add(ctx, 1, m.problemOpt(code)...)
+}
+
+const internalError = "INTERNAL_ERROR"
+
+func (m *Metrics) problemOpt(code string) []metric.AddOption {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if o, ok := m.problemOpts[code]; ok {
+		return o
 	}
-	m.problems.Add(ctx, 1, o...)
+	if !codeShaped(code) || len(m.problemOpts) >= 64 {
+		return m.problemOpts[internalError]
+	}
+	o := addOpts(attribute.String("code", code))
+	m.problemOpts[code] = o
+	return o
+}
+
+func codeShaped(code string) bool {
+	if code == "" || len(code) > 40 {
+		return false
+	}
+	for _, r := range code {
+		if (r < 'A' || r > 'Z') && r != '_' {
+			return false
+		}
+	}
+	return true
 }
 
 // MappingRejected counts one PMS record that could not be mapped, and adds
@@ -342,7 +371,9 @@ func (m *Metrics) PMS(name string) *PMSMetrics {
 		retry:   make(map[PMSOutcome][]metric.AddOption, len(PMSOutcomes)),
 		cache:   make(map[CacheOutcome][]metric.AddOption, len(CacheOutcomes)),
 		breaker: recordOpts(pms),
+		panics:  addOpts(pms),
 	}
+	m.loadPanics.Add(context.Background(), 0, p.panics...)
 	for _, o := range PMSOutcomes {
 		p.attempt[o] = recordOpts(pms, attribute.String("outcome", string(o)))
 		p.retry[o] = addOpts(pms, attribute.String("outcome", string(o)))
@@ -363,6 +394,7 @@ type PMSMetrics struct {
 	retry   map[PMSOutcome][]metric.AddOption
 	cache   map[CacheOutcome][]metric.AddOption
 	breaker []metric.RecordOption
+	panics  []metric.AddOption
 }
 
 // Attempt records one HTTP attempt to the PMS and how it ended. An outcome
@@ -387,6 +419,11 @@ func (p *PMSMetrics) Retry(ctx context.Context, cause PMSOutcome) {
 	if span := trace.SpanFromContext(ctx); span.IsRecording() {
 		span.AddEvent(EventRetry, trace.WithAttributes(AttrPMSOutcome.String(string(cause))))
 	}
+}
+
+// LoadPanic counts one recovered panic in a cache load of this PMS.
+func (p *PMSMetrics) LoadPanic(ctx context.Context) {
+	p.m.loadPanics.Add(ctx, 1, p.panics...)
 }
 
 // BreakerState records the breaker's state; call it on every transition.

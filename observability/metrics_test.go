@@ -105,8 +105,8 @@ func TestPrometheusExposesEveryInstrument(t *testing.T) {
 	m.KeyReload(ctx, true)
 	m.KeyReload(ctx, false)
 	m.KeyReload(ctx, true)
-	m.Problem(ctx, problem.BadGateway)
-	m.Problem(ctx, problem.Code("NOT_A_CODE"))
+	m.Problem(ctx, string(problem.BadGateway))
+	m.Problem(ctx, "not a code")
 
 	fams := scrape(t, tel.MetricsHandler())
 

@@ -91,6 +91,7 @@ func orDefault32(v, def uint32) uint32 {
 type breaker struct {
 	cb      *gobreaker.CircuitBreaker[struct{}]
 	timeout time.Duration
+	now     func() time.Time
 
 	mu       sync.Mutex
 	openedAt time.Time
@@ -98,8 +99,8 @@ type breaker struct {
 
 // newBreaker returns the breaker of one client. metrics, when not nil,
 // records its state (closed at once, then every change).
-func newBreaker(name string, bc BreakerConfig, log *slog.Logger, metrics *observability.PMSMetrics) *breaker {
-	b := &breaker{timeout: bc.OpenTimeout}
+func newBreaker(name string, bc BreakerConfig, log *slog.Logger, metrics *observability.PMSMetrics, now func() time.Time) *breaker {
+	b := &breaker{timeout: bc.OpenTimeout, now: now}
 	b.cb = gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{
 		Name:         name,
 		MaxRequests:  bc.HalfOpenProbes,
@@ -117,7 +118,7 @@ func newBreaker(name string, bc BreakerConfig, log *slog.Logger, metrics *observ
 		OnStateChange: func(name string, from, to gobreaker.State) {
 			if to == gobreaker.StateOpen {
 				b.mu.Lock()
-				b.openedAt = time.Now()
+				b.openedAt = b.now()
 				b.mu.Unlock()
 			}
 			log.Info("pms circuit breaker state changed", "breaker", name, "from", from.String(), "to", to.String())
@@ -131,9 +132,14 @@ func newBreaker(name string, bc BreakerConfig, log *slog.Logger, metrics *observ
 		// A 404 is the PMS answering correctly.
 		IsSuccessful: func(err error) bool { return err == nil || errors.Is(err, errNotFound) },
 		// The caller's own cancellation says nothing about the PMS.
+		// Nor does load shedding: the PMS asked for a pause, which the
+		// client keeps on its own (Client.hold).
 		IsExcluded: func(err error) bool {
-			var cg *callerGoneError
-			return errors.As(err, &cg)
+			var (
+				cg *callerGoneError
+				se *sheddingError
+			)
+			return errors.As(err, &cg) || errors.As(err, &se)
 		},
 	})
 	if metrics != nil {
@@ -149,6 +155,11 @@ func (b *breaker) execute(call func() error) error {
 	return err
 }
 
+// isBreakerOpen reports whether err is the breaker refusing a call.
+func isBreakerOpen(err error) bool {
+	return errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests)
+}
+
 // retryAfter is the time until the breaker lets a probe through, at least
 // one second.
 func (b *breaker) retryAfter() time.Duration {
@@ -158,7 +169,7 @@ func (b *breaker) retryAfter() time.Duration {
 	if opened.IsZero() {
 		return time.Second
 	}
-	return retryAfterAtLeast(time.Until(opened.Add(b.timeout)))
+	return retryAfterAtLeast(opened.Add(b.timeout).Sub(b.now()))
 }
 
 // State is the breaker's current state: "closed", "half-open" or "open".

@@ -6,8 +6,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/partner-edge/partner-edge/problem"
 )
 
 // fakeClock is a settable clock.
@@ -129,7 +127,7 @@ func TestBudgetBoundsAttemptsUnderOutage(t *testing.T) {
 	wg.Wait()
 	close(errs)
 	for err := range errs {
-		wantProblem(t, err, problem.BadGateway)
+		wantKind(t, err, BadGateway)
 	}
 	// 20% of 100 requests, plus the floor's burst of 5 and what it refills
 	// while the test runs.

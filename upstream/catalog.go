@@ -19,9 +19,9 @@ import (
 // Catalog serves the public properties of the deployment's brand from one
 // PMS (live or sandbox).
 //
-// Errors are *problem.Error: PROPERTY_NOT_FOUND from Property, and
-// BAD_GATEWAY, SERVICE_UNAVAILABLE or GATEWAY_TIMEOUT when the PMS fails.
-// A caller's own cancellation returns its context's error.
+// Errors are *Error: NotFound from Property; BadGateway, Unavailable or
+// Timeout when the PMS fails; Canceled when the caller left; Internal for a
+// fault of the edge (a recovered panic included).
 type Catalog interface {
 	// Snapshot returns every mappable property of the brand. The result is
 	// shared and must not be modified.

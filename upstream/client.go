@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -18,9 +20,9 @@ import (
 )
 
 // PMS is the edge's view of one PMS: raw hotel records of a brand. Errors
-// are *problem.Error (PROPERTY_NOT_FOUND from GetHotel on a PMS 404;
-// BAD_GATEWAY, GATEWAY_TIMEOUT, SERVICE_UNAVAILABLE when the PMS fails),
-// except the caller's own cancellation, which returns ctx.Err().
+// are *Error: NotFound from GetHotel on a PMS 404; BadGateway, Timeout or
+// Unavailable when the PMS fails or sheds load; Canceled when the caller
+// left.
 type PMS interface {
 	// ListHotels returns every record of the brand, all pages.
 	ListHotels(ctx context.Context, brand string) ([]json.RawMessage, error)
@@ -47,8 +49,12 @@ var _ PMS = (*Client)(nil)
 // or SpanGetHotel) around all of this, and each attempt's request context
 // carries it, so a tracing WrapTransport makes the attempt spans its
 // children. With ClientConfig.Metrics, every attempt, retry and breaker
-// change is recorded; each attempt is also counted in the caller's
-// CallStats (CallerIDs.Stats).
+// change is recorded.
+//
+// PMS shedding (DECISIONS.md 10): a 503 or 429 whose Retry-After the call
+// cannot wait out fails the call as Unavailable with that Retry-After
+// (clamped to 1..60 s), and no call is made to this PMS before it has
+// passed.
 //
 // A Client is safe for concurrent use. It starts no goroutines of its own;
 // the transport's connection goroutines end with CloseIdleConnections or
@@ -60,6 +66,10 @@ type Client struct {
 	http    *http.Client
 	breaker *breaker
 	log     *slog.Logger
+	now     func() time.Time
+	// heldUntil (unix nanoseconds of now) is when the PMS may be called
+	// again after it shed load; zero or past: not held.
+	heldUntil atomic.Int64
 }
 
 // NewClient returns a client for cfg, or an error naming a bad setting.
@@ -86,8 +96,9 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
 		log: cfg.Logger,
+		now: cfg.Now,
 	}
-	c.breaker = newBreaker("pms "+u.Host, cfg.Breaker, cfg.Logger, cfg.Metrics)
+	c.breaker = newBreaker("pms "+u.Host, cfg.Breaker, cfg.Logger, cfg.Metrics, cfg.Now)
 	return c, nil
 }
 
@@ -120,9 +131,15 @@ func (c *Client) setHeaders(ctx context.Context, h http.Header) {
 }
 
 // call runs fn as one logical call: under the call deadline and through the
-// breaker. It classifies the failure for the caller and records it on span,
-// the call's span, which ctx carries.
+// breaker, unless the PMS shed load and its Retry-After has not passed. It
+// classifies the failure for the caller and records it on span, the call's
+// span, which ctx carries.
 func (c *Client) call(ctx context.Context, span trace.Span, fn func(ctx context.Context) error) error {
+	if c.heldFor() > 0 {
+		e := c.classify(ctx, errHeld)
+		endCall(span, errHeld, e)
+		return e
+	}
 	cctx, cancel := context.WithTimeout(ctx, c.cfg.CallTimeout)
 	defer cancel()
 	err := c.breaker.execute(func() error {
@@ -135,9 +152,41 @@ func (c *Client) call(ctx context.Context, span trace.Span, fn func(ctx context.
 	if err == nil {
 		return nil
 	}
-	perr := c.toProblem(ctx, cctx, err)
-	endCall(span, err, perr)
-	return perr
+	var se *sheddingError
+	if errors.As(err, &se) {
+		c.hold(se.wait)
+	}
+	e := c.classify(cctx, err)
+	endCall(span, err, e)
+	return e
+}
+
+// errHeld: no call was made, the PMS asked to be left alone for a while.
+var errHeld = errors.New("pms call held back: the PMS asked to retry later")
+
+// hold keeps every call away from the PMS for d from now.
+func (c *Client) hold(d time.Duration) {
+	until := c.now().Add(d).UnixNano()
+	for {
+		cur := c.heldUntil.Load()
+		if cur >= until || c.heldUntil.CompareAndSwap(cur, until) {
+			return
+		}
+	}
+}
+
+// heldFor is how long calls are still held back (0: not held), at least one
+// second while held.
+func (c *Client) heldFor() time.Duration {
+	until := c.heldUntil.Load()
+	if until == 0 {
+		return 0
+	}
+	d := time.Duration(until - c.now().UnixNano())
+	if d <= 0 {
+		return 0
+	}
+	return retryAfterAtLeast(d)
 }
 
 // hotelsURL is the list address of brand, or of one hotel when id is set.
@@ -176,6 +225,13 @@ func (c *Client) ListHotels(ctx context.Context, brand string) ([]json.RawMessag
 				q.Set("cursor", cursor)
 			}
 			body, err := c.do(ctx, c.hotelsURL(brand, "")+"?"+q.Encode())
+			var se *statusError
+			if errors.As(err, &se) && se.status == http.StatusNotFound {
+				// An unknown brand lists as empty: a 404 here is a wrong
+				// base address or route (DECISIONS.md 10).
+				c.log.Error("pms list route answered 404: configuration fault, check the PMS base URL",
+					"brand", brand)
+			}
 			if err != nil {
 				return err
 			}
@@ -210,7 +266,8 @@ func (c *Client) ListHotels(ctx context.Context, brand string) ([]json.RawMessag
 	return all, nil
 }
 
-// GetHotel returns the record of one hotel. A PMS 404 is PROPERTY_NOT_FOUND:
+// GetHotel returns the record of one hotel. A PMS 404 is NotFound, whatever
+// its body:
 // not retried, and not a failure for the breaker.
 func (c *Client) GetHotel(ctx context.Context, brand, id string) (json.RawMessage, error) {
 	ctx, span := c.startCall(ctx, SpanGetHotel, AttrBrand.String(brand), AttrHotelID.String(id))

@@ -93,6 +93,13 @@ type ClientConfig struct {
 	// events to the call span. Nil means none.
 	Metrics *observability.PMSMetrics
 
+	// Now is the client's clock: retry waits against the deadline,
+	// Retry-After dates, the breaker's open time, the hold after PMS
+	// shedding, attempt durations and, when Retry.Budget is nil, the retry
+	// budget. Nil means time.Now. (Waits themselves are timers: tests run
+	// them under testing/synctest.)
+	Now func() time.Time
+
 	// Logger receives breaker state changes (info) and retry decisions
 	// (debug). Nil means no logging.
 	Logger *slog.Logger
@@ -152,8 +159,11 @@ func (cfg ClientConfig) withDefaults() (ClientConfig, *url.URL, error) {
 	r.WaitMin = orDefault(r.WaitMin, DefaultRetryWaitMin)
 	r.WaitMax = orDefault(r.WaitMax, DefaultRetryWaitMax)
 	r.RetryAfterMax = orDefault(r.RetryAfterMax, DefaultRetryAfterMax)
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	if r.Budget == nil {
-		r.Budget = NewRetryBudget(BudgetConfig{})
+		r.Budget = NewRetryBudget(BudgetConfig{Now: cfg.Now})
 	}
 	for _, s := range []struct {
 		name string

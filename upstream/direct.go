@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/partner-edge/partner-edge/mapping"
-	"github.com/partner-edge/partner-edge/problem"
 )
 
 // DirectOptions configure a Direct catalog.
@@ -32,9 +31,9 @@ type DirectOptions struct {
 // client's CallTimeout (and the caller's deadline when earlier). The cache
 // runs its loads under context.WithoutCancel(ctx) plus its own deadline,
 // so a partner who leaves does not fail the others waiting on the same
-// load; it tells what to do with a failure by the *problem.Error code
-// (PROPERTY_NOT_FOUND is an answer, the 5xx codes are PMS failures where
-// stale data may be served).
+// load; it tells what to do with a failure by its Kind (NotFound is an
+// answer; BadGateway, Timeout and Unavailable are PMS failures where stale
+// data may be served).
 type Direct struct {
 	pms   PMS
 	opts  DirectOptions
@@ -83,8 +82,8 @@ func (d *Direct) Snapshot(ctx context.Context) (*Snapshot, error) {
 }
 
 // Property gets one record and maps it. An unmappable record, or one of
-// another brand, is PROPERTY_NOT_FOUND (pms-internal-api.md section 6); a
-// record whose id is not the one asked for is BAD_GATEWAY.
+// another brand, is NotFound (pms-internal-api.md section 6); a record
+// whose id is not the one asked for is BadGateway.
 func (d *Direct) Property(ctx context.Context, id string) (*Item, error) {
 	raw, err := d.pms.GetHotel(ctx, d.opts.Brand, id)
 	if err != nil {
@@ -93,11 +92,10 @@ func (d *Direct) Property(ctx context.Context, id string) (*Item, error) {
 	p, err := mapping.MapRaw(raw, d.mapOpts())
 	if err != nil {
 		d.reject(err)
-		return nil, &problem.Error{Code: problem.PropertyNotFound, Detail: detailNotFound, Err: err}
+		return nil, &Error{Kind: NotFound, Err: err}
 	}
 	if want, _ := mapping.ParseID(id); p.ID != want {
-		return nil, &problem.Error{Code: problem.BadGateway, Detail: detailBadGateway,
-			Err: &answerError{reason: "pms answered another hotel than asked"}}
+		return nil, &Error{Kind: BadGateway, Err: &answerError{reason: "pms answered another hotel than asked"}}
 	}
 	return NewItem(p), nil
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/partner-edge/partner-edge/mapping"
-	"github.com/partner-edge/partner-edge/problem"
 )
 
 func TestDirectSnapshotMapsFiltersAndOrders(t *testing.T) {
@@ -106,7 +105,7 @@ func TestDirectProperty(t *testing.T) {
 	}
 	for _, id := range []string{hotelID(2), hotelID(3), hotelID(99)} {
 		_, err := d.Property(ctx, id)
-		wantProblem(t, err, problem.PropertyNotFound)
+		wantKind(t, err, NotFound)
 	}
 	if rejected != 1 {
 		t.Errorf("rejections = %d, want 1 (the empty name; other brand is a PMS 404)", rejected)
@@ -122,5 +121,5 @@ func TestDirectPropertyOtherIDIsBadGateway(t *testing.T) {
 	}
 	d := NewDirect(newTestClient(t, testConfig(f.srv.URL)), DirectOptions{Brand: "aurora"})
 	_, err := d.Property(context.Background(), hotelID(1))
-	wantProblem(t, err, problem.BadGateway)
+	wantKind(t, err, BadGateway)
 }

@@ -8,17 +8,103 @@ import (
 	"fmt"
 	"net/http"
 	"time"
-
-	"github.com/partner-edge/partner-edge/problem"
-	"github.com/sony/gobreaker/v2"
 )
+
+// Kind is what went wrong reading the PMS, in the edge's own terms. The
+// edge turns each kind into a partner-facing problem (one table, in package
+// edge); upstream never speaks the partner's language.
+type Kind uint8
+
+// The kinds of Error. The zero value is Internal: an error nobody
+// classified is a fault of the edge, never blamed on the PMS.
+const (
+	// Internal: a fault of the edge itself (a bug, a recovered panic).
+	Internal Kind = iota
+	// NotFound: the property does not exist for this brand (a PMS 404 on
+	// the get route, an unmappable record, an id the snapshot lacks).
+	NotFound
+	// Unavailable: the PMS must not be called now: the circuit breaker is
+	// open, or the PMS shed load with Retry-After. Error.RetryAfter says
+	// for how long.
+	Unavailable
+	// Timeout: the PMS did not answer within the call's deadline.
+	Timeout
+	// BadGateway: the PMS failed or answered something unusable.
+	BadGateway
+	// Canceled: the caller went away before the answer.
+	Canceled
+)
+
+var kindNames = [...]string{"internal", "not_found", "unavailable", "timeout", "bad_gateway", "canceled"}
+
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("kind(%d)", k)
+}
+
+// Error is the error of every Catalog and PMS method. Err is the cause, for
+// logs only: its text may name hosts and Go errors, so it never reaches a
+// partner.
+type Error struct {
+	Kind Kind
+	// RetryAfter, for Unavailable, is how long until the PMS may be called
+	// again (at least one second).
+	RetryAfter time.Duration
+	Err        error
+}
+
+func (e *Error) Error() string {
+	if e.Err == nil {
+		return "upstream: " + e.Kind.String()
+	}
+	return "upstream: " + e.Kind.String() + ": " + e.Err.Error()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// KindOf is the kind of err: that of the *Error in its chain, else
+// Internal.
+func KindOf(err error) Kind {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Kind
+	}
+	return Internal
+}
+
+// Classify is the one place where the end of a context becomes a kind. err
+// failed a call made under ctx:
+//   - an *Error in err's chain is returned as is;
+//   - ctx cancelled (the caller left, or the process is stopping):
+//     Canceled;
+//   - ctx's deadline passed, or err is a timeout: Timeout;
+//   - anything else: otherwise.
+func Classify(ctx context.Context, err error, otherwise Kind) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	if err == nil {
+		err = ctx.Err()
+	}
+	switch cerr := ctx.Err(); {
+	case errors.Is(cerr, context.Canceled):
+		return &Error{Kind: Canceled, Err: err}
+	case cerr != nil, errors.Is(err, context.DeadlineExceeded), isTimeout(err):
+		return &Error{Kind: Timeout, Err: err}
+	case errors.Is(err, context.Canceled):
+		return &Error{Kind: Canceled, Err: err}
+	}
+	return &Error{Kind: otherwise, Err: err}
+}
 
 // The typed errors below tell apart why one PMS call failed (Caddy's
 // reverseproxy style): the connection failed before a full answer
 // (transportError), the PMS answered with a status the edge does not accept
 // (statusError), or it answered 200 with something the edge cannot use
-// (answerError). They live in problem.Error.Err, for logs only: their text
-// names hosts and Go errors, so it never reaches a partner.
+// (answerError). They are the causes (Error.Err) of BadGateway errors.
 
 // transportError: the PMS could not be reached, or the connection failed
 // before the whole answer was read (dial error, reset, EOF mid-body,
@@ -51,23 +137,26 @@ func (e *answerError) Error() string {
 }
 func (e *answerError) Unwrap() error { return e.err }
 
+// sheddingError: the PMS answered 503 or 429 with a Retry-After too long
+// to wait within the call (DECISIONS.md section 10).
+type sheddingError struct {
+	status int
+	wait   time.Duration
+}
+
+func (e *sheddingError) Error() string {
+	return fmt.Sprintf("pms shed load: status %d, Retry-After %s", e.status, e.wait)
+}
+
 // errNotFound: the PMS answered 404 to a get. Not a failure of the PMS.
 var errNotFound = errors.New("pms: hotel not found")
 
 // callerGoneError: the caller's own context was cancelled during the call.
-// The breaker excludes it; callers get the context's error.
+// The breaker excludes it.
 type callerGoneError struct{ err error }
 
 func (e *callerGoneError) Error() string { return "pms call abandoned by caller: " + e.err.Error() }
 func (e *callerGoneError) Unwrap() error { return e.err }
-
-// Partner-safe details: no host, path, status of the PMS or Go error text.
-const (
-	detailBadGateway  = "A system behind the API failed or gave an invalid answer. Retry later and quote the requestId when contacting support."
-	detailTimeout     = "A system behind the API did not answer in time. Retry later."
-	detailUnavailable = "A system behind the API is temporarily unavailable. Retry after the number of seconds in Retry-After."
-	detailNotFound    = "No property with this id is available to the API key."
-)
 
 // isTimeout reports whether err is a timeout of one attempt (the
 // http.Client's per-attempt timeout, a dial or read timeout).
@@ -87,28 +176,32 @@ func isCertError(err error) bool {
 	return errors.As(err, &cve) || errors.As(err, &ua) || errors.As(err, &hn) || errors.As(err, &ci)
 }
 
-// toProblem classifies the failure of one logical call made under parent.
-// The caller's own cancellation returns parent's error as is, so that
-// errors.Is(err, context.Canceled) holds; everything else is a
-// *problem.Error with a partner-safe detail and the cause in Err.
-func (c *Client) toProblem(parent, call context.Context, err error) error {
-	if pe := parent.Err(); pe != nil && errors.Is(pe, context.Canceled) {
-		return pe
-	}
+// Retry-After bounds sent to partners for PMS shedding (DECISIONS.md 10).
+const (
+	minShedWait = time.Second
+	maxShedWait = 60 * time.Second
+)
+
+// clampShed bounds a PMS Retry-After to 1..60 s.
+func clampShed(d time.Duration) time.Duration {
+	return min(max(d, minShedWait), maxShedWait)
+}
+
+// classify classifies the failure of one logical call. call is the call's
+// own context (under its deadline, a child of the caller's).
+func (c *Client) classify(call context.Context, err error) *Error {
+	var se *sheddingError
 	switch {
-	case errors.Is(err, gobreaker.ErrOpenState), errors.Is(err, gobreaker.ErrTooManyRequests):
-		return &problem.Error{Code: problem.ServiceUnavailable, Detail: detailUnavailable,
-			RetryAfter: c.breaker.retryAfter(), Err: err}
+	case isBreakerOpen(err):
+		return &Error{Kind: Unavailable, RetryAfter: c.breaker.retryAfter(), Err: err}
+	case errors.As(err, &se):
+		return &Error{Kind: Unavailable, RetryAfter: se.wait, Err: err}
+	case errors.Is(err, errHeld):
+		return &Error{Kind: Unavailable, RetryAfter: c.heldFor(), Err: err}
 	case errors.Is(err, errNotFound):
-		return &problem.Error{Code: problem.PropertyNotFound, Detail: detailNotFound, Err: err}
-	case call.Err() != nil, errors.Is(err, context.DeadlineExceeded), isTimeout(err):
-		// The overall deadline passed, or the last attempt timed out.
-		if err == nil {
-			err = call.Err()
-		}
-		return &problem.Error{Code: problem.GatewayTimeout, Detail: detailTimeout, Err: err}
+		return &Error{Kind: NotFound, Err: err}
 	}
-	return &problem.Error{Code: problem.BadGateway, Detail: detailBadGateway, Err: err}
+	return Classify(call, err, BadGateway)
 }
 
 // retryAfterAtLeast returns d, but never less than one second.

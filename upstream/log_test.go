@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
-
-	"github.com/partner-edge/partner-edge/problem"
 )
 
 // Retry chatter goes to the project's logger at debug (never to stderr),
@@ -21,7 +19,7 @@ func TestLogging(t *testing.T) {
 	cfg.Logger = slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	cfg.Breaker.ConsecutiveFailures = 1
 	_, err := newTestClient(t, cfg).ListHotels(context.Background(), "aurora")
-	wantProblem(t, err, problem.BadGateway)
+	wantKind(t, err, BadGateway)
 
 	var attempts, changes int
 	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {

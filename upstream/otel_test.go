@@ -19,7 +19,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/partner-edge/partner-edge/observability"
-	"github.com/partner-edge/partner-edge/problem"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
 
@@ -70,13 +69,11 @@ func newObserved(t *testing.T, simCfg pmsim.Config, edit func(*ClientConfig)) *o
 	return o
 }
 
-// request starts a span standing for the edge's server span, with
-// CallStats in the caller ids. end ends the span.
-func (o *observed) request(ctx context.Context) (_ context.Context, stats *CallStats, root trace.Span) {
-	stats = new(CallStats)
-	ctx = WithCallerIDs(ctx, CallerIDs{RequestID: "req_test", Stats: stats})
-	ctx, root = o.tel.Tracer().Start(ctx, "edge request", trace.WithSpanKind(trace.SpanKindServer))
-	return ctx, stats, root
+// request starts a span standing for the edge's server span, with caller
+// ids. end ends the span.
+func (o *observed) request(ctx context.Context) (_ context.Context, root trace.Span) {
+	ctx = WithCallerIDs(ctx, CallerIDs{RequestID: "req_test"})
+	return o.tel.Tracer().Start(ctx, "edge request", trace.WithSpanKind(trace.SpanKindServer))
 }
 
 // metric is a sum (counters), a count of observations (histograms) or the
@@ -187,7 +184,7 @@ func TestTraceOfRetriedCall(t *testing.T) {
 	id := hotelIDOf(t, o.sim, "aurora")
 	o.sim.SetFaults(pmsim.Faults{FailFirst: 2, ErrorStatus: http.StatusServiceUnavailable})
 
-	ctx, stats, root := o.request(context.Background())
+	ctx, root := o.request(context.Background())
 	if _, err := o.client.GetHotel(ctx, "aurora", id); err != nil {
 		t.Fatal(err)
 	}
@@ -256,9 +253,6 @@ func TestTraceOfRetriedCall(t *testing.T) {
 		}
 	}
 
-	if n := stats.Attempts(); n != 3 {
-		t.Errorf("CallStats.Attempts = %d, want 3", n)
-	}
 	if n := o.metric(t, "partner_edge.pms.attempt.duration", attemptAttrs(observability.PMSHTTP5xx)...); n != 2 {
 		t.Errorf("http_5xx attempts = %d, want 2", n)
 	}
@@ -274,7 +268,7 @@ func TestTraceOfRetriedCall(t *testing.T) {
 // records received, and each page's single attempt is its child.
 func TestListCallSpanCountsPages(t *testing.T) {
 	o := newObserved(t, pmsim.Config{Brands: 1, HotelsPerBrand: 20, PageSize: 7, Seed: 3}, nil)
-	ctx, stats, root := o.request(context.Background())
+	ctx, root := o.request(context.Background())
 	recs, err := o.client.ListHotels(ctx, "aurora")
 	root.End()
 	if err != nil || len(recs) != 20 {
@@ -293,28 +287,25 @@ func TestListCallSpanCountsPages(t *testing.T) {
 		}
 	}
 	o.spansNamed(t, "GET "+pmsim.RouteList, 3)
-	if stats.Attempts() != 3 {
-		t.Errorf("CallStats.Attempts = %d, want 3 (one per page)", stats.Attempts())
-	}
 }
 
 // A call that fails after its retries: three attempts and two retries in
-// the metrics and CallStats, and an error status with the problem code on
+// the metrics, and an error status with the error kind on
 // the call span.
 func TestFailingCallTelemetry(t *testing.T) {
 	o := newObserved(t, pmsim.Config{Brands: 1, HotelsPerBrand: 4}, nil)
 	o.sim.SetFaults(pmsim.Faults{ErrorStatus: http.StatusBadGateway})
-	ctx, stats, root := o.request(context.Background())
+	ctx, root := o.request(context.Background())
 	_, err := o.client.ListHotels(ctx, "aurora")
 	root.End()
-	wantProblem(t, err, problem.BadGateway)
+	wantKind(t, err, BadGateway)
 
 	call := o.spansNamed(t, SpanListHotels, 1)[0]
-	if call.Status.Code != codes.Error || call.Status.Description != string(problem.BadGateway) {
-		t.Errorf("call span status %v, want Error BAD_GATEWAY", call.Status)
+	if call.Status.Code != codes.Error || call.Status.Description != BadGateway.String() {
+		t.Errorf("call span status %v, want Error bad_gateway", call.Status)
 	}
-	if v, _ := spanAttr(call, observability.AttrProblemCode); v.AsString() != string(problem.BadGateway) {
-		t.Errorf("problem code attribute %q", v.AsString())
+	if v, _ := spanAttr(call, AttrErrorKind); v.AsString() != BadGateway.String() {
+		t.Errorf("error kind attribute %q", v.AsString())
 	}
 	o.spansNamed(t, "GET", 3)
 	if n := o.metric(t, "partner_edge.pms.attempt.duration", attribute.String("pms", "live")); n != 3 {
@@ -325,9 +316,6 @@ func TestFailingCallTelemetry(t *testing.T) {
 	}
 	if n := o.metric(t, "partner_edge.pms.retries", attribute.String("pms", "live")); n != 2 {
 		t.Errorf("retries = %d, want 2", n)
-	}
-	if n := stats.Attempts(); n != 3 {
-		t.Errorf("CallStats.Attempts = %d, want 3", n)
 	}
 }
 
@@ -357,10 +345,10 @@ func TestBreakerRejectedCallTelemetry(t *testing.T) {
 	before := o.metric(t, "partner_edge.pms.attempt.duration", attribute.String("pms", "live"))
 	pmsBefore := o.sim.Requests()
 
-	ctx, stats, root := o.request(context.Background())
+	ctx, root := o.request(context.Background())
 	_, err := o.client.ListHotels(ctx, "aurora")
 	root.End()
-	wantProblem(t, err, problem.ServiceUnavailable)
+	wantKind(t, err, Unavailable)
 	call := o.spansNamed(t, SpanListHotels, 1)[0]
 	if v, _ := spanAttr(call, observability.AttrBreakerState); v.AsString() != "open" {
 		t.Errorf("breaker state at start %q, want open", v.AsString())
@@ -376,16 +364,16 @@ func TestBreakerRejectedCallTelemetry(t *testing.T) {
 	if !rejected {
 		t.Errorf("no breaker.rejected event with state open: %v", call.Events)
 	}
-	if call.Status.Code != codes.Error || call.Status.Description != string(problem.ServiceUnavailable) {
-		t.Errorf("status %v, want Error SERVICE_UNAVAILABLE", call.Status)
+	if call.Status.Code != codes.Error || call.Status.Description != Unavailable.String() {
+		t.Errorf("status %v, want Error unavailable", call.Status)
 	}
 	for _, s := range o.exp.GetSpans() {
 		if s.Name != SpanListHotels && s.Name != "edge request" {
 			t.Errorf("unexpected span %q while the breaker is open", s.Name)
 		}
 	}
-	if stats.Attempts() != 0 || o.sim.Requests() != pmsBefore {
-		t.Errorf("attempts %d, PMS requests +%d; want none", stats.Attempts(), o.sim.Requests()-pmsBefore)
+	if o.sim.Requests() != pmsBefore {
+		t.Errorf("PMS requests +%d; want none", o.sim.Requests()-pmsBefore)
 	}
 	if n := o.metric(t, "partner_edge.pms.attempt.duration", attribute.String("pms", "live")); n != before {
 		t.Errorf("attempt metric moved %d -> %d while open", before, n)
@@ -408,16 +396,16 @@ func TestAttemptOutcomes(t *testing.T) {
 		edit    func(*ClientConfig)
 		faults  pmsim.Faults
 		cancel  bool
-		code    problem.Code // "" for the caller's cancellation
+		code    string // the Kind's name; "" for the caller's cancellation
 		errSpan bool
 	}{
-		{name: "not found", outcome: observability.PMSHTTP4xx, code: problem.PropertyNotFound},
-		{name: "connection refused", outcome: observability.PMSConnection, code: problem.BadGateway, errSpan: true,
+		{name: "not found", outcome: observability.PMSHTTP4xx, code: "not_found"},
+		{name: "connection refused", outcome: observability.PMSConnection, code: "bad_gateway", errSpan: true,
 			edit: func(c *ClientConfig) { c.BaseURL = closedAddr }},
-		{name: "attempt timeout", outcome: observability.PMSTimeout, code: problem.GatewayTimeout, errSpan: true,
+		{name: "attempt timeout", outcome: observability.PMSTimeout, code: "timeout", errSpan: true,
 			edit: func(c *ClientConfig) { c.AttemptTimeout = 50 * time.Millisecond }, faults: pmsim.Faults{Latency: time.Second}},
 		{name: "caller cancelled", outcome: observability.PMSCanceled, cancel: true, faults: pmsim.Faults{Latency: time.Second}},
-		{name: "429", outcome: observability.PMSHTTP429, code: problem.BadGateway, errSpan: true,
+		{name: "429", outcome: observability.PMSHTTP429, code: "bad_gateway", errSpan: true,
 			faults: pmsim.Faults{ErrorStatus: http.StatusTooManyRequests}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -438,15 +426,15 @@ func TestAttemptOutcomes(t *testing.T) {
 					cancel()
 				}()
 			}
-			ctx, stats, root := o.request(ctx)
+			ctx, root := o.request(ctx)
 			_, err := o.client.GetHotel(ctx, "aurora", "00000000-0000-4000-8000-000000000000")
 			root.End()
 			if tt.code == "" {
-				if !errors.Is(err, context.Canceled) {
-					t.Fatalf("err %v, want context.Canceled", err)
+				if e := asError(t, err); e.Kind != Canceled || !errors.Is(err, context.Canceled) {
+					t.Fatalf("err %v, want Canceled wrapping context.Canceled", err)
 				}
-			} else {
-				wantProblem(t, err, tt.code)
+			} else if e := asError(t, err); e.Kind.String() != tt.code {
+				t.Fatalf("kind %s, want %s", e.Kind, tt.code)
 			}
 			if n := o.metric(t, "partner_edge.pms.attempt.duration", attemptAttrs(tt.outcome)...); n != 1 {
 				t.Errorf("%s attempts = %d, want 1", tt.outcome, n)
@@ -454,14 +442,11 @@ func TestAttemptOutcomes(t *testing.T) {
 			if n := o.metric(t, "partner_edge.pms.attempt.duration", attribute.String("pms", "live")); n != 1 {
 				t.Errorf("attempts = %d, want 1", n)
 			}
-			if stats.Attempts() != 1 {
-				t.Errorf("CallStats.Attempts = %d, want 1", stats.Attempts())
-			}
 			call := o.spansNamed(t, SpanGetHotel, 1)[0]
 			if got := call.Status.Code == codes.Error; got != tt.errSpan {
 				t.Errorf("call span status %v, want error %v", call.Status, tt.errSpan)
 			}
-			code, _ := spanAttr(call, observability.AttrProblemCode)
+			code, _ := spanAttr(call, AttrErrorKind)
 			outcome, _ := spanAttr(call, observability.AttrPMSOutcome)
 			if code.AsString() != string(tt.code) || (tt.code == "") != (outcome.AsString() == "canceled") {
 				t.Errorf("call span problem code %q, outcome %q", code.AsString(), outcome.AsString())

@@ -36,14 +36,15 @@ import (
 //     Retry-After on 429 or 503 is a minimum. A Retry-After above
 //     RetryAfterMax, or a wait that would end after the call's deadline,
 //     means no retry: the failure is returned at once rather than wasting
-//     the partner's time.
+//     the partner's time. A 429 or 503 with Retry-After that is not
+//     retried, for whatever reason, is a *sheddingError (the PMS asked
+//     for a pause; see Client).
 //   - budget: each retry takes a token from the shared RetryBudget; none
 //     left means no retry.
 //
-// Each attempt is recorded once (see record): counted in the caller's
-// CallStats when it starts, and, with ClientConfig.Metrics, its duration
-// and outcome when it ends; a retry is counted when it starts, with the
-// outcome of the attempt before it.
+// With ClientConfig.Metrics, each attempt is recorded once (see record):
+// its duration and outcome when it ends; a retry is counted when it
+// starts, with the outcome of the attempt before it.
 type attempts struct {
 	c       *Client
 	resend  atomic.Int32 // the attempt under way, for ResendCount
@@ -51,10 +52,10 @@ type attempts struct {
 	wait    time.Duration
 	body    []byte
 
-	stats   *CallStats // the caller's; nil: none
-	started time.Time  // of the attempt under way
-	open    bool       // the attempt under way is not yet recorded
-	checked bool       // checkRetry has seen the attempt under way once
+	started time.Time // of the attempt under way
+	open    bool      // the attempt under way is not yet recorded
+	checked bool      // checkRetry has seen the attempt under way once
+	shed    error     // *sheddingError: the attempt under way got 429/503 with Retry-After
 	last    observability.PMSOutcome
 }
 
@@ -62,7 +63,7 @@ type attempts struct {
 // Errors are *statusError, *answerError, *transportError or a context
 // error (possibly wrapped).
 func (c *Client) do(ctx context.Context, u string) ([]byte, error) {
-	a := &attempts{c: c, stats: CallerIDsFrom(ctx).Stats}
+	a := &attempts{c: c}
 	req, err := retryablehttp.NewRequestWithContext(withResendCounter(ctx, &a.resend), http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err
@@ -98,8 +99,7 @@ func (a *attempts) begin(_ retryablehttp.Logger, r *http.Request, i int) {
 	if i > 0 && a.c.metrics != nil {
 		a.c.metrics.Retry(r.Context(), a.last)
 	}
-	a.stats.AddAttempt()
-	a.started, a.open, a.checked = time.Now(), true, false
+	a.started, a.open, a.checked, a.shed = a.c.now(), true, false, nil
 }
 
 // check is retryablehttp's CheckRetry around checkRetry. retryablehttp
@@ -121,7 +121,7 @@ func (a *attempts) record(ctx context.Context, resp *http.Response, err error) {
 	a.open = false
 	a.last = attemptOutcome(ctx, resp, err)
 	if a.c.metrics != nil {
-		a.c.metrics.Attempt(ctx, a.last, time.Since(a.started))
+		a.c.metrics.Attempt(ctx, a.last, a.c.now().Sub(a.started))
 	}
 }
 
@@ -182,15 +182,21 @@ func (a *attempts) checkRetry(ctx context.Context, resp *http.Response, err erro
 	case err != nil:
 		var se *statusError
 		var ae *answerError
-		if errors.As(err, &se) || errors.As(err, &ae) || isCertError(err) {
+		if errors.As(err, &se) {
+			// Second look at an answer not retried: handle's
+			// statusError, or the shedding seen on the first look.
+			return false, a.shed
+		}
+		if errors.As(err, &ae) || isCertError(err) {
 			return false, nil
 		}
 	case retryableStatus(resp.StatusCode):
 		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
-			if ra, ok := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+			if ra, ok := parseRetryAfter(resp.Header.Get("Retry-After"), a.c.now()); ok {
+				a.shed = &sheddingError{status: resp.StatusCode, wait: clampShed(ra)}
 				if ra > a.c.cfg.Retry.RetryAfterMax {
 					a.c.log.Debug("pms retry skipped: Retry-After beyond cap", "retry_after", ra)
-					return false, nil
+					return false, a.shed
 				}
 				minWait = ra
 			}
@@ -199,16 +205,16 @@ func (a *attempts) checkRetry(ctx context.Context, resp *http.Response, err erro
 		return false, nil
 	}
 	if a.retries >= a.c.cfg.Retry.MaxRetries {
-		return false, nil
+		return false, a.shed
 	}
 	wait := max(a.jitter(), minWait)
-	if dl, ok := ctx.Deadline(); ok && !time.Now().Add(wait).Before(dl) {
+	if dl, ok := ctx.Deadline(); ok && !a.c.now().Add(wait).Before(dl) {
 		a.c.log.Debug("pms retry skipped: wait would pass the deadline", "wait", wait)
-		return false, nil
+		return false, a.shed
 	}
 	if !a.c.cfg.Retry.Budget.TryRetry() {
 		a.c.log.Debug("pms retry skipped: retry budget exhausted")
-		return false, nil
+		return false, a.shed
 	}
 	a.retries++
 	a.wait = wait
@@ -253,9 +259,10 @@ func (a *attempts) giveUp(resp *http.Response, err error, _ int) (*http.Response
 		se *statusError
 		ae *answerError
 		te *transportError
+		sh *sheddingError
 	)
 	switch {
-	case errors.As(err, &se), errors.As(err, &ae), errors.As(err, &te):
+	case errors.As(err, &se), errors.As(err, &ae), errors.As(err, &te), errors.As(err, &sh):
 		return nil, err
 	case err == nil && resp != nil:
 		return nil, &statusError{status: resp.StatusCode}

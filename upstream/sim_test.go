@@ -6,10 +6,10 @@ import (
 	"net/http/httptest"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/partner-edge/partner-edge/mapping"
-	"github.com/partner-edge/partner-edge/problem"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
 
@@ -88,7 +88,7 @@ func TestSimWrongTokenIsBadGateway(t *testing.T) {
 	cfg := testConfig(srv.URL)
 	cfg.Token = "wrong"
 	_, err := newTestClient(t, cfg).ListHotels(context.Background(), "aurora")
-	wantProblem(t, err, problem.BadGateway)
+	wantKind(t, err, BadGateway)
 	if n := sim.Stats().Unauthorized; n != 1 {
 		t.Errorf("unauthorized requests = %d, want 1 (a 401 is not retried)", n)
 	}
@@ -98,8 +98,8 @@ func TestSimWrongTokenIsBadGateway(t *testing.T) {
 type simCase struct {
 	faults   pmsim.Faults
 	cfg      func(*ClientConfig)
-	get      bool // GetHotel instead of ListHotels
-	code     problem.Code
+	get      bool   // GetHotel instead of ListHotels
+	code     string // the Kind's name; "" for success
 	attempts int64
 	minTime  time.Duration
 	maxTime  time.Duration
@@ -127,9 +127,8 @@ func (sc simCase) run(t *testing.T) {
 			t.Fatalf("err = %v, want success", err)
 		}
 	} else {
-		pe := wantProblem(t, err, sc.code)
-		if got, want := pe.Status(), problem.Lookup(sc.code).Status; got != want {
-			t.Errorf("status = %d, want %d", got, want)
+		if e := asError(t, err); e.Kind.String() != sc.code {
+			t.Errorf("kind = %s, want %s", e.Kind, sc.code)
 		}
 	}
 	if n := sim.Requests(); n != sc.attempts {
@@ -144,33 +143,33 @@ func TestSimFaultMatrix(t *testing.T) {
 	t.Parallel()
 	for name, sc := range map[string]simCase{
 		"500s": {faults: pmsim.Faults{ErrorStatus: 500},
-			code: problem.BadGateway, attempts: 3, maxTime: time.Second},
+			code: "bad_gateway", attempts: 3, maxTime: time.Second},
 		"503 with Retry-After": {faults: pmsim.Faults{ErrorStatus: 503, RetryAfter: "1"},
 			cfg:  func(c *ClientConfig) { c.CallTimeout = 5 * time.Second },
-			code: problem.BadGateway, attempts: 3, minTime: 2 * time.Second, maxTime: 3500 * time.Millisecond},
+			code: "unavailable", attempts: 3, minTime: 2 * time.Second, maxTime: 3500 * time.Millisecond},
 		"429 with Retry-After beyond the cap": {faults: pmsim.Faults{ErrorStatus: 429, RetryAfter: "30"},
-			code: problem.BadGateway, attempts: 1, maxTime: 500 * time.Millisecond},
+			code: "unavailable", attempts: 1, maxTime: 500 * time.Millisecond},
 		"slow beyond the deadline": {faults: pmsim.Faults{Latency: 5 * time.Second},
 			cfg: func(c *ClientConfig) {
 				c.AttemptTimeout = 300 * time.Millisecond
 				c.CallTimeout = 800 * time.Millisecond
 			},
-			code: problem.GatewayTimeout, attempts: 3, minTime: 800 * time.Millisecond, maxTime: 1500 * time.Millisecond},
+			code: "timeout", attempts: 3, minTime: 800 * time.Millisecond, maxTime: 1500 * time.Millisecond},
 		"reset mid-body": {faults: pmsim.Faults{Reset: true},
-			code: problem.BadGateway, attempts: 3, maxTime: time.Second},
+			code: "bad_gateway", attempts: 3, maxTime: time.Second},
 		"truncated body": {faults: pmsim.Faults{Truncate: true},
-			code: problem.BadGateway, attempts: 3, maxTime: time.Second},
+			code: "bad_gateway", attempts: 3, maxTime: time.Second},
 		"malformed JSON": {faults: pmsim.Faults{Malformed: true},
-			code: problem.BadGateway, attempts: 1, maxTime: 500 * time.Millisecond},
+			code: "bad_gateway", attempts: 1, maxTime: 500 * time.Millisecond},
 		"malformed JSON on get": {faults: pmsim.Faults{Malformed: true}, get: true,
-			code: problem.BadGateway, attempts: 1, maxTime: 500 * time.Millisecond},
+			code: "bad_gateway", attempts: 1, maxTime: 500 * time.Millisecond},
 		"oversized body": {faults: pmsim.Faults{OversizeBytes: 64 << 10},
 			cfg:  func(c *ClientConfig) { c.MaxBodyBytes = 32 << 10 },
-			code: problem.BadGateway, attempts: 1, maxTime: 500 * time.Millisecond},
+			code: "bad_gateway", attempts: 1, maxTime: 500 * time.Millisecond},
 		"flapping, heals within the retries": {faults: pmsim.Faults{FailFirst: 2, ErrorStatus: 503},
 			attempts: 3, maxTime: time.Second},
 		"flapping on get": {faults: pmsim.Faults{FailFirst: 2, ErrorStatus: 502}, get: true,
-			code: problem.PropertyNotFound, attempts: 3, maxTime: time.Second},
+			code: "not_found", attempts: 3, maxTime: time.Second},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -181,16 +180,22 @@ func TestSimFaultMatrix(t *testing.T) {
 
 func TestSimBreakerStopsTrafficUntilHealed(t *testing.T) {
 	t.Parallel()
-	sim, srv := newSim(t, pmsim.Config{HotelsPerBrand: 10})
+	synctest.Test(t, testSimBreakerStopsTrafficUntilHealed)
+}
+
+// Under synctest, the simulator served in process: the open timeout
+// passes on the bubble's clock.
+func testSimBreakerStopsTrafficUntilHealed(t *testing.T) {
+	sim := pmsim.New(pmsim.Config{HotelsPerBrand: 10})
 	sim.SetFaults(pmsim.Faults{ErrorStatus: 503})
-	cfg := testConfig(srv.URL)
+	cfg := localConfig(sim)
 	cfg.Breaker = BreakerConfig{ConsecutiveFailures: 2, OpenTimeout: 2 * time.Second}
 	c := newTestClient(t, cfg)
 	d := NewDirect(c, DirectOptions{Brand: "aurora"})
 	ctx := context.Background()
 	for range 2 {
 		_, err := d.Snapshot(ctx)
-		wantProblem(t, err, problem.BadGateway)
+		wantKind(t, err, BadGateway)
 	}
 	if n := sim.Requests(); n != 6 {
 		t.Fatalf("PMS attempts = %d, want 6 (2 calls of 3 attempts)", n)
@@ -198,12 +203,12 @@ func TestSimBreakerStopsTrafficUntilHealed(t *testing.T) {
 	sim.ResetStats()
 	for range 20 {
 		_, err := d.Snapshot(ctx)
-		pe := wantProblem(t, err, problem.ServiceUnavailable)
-		if s := problem.RetryAfterSeconds(pe.RetryAfter); s != 2 {
-			t.Errorf("Retry-After %d s, want 2", s)
+		pe := wantKind(t, err, Unavailable)
+		if pe.RetryAfter != 2*time.Second {
+			t.Errorf("RetryAfter %s, want 2s", pe.RetryAfter)
 		}
 		_, err = d.Property(ctx, hotelID(1))
-		wantProblem(t, err, problem.ServiceUnavailable)
+		wantKind(t, err, Unavailable)
 	}
 	if n := sim.Requests(); n != 0 {
 		t.Fatalf("PMS attempts while open = %d, want 0", n)

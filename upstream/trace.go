@@ -10,7 +10,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/partner-edge/partner-edge/observability"
-	"github.com/partner-edge/partner-edge/problem"
 )
 
 // Names of the span of one logical PMS call (ClientConfig.Tracer). It is
@@ -30,7 +29,7 @@ const EventBreakerRejected = "breaker.rejected"
 
 // Attributes of the call span, beside observability.AttrBreakerState (the
 // state when the call started), observability.AttrProblemCode (when it
-// failed) and observability.AttrPMSOutcome ("canceled" when the caller left).
+// failed: see AttrErrorKind) and observability.AttrPMSOutcome ("canceled" when the caller left).
 const (
 	// AttrBrand is the brand code asked of the PMS.
 	AttrBrand = attribute.Key("partner_edge.pms.brand")
@@ -38,6 +37,9 @@ const (
 	AttrHotelID = attribute.Key("partner_edge.pms.hotel_id")
 	// AttrPages is the number of list pages received in a walk.
 	AttrPages = attribute.Key("partner_edge.pms.pages")
+	// AttrErrorKind is the Kind of a failed call ("not_found",
+	// "bad_gateway", ...).
+	AttrErrorKind = attribute.Key("partner_edge.pms.error_kind")
 	// AttrRecords is the number of records a walk returned.
 	AttrRecords = attribute.Key("partner_edge.pms.records")
 )
@@ -57,29 +59,27 @@ func (c *Client) startCall(ctx context.Context, name string, attrs ...attribute.
 	return ctx, span
 }
 
-// endCall records how a call ended on its span (it does not end it). err
-// is what the caller gets: nil, a *problem.Error, or the caller's own
-// context error. PROPERTY_NOT_FOUND is an answer of the PMS, not a failure:
-// the code is set, the status is not. The caller's cancellation is not a
-// failure of the PMS either.
-func endCall(span trace.Span, cause, err error) {
+// endCall records how a call ended on its span (it does not end it). cause
+// is the failure before classification, err what the caller gets. NotFound
+// is an answer of the PMS, not a failure: the kind is set, the status is
+// not. The caller's cancellation is not a failure of the PMS either.
+func endCall(span trace.Span, cause error, err *Error) {
 	if err == nil || !span.IsRecording() {
 		return
 	}
-	if errors.Is(cause, gobreaker.ErrOpenState) || errors.Is(cause, gobreaker.ErrTooManyRequests) {
+	if isBreakerOpen(cause) {
 		state := observability.BreakerOpen
 		if errors.Is(cause, gobreaker.ErrTooManyRequests) {
 			state = observability.BreakerHalfOpen
 		}
 		span.AddEvent(EventBreakerRejected, trace.WithAttributes(observability.AttrBreakerState.String(state.String())))
 	}
-	var pe *problem.Error
-	if !errors.As(err, &pe) {
+	if err.Kind == Canceled {
 		span.SetAttributes(observability.AttrPMSOutcome.String(string(observability.PMSCanceled)))
 		return
 	}
-	span.SetAttributes(observability.AttrProblemCode.String(string(pe.Code)))
-	if pe.Code != problem.PropertyNotFound {
-		span.SetStatus(codes.Error, string(pe.Code))
+	span.SetAttributes(AttrErrorKind.String(err.Kind.String()))
+	if err.Kind != NotFound {
+		span.SetStatus(codes.Error, err.Kind.String())
 	}
 }

@@ -1,62 +1,59 @@
-// Package cache is the brief cache of mapped properties: a decorator of
-// upstream.Catalog that serves data fresh for a TTL, coalesces misses into one
-// PMS load, refreshes hot data ahead of expiry, and serves stale data (up to
-// a longer age) when the PMS fails or the circuit is open (DECISIONS.md 9).
+// Package cache is the read model of one (brand, mode) (DECISIONS.md 9 and
+// 11): a decorator of upstream.Catalog that holds one snapshot of the
+// brand, loaded by the list walk, and answers both routes from it.
 //
 // # Flow
 //
-// A call first reads the store (github.com/patrickmn/go-cache). An entry
-// younger than TTL answers at once: a hit costs one map read under a read
-// lock and a time comparison, and allocates nothing. Past RefreshAhead*TTL a
-// hit also starts one background load of that entry.
+// A snapshot younger than TTL answers every call: Snapshot returns it and
+// Property looks the id up in it; an id it lacks is upstream.NotFound
+// without any PMS call. Past RefreshAhead*TTL a call also starts one
+// background refresh (at most one at a time), so under steady traffic the
+// snapshot is replaced before it expires and nobody waits on the PMS.
 //
-// Otherwise the call joins the load of its key through
-// golang.org/x/sync/singleflight: a herd of cold calls makes one PMS load.
-// The load runs under context.WithoutCancel of the first caller's context
-// (its values, such as trace and request ids, are kept) with its own
-// LoadTimeout, so a partner who cancels never fails the others waiting; each
-// caller waits on its own context and the load's result, and a caller whose
-// context ends gets its context's error while the load goes on for the rest.
+// Without a fresh snapshot (cold start, or nobody asked for a while) every
+// call, gets included, joins the one shared load of the snapshot
+// (golang.org/x/sync/singleflight) and waits for it at most until its own
+// context's deadline. The load runs under context.WithoutCancel of the
+// first caller's context (its values, such as trace and request ids, are
+// kept) with its own LoadTimeout, so a partner who leaves never fails the
+// others waiting.
 //
-// A load that fails with BAD_GATEWAY, SERVICE_UNAVAILABLE or GATEWAY_TIMEOUT
-// (the PMS failed, the circuit is open, the PMS was too slow), or a caller
-// whose own deadline passed while waiting, is answered with the entry if it
-// is younger than Stale. Any other error (PROPERTY_NOT_FOUND, INTERNAL_ERROR,
-// a cancellation) is returned as is: it is not a PMS failure.
+// A load that fails with a PMS failure (upstream.BadGateway, Unavailable,
+// Timeout), or a caller whose own deadline passed while waiting, is
+// answered from the held snapshot if it is younger than Stale (for a get:
+// if the snapshot holds the id; otherwise the failure, because during an
+// outage the edge does not claim a property is gone). A failed load also
+// backs refreshes off (RefreshBackoff, doubling up to TTL); while backed
+// off, calls past TTL are served stale at once instead of each trying.
 //
-// # What is stored, and why it is bounded
+// A panic in a load is recovered, logged with its stack, reported to
+// OnPanic, and fails the callers that waited with upstream.Internal; the
+// next call loads again.
 //
-// Keys are "<Config.Key>/snapshot" (every property of the brand) and
-// "<Config.Key>/property/<id>" for properties the PMS answered as found.
-// Not-found answers are never stored, and while a snapshot younger than TTL
-// exists Property answers from it alone, unknown ids included, without
-// asking the PMS. So the number of entries is bounded by the number of real
-// properties, never by what partners send.
+// With TTL 0 nothing is held: each call reads the inner Catalog, but
+// concurrent identical calls (the snapshot, or one id) share one call.
 //
-// The trade-off: a property created in the PMS less than TTL ago may answer
-// PROPERTY_NOT_FOUND for up to TTL (the snapshot does not know it yet), and
-// a deleted one may be served for up to TTL, or Stale during an outage.
+// # Memory
 //
-// Entries carry their own load time (go-cache hides expired entries and
-// measures on the wall clock); they leave the store at Stale. The store runs
-// no janitor: go-cache stops its janitor goroutine only from a finalizer,
-// which no test can wait for. Expired entries are swept after a store at
-// most once per TTL instead, which the bounded key set makes cheap.
+// The store is one atomic pointer to the current snapshot, replaced whole
+// by each load: nothing a partner sends adds an entry. Singleflight keys
+// are the snapshot and, with TTL 0 only, ids being fetched right now.
 package cache
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	gocache "github.com/patrickmn/go-cache"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/partner-edge/partner-edge/observability"
-	"github.com/partner-edge/partner-edge/problem"
 	"github.com/partner-edge/partner-edge/upstream"
 )
 
@@ -66,23 +63,27 @@ var _ upstream.Catalog = (*Cache)(nil)
 // concurrent use. Close stops its background loads.
 type Cache struct {
 	inner        upstream.Catalog
+	load         Loader
 	disabled     bool
 	ttl          time.Duration
 	stale        time.Duration
 	loadTimeout  time.Duration
 	refreshAfter time.Duration // age from which a hit refreshes; > ttl: never
+	backoffMin   time.Duration
 	now          func() time.Time
 	log          *slog.Logger
 	onOutcome    func(string)
+	onPanic      func()
 	metrics      *observability.PMSMetrics // nil: none
+	key          string
 
-	snapKey    string
-	propPrefix string
-	loadSnap   loadFunc
+	cur        atomic.Pointer[entry] // the held snapshot; nil: none
+	group      singleflight.Group
+	refreshing atomic.Bool // a background refresh runs
 
-	store     *gocache.Cache
-	group     singleflight.Group
-	lastSweep atomic.Int64 // unix nanoseconds of Now at the last sweep
+	bmu       sync.Mutex
+	failures  int       // failed loads in a row
+	backoffTo time.Time // no background refresh before this
 
 	// base is cancelled by Close; every load stops with it.
 	base   context.Context
@@ -92,42 +93,43 @@ type Cache struct {
 	wg     sync.WaitGroup // running loads and refresh goroutines
 }
 
-// entry is one stored value with its own freshness stamp.
-type entry[T any] struct {
-	val      T
-	loadedAt time.Time // Config.Now when the PMS answered
-	// refreshing is set while a background refresh of this entry runs, so
-	// at most one is in flight; the refreshed entry replaces this one.
-	refreshing atomic.Bool
+// entry is the held snapshot with its own freshness stamp.
+type entry struct {
+	val      *upstream.Snapshot
+	loadedAt time.Time // Config.Now when the load ended
 }
 
-// loadFunc loads from the inner Catalog under ctx and stores the result. It
-// returns the stored entry.
-type loadFunc func(ctx context.Context) (any, error)
+const snapKey = "snapshot"
 
 // New returns a Cache of inner configured by cfg (see Config for defaults).
 func New(inner upstream.Catalog, cfg Config) *Cache {
 	c := &Cache{
 		inner:       inner,
+		load:        cfg.Load,
 		disabled:    cfg.TTL <= 0,
 		ttl:         cfg.TTL,
 		stale:       cfg.Stale,
 		loadTimeout: cfg.LoadTimeout,
+		backoffMin:  cfg.RefreshBackoff,
 		now:         cfg.Now,
 		log:         cfg.Logger,
 		onOutcome:   cfg.OnOutcome,
+		onPanic:     cfg.OnPanic,
 		metrics:     cfg.Metrics,
-		snapKey:     cfg.Key + "/snapshot",
-		propPrefix:  cfg.Key + "/property/",
+		key:         cfg.Key,
+	}
+	if c.load == nil {
+		c.load = inner.Snapshot
 	}
 	if c.stale == 0 {
 		c.stale = DefaultStale
 	}
-	if c.stale < c.ttl {
-		c.stale = c.ttl
-	}
+	c.stale = max(c.stale, c.ttl)
 	if c.loadTimeout <= 0 {
 		c.loadTimeout = DefaultLoadTimeout
+	}
+	if c.backoffMin <= 0 {
+		c.backoffMin = DefaultRefreshBackoff
 	}
 	ahead := cfg.RefreshAhead
 	if ahead <= 0 {
@@ -135,7 +137,7 @@ func New(inner upstream.Catalog, cfg Config) *Cache {
 	}
 	c.refreshAfter = time.Duration(ahead * float64(c.ttl))
 	if ahead >= 1 {
-		c.refreshAfter = c.ttl + 1 // never reached by a fresh entry
+		c.refreshAfter = c.ttl + 1 // never reached by a fresh snapshot
 	}
 	if c.now == nil {
 		c.now = time.Now
@@ -143,14 +145,12 @@ func New(inner upstream.Catalog, cfg Config) *Cache {
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
-	c.store = gocache.New(c.stale, 0) // no janitor: see the package doc
 	c.base, c.cancel = context.WithCancel(context.Background())
-	c.loadSnap = c.loadSnapshot
 	return c
 }
 
 // Close cancels the loads in flight, waits until every goroutine the Cache
-// started has ended, and makes later loads fail with SERVICE_UNAVAILABLE
+// started has ended, and makes later loads fail with upstream.Unavailable
 // (so data younger than Stale is still served while the edge drains). It
 // does not close the inner Catalog. Close is idempotent.
 func (c *Cache) Close() {
@@ -161,8 +161,14 @@ func (c *Cache) Close() {
 	c.wg.Wait()
 }
 
-// Len is the number of stored entries, expired ones not yet swept included.
-func (c *Cache) Len() int { return c.store.ItemCount() }
+// Len is the number of properties held (active or not), 0 with no
+// snapshot.
+func (c *Cache) Len() int {
+	if e := c.cur.Load(); e != nil {
+		return e.val.Len()
+	}
+	return 0
+}
 
 // track registers a load or refresh goroutine; false once closed.
 func (c *Cache) track() bool {
@@ -176,19 +182,21 @@ func (c *Cache) track() bool {
 }
 
 // outcome reports o for the call of ctx: to OnOutcome, and, unless it is
-// a refresh (not the caller's answer), to the metrics and the caller's
-// CallStats.
+// not the caller's answer (refresh, panic), to the metrics and the caller's
+// span.
 func (c *Cache) outcome(ctx context.Context, o string) {
 	if c.onOutcome != nil {
 		c.onOutcome(o)
 	}
-	if o == OutcomeRefresh {
+	if o == OutcomeRefresh || o == OutcomePanic {
 		return
 	}
 	if c.metrics != nil {
 		c.metrics.Cache(ctx, observability.CacheOutcome(o))
 	}
-	upstream.CallerIDsFrom(ctx).Stats.SetCacheOutcome(o)
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.SetAttributes(observability.AttrCacheOutcome.String(o))
+	}
 }
 
 func ledOutcome(led bool) string {
@@ -198,9 +206,10 @@ func ledOutcome(led bool) string {
 	return OutcomeCoalesced
 }
 
-// load joins or starts the load of key and waits for it or for ctx. led
-// reports whether this call's fn ran.
-func (c *Cache) load(ctx context.Context, key string, fn loadFunc) (v any, led bool, err error) {
+// shared joins or starts the call of key and waits for it or for ctx. led
+// reports whether this call's fn ran. A caller whose context ends first
+// gets that end, classified.
+func (c *Cache) shared(ctx context.Context, key string, fn func(context.Context) (any, error)) (v any, led bool, err error) {
 	ran := false
 	ch := c.group.DoChan(key, func() (any, error) {
 		ran = true // read only after the result arrives on ch
@@ -208,52 +217,20 @@ func (c *Cache) load(ctx context.Context, key string, fn loadFunc) (v any, led b
 	})
 	select {
 	case <-ctx.Done():
-		return nil, false, ctx.Err()
+		return nil, false, upstream.Classify(ctx, ctx.Err(), upstream.Internal)
 	case r := <-ch:
-		if pe, ok := r.Err.(*problem.Error); ok && r.Shared {
-			// Each caller owns its error: the edge may annotate it
-			// (headers, detail) while others write theirs.
-			cp := *pe
+		if e, ok := r.Err.(*upstream.Error); ok && r.Shared {
+			// Each caller owns its error value.
+			cp := *e
 			return nil, ran, &cp
 		}
 		return r.Val, ran, r.Err
 	}
 }
 
-// refresh starts a background load of key unless one of this entry is
-// running already (flag). It keeps ctx's values, not its cancellation.
-func (c *Cache) refresh(ctx context.Context, flag *atomic.Bool, key string, fn loadFunc) {
-	if !flag.CompareAndSwap(false, true) {
-		return
-	}
-	if !c.track() {
-		flag.Store(false)
-		return
-	}
-	c.outcome(ctx, OutcomeRefresh)
-	vals := context.WithoutCancel(ctx)
-	// The refresh's attempts are not the triggering request's: that
-	// request was answered from the cache (its access line says hit, 0
-	// attempts). Its ids stay, for the PMS and the logs.
-	if ids := upstream.CallerIDsFrom(vals); ids.Stats != nil {
-		ids.Stats = nil
-		vals = upstream.WithCallerIDs(vals, ids)
-	}
-	go func() {
-		defer c.wg.Done()
-		defer flag.Store(false)
-		// Do, not DoChan: this goroutine waits, so the flag is cleared
-		// only once the load (its own or one it joined) has ended.
-		_, err, _ := c.group.Do(key, func() (any, error) { return c.run(vals, fn) })
-		if err != nil {
-			c.log.DebugContext(vals, "cache refresh failed", "key", key, "error", err)
-		}
-	}()
-}
-
 // run executes one load detached from ctx's cancellation, under LoadTimeout
-// and Close.
-func (c *Cache) run(ctx context.Context, fn loadFunc) (any, error) {
+// and Close. A panic in fn is recovered into an upstream.Internal error.
+func (c *Cache) run(ctx context.Context, fn func(context.Context) (any, error)) (v any, err error) {
 	if !c.track() {
 		return nil, closedError()
 	}
@@ -262,64 +239,40 @@ func (c *Cache) run(ctx context.Context, fn loadFunc) (any, error) {
 	defer cancel()
 	stop := context.AfterFunc(c.base, cancel)
 	defer stop()
-	v, err := fn(lctx)
+	defer func() {
+		if r := recover(); r != nil {
+			v, err = nil, &upstream.Error{Kind: upstream.Internal, Err: fmt.Errorf("cache load panicked: %v", r)}
+			c.log.ErrorContext(ctx, "cache load panicked", "key", c.key, "panic", fmt.Sprint(r),
+				"stack", string(debug.Stack()))
+			c.outcome(ctx, OutcomePanic)
+			if c.metrics != nil {
+				c.metrics.LoadPanic(ctx)
+			}
+			if c.onPanic != nil {
+				c.onPanic()
+			}
+		}
+	}()
+	v, err = fn(lctx)
 	if err != nil {
-		return nil, c.classify(lctx, err)
+		if c.base.Err() != nil {
+			return nil, closedError()
+		}
+		return nil, upstream.Classify(lctx, err, upstream.Internal)
 	}
 	return v, nil
 }
 
-// classify turns the load context's own end into a problem: the inner
-// Catalog returns a context's error unchanged, but to the callers of a
-// shared load it is not their cancellation.
-func (c *Cache) classify(lctx context.Context, err error) error {
-	var pe *problem.Error
-	if errors.As(err, &pe) || lctx.Err() == nil {
-		return err
-	}
-	if c.base.Err() != nil {
-		return closedError()
-	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return &problem.Error{Code: problem.GatewayTimeout, Err: err}
-	}
-	return err
-}
-
 func closedError() error {
-	return &problem.Error{Code: problem.ServiceUnavailable, Err: errors.New("cache: closed")}
+	return &upstream.Error{Kind: upstream.Unavailable, RetryAfter: time.Second, Err: errors.New("cache: closed")}
 }
 
 // servable reports whether err allows serving stale data: a PMS failure, or
 // the caller's own deadline passing while it waited.
-func servable(ctx context.Context, err error) bool {
-	var pe *problem.Error
-	if errors.As(err, &pe) {
-		switch pe.Code {
-		case problem.BadGateway, problem.ServiceUnavailable, problem.GatewayTimeout:
-			return true
-		}
-		return false
+func servable(err error) bool {
+	switch upstream.KindOf(err) {
+	case upstream.BadGateway, upstream.Unavailable, upstream.Timeout:
+		return true
 	}
-	return errors.Is(err, context.DeadlineExceeded) && errors.Is(ctx.Err(), context.DeadlineExceeded)
-}
-
-// put stores e under key and sweeps expired entries at most once per TTL.
-func (c *Cache) put(key string, e any) {
-	c.store.Set(key, e, gocache.DefaultExpiration)
-	now := c.now().UnixNano()
-	last := c.lastSweep.Load()
-	if now-last >= int64(c.ttl) && c.lastSweep.CompareAndSwap(last, now) {
-		c.store.DeleteExpired()
-	}
-}
-
-// get returns the entry stored under key, or nil.
-func get[T any](c *Cache, key string) *entry[T] {
-	v, ok := c.store.Get(key)
-	if !ok {
-		return nil
-	}
-	e, _ := v.(*entry[T])
-	return e
+	return false
 }

@@ -8,7 +8,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/partner-edge/partner-edge/problem"
 	"github.com/partner-edge/partner-edge/upstream"
 )
 
@@ -120,7 +119,7 @@ func TestLoadTimeout(t *testing.T) {
 
 		t0 := time.Now()
 		_, err := c.Snapshot(context.Background())
-		if codeOf(err) != problem.GatewayTimeout || time.Since(t0) != 2*time.Second {
+		if upstream.KindOf(err) != upstream.Timeout || time.Since(t0) != 2*time.Second {
 			t.Fatalf("err %v after %v; want GATEWAY_TIMEOUT after LoadTimeout (2s)", err, time.Since(t0))
 		}
 
@@ -213,21 +212,21 @@ func TestCloseStopsLoads(t *testing.T) {
 			t.Fatalf("after Close: %v, inner asked %v; want stale data without a load", err, inner.snapCalls.Load() != calls)
 		}
 		time.Sleep(time.Minute)
-		if _, err := c.Snapshot(context.Background()); codeOf(err) != problem.ServiceUnavailable {
+		if _, err := c.Snapshot(context.Background()); upstream.KindOf(err) != upstream.Unavailable {
 			t.Fatalf("after Close, past Stale: %v; want SERVICE_UNAVAILABLE", err)
 		}
 		c.Close() // idempotent
 	})
 }
 
-// Callers coalesced on a failed load each get their own *problem.Error, so
+// Callers coalesced on a failed load each get their own *upstream.Error, so
 // that one caller annotating it cannot race with another writing it.
 func TestCoalescedErrorsAreNotShared(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		release := make(chan struct{})
 		inner := &fakeCatalog{snapshot: func(context.Context) (*upstream.Snapshot, error) {
 			<-release
-			return nil, &problem.Error{Code: problem.BadGateway, Detail: "down"}
+			return nil, &upstream.Error{Kind: upstream.BadGateway, Err: errors.New("down")}
 		}}
 		c := New(inner, Config{TTL: time.Second})
 		defer c.Close()
@@ -238,8 +237,8 @@ func TestCoalescedErrorsAreNotShared(t *testing.T) {
 		synctest.Wait()
 		close(release)
 		a, b := <-errs, <-errs
-		var pa, pb *problem.Error
-		if !errors.As(a, &pa) || !errors.As(b, &pb) || pa == pb || pa.Code != problem.BadGateway || pb.Code != problem.BadGateway {
+		var pa, pb *upstream.Error
+		if !errors.As(a, &pa) || !errors.As(b, &pb) || pa == pb || pa.Kind != upstream.BadGateway || pb.Kind != upstream.BadGateway {
 			t.Fatalf("errors %v and %v; want two distinct BAD_GATEWAY values", a, b)
 		}
 		if inner.snapCalls.Load() != 1 {

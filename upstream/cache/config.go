@@ -1,10 +1,12 @@
 package cache
 
 import (
+	"context"
 	"log/slog"
 	"time"
 
 	"github.com/partner-edge/partner-edge/observability"
+	"github.com/partner-edge/partner-edge/upstream"
 )
 
 // Defaults of Config. They match EDGE_CACHE_TTL and EDGE_CACHE_STALE
@@ -15,6 +17,10 @@ const (
 	DefaultStale        = 5 * time.Minute
 	DefaultLoadTimeout  = 5 * time.Second
 	DefaultRefreshAhead = 0.8
+	// DefaultRefreshBackoff is the first wait after a failed load before
+	// the next background refresh; it doubles per failure in a row, up to
+	// the TTL.
+	DefaultRefreshBackoff = time.Second
 )
 
 // Outcomes reported through Config.OnOutcome.
@@ -31,7 +37,19 @@ const (
 	// OutcomeRefresh: a background refresh-ahead load was started. It is
 	// reported in addition to the caller's own outcome (a hit).
 	OutcomeRefresh = "refresh"
+	// OutcomePanic: a load panicked; the panic was recovered and the
+	// callers that waited got an upstream.Internal error. Reported in
+	// addition to their outcomes.
+	OutcomePanic = "panic"
 )
+
+// Loader loads the brand's snapshot for one (brand, mode): by default the
+// inner Catalog's Snapshot. It is the seam for sharing loads between
+// processes (a Redis-backed loader wraps the default one). It must return
+// an *upstream.Error on failure (other errors are treated as
+// upstream.Internal, or classified by upstream.Classify when the load's
+// context ended) and a non-nil snapshot on success.
+type Loader func(ctx context.Context) (*upstream.Snapshot, error)
 
 // Config tunes a Cache. The zero value is a disabled cache (TTL 0).
 type Config struct {
@@ -42,22 +60,24 @@ type Config struct {
 	Key string
 
 	// TTL is how long loaded data is served without asking the PMS
-	// (EDGE_CACHE_TTL). Zero or negative disables the cache entirely: every
-	// call passes straight through to the inner Catalog, with no coalescing
-	// and no stale data. The edge's default is DefaultTTL.
+	// (EDGE_CACHE_TTL). Zero or negative disables the cache: every call
+	// reads the inner Catalog and nothing is kept, but concurrent identical
+	// calls (the snapshot, or one id) share one inner call; no stale data.
+	// The edge's default is DefaultTTL.
 	TTL time.Duration
 
 	// Stale is the greatest age at which data is still served when a load
-	// fails with BAD_GATEWAY, SERVICE_UNAVAILABLE or GATEWAY_TIMEOUT (PMS
-	// down, circuit open, too slow) (EDGE_CACHE_STALE). Entries are dropped
-	// from the store at this age. Zero means DefaultStale; a value below TTL
-	// is raised to TTL (no stale serving beyond the fresh window).
+	// fails with upstream.BadGateway, Unavailable or Timeout (PMS down,
+	// circuit open or shedding, too slow) (EDGE_CACHE_STALE). Zero means
+	// DefaultStale; a value below TTL is raised to TTL (no stale serving
+	// beyond the fresh window).
 	Stale time.Duration
 
 	// LoadTimeout bounds one shared load. A load runs detached from the
 	// cancellation of the call that started it (so one partner giving up
 	// never fails the others waiting on the same load) and needs a deadline
-	// of its own. Zero means DefaultLoadTimeout.
+	// of its own. Each caller waits at most until its own context's
+	// deadline. Zero means DefaultLoadTimeout.
 	LoadTimeout time.Duration
 
 	// RefreshAhead is the fraction of TTL after which a hit also starts a
@@ -67,10 +87,17 @@ type Config struct {
 	// refresh-ahead.
 	RefreshAhead float64
 
-	// Now returns the current time; ages of entries are measured with it.
-	// Nil means time.Now. (The store drops entries on the wall clock, at
-	// Stale; with an injected clock that is only a memory bound, every
-	// freshness decision uses Now.)
+	// RefreshBackoff is the wait after a failed load before the next
+	// background refresh, doubled per failure in a row up to TTL. Zero
+	// means DefaultRefreshBackoff.
+	RefreshBackoff time.Duration
+
+	// Load, when set, loads the snapshot instead of the inner Catalog's
+	// Snapshot (see Loader).
+	Load Loader
+
+	// Now returns the current time; ages of snapshots and refresh backoff
+	// are measured with it. Nil means time.Now.
 	Now func() time.Time
 
 	// Logger receives debug records of stale serves and failed background
@@ -79,16 +106,20 @@ type Config struct {
 
 	// OnOutcome, if not nil, is called once per Snapshot or Property call
 	// with OutcomeHit, OutcomeMiss, OutcomeCoalesced or OutcomeStale (not
-	// when the caller's own context ended first, nor when the cache is
-	// disabled), and with OutcomeRefresh when a background refresh starts.
-	// It must be fast and safe for concurrent use (a metrics counter).
+	// when the caller's own context ended first), with OutcomeRefresh when
+	// a background refresh starts, and with OutcomePanic when a load
+	// panicked. It must be fast and safe for concurrent use.
 	OnOutcome func(outcome string)
+
+	// OnPanic, if not nil, is called once per recovered load panic, for a
+	// metric. The panic is also logged at error level with its stack.
+	OnPanic func()
 
 	// Metrics, if not nil, counts every caller outcome (hit, miss, stale,
 	// coalesced: each Snapshot or Property call that OnOutcome reports,
 	// refreshes excepted) and adds a "cache.lookup" event to the span of
 	// the caller's context. Nil means no metrics. Independently of it, the
-	// outcome is set on the caller's upstream.CallStats, when its context
-	// carries one (upstream.CallerIDs.Stats).
+	// outcome is set as the attribute partner_edge.cache.outcome on the
+	// caller's recording span.
 	Metrics *observability.PMSMetrics
 }

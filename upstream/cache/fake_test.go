@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -11,7 +12,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/partner-edge/partner-edge/mapping"
-	"github.com/partner-edge/partner-edge/problem"
 	"github.com/partner-edge/partner-edge/upstream"
 )
 
@@ -117,7 +117,7 @@ func testSnapshot(n, version int) *upstream.Snapshot {
 type versioned struct {
 	fakeCatalog
 	version atomic.Int64
-	fail    atomic.Pointer[problem.Error]
+	fail    atomic.Pointer[upstream.Error]
 }
 
 func newVersioned(n int) *versioned {
@@ -137,14 +137,9 @@ func newVersioned(n int) *versioned {
 				return testItem(i, int(v.version.Add(1))), nil
 			}
 		}
-		return nil, problem.New(problem.PropertyNotFound, "not found")
+		return nil, &upstream.Error{Kind: upstream.NotFound, Err: errors.New("not found")}
 	}
 	return v
-}
-
-func codeOf(err error) problem.Code {
-	pe := problem.From(err)
-	return pe.Code
 }
 
 func mustJSON(t *testing.T, s *upstream.Snapshot) string {

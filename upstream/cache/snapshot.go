@@ -2,71 +2,163 @@ package cache
 
 import (
 	"context"
+	"errors"
+	"time"
 
-	"github.com/partner-edge/partner-edge/problem"
 	"github.com/partner-edge/partner-edge/upstream"
 )
 
-type snapEntry = entry[*upstream.Snapshot]
-
-// Snapshot returns the brand's properties: from a fresh entry, else from one
-// shared load, else (the load failed with a PMS failure, or ctx's deadline
-// passed) from an entry younger than Stale. A caller whose context ends
-// while waiting gets its context's error; the load goes on for the others.
+// Snapshot returns the brand's properties (see the package doc). A caller
+// whose context ends while waiting gets that end as an *upstream.Error
+// (Canceled or Timeout); the load goes on for the others.
 func (c *Cache) Snapshot(ctx context.Context) (*upstream.Snapshot, error) {
+	s, _, err := c.snapshot(ctx)
+	return s, err
+}
+
+// snapshot is Snapshot, also reporting whether the answer is stale data
+// served because of the returned loadErr (nil otherwise).
+func (c *Cache) snapshot(ctx context.Context) (s *upstream.Snapshot, loadErr error, err error) {
 	if c.disabled {
-		return c.inner.Snapshot(ctx)
+		v, led, err := c.shared(ctx, snapKey, c.loadOnly)
+		if err != nil {
+			c.report(ctx, err, led)
+			return nil, nil, err
+		}
+		c.outcome(ctx, ledOutcome(led))
+		return v.(*upstream.Snapshot), nil, nil
 	}
-	if e := c.freshSnapshot(ctx); e != nil {
-		c.outcome(ctx, OutcomeHit)
-		return e.val, nil
+	e := c.cur.Load()
+	now := c.now()
+	if e != nil {
+		age := now.Sub(e.loadedAt)
+		if age < c.ttl {
+			if age >= c.refreshAfter {
+				c.refresh(ctx)
+			}
+			c.outcome(ctx, OutcomeHit)
+			return e.val, nil, nil
+		}
+		if age < c.stale && c.backingOff(now) {
+			// The last load failed: serve stale until the backoff ends
+			// rather than every caller trying again; a refresh retries.
+			c.refresh(ctx)
+			c.outcome(ctx, OutcomeStale)
+			return e.val, errBackoff, nil
+		}
 	}
-	v, led, err := c.load(ctx, c.snapKey, c.loadSnap)
+	v, led, err := c.shared(ctx, snapKey, c.loadAndStore)
 	if err != nil {
-		if servable(ctx, err) {
-			if e := get[*upstream.Snapshot](c, c.snapKey); e != nil && c.now().Sub(e.loadedAt) < c.stale {
+		if servable(err) {
+			if e := c.cur.Load(); e != nil && c.now().Sub(e.loadedAt) < c.stale {
 				c.outcome(ctx, OutcomeStale)
-				c.log.DebugContext(ctx, "cache served stale snapshot", "key", c.snapKey,
+				c.log.DebugContext(ctx, "cache served stale snapshot", "key", c.key,
 					"age", c.now().Sub(e.loadedAt), "error", err)
-				return e.val, nil
+				return e.val, err, nil
 			}
 		}
-		if ctx.Err() == nil {
-			c.outcome(ctx, ledOutcome(led))
-		}
-		return nil, err
+		c.report(ctx, err, led)
+		return nil, nil, err
 	}
 	c.outcome(ctx, ledOutcome(led))
-	return v.(*snapEntry).val, nil
+	return v.(*entry).val, nil, nil
 }
 
-// freshSnapshot returns the stored snapshot if younger than TTL, starting a
-// background refresh when it is past RefreshAhead*TTL; nil otherwise.
-func (c *Cache) freshSnapshot(ctx context.Context) *snapEntry {
-	e := get[*upstream.Snapshot](c, c.snapKey)
-	if e == nil {
-		return nil
+// errBackoff is the reason for stale data served during refresh backoff.
+var errBackoff = &upstream.Error{Kind: upstream.Unavailable, RetryAfter: time.Second,
+	Err: errors.New("cache: the last snapshot load failed; backing off")}
+
+// report records the outcome of a call that failed, unless the caller left.
+func (c *Cache) report(ctx context.Context, err error, led bool) {
+	if ctx.Err() == nil {
+		c.outcome(ctx, ledOutcome(led))
 	}
-	age := c.now().Sub(e.loadedAt)
-	if age >= c.ttl {
-		return nil
-	}
-	if age >= c.refreshAfter && !e.refreshing.Load() {
-		c.refresh(ctx, &e.refreshing, c.snapKey, c.loadSnap)
-	}
-	return e
 }
 
-// loadSnapshot is the loadFunc of the snapshot.
-func (c *Cache) loadSnapshot(ctx context.Context) (any, error) {
-	s, err := c.inner.Snapshot(ctx)
+// refresh starts a background load of the snapshot unless one is running
+// or refreshes are backed off after a failure. It keeps ctx's values (ids,
+// trace), not its cancellation. Refreshes happen only when someone asks:
+// a brand nobody reads is not refreshed.
+func (c *Cache) refresh(ctx context.Context) {
+	if c.backingOff(c.now()) || !c.refreshing.CompareAndSwap(false, true) {
+		return
+	}
+	if !c.track() {
+		c.refreshing.Store(false)
+		return
+	}
+	c.outcome(ctx, OutcomeRefresh)
+	vals := context.WithoutCancel(ctx)
+	go func() {
+		defer c.wg.Done()
+		defer c.refreshing.Store(false)
+		// Do, not DoChan: this goroutine waits, so the flag is cleared
+		// only once the load (its own or one it joined) has ended.
+		_, err, _ := c.group.Do(snapKey, func() (any, error) { return c.run(vals, c.loadAndStore) })
+		if err != nil {
+			c.log.WarnContext(vals, "cache refresh failed; serving the held snapshot", "key", c.key, "error", err)
+		}
+	}()
+}
+
+// backingOff reports whether refreshes wait after failed loads.
+func (c *Cache) backingOff(now time.Time) bool {
+	c.bmu.Lock()
+	defer c.bmu.Unlock()
+	return now.Before(c.backoffTo)
+}
+
+// loaded records the end of a load for the refresh backoff.
+func (c *Cache) loaded(err error) {
+	c.bmu.Lock()
+	defer c.bmu.Unlock()
+	if err == nil {
+		c.failures, c.backoffTo = 0, time.Time{}
+		return
+	}
+	wait := c.backoffMin
+	for i := 1; i < c.failures && wait < c.ttl; i++ {
+		wait *= 2
+	}
+	wait = min(wait, max(c.ttl, c.backoffMin))
+	if ra := retryAfterOf(err); ra > wait {
+		wait = ra // the PMS asked for longer
+	}
+	c.failures++
+	c.backoffTo = c.now().Add(wait)
+}
+
+func retryAfterOf(err error) time.Duration {
+	var e *upstream.Error
+	if errors.As(err, &e) && e.Kind == upstream.Unavailable {
+		return e.RetryAfter
+	}
+	return 0
+}
+
+// loadOnly loads the snapshot without holding it (TTL 0).
+func (c *Cache) loadOnly(ctx context.Context) (any, error) {
+	s, err := c.load(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if s == nil { // a broken inner Catalog; never cache or serve nil
-		return nil, problem.New(problem.InternalError, "An unexpected error occurred.")
+	if s == nil { // a broken loader; never serve nil
+		return nil, &upstream.Error{Kind: upstream.Internal, Err: errors.New("cache: loader returned no snapshot")}
 	}
-	e := &snapEntry{val: s, loadedAt: c.now()}
-	c.put(c.snapKey, e)
+	return s, nil
+}
+
+// loadAndStore loads the snapshot and holds it.
+func (c *Cache) loadAndStore(ctx context.Context) (any, error) {
+	v, err := c.loadOnly(ctx)
+	if err != nil {
+		if servable(upstream.Classify(ctx, err, upstream.Internal)) {
+			c.loaded(err)
+		}
+		return nil, err
+	}
+	e := &entry{val: v.(*upstream.Snapshot), loadedAt: c.now()}
+	c.cur.Store(e)
+	c.loaded(nil)
 	return e, nil
 }

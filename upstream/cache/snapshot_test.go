@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/partner-edge/partner-edge/problem"
 	"github.com/partner-edge/partner-edge/upstream"
 )
 
@@ -42,14 +41,14 @@ func TestSnapshotFreshHitThenReloadAfterTTL(t *testing.T) {
 	if inner.snapCalls.Load() != 2 || mustJSON(t, reloaded) == mustJSON(t, first) {
 		t.Fatalf("after TTL: inner loads=%d, new data=%v; want a reload", inner.snapCalls.Load(), mustJSON(t, reloaded) != mustJSON(t, first))
 	}
-	if c.Len() != 1 {
-		t.Fatalf("Len = %d, want 1 (the snapshot)", c.Len())
+	if c.Len() != 3 {
+		t.Fatalf("Len = %d, want 3 (the snapshot's properties)", c.Len())
 	}
 }
 
 func TestSnapshotStaleServedOnPMSFailureUntilStale(t *testing.T) {
-	for _, code := range []problem.Code{problem.BadGateway, problem.ServiceUnavailable, problem.GatewayTimeout} {
-		t.Run(string(code), func(t *testing.T) {
+	for _, code := range []upstream.Kind{upstream.BadGateway, upstream.Unavailable, upstream.Timeout} {
+		t.Run(code.String(), func(t *testing.T) {
 			inner := newVersioned(3)
 			clk := newClock()
 			var out outcomes
@@ -64,7 +63,7 @@ func TestSnapshotStaleServedOnPMSFailureUntilStale(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := mustJSON(t, first)
-			inner.fail.Store(problem.New(code, "pms down"))
+			inner.fail.Store(&upstream.Error{Kind: code, Err: errors.New("pms down")})
 
 			for _, age := range []time.Duration{30 * time.Second, 2 * time.Minute, 5*time.Minute - time.Millisecond} {
 				clk.Set(loaded.Add(age))
@@ -82,7 +81,7 @@ func TestSnapshotStaleServedOnPMSFailureUntilStale(t *testing.T) {
 
 			clk.Advance(time.Millisecond) // exactly Stale old
 			_, err = c.Snapshot(ctx)
-			if codeOf(err) != code {
+			if upstream.KindOf(err) != code {
 				t.Fatalf("at Stale: err %v, want %s", err, code)
 			}
 			if got := inner.snapCalls.Load(); got != 5 {
@@ -107,8 +106,8 @@ func TestSnapshotOtherErrorsAreNotServedStale(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk.Advance(2 * time.Second)
-	inner.fail.Store(problem.New(problem.InternalError, "bug"))
-	if _, err := c.Snapshot(context.Background()); codeOf(err) != problem.InternalError {
+	inner.fail.Store(&upstream.Error{Kind: upstream.Internal, Err: errors.New("bug")})
+	if _, err := c.Snapshot(context.Background()); upstream.KindOf(err) != upstream.Internal {
 		t.Fatalf("err %v, want INTERNAL_ERROR passed through", err)
 	}
 
@@ -135,7 +134,7 @@ func TestDisabledPassesThrough(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if inner.snapCalls.Load() != 3 || inner.propCalls.Load() != 3 || c.Len() != 0 || len(out.n) != 0 {
+	if inner.snapCalls.Load() != 3 || inner.propCalls.Load() != 3 || c.Len() != 0 || out.get(OutcomeMiss) != 6 {
 		t.Fatalf("loads %d/%d, Len %d, outcomes %v; want every call passed through, nothing stored",
 			inner.snapCalls.Load(), inner.propCalls.Load(), c.Len(), out.n)
 	}
