@@ -1,0 +1,131 @@
+package cache
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/partner-edge/partner-edge/upstream"
+)
+
+// Issue 8, acceptance 1 (cache level): from cold, 10,000 gets of random
+// unknown ids from 20 concurrent clients are all NotFound, and the PMS sees
+// one snapshot load and no get.
+func TestColdUnknownIDsMakeOneLoad(t *testing.T) {
+	inner := newVersioned(5)
+	c := New(inner, Config{TTL: time.Minute})
+	defer c.Close()
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			for range 500 {
+				if _, err := c.Property(context.Background(), uuid.NewString()); upstream.KindOf(err) != upstream.NotFound {
+					t.Errorf("err %v, want not found", err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if s, p := inner.snapCalls.Load(), inner.propCalls.Load(); s != 1 || p != 0 {
+		t.Fatalf("inner snapshot loads %d, gets %d; want 1 and 0", s, p)
+	}
+}
+
+// Issue 8, acceptance 2: TTL 1 s and a request every 50 ms for 5 s: after
+// the first load every request is a hit (answered without waiting on a
+// load), while background refreshes keep the snapshot fresh.
+func TestSteadyTrafficNeverWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		inner := newVersioned(3)
+		var out outcomes
+		c := New(inner, Config{TTL: time.Second, OnOutcome: out.record})
+		defer c.Close()
+		ctx := context.Background()
+		if _, err := c.Snapshot(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for range 100 {
+			<-time.After(50 * time.Millisecond) // the traffic's pace, on the bubble's clock
+			if _, err := c.Property(ctx, propertyID(1)); err != nil {
+				t.Fatal(err)
+			}
+			synctest.Wait() // a refresh started by this request has ended
+		}
+		if out.get(OutcomeHit) != 100 || out.get(OutcomeMiss) != 1 || out.get(OutcomeCoalesced) != 0 || out.get(OutcomeStale) != 0 {
+			t.Fatalf("outcomes %v; want 1 miss then 100 hits", out.n)
+		}
+		if n := inner.snapCalls.Load(); n < 5 || int64(out.get(OutcomeRefresh)) != n-1 {
+			t.Fatalf("loads %d, refreshes %d; want about one refresh per TTL, all in the background", n, out.get(OutcomeRefresh))
+		}
+	})
+}
+
+// Issue 8, acceptance 3: a load that panics fails the callers that waited
+// with Internal, is counted, and the next call loads again; the process
+// (test) survives and goleak (TestMain) finds no goroutine left.
+func TestPanickingLoad(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		inner := newVersioned(3)
+		good := inner.snapshot
+		inner.snapshot = func(context.Context) (*upstream.Snapshot, error) {
+			<-release
+			var m map[string]int
+			m["boom"]++ // a bug in mapping
+			return nil, nil
+		}
+		panics := 0
+		c := New(inner, Config{TTL: time.Second, OnPanic: func() { panics++ }})
+		defer c.Close()
+		errs := make(chan error, 10)
+		for range 10 {
+			go func() { _, err := c.Property(context.Background(), propertyID(1)); errs <- err }()
+		}
+		synctest.Wait()
+		close(release)
+		for range 10 {
+			if err := <-errs; upstream.KindOf(err) != upstream.Internal {
+				t.Fatalf("waiter: %v, want internal", err)
+			}
+		}
+		if panics != 1 {
+			t.Fatalf("panics counted %d, want 1", panics)
+		}
+		inner.snapshot = good
+		if _, err := c.Property(context.Background(), propertyID(1)); err != nil {
+			t.Fatalf("after the panic: %v, want the property", err)
+		}
+	})
+}
+
+// Issue 8, acceptance 4: TTL 0, 50 concurrent identical gets against a PMS
+// answering in 300 ms make at most 2 PMS calls.
+func TestDisabledCoalescesIdenticalGets(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		inner := newVersioned(3)
+		get := inner.property
+		inner.property = func(ctx context.Context, id string) (*upstream.Item, error) {
+			<-time.After(300 * time.Millisecond)
+			return get(ctx, id)
+		}
+		c := New(inner, Config{TTL: 0})
+		defer c.Close()
+		var wg sync.WaitGroup
+		for range 50 {
+			wg.Go(func() {
+				if _, err := c.Property(context.Background(), propertyID(2)); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if n := inner.propCalls.Load(); n > 2 {
+			t.Fatalf("PMS gets %d, want at most 2", n)
+		}
+	})
+}
