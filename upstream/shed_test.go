@@ -1,0 +1,74 @@
+package upstream
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// Issue 8, acceptance 5 (client level): a PMS 503 with Retry-After is
+// Unavailable with that wait (clamped to 1..60 s), and no call reaches the
+// PMS before it has passed. Under synctest: the wait runs on the bubble's
+// clock.
+func TestPMSSheddingHoldsCalls(t *testing.T) {
+	for _, tt := range []struct {
+		header string
+		want   time.Duration
+	}{{"7", 7 * time.Second}, {"120", 60 * time.Second}} {
+		t.Run(tt.header, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				f := newLocalPMS(hotels(2, "aurora"))
+				shedding := true
+				f.fault = func(w http.ResponseWriter, r *http.Request, n int64) bool {
+					if shedding {
+						return status(503, "Retry-After", tt.header)(w, r, n)
+					}
+					return false
+				}
+				c := newTestClient(t, localConfig(f))
+				_, err := c.ListHotels(context.Background(), "aurora")
+				if e := wantKind(t, err, Unavailable); e.RetryAfter != tt.want {
+					t.Fatalf("RetryAfter %s, want %s", e.RetryAfter, tt.want)
+				}
+				calls := f.calls.Load()
+				shedding = false
+				time.Sleep(tt.want - time.Second) // on the bubble's clock
+				_, err = c.GetHotel(context.Background(), "aurora", hotelID(1))
+				if e := wantKind(t, err, Unavailable); e.RetryAfter != time.Second {
+					t.Fatalf("held call: RetryAfter %s, want the 1 s left", e.RetryAfter)
+				}
+				if f.calls.Load() != calls {
+					t.Fatalf("PMS called %d times before Retry-After passed", f.calls.Load()-calls)
+				}
+				time.Sleep(time.Second)
+				if _, err := c.ListHotels(context.Background(), "aurora"); err != nil {
+					t.Fatalf("after the wait: %v", err)
+				}
+			})
+		})
+	}
+}
+
+// A PMS 404 on the list route, whatever its body, is BadGateway (a wrong
+// base address), and counts as a failure for the breaker.
+func TestListNotFoundIsBadGateway(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := newLocalPMS(nil)
+		f.fault = func(w http.ResponseWriter, _ *http.Request, _ int64) bool {
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = w.Write([]byte("<html><body>Not Found</body></html>"))
+			return true
+		}
+		cfg := localConfig(f)
+		cfg.Breaker = BreakerConfig{ConsecutiveFailures: 1}
+		c := newTestClient(t, cfg)
+		_, err := c.ListHotels(context.Background(), "aurora")
+		wantKind(t, err, BadGateway)
+		if s := c.BreakerState(); s != "open" {
+			t.Fatalf("breaker %s after a list 404, want open", s)
+		}
+	})
+}
