@@ -10,8 +10,7 @@ import (
 
 // Issue 8, acceptance 5 (client level): a PMS 503 with Retry-After is
 // Unavailable with that wait (clamped to 1..60 s), and no call reaches the
-// PMS before it has passed. Under synctest: the wait runs on the bubble's
-// clock.
+// PMS before it has passed (on the client's injected clock).
 func TestPMSSheddingHoldsCalls(t *testing.T) {
 	for _, tt := range []struct {
 		header string
@@ -27,14 +26,17 @@ func TestPMSSheddingHoldsCalls(t *testing.T) {
 					}
 					return false
 				}
-				c := newTestClient(t, localConfig(f))
+				var ahead time.Duration // the injected clock runs ahead by this
+				cfg := localConfig(f)
+				cfg.Now = func() time.Time { return time.Now().Add(ahead) }
+				c := newTestClient(t, cfg)
 				_, err := c.ListHotels(context.Background(), "aurora")
 				if e := wantKind(t, err, Unavailable); e.RetryAfter != tt.want {
 					t.Fatalf("RetryAfter %s, want %s", e.RetryAfter, tt.want)
 				}
 				calls := f.calls.Load()
 				shedding = false
-				time.Sleep(tt.want - time.Second) // on the bubble's clock
+				ahead = tt.want - time.Second
 				_, err = c.GetHotel(context.Background(), "aurora", hotelID(1))
 				if e := wantKind(t, err, Unavailable); e.RetryAfter != time.Second {
 					t.Fatalf("held call: RetryAfter %s, want the 1 s left", e.RetryAfter)
@@ -42,7 +44,7 @@ func TestPMSSheddingHoldsCalls(t *testing.T) {
 				if f.calls.Load() != calls {
 					t.Fatalf("PMS called %d times before Retry-After passed", f.calls.Load()-calls)
 				}
-				time.Sleep(time.Second)
+				ahead = tt.want
 				if _, err := c.ListHotels(context.Background(), "aurora"); err != nil {
 					t.Fatalf("after the wait: %v", err)
 				}

@@ -114,7 +114,8 @@ func TestLoadTimeout(t *testing.T) {
 		started := make(chan context.Context, 10)
 		never := make(chan struct{})
 		inner := &fakeCatalog{snapshot: blocking(never, started)}
-		c := New(inner, Config{TTL: time.Second, Stale: time.Minute, LoadTimeout: 2 * time.Second})
+		clk := newClock()
+		c := New(inner, Config{TTL: time.Second, Stale: time.Minute, LoadTimeout: 2 * time.Second, Now: clk.Now})
 		defer c.Close()
 
 		t0 := time.Now()
@@ -129,7 +130,7 @@ func TestLoadTimeout(t *testing.T) {
 		if _, err := c.Snapshot(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(2 * time.Second) // past TTL, within Stale
+		clk.Advance(2 * time.Second) // past TTL, within Stale
 		inner.snapshot = blocking(never, started)
 		s, err := c.Snapshot(context.Background())
 		if err != nil || s == nil {
@@ -146,7 +147,8 @@ func TestCallerDeadlineServesStale(t *testing.T) {
 		never := make(chan struct{})
 		inner := &fakeCatalog{snapshot: blocking(never, started)}
 		var out outcomes
-		c := New(inner, Config{TTL: time.Second, Stale: time.Minute, LoadTimeout: 10 * time.Second, OnOutcome: out.record})
+		clk := newClock()
+		c := New(inner, Config{TTL: time.Second, Stale: time.Minute, LoadTimeout: 10 * time.Second, OnOutcome: out.record, Now: clk.Now})
 		defer c.Close()
 
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -154,7 +156,7 @@ func TestCallerDeadlineServesStale(t *testing.T) {
 		if _, err := c.Snapshot(ctx); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("cold, caller deadline: %v; want context.DeadlineExceeded", err)
 		}
-		time.Sleep(10 * time.Second) // let the abandoned load time out
+		<-(<-started).Done() // the abandoned load times out (LoadTimeout, bubble clock)
 		synctest.Wait()
 
 		ok := make(chan struct{})
@@ -163,7 +165,8 @@ func TestCallerDeadlineServesStale(t *testing.T) {
 		if _, err := c.Snapshot(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(2 * time.Second)
+		<-started
+		clk.Advance(2 * time.Second)
 		inner.snapshot = blocking(never, started)
 		ctx2, cancel2 := context.WithTimeout(context.Background(), time.Second)
 		defer cancel2()
@@ -186,12 +189,13 @@ func TestCloseStopsLoads(t *testing.T) {
 		ok := make(chan struct{})
 		close(ok)
 		inner := &fakeCatalog{snapshot: blocking(ok, started)}
-		c := New(inner, Config{TTL: time.Second, Stale: time.Minute, LoadTimeout: time.Hour})
+		clk := newClock()
+		c := New(inner, Config{TTL: time.Second, Stale: time.Minute, LoadTimeout: time.Hour, Now: clk.Now})
 		if _, err := c.Snapshot(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		<-started
-		time.Sleep(2 * time.Second)
+		clk.Advance(2 * time.Second)
 		inner.snapshot = blocking(never, started)
 
 		done := make(chan error, 1)
@@ -211,7 +215,7 @@ func TestCloseStopsLoads(t *testing.T) {
 		if s, err := c.Snapshot(context.Background()); err != nil || s == nil || inner.snapCalls.Load() != calls {
 			t.Fatalf("after Close: %v, inner asked %v; want stale data without a load", err, inner.snapCalls.Load() != calls)
 		}
-		time.Sleep(time.Minute)
+		clk.Advance(time.Minute)
 		if _, err := c.Snapshot(context.Background()); upstream.KindOf(err) != upstream.Unavailable {
 			t.Fatalf("after Close, past Stale: %v; want SERVICE_UNAVAILABLE", err)
 		}

@@ -15,7 +15,8 @@ func TestRefreshAheadSnapshot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		inner := newVersioned(3)
 		var out outcomes
-		c := New(inner, Config{TTL: 10 * time.Second, RefreshAhead: 0.8, OnOutcome: out.record})
+		clk := newClock()
+		c := New(inner, Config{TTL: 10 * time.Second, RefreshAhead: 0.8, OnOutcome: out.record, Now: clk.Now})
 		defer c.Close()
 		ctx := context.Background()
 		old, err := c.Snapshot(ctx)
@@ -23,7 +24,7 @@ func TestRefreshAheadSnapshot(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		time.Sleep(7 * time.Second) // below 0.8*TTL: a plain hit
+		clk.Advance(7 * time.Second) // below 0.8*TTL: a plain hit
 		if _, err := c.Snapshot(ctx); err != nil || inner.snapCalls.Load() != 1 {
 			t.Fatalf("before the refresh point: %v, loads %d; want a hit", err, inner.snapCalls.Load())
 		}
@@ -38,7 +39,7 @@ func TestRefreshAheadSnapshot(t *testing.T) {
 				return nil, ctx.Err()
 			}
 		}
-		time.Sleep(time.Second) // 8s: at the refresh point
+		clk.Advance(time.Second) // 8s: at the refresh point
 		for range 20 {
 			got, err := c.Snapshot(ctx)
 			if err != nil || got != old {
