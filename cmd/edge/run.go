@@ -27,8 +27,10 @@ import (
 )
 
 // run is the whole program: main only supplies the process's context,
-// arguments, environment and streams.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+// arguments, environment and streams. getenv is os.LookupEnv or its like:
+// it tells a variable set to "" (EDGE_ADMIN_ADDR= disables the admin
+// listener) from an unset one.
+func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io.Writer) error {
 	if len(args) > 1 && args[1] == "keys" {
 		if len(args) > 2 && args[2] == "new" {
 			if err := keys.RunNew(args[3:], stdout, stderr, rand.Reader); !errors.Is(err, flag.ErrHelp) {
@@ -45,6 +47,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return fmt.Errorf("bad settings:\n%w", err)
 	}
+	env := envGetter(getenv)
 	log := observability.NewLogger(stderr, cfg.LogFormat, cfg.LogLevel, cfg.PMSToken)
 	version := buildVersion()
 
@@ -53,7 +56,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	tel, err := observability.New(ctx, observability.Config{Getenv: getenv, Version: version})
+	tel, err := observability.New(ctx, observability.Config{Getenv: env, Version: version})
 	if err != nil {
 		return fmt.Errorf("bad OpenTelemetry settings: %w", err)
 	}
@@ -68,7 +71,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	var demo *demoEnv
 	if cfg.PMSBaseURL == "" {
-		if demo, err = startDemo(ctx, &cfg, getenv, log); err != nil {
+		if demo, err = startDemo(ctx, &cfg, env, log); err != nil {
 			return fmt.Errorf("start the demo: %w", err)
 		}
 		defer demo.close()
