@@ -83,6 +83,7 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 	if err != nil {
 		return fmt.Errorf("load EDGE_KEYS_FILE: %w", err)
 	}
+	tlsReload := make(chan struct{}, 1) // SIGHUP also re-reads the TLS pair
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
@@ -90,7 +91,7 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 			log.Warn("key file watch stopped; SIGHUP still reloads", "error", err)
 		}
 	}()
-	go func() { defer wg.Done(); reloadOnHangup(ctx, store, log) }()
+	go func() { defer wg.Done(); reloadOnHangup(ctx, store, tlsReload, log) }()
 
 	live, closeLive, err := newCatalog(cfg, cfg.PMSBaseURL, keys.ModeLive, version, log, tel)
 	if err != nil {
@@ -108,12 +109,14 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 	}
 
 	handler := edge.NewServer(edge.Config{
-		Brand:     cfg.Brand,
-		DocsURL:   cfg.DocsURL,
-		Logger:    log,
-		Healthy:   func() bool { return !draining.Load() && store.Usable() },
-		Telemetry: tel,
-		RateLimit: edge.RateLimit{PerSecond: cfg.RatePerSecond, Burst: cfg.RateBurst},
+		Brand:          cfg.Brand,
+		DocsURL:        cfg.DocsURL,
+		Logger:         log,
+		Healthy:        func() bool { return !draining.Load() && store.Usable() },
+		Telemetry:      tel,
+		RateLimit:      edge.RateLimit{PerSecond: cfg.RatePerSecond, Burst: cfg.RateBurst},
+		RequestTimeout: cfg.RequestTimeout,
+		MaxConcurrent:  cfg.MaxConcurrent,
 	}, store, live, sandbox)
 
 	log.Info("edge starting", "version", version, "addr", cfg.Addr, "brand", cfg.Brand,
@@ -128,6 +131,8 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 		Handler:         handler,
 		TLSCertFile:     cfg.TLSCert,
 		TLSKeyFile:      cfg.TLSKey,
+		TLSReload:       tlsReload,
+		RequestTimeout:  cfg.RequestTimeout,
 		DrainDelay:      cfg.DrainDelay,
 		ShutdownTimeout: cfg.ShutdownWait,
 		OnDraining:      func() { draining.Store(true) },
@@ -180,8 +185,9 @@ func newCatalog(cfg settings, baseURL string, mode keys.Mode, version string, lo
 	return c, c.Close, nil
 }
 
-// reloadOnHangup re-reads the key file on every SIGHUP until ctx is done.
-func reloadOnHangup(ctx context.Context, store *keys.Store, log *slog.Logger) {
+// reloadOnHangup re-reads the key file, and asks for the TLS pair to be
+// re-read (a pending request is enough), on every SIGHUP until ctx is done.
+func reloadOnHangup(ctx context.Context, store *keys.Store, tlsReload chan<- struct{}, log *slog.Logger) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -192,6 +198,10 @@ func reloadOnHangup(ctx context.Context, store *keys.Store, log *slog.Logger) {
 		case <-hup:
 			log.Info("SIGHUP: reloading keys")
 			_ = store.Reload() // Reload logs the outcome; old keys stay on failure
+			select {
+			case tlsReload <- struct{}{}:
+			default:
+			}
 		}
 	}
 }
@@ -200,10 +210,12 @@ func reloadOnHangup(ctx context.Context, store *keys.Store, log *slog.Logger) {
 // listener is auxiliary: failing to bind it is logged, never fatal.
 func serveAdmin(ctx context.Context, addr string, tel *observability.Telemetry, log *slog.Logger) {
 	err := edge.Serve(ctx, edge.ServeConfig{
-		Addr:     addr,
-		Handler:  observability.AdminHandler(tel.MetricsHandler()),
-		Logger:   log,
-		OnListen: func(a net.Addr) { log.Info("admin listening", "addr", a.String()) },
+		Addr:    addr,
+		Handler: observability.AdminHandler(tel.MetricsHandler()),
+		// /debug/pprof/profile streams for 30 s by default.
+		RequestTimeout: time.Minute,
+		Logger:         log,
+		OnListen:       func(a net.Addr) { log.Info("admin listening", "addr", a.String()) },
 	})
 	if err != nil {
 		log.Warn("admin listener unavailable; metrics and pprof are off", "error", err)
