@@ -37,6 +37,16 @@ type Config struct {
 	// RateLimit limits each key's request rate (429 RATE_LIMITED). The zero
 	// value disables it.
 	RateLimit RateLimit
+	// RequestTimeout is the overall deadline of one request (operations.md
+	// EDGE_REQUEST_TIMEOUT): PMS calls and retries fit inside it; a request
+	// still waiting on the PMS when it passes answers 504. Zero means
+	// DefaultRequestTimeout (10 s).
+	RequestTimeout time.Duration
+	// MaxConcurrent caps the requests in progress (operations.md
+	// EDGE_MAX_CONCURRENT); beyond it the edge answers 503
+	// SERVICE_UNAVAILABLE with Retry-After: 1 at once. /v1/health is never
+	// shed. Zero (or less) disables the cap.
+	MaxConcurrent int
 }
 
 type server struct {
@@ -64,6 +74,9 @@ func NewServer(cfg Config, ks KeyStore, live, sandbox upstream.Catalog) http.Han
 	}
 	if cfg.Healthy == nil {
 		cfg.Healthy = func() bool { return true }
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = DefaultRequestTimeout
 	}
 	s := &server{
 		cfg:      cfg,

@@ -27,8 +27,10 @@ import (
 )
 
 // run is the whole program: main only supplies the process's context,
-// arguments, environment and streams.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+// arguments, environment and streams. getenv is os.LookupEnv or its like:
+// it tells a variable set to "" (EDGE_ADMIN_ADDR= disables the admin
+// listener) from an unset one.
+func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io.Writer) error {
 	if len(args) > 1 && args[1] == "keys" {
 		if len(args) > 2 && args[2] == "new" {
 			if err := keys.RunNew(args[3:], stdout, stderr, rand.Reader); !errors.Is(err, flag.ErrHelp) {
@@ -45,6 +47,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return fmt.Errorf("bad settings:\n%w", err)
 	}
+	env := envGetter(getenv)
 	log := observability.NewLogger(stderr, cfg.LogFormat, cfg.LogLevel, cfg.PMSToken)
 	version := buildVersion()
 
@@ -53,7 +56,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	tel, err := observability.New(ctx, observability.Config{Getenv: getenv, Version: version})
+	tel, err := observability.New(ctx, observability.Config{Getenv: env, Version: version})
 	if err != nil {
 		return fmt.Errorf("bad OpenTelemetry settings: %w", err)
 	}
@@ -68,7 +71,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	var demo *demoEnv
 	if cfg.PMSBaseURL == "" {
-		if demo, err = startDemo(ctx, &cfg, getenv, log); err != nil {
+		if demo, err = startDemo(ctx, &cfg, env, log); err != nil {
 			return fmt.Errorf("start the demo: %w", err)
 		}
 		defer demo.close()
@@ -80,6 +83,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return fmt.Errorf("load EDGE_KEYS_FILE: %w", err)
 	}
+	tlsReload := make(chan struct{}, 1) // SIGHUP also re-reads the TLS pair
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
@@ -87,7 +91,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			log.Warn("key file watch stopped; SIGHUP still reloads", "error", err)
 		}
 	}()
-	go func() { defer wg.Done(); reloadOnHangup(ctx, store, log) }()
+	go func() { defer wg.Done(); reloadOnHangup(ctx, store, tlsReload, log) }()
 
 	live, closeLive, err := newCatalog(cfg, cfg.PMSBaseURL, keys.ModeLive, version, log, tel)
 	if err != nil {
@@ -105,12 +109,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 
 	handler := edge.NewServer(edge.Config{
-		Brand:     cfg.Brand,
-		DocsURL:   cfg.DocsURL,
-		Logger:    log,
-		Healthy:   func() bool { return !draining.Load() && store.Usable() },
-		Telemetry: tel,
-		RateLimit: edge.RateLimit{PerSecond: cfg.RatePerSecond, Burst: cfg.RateBurst},
+		Brand:          cfg.Brand,
+		DocsURL:        cfg.DocsURL,
+		Logger:         log,
+		Healthy:        func() bool { return !draining.Load() && store.Usable() },
+		Telemetry:      tel,
+		RateLimit:      edge.RateLimit{PerSecond: cfg.RatePerSecond, Burst: cfg.RateBurst},
+		RequestTimeout: cfg.RequestTimeout,
+		MaxConcurrent:  cfg.MaxConcurrent,
 	}, store, live, sandbox)
 
 	log.Info("edge starting", "version", version, "addr", cfg.Addr, "brand", cfg.Brand,
@@ -125,6 +131,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Handler:         handler,
 		TLSCertFile:     cfg.TLSCert,
 		TLSKeyFile:      cfg.TLSKey,
+		TLSReload:       tlsReload,
+		RequestTimeout:  cfg.RequestTimeout,
 		DrainDelay:      cfg.DrainDelay,
 		ShutdownTimeout: cfg.ShutdownWait,
 		OnDraining:      func() { draining.Store(true) },
@@ -177,8 +185,9 @@ func newCatalog(cfg settings, baseURL string, mode keys.Mode, version string, lo
 	return c, c.Close, nil
 }
 
-// reloadOnHangup re-reads the key file on every SIGHUP until ctx is done.
-func reloadOnHangup(ctx context.Context, store *keys.Store, log *slog.Logger) {
+// reloadOnHangup re-reads the key file, and asks for the TLS pair to be
+// re-read (a pending request is enough), on every SIGHUP until ctx is done.
+func reloadOnHangup(ctx context.Context, store *keys.Store, tlsReload chan<- struct{}, log *slog.Logger) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -189,6 +198,10 @@ func reloadOnHangup(ctx context.Context, store *keys.Store, log *slog.Logger) {
 		case <-hup:
 			log.Info("SIGHUP: reloading keys")
 			_ = store.Reload() // Reload logs the outcome; old keys stay on failure
+			select {
+			case tlsReload <- struct{}{}:
+			default:
+			}
 		}
 	}
 }
@@ -197,10 +210,12 @@ func reloadOnHangup(ctx context.Context, store *keys.Store, log *slog.Logger) {
 // listener is auxiliary: failing to bind it is logged, never fatal.
 func serveAdmin(ctx context.Context, addr string, tel *observability.Telemetry, log *slog.Logger) {
 	err := edge.Serve(ctx, edge.ServeConfig{
-		Addr:     addr,
-		Handler:  observability.AdminHandler(tel.MetricsHandler()),
-		Logger:   log,
-		OnListen: func(a net.Addr) { log.Info("admin listening", "addr", a.String()) },
+		Addr:    addr,
+		Handler: observability.AdminHandler(tel.MetricsHandler()),
+		// /debug/pprof/profile streams for 30 s by default.
+		RequestTimeout: time.Minute,
+		Logger:         log,
+		OnListen:       func(a net.Addr) { log.Info("admin listening", "addr", a.String()) },
 	})
 	if err != nil {
 		log.Warn("admin listener unavailable; metrics and pprof are off", "error", err)

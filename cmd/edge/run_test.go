@@ -35,8 +35,7 @@ func start(t *testing.T, env map[string]string, args ...string) *started {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &started{stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, done: make(chan error, 1), cancel: cancel}
-	getenv := func(k string) string { return env[k] }
-	go func() { s.done <- run(ctx, append([]string{"edge"}, args...), getenv, s.stdout, s.stderr) }()
+	go func() { s.done <- run(ctx, append([]string{"edge"}, args...), mapEnv(env), s.stdout, s.stderr) }()
 	t.Cleanup(func() {
 		cancel()
 		select {
@@ -172,7 +171,7 @@ func TestRunWithExternalPMSAndSIGHUP(t *testing.T) {
 	first, firstRec := mint(t, keys.ModeLive)
 	writeKeys(t, keysFile, firstRec)
 	s := start(t, map[string]string{
-		"EDGE_ADDR": "127.0.0.1:0", "EDGE_ADMIN_ADDR": "off", "EDGE_BRAND": "aurora",
+		"EDGE_ADDR": "127.0.0.1:0", "EDGE_ADMIN_ADDR": "", "EDGE_BRAND": "aurora",
 		"EDGE_KEYS_FILE": keysFile, "PMS_BASE_URL": sim.URL, "PMS_TOKEN": "pms-secret-token",
 	})
 	addr := waitListening(t, s)
@@ -240,7 +239,7 @@ func TestSettingsErrors(t *testing.T) {
 		{env: map[string]string{"PMS_BASE_URL": "http://pms:9000", "EDGE_BRAND": "aurora", "EDGE_KEYS_FILE": "/nonexistent/keys.json"}, want: []string{"EDGE_KEYS_FILE", "/nonexistent/keys.json"}},
 	} {
 		var stderr strings.Builder
-		err := run(context.Background(), append([]string{"edge"}, tc.args...), func(k string) string { return tc.env[k] }, io.Discard, &stderr)
+		err := run(context.Background(), append([]string{"edge"}, tc.args...), mapEnv(tc.env), io.Discard, &stderr)
 		if err == nil {
 			t.Errorf("%v %v: no error", tc.env, tc.args)
 			continue
@@ -255,7 +254,7 @@ func TestSettingsErrors(t *testing.T) {
 
 func TestHelpListsSettings(t *testing.T) {
 	var stderr strings.Builder
-	if err := run(context.Background(), []string{"edge", "--help"}, func(string) string { return "" }, io.Discard, &stderr); err != nil {
+	if err := run(context.Background(), []string{"edge", "--help"}, mapEnv(nil), io.Discard, &stderr); err != nil {
 		t.Fatal(err)
 	}
 	for _, st := range settingTable() {
@@ -268,7 +267,7 @@ func TestHelpListsSettings(t *testing.T) {
 
 func TestKeysNew(t *testing.T) {
 	var stdout strings.Builder
-	err := run(context.Background(), []string{"edge", "keys", "new", "--brand", "aurora", "--mode", "test"}, func(string) string { return "" }, &stdout, io.Discard)
+	err := run(context.Background(), []string{"edge", "keys", "new", "--brand", "aurora", "--mode", "test"}, mapEnv(nil), &stdout, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,4 +343,10 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// mapEnv is an environment of exactly the variables of m, read as
+// os.LookupEnv reads the process's.
+func mapEnv(m map[string]string) lookupEnv {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 }

@@ -31,18 +31,33 @@ type settings struct {
 	LogLevel                 slog.Level
 	RatePerSecond            float64
 	RateBurst                int
+	RequestTimeout           time.Duration
+	MaxConcurrent            int
+}
+
+// lookupEnv reads one environment variable and says whether it is set at
+// all, as os.LookupEnv does: an empty value is not an absent one.
+type lookupEnv = func(string) (string, bool)
+
+// envGetter adapts a lookupEnv to the plain getenv that libraries want.
+func envGetter(lookup lookupEnv) func(string) string {
+	return func(k string) string { v, _ := lookup(k); return v }
 }
 
 // setting is one row of the table: variable, flag, default, help.
 type setting struct {
 	env, flag, def, help string
-	value, source        string // resolved value, and "VAR" or "--flag" for messages
+	// emptySet: a variable set to the empty string means the empty value
+	// (EDGE_ADMIN_ADDR= disables the admin listener). Otherwise an empty
+	// variable means the default, as an unset one does.
+	emptySet      bool
+	value, source string // resolved value, and "VAR" or "--flag" for messages
 }
 
 func settingTable() []*setting {
 	return []*setting{
 		{env: "EDGE_ADDR", flag: "addr", def: ":8080", help: "public listener"},
-		{env: "EDGE_ADMIN_ADDR", flag: "admin-addr", def: "127.0.0.1:9090", help: "metrics and pprof listener; \"off\" disables it"},
+		{env: "EDGE_ADMIN_ADDR", flag: "admin-addr", def: "127.0.0.1:9090", help: "metrics and pprof listener; empty (or \"off\") disables it", emptySet: true},
 		{env: "EDGE_BRAND", flag: "brand", def: "", help: "brand this deployment serves (demo: aurora)"},
 		{env: "EDGE_DOCS_URL", flag: "docs-url", def: "https://developer.example.com/partner-api", help: "documentation base: problem type prefix and documentationUrl"},
 		{env: "EDGE_KEYS_FILE", flag: "keys-file", def: "", help: "API key file (demo: generated demo keys)"},
@@ -54,8 +69,10 @@ func settingTable() []*setting {
 		{env: "PMS_BASE_URL", flag: "pms-base-url", def: "", help: "live PMS base URL (empty: the demo's embedded simulator)"},
 		{env: "PMS_SANDBOX_URL", flag: "pms-sandbox-url", def: "", help: "sandbox PMS for svc_test_ keys (empty: test keys refused)"},
 		{env: "PMS_TOKEN", flag: "pms-token", def: "", help: "bearer token the edge presents to the PMS (prefer the variable: flags show in ps)"},
-		{env: "EDGE_PMS_TIMEOUT", flag: "pms-timeout", def: "5s", help: "deadline of one PMS call, retries included"},
-		{env: "EDGE_PMS_ATTEMPT_TIMEOUT", flag: "pms-attempt-timeout", def: "2s", help: "deadline of one PMS attempt"},
+		{env: "EDGE_REQUEST_TIMEOUT", flag: "request-timeout", def: "10s", help: "overall deadline of one request; PMS calls and retries fit inside it"},
+		{env: "EDGE_PMS_TIMEOUT", flag: "pms-timeout", def: "9s", help: "deadline of one PMS call, retries included (at most EDGE_REQUEST_TIMEOUT)"},
+		{env: "EDGE_PMS_ATTEMPT_TIMEOUT", flag: "pms-attempt-timeout", def: "4s", help: "deadline of one PMS attempt"},
+		{env: "EDGE_MAX_CONCURRENT", flag: "max-concurrent", def: "1024", help: "requests in progress beyond which the edge answers 503 with Retry-After: 1 (health excepted); 0 disables the cap"},
 		{env: "EDGE_DRAIN_DELAY", flag: "drain-delay", def: "0s", help: "on shutdown, serve this long with health 503 before closing"},
 		{env: "EDGE_SHUTDOWN_TIMEOUT", flag: "shutdown-timeout", def: "15s", help: "bound on waiting for in-flight requests at shutdown"},
 		{env: "EDGE_RATE_LIMIT", flag: "rate-limit", def: "0", help: "requests per second allowed to each key (429 beyond); 0 disables limiting"},
@@ -67,7 +84,7 @@ func settingTable() []*setting {
 
 // parseSettings resolves every setting. --help prints the table and
 // returns flag.ErrHelp. Errors name the variable (or flag) and the value.
-func parseSettings(args []string, getenv func(string) string, stderr io.Writer) (settings, error) {
+func parseSettings(args []string, getenv lookupEnv, stderr io.Writer) (settings, error) {
 	table := settingTable()
 	fs := flag.NewFlagSet("edge", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -94,7 +111,7 @@ func parseSettings(args []string, getenv func(string) string, stderr io.Writer) 
 	get := make(map[string]*setting, len(table))
 	for _, st := range table {
 		st.value, st.source = st.def, st.env
-		if v := getenv(st.env); v != "" {
+		if v, ok := getenv(st.env); ok && (v != "" || st.emptySet) {
 			st.value = v
 		}
 		if set[st.flag] {
@@ -104,27 +121,29 @@ func parseSettings(args []string, getenv func(string) string, stderr io.Writer) 
 	}
 	p := parser{get: get}
 	s := settings{
-		Addr:          p.str("EDGE_ADDR"),
-		AdminAddr:     p.str("EDGE_ADMIN_ADDR"),
-		Brand:         p.str("EDGE_BRAND"),
-		DocsURL:       p.url("EDGE_DOCS_URL", true),
-		KeysFile:      p.str("EDGE_KEYS_FILE"),
-		CodeSource:    p.codeSource("EDGE_CODE_SOURCE"),
-		CacheTTL:      p.duration("EDGE_CACHE_TTL"),
-		CacheStale:    p.duration("EDGE_CACHE_STALE"),
-		TLSCert:       p.str("EDGE_TLS_CERT"),
-		TLSKey:        p.str("EDGE_TLS_KEY"),
-		PMSBaseURL:    p.url("PMS_BASE_URL", false),
-		PMSSandbox:    p.url("PMS_SANDBOX_URL", false),
-		PMSToken:      p.str("PMS_TOKEN"),
-		PMSTimeout:    p.duration("EDGE_PMS_TIMEOUT"),
-		PMSAttempt:    p.duration("EDGE_PMS_ATTEMPT_TIMEOUT"),
-		DrainDelay:    p.duration("EDGE_DRAIN_DELAY"),
-		ShutdownWait:  p.duration("EDGE_SHUTDOWN_TIMEOUT"),
-		LogFormat:     p.oneOf("EDGE_LOG_FORMAT", "json", "text"),
-		LogLevel:      p.level("EDGE_LOG_LEVEL"),
-		RatePerSecond: p.float("EDGE_RATE_LIMIT"),
-		RateBurst:     p.count("EDGE_RATE_BURST"),
+		Addr:           p.str("EDGE_ADDR"),
+		AdminAddr:      p.str("EDGE_ADMIN_ADDR"),
+		Brand:          p.str("EDGE_BRAND"),
+		DocsURL:        p.url("EDGE_DOCS_URL", true),
+		KeysFile:       p.str("EDGE_KEYS_FILE"),
+		CodeSource:     p.codeSource("EDGE_CODE_SOURCE"),
+		CacheTTL:       p.duration("EDGE_CACHE_TTL"),
+		CacheStale:     p.duration("EDGE_CACHE_STALE"),
+		TLSCert:        p.str("EDGE_TLS_CERT"),
+		TLSKey:         p.str("EDGE_TLS_KEY"),
+		PMSBaseURL:     p.url("PMS_BASE_URL", false),
+		PMSSandbox:     p.url("PMS_SANDBOX_URL", false),
+		PMSToken:       p.str("PMS_TOKEN"),
+		PMSTimeout:     p.duration("EDGE_PMS_TIMEOUT"),
+		PMSAttempt:     p.duration("EDGE_PMS_ATTEMPT_TIMEOUT"),
+		DrainDelay:     p.duration("EDGE_DRAIN_DELAY"),
+		ShutdownWait:   p.duration("EDGE_SHUTDOWN_TIMEOUT"),
+		LogFormat:      p.oneOf("EDGE_LOG_FORMAT", "json", "text"),
+		LogLevel:       p.level("EDGE_LOG_LEVEL"),
+		RatePerSecond:  p.float("EDGE_RATE_LIMIT"),
+		RateBurst:      p.count("EDGE_RATE_BURST"),
+		RequestTimeout: p.duration("EDGE_REQUEST_TIMEOUT"),
+		MaxConcurrent:  p.count("EDGE_MAX_CONCURRENT"),
 	}
 	if s.AdminAddr == "off" {
 		s.AdminAddr = ""
@@ -140,9 +159,15 @@ func parseSettings(args []string, getenv func(string) string, stderr io.Writer) 
 		p.fail(errors.New("PMS_SANDBOX_URL needs PMS_BASE_URL (the demo embeds both)"))
 	case s.PMSTimeout <= 0 || s.PMSAttempt <= 0:
 		p.fail(errors.New("EDGE_PMS_TIMEOUT and EDGE_PMS_ATTEMPT_TIMEOUT must be positive"))
+	case s.RequestTimeout <= 0:
+		p.fail(errors.New("EDGE_REQUEST_TIMEOUT must be positive"))
 	case s.CacheStale < s.CacheTTL:
 		p.fail(fmt.Errorf("EDGE_CACHE_STALE (%s) must be at least EDGE_CACHE_TTL (%s)", s.CacheStale, s.CacheTTL))
 	}
+	// A PMS call never outlives the request that waits for it: the call
+	// deadline is bounded by the request deadline (a shared cache load,
+	// detached from any one request, uses the call deadline).
+	s.PMSTimeout = min(s.PMSTimeout, s.RequestTimeout)
 	return s, errors.Join(p.errs...)
 }
 

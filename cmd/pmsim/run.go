@@ -30,7 +30,8 @@ const shutdownGrace = 5 * time.Second
 // so none are exported (OTEL_METRICS_EXPORTER is read as none): the edge's
 // instruments, all zero, would only add noise under service "pmsim".
 // Telemetry is flushed on exit.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) (err error) {
+func run(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) (err error) {
+	getenv := func(k string) string { v, _ := lookupEnv(k); return v }
 	var (
 		cfg    pmsim.Config
 		faults pmsim.Faults

@@ -21,7 +21,7 @@ func start(t *testing.T, env map[string]string, args ...string) (string, <-chan 
 	done := make(chan error, 1)
 	go func() {
 		err := run(ctx, append([]string{"pmsim", "--addr", "127.0.0.1:0"}, args...),
-			func(k string) string { return env[k] }, pw, io.Discard)
+			mapEnv(env), pw, io.Discard)
 		pw.Close()
 		done <- err
 	}()
@@ -145,13 +145,13 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		{"--error-status", "200"}, {"--latency", "-1s"}, {"--oversize", "-5"}, {"--fail-first", "-1"},
 		{"--addr", "256.0.0.1:bad"}, {"--nope"}, {"--seed", "x"}, {"extra"},
 	} {
-		err := run(t.Context(), append([]string{"pmsim"}, args...), func(string) string { return "" }, io.Discard, io.Discard)
+		err := run(t.Context(), append([]string{"pmsim"}, args...), mapEnv(nil), io.Discard, io.Discard)
 		if err == nil {
 			t.Errorf("%v: no error", args)
 		}
 	}
 	var help strings.Builder
-	env := func(k string) string { return map[string]string{"PMS_TOKEN": "very-secret-token"}[k] }
+	env := mapEnv(map[string]string{"PMS_TOKEN": "very-secret-token"})
 	if err := run(t.Context(), []string{"pmsim", "--help"}, env, io.Discard, &help); err != nil {
 		t.Fatalf("--help: %v", err)
 	}
@@ -164,4 +164,10 @@ func TestRunRejectsBadFlags(t *testing.T) {
 			t.Errorf("--help lacks %s", flag)
 		}
 	}
+}
+
+// mapEnv is an environment of exactly the variables of m, read as
+// os.LookupEnv reads the process's.
+func mapEnv(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 }
