@@ -8,6 +8,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/partner-edge/partner-edge/edge/keys"
@@ -36,9 +37,24 @@ type Config struct {
 	// means no spans and no metrics; the Traceparent response header then
 	// is not sent either.
 	Telemetry *observability.Telemetry
-	// RateLimit limits each key's request rate (429 RATE_LIMITED). The zero
-	// value disables it.
+	// RateLimit is the default quota of each key (429 RATE_LIMITED beyond
+	// it); a key's own rateLimit in the key file overrides it. The zero
+	// value sets no default: only keys with their own rateLimit are limited.
 	RateLimit RateLimit
+	// AuthFailLimit is how many 401 INVALID_API_KEY answers a client
+	// address may get in a minute; past it the address gets 429
+	// RATE_LIMITED before any key is looked at. Zero disables the throttle
+	// (cmd/edge's default is 20).
+	AuthFailLimit int
+	// Limiter keeps the buckets of both the per-key quotas and the
+	// failed-auth throttle; one over Redis shares them across a fleet. Nil
+	// means an in-process LocalLimiter on Now. When it returns an error, the
+	// edge decides with an in-process LocalLimiter instead.
+	Limiter Limiter
+	// TrustedProxies are the proxies whose X-Forwarded-For is believed for
+	// the client address (ParseTrustedProxies). Empty: the TCP peer is the
+	// client address.
+	TrustedProxies []netip.Prefix
 }
 
 type server struct {
@@ -51,7 +67,13 @@ type server struct {
 	info     []byte                   // the API info object, encoded once
 	tel      *observability.Telemetry // nil: no telemetry
 	metrics  *observability.Metrics   // nil: no metrics
-	limits   *limiters                // nil: no rate limiting
+
+	limiter      Limiter       // cfg.Limiter, or local
+	local        *LocalLimiter // in-process buckets: the default and the fallback
+	defaultLimit Limit         // the default per-key quota, when hasDefault
+	hasDefault   bool
+	authLimit    Limit // the failed-auth throttle's bucket, when hasAuthLimit
+	hasAuthLimit bool
 }
 
 // NewServer returns the partner API handler. live serves svc_live_ keys;
@@ -76,8 +98,14 @@ func NewServer(cfg Config, ks KeyStore, live, sandbox upstream.Catalog) http.Han
 		log:      cfg.Logger,
 		info:     apiInfo(cfg.DocsURL),
 		tel:      cfg.Telemetry,
-		limits:   newLimiters(cfg.RateLimit, cfg.Now),
+		local:    NewLocalLimiter(cfg.Now, 0),
+		limiter:  cfg.Limiter,
 	}
+	if s.limiter == nil {
+		s.limiter = s.local
+	}
+	s.defaultLimit, s.hasDefault = cfg.RateLimit.limit()
+	s.authLimit, s.hasAuthLimit = authFailLimit(cfg.AuthFailLimit)
 	if s.tel != nil {
 		s.metrics = s.tel.Metrics()
 	}
