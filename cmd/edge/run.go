@@ -111,6 +111,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Healthy:   func() bool { return !draining.Load() && store.Usable() },
 		Telemetry: tel,
 		RateLimit: edge.RateLimit{PerSecond: cfg.RatePerSecond, Burst: cfg.RateBurst},
+
+		AuthFailLimit:  cfg.AuthFailLimit,
+		TrustedProxies: cfg.TrustedProxies,
 	}, store, live, sandbox)
 
 	log.Info("edge starting", "version", version, "addr", cfg.Addr, "brand", cfg.Brand,
