@@ -41,9 +41,11 @@ type Decision struct {
 	ResetAfter time.Duration
 }
 
-// Limiter keeps token buckets by name: the per-key quotas ("key:" + key id)
-// and the failed-authentication throttle ("addr:" + client address) share
-// one Limiter, each bucket with its own Limit. The in-process LocalLimiter
+// Limiter keeps token buckets by name: the per-key quotas (named by the key
+// id, key_...) and the failed-authentication throttle ("addr:" and the
+// client address, or its /64 for IPv6) share one Limiter, each bucket with
+// its own Limit; the two kinds of names cannot collide. A Limiter over a
+// shared store should put its own prefix before them. The in-process LocalLimiter
 // is the default; a fleet shares buckets through a Limiter over Redis (for
 // example GCRA with github.com/go-redis/redis_rate/v10, whose AllowN has
 // exactly these semantics, n = 0 included).

@@ -71,10 +71,15 @@ func (s *server) rateLimit(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		d := s.allowN(r.Context(), "key:"+key.ID, l, 1)
+		d := s.allowN(r.Context(), key.ID, l, 1) // key_...: never an "addr:" bucket
+		policy := s.defaultPolicy
+		if key.RateLimit != nil {
+			policy = policyField(l)
+		}
+		hv := &[2]string{policy, limitField(d)} // one allocation for both values
 		h := w.Header()
-		h["Ratelimit-Policy"] = []string{policyField(l)}
-		h["Ratelimit"] = []string{limitField(d)}
+		h["Ratelimit-Policy"] = hv[0:1:1]
+		h["Ratelimit"] = hv[1:2:2]
 		if d.Allowed {
 			next.ServeHTTP(w, r)
 			return
@@ -104,5 +109,10 @@ func limitField(d Decision) string {
 	if d.Remaining < 1 {
 		t = d.RetryAfter
 	}
-	return policyName + ";r=" + strconv.Itoa(max(d.Remaining, 0)) + ";t=" + strconv.Itoa(problem.RetryAfterSeconds(t))
+	var buf [48]byte
+	b := append(buf[:0], policyName+";r="...)
+	b = strconv.AppendInt(b, int64(max(d.Remaining, 0)), 10)
+	b = append(b, ";t="...)
+	b = strconv.AppendInt(b, int64(problem.RetryAfterSeconds(t)), 10)
+	return string(b)
 }

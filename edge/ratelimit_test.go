@@ -154,7 +154,7 @@ func TestRateLimitUsesLimiter(t *testing.T) {
 		wantOK(t, req, h.do(req))
 		wantProblem(t, req, h.do(req), problem.RateLimited)
 		lim.mu.Lock()
-		if len(lim.calls) != 3 || lim.calls[0] != "key:key_live" {
+		if len(lim.calls) != 3 || lim.calls[0] != "key_live" {
 			t.Errorf("fail=%v: limiter calls %q", fail, lim.calls)
 		}
 		lim.mu.Unlock()

@@ -68,12 +68,13 @@ type server struct {
 	tel      *observability.Telemetry // nil: no telemetry
 	metrics  *observability.Metrics   // nil: no metrics
 
-	limiter      Limiter       // cfg.Limiter, or local
-	local        *LocalLimiter // in-process buckets: the default and the fallback
-	defaultLimit Limit         // the default per-key quota, when hasDefault
-	hasDefault   bool
-	authLimit    Limit // the failed-auth throttle's bucket, when hasAuthLimit
-	hasAuthLimit bool
+	limiter       Limiter       // cfg.Limiter, or local
+	local         *LocalLimiter // in-process buckets: the default and the fallback
+	defaultLimit  Limit         // the default per-key quota, when hasDefault
+	hasDefault    bool
+	defaultPolicy string // its RateLimit-Policy field
+	authLimit     Limit  // the failed-auth throttle's bucket, when hasAuthLimit
+	hasAuthLimit  bool
 }
 
 // NewServer returns the partner API handler. live serves svc_live_ keys;
@@ -105,6 +106,9 @@ func NewServer(cfg Config, ks KeyStore, live, sandbox upstream.Catalog) http.Han
 		s.limiter = s.local
 	}
 	s.defaultLimit, s.hasDefault = cfg.RateLimit.limit()
+	if s.hasDefault {
+		s.defaultPolicy = policyField(s.defaultLimit)
+	}
 	s.authLimit, s.hasAuthLimit = authFailLimit(cfg.AuthFailLimit)
 	if s.tel != nil {
 		s.metrics = s.tel.Metrics()
