@@ -59,6 +59,7 @@ func (s *server) accessLog(next http.Handler) http.Handler {
 		if st.key != nil {
 			attrs = append(attrs, slog.String("key_id", st.key.ID))
 		}
+		attrs = append(attrs, slog.String("client_address", st.client.String()))
 		if st.cause != nil {
 			attrs = append(attrs, slog.String("error", st.cause.Error()))
 		}
@@ -75,8 +76,9 @@ func (s *server) annotateSpan(r *http.Request, st *state, route string) {
 		return
 	}
 	observability.SetRoute(r.Context(), r.Method, route)
-	var buf [5]attribute.KeyValue // one SetAttributes call: each call allocates
-	attrs := append(buf[:0], observability.AttrRequestID.String(st.requestID))
+	var buf [6]attribute.KeyValue // one SetAttributes call: each call allocates
+	attrs := append(buf[:0], observability.AttrRequestID.String(st.requestID),
+		observability.AttrClientAddress.String(st.client.String()))
 	if st.correlationID != "" {
 		attrs = append(attrs, observability.AttrCorrelationID.String(st.correlationID))
 	}

@@ -59,6 +59,14 @@ type harnessOptions struct {
 	// tel traces the edge and its PMS attempts; simTel the simulators.
 	tel, simTel *observability.Telemetry
 	rateLimit   edge.RateLimit
+	// authFailLimit, trustedProxies and limiter are the Config fields;
+	// wrapKeys, when set, wraps the key store the edge sees; keyOver
+	// overrides fields of named keys' records.
+	authFailLimit  int
+	trustedProxies string
+	limiter        edge.Limiter
+	wrapKeys       func(edge.KeyStore) edge.KeyStore
+	keyOver        map[string]map[string]any
 }
 
 var openAPI = sync.OnceValues(func() (*openapicheck.Checker, error) {
@@ -85,8 +93,8 @@ func newHarness(t testing.TB, opts harnessOptions) *harness {
 
 	granted := activeIDs(t, h.live, testBrand)[:3]
 	ks := []testKey{
-		h.key("live", "live", nil),
-		h.key("test", "test", nil),
+		h.key("live", "live", opts.keyOver["live"]),
+		h.key("test", "test", opts.keyOver["test"]),
 		h.key("granted", "live", map[string]any{"properties": granted}),
 		h.key("suspended", "live", map[string]any{"status": "suspended"}),
 		h.key("expired", "live", map[string]any{"expiresAt": "2020-01-01T00:00:00Z"}),
@@ -103,9 +111,17 @@ func newHarness(t testing.TB, opts harnessOptions) *harness {
 		t.Fatalf("open keys: %v", err)
 	}
 	h.store = store
+	trusted, err := edge.ParseTrustedProxies(opts.trustedProxies)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg := edge.Config{Brand: testBrand, DocsURL: testDocsURL, Logger: logger, Now: opts.now, Healthy: store.Usable, Telemetry: opts.tel,
-		RateLimit: opts.rateLimit}
-	h.srv = httptest.NewServer(edge.NewServer(cfg, store, liveCat, sandboxCat))
+		RateLimit: opts.rateLimit, AuthFailLimit: opts.authFailLimit, TrustedProxies: trusted, Limiter: opts.limiter}
+	var ks2 edge.KeyStore = store
+	if opts.wrapKeys != nil {
+		ks2 = opts.wrapKeys(store)
+	}
+	h.srv = httptest.NewServer(edge.NewServer(cfg, ks2, liveCat, sandboxCat))
 	t.Cleanup(h.srv.Close)
 	return h
 }
@@ -199,6 +215,7 @@ type request struct {
 	headers map[string][]string
 	body    io.Reader
 	noUA    bool
+	from    string // local loopback address to send from (127.0.0.2...); "" the default
 }
 
 type response struct {
@@ -233,7 +250,11 @@ func (h *harness) do(req request) response {
 	for k, vs := range req.headers {
 		r.Header[k] = vs
 	}
-	res, err := h.srv.Client().Do(r)
+	client := h.srv.Client()
+	if req.from != "" {
+		client = clientFrom(h.t, req.from)
+	}
+	res, err := client.Do(r)
 	if err != nil {
 		h.t.Fatalf("%s %s: %v", req.method, req.path, err)
 	}

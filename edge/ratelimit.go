@@ -1,83 +1,118 @@
 package edge
 
 import (
+	"context"
 	"math"
 	"net/http"
 	"strconv"
-	"sync"
-	"time"
 
+	"github.com/partner-edge/partner-edge/edge/keys"
 	"github.com/partner-edge/partner-edge/problem"
-	"golang.org/x/time/rate"
 )
 
-// RateLimit is a per-key token bucket. The zero value disables limiting,
-// which is v1's default (partner-api-v1.md section 8 announces enforcement
-// for later).
+// RateLimit is the deployment's default per-key token bucket
+// (EDGE_RATE_LIMIT, EDGE_RATE_BURST). The zero value sets no default: then
+// only keys with their own rateLimit in the key file are limited.
 type RateLimit struct {
-	// PerSecond is each key's sustained rate. Zero or less disables limiting.
+	// PerSecond is each key's sustained rate. Zero or less: no default.
 	PerSecond float64
 	// Burst is how many requests a key may make at once. Zero means
 	// max(1, ceil(PerSecond)).
 	Burst int
 }
 
-// limiters holds one bucket per key id. Key ids come from the operator's
-// key file, never from what a partner sends, so the map is bounded.
-type limiters struct {
-	cfg RateLimit
-	now func() time.Time
-	mu  sync.Mutex
-	m   map[string]*rate.Limiter
+// limit is r as a Limiter's Limit; false when r sets no default.
+func (r RateLimit) limit() (Limit, bool) {
+	if r.PerSecond <= 0 {
+		return Limit{}, false
+	}
+	if r.Burst <= 0 {
+		r.Burst = max(1, int(math.Ceil(r.PerSecond)))
+	}
+	l := Limit{Rate: r.PerSecond, Burst: r.Burst}
+	return l, l.Valid()
 }
 
-func newLimiters(cfg RateLimit, now func() time.Time) *limiters {
-	if cfg.PerSecond <= 0 {
-		return nil
+// policyName names the one quota policy of the RateLimit fields.
+const policyName = `"default"`
+
+// keyLimit is the quota of key: its own rateLimit, else the default.
+func (s *server) keyLimit(k *keys.Key) (Limit, bool) {
+	if rl := k.RateLimit; rl != nil {
+		l := Limit{Rate: rl.PerSecond, Burst: rl.Burst}
+		return l, l.Valid()
 	}
-	if cfg.Burst <= 0 {
-		cfg.Burst = max(1, int(math.Ceil(cfg.PerSecond)))
-	}
-	return &limiters{cfg: cfg, now: now, m: make(map[string]*rate.Limiter)}
+	return s.defaultLimit, s.hasDefault
 }
 
-func (l *limiters) get(keyID string) *rate.Limiter {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	lim, ok := l.m[keyID]
-	if !ok {
-		lim = rate.NewLimiter(rate.Limit(l.cfg.PerSecond), l.cfg.Burst)
-		l.m[keyID] = lim
+// allowN asks the configured Limiter and, when it cannot decide (Redis
+// down), the in-process one: a limiter's trouble never becomes a partner's
+// error (Limiter's contract).
+func (s *server) allowN(ctx context.Context, key string, l Limit, n int) Decision {
+	d, err := s.limiter.AllowN(ctx, key, l, n)
+	if err != nil {
+		d, _ = s.local.AllowN(ctx, key, l, n)
 	}
-	return lim
+	return d
 }
 
-// rateLimit answers 429 RATE_LIMITED, with Retry-After and the RateLimit
-// headers, to a key over its quota. It runs right after authentication:
-// every authenticated request counts.
+// rateLimit counts every authenticated request against its key's quota
+// (DECISIONS.md section 10). Every answer from here on, 200 or error, carries
+// RateLimit-Policy and RateLimit (draft-ietf-httpapi-ratelimit-headers-10,
+// structured fields); over the quota the answer is 429 RATE_LIMITED with
+// Retry-After equal to RateLimit's t. A key without a quota (no rateLimit
+// of its own and no default) gets neither. The mapping of the bucket to the
+// fields is in docs/ratelimits.md.
 func (s *server) rateLimit(next http.Handler) http.Handler {
-	if s.limits == nil {
-		return next
-	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		lim := s.limits.get(Key(r.Context()).ID)
-		now := s.limits.now()
-		if lim.AllowN(now, 1) {
+		key := Key(r.Context())
+		l, ok := s.keyLimit(key)
+		if !ok {
 			next.ServeHTTP(w, r)
 			return
 		}
-		// Seconds until one request is allowed again.
-		wait := time.Duration(float64(time.Second) * (1 - lim.TokensAt(now)) / s.limits.cfg.PerSecond)
-		secs := problem.RetryAfterSeconds(wait)
+		d := s.allowN(r.Context(), key.ID, l, 1) // key_...: never an "addr:" bucket
+		policy := s.defaultPolicy
+		if key.RateLimit != nil {
+			policy = policyField(l)
+		}
+		hv := &[2]string{policy, limitField(d)} // one allocation for both values
+		h := w.Header()
+		h["Ratelimit-Policy"] = hv[0:1:1]
+		h["Ratelimit"] = hv[1:2:2]
+		if d.Allowed {
+			next.ServeHTTP(w, r)
+			return
+		}
 		s.fail(w, r, &problem.Error{
 			Code:       problem.RateLimited,
 			Detail:     "This API key has used its request quota. Retry after the number of seconds in Retry-After.",
-			RetryAfter: wait,
-			Header: http.Header{
-				"Ratelimit-Limit":     {strconv.Itoa(s.limits.cfg.Burst)},
-				"Ratelimit-Remaining": {"0"},
-				"Ratelimit-Reset":     {strconv.Itoa(secs)},
-			},
+			RetryAfter: d.RetryAfter,
 		})
 	})
+}
+
+// policyField is the RateLimit-Policy item of l: q is the burst, w the
+// seconds an empty bucket takes to fill (at least 1). A client that sends
+// q requests per w seconds, at once or spread, is never refused.
+func policyField(l Limit) string {
+	w := max(1, int64(math.Ceil(float64(l.Burst)/l.Rate)))
+	return policyName + ";q=" + strconv.Itoa(l.Burst) + ";w=" + strconv.FormatInt(w, 10)
+}
+
+// limitField is the RateLimit item of d: r the whole requests left; t the
+// seconds until the bucket is full again, or, with nothing left, until the
+// next request is allowed (a 429's Retry-After). A client that sends no
+// more than r requests in the next t seconds is never refused.
+func limitField(d Decision) string {
+	t := d.ResetAfter
+	if d.Remaining < 1 {
+		t = d.RetryAfter
+	}
+	var buf [48]byte
+	b := append(buf[:0], policyName+";r="...)
+	b = strconv.AppendInt(b, int64(max(d.Remaining, 0)), 10)
+	b = append(b, ";t="...)
+	b = strconv.AppendInt(b, int64(problem.RetryAfterSeconds(t)), 10)
+	return string(b)
 }

@@ -24,7 +24,7 @@ var routePatterns = []string{
 // (404s and panics included) is traced.
 func (s *server) routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(withState, s.accessLog, s.recoverer, s.shed, s.deadline)
+	r.Use(withState, s.resolveClient, s.accessLog, s.recoverer, s.shed, s.deadline)
 	r.NotFound(s.notFound)
 	r.MethodNotAllowed(s.methodNotAllowed)
 

@@ -6,6 +6,7 @@ package edge
 import (
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/partner-edge/partner-edge/edge/keys"
@@ -34,8 +35,9 @@ type Config struct {
 	// means no spans and no metrics; the Traceparent response header then
 	// is not sent either.
 	Telemetry *observability.Telemetry
-	// RateLimit limits each key's request rate (429 RATE_LIMITED). The zero
-	// value disables it.
+	// RateLimit is the default quota of each key (429 RATE_LIMITED beyond
+	// it); a key's own rateLimit in the key file overrides it. The zero
+	// value sets no default: only keys with their own rateLimit are limited.
 	RateLimit RateLimit
 	// RequestTimeout is the overall deadline of one request (operations.md
 	// EDGE_REQUEST_TIMEOUT): PMS calls and retries fit inside it; a request
@@ -47,6 +49,20 @@ type Config struct {
 	// SERVICE_UNAVAILABLE with Retry-After: 1 at once. /v1/health is never
 	// shed. Zero (or less) disables the cap.
 	MaxConcurrent int
+	// AuthFailLimit is how many 401 INVALID_API_KEY answers a client
+	// address may get in a minute; past it the address gets 429
+	// RATE_LIMITED before any key is looked at. Zero disables the throttle
+	// (cmd/edge's default is 20).
+	AuthFailLimit int
+	// Limiter keeps the buckets of both the per-key quotas and the
+	// failed-auth throttle; one over Redis shares them across a fleet. Nil
+	// means an in-process LocalLimiter on Now. When it returns an error, the
+	// edge decides with an in-process LocalLimiter instead.
+	Limiter Limiter
+	// TrustedProxies are the proxies whose X-Forwarded-For is believed for
+	// the client address (ParseTrustedProxies). Empty: the TCP peer is the
+	// client address.
+	TrustedProxies []netip.Prefix
 }
 
 type server struct {
@@ -59,7 +75,14 @@ type server struct {
 	info     []byte                   // the API info object, encoded once
 	tel      *observability.Telemetry // nil: no telemetry
 	metrics  *observability.Metrics   // nil: no metrics
-	limits   *limiters                // nil: no rate limiting
+
+	limiter       Limiter       // cfg.Limiter, or local
+	local         *LocalLimiter // in-process buckets: the default and the fallback
+	defaultLimit  Limit         // the default per-key quota, when hasDefault
+	hasDefault    bool
+	defaultPolicy string // its RateLimit-Policy field
+	authLimit     Limit  // the failed-auth throttle's bucket, when hasAuthLimit
+	hasAuthLimit  bool
 }
 
 // NewServer returns the partner API handler. live serves svc_live_ keys;
@@ -87,8 +110,17 @@ func NewServer(cfg Config, ks KeyStore, live, sandbox upstream.Catalog) http.Han
 		log:      cfg.Logger,
 		info:     apiInfo(cfg.DocsURL),
 		tel:      cfg.Telemetry,
-		limits:   newLimiters(cfg.RateLimit, cfg.Now),
+		local:    NewLocalLimiter(cfg.Now, 0),
+		limiter:  cfg.Limiter,
 	}
+	if s.limiter == nil {
+		s.limiter = s.local
+	}
+	s.defaultLimit, s.hasDefault = cfg.RateLimit.limit()
+	if s.hasDefault {
+		s.defaultPolicy = policyField(s.defaultLimit)
+	}
+	s.authLimit, s.hasAuthLimit = authFailLimit(cfg.AuthFailLimit)
 	if s.tel != nil {
 		s.metrics = s.tel.Metrics()
 	}

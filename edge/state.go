@@ -16,6 +16,7 @@ type state struct {
 	correlationID string // the caller's, when valid; "" otherwise
 	correlationOK bool   // no Svc-Correlation-Id, or a valid one
 	key           *keys.Key
+	client        clientAddr   // resolved client address (clientaddr.go)
 	code          problem.Code // the problem answered, if any
 	cause         error        // the problem's underlying cause, for logs
 	w             statusWriter

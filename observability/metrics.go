@@ -134,6 +134,11 @@ func (s BreakerState) String() string {
 //     loads; result (ok, failed), both pre-registered at 0.
 //   - partner_edge.problem.responses (partner_edge_problem_responses_total):
 //     problem+json answers; code (the problem code).
+//   - partner_edge.auth.throttled (partner_edge_auth_throttled_total):
+//     requests answered 429 by the failed-authentication throttle before
+//     any key was looked at (their RATE_LIMITED is also in
+//     problem.responses, with the per-key quota's); no attribute (client
+//     addresses are unbounded), registered at 0.
 type Metrics struct {
 	reqDuration metric.Float64Histogram
 	active      metric.Int64UpDownCounter
@@ -145,6 +150,7 @@ type Metrics struct {
 	rejections  metric.Int64Counter
 	reloads     metric.Int64Counter
 	problems    metric.Int64Counter
+	throttled   metric.Int64Counter
 
 	activeOpts  map[string][]metric.AddOption // by canonical method, read-only
 	rejectOpts  map[mapping.Reason][]metric.AddOption
@@ -248,6 +254,11 @@ func newMetrics(mp metric.MeterProvider) (*Metrics, error) {
 	}
 	m.unknownRej = addOpts(attribute.String("reason", "unknown"))
 	m.problemOpts = map[string][]metric.AddOption{internalError: addOpts(attribute.String("code", internalError))}
+	if m.throttled, err = meter.Int64Counter("partner_edge.auth.throttled",
+		metric.WithUnit("{request}"), metric.WithDescription("Requests refused by the failed-authentication throttle, before any key was looked at.")); err != nil {
+		return nil, err
+	}
+	m.throttled.Add(ctx, 0)
 	m.reloadOpts[0] = addOpts(attribute.String("result", "failed"))
 	m.reloadOpts[1] = addOpts(attribute.String("result", "ok"))
 	for _, o := range m.reloadOpts {
@@ -349,6 +360,10 @@ func (m *Metrics) MappingRejected(ctx context.Context, reason mapping.Reason) {
 		span.AddEvent(EventMappingRejected, trace.WithAttributes(AttrRejectReason.String(string(reason))))
 	}
 }
+
+// AuthThrottled counts one request refused by the failed-authentication
+// throttle.
+func (m *Metrics) AuthThrottled(ctx context.Context) { m.throttled.Add(ctx, 1) }
 
 // KeyReload counts one load of the key file (start-up, SIGHUP or change).
 func (m *Metrics) KeyReload(ctx context.Context, ok bool) {

@@ -287,3 +287,16 @@ func TestMetricMethodsAddSpanEvents(t *testing.T) {
 		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// The failed-auth throttle's counter is exposed at 0 before any refusal.
+func TestAuthThrottledCounter(t *testing.T) {
+	tel, _, _ := newTest(t, nil)
+	if got := counter(t, scrape(t, tel.MetricsHandler()), "partner_edge_auth_throttled_total", nil); got != 0 {
+		t.Errorf("before any refusal: %v, want 0", got)
+	}
+	tel.Metrics().AuthThrottled(context.Background())
+	tel.Metrics().AuthThrottled(context.Background())
+	if got := counter(t, scrape(t, tel.MetricsHandler()), "partner_edge_auth_throttled_total", nil); got != 2 {
+		t.Errorf("after two refusals: %v, want 2", got)
+	}
+}

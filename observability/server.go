@@ -33,8 +33,9 @@ import (
 // conventions: http.request.method (and http.request.method_original for an
 // unknown one), url.scheme, url.path, server.address and server.port (from
 // the Host header; the port only when not the scheme's default),
-// network.peer.address and .port, client.address (the first
-// X-Forwarded-For entry, else the peer), network.protocol.version,
+// network.peer.address and .port, client.address (the peer: a handler that
+// knows the trusted proxies sets AttrClientAddress again with the address
+// it resolved; X-Forwarded-For is never read here), network.protocol.version,
 // user_agent.original; and, once the handler has returned,
 // http.response.status_code (200 when the handler wrote nothing),
 // http.response.body.size when a body was written, and Error status for a
@@ -65,6 +66,11 @@ func (t *Telemetry) Middleware() func(http.Handler) http.Handler {
 		})
 	}
 }
+
+// AttrClientAddress is the semconv client.address: Middleware sets it to the
+// TCP peer; the edge sets it to the client address it resolved (trusted
+// proxies' X-Forwarded-For), which then wins.
+const AttrClientAddress = semconv.ClientAddressKey
 
 // SetRoute names the current server span "METHOD route" (for example
 // "GET /v1/properties/{propertyId}") and sets http.route. Call it once the
@@ -206,15 +212,10 @@ func requestAttrs(kv []attribute.KeyValue, r *http.Request) []attribute.KeyValue
 			kv = append(kv, semconv.NetworkPeerPort(peerPort))
 		}
 	}
-	client := peer
-	if xff := r.Header.Get("X-Forwarded-For"); xff != "" {
-		first, _, _ := strings.Cut(xff, ",")
-		if first = strings.TrimSpace(first); first != "" {
-			client = first
-		}
-	}
-	if client != "" {
-		kv = append(kv, semconv.ClientAddress(client))
+	// X-Forwarded-For is not read here: anyone can send it. The edge,
+	// which knows the trusted proxies, sets AttrClientAddress again.
+	if peer != "" {
+		kv = append(kv, semconv.ClientAddress(peer))
 	}
 	if _, v, ok := strings.Cut(r.Proto, "/"); ok && v != "" {
 		kv = append(kv, semconv.NetworkProtocolVersion(v))

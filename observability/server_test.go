@@ -89,7 +89,7 @@ func TestServerSpanRequestAttributes(t *testing.T) {
 		"server.port":               int64(8443),
 		"network.peer.address":      "2001:db8::7",
 		"network.peer.port":         int64(51000),
-		"client.address":            "203.0.113.9",
+		"client.address":            "2001:db8::7", // X-Forwarded-For is anyone's to send
 		"network.protocol.version":  "1.1",
 		"user_agent.original":       "partner-bot/2.1",
 		"http.response.status_code": int64(200),

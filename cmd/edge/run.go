@@ -117,6 +117,8 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 		RateLimit:      edge.RateLimit{PerSecond: cfg.RatePerSecond, Burst: cfg.RateBurst},
 		RequestTimeout: cfg.RequestTimeout,
 		MaxConcurrent:  cfg.MaxConcurrent,
+		AuthFailLimit:  cfg.AuthFailLimit,
+		TrustedProxies: cfg.TrustedProxies,
 	}, store, live, sandbox)
 
 	log.Info("edge starting", "version", version, "addr", cfg.Addr, "brand", cfg.Brand,

@@ -7,11 +7,13 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/partner-edge/partner-edge/edge"
 	"github.com/partner-edge/partner-edge/mapping"
 )
 
@@ -33,6 +35,8 @@ type settings struct {
 	RateBurst                int
 	RequestTimeout           time.Duration
 	MaxConcurrent            int
+	AuthFailLimit            int            // failed authentications a minute per client address; 0: off
+	TrustedProxies           []netip.Prefix // whose X-Forwarded-For is believed
 }
 
 // lookupEnv reads one environment variable and says whether it is set at
@@ -77,6 +81,8 @@ func settingTable() []*setting {
 		{env: "EDGE_SHUTDOWN_TIMEOUT", flag: "shutdown-timeout", def: "15s", help: "bound on waiting for in-flight requests at shutdown"},
 		{env: "EDGE_RATE_LIMIT", flag: "rate-limit", def: "0", help: "requests per second allowed to each key (429 beyond); 0 disables limiting"},
 		{env: "EDGE_RATE_BURST", flag: "rate-burst", def: "0", help: "requests a key may make at once; 0 means the rate rounded up"},
+		{env: "EDGE_AUTH_FAIL_LIMIT", flag: "auth-fail-limit", def: "20", help: "failed authentications (401 INVALID_API_KEY) allowed per client address per minute before 429; 0 disables the throttle"},
+		{env: "EDGE_TRUSTED_PROXIES", flag: "trusted-proxies", def: "", help: "comma-separated CIDRs whose X-Forwarded-For is believed for the client address"},
 		{env: "EDGE_LOG_FORMAT", flag: "log-format", def: "json", help: "log format: json or text"},
 		{env: "EDGE_LOG_LEVEL", flag: "log-level", def: "info", help: "log level: debug, info, warn or error"},
 	}
@@ -144,6 +150,8 @@ func parseSettings(args []string, getenv lookupEnv, stderr io.Writer) (settings,
 		RateBurst:      p.count("EDGE_RATE_BURST"),
 		RequestTimeout: p.duration("EDGE_REQUEST_TIMEOUT"),
 		MaxConcurrent:  p.count("EDGE_MAX_CONCURRENT"),
+		AuthFailLimit:  p.count("EDGE_AUTH_FAIL_LIMIT"),
+		TrustedProxies: p.cidrs("EDGE_TRUSTED_PROXIES"),
 	}
 	if s.AdminAddr == "off" {
 		s.AdminAddr = ""
@@ -210,6 +218,15 @@ func (p *parser) count(env string) int {
 		p.bad(st, "want a non-negative whole number")
 	}
 	return n
+}
+
+func (p *parser) cidrs(env string) []netip.Prefix {
+	st := p.get[env]
+	ps, err := edge.ParseTrustedProxies(st.value)
+	if err != nil {
+		p.bad(st, err.Error())
+	}
+	return ps
 }
 
 func (p *parser) url(env string, required bool) string {

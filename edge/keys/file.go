@@ -51,6 +51,9 @@ type Record struct {
 	// Scopes nil means the field is absent: every scope. A non-nil empty
 	// list grants no scope at all.
 	Scopes []string `json:"scopes,omitzero"`
+	// RateLimit is the key's own quota; nil (absent) means the deployment's
+	// default applies.
+	RateLimit *RateLimit `json:"rateLimit,omitzero"`
 }
 
 // maxErrors caps how many problems one parse reports.
@@ -62,6 +65,7 @@ var (
 	recordField = map[string]bool{
 		"id": true, "partner": true, "sha256": true, "brand": true, "mode": true,
 		"properties": true, "status": true, "expiresAt": true, "scopes": true,
+		"rateLimit": true,
 	}
 )
 
@@ -77,6 +81,7 @@ type wireRecord struct {
 	Status     string          `json:"status"`
 	ExpiresAt  json.RawMessage `json:"expiresAt"`
 	Scopes     json.RawMessage `json:"scopes"`
+	RateLimit  json.RawMessage `json:"rateLimit"`
 }
 
 // Parse parses and validates the content of a key file and returns its
@@ -205,6 +210,11 @@ func validate(w wireRecord) (Record, []error) {
 		bad("scopes: %w", serr)
 	}
 	rec.Scopes = scopes
+	rl, rerr := parseRateLimit(w.RateLimit)
+	if rerr != nil {
+		bad("rateLimit: %w", rerr)
+	}
+	rec.RateLimit = rl
 	return rec, errs
 }
 

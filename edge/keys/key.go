@@ -30,6 +30,8 @@ type Key struct {
 	Suspended bool
 	// ExpiresAt is zero when the key does not expire.
 	ExpiresAt time.Time
+	// RateLimit is the key's own quota; nil means the deployment's default.
+	RateLimit *RateLimit
 
 	allProperties bool                // properties: ["*"]
 	properties    map[string]struct{} // lower-case ids, when not all

@@ -230,6 +230,7 @@ func newKey(r Record) *Key {
 		Brand:     r.Brand,
 		Mode:      r.Mode,
 		Suspended: r.Status == StatusSuspended,
+		RateLimit: r.RateLimit,
 	}
 	if r.ExpiresAt != nil {
 		k.ExpiresAt = *r.ExpiresAt

@@ -207,7 +207,7 @@ func TestDriftFails(t *testing.T) {
 		{"503 with an HTTP-date Retry-After", "GET", "/v1/properties", withHeader(unavailable, func(h http.Header) { h.Set("Retry-After", "Wed, 21 Oct 2026 07:28:00 GMT") }), []string{"not an integer"}},
 		{"503 with a negative Retry-After", "GET", "/v1/properties", withHeader(unavailable, func(h http.Header) { h.Set("Retry-After", "-1") }), []string{"Retry-After"}},
 		{"405 without Allow", "POST", "/v1/properties", withHeader(problemReply("POST", "/v1/properties", problemFor(problem.MethodNotAllowed)), func(h http.Header) { h.Del("Allow") }), []string{"Allow missing"}},
-		{"429 without RateLimit headers", "GET", "/v1/properties", withHeader(problemReply("GET", "/v1/properties", problemFor(problem.RateLimited)), func(h http.Header) { h.Del("RateLimit-Reset") }), []string{"Ratelimit-Reset missing"}},
+		{"429 with the 2022 draft's RateLimit", "GET", "/v1/properties", withHeader(problemReply("GET", "/v1/properties", problemFor(problem.RateLimited)), func(h http.Header) { h.Set("RateLimit", "limit=100, remaining=0, reset=3") }), []string{"Ratelimit"}},
 	}
 	for _, tc := range cases {
 		err := c.Check(tc.method, tc.path, tc.reply.status, tc.reply.header, tc.reply.body)

@@ -104,7 +104,7 @@ func problemFor(code problem.Code) *problem.Error {
 		pe.Header = http.Header{"Allow": {"GET"}}
 	case http.StatusTooManyRequests:
 		pe.RetryAfter = 3 * time.Second
-		pe.Header = http.Header{"Ratelimit-Limit": {"100"}, "Ratelimit-Remaining": {"0"}, "Ratelimit-Reset": {"3"}}
+		pe.Header = http.Header{"Ratelimit-Policy": {`"default";q=100;w=10`}, "Ratelimit": {`"default";r=0;t=3`}}
 	case http.StatusUnprocessableEntity:
 		pe.Errors = []problem.FieldError{{Field: "perPage", Code: problem.FieldOutOfRange, Detail: "perPage must be 1 to 100."}}
 	}

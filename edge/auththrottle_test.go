@@ -1,0 +1,165 @@
+package edge_test
+
+import (
+	"encoding/json"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/partner-edge/partner-edge/edge"
+	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/problem"
+)
+
+// countingStore counts the lookups that reach the key store.
+type countingStore struct {
+	edge.KeyStore
+	n atomic.Int64
+}
+
+func (s *countingStore) Lookup(token string) (*keys.Key, bool) {
+	s.n.Add(1)
+	return s.KeyStore.Lookup(token)
+}
+
+func wrongKey(t testing.TB) string { return "svc_live_" + randomAlnum(t, 32) }
+
+// Issue 11, acceptance 4: 30 wrong keys from one address within a minute
+// get 429 with Retry-After once the limit (20) is passed, and from then on
+// the key store is not consulted; a valid key from another address is
+// served; time lets the address try again.
+func TestAuthThrottle(t *testing.T) {
+	clock := newClock()
+	var store *countingStore
+	h := newHarness(t, harnessOptions{now: clock.Now, authFailLimit: 20,
+		wrapKeys: func(ks edge.KeyStore) edge.KeyStore { store = &countingStore{KeyStore: ks}; return store }})
+
+	var unauthorized, throttled int
+	for i := range 30 {
+		req := request{path: "/v1/properties", key: wrongKey(t)}
+		res := h.do(req)
+		clock.Add(time.Second / 20) // 30 tries in 1.5 s
+		switch res.status {
+		case 401:
+			wantProblem(t, req, res, problem.InvalidAPIKey)
+			unauthorized++
+		case 429:
+			wantProblem(t, req, res, problem.RateLimited)
+			if ra := res.header.Get("Retry-After"); ra == "" || ra == "0" {
+				t.Errorf("try %d: Retry-After %q", i, ra)
+			}
+			if res.header.Get("Ratelimit") != "" || res.header.Get("Www-Authenticate") != "" {
+				t.Errorf("try %d: throttle answer carries %v", i, res.header)
+			}
+			throttled++
+		default:
+			t.Fatalf("try %d: status %d", i, res.status)
+		}
+	}
+	if unauthorized != 20 || throttled != 10 {
+		t.Errorf("%d 401s and %d 429s, want 20 and 10", unauthorized, throttled)
+	}
+	if n := store.n.Load(); n != 20 {
+		t.Errorf("the key store was consulted %d times, want 20 (never once throttled)", n)
+	}
+
+	// The throttled address is refused before its key is looked at, even a
+	// valid one; a valid key from another address is served.
+	before := store.n.Load()
+	req := request{path: "/v1/", key: "live"}
+	res := h.do(req)
+	wantProblem(t, req, res, problem.RateLimited)
+	if store.n.Load() != before {
+		t.Errorf("a throttled request reached the key store")
+	}
+	req.from = "127.0.0.2"
+	wantOK(t, req, h.do(req))
+	// Failures are all that count: valid keys from the other address do not
+	// use up its budget.
+	for range 30 {
+		wantOK(t, req, h.do(req))
+	}
+
+	// 20 a minute: one more try every 3 s (the clock is at 1.5 s).
+	clock.Add(1500 * time.Millisecond)
+	bad := request{path: "/v1/", key: wrongKey(t)}
+	wantProblem(t, bad, h.do(bad), problem.InvalidAPIKey)
+	res = h.do(bad)
+	wantProblem(t, bad, res, problem.RateLimited)
+	if ra := res.header.Get("Retry-After"); ra != "3" {
+		t.Errorf("Retry-After %q, want 3", ra)
+	}
+	clock.Add(time.Minute)
+	wantOK(t, request{path: "/v1/", key: "live"}, h.do(request{path: "/v1/", key: "live"}))
+}
+
+// Only 401 INVALID_API_KEY counts: a missing or malformed header looks no
+// key up, and a known key refused later (expired, suspended) is no guess.
+func TestAuthThrottleCountsInvalidKeysOnly(t *testing.T) {
+	h := newHarness(t, harnessOptions{now: newClock().Now, authFailLimit: 2})
+	for range 10 {
+		for _, req := range []request{
+			{path: "/v1/"},
+			{path: "/v1/", headers: map[string][]string{"Authorization": {"Basic abc"}}},
+			{path: "/v1/", key: "expired"},
+			{path: "/v1/", key: "suspended"},
+		} {
+			if res := h.do(req); res.status == 429 {
+				t.Fatalf("%v throttled", req.headers)
+			}
+		}
+	}
+}
+
+// A zero limit disables the throttle.
+func TestAuthThrottleOff(t *testing.T) {
+	h := newHarness(t, harnessOptions{now: newClock().Now})
+	for range 40 {
+		req := request{path: "/v1/", key: wrongKey(t)}
+		wantProblem(t, req, h.do(req), problem.InvalidAPIKey)
+	}
+}
+
+// X-Forwarded-For is believed only from a trusted proxy: behind one, each
+// client address has its own budget and is the one logged; without one,
+// rotating X-Forwarded-For values evade nothing.
+func TestAuthThrottleTrustedProxies(t *testing.T) {
+	from := func(addr string) request {
+		return request{path: "/v1/", key: wrongKey(t), headers: map[string][]string{"X-Forwarded-For": {"203.0.113.50, " + addr}}}
+	}
+	h := newHarness(t, harnessOptions{now: newClock().Now, authFailLimit: 2, trustedProxies: "127.0.0.1/32"})
+	for i, want := range []int{401, 401, 429} {
+		if res := h.do(from("198.51.100.1")); res.status != want {
+			t.Errorf("try %d through the proxy: %d, want %d", i, res.status, want)
+		}
+	}
+	if res := h.do(from("198.51.100.2")); res.status != 401 {
+		t.Errorf("another client behind the proxy: %d, want 401", res.status)
+	}
+	if !logHas(t, h, "client_address", "198.51.100.1") || logHas(t, h, "client_address", "203.0.113.50") {
+		t.Errorf("access log client addresses: %s", h.logs.String())
+	}
+
+	h = newHarness(t, harnessOptions{now: newClock().Now, authFailLimit: 2})
+	for i, want := range []int{401, 401, 429, 429} {
+		if res := h.do(from("198.51.100." + string(rune('1'+i)))); res.status != want {
+			t.Errorf("try %d with a spoofed X-Forwarded-For: %d, want %d", i, res.status, want)
+		}
+	}
+	if !logHas(t, h, "client_address", "127.0.0.1") || logHas(t, h, "client_address", "198.51.100.1") {
+		t.Errorf("access log believed an untrusted X-Forwarded-For: %s", h.logs.String())
+	}
+}
+
+// logHas reports whether an access line has field = value.
+func logHas(t *testing.T, h *harness, field, value string) bool {
+	t.Helper()
+	for line := range strings.Lines(h.logs.String()) {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) == nil && m["msg"] == "request" && m[field] == value {
+			return true
+		}
+	}
+	return false
+}

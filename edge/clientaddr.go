@@ -1,0 +1,154 @@
+package edge
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"strings"
+)
+
+// ParseTrustedProxies reads EDGE_TRUSTED_PROXIES: comma-separated CIDRs (a
+// bare address is a single host). Empty means none. The error names the
+// entry that is not a CIDR.
+func ParseTrustedProxies(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for entry := range strings.SplitSeq(s, ",") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(entry)
+		if err != nil {
+			a, aerr := netip.ParseAddr(entry)
+			if aerr != nil {
+				return nil, fmt.Errorf("%q is not a CIDR such as 10.0.0.0/8 or 2001:db8::/32", entry)
+			}
+			p = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
+		}
+		if p.Addr().Is4In6() {
+			p = netip.PrefixFrom(p.Addr().Unmap(), max(p.Bits()-96, 0))
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
+}
+
+// clientAddr is the resolved client address of a request: the TCP peer, or,
+// when the peer is a trusted proxy, the right-most X-Forwarded-For address
+// that is not itself a trusted proxy.
+type clientAddr struct {
+	ip  netip.Addr
+	raw string // the peer as given, when it is not an IP address (tests, pipes)
+}
+
+func (c clientAddr) String() string {
+	if c.ip.IsValid() {
+		return c.ip.String()
+	}
+	return c.raw
+}
+
+// ClientAddress returns the request's client address as the edge resolved
+// it (DECISIONS.md section 10: X-Forwarded-For believed only from trusted
+// proxies), or "" outside the edge. Logs, traces and the failed-auth
+// throttle use it.
+func ClientAddress(ctx context.Context) string { return stateFrom(ctx).client.String() }
+
+// resolveClient records the request's client address in its state, before
+// anything logs or limits by it.
+func (s *server) resolveClient(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		stateFrom(r.Context()).client = resolveClientAddr(r, s.cfg.TrustedProxies)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// maxForwardedHops bounds how many X-Forwarded-For entries are looked at:
+// more proxies than this in a row is not a real deployment.
+const maxForwardedHops = 16
+
+func resolveClientAddr(r *http.Request, trusted []netip.Prefix) clientAddr {
+	peer := parseAddr(r.RemoteAddr)
+	if !peer.IsValid() {
+		return clientAddr{raw: clipAddr(r.RemoteAddr)}
+	}
+	if !isTrusted(peer, trusted) {
+		return clientAddr{ip: peer}
+	}
+	// Walk X-Forwarded-For from the right (the entry our proxy appended)
+	// past trusted proxies; left of the first untrusted address is what
+	// the client itself wrote.
+	client, hops := peer, 0
+	xff := r.Header["X-Forwarded-For"]
+	for i := len(xff) - 1; i >= 0; i-- {
+		v := xff[i]
+		for v != "" {
+			if hops++; hops > maxForwardedHops {
+				return clientAddr{ip: client}
+			}
+			entry := v
+			if j := strings.LastIndexByte(v, ','); j >= 0 {
+				entry, v = v[j+1:], v[:j]
+			} else {
+				v = ""
+			}
+			a := parseAddr(strings.TrimSpace(entry))
+			if !a.IsValid() {
+				return clientAddr{ip: client} // garbage: keep the last address vouched for
+			}
+			client = a
+			if !isTrusted(a, trusted) {
+				return clientAddr{ip: a}
+			}
+		}
+	}
+	return clientAddr{ip: client}
+}
+
+// parseAddr reads "ip", "ip:port" or "[ipv6]:port"; IPv4-mapped IPv6 is
+// unmapped. The zero Addr when it is none of these.
+func parseAddr(s string) netip.Addr {
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap.Addr().Unmap().WithZone("")
+	}
+	if a, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")); err == nil {
+		return a.Unmap().WithZone("")
+	}
+	return netip.Addr{}
+}
+
+func isTrusted(a netip.Addr, trusted []netip.Prefix) bool {
+	for _, p := range trusted {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// throttleKey names the failed-auth bucket of an address: an IPv4 address,
+// or the /64 of an IPv6 one (one host usually holds a whole /64).
+// It runs on every authenticated request: one allocation.
+func (c clientAddr) throttleKey() string {
+	if !c.ip.IsValid() {
+		return "addr:" + c.raw
+	}
+	var buf [64]byte
+	b := append(buf[:0], "addr:"...)
+	if c.ip.Is6() {
+		p, _ := c.ip.Prefix(64)
+		b = p.AppendTo(b)
+	} else {
+		b = c.ip.AppendTo(b)
+	}
+	return string(b)
+}
+
+func clipAddr(s string) string {
+	const n = 64
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
