@@ -134,6 +134,16 @@ func mutateJSON(t testing.TB, body []byte, f func(m map[string]any)) []byte {
 	return b
 }
 
+// byName finds the reply of the case named name.
+func byName(cases []checkCase, name string) reply {
+	for _, c := range cases {
+		if c.name == name {
+			return c.reply
+		}
+	}
+	panic("no case " + name)
+}
+
 func withHeader(r reply, f func(h http.Header)) reply {
 	h := r.header.Clone()
 	f(h)
