@@ -27,11 +27,11 @@ func validReplies(t testing.TB) []checkCase {
 		return r
 	}
 	return []checkCase{
-		{"api info", "GET", "/v1/", success(`{"data":{"object":"api_info","apiVersion":"v1","documentationUrl":"` + docsURL + `"},"meta":` + meta("") + `}`)},
+		{"api info", "GET", "/v1/", valid0()},
 		{"health ok", "GET", "/v1/health", health(200, "ok")},
 		{"health ok ignores query", "GET", "/v1/health?x=1", health(200, "ok")},
-		{"health unhealthy", "GET", "/v1/health", health(503, "unhealthy")},
-		{"health unhealthy with Retry-After", "GET", "/v1/health", withHeader(health(503, "unhealthy"), func(h http.Header) { h.Set("Retry-After", "5") })},
+		{"health unhealthy", "GET", "/v1/health", withHeader(health(503, "unhealthy"), func(h http.Header) { h.Set("Retry-After", "1") })},
+		{"health unhealthy with a longer Retry-After", "GET", "/v1/health", withHeader(health(503, "unhealthy"), func(h http.Header) { h.Set("Retry-After", "5") })},
 		{"list", "GET", "/v1/properties?page=1&perPage=2", success(`{"data":[` + p1 + `,` + p2 + `],"meta":` + meta(`{"page":1,"perPage":2,"total":7}`) + `}`)},
 		{"list past the end", "GET", "/v1/properties?page=9", success(`{"data":[],"meta":` + meta(`{"page":9,"perPage":50,"total":7}`) + `}`)},
 		{"one property", "GET", propPath, success(`{"data":` + p2 + `,"meta":` + meta("") + `}`)},
@@ -41,7 +41,25 @@ func validReplies(t testing.TB) []checkCase {
 			h.Set("Traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
 		})},
 		{"content type with charset", "GET", "/v1/health", withHeader(health(200, "ok"), func(h http.Header) { h.Set("Content-Type", "application/json; charset=utf-8") })},
+		{"rate-limit fields while limiting is on", "GET", propPath, withHeader(success(`{"data":`+p1+`,"meta":`+meta("")+`}`), func(h http.Header) {
+			h.Set("RateLimit-Policy", rateLimitPolicy)
+			h.Set("RateLimit", rateLimit)
+		})},
+		{"two rate-limit policies", "GET", "/v1/", withHeader(valid0(), func(h http.Header) {
+			h.Set("RateLimit-Policy", `"burst";q=20;w=1, "default";q=600;w=60;qu="requests";pk=:cHJvamVjdDEyMw==:`)
+			h.Set("RateLimit", `"burst";r=19;t=1,"default";r=598;t=60`)
+		})},
+		{"HSTS over TLS", "GET", "/v1/health", withHeader(health(200, "ok"), func(h http.Header) { h.Set("Strict-Transport-Security", "max-age=31536000") })},
+		{"HSTS with includeSubDomains and preload", "GET", propPath, withHeader(success(`{"data":`+p1+`,"meta":`+meta("")+`}`), func(h http.Header) {
+			h.Set("Strict-Transport-Security", "max-age=63072000; includeSubDomains; preload")
+		})},
+		{"a full page of 100 properties", "GET", "/v1/properties?perPage=100", success(`{"data":[` + strings.Repeat(p1+`,`, 99) + p1 + `],"meta":` + meta(`{"page":1,"perPage":100,"total":100}`) + `}`)},
 	}
+}
+
+// valid0 is the API info answer, the first of validReplies.
+func valid0() reply {
+	return success(`{"data":{"object":"api_info","apiVersion":"v1","documentationUrl":"` + docsURL + `"},"meta":` + meta("") + `}`)
 }
 
 func TestValidSuccessResponsesPass(t *testing.T) {
@@ -140,6 +158,8 @@ func TestDriftFails(t *testing.T) {
 	unauthorized := problemReply("GET", "/v1/properties", problemFor(problem.MissingAuthHeader))
 	unavailable := problemReply("GET", "/v1/properties", problemFor(problem.ServiceUnavailable))
 	routeNotFound := problemReply("GET", "/v2/x", problemFor(problem.RouteNotFound))
+	limited := problemReply("GET", "/v1/properties", problemFor(problem.RateLimited))
+	unknownParams := problemReply("GET", "/v1/properties", problemFor(problem.UnknownQueryParameter))
 
 	cases := []struct {
 		name, method, path string
@@ -207,7 +227,31 @@ func TestDriftFails(t *testing.T) {
 		{"503 with an HTTP-date Retry-After", "GET", "/v1/properties", withHeader(unavailable, func(h http.Header) { h.Set("Retry-After", "Wed, 21 Oct 2026 07:28:00 GMT") }), []string{"not an integer"}},
 		{"503 with a negative Retry-After", "GET", "/v1/properties", withHeader(unavailable, func(h http.Header) { h.Set("Retry-After", "-1") }), []string{"Retry-After"}},
 		{"405 without Allow", "POST", "/v1/properties", withHeader(problemReply("POST", "/v1/properties", problemFor(problem.MethodNotAllowed)), func(h http.Header) { h.Del("Allow") }), []string{"Allow missing"}},
-		{"429 with the 2022 draft's RateLimit", "GET", "/v1/properties", withHeader(problemReply("GET", "/v1/properties", problemFor(problem.RateLimited)), func(h http.Header) { h.Set("RateLimit", "limit=100, remaining=0, reset=3") }), []string{"Ratelimit"}},
+		{"health 503 without Retry-After", "GET", "/v1/health", withHeader(byName(valid, "health unhealthy"), func(h http.Header) { h.Del("Retry-After") }), []string{"Retry-After missing"}},
+		{"429 without Retry-After", "GET", "/v1/properties", withHeader(limited, func(h http.Header) { h.Del("Retry-After") }), []string{"Retry-After missing"}},
+		{"Retry-After of zero", "GET", "/v1/properties", withHeader(limited, func(h http.Header) { h.Set("Retry-After", "0") }), []string{"Retry-After", "minimum"}},
+		{"Retry-After beyond a day", "GET", "/v1/properties", withHeader(unavailable, func(h http.Header) { h.Set("Retry-After", "86401") }), []string{"Retry-After", "maximum"}},
+		{"retired RateLimit integer form", "GET", "/v1/properties", withHeader(limited, func(h http.Header) { h.Set("RateLimit", "0") }), []string{"Ratelimit", "pattern"}},
+		{"RateLimit-Policy with an unquoted name", "GET", propPath, withHeader(byName(valid, "rate-limit fields while limiting is on"), func(h http.Header) { h.Set("RateLimit-Policy", "default;q=600;w=60") }), []string{"Ratelimit-Policy", "pattern"}},
+		{"RateLimit-Policy without parameters", "GET", propPath, withHeader(byName(valid, "rate-limit fields while limiting is on"), func(h http.Header) { h.Set("RateLimit-Policy", `"default"`) }), []string{"Ratelimit-Policy", "pattern"}},
+		{"RateLimit with a policy parameter", "GET", propPath, withHeader(byName(valid, "rate-limit fields while limiting is on"), func(h http.Header) { h.Set("RateLimit", `"default";q=600;t=60`) }), []string{"Ratelimit", "pattern"}},
+		{"RateLimit sent twice", "GET", propPath, withHeader(byName(valid, "rate-limit fields while limiting is on"), func(h http.Header) { h.Add("RateLimit", rateLimit) }), []string{"Ratelimit sent 2 times"}},
+		{"malformed HSTS", "GET", "/v1/health", withHeader(health, func(h http.Header) { h.Set("Strict-Transport-Security", "max-age=forever") }), []string{"Strict-Transport-Security", "pattern"}},
+		{"101 properties on a page", "GET", "/v1/properties", body(list, mutateJSON(t, byName(valid, "a full page of 100 properties").body, func(m map[string]any) {
+			m["data"] = append(m["data"].([]any), m["data"].([]any)[0])
+		})), []string{"/data", "maxItems"}},
+		{"21 errors entries", "GET", "/v1/properties", body(unknownParams, mutateJSON(t, unknownParams.body, func(m map[string]any) {
+			for len(m["errors"].([]any)) < 21 {
+				m["errors"] = append(m["errors"].([]any), m["errors"].([]any)[0])
+			}
+		})), []string{"/errors", "maxItems"}},
+		{"problem detail of 2049 characters", "GET", propPath, body(notFound, mutateJSON(t, notFound.body, func(m map[string]any) { m["detail"] = strings.Repeat("x", 2049) })), []string{"/detail", "maxLength"}},
+		{"errors entry echoing a long name", "GET", "/v1/properties", body(unknownParams, mutateJSON(t, unknownParams.body, func(m map[string]any) {
+			m["errors"].([]any)[0].(map[string]any)["field"] = strings.Repeat("n", 513)
+		})), []string{"/errors/0/field", "maxLength"}},
+		{"total beyond 2^53-1", "GET", "/v1/properties", body(list, mutateJSON(t, list.body, func(m map[string]any) {
+			m["meta"].(map[string]any)["pagination"].(map[string]any)["total"] = 1 << 60
+		})), []string{"/meta/pagination/total", "maximum"}},
 	}
 	for _, tc := range cases {
 		err := c.Check(tc.method, tc.path, tc.reply.status, tc.reply.header, tc.reply.body)
@@ -221,7 +265,7 @@ func TestDriftFails(t *testing.T) {
 	}
 	// Each drifted reply differs from a valid one in one way only: the
 	// valid originals pass.
-	for _, r := range []reply{notFound, unauthorized, unavailable} {
+	for _, r := range []reply{notFound, unauthorized, unavailable, limited, unknownParams} {
 		if err := c.Check("GET", pathOf(r), r.status, r.header, r.body); err != nil {
 			t.Errorf("original of a drift case fails: %v", err)
 		}

@@ -73,8 +73,11 @@ type Checker struct {
 //
 // Beyond the document, Check asserts what OpenAPI cannot express: the
 // Svc-Request-Id header equals the body's meta.requestId or requestId, a
-// problem's instance equals the request path without the query string, and
-// its type ends in /errors/<code in kebab-case>.
+// problem's instance names the request path without the query string (equal
+// once both are normalised, or its clipped beginning when the path is long),
+// and its type ends in /errors/<code in kebab-case>. Paths route as the edge
+// routes them: percent-encoded unreserved characters decoded, an encoded "/"
+// never a separator.
 //
 // The body of a HEAD response is not checked: HTTP sends none.
 func (c *Checker) Check(method, path string, status int, header http.Header, body []byte) error {
@@ -134,8 +137,12 @@ func (c *Checker) check(method, path string, status int, header http.Header, bod
 }
 
 // operation finds the compiled operation of escapedPath (with the prefix).
+// It routes as the edge does (DECISIONS.md section 10): percent-encoded
+// unreserved characters are decoded first ("/v1/propert%69es" is the list),
+// and no other escape ever becomes a separator ("%2F" stays inside its
+// segment).
 func (c *Checker) operation(method, escapedPath string) (*operation, error) {
-	rest, ok := strings.CutPrefix(escapedPath, prefix)
+	rest, ok := strings.CutPrefix(normalizePath(escapedPath), prefix)
 	if !ok || !strings.HasPrefix(rest, "/") {
 		return nil, routers.ErrPathNotFound
 	}

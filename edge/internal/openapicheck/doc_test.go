@@ -52,6 +52,14 @@ func TestDocumentLoadsAndValidates(t *testing.T) {
 	if srv.URL != "https://{service}.{brand}.example.com/v1" || srv.Variables["service"] == nil || srv.Variables["brand"] == nil {
 		t.Errorf("first server = %q with variables %v, want the {base_url} shape", srv.URL, slices.Collect(maps.Keys(srv.Variables)))
 	}
+	for _, s := range doc.Servers {
+		if !strings.HasPrefix(s.URL, "https://") {
+			t.Errorf("server %q: the edge is reached over HTTPS only", s.URL)
+		}
+		if internal, ok := s.Extensions["x-internal"].(bool); !ok || internal {
+			t.Errorf("server %q: x-internal = %v, want false (a public API)", s.URL, s.Extensions["x-internal"])
+		}
+	}
 	bearer := doc.Components.SecuritySchemes["bearerAuth"]
 	if bearer == nil || bearer.Value.Type != "http" || bearer.Value.Scheme != "bearer" {
 		t.Errorf("bearerAuth = %+v, want an http bearer scheme", bearer)
@@ -198,12 +206,17 @@ func TestRouteProblemCodes(t *testing.T) {
 }
 
 // TestEveryResponseCarriesCommonHeaders: Svc-Request-Id, Cache-Control and
-// X-Content-Type-Options are required on every response (DECISIONS.md 4).
+// X-Content-Type-Options are required on every response (DECISIONS.md 4);
+// Strict-Transport-Security is declared on every response (sent over TLS);
+// every 429 and 503 requires Retry-After; every response of an authenticated
+// operation that can follow authentication declares the rate-limit fields
+// of DECISIONS.md 10 (optional: sent only while per-key limiting is on).
 func TestEveryResponseCarriesCommonHeaders(t *testing.T) {
 	c := checker(t)
 	ops := map[string]*operation{"unrouted": c.unrouted}
 	maps.Copy(ops, c.ops)
 	for name, op := range ops {
+		authenticated := name != "unrouted" && name != "GET /health"
 		for status, r := range op.responses {
 			required := map[string]bool{}
 			for _, h := range r.headers {
@@ -214,14 +227,32 @@ func TestEveryResponseCarriesCommonHeaders(t *testing.T) {
 					t.Errorf("%s %d: %s is not a required header", name, status, h)
 				}
 			}
-			want := map[int]string{http.StatusUnauthorized: "Www-Authenticate", http.StatusMethodNotAllowed: "Allow"}[status]
-			if status == http.StatusTooManyRequests || (status == http.StatusServiceUnavailable && r.mediaType == "application/problem+json") {
-				if !required["Retry-After"] {
-					t.Errorf("%s %d: Retry-After is not required", name, status)
-				}
+			if req, declared := required["Strict-Transport-Security"]; !declared || req {
+				t.Errorf("%s %d: Strict-Transport-Security is not declared optional", name, status)
 			}
+			want := map[int]string{http.StatusUnauthorized: "Www-Authenticate", http.StatusMethodNotAllowed: "Allow",
+				http.StatusTooManyRequests: "Retry-After", http.StatusServiceUnavailable: "Retry-After"}[status]
 			if want != "" && !required[want] {
 				t.Errorf("%s %d: %s is not required", name, status, want)
+			}
+			// 401 and 405 always come before a key is known (DECISIONS.md
+			// 2), and health is never limited; a 500 or 503 may come before
+			// or after authentication (their components serve both).
+			beforeAuth := status == http.StatusUnauthorized || status == http.StatusMethodNotAllowed ||
+				name == "GET /health" && status != http.StatusInternalServerError
+			for _, h := range []string{"Ratelimit-Policy", "Ratelimit"} {
+				req, declared := required[h]
+				switch {
+				case authenticated && !beforeAuth && (!declared || req):
+					t.Errorf("%s %d: %s is not declared optional", name, status, h)
+				case beforeAuth && declared:
+					t.Errorf("%s %d: %s is declared on an answer that precedes authentication", name, status, h)
+				}
+			}
+			for _, h := range []string{"Ratelimit-Limit", "Ratelimit-Remaining", "Ratelimit-Reset"} {
+				if _, declared := required[h]; declared {
+					t.Errorf("%s %d: %s of the retired draft is declared", name, status, h)
+				}
 			}
 		}
 	}

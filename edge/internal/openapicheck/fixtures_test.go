@@ -20,6 +20,11 @@ const (
 	propID   = "0b9f3c1e-8a1d-4f7e-9c2a-1d2e3f4a5b6c"
 	propID2  = "1c0a4d2f-9b2e-4a8f-8d3b-2e3f4a5b6c7d"
 	propPath = "/v1/properties/" + propID
+	// rateLimitPolicy and rateLimit are the rate-limit fields of
+	// draft-ietf-httpapi-ratelimit-headers as DECISIONS.md section 10 shows
+	// them.
+	rateLimitPolicy = `"default";q=600;w=60`
+	rateLimit       = `"default";r=598;t=60`
 )
 
 // fixedNow is the clock of every fixture.
@@ -104,7 +109,7 @@ func problemFor(code problem.Code) *problem.Error {
 		pe.Header = http.Header{"Allow": {"GET"}}
 	case http.StatusTooManyRequests:
 		pe.RetryAfter = 3 * time.Second
-		pe.Header = http.Header{"Ratelimit-Policy": {`"default";q=100;w=10`}, "Ratelimit": {`"default";r=0;t=3`}}
+		pe.Header = http.Header{"Ratelimit-Policy": {rateLimitPolicy}, "Ratelimit": {`"default";r=0;t=3`}}
 	case http.StatusUnprocessableEntity:
 		pe.Errors = []problem.FieldError{{Field: "perPage", Code: problem.FieldOutOfRange, Detail: "perPage must be 1 to 100."}}
 	}
@@ -132,6 +137,16 @@ func mutateJSON(t testing.TB, body []byte, f func(m map[string]any)) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// byName finds the reply of the case named name.
+func byName(cases []checkCase, name string) reply {
+	for _, c := range cases {
+		if c.name == name {
+			return c.reply
+		}
+	}
+	panic("no case " + name)
 }
 
 func withHeader(r reply, f func(h http.Header)) reply {

@@ -21,7 +21,7 @@ func TestLoadRejectsWhatItCannotCheck(t *testing.T) {
 		name, old, new, want string
 	}{
 		{"OpenAPI 3.0", "openapi: 3.1.0", "openapi: 3.0.3", "3.1"},
-		{"server outside /v1", "url: http://localhost:8080/v1", "url: http://localhost:8080/v2", "does not end in /v1"},
+		{"server outside /v1", "url: https://{service}.{brand}.example.com/v1", "url: https://{service}.{brand}.example.com/v2", "does not end in /v1"},
 		{"no RouteNotFound component", "    RouteNotFound:\n", "    RouteMissing:\n", "RouteNotFound"},
 		{"default response", "        \"406\": {$ref: \"#/components/responses/NotAcceptable\"}\n        \"429\"", "        default: {$ref: \"#/components/responses/NotAcceptable\"}\n        \"429\"", "only explicit statuses"},
 		{"array header", "      schema: {type: string, enum: [no-store]}", "      schema: {type: array, items: {type: string}}", "only string and integer headers"},
