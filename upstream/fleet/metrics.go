@@ -166,4 +166,3 @@ func (m *Metrics) Fallback(ctx context.Context, use Use) {
 func (m *Metrics) BreakerState(ctx context.Context, s observability.BreakerState) {
 	m.breaker.Record(ctx, int64(s), metric.WithAttributes(m.server...))
 }
-
