@@ -3,6 +3,7 @@ package redistest
 import (
 	"fmt"
 	"net"
+	"os/exec"
 	"runtime"
 	"strings"
 	"testing"
@@ -11,7 +12,8 @@ import (
 func TestStartStopRestart(t *testing.T) {
 	for _, mini := range []bool{false, true} {
 		s := StartWith(t, Options{Mini: mini})
-		if s.Real() == mini {
+		_, noReal := exec.LookPath("redis-server")
+		if s.Real() != (!mini && noReal == nil) {
 			t.Fatalf("Mini=%v: Real()=%v", mini, s.Real())
 		}
 		if err := command(s.Addr(), "SET k v", "+OK"); err != nil {
