@@ -1,0 +1,155 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/partner-edge/partner-edge/mapping"
+)
+
+// SnapshotStore is what the coordinator needs of a store (Store implements
+// it; tests use fakes).
+type SnapshotStore interface {
+	Lease(ctx context.Context, name string, ttl time.Duration) (bool, error)
+	Release(ctx context.Context, name string) error
+	Publish(ctx context.Context, name string, version int64, payload []byte, ttl time.Duration) error
+	Fetch(ctx context.Context, name string) ([]byte, int64, time.Time, error)
+}
+
+// Source says where a coordinated snapshot came from.
+type Source string
+
+const (
+	SourceLeader Source = "leader" // this instance won the lease, walked the PMS and published
+	SourceShared Source = "shared" // another instance's publication
+	SourceLocal  Source = "local"  // walked the PMS itself: Redis failed, or no publication in time
+)
+
+// LoadFunc walks the PMS.
+type LoadFunc func(ctx context.Context) ([]mapping.Property, time.Time, error)
+
+// Loaded is a coordinated snapshot.
+type Loaded struct {
+	Properties []mapping.Property
+	LoadedAt   time.Time
+	Source     Source
+}
+
+// Coordinator shares one PMS walk per brand and mode among the fleet:
+//
+//  1. a publication loaded after newerThan is taken as is;
+//  2. else whoever wins the lease walks the PMS, publishes and releases;
+//  3. a loser polls the publication every Poll until one loaded after
+//     newerThan appears or Wait passes, then walks the PMS itself.
+//
+// Any Redis failure, or a corrupt or oversize publication, means a local
+// walk, never an error: only the PMS walk's own error is returned.
+type Coordinator struct {
+	Store SnapshotStore
+	// LeaseTTL bounds a leader's walk (a crashed leader's lease expires).
+	LeaseTTL time.Duration
+	// PublishTTL is how long a publication lives (about the cache TTL).
+	PublishTTL time.Duration
+	// Wait bounds a loser's wait; Poll is its polling interval.
+	Wait, Poll time.Duration
+	// Log (nil: discard) and Count (nil: none) report fallbacks.
+	Log   *slog.Logger
+	Count Fallbacks
+
+	waiting func() // test hook: called when a loser starts polling
+}
+
+// Load returns brand and mode's snapshot, loaded after newerThan.
+func (c *Coordinator) Load(ctx context.Context, brand, mode string, newerThan time.Time, load LoadFunc) (Loaded, error) {
+	name := SnapKey(brand, mode)
+	got, err := c.fetch(ctx, name, newerThan)
+	if got != nil {
+		return *got, nil
+	}
+	if err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, errStale) {
+		return c.local(ctx, name, load, err, false)
+	}
+	won, err := c.Store.Lease(ctx, name, c.LeaseTTL)
+	if err != nil {
+		return c.local(ctx, name, load, err, false)
+	}
+	if won {
+		defer func() { _ = c.Store.Release(context.WithoutCancel(ctx), name) }()
+		l, err := c.walk(ctx, name, load)
+		l.Source = SourceLeader
+		return l, err
+	}
+	if c.waiting != nil {
+		c.waiting()
+	}
+	deadline := time.NewTimer(c.Wait)
+	defer deadline.Stop()
+	tick := time.NewTicker(c.Poll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return Loaded{}, ctx.Err()
+		case <-deadline.C:
+			return c.local(ctx, name, load, errors.New("no publication in time"), true)
+		case <-tick.C:
+		}
+		got, err := c.fetch(ctx, name, newerThan)
+		if got != nil {
+			return *got, nil
+		}
+		if err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, errStale) {
+			return c.local(ctx, name, load, err, false)
+		}
+	}
+}
+
+var errStale = errors.New("fleet: publication older than wanted")
+
+// fetch returns a decoded publication loaded after newerThan, or why not.
+func (c *Coordinator) fetch(ctx context.Context, name string, newerThan time.Time) (*Loaded, error) {
+	payload, version, _, err := c.Store.Fetch(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if version <= newerThan.UnixMilli() {
+		return nil, errStale
+	}
+	props, at, err := DecodeSnapshot(payload)
+	if err != nil {
+		return nil, err
+	}
+	return &Loaded{Properties: props, LoadedAt: at, Source: SourceShared}, nil
+}
+
+// local walks the PMS after a failure of the shared path; publish says
+// whether Redis is worth publishing to.
+func (c *Coordinator) local(ctx context.Context, name string, load LoadFunc, why error, publish bool) (Loaded, error) {
+	if c.Count != nil {
+		c.Count.Fallback(ctx, UseSnapshot, why)
+	}
+	if c.Log != nil {
+		c.Log.DebugContext(ctx, "snapshot loads locally", "snapshot", name, "reason", why.Error())
+	}
+	if !publish {
+		props, at, err := load(ctx)
+		return Loaded{Properties: props, LoadedAt: at, Source: SourceLocal}, err
+	}
+	l, err := c.walk(ctx, name, load)
+	l.Source = SourceLocal
+	return l, err
+}
+
+// walk loads from the PMS and publishes (best effort).
+func (c *Coordinator) walk(ctx context.Context, name string, load LoadFunc) (Loaded, error) {
+	props, at, err := load(ctx)
+	if err != nil {
+		return Loaded{}, err
+	}
+	if payload, err := EncodeSnapshot(props, at); err == nil {
+		_ = c.Store.Publish(ctx, name, at.UnixMilli(), payload, c.PublishTTL)
+	}
+	return Loaded{Properties: props, LoadedAt: at}, nil
+}

@@ -1,0 +1,20 @@
+// Package fleet holds the building blocks that let several edge instances
+// share one Redis (or Valkey): a guarded client (per-call deadline, circuit
+// breaker, metrics, spans), a fleet-wide GCRA limiter with an in-process
+// fallback, and a lease-and-publish store with a coordinator so that one
+// instance per brand and mode walks the PMS per TTL.
+//
+// Contract for callers: every method returns quickly (within the call
+// timeout, or at once while the breaker is open) and an error means "use
+// the in-process behaviour"; Redis trouble is never a partner's error.
+//
+// Key names (all namespaced, none holds a secret):
+//
+//	pe:rl:<brand>:<keyID>      per-key rate limit (stored by redis_rate as rate:pe:rl:...)
+//	pe:fa:<brand>:<address>    failed-authentication throttle per client address
+//	pe:snap:<brand>:<mode>:data   the published snapshot
+//	pe:snap:<brand>:<mode>:lease  the load lease
+//
+// Parts of a key that are long or hold characters outside [A-Za-z0-9._-]
+// are replaced by a hash (see KeyPart).
+package fleet

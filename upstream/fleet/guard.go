@@ -1,0 +1,193 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/sony/gobreaker/v2"
+
+	"github.com/partner-edge/partner-edge/observability"
+)
+
+// Defaults of GuardConfig.
+const (
+	DefaultCallTimeout         = 100 * time.Millisecond
+	DefaultConsecutiveFailures = 3
+	DefaultOpenTimeout         = 2 * time.Second
+	DefaultHalfOpenProbes      = 1
+)
+
+// ErrUnavailable wraps every error that means "Redis is slow, down or
+// refused by the breaker": the caller should use its in-process behaviour.
+var ErrUnavailable = errors.New("fleet: redis unavailable")
+
+// GuardConfig configures the deadline and circuit breaker around each
+// logical Redis call (one method of the limiter or the store).
+type GuardConfig struct {
+	// CallTimeout bounds each call. Zero means DefaultCallTimeout (100 ms).
+	CallTimeout time.Duration
+	// ConsecutiveFailures opens the breaker after that many failed calls in
+	// a row. Zero means DefaultConsecutiveFailures (3).
+	ConsecutiveFailures uint32
+	// OpenTimeout is how long the breaker refuses calls before letting
+	// probes through (half-open). Zero means DefaultOpenTimeout (2 s).
+	OpenTimeout time.Duration
+	// HalfOpenProbes calls may probe at once; that many successes close the
+	// breaker, one failure opens it again. Zero means 1.
+	HalfOpenProbes uint32
+}
+
+func (c GuardConfig) withDefaults() (GuardConfig, error) {
+	if c.CallTimeout < 0 || c.OpenTimeout < 0 {
+		return c, fmt.Errorf("fleet: guard durations must not be negative")
+	}
+	if c.CallTimeout == 0 {
+		c.CallTimeout = DefaultCallTimeout
+	}
+	if c.ConsecutiveFailures == 0 {
+		c.ConsecutiveFailures = DefaultConsecutiveFailures
+	}
+	if c.OpenTimeout == 0 {
+		c.OpenTimeout = DefaultOpenTimeout
+	}
+	if c.HalfOpenProbes == 0 {
+		c.HalfOpenProbes = DefaultHalfOpenProbes
+	}
+	return c, nil
+}
+
+// Guard runs calls with a deadline through a circuit breaker. Safe for
+// concurrent use. The breaker's clock is time.Now (a synctest bubble's
+// fake clock in tests).
+type Guard struct {
+	cb      *gobreaker.CircuitBreaker[struct{}]
+	timeout time.Duration
+	metrics *Metrics
+}
+
+// NewGuard returns a guard; log (nil: discard) gets one line per breaker
+// transition, metrics (nil: none) the errors and the breaker state.
+func NewGuard(cfg GuardConfig, log *slog.Logger, metrics *Metrics) (*Guard, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	g := &Guard{timeout: cfg.CallTimeout, metrics: metrics}
+	g.cb = gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{
+		Name:        "redis",
+		MaxRequests: cfg.HalfOpenProbes,
+		Timeout:     cfg.OpenTimeout,
+		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= cfg.ConsecutiveFailures },
+		// Runs under gobreaker's lock: quick, and never calls the guard.
+		OnStateChange: func(_ string, from, to gobreaker.State) {
+			level, msg := slog.LevelInfo, "redis circuit breaker state changed"
+			if to == gobreaker.StateOpen {
+				level, msg = slog.LevelWarn, "redis circuit breaker opened: shared limits and snapshots fall back to in-process"
+			}
+			log.Log(context.Background(), level, msg, "from", from.String(), "to", to.String())
+			if metrics != nil {
+				metrics.BreakerState(context.Background(), observability.ParseBreakerState(to.String()))
+			}
+		},
+		IsSuccessful: func(err error) bool { _, failed := classify(err); return !failed },
+		IsExcluded: func(err error) bool {
+			var cg *callerGone
+			return errors.As(err, &cg)
+		},
+	})
+	return g, nil
+}
+
+// State is the breaker's state now (for the admin listener).
+func (g *Guard) State() observability.BreakerState {
+	return observability.ParseBreakerState(g.cb.State().String())
+}
+
+// Do runs fn with a context bounded by the call timeout, through the
+// breaker. While the breaker is open it returns an error wrapping
+// ErrUnavailable at once, without calling fn. A timeout or connection
+// failure is returned wrapping ErrUnavailable as well. redis.Nil is a
+// success and returned as is; so is a Redis error reply that does not mean
+// "unavailable" (LOADING, READONLY, BUSY... do). When ctx itself ends, Do
+// returns its error and the breaker does not count the call.
+func (g *Guard) Do(ctx context.Context, fn func(ctx context.Context) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	_, err := g.cb.Execute(func() (struct{}, error) {
+		cctx, cancel := context.WithTimeout(ctx, g.timeout)
+		defer cancel()
+		err := fn(cctx)
+		if err != nil && ctx.Err() != nil {
+			return struct{}{}, &callerGone{ctx.Err()}
+		}
+		return struct{}{}, err
+	})
+	if err == nil {
+		return nil
+	}
+	var cg *callerGone
+	if errors.As(err, &cg) {
+		return cg.err
+	}
+	if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
+		g.count(ErrRejected)
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	kind, failed := classify(err)
+	if kind != "" {
+		g.count(kind)
+	}
+	if failed {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return err
+}
+
+func (g *Guard) count(k ErrorKind) {
+	if g.metrics != nil {
+		g.metrics.Error(context.Background(), k)
+	}
+}
+
+// callerGone is the caller's own cancellation: it says nothing about Redis.
+type callerGone struct{ err error }
+
+func (e *callerGone) Error() string { return e.err.Error() }
+func (e *callerGone) Unwrap() error { return e.err }
+
+// unavailableReplies are error replies meaning "this server cannot serve
+// now"; they count against the breaker. Any other reply means Redis works.
+var unavailableReplies = []string{"LOADING", "READONLY", "MASTERDOWN", "BUSY", "TRYAGAIN", "CLUSTERDOWN", "NOREPLICAS", "MISCONF"}
+
+// classify returns the kind of a call's error ("" for none, redis.Nil
+// included) and whether it counts as a failure of Redis.
+func classify(err error) (ErrorKind, bool) {
+	if err == nil || errors.Is(err, redis.Nil) {
+		return "", false
+	}
+	var re redis.Error
+	if errors.As(err, &re) {
+		msg := re.Error()
+		for _, p := range unavailableReplies {
+			if strings.HasPrefix(msg, p) {
+				return ErrReply, true
+			}
+		}
+		return ErrReply, false
+	}
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
+		return ErrTimeout, true
+	}
+	return ErrConnection, true
+}

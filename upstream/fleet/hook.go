@@ -1,0 +1,93 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// otelHook gives every Redis command a client span and a
+// db.client.operation.duration observation, named by the OTel semantic
+// conventions for database clients: span name and db.operation.name are
+// the command ("EVALSHA", "SET"), with db.system.name=redis, db.namespace
+// (the database index), server.address and server.port, and error.type on
+// failure (redis.Nil is no failure).
+type otelHook struct {
+	tracer  trace.Tracer
+	metrics *Metrics
+	base    []attribute.KeyValue
+	names   sync.Map // lower-case command name -> upper-case, bounded by our own commands
+}
+
+func newOTelHook(tracer trace.Tracer, metrics *Metrics, host string, port, db int) *otelHook {
+	base := append(serverAttrs(host, port), semconv.DBNamespace(strconv.Itoa(db)))
+	return &otelHook{tracer: tracer, metrics: metrics, base: base}
+}
+
+func (h *otelHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *otelHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		op := h.opName(cmd.Name())
+		start := time.Now()
+		ctx, span := h.tracer.Start(ctx, op, trace.WithSpanKind(trace.SpanKindClient),
+			trace.WithAttributes(h.base...), trace.WithAttributes(semconv.DBOperationName(op)))
+		err := next(ctx, cmd)
+		errType := errorType(err)
+		if errType != "" {
+			span.SetAttributes(semconv.ErrorTypeKey.String(errType))
+			span.SetStatus(codes.Error, errType)
+		}
+		span.End()
+		h.metrics.Command(ctx, op, errType, time.Since(start))
+		return err
+	}
+}
+
+func (h *otelHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next // the fleet issues no pipelines
+}
+
+func (h *otelHook) opName(name string) string {
+	if v, ok := h.names.Load(name); ok {
+		return v.(string)
+	}
+	up := strings.ToUpper(name)
+	h.names.Store(name, up)
+	return up
+}
+
+// errorType is a low-cardinality error.type for a command's error: "" for
+// none (redis.Nil included), "timeout", "connection", or the first word of
+// a Redis error reply ("ERR", "NOSCRIPT", "READONLY"...), at most 16 bytes.
+func errorType(err error) string {
+	if err == nil || errors.Is(err, redis.Nil) {
+		return ""
+	}
+	var re redis.Error
+	if errors.As(err, &re) {
+		w, _, _ := strings.Cut(re.Error(), " ")
+		if len(w) > 16 || w == "" {
+			return "reply"
+		}
+		return w
+	}
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
+		return "timeout"
+	}
+	if errors.Is(err, context.Canceled) {
+		return "canceled"
+	}
+	return "connection"
+}

@@ -1,0 +1,41 @@
+package fleet
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+)
+
+// maxKeyPart is the longest part kept verbatim in a key name.
+const maxKeyPart = 64
+
+// KeyPart returns s when it is short and made of [A-Za-z0-9._-] only,
+// otherwise "h" and the first 32 hex digits of its SHA-256: a key name
+// never carries arbitrary or unbounded bytes.
+func KeyPart(s string) string {
+	ok := s != "" && len(s) <= maxKeyPart
+	for i := 0; ok && i < len(s); i++ {
+		c := s[i]
+		ok = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+			c == '.' || c == '_' || c == '-'
+	}
+	if ok {
+		return s
+	}
+	sum := sha256.Sum256([]byte(s))
+	return "h" + hex.EncodeToString(sum[:16])
+}
+
+// RateKey names the per-key quota of key keyID (the key file's id, never the
+// secret) of brand.
+func RateKey(brand, keyID string) string { return "pe:rl:" + KeyPart(brand) + ":" + KeyPart(keyID) }
+
+// AuthFailKey names the failed-authentication throttle of a client address.
+func AuthFailKey(brand, addr string) string {
+	return "pe:fa:" + KeyPart(brand) + ":" + KeyPart(addr)
+}
+
+// SnapKey names the shared snapshot of a brand and mode ("live",
+// "sandbox"); the store appends ":data" and ":lease".
+func SnapKey(brand, mode string) string {
+	return "pe:snap:" + KeyPart(brand) + ":" + KeyPart(mode)
+}

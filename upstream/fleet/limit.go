@@ -1,0 +1,114 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
+)
+
+// Limit is a GCRA quota: PerSecond sustained, Burst at once.
+type Limit struct {
+	PerSecond float64
+	Burst     int
+}
+
+// Decision is a limiter's answer. RetryAfter is when the next request
+// would be allowed (0 when allowed); ResetAfter is when the key is back to
+// a full burst.
+type Decision struct {
+	Allowed    bool
+	Remaining  int
+	RetryAfter time.Duration
+	ResetAfter time.Duration
+}
+
+// Limiter is the contract shared by the Redis limiter, the fallback
+// wrapper and any in-process limiter (adapt the edge's to it). Allow
+// consumes one request; Peek consumes nothing and reports whether one more
+// would be allowed (the failed-authentication throttle peeks before it
+// looks at a key, and calls Allow on each failure).
+type Limiter interface {
+	Allow(ctx context.Context, key string, l Limit) (Decision, error)
+	Peek(ctx context.Context, key string, l Limit) (Decision, error)
+}
+
+// ErrBadLimit is a Limit that is not positive and finite.
+var ErrBadLimit = errors.New("fleet: limit needs PerSecond > 0 and Burst >= 1")
+
+// RedisLimiter is a fleet-wide GCRA limiter (redis_rate) behind the
+// client's guard. Keys should come from RateKey or AuthFailKey.
+type RedisLimiter struct {
+	c   *Client
+	lim *redis_rate.Limiter
+}
+
+// NewRedisLimiter returns a limiter on c.
+func NewRedisLimiter(c *Client) *RedisLimiter {
+	return &RedisLimiter{c: c, lim: redis_rate.NewLimiter(c.rdb)}
+}
+
+// Allow consumes one request of key's quota.
+func (r *RedisLimiter) Allow(ctx context.Context, key string, l Limit) (Decision, error) {
+	return r.allowN(ctx, key, l, 1)
+}
+
+// Peek reports key's state without consuming: Allowed when at least one
+// request is left, RetryAfter until one is.
+func (r *RedisLimiter) Peek(ctx context.Context, key string, l Limit) (Decision, error) {
+	return r.allowN(ctx, key, l, 0)
+}
+
+func (r *RedisLimiter) allowN(ctx context.Context, key string, l Limit, n int) (Decision, error) {
+	rl, err := toRate(l)
+	if err != nil {
+		return Decision{}, err
+	}
+	var res *redis_rate.Result
+	err = r.c.Do(ctx, func(ctx context.Context, _ *redis.Client) (err error) {
+		defer func() { // redis_rate asserts the reply's shape
+			if p := recover(); p != nil {
+				err = fmt.Errorf("fleet: unexpected rate-limit reply: %v", p)
+			}
+		}()
+		res, err = r.lim.AllowN(ctx, key, rl, n)
+		return err
+	})
+	if err != nil {
+		return Decision{}, err
+	}
+	return decision(res, l, n), nil
+}
+
+// toRate turns PerSecond into one request per emission interval.
+func toRate(l Limit) (redis_rate.Limit, error) {
+	if !(l.PerSecond > 0) || math.IsInf(l.PerSecond, 0) || l.Burst < 1 {
+		return redis_rate.Limit{}, ErrBadLimit
+	}
+	period := time.Duration(float64(time.Second) / l.PerSecond)
+	if period < time.Microsecond {
+		return redis_rate.Limit{}, ErrBadLimit
+	}
+	return redis_rate.Limit{Rate: 1, Period: period, Burst: l.Burst}, nil
+}
+
+func decision(res *redis_rate.Result, l Limit, n int) Decision {
+	d := Decision{Remaining: res.Remaining, ResetAfter: max(res.ResetAfter, 0)}
+	if n > 0 {
+		d.Allowed = res.Allowed > 0
+		if !d.Allowed {
+			d.RetryAfter = max(res.RetryAfter, 0)
+		}
+		return d
+	}
+	d.Allowed = res.Remaining >= 1
+	if !d.Allowed {
+		interval := time.Duration(float64(time.Second) / l.PerSecond)
+		d.RetryAfter = max(d.ResetAfter-time.Duration(l.Burst-1)*interval, 0)
+	}
+	return d
+}

@@ -1,0 +1,252 @@
+// Package redistest starts a Redis server for tests: a real redis-server on
+// a free loopback port in a temporary directory, or, where redis-server is
+// not installed and CI is not "true", an in-process miniredis.
+//
+// The server is stopped when the test ends. Stop and Restart stop and start
+// the same server on the same port, for fault tests.
+package redistest
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+)
+
+// DebianPackage is the package that provides redis-server.
+const DebianPackage = "redis-server"
+
+// Options choose the server.
+type Options struct {
+	// RequireReal fails the test when redis-server is missing instead of
+	// falling back to miniredis. Start sets it when CI=true.
+	RequireReal bool
+	// Mini uses miniredis even where redis-server is installed (unit tests
+	// that need no real server).
+	Mini bool
+}
+
+// Server is a running test Redis.
+type Server struct {
+	t    testing.TB
+	addr string // 127.0.0.1:port, the same across restarts
+	dir  string
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd     // the real server, nil when stopped or mini
+	out  *syncWriter   // its output
+	done chan struct{} // closed when cmd has exited
+	mini *miniredis.Miniredis
+}
+
+// Start starts a server for t: the real redis-server when installed; else
+// with CI=true the test fails naming the Debian package, and otherwise it
+// runs against miniredis and says so with t.Log.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	return StartWith(t, Options{RequireReal: os.Getenv("CI") == "true"})
+}
+
+// StartWith starts a server for t as opts say.
+func StartWith(t testing.TB, opts Options) *Server {
+	t.Helper()
+	s := &Server{t: t, dir: t.TempDir()}
+	if !opts.Mini {
+		if _, err := exec.LookPath("redis-server"); err != nil {
+			if opts.RequireReal {
+				t.Fatalf("redistest: redis-server not found on PATH (CI=true needs the real server): install the Debian package %s (apt-get install -y %s)", DebianPackage, DebianPackage)
+			}
+			t.Logf("redistest: redis-server not found on PATH; running against miniredis instead (install the Debian package %s for the real server)", DebianPackage)
+			opts.Mini = true
+		}
+	}
+	if opts.Mini {
+		m := miniredis.NewMiniRedis()
+		if err := m.StartAddr("127.0.0.1:0"); err != nil {
+			t.Fatalf("redistest: miniredis: %v", err)
+		}
+		s.mini, s.addr = m, m.Addr()
+		t.Cleanup(m.Close)
+		return s
+	}
+	var err error
+	for range 5 { // a free port can be taken between probe and start
+		if s.addr, err = freePort(); err != nil {
+			break
+		}
+		if err = s.start(); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// Addr is host:port of the server (127.0.0.1, same across restarts).
+func (s *Server) Addr() string { return s.addr }
+
+// URL is the redis:// address of database 0.
+func (s *Server) URL() string { return "redis://" + s.addr + "/0" }
+
+// Real reports whether this is a real redis-server (false: miniredis).
+func (s *Server) Real() bool { return s.mini == nil }
+
+// Port is the TCP port.
+func (s *Server) Port() int {
+	_, p, _ := net.SplitHostPort(s.addr)
+	n, _ := strconv.Atoi(p)
+	return n
+}
+
+// Stop stops the server (abruptly: SIGKILL) and waits until it has exited.
+// Stopping a stopped server does nothing.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mini != nil {
+		s.mini.Close()
+		return
+	}
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Kill()
+	<-s.done
+	s.cmd = nil
+}
+
+// Restart starts the stopped server again on the same port (empty: the
+// test server keeps no data). It fails the test if it cannot.
+func (s *Server) Restart() {
+	s.t.Helper()
+	if s.mini != nil {
+		if err := s.mini.Restart(); err != nil {
+			s.t.Fatalf("redistest: miniredis restart: %v", err)
+		}
+		return
+	}
+	var err error
+	for range 50 { // the old socket may linger briefly
+		if err = s.start(); err == nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s.t.Fatalf("redistest: restart: %v", err)
+}
+
+// Flush deletes every key.
+func (s *Server) Flush() {
+	s.t.Helper()
+	if s.mini != nil {
+		s.mini.FlushAll()
+		return
+	}
+	if err := command(s.addr, "FLUSHALL", "+OK"); err != nil {
+		s.t.Fatalf("redistest: FLUSHALL: %v", err)
+	}
+}
+
+func (s *Server) start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		return errors.New("already running")
+	}
+	_, port, _ := net.SplitHostPort(s.addr)
+	cmd := exec.Command("redis-server",
+		"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", s.dir, "--daemonize", "no")
+	out := &syncWriter{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start redis-server: %w", err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := command(s.addr, "PING", "+PONG")
+		if err == nil {
+			s.cmd, s.out, s.done = cmd, out, done
+			return nil
+		}
+		select {
+		case <-done:
+			return fmt.Errorf("redis-server on %s exited: %s", s.addr, strings.TrimSpace(out.String()))
+		default:
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			<-done
+			return fmt.Errorf("redis-server on %s did not answer PING: %v", s.addr, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// command sends one command (words separated by spaces) and expects the
+// reply line want.
+func command(addr, cmd, want string) error {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	words := strings.Fields(cmd)
+	req := fmt.Sprintf("*%d\r\n", len(words))
+	for _, w := range words {
+		req += fmt.Sprintf("$%d\r\n%s\r\n", len(w), w)
+	}
+	if _, err := c.Write([]byte(req)); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if got := strings.TrimSpace(line); got != want {
+		return fmt.Errorf("%s: got %q", cmd, got)
+	}
+	return nil
+}
+
+func freePort() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	addr := l.Addr().String()
+	return addr, l.Close()
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *syncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
