@@ -54,6 +54,10 @@ func upstreamError(err error) *problem.Error {
 // failUpstream answers an error of the catalog. A partner who has gone away
 // gets no answer at all, and the access log says so.
 func (s *server) failUpstream(w http.ResponseWriter, r *http.Request, err error) {
+	// A Catalog returns *upstream.Error; anything else (a bare context
+	// error of a decorator or a fake) is classified by upstream's one rule,
+	// against this request's context.
+	err = upstream.Classify(r.Context(), err, upstream.Internal)
 	if upstream.KindOf(err) == upstream.Canceled && r.Context().Err() != nil {
 		st := stateFrom(r.Context())
 		st.cause = err
