@@ -32,7 +32,8 @@ type queryValues [maxParams]int64
 // The checks run in the order of DECISIONS.md section 5: unparseable (400
 // MALFORMED_QUERY_STRING), unknown names (400), malformed or repeated values
 // (400), out of range (422); every problem of the first failing class is
-// listed. A well-formed query allocates nothing.
+// listed (at most problem.MaxErrors of them, with their total). The work is
+// linear in len(raw). A well-formed query allocates nothing.
 func parseQuery(raw string, params []intParam) (queryValues, error) {
 	var vals queryValues
 	for i, p := range params {
@@ -46,7 +47,7 @@ func parseQuery(raw string, params []intParam) (queryValues, error) {
 	}
 	var count [maxParams]int
 	var given [maxParams]string // the first value of each param
-	var unknown []problem.FieldError
+	var unknown unknownNames
 	for pair := range strings.SplitSeq(raw, "&") {
 		if pair == "" {
 			continue
@@ -59,18 +60,16 @@ func parseQuery(raw string, params []intParam) (queryValues, error) {
 		}
 		i := paramIndex(params, name)
 		if i < 0 {
-			if !listed(unknown, name) {
-				unknown = append(unknown, unknownParam(name, params))
-			}
+			unknown.add(name, params)
 			continue
 		}
 		if count[i]++; count[i] == 1 {
 			given[i] = value
 		}
 	}
-	if unknown != nil {
+	if unknown.total > 0 {
 		return vals, &problem.Error{Code: problem.UnknownQueryParameter,
-			Detail: "The query string names parameters this endpoint does not accept.", Errors: unknown}
+			Detail: "The query string names parameters this endpoint does not accept.", Errors: unknown.listed, Total: unknown.total}
 	}
 	var malformed, outOfRange []problem.FieldError
 	for i, p := range params {
@@ -114,21 +113,54 @@ func paramIndex(params []intParam, name string) int {
 	return -1
 }
 
-func listed(fes []problem.FieldError, field string) bool {
-	for _, fe := range fes {
-		if fe.Field == field {
-			return true
+// unknownNames collects the distinct unknown names of a query: the first
+// problem.MaxErrors as entries, and the count of all. Up to that many a scan
+// of the list de-duplicates; past it a set takes over, so a query of
+// thousands of names costs linear time, not quadratic. The set lives and
+// dies with the request and holds at most the names the query holds.
+type unknownNames struct {
+	listed []problem.FieldError
+	seen   map[string]struct{}
+	total  int
+}
+
+func (u *unknownNames) add(name string, params []intParam) {
+	if u.seen != nil {
+		if _, dup := u.seen[name]; !dup {
+			u.seen[name] = struct{}{}
+			u.total++
+		}
+		return
+	}
+	for _, fe := range u.listed {
+		if fe.Field == name {
+			return
 		}
 	}
-	return false
+	u.total++
+	if len(u.listed) < problem.MaxErrors {
+		u.listed = append(u.listed, unknownParam(name, params))
+		return
+	}
+	u.seen = make(map[string]struct{}, 4*problem.MaxErrors)
+	for _, fe := range u.listed {
+		u.seen[fe.Field] = struct{}{}
+	}
+	u.seen[name] = struct{}{}
 }
+
+// maxEchoedName bounds how much of a partner's parameter name the detail
+// quotes; the entry's field carries the name, clipped by the writer.
+const maxEchoedName = 40
 
 // unknownParam explains an unknown name, suggesting the allowed name it
 // resembles when it differs only in case, '_' or '-' (per_page -> perPage).
 func unknownParam(name string, params []intParam) problem.FieldError {
 	fe := problem.FieldError{Field: name, Code: problem.FieldUnknownParameter}
+	folded := fold(name)
+	name = problem.Clip(name, maxEchoedName)
 	for _, p := range params {
-		if fold(name) == fold(p.name) {
+		if folded == fold(p.name) {
 			fe.Detail = fmt.Sprintf("Unknown query parameter %q. Did you mean %q? Names are case-sensitive.", name, p.name)
 			return fe
 		}
@@ -145,6 +177,7 @@ func unknownParam(name string, params []intParam) problem.FieldError {
 	return fe
 }
 
+// fold is s in lower case without '_' and '-'.
 func fold(s string) string {
 	return strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(s))
 }
