@@ -99,6 +99,7 @@ func (c *Checker) CheckResponse(req *http.Request, res *http.Response, body []by
 
 func (c *Checker) check(method, path string, status int, header http.Header, body []byte) error {
 	escapedPath, _, _ := strings.Cut(path, "?")
+	escapedPath = normalisePath(escapedPath)
 	op, err := c.operation(method, escapedPath)
 	switch {
 	case err == nil:

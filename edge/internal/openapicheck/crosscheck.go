@@ -43,7 +43,7 @@ func crossCheck(escapedPath string, header http.Header, body []byte) error {
 			return fmt.Errorf("problem requestId %q differs from Svc-Request-Id %q", *b.RequestID, reqID)
 		}
 	}
-	if b.Instance != nil && *b.Instance != escapedPath {
+	if b.Instance != nil && !instanceMatches(*b.Instance, escapedPath) {
 		return fmt.Errorf("problem instance %q differs from the request path %q", *b.Instance, escapedPath)
 	}
 	if b.Type != nil && b.Code != nil {
