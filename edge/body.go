@@ -1,6 +1,9 @@
 package edge
 
-import "net/http"
+import (
+	"net/http"
+	"time"
+)
 
 // announcesBody reports whether a request announced a body by any means:
 // Content-Length > 0, Transfer-Encoding (net/http removes a Content-Length
@@ -13,19 +16,27 @@ func announcesBody(r *http.Request) bool {
 
 // closeOnBody marks an HTTP/1 connection for closing after the answer when
 // the request announced a body: no route takes one, and with
-// "Connection: close" net/http neither reads the unwanted body nor waits
-// for a trickled one before answering (DECISIONS.md section 10). This
+// "Connection: close" net/http does not read the unwanted body before
+// answering (DECISIONS.md section 10). Once answered, the connection's read
+// deadline is set in the past, so net/http's drain of the body after the
+// handler fails at once instead of waiting for a trickled body. This
 // covers every request that carried both Content-Length and
 // Transfer-Encoding, on every route. HTTP/2 needs nothing: the server
 // resets a stream whose body the handler left unread, and Connection:
 // close there would end every other stream of the connection.
 func closeOnBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ProtoMajor == 1 && announcesBody(r) {
-			w.Header()["Connection"] = connectionClose
+		if r.ProtoMajor != 1 || !announcesBody(r) {
+			next.ServeHTTP(w, r)
+			return
 		}
+		w.Header()["Connection"] = connectionClose
 		next.ServeHTTP(w, r)
+		_ = http.NewResponseController(w).SetReadDeadline(longAgo)
 	})
 }
 
-var connectionClose = []string{"close"}
+var (
+	connectionClose = []string{"close"}
+	longAgo         = time.Unix(1, 0)
+)
