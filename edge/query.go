@@ -114,24 +114,17 @@ func paramIndex(params []intParam, name string) int {
 }
 
 // unknownNames collects the distinct unknown names of a query: the first
-// problem.MaxErrors as entries, and the count of all. Up to that many a scan
-// of the list de-duplicates; past it a set takes over, so a query of
-// thousands of names costs linear time, not quadratic. The set lives and
-// dies with the request and holds at most the names the query holds.
+// problem.MaxErrors as entries, and the count of all. Each name is compared
+// with at most MaxErrors listed ones, so a query of thousands of names
+// costs linear time, and nothing grows with the query beyond the list.
+// Names past the list are counted, not de-duplicated (that would need a
+// set as large as the query): the total counts a repeated one each time.
 type unknownNames struct {
 	listed []problem.FieldError
-	seen   map[string]struct{}
 	total  int
 }
 
 func (u *unknownNames) add(name string, params []intParam) {
-	if u.seen != nil {
-		if _, dup := u.seen[name]; !dup {
-			u.seen[name] = struct{}{}
-			u.total++
-		}
-		return
-	}
 	for _, fe := range u.listed {
 		if fe.Field == name {
 			return
@@ -140,13 +133,7 @@ func (u *unknownNames) add(name string, params []intParam) {
 	u.total++
 	if len(u.listed) < problem.MaxErrors {
 		u.listed = append(u.listed, unknownParam(name, params))
-		return
 	}
-	u.seen = make(map[string]struct{}, 4*problem.MaxErrors)
-	for _, fe := range u.listed {
-		u.seen[fe.Field] = struct{}{}
-	}
-	u.seen[name] = struct{}{}
 }
 
 // maxEchoedName bounds how much of a partner's parameter name the detail
@@ -179,7 +166,17 @@ func unknownParam(name string, params []intParam) problem.FieldError {
 
 // fold is s in lower case without '_' and '-'.
 func fold(s string) string {
-	return strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(s))
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '_' || c == '-':
+		case 'A' <= c && c <= 'Z':
+			b = append(b, c+'a'-'A')
+		default:
+			b = append(b, c)
+		}
+	}
+	return string(b)
 }
 
 // decimal reports whether s is a plain decimal integer: digits only, no
