@@ -42,12 +42,17 @@ func canonicalPath(next http.Handler) http.Handler {
 
 // decodeUnreserved decodes every %XX of p that encodes an unreserved
 // character and keeps every other byte as it is. It reports whether
-// anything changed; it runs in time linear in len(p).
+// anything changed; it runs in time linear in len(p). A p with a '%' not
+// followed by two hex digits is not a valid escaped path and is left as it
+// is (net/http refuses such a request before any handler).
 func decodeUnreserved(p string) (string, bool) {
 	var b []byte
 	for i := 0; i < len(p); i++ {
 		c := p[i]
-		if c == '%' && i+2 < len(p) && isHex(p[i+1]) && isHex(p[i+2]) {
+		if c == '%' {
+			if i+2 >= len(p) || !isHex(p[i+1]) || !isHex(p[i+2]) {
+				return p, false
+			}
 			if d := unhex(p[i+1])<<4 | unhex(p[i+2]); unreserved(d) {
 				if b == nil {
 					b = make([]byte, 0, len(p))
