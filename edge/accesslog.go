@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/partner-edge/partner-edge/observability"
+	"github.com/partner-edge/partner-edge/problem"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -43,7 +44,7 @@ func (s *server) accessLog(next http.Handler) http.Handler {
 		}
 		attrs := make([]slog.Attr, 0, 14)
 		attrs = append(attrs,
-			slog.String("method", r.Method),
+			slog.String("method", problem.Clip(r.Method, maxLoggedMethod)),
 			slog.String("route", routeOrUnmatched(route)),
 			slog.Int("status", st.w.status),
 			slog.Duration("duration", elapsed),
@@ -61,11 +62,20 @@ func (s *server) accessLog(next http.Handler) http.Handler {
 		}
 		attrs = append(attrs, slog.String("client_address", st.client.String()))
 		if st.cause != nil {
-			attrs = append(attrs, slog.String("error", st.cause.Error()))
+			attrs = append(attrs, slog.String("error", problem.Clip(st.cause.Error(), maxLoggedError)))
 		}
 		s.log.LogAttrs(ctx, level, "request", attrs...)
 	})
 }
+
+// Request fields written to the log are clipped (DECISIONS.md section 10):
+// a method is a token of a few letters, an error a sentence or two. The
+// other fields are the edge's own (route template, ids) or validated
+// before they are kept (correlation id).
+const (
+	maxLoggedMethod = 32
+	maxLoggedError  = 512
+)
 
 // annotateSpan names the server span by route and adds what an SRE
 // searches by: request id, correlation id, key id, problem code. (The

@@ -26,7 +26,7 @@ func (s *server) checkHeaders(next http.Handler) http.Handler {
 			s.fail(w, r, &problem.Error{Code: code, Detail: "One or more request headers are missing or invalid.", Errors: errs})
 			return
 		}
-		if r.ContentLength > 0 || len(r.TransferEncoding) > 0 {
+		if announcesBody(r) { // closeOnBody has marked the connection
 			s.fail(w, r, problem.New(problem.UnexpectedRequestBody, "GET requests take no body."))
 			return
 		}

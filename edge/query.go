@@ -32,7 +32,8 @@ type queryValues [maxParams]int64
 // The checks run in the order of DECISIONS.md section 5: unparseable (400
 // MALFORMED_QUERY_STRING), unknown names (400), malformed or repeated values
 // (400), out of range (422); every problem of the first failing class is
-// listed. A well-formed query allocates nothing.
+// listed (at most problem.MaxErrors of them, with their total). The work is
+// linear in len(raw). A well-formed query allocates nothing.
 func parseQuery(raw string, params []intParam) (queryValues, error) {
 	var vals queryValues
 	for i, p := range params {
@@ -46,7 +47,7 @@ func parseQuery(raw string, params []intParam) (queryValues, error) {
 	}
 	var count [maxParams]int
 	var given [maxParams]string // the first value of each param
-	var unknown []problem.FieldError
+	var unknown unknownNames
 	for pair := range strings.SplitSeq(raw, "&") {
 		if pair == "" {
 			continue
@@ -59,18 +60,16 @@ func parseQuery(raw string, params []intParam) (queryValues, error) {
 		}
 		i := paramIndex(params, name)
 		if i < 0 {
-			if !listed(unknown, name) {
-				unknown = append(unknown, unknownParam(name, params))
-			}
+			unknown.add(name, params)
 			continue
 		}
 		if count[i]++; count[i] == 1 {
 			given[i] = value
 		}
 	}
-	if unknown != nil {
+	if unknown.total > 0 {
 		return vals, &problem.Error{Code: problem.UnknownQueryParameter,
-			Detail: "The query string names parameters this endpoint does not accept.", Errors: unknown}
+			Detail: "The query string names parameters this endpoint does not accept.", Errors: unknown.listed, Total: unknown.total}
 	}
 	var malformed, outOfRange []problem.FieldError
 	for i, p := range params {
@@ -114,21 +113,41 @@ func paramIndex(params []intParam, name string) int {
 	return -1
 }
 
-func listed(fes []problem.FieldError, field string) bool {
-	for _, fe := range fes {
-		if fe.Field == field {
-			return true
+// unknownNames collects the distinct unknown names of a query: the first
+// problem.MaxErrors as entries, and the count of all. Each name is compared
+// with at most MaxErrors listed ones, so a query of thousands of names
+// costs linear time, and nothing grows with the query beyond the list.
+// Names past the list are counted, not de-duplicated (that would need a
+// set as large as the query): the total counts a repeated one each time.
+type unknownNames struct {
+	listed []problem.FieldError
+	total  int
+}
+
+func (u *unknownNames) add(name string, params []intParam) {
+	for _, fe := range u.listed {
+		if fe.Field == name {
+			return
 		}
 	}
-	return false
+	u.total++
+	if len(u.listed) < problem.MaxErrors {
+		u.listed = append(u.listed, unknownParam(name, params))
+	}
 }
+
+// maxEchoedName bounds how much of a partner's parameter name the detail
+// quotes; the entry's field carries the name, clipped by the writer.
+const maxEchoedName = 40
 
 // unknownParam explains an unknown name, suggesting the allowed name it
 // resembles when it differs only in case, '_' or '-' (per_page -> perPage).
 func unknownParam(name string, params []intParam) problem.FieldError {
 	fe := problem.FieldError{Field: name, Code: problem.FieldUnknownParameter}
+	folded := fold(name)
+	name = problem.Clip(name, maxEchoedName)
 	for _, p := range params {
-		if fold(name) == fold(p.name) {
+		if folded == fold(p.name) {
 			fe.Detail = fmt.Sprintf("Unknown query parameter %q. Did you mean %q? Names are case-sensitive.", name, p.name)
 			return fe
 		}
@@ -145,8 +164,19 @@ func unknownParam(name string, params []intParam) problem.FieldError {
 	return fe
 }
 
+// fold is s in lower case without '_' and '-'.
 func fold(s string) string {
-	return strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(s))
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '_' || c == '-':
+		case 'A' <= c && c <= 'Z':
+			b = append(b, c+'a'-'A')
+		default:
+			b = append(b, c)
+		}
+	}
+	return string(b)
 }
 
 // decimal reports whether s is a plain decimal integer: digits only, no

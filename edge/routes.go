@@ -6,34 +6,49 @@ import (
 	"github.com/go-chi/chi/v5"
 )
 
-// routePatterns are the routes of v1 (DECISIONS.md section 1), for the
-// trailing-slash and casing answers of routing.go. Keep in step with routes.
-var routePatterns = []string{
-	"/v1/",
-	"/v1/health",
-	"/v1/properties",
-	"/v1/properties/{propertyId}",
+// route is one route of v1 (DECISIONS.md section 1).
+type route struct {
+	pattern string
+	auth    bool // behind authentication and the request checks
+	handler func(*server) http.Handler
+}
+
+// v1Routes is the one list of routes: routes registers them with chi, and
+// routing.go diagnoses unrouted paths (trailing slash, casing) against the
+// same patterns.
+var v1Routes = []route{
+	{"/v1/", true, (*server).handleInfo},
+	{"/v1/health", false, (*server).handleHealth},
+	{"/v1/properties", true, (*server).handleListProperties},
+	{"/v1/properties/{propertyId}", true, (*server).handleGetProperty},
 }
 
 // routes is the one place every route is registered. Middleware order is
-// the order of checks of DECISIONS.md section 2: chi's routing (404, 400
-// trailing slash or casing, 405) comes first; then authentication and key
-// authorisation, the key's rate limit (when on), headers, Accept; query and
-// path checks open each handler.
+// the order of checks of DECISIONS.md section 2: the path is made canonical
+// and an announced body marks the connection for closing; chi's routing
+// (404, 400 trailing slash or casing, 405) comes first; then authentication
+// and key authorisation, the key's rate limit (when on), headers, Accept;
+// query and path checks open each handler.
 // The server span, when telemetry is on, wraps everything, so every answer
 // (404s and panics included) is traced.
 func (s *server) routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(withState, s.resolveClient, s.accessLog, s.recoverer, s.shed, s.deadline)
+	r.Use(withState, s.resolveClient, s.accessLog, s.recoverer, canonicalPath, closeOnBody, s.shed, s.deadline)
 	r.NotFound(s.notFound)
 	r.MethodNotAllowed(s.methodNotAllowed)
 
-	r.Method(http.MethodGet, "/v1/health", s.handleHealth())
+	for _, rt := range v1Routes {
+		if !rt.auth {
+			r.Method(http.MethodGet, rt.pattern, rt.handler(s))
+		}
+	}
 	r.Group(func(r chi.Router) {
 		r.Use(s.authenticate, s.rateLimit, s.checkHeaders, s.checkAccept)
-		r.Method(http.MethodGet, "/v1/", s.handleInfo())
-		r.Method(http.MethodGet, "/v1/properties", s.handleListProperties())
-		r.Method(http.MethodGet, "/v1/properties/{propertyId}", s.handleGetProperty())
+		for _, rt := range v1Routes {
+			if rt.auth {
+				r.Method(http.MethodGet, rt.pattern, rt.handler(s))
+			}
+		}
 	})
 	if s.tel == nil {
 		return r

@@ -10,8 +10,11 @@ import (
 // notFound answers paths chi did not route: a known route with a trailing
 // slash (400 TRAILING_SLASH), a known route in other casing (400
 // INVALID_PATH_CASING), anything else 404 ROUTE_NOT_FOUND. No redirects.
+// It reads the escaped path, as chi routed it once canonicalPath decoded
+// the unreserved characters: a segment still holding a percent-encoding
+// (%2F included) equals no literal segment, so it matches no route.
 func (s *server) notFound(w http.ResponseWriter, r *http.Request) {
-	p := r.URL.Path
+	p := r.URL.EscapedPath()
 	trimmed, slashed := strings.CutSuffix(p, "/")
 	if slashed && trimmed != "" {
 		if canon, ok := matchRoute(trimmed, false); ok {
@@ -39,20 +42,37 @@ func (s *server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// routeSegments are routePatterns split once: the 404 path runs on
-// whatever a partner sends, so it does no per-request work it can avoid.
+// routeSegments are the patterns of v1Routes split once: the 404 path runs
+// on whatever a partner sends, so it does no per-request work it can avoid.
 var routeSegments = func() [][]string {
-	segs := make([][]string, len(routePatterns))
-	for i, p := range routePatterns {
-		segs[i] = strings.Split(p, "/")
+	segs := make([][]string, len(v1Routes))
+	for i, rt := range v1Routes {
+		segs[i] = strings.Split(rt.pattern, "/")
 	}
 	return segs
 }()
 
-// matchRoute matches path against the route patterns of routes.go, exactly
+// maxRouteSegments is the most segments of any route: a longer path
+// matches none, and is not split at all.
+var maxRouteSegments = func() int {
+	n := 0
+	for _, segs := range routeSegments {
+		n = max(n, len(segs))
+	}
+	return n
+}()
+
+// maxEchoedParam bounds how much of a sent parameter value the canonical
+// path in a detail repeats.
+const maxEchoedParam = 64
+
+// matchRoute matches path against the route patterns of v1Routes, exactly
 // or ignoring case, and returns the canonical path: the pattern's literal
-// segments with the sent parameter values.
+// segments with the sent parameter values (clipped).
 func matchRoute(path string, ignoreCase bool) (string, bool) {
+	if strings.Count(path, "/")+1 > maxRouteSegments {
+		return "", false
+	}
 	segs := strings.Split(path, "/")
 	for _, psegs := range routeSegments {
 		if len(psegs) == len(segs) && segmentsMatch(psegs, segs, ignoreCase) {
@@ -60,7 +80,7 @@ func matchRoute(path string, ignoreCase bool) (string, bool) {
 			for i, ps := range psegs {
 				canon[i] = ps
 				if strings.HasPrefix(ps, "{") {
-					canon[i] = segs[i]
+					canon[i] = problem.Clip(segs[i], maxEchoedParam)
 				}
 			}
 			return strings.Join(canon, "/"), true

@@ -666,6 +666,11 @@ func FuzzMapRaw(f *testing.F) {
 	f.Add([]byte(`null`))
 	f.Add([]byte(`[]`))
 	f.Add([]byte(`{"hotel_id":"` + baseID + `","brand_code":"aurora","display_name":"\u00a0"}`))
+	f.Add(record(set("internal", map[string]any{"hotel_id": "x", "pms_url": "http://10.0.0.1"}), set("extra", []any{1, "two"})))
+	f.Add(record(set("short_code", "  "), set("legacy_property_code", "\u0000"), set("brand_code", "AURORA")))
+	f.Add(record(set("hotel_id", 12), set("lifecycle", nil)))
+	f.Add([]byte(`{"hotel_id":"` + baseID + `","hotel_id":"` + baseID + `"}`))
+	f.Add([]byte(`{` + strings.Repeat(`"a":{`, 200) + strings.Repeat(`}`, 201)))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		for _, src := range []CodeSource{CodeSourceNone, CodeSourceShortCode, CodeSourceLegacyCode} {
 			p, err := MapRaw(raw, Options{Brand: "aurora", CodeSource: src})
@@ -677,8 +682,34 @@ func FuzzMapRaw(f *testing.F) {
 				continue
 			}
 			checkInvariants(t, p)
+			checkPublicKeys(t, p)
 		}
 	})
+}
+
+// publicKeys are the fields of a property in the contract
+// (partner-api-v1.md 2.1): whatever the PMS sends, no other key, and so no
+// internal field name, reaches the partner.
+var publicKeys = []string{"object", "id", "name", "code", "status", "timezone", "createdAt", "updatedAt"}
+
+func checkPublicKeys(t *testing.T, p Property) {
+	t.Helper()
+	out, err := json.Marshal(p)
+	if err != nil {
+		t.Fatalf("marshal: %v", err)
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(out, &m); err != nil {
+		t.Fatalf("output %s does not decode: %v", out, err)
+	}
+	if len(m) != len(publicKeys) {
+		t.Errorf("output has %d keys, want %d: %s", len(m), len(publicKeys), out)
+	}
+	for _, k := range publicKeys {
+		if _, ok := m[k]; !ok {
+			t.Errorf("output lacks %q: %s", k, out)
+		}
+	}
 }
 
 func checkInvariants(t *testing.T, p Property) {

@@ -31,6 +31,10 @@ type Error struct {
 	Detail   string
 	MoreInfo string
 	Errors   []FieldError
+	// Total is how many field problems were found, when the finder kept
+	// only some of them in Errors; zero means len(Errors). The writer lists
+	// at most MaxErrors and says the total in detail when it lists fewer.
+	Total int
 	// RetryAfter is sent as Retry-After (whole seconds, rounded up) on 429
 	// and 503. Zero sends "1": those statuses always carry the header, and
 	// an immediate retry is never what a client should do.
@@ -125,23 +129,22 @@ func (pw Writer) Write(w http.ResponseWriter, r *http.Request, requestID string,
 	if pw.Now != nil {
 		now = pw.Now
 	}
+	detail := pe.Detail
+	if detail == "" {
+		detail = entry.Title + "."
+	}
+	detail, errs := bounded(detail, pe.Errors, pe.Total)
 	b := body{
 		Type:      TypeURI(pw.DocsURL, entry.Code),
 		Title:     entry.Title,
 		Status:    entry.Status,
-		Detail:    pe.Detail,
+		Detail:    detail,
 		MoreInfo:  pe.MoreInfo,
-		Instance:  r.URL.EscapedPath(),
+		Instance:  Clip(r.URL.EscapedPath(), maxInstance),
 		Code:      entry.Code,
-		Errors:    pe.Errors,
+		Errors:    errs,
 		RequestID: requestID,
 		Timestamp: now().UTC().Format(TimeFormat),
-	}
-	if b.Detail == "" {
-		b.Detail = entry.Title + "."
-	}
-	if b.Errors == nil {
-		b.Errors = []FieldError{}
 	}
 	buf, mErr := json.Marshal(b)
 	if mErr != nil { // unreachable: every field is a plain string or int

@@ -1,0 +1,42 @@
+package edge
+
+import (
+	"net/http"
+	"time"
+)
+
+// announcesBody reports whether a request announced a body by any means:
+// Content-Length > 0, Transfer-Encoding (net/http removes a Content-Length
+// sent with it, RFC 9112 section 6.3), or an HTTP/2 stream left open for
+// DATA frames without a length (ContentLength -1). An HTTP/2 request whose
+// HEADERS frame ends the stream has ContentLength 0.
+func announcesBody(r *http.Request) bool {
+	return r.ContentLength != 0 || len(r.TransferEncoding) > 0
+}
+
+// closeOnBody marks an HTTP/1 connection for closing after the answer when
+// the request announced a body: no route takes one, and with
+// "Connection: close" net/http does not read the unwanted body before
+// answering (DECISIONS.md section 10). Once answered, the connection's read
+// deadline is set in the past, so net/http's drain of the body after the
+// handler fails at once instead of waiting for a trickled body. This
+// covers every request that carried both Content-Length and
+// Transfer-Encoding, on every route. HTTP/2 needs nothing: the server
+// resets a stream whose body the handler left unread, and Connection:
+// close there would end every other stream of the connection.
+func closeOnBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ProtoMajor != 1 || !announcesBody(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		w.Header()["Connection"] = connectionClose
+		next.ServeHTTP(w, r)
+		_ = http.NewResponseController(w).SetReadDeadline(longAgo)
+	})
+}
+
+var (
+	connectionClose = []string{"close"}
+	longAgo         = time.Unix(1, 0)
+)
