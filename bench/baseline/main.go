@@ -1,8 +1,9 @@
-// Command baseline is the floor of bench/load.sh: a bare net/http server
-// answering every request with the same fixed bytes and headers, as the
-// edge answers a cached list. It reads the body to serve from the file
-// named by --body (bench/load.sh writes there what the edge answered), so
-// both servers write the same number of bytes.
+// Command baseline is the floor of bench/run and bench/load.sh: a bare
+// net/http server answering with fixed bytes and the headers the edge sends
+// on a cached answer. It reads the body to serve from the file named by
+// --body (the scripts write there what the edge answered), so both servers
+// write the same number of bytes; --route PATH=FILE (repeatable) answers
+// another body for one exact path (the query is ignored).
 package main
 
 import (
@@ -15,6 +16,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -32,6 +34,16 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:18081", "listen address (loopback)")
 	bodyFile := fs.String("body", "", "file holding the body to answer (required)")
+	routes := map[string][]byte{}
+	fs.Func("route", "PATH=FILE: answer the body in FILE for this exact path (repeatable)", func(v string) error {
+		path, file, ok := strings.Cut(v, "=")
+		if !ok || !strings.HasPrefix(path, "/") {
+			return fmt.Errorf("want PATH=FILE, got %q", v)
+		}
+		b, err := os.ReadFile(file)
+		routes[path] = b
+		return err
+	})
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -39,10 +51,15 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Addr: *addr, Handler: fixed(body), ReadHeaderTimeout: 5 * time.Second}
+	mux := http.NewServeMux()
+	mux.Handle("/", fixed(body))
+	for path, b := range routes {
+		mux.Handle("GET "+path, fixed(b))
+	}
+	srv := &http.Server{Addr: *addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
-	fmt.Fprintf(stdout, "baseline listening on %s, %d bytes per answer\n", *addr, len(body))
+	fmt.Fprintf(stdout, "baseline listening on %s, %d bytes per answer, %d other routes\n", *addr, len(body), len(routes))
 	select {
 	case err := <-errc:
 		return err
@@ -56,15 +73,16 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	return nil
 }
 
-// fixed answers body with as many headers as the edge sends on a cached
-// list, their values allocated once.
+// fixed answers body with the headers the edge sends on a cached answer
+// (the request id of the same length as the edge's), their values
+// allocated once; net/http adds Date as it does for the edge.
 func fixed(body []byte) http.Handler {
 	hs := map[string][]string{
 		"Content-Type":           {"application/json"},
 		"Content-Length":         {strconv.Itoa(len(body))},
 		"Cache-Control":          {"no-store"},
 		"X-Content-Type-Options": {"nosniff"},
-		"Svc-Request-Id":         {"req_BASELINEBASELINEBASELINE12"},
+		"Svc-Request-Id":         {"req_BASELINEBASELINEBASELINE"},
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		h := w.Header()

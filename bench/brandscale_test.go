@@ -1,0 +1,161 @@
+package bench_test
+
+// The edge at brand scale: a brand of brandHotels hotels from the simulator,
+// built as cmd/edge builds it (upstream.Client, upstream.Direct,
+// upstream/cache, a key file read by keys.Store). bench/run reports the
+// allocations per list page from BenchmarkBrandScaleList next to the RSS
+// and the cold-start time it measures out of process.
+//
+//	go test -run '^$' -bench BrandScale -benchmem ./bench/
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/partner-edge/partner-edge/edge"
+	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/upstream"
+	"github.com/partner-edge/partner-edge/upstream/cache"
+	"github.com/partner-edge/partner-edge/upstream/pmsim"
+)
+
+const (
+	brand       = "aurora"
+	brandHotels = 50_000
+	docsURL     = "https://developer.example.com/partner-api"
+	listTarget  = "/v1/properties?perPage=50"
+)
+
+// brandEnv is the edge in front of a simulator of one large brand.
+type brandEnv struct {
+	handler http.Handler
+	token   string
+	active  int
+}
+
+func newBrandEnv(tb testing.TB, hotels int) *brandEnv {
+	tb.Helper()
+	sim := pmsim.New(pmsim.Config{Seed: 1, Brands: 1, HotelsPerBrand: hotels})
+	pms := httptest.NewServer(sim)
+	tb.Cleanup(pms.Close)
+	client, err := upstream.NewClient(upstream.ClientConfig{BaseURL: pms.URL})
+	if err != nil {
+		tb.Fatalf("new client: %v", err)
+	}
+	tb.Cleanup(client.CloseIdleConnections)
+	direct := upstream.NewDirect(client, upstream.DirectOptions{Brand: brand})
+	c := cache.New(direct, cache.Config{Key: brand + "/live", TTL: time.Hour})
+	tb.Cleanup(c.Close)
+	snap, err := c.Snapshot(context.Background())
+	if err != nil {
+		tb.Fatalf("snapshot: %v", err)
+	}
+	token, rec, err := keys.Mint(rand.Reader, brand, keys.ModeLive, nil)
+	if err != nil {
+		tb.Fatalf("mint: %v", err)
+	}
+	data, err := json.Marshal(map[string]any{"keys": []keys.Record{rec}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	path := filepath.Join(tb.TempDir(), "keys.json")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	store, err := keys.Open(path, keys.Options{})
+	if err != nil {
+		tb.Fatalf("open keys: %v", err)
+	}
+	return &brandEnv{
+		handler: edge.NewServer(edge.Config{Brand: brand, DocsURL: docsURL, Healthy: store.Usable}, store, c, nil),
+		token:   token,
+		active:  len(snap.Active),
+	}
+}
+
+func (env *brandEnv) request(target string) *http.Request {
+	r := httptest.NewRequest(http.MethodGet, target, nil)
+	r.Header.Set("Authorization", "Bearer "+env.token)
+	r.Header.Set("User-Agent", "bench/1.0")
+	return r
+}
+
+// discardWriter is a reusable ResponseWriter that discards the body.
+type discardWriter struct {
+	header http.Header
+	status int
+}
+
+func (w *discardWriter) Header() http.Header { return w.header }
+func (w *discardWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+}
+func (w *discardWriter) Write(p []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	return len(p), nil
+}
+
+// BenchmarkBrandScaleList is one warm list page of 50 from a brand of
+// brandHotels hotels: its ns, bytes and allocations per page.
+func BenchmarkBrandScaleList(b *testing.B) {
+	env := newBrandEnv(b, brandHotels)
+	r := env.request(listTarget)
+	w := &discardWriter{header: make(http.Header, 8)}
+	b.ReportAllocs()
+	b.ReportMetric(float64(env.active), "properties")
+	for b.Loop() {
+		clear(w.header)
+		w.status = 0
+		env.handler.ServeHTTP(w, r)
+		if w.status != http.StatusOK {
+			b.Fatalf("status %d", w.status)
+		}
+	}
+}
+
+// BenchmarkBrandScaleColdSnapshot is the edge's first answer from cold at
+// brand scale, in process: a new cache walks the whole brand from the
+// simulator and maps it, then answers one list page.
+func BenchmarkBrandScaleColdSnapshot(b *testing.B) {
+	sim := pmsim.New(pmsim.Config{Seed: 1, Brands: 1, HotelsPerBrand: brandHotels})
+	pms := httptest.NewServer(sim)
+	b.Cleanup(pms.Close)
+	client, err := upstream.NewClient(upstream.ClientConfig{BaseURL: pms.URL})
+	if err != nil {
+		b.Fatalf("new client: %v", err)
+	}
+	b.Cleanup(client.CloseIdleConnections)
+	direct := upstream.NewDirect(client, upstream.DirectOptions{Brand: brand})
+	b.ReportAllocs()
+	for b.Loop() {
+		c := cache.New(direct, cache.Config{Key: brand + "/live", TTL: time.Hour})
+		snap, err := c.Snapshot(context.Background())
+		c.Close()
+		if err != nil || len(snap.Active) == 0 {
+			b.Fatalf("snapshot: %d active, %v", len(snap.Active), err)
+		}
+	}
+}
+
+// TestBrandScaleSetup keeps the benchmark honest on a small brand: the
+// edge built here answers a full page of 50.
+func TestBrandScaleSetup(t *testing.T) {
+	env := newBrandEnv(t, 120)
+	rec := httptest.NewRecorder()
+	env.handler.ServeHTTP(rec, env.request(listTarget))
+	var page struct {
+		Data []json.RawMessage `json:"data"`
+	}
+	if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &page) != nil || len(page.Data) != 50 {
+		t.Fatalf("status %d, %d items; want 200 and 50: %.200s", rec.Code, len(page.Data), rec.Body.String())
+	}
+}
