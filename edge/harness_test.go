@@ -67,6 +67,9 @@ type harnessOptions struct {
 	limiter        edge.Limiter
 	wrapKeys       func(edge.KeyStore) edge.KeyStore
 	keyOver        map[string]map[string]any
+	// pmsCallTimeout, when set, replaces the short PMS call deadline the
+	// failure tests want (for tests that load under heavy concurrency).
+	pmsCallTimeout time.Duration
 }
 
 var openAPI = sync.OnceValues(func() (*openapicheck.Checker, error) {
@@ -79,13 +82,13 @@ func newHarness(t testing.TB, opts harnessOptions) *harness {
 	h.live = pmsim.New(pmsim.Config{Seed: 1, HotelsPerBrand: 40, PageSize: opts.pageSize})
 	liveSrv := httptest.NewServer(instrument(h.live, opts.simTel))
 	t.Cleanup(liveSrv.Close)
-	liveCat := newCatalog(t, liveSrv.URL, opts.tel)
+	liveCat := newCatalog(t, liveSrv.URL, opts.tel, opts.pmsCallTimeout)
 	var sandboxCat upstream.Catalog
 	if !opts.noSandbox {
 		h.sandbox = pmsim.New(pmsim.Config{Seed: 2, HotelsPerBrand: 12, PageSize: opts.pageSize})
 		sbSrv := httptest.NewServer(instrument(h.sandbox, opts.simTel))
 		t.Cleanup(sbSrv.Close)
-		sandboxCat = newCatalog(t, sbSrv.URL, opts.tel)
+		sandboxCat = newCatalog(t, sbSrv.URL, opts.tel, opts.pmsCallTimeout)
 	}
 	if opts.catalogs != nil {
 		liveCat, sandboxCat = opts.catalogs(liveCat, sandboxCat)
@@ -134,7 +137,7 @@ func instrument(h http.Handler, tel *observability.Telemetry) http.Handler {
 	return pmsim.Instrument(h, tel)
 }
 
-func newCatalog(t testing.TB, baseURL string, tel *observability.Telemetry) upstream.Catalog {
+func newCatalog(t testing.TB, baseURL string, tel *observability.Telemetry, callTimeout time.Duration) upstream.Catalog {
 	t.Helper()
 	var wrap func(http.RoundTripper) http.RoundTripper
 	var tracer trace.Tracer
@@ -143,11 +146,14 @@ func newCatalog(t testing.TB, baseURL string, tel *observability.Telemetry) upst
 		tracer = tel.Tracer()
 	}
 	// Short deadlines and a small breaker keep the failure tests fast.
+	if callTimeout == 0 {
+		callTimeout = 600 * time.Millisecond
+	}
 	c, err := upstream.NewClient(upstream.ClientConfig{
 		BaseURL:        baseURL,
 		WrapTransport:  wrap,
 		Tracer:         tracer,
-		CallTimeout:    600 * time.Millisecond,
+		CallTimeout:    callTimeout,
 		AttemptTimeout: 250 * time.Millisecond,
 		Retry:          upstream.RetryConfig{WaitMin: time.Millisecond, WaitMax: 5 * time.Millisecond},
 		Breaker:        upstream.BreakerConfig{ConsecutiveFailures: 3, OpenTimeout: 30 * time.Second},

@@ -1,7 +1,11 @@
 package edge_test
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -32,7 +36,9 @@ func cached(t *testing.T, ttl time.Duration) func(live, sandbox upstream.Catalog
 // PROPERTY_NOT_FOUND, and the PMS sees one list walk (4 pages of 10 at
 // most 5 requests) plus at most 5 other calls.
 func TestUnknownIDFloodFromCold(t *testing.T) {
-	h := newHarness(t, harnessOptions{pageSize: 10, catalogs: cached(t, time.Minute)})
+	// A generous PMS deadline: the one cold load runs while 20 clients
+	// hammer the edge (with -race on 2 cores); this test counts PMS calls.
+	h := newHarness(t, harnessOptions{pageSize: 10, catalogs: cached(t, time.Minute), pmsCallTimeout: 10 * time.Second})
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	bad := map[int]int{}
@@ -81,4 +87,89 @@ func TestPMSSheddingReachesPartner(t *testing.T) {
 			}
 		})
 	}
+}
+
+// panicky is a Catalog whose first Snapshot panics, as a load that meets a
+// record some bug cannot survive.
+type panicky struct {
+	upstream.Catalog
+	calls atomic.Int32
+}
+
+func (p *panicky) Snapshot(ctx context.Context) (*upstream.Snapshot, error) {
+	if p.calls.Add(1) == 1 {
+		panic("a record the load cannot survive")
+	}
+	return p.Catalog.Snapshot(ctx)
+}
+
+// Issue 8, acceptance 3 at the edge: a panicking load answers 500
+// INTERNAL_ERROR (no panic text), the next request loads again and is
+// served, and the process goes on (goleak runs after the suite).
+func TestPanickingLoadAnswers500(t *testing.T) {
+	h := newHarness(t, harnessOptions{catalogs: func(live, sandbox upstream.Catalog) (upstream.Catalog, upstream.Catalog) {
+		l := cache.New(&panicky{Catalog: live}, cache.Config{Key: "aurora/live", TTL: time.Minute})
+		t.Cleanup(l.Close)
+		return l, sandbox
+	}})
+	req := request{path: "/v1/properties", key: "live"}
+	res := h.do(req)
+	wantProblem(t, req, res, problem.InternalError)
+	if bytes.Contains(res.body, []byte("cannot survive")) || bytes.Contains(res.body, []byte("panic")) {
+		t.Fatalf("the panic leaked into the answer: %s", res.body)
+	}
+	if res = h.do(req); res.status != 200 {
+		t.Fatalf("after the panic: %d %s, want 200", res.status, res.body)
+	}
+}
+
+// dataOf is the data member of an envelope.
+func dataOf(t *testing.T, body []byte) string {
+	t.Helper()
+	var env struct{ Data json.RawMessage }
+	if err := json.Unmarshal(body, &env); err != nil || len(env.Data) == 0 {
+		t.Fatalf("not an envelope: %s", body)
+	}
+	return string(env.Data)
+}
+
+// DECISIONS 9 and 11 at the edge, on an injected clock: past the TTL, while
+// the PMS fails, the last snapshot is served unchanged until it is
+// EDGE_CACHE_STALE old; after that the PMS failure is answered.
+func TestStaleServedWhilePMSFails(t *testing.T) {
+	clock := newClock()
+	h := newHarness(t, harnessOptions{catalogs: func(live, sandbox upstream.Catalog) (upstream.Catalog, upstream.Catalog) {
+		l := cache.New(live, cache.Config{Key: "aurora/live", TTL: 30 * time.Second, Stale: 5 * time.Minute, Now: clock.Now})
+		t.Cleanup(l.Close)
+		return l, sandbox
+	}})
+	req := request{path: "/v1/properties", key: "live"}
+	fresh := h.do(req)
+	if fresh.status != 200 {
+		t.Fatalf("first list: %d %s", fresh.status, fresh.body)
+	}
+	h.live.SetFaults(pmsim.Faults{ErrorStatus: 500})
+	for _, age := range []time.Duration{31 * time.Second, 2 * time.Minute, 4*time.Minute + 50*time.Second} {
+		clock.Add(age - clock.Now().Sub(time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)))
+		res := h.do(req)
+		if res.status != 200 || dataOf(t, res.body) != dataOf(t, fresh.body) {
+			t.Fatalf("at age %s with the PMS failing: %d %s, want the stale page", age, res.status, res.body)
+		}
+	}
+	clock.Add(20 * time.Second) // 5m10s: past EDGE_CACHE_STALE
+	res := h.do(req)
+	var pb struct{ Code string }
+	_ = json.Unmarshal(res.body, &pb)
+	if (res.status != 502 || pb.Code != string(problem.BadGateway)) && (res.status != 503 || pb.Code != string(problem.ServiceUnavailable)) {
+		t.Fatalf("past EDGE_CACHE_STALE: %d %s, want 502 BAD_GATEWAY or 503 SERVICE_UNAVAILABLE (breaker open)", res.status, res.body)
+	}
+}
+
+// DECISIONS 10: a PMS 404 on the list route is a PMS failure (a wrong base
+// address or route), never an empty list: 502 BAD_GATEWAY.
+func TestListNotFoundIsBadGateway(t *testing.T) {
+	h := newHarness(t, harnessOptions{catalogs: cached(t, time.Minute)})
+	h.live.SetFaults(pmsim.Faults{ErrorStatus: 404})
+	req := request{path: "/v1/properties", key: "live"}
+	wantProblem(t, req, h.do(req), problem.BadGateway)
 }
