@@ -431,3 +431,27 @@ func TestBenchSetup(t *testing.T) {
 		t.Fatalf("granted key sees %d properties (%v), want %d", len(page.Data), err, benchGranted)
 	}
 }
+
+// BenchmarkMissGet disables the cache (TTL 0): every request asks the
+// simulator for one record over loopback, through the real upstream.Client
+// (retries, breaker, transport), and maps it: the miss path.
+func BenchmarkMissGet(b *testing.B) {
+	env := newBenchEnv(b, 0, nil)
+	r := env.request("/v1/properties/"+env.activeIDs[len(env.activeIDs)/2], env.liveToken)
+	warm(b, env.handler, r, http.StatusOK)
+	serveLoop(b, env.handler, r, http.StatusOK)
+}
+
+func BenchmarkBaselineGetHTTP(b *testing.B) {
+	env := newBenchEnv(b, time.Hour, nil)
+	target := "/v1/properties/" + env.activeIDs[len(env.activeIDs)/2]
+	res := warm(b, env.handler, env.request(target, env.liveToken), http.StatusOK)
+	httpLoop(b, baselineHandler(res), target, "")
+}
+
+func BenchmarkCachedGetHTTP(b *testing.B) {
+	env := newBenchEnv(b, time.Hour, nil)
+	target := "/v1/properties/" + env.activeIDs[len(env.activeIDs)/2]
+	warm(b, env.handler, env.request(target, env.liveToken), http.StatusOK)
+	httpLoop(b, env.handler, target, env.liveToken)
+}
