@@ -9,8 +9,8 @@ import (
 )
 
 // state is everything the edge learns about one request. It is allocated
-// once per request, with the response writer wrapper inside it, so the
-// middleware chain costs one allocation.
+// once per request, with the response writer wrapper and the request's
+// context inside it, so the middleware chain costs one allocation.
 type state struct {
 	requestID     string
 	correlationID string // the caller's, when valid; "" otherwise
@@ -21,6 +21,7 @@ type state struct {
 	cause         error        // the problem's underlying cause, for logs
 	w             statusWriter
 	idHeader      [1]string // backs the Svc-Request-Id header value
+	ctx           reqContext
 }
 
 type stateKey struct{}
