@@ -19,13 +19,12 @@ import (
 func (s *server) accessLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
-		start := s.now()
 		if s.metrics != nil {
 			s.metrics.RequestStarted(ctx, r.Method)
 		}
 		next.ServeHTTP(w, r)
-		elapsed := s.now().Sub(start)
 		st := stateFrom(ctx)
+		elapsed := s.now().Sub(st.start)
 		route := routePattern(r)
 		if s.metrics != nil {
 			s.metrics.RequestDone(ctx, r.Method, route, st.w.status, elapsed)

@@ -33,7 +33,15 @@ func (s *server) withState(next http.Handler) http.Handler {
 				h["Traceparent"] = []string{tp}
 			}
 		}
-		st.ctx.Context, st.ctx.st, st.ctx.deadline = r.Context(), st, time.Now().Add(d)
+		// The one clock read of the request's start: the access log's
+		// start, the key expiry check, and the deadline (an injected
+		// Config.Now is no base for a real timer).
+		st.start = s.now()
+		started := st.start
+		if !s.realClock {
+			started = time.Now()
+		}
+		st.ctx.Context, st.ctx.st, st.ctx.deadline = r.Context(), st, started.Add(d)
 		defer st.ctx.stop()
 		next.ServeHTTP(&st.w, r.WithContext(&st.ctx))
 	})

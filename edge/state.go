@@ -3,6 +3,7 @@ package edge
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/partner-edge/partner-edge/edge/keys"
 	"github.com/partner-edge/partner-edge/problem"
@@ -13,8 +14,9 @@ import (
 // context inside it, so the middleware chain costs one allocation.
 type state struct {
 	requestID     string
-	correlationID string // the caller's, when valid; "" otherwise
-	correlationOK bool   // no Svc-Correlation-Id, or a valid one
+	start         time.Time // when the edge got the request (Config.Now)
+	correlationID string    // the caller's, when valid; "" otherwise
+	correlationOK bool      // no Svc-Correlation-Id, or a valid one
 	key           *keys.Key
 	client        clientAddr   // resolved client address (clientaddr.go)
 	code          problem.Code // the problem answered, if any
