@@ -92,10 +92,19 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	_, _ = w.Write(body)
 }
 
+// setJSONHeaders sets Content-Type and Content-Length. Through the edge's
+// own writer the length's value is backed by the request's state, not a
+// fresh slice.
 func setJSONHeaders(w http.ResponseWriter, length int) {
 	h := w.Header()
 	h["Content-Type"] = contentTypeJSON
-	h["Content-Length"] = []string{strconv.Itoa(length)}
+	v := strconv.Itoa(length)
+	if sw, ok := w.(*statusWriter); ok {
+		sw.lenHeader[0] = v
+		h["Content-Length"] = sw.lenHeader[:]
+		return
+	}
+	h["Content-Length"] = []string{v}
 }
 
 // appendTimestamp appends t in problem.TimeFormat (UTC, milliseconds, Z)

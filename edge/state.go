@@ -49,8 +49,9 @@ func Key(ctx context.Context) *keys.Key { return stateFrom(ctx).key }
 // access logs.
 type statusWriter struct {
 	http.ResponseWriter
-	status int
-	bytes  int64
+	status    int
+	bytes     int64
+	lenHeader [1]string // backs the Content-Length header value (setJSONHeaders)
 }
 
 func (sw *statusWriter) WriteHeader(code int) {
