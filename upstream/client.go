@@ -11,9 +11,11 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/go-retryablehttp"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/partner-edge/partner-edge/observability"
@@ -67,6 +69,11 @@ type Client struct {
 	breaker *breaker
 	log     *slog.Logger
 	now     func() time.Time
+	// retryLog is log as retryablehttp's logger, boxed once.
+	retryLog retryablehttp.LeveledLogger
+	// attemptsPool holds *attempts, each with its retryablehttp.Client:
+	// the retry machinery is built once, not per call (retry.go).
+	attemptsPool sync.Pool
 	// heldUntil (unix nanoseconds of now) is when the PMS may be called
 	// again after it shed load; zero or past: not held.
 	heldUntil atomic.Int64
@@ -95,8 +102,9 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 			// token elsewhere. A 3xx is an unexpected status.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
-		log: cfg.Logger,
-		now: cfg.Now,
+		log:      cfg.Logger,
+		now:      cfg.Now,
+		retryLog: retryLogger{cfg.Logger},
 	}
 	c.breaker = newBreaker("pms "+u.Host, cfg.Breaker, cfg.Logger, cfg.Metrics, cfg.Now)
 	return c, nil
