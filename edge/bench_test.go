@@ -34,6 +34,7 @@ import (
 
 	"github.com/partner-edge/partner-edge/edge"
 	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/cache"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
@@ -231,10 +232,11 @@ func BenchmarkCachedList(b *testing.B) {
 }
 
 // BenchmarkCachedListAccessLog is BenchmarkCachedList with the access log
-// on, as deployed by default (EDGE_LOG_LEVEL=info, JSON), written to
-// io.Discard: the difference is the access log's cost.
+// on, as deployed by default (EDGE_LOG_LEVEL=info, JSON, the redacting and
+// trace-annotating logger of cmd/edge), written to io.Discard: the
+// difference is the access log's cost.
 func BenchmarkCachedListAccessLog(b *testing.B) {
-	logger := slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	logger := observability.NewLogger(io.Discard, "json", slog.LevelInfo, "pms-token-secret")
 	env := newBenchEnv(b, time.Hour, logger)
 	r := env.request(listTarget, env.liveToken)
 	warm(b, env.handler, r, http.StatusOK)
