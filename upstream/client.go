@@ -69,6 +69,8 @@ type Client struct {
 	breaker *breaker
 	log     *slog.Logger
 	now     func() time.Time
+	// Header values sent on every request, built once (setHeaders).
+	userAgent, authorization []string
 	// retryLog is log as retryablehttp's logger, boxed once.
 	retryLog retryablehttp.LeveledLogger
 	// attemptsPool holds *attempts, each with its retryablehttp.Client:
@@ -105,6 +107,11 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		log:      cfg.Logger,
 		now:      cfg.Now,
 		retryLog: retryLogger{cfg.Logger},
+
+		userAgent: []string{"partner-edge/" + cfg.Version},
+	}
+	if cfg.Token != "" {
+		c.authorization = []string{"Bearer " + cfg.Token}
 	}
 	c.breaker = newBreaker("pms "+u.Host, cfg.Breaker, cfg.Logger, cfg.Metrics, cfg.Now)
 	return c, nil
@@ -123,20 +130,26 @@ func (c *Client) CloseIdleConnections() {
 	}
 }
 
+// setHeaders sets the headers of a PMS request. h is a fresh header of
+// retryablehttp's request: the names are set in canonical form without
+// Set's canonicalisation, and the constant values are shared, built once
+// by NewClient (net/http only reads them).
 func (c *Client) setHeaders(ctx context.Context, h http.Header) {
-	h.Set("Accept", "application/json")
-	h.Set("User-Agent", "partner-edge/"+c.cfg.Version)
-	if c.cfg.Token != "" {
-		h.Set("Authorization", "Bearer "+c.cfg.Token)
+	h["Accept"] = acceptJSON
+	h["User-Agent"] = c.userAgent
+	if c.authorization != nil {
+		h["Authorization"] = c.authorization
 	}
 	ids := CallerIDsFrom(ctx)
 	if ids.RequestID != "" {
-		h.Set("X-Request-Id", ids.RequestID)
+		h["X-Request-Id"] = []string{ids.RequestID}
 	}
 	if ids.CorrelationID != "" {
-		h.Set("X-Correlation-Id", ids.CorrelationID)
+		h["X-Correlation-Id"] = []string{ids.CorrelationID}
 	}
 }
+
+var acceptJSON = []string{"application/json"}
 
 // call runs fn as one logical call: under the call deadline and through the
 // breaker, unless the PMS shed load and its Retry-After has not passed. It
