@@ -23,6 +23,9 @@ func (s *server) checkAccept(next http.Handler) http.Handler {
 
 func acceptsJSON(vs []string) bool {
 	for _, v := range vs {
+		if v == "*/*" || v == "application/json" { // what clients send: no parsing
+			return true
+		}
 		for rng := range strings.SplitSeq(v, ",") {
 			mt, params, _ := strings.Cut(rng, ";")
 			mt = strings.ToLower(strings.TrimSpace(mt))

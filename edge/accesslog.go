@@ -19,13 +19,13 @@ import (
 func (s *server) accessLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
-		start := s.now()
 		if s.metrics != nil {
 			s.metrics.RequestStarted(ctx, r.Method)
 		}
 		next.ServeHTTP(w, r)
-		elapsed := s.now().Sub(start)
 		st := stateFrom(ctx)
+		end := s.now()
+		elapsed := end.Sub(st.start)
 		route := routePattern(r)
 		if s.metrics != nil {
 			s.metrics.RequestDone(ctx, r.Method, route, st.w.status, elapsed)
@@ -42,8 +42,8 @@ func (s *server) accessLog(next http.Handler) http.Handler {
 		if !s.log.Enabled(ctx, level) {
 			return
 		}
-		attrs := make([]slog.Attr, 0, 14)
-		attrs = append(attrs,
+		var buf [11]slog.Attr
+		attrs := append(buf[:0],
 			slog.String("method", problem.Clip(r.Method, maxLoggedMethod)),
 			slog.String("route", routeOrUnmatched(route)),
 			slog.Int("status", st.w.status),
@@ -64,7 +64,13 @@ func (s *server) accessLog(next http.Handler) http.Handler {
 		if st.cause != nil {
 			attrs = append(attrs, slog.String("error", problem.Clip(st.cause.Error(), maxLoggedError)))
 		}
-		s.log.LogAttrs(ctx, level, "request", attrs...)
+		// The record is handed to the handler directly, as LogAttrs would,
+		// but stamped with the end time already read and with no caller
+		// PC: LogAttrs reads the clock again and walks the stack
+		// (runtime.Callers) for a source location nobody logs.
+		rec := slog.NewRecord(end, level, "request", 0)
+		rec.AddAttrs(attrs...)
+		_ = s.log.Handler().Handle(ctx, rec)
 	})
 }
 

@@ -71,7 +71,7 @@ func (s *server) authorise(r *http.Request) (*keys.Key, error) {
 	switch {
 	case !found:
 		return nil, unauthorized(problem.InvalidAPIKey, challengeInvalid, "The API key is malformed or unknown.")
-	case key.Expired(s.now()):
+	case key.Expired(stateFrom(r.Context()).start):
 		return nil, unauthorized(problem.APIKeyExpired, challengeInvalid,
 			"The API key expired at "+key.ExpiresAt.UTC().Format(time.RFC3339)+".")
 	case key.Suspended:

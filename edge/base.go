@@ -1,18 +1,19 @@
 package edge
 
 import (
-	"context"
 	"math/rand/v2"
 	"net/http"
+	"time"
 
 	"github.com/partner-edge/partner-edge/observability"
-	"github.com/partner-edge/partner-edge/upstream"
 )
 
-// withState is the outermost middleware: it gives the request its id, sets
-// the headers every response carries (DECISIONS.md section 4) and echoes a
-// valid Svc-Correlation-Id, before anything can fail.
-func withState(next http.Handler) http.Handler {
+// withState is the outermost middleware: it gives the request its id and
+// its one context (reqContext: the state, the caller ids, the request
+// deadline), sets the headers every response carries (DECISIONS.md section
+// 4) and echoes a valid Svc-Correlation-Id, before anything can fail.
+func (s *server) withState(next http.Handler) http.Handler {
+	d := s.cfg.RequestTimeout
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		st := &state{requestID: newRequestID()}
 		st.correlationID, st.correlationOK = correlationID(r.Header)
@@ -32,9 +33,17 @@ func withState(next http.Handler) http.Handler {
 				h["Traceparent"] = []string{tp}
 			}
 		}
-		ctx := context.WithValue(r.Context(), stateKey{}, st)
-		ctx = upstream.WithCallerIDs(ctx, upstream.CallerIDs{RequestID: st.requestID, CorrelationID: st.correlationID})
-		next.ServeHTTP(&st.w, r.WithContext(ctx))
+		// The one clock read of the request's start: the access log's
+		// start, the key expiry check, and the deadline (an injected
+		// Config.Now is no base for a real timer).
+		st.start = s.now()
+		started := st.start
+		if !s.realClock {
+			started = time.Now()
+		}
+		st.ctx.Context, st.ctx.st, st.ctx.deadline = r.Context(), st, started.Add(d)
+		defer st.ctx.stop()
+		next.ServeHTTP(&st.w, r.WithContext(&st.ctx))
 	})
 }
 

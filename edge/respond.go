@@ -28,29 +28,25 @@ func (s *server) writeOne(w http.ResponseWriter, r *http.Request, data []byte) {
 }
 
 // writePage answers a list: {"data": [...], "meta": {..., "pagination"}}.
-// A pre-joined page is written straight from the snapshot, uncopied.
+// The answer is assembled in one pooled buffer (a pre-joined page is one
+// copy from the snapshot) and written with one Write: written in three
+// pieces (head, the snapshot's bytes, tail), net/http's 2 KB response
+// buffer split the large middle write and the answer cost one more write
+// system call, far more than copying 12 KB.
 func (s *server) writePage(w http.ResponseWriter, r *http.Request, p page) {
 	bp := bufPool.Get().(*[]byte)
 	b := append((*bp)[:0], `{"data":[`...)
+	b = append(b, p.joined...)
 	for i, it := range p.items {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = append(b, it.JSON...)
 	}
-	head := len(b)
 	b = append(b, ']')
 	b = s.appendMeta(b, r, &p)
 	b = append(b, '}')
-	if p.joined == nil {
-		writeJSON(w, http.StatusOK, b)
-	} else {
-		setJSONHeaders(w, head+len(p.joined)+len(b[head:]))
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write(b[:head])
-		_, _ = w.Write(p.joined)
-		_, _ = w.Write(b[head:])
-	}
+	writeJSON(w, http.StatusOK, b)
 	putBuf(bp, b)
 }
 
@@ -92,10 +88,19 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	_, _ = w.Write(body)
 }
 
+// setJSONHeaders sets Content-Type and Content-Length. Through the edge's
+// own writer the length's value is backed by the request's state, not a
+// fresh slice.
 func setJSONHeaders(w http.ResponseWriter, length int) {
 	h := w.Header()
 	h["Content-Type"] = contentTypeJSON
-	h["Content-Length"] = []string{strconv.Itoa(length)}
+	v := strconv.Itoa(length)
+	if sw, ok := w.(*statusWriter); ok {
+		sw.lenHeader[0] = v
+		h["Content-Length"] = sw.lenHeader[:]
+		return
+	}
+	h["Content-Length"] = []string{v}
 }
 
 // appendTimestamp appends t in problem.TimeFormat (UTC, milliseconds, Z)

@@ -33,7 +33,7 @@ var v1Routes = []route{
 // (404s and panics included) is traced.
 func (s *server) routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(withState, s.resolveClient, s.accessLog, s.recoverer, canonicalPath, closeOnBody, s.shed, s.deadline)
+	r.Use(s.withState, s.resolveClient, s.accessLog, s.recoverer, canonicalPath, closeOnBody, s.shed)
 	r.NotFound(s.notFound)
 	r.MethodNotAllowed(s.methodNotAllowed)
 

@@ -83,13 +83,18 @@ type server struct {
 	defaultPolicy string // its RateLimit-Policy field
 	authLimit     Limit  // the failed-auth throttle's bucket, when hasAuthLimit
 	hasAuthLimit  bool
+
+	// realClock: Config.Now is time.Now, so a request's start time also
+	// sets its deadline (one clock read).
+	realClock bool
 }
 
 // NewServer returns the partner API handler. live serves svc_live_ keys;
 // sandbox serves svc_test_ keys and may be nil (test keys then get 403
 // TEST_MODE_UNAVAILABLE).
 func NewServer(cfg Config, ks KeyStore, live, sandbox upstream.Catalog) http.Handler {
-	if cfg.Now == nil {
+	realClock := cfg.Now == nil
+	if realClock {
 		cfg.Now = time.Now
 	}
 	if cfg.Logger == nil {
@@ -112,6 +117,8 @@ func NewServer(cfg Config, ks KeyStore, live, sandbox upstream.Catalog) http.Han
 		tel:      cfg.Telemetry,
 		local:    NewLocalLimiter(cfg.Now, 0),
 		limiter:  cfg.Limiter,
+
+		realClock: realClock,
 	}
 	if s.limiter == nil {
 		s.limiter = s.local

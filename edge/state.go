@@ -3,24 +3,27 @@ package edge
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/partner-edge/partner-edge/edge/keys"
 	"github.com/partner-edge/partner-edge/problem"
 )
 
 // state is everything the edge learns about one request. It is allocated
-// once per request, with the response writer wrapper inside it, so the
-// middleware chain costs one allocation.
+// once per request, with the response writer wrapper and the request's
+// context inside it, so the middleware chain costs one allocation.
 type state struct {
 	requestID     string
-	correlationID string // the caller's, when valid; "" otherwise
-	correlationOK bool   // no Svc-Correlation-Id, or a valid one
+	start         time.Time // when the edge got the request (Config.Now)
+	correlationID string    // the caller's, when valid; "" otherwise
+	correlationOK bool      // no Svc-Correlation-Id, or a valid one
 	key           *keys.Key
 	client        clientAddr   // resolved client address (clientaddr.go)
 	code          problem.Code // the problem answered, if any
 	cause         error        // the problem's underlying cause, for logs
 	w             statusWriter
 	idHeader      [1]string // backs the Svc-Request-Id header value
+	ctx           reqContext
 }
 
 type stateKey struct{}
@@ -46,8 +49,9 @@ func Key(ctx context.Context) *keys.Key { return stateFrom(ctx).key }
 // access logs.
 type statusWriter struct {
 	http.ResponseWriter
-	status int
-	bytes  int64
+	status    int
+	bytes     int64
+	lenHeader [1]string // backs the Content-Length header value (setJSONHeaders)
 }
 
 func (sw *statusWriter) WriteHeader(code int) {

@@ -215,8 +215,9 @@ func ParseID(s string) (string, bool) {
 	if len(s) != 36 {
 		return "", false
 	}
-	b := []byte(s)
-	for i, c := range b {
+	upper := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
 		switch i {
 		case 8, 13, 18, 23:
 			if c != '-' {
@@ -227,12 +228,23 @@ func ParseID(s string) (string, bool) {
 		switch {
 		case '0' <= c && c <= '9', 'a' <= c && c <= 'f':
 		case 'A' <= c && c <= 'F':
-			b[i] = c + ('a' - 'A')
+			upper = true
 		default:
 			return "", false
 		}
 	}
-	return string(b), true
+	if !upper { // the common case: already canonical, no copy
+		return s, true
+	}
+	var b [36]byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'F' {
+			c += 'a' - 'A'
+		}
+		b[i] = c
+	}
+	return string(b[:]), true
 }
 
 // MapRaw decodes and maps one raw record.

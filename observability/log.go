@@ -42,6 +42,9 @@ func NewLogger(w io.Writer, format string, level slog.Level, secrets ...string) 
 var sensitiveKeys = []string{"authorization", "token", "key", "api_key", "pms_token"}
 
 func sensitive(k string) bool {
+	if len(k) < 3 || len(k) > len("authorization") { // none so short or long
+		return false
+	}
 	for _, s := range sensitiveKeys {
 		if strings.EqualFold(k, s) {
 			return true
@@ -72,6 +75,15 @@ func Redact(secrets ...string) func(groups []string, a slog.Attr) slog.Attr {
 		}
 	}
 	return func(groups []string, a slog.Attr) slog.Attr {
+		if len(groups) == 0 && a.Key == slog.LevelKey {
+			// slog hands the level over as an Any; returned as it is,
+			// the JSON handler encodes it with encoding/json (reflection,
+			// an allocation) on every record. The same text as a string
+			// is the same output.
+			if l, ok := a.Value.Any().(slog.Level); ok {
+				return slog.String(a.Key, l.String())
+			}
+		}
 		if sensitive(a.Key) {
 			return slog.String(a.Key, Redacted)
 		}

@@ -129,3 +129,25 @@ func TestLoggerLevelAndFormat(t *testing.T) {
 		t.Errorf("text logger at warn wrote %q", got)
 	}
 }
+
+// The level passes Redact as a string, written exactly as slog writes a
+// Level (custom levels included), in both formats.
+func TestRedactLevelUnchanged(t *testing.T) {
+	for _, format := range []string{"json", "text"} {
+		for _, l := range []slog.Level{slog.LevelDebug, slog.LevelInfo, slog.LevelError, slog.LevelError + 2, slog.LevelDebug - 3} {
+			var got, want bytes.Buffer
+			NewLogger(&got, format, slog.LevelDebug-4).Log(context.Background(), l, "m")
+			opts := &slog.HandlerOptions{Level: slog.LevelDebug - 4}
+			var h slog.Handler = slog.NewJSONHandler(&want, opts)
+			if format == "text" {
+				h = slog.NewTextHandler(&want, opts)
+			}
+			slog.New(h).Log(context.Background(), l, "m")
+			// Drop the time: the two records were stamped apart.
+			g, w := got.String(), want.String()
+			if g[strings.Index(g, "level"):] != w[strings.Index(w, "level"):] {
+				t.Errorf("%s %v: got %q, want %q", format, l, g, w)
+			}
+		}
+	}
+}

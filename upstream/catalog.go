@@ -9,7 +9,6 @@ package upstream
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"slices"
 	"time"
 
@@ -39,13 +38,11 @@ type Item struct {
 	JSON []byte
 }
 
-// NewItem encodes p.
+// NewItem encodes p, appending (mapping.Property.AppendJSON: no
+// reflection, no second pass to compact what json.Marshal would have
+// produced).
 func NewItem(p mapping.Property) *Item {
-	b, err := json.Marshal(p)
-	if err != nil { // unreachable: Property encodes plain strings only
-		panic(err)
-	}
-	return &Item{ID: p.ID, Active: p.Active(), CreatedAt: p.CreatedAt, JSON: b}
+	return &Item{ID: p.ID, Active: p.Active(), CreatedAt: p.CreatedAt, JSON: p.AppendJSON(make([]byte, 0, 256))}
 }
 
 // Snapshot is every mappable property of the brand at one moment.

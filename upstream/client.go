@@ -11,9 +11,11 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/go-retryablehttp"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/partner-edge/partner-edge/observability"
@@ -67,6 +69,13 @@ type Client struct {
 	breaker *breaker
 	log     *slog.Logger
 	now     func() time.Time
+	// Header values sent on every request, built once (setHeaders).
+	userAgent, authorization []string
+	// retryLog is log as retryablehttp's logger, boxed once.
+	retryLog retryablehttp.LeveledLogger
+	// attemptsPool holds *attempts, each with its retryablehttp.Client:
+	// the retry machinery is built once, not per call (retry.go).
+	attemptsPool sync.Pool
 	// heldUntil (unix nanoseconds of now) is when the PMS may be called
 	// again after it shed load; zero or past: not held.
 	heldUntil atomic.Int64
@@ -95,8 +104,14 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 			// token elsewhere. A 3xx is an unexpected status.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
-		log: cfg.Logger,
-		now: cfg.Now,
+		log:      cfg.Logger,
+		now:      cfg.Now,
+		retryLog: retryLogger{cfg.Logger},
+
+		userAgent: []string{"partner-edge/" + cfg.Version},
+	}
+	if cfg.Token != "" {
+		c.authorization = []string{"Bearer " + cfg.Token}
 	}
 	c.breaker = newBreaker("pms "+u.Host, cfg.Breaker, cfg.Logger, cfg.Metrics, cfg.Now)
 	return c, nil
@@ -115,20 +130,26 @@ func (c *Client) CloseIdleConnections() {
 	}
 }
 
+// setHeaders sets the headers of a PMS request. h is a fresh header of
+// retryablehttp's request: the names are set in canonical form without
+// Set's canonicalisation, and the constant values are shared, built once
+// by NewClient (net/http only reads them).
 func (c *Client) setHeaders(ctx context.Context, h http.Header) {
-	h.Set("Accept", "application/json")
-	h.Set("User-Agent", "partner-edge/"+c.cfg.Version)
-	if c.cfg.Token != "" {
-		h.Set("Authorization", "Bearer "+c.cfg.Token)
+	h["Accept"] = acceptJSON
+	h["User-Agent"] = c.userAgent
+	if c.authorization != nil {
+		h["Authorization"] = c.authorization
 	}
 	ids := CallerIDsFrom(ctx)
 	if ids.RequestID != "" {
-		h.Set("X-Request-Id", ids.RequestID)
+		h["X-Request-Id"] = []string{ids.RequestID}
 	}
 	if ids.CorrelationID != "" {
-		h.Set("X-Correlation-Id", ids.CorrelationID)
+		h["X-Correlation-Id"] = []string{ids.CorrelationID}
 	}
 }
+
+var acceptJSON = []string{"application/json"}
 
 // call runs fn as one logical call: under the call deadline and through the
 // breaker, unless the PMS shed load and its Retry-After has not passed. It

@@ -9,15 +9,18 @@ type CallerIDs struct {
 	CorrelationID string // empty when the partner sent none (or an invalid one)
 }
 
-type callerKey struct{}
+// CallerIDsKey is the context key of the CallerIDs. A context of its own
+// (the edge's request context) may answer Value(CallerIDsKey{}) with a
+// CallerIDs directly, rather than wrapping itself with WithCallerIDs.
+type CallerIDsKey struct{}
 
 // WithCallerIDs returns ctx carrying ids.
 func WithCallerIDs(ctx context.Context, ids CallerIDs) context.Context {
-	return context.WithValue(ctx, callerKey{}, ids)
+	return context.WithValue(ctx, CallerIDsKey{}, ids)
 }
 
 // CallerIDsFrom returns the ids carried by ctx, or zero values.
 func CallerIDsFrom(ctx context.Context) CallerIDs {
-	ids, _ := ctx.Value(callerKey{}).(CallerIDs)
+	ids, _ := ctx.Value(CallerIDsKey{}).(CallerIDs)
 	return ids
 }

@@ -18,10 +18,12 @@ import (
 )
 
 // attempts is the retry policy of one HTTP request (a get, or one list
-// page): go-retryablehttp's hooks, bound to this request's state. A fresh
-// retryablehttp.Client is made per request (a small struct sharing the
-// client's http.Client), so the hooks can keep per-request state without
-// locks; Do runs them all on the calling goroutine.
+// page): go-retryablehttp's hooks, bound to this request's state. Each
+// attempts owns a retryablehttp.Client built once with its hooks, and the
+// pair is reused from Client's pool call after call (retryablehttp's
+// Backoff and ErrorHandler hooks get no context, so the state cannot be
+// found per request through one shared client). Do runs every hook on the
+// calling goroutine, so the state needs no locks.
 //
 // The policy:
 //   - retried: connection failures (dial errors, resets, EOF, also mid-body),
@@ -46,7 +48,10 @@ import (
 // its duration and outcome when it ends; a retry is counted when it
 // starts, with the outcome of the attempt before it.
 type attempts struct {
-	c       *Client
+	c      *Client
+	rc     *retryablehttp.Client // built once, with this attempts' hooks
+	handle func(*http.Response) error
+
 	resend  atomic.Int32 // the attempt under way, for ResendCount
 	retries int
 	wait    time.Duration
@@ -59,20 +64,15 @@ type attempts struct {
 	last    observability.PMSOutcome
 }
 
-// do runs one GET of u with retries and returns the body of its 200.
-// Errors are *statusError, *answerError, *transportError or a context
-// error (possibly wrapped).
-func (c *Client) do(ctx context.Context, u string) ([]byte, error) {
-	a := &attempts{c: c}
-	req, err := retryablehttp.NewRequestWithContext(withResendCounter(ctx, &a.resend), http.MethodGet, u, nil)
-	if err != nil {
-		return nil, err
+// getAttempts takes a reset attempts from the pool, or builds one.
+func (c *Client) getAttempts() *attempts {
+	if a, ok := c.attemptsPool.Get().(*attempts); ok {
+		return a
 	}
-	c.setHeaders(ctx, req.Header)
-	req.SetResponseHandler(a.handle)
-	rc := &retryablehttp.Client{
+	a := &attempts{c: c}
+	a.handle = a.handleResponse
+	a.rc = &retryablehttp.Client{
 		HTTPClient:     c.http,
-		Logger:         retryLogger{c.log},
 		RetryWaitMin:   c.cfg.Retry.WaitMin,
 		RetryWaitMax:   c.cfg.Retry.WaitMax,
 		RetryMax:       c.cfg.Retry.MaxRetries,
@@ -81,8 +81,38 @@ func (c *Client) do(ctx context.Context, u string) ([]byte, error) {
 		ErrorHandler:   a.giveUp,
 		RequestLogHook: a.begin,
 	}
+	return a
+}
+
+// putAttempts resets a and returns it to the pool.
+func (c *Client) putAttempts(a *attempts) {
+	a.resend.Store(0)
+	a.retries, a.wait, a.body = 0, 0, nil
+	a.started, a.open, a.checked, a.shed, a.last = time.Time{}, false, false, nil, ""
+	c.attemptsPool.Put(a)
+}
+
+// do runs one GET of u with retries and returns the body of its 200.
+// Errors are *statusError, *answerError, *transportError or a context
+// error (possibly wrapped).
+func (c *Client) do(ctx context.Context, u string) ([]byte, error) {
+	a := c.getAttempts()
+	defer c.putAttempts(a)
+	req, err := retryablehttp.NewRequestWithContext(withResendCounter(ctx, &a.resend), http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	c.setHeaders(ctx, req.Header)
+	req.SetResponseHandler(a.handle)
+	// retryablehttp logs every request at debug, building its arguments
+	// (a redacted copy of the URL) first: give it a logger only when
+	// debug is on.
+	a.rc.Logger = nil
+	if c.log.Enabled(ctx, slog.LevelDebug) {
+		a.rc.Logger = c.retryLog
+	}
 	c.cfg.Retry.Budget.Request()
-	_, err = rc.Do(req)
+	_, err = a.rc.Do(req)
 	if a.open { // not reached through check; kept as a safety net
 		a.record(req.Context(), nil, err)
 	}
@@ -148,9 +178,9 @@ func attemptOutcome(ctx context.Context, resp *http.Response, err error) observa
 	return observability.PMSConnection
 }
 
-// handle reads the answer of an attempt that got a response and no
-// retryable status. A failure here goes back through checkRetry.
-func (a *attempts) handle(resp *http.Response) error {
+// handleResponse reads the answer of an attempt that got a response and
+// no retryable status. A failure here goes back through checkRetry.
+func (a *attempts) handleResponse(resp *http.Response) error {
 	if resp.StatusCode != http.StatusOK {
 		return &statusError{status: resp.StatusCode}
 	}

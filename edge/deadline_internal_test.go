@@ -1,0 +1,94 @@
+package edge
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/partner-edge/partner-edge/upstream"
+)
+
+type testKey struct{}
+
+func newReqContext(parent context.Context, d time.Duration) *state {
+	st := &state{requestID: "req_x", correlationID: "corr"}
+	st.ctx.Context, st.ctx.st, st.ctx.deadline = parent, st, time.Now().Add(d)
+	return st
+}
+
+// The request context answers its deadline without a timer until something
+// waits on Done, and then closes Done exactly at the deadline.
+func TestReqContextDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := newReqContext(context.WithValue(context.Background(), testKey{}, "v"), 3*time.Second)
+		ctx := &st.ctx
+		start := time.Now()
+		if d, ok := ctx.Deadline(); !ok || d.Sub(start) != 3*time.Second {
+			t.Fatalf("deadline %v %v", d, ok)
+		}
+		if ctx.Value(stateKey{}) != st || ctx.Value(testKey{}) != "v" ||
+			upstream.CallerIDsFrom(ctx) != (upstream.CallerIDs{RequestID: "req_x", CorrelationID: "corr"}) {
+			t.Fatal("values not answered")
+		}
+		time.Sleep(3 * time.Second) // the bubble's clock
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			t.Fatalf("after the deadline, Err %v", ctx.Err())
+		}
+		if ctx.timed.Load() != nil {
+			t.Fatal("timer started without anyone waiting on Done")
+		}
+		select {
+		case <-ctx.Done():
+		default:
+			t.Fatal("Done open after the deadline")
+		}
+		ctx.stop()
+	})
+	synctest.Test(t, func(t *testing.T) {
+		st := newReqContext(context.Background(), 2*time.Second)
+		ctx := &st.ctx
+		child, cancel := context.WithCancel(ctx)
+		defer cancel()
+		start := time.Now()
+		<-child.Done()
+		if el := time.Since(start); el != 2*time.Second {
+			t.Fatalf("child done after %s, want 2s", el)
+		}
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) || !errors.Is(child.Err(), context.DeadlineExceeded) {
+			t.Fatalf("Err %v, child %v", ctx.Err(), child.Err())
+		}
+		if ctx.Value(stateKey{}) != st {
+			t.Fatal("state lost once the timer runs")
+		}
+		ctx.stop()
+	})
+}
+
+// An earlier deadline or cancellation of the parent wins; stop ends a
+// started timer.
+func TestReqContextParent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		parent, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		st := newReqContext(parent, 10*time.Second)
+		ctx := &st.ctx
+		if d, _ := ctx.Deadline(); d.Sub(time.Now()) != time.Second {
+			t.Fatalf("deadline in %s, want the parent's 1s", d.Sub(time.Now()))
+		}
+		cancel()
+		if !errors.Is(ctx.Err(), context.Canceled) {
+			t.Fatalf("parent canceled, Err %v", ctx.Err())
+		}
+		<-ctx.Done()
+
+		st = newReqContext(context.Background(), 10*time.Second)
+		done := st.ctx.Done()
+		st.ctx.stop()
+		<-done
+		if !errors.Is(st.ctx.Err(), context.Canceled) {
+			t.Fatalf("after stop, Err %v", st.ctx.Err())
+		}
+	})
+}
