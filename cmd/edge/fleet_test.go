@@ -114,6 +114,16 @@ func TestFleetOfThree(t *testing.T) {
 			t.Errorf("after recovery %d accepted in 2 s; want at most %d (one shared bucket)", accepted, int(15*slack))
 		}
 		for _, e := range edges {
+			body := scrape(t, e.admin+"/metrics")
+			for _, series := range []string{
+				`partner_edge_redis_fallbacks_total{use="rate_limit"}`,
+				`partner_edge_redis_errors_total{kind="connection"}`,
+				`db_client_operation_duration_seconds_count{db_operation_name="EVALSHA"}`,
+			} {
+				if v, ok := value(body, series); !ok || v < 1 {
+					t.Errorf("%s: %s = %v (found %v); want counted", e.admin, series, v, ok)
+				}
+			}
 			if strings.Contains(e.stderr.String(), "connection pool: failed to dial") {
 				t.Errorf("go-redis's own log reached stderr at info level")
 			}
