@@ -64,8 +64,7 @@ func joinFleet(ctx context.Context, cfg settings, log *slog.Logger, tel *observa
 	if err != nil {
 		return nil, fmt.Errorf("EDGE_REDIS_URL: %w", err)
 	}
-	m := &member{brand: cfg.Brand, client: client, lim: fleet.NewRedisLimiter(client),
-		store: fleet.NewStore(client, 0, nil), log: log}
+	m := newMember(cfg.Brand, client, log)
 	pctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	if err := client.Ping(pctx); err != nil {
@@ -75,6 +74,12 @@ func joinFleet(ctx context.Context, cfg settings, log *slog.Logger, tel *observa
 		log.Info("redis reachable: limits and snapshot loads shared", "redis", redactedURL(cfg.RedisURL))
 	}
 	return m, nil
+}
+
+// newMember is the membership of brand's instances through client.
+func newMember(brand string, client *fleet.Client, log *slog.Logger) *member {
+	return &member{brand: brand, client: client, lim: fleet.NewRedisLimiter(client),
+		store: fleet.NewStore(client, 0, nil), log: log}
 }
 
 func (m *member) close() { _ = m.client.Close() }
