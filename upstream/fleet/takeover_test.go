@@ -64,4 +64,3 @@ func TestCoordinatorLoserTakesOverFailedLeader(t *testing.T) {
 		t.Fatal("the failing leader reported no error")
 	}
 }
-
