@@ -93,14 +93,21 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 	}()
 	go func() { defer wg.Done(); reloadOnHangup(ctx, store, tlsReload, log) }()
 
-	live, closeLive, err := newCatalog(cfg, cfg.PMSBaseURL, keys.ModeLive, version, log, tel)
+	fm, err := joinFleet(ctx, cfg, log, tel) // nil without EDGE_REDIS_URL
+	if err != nil {
+		return err
+	}
+	if fm != nil {
+		defer fm.close()
+	}
+	live, closeLive, err := newCatalog(cfg, cfg.PMSBaseURL, keys.ModeLive, version, log, tel, fm)
 	if err != nil {
 		return err
 	}
 	defer closeLive()
 	var sandbox upstream.Catalog
 	if cfg.PMSSandbox != "" {
-		sb, closeSandbox, err := newCatalog(cfg, cfg.PMSSandbox, keys.ModeTest, version, log, tel)
+		sb, closeSandbox, err := newCatalog(cfg, cfg.PMSSandbox, keys.ModeTest, version, log, tel, fm)
 		if err != nil {
 			return err
 		}
@@ -119,14 +126,15 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 		MaxConcurrent:  cfg.MaxConcurrent,
 		AuthFailLimit:  cfg.AuthFailLimit,
 		TrustedProxies: cfg.TrustedProxies,
+		Limiter:        fm.limiter(), // nil: in-process
 	}, store, live, sandbox)
 
 	log.Info("edge starting", "version", version, "addr", cfg.Addr, "brand", cfg.Brand,
 		"demo", demo != nil, "sandbox", sandbox != nil, "tls", cfg.TLSCert != "",
-		"traces_exporter", tel.TracesExporter())
+		"traces_exporter", tel.TracesExporter(), "redis", fm != nil)
 	if cfg.AdminAddr != "" {
 		wg.Add(1)
-		go func() { defer wg.Done(); serveAdmin(ctx, cfg.AdminAddr, tel, log) }()
+		go func() { defer wg.Done(); serveAdmin(ctx, cfg.AdminAddr, tel, fleetHandler(fm), log) }()
 	}
 	return edge.Serve(ctx, edge.ServeConfig{
 		Addr:            cfg.Addr,
@@ -149,8 +157,9 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 }
 
 // newCatalog builds the PMS access of one mode: client (retries, breaker),
-// mapping, cache, each reporting to telemetry.
-func newCatalog(cfg settings, baseURL string, mode keys.Mode, version string, log *slog.Logger, tel *observability.Telemetry) (upstream.Catalog, func(), error) {
+// mapping, cache, each reporting to telemetry; with a fleet member, the
+// cache's loads are shared through Redis (fleet.go).
+func newCatalog(cfg settings, baseURL string, mode keys.Mode, version string, log *slog.Logger, tel *observability.Telemetry, fm *member) (upstream.Catalog, func(), error) {
 	log = log.With("pms", string(mode))
 	metrics := tel.Metrics()
 	pm := metrics.PMS(string(mode))
@@ -176,14 +185,19 @@ func newCatalog(cfg settings, baseURL string, mode keys.Mode, version string, lo
 			log.Warn("pms record rejected", "hotel_id", r.HotelID, "reason", string(r.Reason))
 		},
 	})
-	c := cache.New(direct, cache.Config{
+	cc := cache.Config{
 		Key:         cfg.Brand + "/" + string(mode),
 		TTL:         cfg.CacheTTL,
 		Stale:       cfg.CacheStale,
 		LoadTimeout: cfg.PMSTimeout,
 		Logger:      log,
 		Metrics:     pm,
-	})
+	}
+	if fm != nil { // loads shared through Redis (fleet.go)
+		cc.Load = fm.loader(direct, mode, cfg.CacheTTL, cfg.PMSTimeout)
+		cc.RefreshAhead = fleetRefreshAhead
+	}
+	c := cache.New(direct, cc)
 	return c, c.Close, nil
 }
 
@@ -208,12 +222,16 @@ func reloadOnHangup(ctx context.Context, store *keys.Store, tlsReload chan<- str
 	}
 }
 
-// serveAdmin serves /metrics and /debug/pprof/ until ctx is done. The admin
-// listener is auxiliary: failing to bind it is logged, never fatal.
-func serveAdmin(ctx context.Context, addr string, tel *observability.Telemetry, log *slog.Logger) {
+// serveAdmin serves /metrics, /debug/pprof/ and /fleet (the Redis state,
+// fleet.go) until ctx is done. The admin listener is auxiliary: failing to
+// bind it is logged, never fatal.
+func serveAdmin(ctx context.Context, addr string, tel *observability.Telemetry, fleetState http.Handler, log *slog.Logger) {
+	mux := http.NewServeMux()
+	mux.Handle("/", observability.AdminHandler(tel.MetricsHandler()))
+	mux.Handle("GET /fleet", fleetState)
 	err := edge.Serve(ctx, edge.ServeConfig{
 		Addr:    addr,
-		Handler: observability.AdminHandler(tel.MetricsHandler()),
+		Handler: mux,
 		// /debug/pprof/profile streams for 30 s by default.
 		RequestTimeout: time.Minute,
 		Logger:         log,

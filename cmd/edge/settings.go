@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/partner-edge/partner-edge/edge"
 	"github.com/partner-edge/partner-edge/mapping"
 )
@@ -37,6 +39,7 @@ type settings struct {
 	MaxConcurrent            int
 	AuthFailLimit            int            // failed authentications a minute per client address; 0: off
 	TrustedProxies           []netip.Prefix // whose X-Forwarded-For is believed
+	RedisURL                 string         // shared limits and snapshots; empty: in-process (fleet.go)
 }
 
 // lookupEnv reads one environment variable and says whether it is set at
@@ -83,6 +86,7 @@ func settingTable() []*setting {
 		{env: "EDGE_RATE_BURST", flag: "rate-burst", def: "0", help: "requests a key may make at once; 0 means the rate rounded up"},
 		{env: "EDGE_AUTH_FAIL_LIMIT", flag: "auth-fail-limit", def: "20", help: "failed authentications (401 INVALID_API_KEY) allowed per client address per minute before 429; 0 disables the throttle"},
 		{env: "EDGE_TRUSTED_PROXIES", flag: "trusted-proxies", def: "", help: "comma-separated CIDRs whose X-Forwarded-For is believed for the client address"},
+		{env: "EDGE_REDIS_URL", flag: "redis-url", def: "", help: "redis:// or rediss:// URL of the Redis (or Valkey) that instances share limits and snapshot loads through; empty keeps everything in-process"},
 		{env: "EDGE_LOG_FORMAT", flag: "log-format", def: "json", help: "log format: json or text"},
 		{env: "EDGE_LOG_LEVEL", flag: "log-level", def: "info", help: "log level: debug, info, warn or error"},
 	}
@@ -152,6 +156,7 @@ func parseSettings(args []string, getenv lookupEnv, stderr io.Writer) (settings,
 		MaxConcurrent:  p.count("EDGE_MAX_CONCURRENT"),
 		AuthFailLimit:  p.count("EDGE_AUTH_FAIL_LIMIT"),
 		TrustedProxies: p.cidrs("EDGE_TRUSTED_PROXIES"),
+		RedisURL:       p.redisURL("EDGE_REDIS_URL"),
 	}
 	if s.AdminAddr == "off" {
 		s.AdminAddr = ""
@@ -268,4 +273,40 @@ func (p *parser) level(env string) slog.Level {
 		p.bad(st, "want debug, info, warn or error")
 	}
 	return l
+}
+
+// redisURL accepts empty (no Redis) or a redis:// or rediss:// URL that
+// go-redis can use. An error names the value with any password hidden.
+func (p *parser) redisURL(env string) string {
+	st := p.get[env]
+	if st.value == "" {
+		return ""
+	}
+	u, err := url.Parse(st.value)
+	if err == nil && (u.Scheme == "redis" || u.Scheme == "rediss") && u.Host != "" {
+		if _, err = redis.ParseURL(st.value); err == nil {
+			return st.value
+		}
+	}
+	shown := *st
+	shown.value = redactURL(st.value, u)
+	p.bad(&shown, "want redis://[user:password@]host:port[/db] or rediss://...")
+	return ""
+}
+
+// redactURL hides the password of raw (parsed as u when it parsed).
+func redactURL(raw string, u *url.URL) string {
+	if u != nil && u.User != nil {
+		return u.Redacted()
+	}
+	if at := strings.LastIndex(raw, "@"); at >= 0 {
+		start := strings.Index(raw, "://") + 3 // 2 when absent: from the start
+		if start < 3 {
+			start = 0
+		}
+		if start <= at {
+			return raw[:start] + "xxxxx" + raw[at:]
+		}
+	}
+	return raw
 }

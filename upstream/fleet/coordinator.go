@@ -42,10 +42,14 @@ type Loaded struct {
 //  1. a publication loaded after newerThan is taken as is;
 //  2. else whoever wins the lease walks the PMS, publishes and releases;
 //  3. a loser polls the publication every Poll until one loaded after
-//     newerThan appears or Wait passes, then walks the PMS itself.
+//     newerThan appears or Wait passes, then walks the PMS itself; while
+//     polling it retries the lease, so a leader that failed (or died: its
+//     lease expires after LeaseTTL) is replaced at once.
 //
-// Any Redis failure, or a corrupt or oversize publication, means a local
-// walk, never an error: only the PMS walk's own error is returned.
+// Any Redis failure means a local walk, never an error: only the PMS walk's
+// own error is returned. A corrupt or oversize publication is overwritten
+// by whoever wins the lease; while another instance holds it, it means a
+// local walk.
 type Coordinator struct {
 	Store SnapshotStore
 	// LeaseTTL bounds a leader's walk (a crashed leader's lease expires).
@@ -68,7 +72,8 @@ func (c *Coordinator) Load(ctx context.Context, brand, mode string, newerThan ti
 	if got != nil {
 		return *got, nil
 	}
-	if err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, errStale) {
+	bad := badPublication(err)
+	if err != nil && !bad && !missing(err) {
 		return c.local(ctx, name, load, err, false)
 	}
 	won, err := c.Store.Lease(ctx, name, c.LeaseTTL)
@@ -76,10 +81,11 @@ func (c *Coordinator) Load(ctx context.Context, brand, mode string, newerThan ti
 		return c.local(ctx, name, load, err, false)
 	}
 	if won {
-		defer func() { _ = c.Store.Release(context.WithoutCancel(ctx), name) }()
-		l, err := c.walk(ctx, name, load)
-		l.Source = SourceLeader
-		return l, err
+		// The leader overwrites a corrupt or oversize publication.
+		return c.lead(ctx, name, load)
+	}
+	if bad { // someone else leads; do not wait on a publication we cannot read
+		return c.local(ctx, name, load, errors.New("unreadable publication"), false)
 	}
 	if c.waiting != nil {
 		c.waiting()
@@ -100,11 +106,39 @@ func (c *Coordinator) Load(ctx context.Context, brand, mode string, newerThan ti
 		if got != nil {
 			return *got, nil
 		}
-		if err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, errStale) {
+		if err != nil && !missing(err) {
 			return c.local(ctx, name, load, err, false)
+		}
+		// The leader may have failed (released without publishing) or
+		// died (its lease expired): take over rather than wait it out.
+		won, err := c.Store.Lease(ctx, name, c.LeaseTTL)
+		if err != nil {
+			return c.local(ctx, name, load, err, false)
+		}
+		if won {
+			// A publication may have landed between the fetch and the lease.
+			if got, _ := c.fetch(ctx, name, newerThan); got != nil {
+				_ = c.Store.Release(context.WithoutCancel(ctx), name)
+				return *got, nil
+			}
+			return c.lead(ctx, name, load)
 		}
 	}
 }
+
+// lead walks the PMS holding the lease, publishes, and releases the lease.
+func (c *Coordinator) lead(ctx context.Context, name string, load LoadFunc) (Loaded, error) {
+	defer func() { _ = c.Store.Release(context.WithoutCancel(ctx), name) }()
+	l, err := c.walk(ctx, name, load)
+	l.Source = SourceLeader
+	return l, err
+}
+
+// missing: no publication, or none recent enough.
+func missing(err error) bool { return errors.Is(err, ErrNotFound) || errors.Is(err, errStale) }
+
+// badPublication: a publication is there but cannot be used.
+func badPublication(err error) bool { return errors.Is(err, ErrCorrupt) || errors.Is(err, ErrTooLarge) }
 
 var errStale = errors.New("fleet: publication older than wanted")
 

@@ -63,6 +63,13 @@ func (r *RedisLimiter) Peek(ctx context.Context, key string, l Limit) (Decision,
 	return r.allowN(ctx, key, l, 0)
 }
 
+// AllowN consumes n requests of key's quota if it holds them (n = 0: Peek),
+// with the semantics of the edge's Limiter: RetryAfter is also set when a
+// request was allowed but none is left (until the next one would be).
+func (r *RedisLimiter) AllowN(ctx context.Context, key string, l Limit, n int) (Decision, error) {
+	return r.allowN(ctx, key, l, max(n, 0))
+}
+
 func (r *RedisLimiter) allowN(ctx context.Context, key string, l Limit, n int) (Decision, error) {
 	rl, err := toRate(l)
 	if err != nil {
@@ -89,26 +96,29 @@ func toRate(l Limit) (redis_rate.Limit, error) {
 	if !(l.PerSecond > 0) || math.IsInf(l.PerSecond, 0) || l.Burst < 1 {
 		return redis_rate.Limit{}, ErrBadLimit
 	}
-	period := time.Duration(float64(time.Second) / l.PerSecond)
+	period := interval(l)
 	if period < time.Microsecond {
 		return redis_rate.Limit{}, ErrBadLimit
 	}
 	return redis_rate.Limit{Rate: 1, Period: period, Burst: l.Burst}, nil
 }
 
+// interval is the emission interval of l, rounded up to the nanosecond as
+// the edge's in-process limiter rounds it (both then agree on headers).
+func interval(l Limit) time.Duration {
+	return time.Duration(math.Ceil(float64(time.Second) / l.PerSecond))
+}
+
 func decision(res *redis_rate.Result, l Limit, n int) Decision {
-	d := Decision{Remaining: res.Remaining, ResetAfter: max(res.ResetAfter, 0)}
-	if n > 0 {
-		d.Allowed = res.Allowed > 0
-		if !d.Allowed {
-			d.RetryAfter = max(res.RetryAfter, 0)
-		}
+	d := Decision{Remaining: max(res.Remaining, 0), ResetAfter: max(res.ResetAfter, 0)}
+	if n > 0 && res.Allowed <= 0 {
+		d.RetryAfter = max(res.RetryAfter, 0)
 		return d
 	}
-	d.Allowed = res.Remaining >= 1
-	if !d.Allowed {
-		interval := time.Duration(float64(time.Second) / l.PerSecond)
-		d.RetryAfter = max(d.ResetAfter-time.Duration(l.Burst-1)*interval, 0)
+	// Allowed (or a peek): until one more is allowed, when none is left.
+	d.Allowed = n > 0 || res.Remaining >= 1
+	if d.Remaining < 1 {
+		d.RetryAfter = max(d.ResetAfter-time.Duration(l.Burst-1)*interval(l), 0)
 	}
 	return d
 }

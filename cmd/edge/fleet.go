@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/partner-edge/partner-edge/edge"
+	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/observability"
+	"github.com/partner-edge/partner-edge/upstream"
+	"github.com/partner-edge/partner-edge/upstream/cache"
+	"github.com/partner-edge/partner-edge/upstream/fleet"
+)
+
+// fleetRefreshAhead is the cache's refresh-ahead with Redis: each instance
+// re-reads the shared snapshot every TTL/2, and takes a publication up to
+// one TTL old, so the PMS is walked about once per TTL across the fleet
+// (a refresh at 0.8 TTL, the in-process default, would walk every 0.8 TTL).
+const fleetRefreshAhead = 0.5
+
+// fleetPoll is how often an instance waiting for another's walk looks for
+// its publication.
+const fleetPoll = 50 * time.Millisecond
+
+// member is this instance's membership of a fleet sharing one Redis
+// (EDGE_REDIS_URL, docs/scaling.md): fleet-wide limits and one PMS walk
+// per brand, mode and TTL. Nil without EDGE_REDIS_URL: all in-process.
+type member struct {
+	brand  string
+	client *fleet.Client
+	lim    *fleet.RedisLimiter
+	store  *fleet.Store
+	log    *slog.Logger
+}
+
+// joinFleet connects (lazily: Redis may be down at start, that is no
+// error) to the Redis of cfg.RedisURL; nil when it is empty.
+//
+// It redirects go-redis's logger, a process-wide setting of the library
+// (redis.SetLogger), to log at debug level: without it go-redis prints
+// "connection pool: failed to dial" lines on stderr while Redis is down.
+// Breaker transitions are what operators see (fleet.Guard logs them once).
+func joinFleet(ctx context.Context, cfg settings, log *slog.Logger, tel *observability.Telemetry) (*member, error) {
+	if cfg.RedisURL == "" {
+		return nil, nil
+	}
+	log = log.With("component", "redis")
+	redis.SetLogger(goRedisLog{log})
+	client, err := fleet.New(fleet.Config{
+		URL:    cfg.RedisURL,
+		Log:    log,
+		Meter:  tel.MeterProvider().Meter(observability.ScopeName),
+		Tracer: tel.TracerProvider(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("EDGE_REDIS_URL: %w", err)
+	}
+	m := newMember(cfg.Brand, client, log)
+	pctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if err := client.Ping(pctx); err != nil {
+		log.Warn("redis unreachable at start; limits and snapshot loads are in-process until it answers",
+			"redis", redactedURL(cfg.RedisURL), "error", err)
+	} else {
+		log.Info("redis reachable: limits and snapshot loads shared", "redis", redactedURL(cfg.RedisURL))
+	}
+	return m, nil
+}
+
+// newMember is the membership of brand's instances through client.
+func newMember(brand string, client *fleet.Client, log *slog.Logger) *member {
+	return &member{brand: brand, client: client, lim: fleet.NewRedisLimiter(client),
+		store: fleet.NewStore(client, 0, nil), log: log}
+}
+
+func (m *member) close() { _ = m.client.Close() }
+
+// limiter is the edge's Limiter over Redis; nil for no member.
+func (m *member) limiter() edge.Limiter {
+	if m == nil {
+		return nil
+	}
+	return &redisLimiter{lim: m.lim, brand: m.brand, count: m.client}
+}
+
+// loader wraps the default load of one mode's cache with the fleet's
+// Coordinator; nil (the default load) for no member or no cache.
+func (m *member) loader(d *upstream.Direct, mode keys.Mode, ttl, loadTimeout time.Duration) cache.Loader {
+	if m == nil || ttl <= 0 {
+		return nil
+	}
+	c := &fleet.Coordinator{
+		Store:      m.store,
+		LeaseTTL:   loadTimeout, // a leader's walk cannot last longer
+		PublishTTL: ttl,         // older publications are never taken
+		Wait:       loadTimeout / 2,
+		Poll:       fleetPoll,
+		Log:        m.log,
+		Count:      m.client,
+	}
+	var last atomic.Pointer[upstream.Snapshot] // the same publication again: the same snapshot
+	return func(ctx context.Context) (*upstream.Snapshot, error) {
+		l, err := c.Load(ctx, m.brand, string(mode), time.Now().Add(-ttl), d.Properties)
+		if err != nil {
+			return nil, err
+		}
+		if prev := last.Load(); prev != nil && prev.LoadedAt.Equal(l.LoadedAt) {
+			return prev, nil
+		}
+		s := upstream.SnapshotOf(l.Properties, l.LoadedAt)
+		last.Store(s)
+		return s, nil
+	}
+}
+
+// redisLimiter adapts fleet's RedisLimiter to edge.Limiter: bucket names
+// get the fleet's prefix and the brand (fleet.RateKey, fleet.AuthFailKey).
+// An error sends the edge to its in-process limiter; it is counted as a
+// fallback here (the breaker logs the transitions).
+type redisLimiter struct {
+	lim   *fleet.RedisLimiter
+	brand string
+	count fleet.Fallbacks
+}
+
+func (r *redisLimiter) AllowN(ctx context.Context, key string, l edge.Limit, n int) (edge.Decision, error) {
+	if !l.Valid() { // the edge never asks; decide as the local limiter does
+		return edge.Decision{Allowed: true, Remaining: max(l.Burst, 0)}, nil
+	}
+	name, use := fleet.RateKey(r.brand, key), fleet.UseRateLimit
+	if addr, ok := strings.CutPrefix(key, "addr:"); ok {
+		name, use = fleet.AuthFailKey(r.brand, addr), fleet.UseAuthThrottle
+	}
+	d, err := r.lim.AllowN(ctx, name, fleet.Limit{PerSecond: l.Rate, Burst: l.Burst}, n)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.count.Fallback(ctx, use, err)
+		}
+		return edge.Decision{}, err
+	}
+	return edge.Decision{Allowed: d.Allowed, Remaining: d.Remaining, RetryAfter: d.RetryAfter, ResetAfter: d.ResetAfter}, nil
+}
+
+// fleetHandler serves GET /fleet on the admin listener: whether Redis is
+// configured and its circuit breaker's state ("closed": shared; "open" or
+// "half-open": in-process fallback).
+func fleetHandler(m *member) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		state := struct {
+			Redis   string `json:"redis"`             // "off" or "on"
+			Breaker string `json:"breaker,omitempty"` // closed, half-open, open
+			Shared  bool   `json:"shared"`            // limits and loads go through Redis now
+		}{Redis: "off"}
+		if m != nil {
+			st := m.client.State()
+			state.Redis, state.Breaker, state.Shared = "on", st.String(), st == observability.BreakerClosed
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		_ = json.NewEncoder(w).Encode(state)
+	})
+}
+
+// goRedisLog sends go-redis's internal log lines to slog at debug level.
+type goRedisLog struct{ log *slog.Logger }
+
+func (g goRedisLog) Printf(ctx context.Context, format string, v ...any) {
+	if g.log.Enabled(ctx, slog.LevelDebug) {
+		g.log.DebugContext(ctx, "go-redis: "+fmt.Sprintf(format, v...))
+	}
+}
+
+// redactedURL is the Redis URL without its password, for logs.
+func redactedURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable)"
+	}
+	return u.Redacted()
+}

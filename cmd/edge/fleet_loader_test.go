@@ -1,0 +1,61 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/observability"
+	"github.com/partner-edge/partner-edge/upstream"
+	"github.com/partner-edge/partner-edge/upstream/fleet"
+	"github.com/partner-edge/partner-edge/upstream/fleet/redistest"
+)
+
+// The catalogs of two instances on one Redis: the first walks the PMS, the
+// second takes its publication (same data, no walk). With Redis down a
+// third walks the PMS itself and answers all the same.
+func TestCatalogsShareLoadsThroughRedis(t *testing.T) {
+	srv := redistest.Start(t)
+	pms := newWalkCountingPMS(t)
+	ctx := context.Background()
+	tel, err := observability.New(ctx, observability.Config{Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tel.Shutdown(ctx) })
+	log := slog.New(slog.DiscardHandler)
+	cfg := settings{Brand: "aurora", PMSToken: "pms-secret-token", PMSTimeout: 5 * time.Second,
+		PMSAttempt: 2 * time.Second, CacheTTL: time.Minute, CacheStale: time.Minute}
+	catalog := func() upstream.Catalog {
+		c, err := fleet.New(fleet.Config{URL: srv.URL()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		cat, closeCat, err := newCatalog(cfg, pms.srv.URL, keys.ModeLive, "test", log, tel, newMember(cfg.Brand, c, log))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(closeCat)
+		return cat
+	}
+	first, err := catalog().Snapshot(ctx)
+	if err != nil || pms.walks.Load() != 1 || first.Len() == 0 {
+		t.Fatalf("first instance: %v, walks %d", err, pms.walks.Load())
+	}
+	second, err := catalog().Snapshot(ctx)
+	if err != nil || pms.walks.Load() != 1 {
+		t.Fatalf("second instance: %v, walks %d; want the publication, no walk", err, pms.walks.Load())
+	}
+	if second.Len() != first.Len() || !bytes.Equal(second.ActiveJSON(0, 1000), first.ActiveJSON(0, 1000)) {
+		t.Fatalf("the shared snapshot differs from the walked one")
+	}
+	srv.Stop()
+	third, err := catalog().Snapshot(ctx)
+	if err != nil || pms.walks.Load() != 2 || third.Len() != first.Len() {
+		t.Fatalf("Redis down: %v, walks %d; want a local walk", err, pms.walks.Load())
+	}
+}

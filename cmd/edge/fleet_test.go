@@ -1,0 +1,330 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/upstream/fleet/redistest"
+	"github.com/partner-edge/partner-edge/upstream/pmsim"
+)
+
+// Issue 9: three real edge processes on one Redis and one PMS simulator,
+// against three without Redis. One binary for all the subtests.
+//
+//   - a key at 5/s (burst 5) hammered round-robin for 4 s is accepted at
+//     most 5 x 4 + 5 (+10%) times across the fleet; in-process, about three
+//     times as many;
+//   - TTL 2 s and 10 s of traffic to all three: at most 6 list walks of the
+//     brand's PMS with Redis, 15 or more without;
+//   - redis-server stopped under load: only 200s (and 429s of the limited
+//     key); the limits are shared again within 10 s of Redis returning.
+func TestFleetOfThree(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the edge and runs six processes for about 30 s")
+	}
+	bin := buildEdge(t)
+	redisSrv := redistest.Start(t)
+	limited, limitedRec := mintSeeded(t, "limited")
+	limitedRec.RateLimit = &keys.RateLimit{PerSecond: 5, Burst: 5}
+	open, openRec := mintSeeded(t, "open")
+	keyFile := filepath.Join(t.TempDir(), "keys.json")
+	writeKeys(t, keyFile, limitedRec, openRec)
+
+	const window = 4 * time.Second
+	slack := 1.10
+	bound := int(float64(5*4+5) * slack) // 27
+
+	var inProcess fleetRun
+	t.Run("in-process", func(t *testing.T) {
+		pms := newWalkCountingPMS(t)
+		edges := startFleet(t, bin, 3, keyFile, pms.srv.URL, "")
+		inProcess = drive(t, edges, limited, open, window, 10*time.Second)
+		inProcess.walks = pms.walks.Load()
+		t.Logf("without Redis: limited key accepted %d in %s, %d list walks in 10 s", inProcess.accepted, window, inProcess.walks)
+		if inProcess.accepted <= 2*bound {
+			t.Errorf("in-process limits accepted %d; want about 3 x %d (three separate buckets)", inProcess.accepted, 5*4+5)
+		}
+		if inProcess.walks < 15 {
+			t.Errorf("in-process: %d list walks; want 15 or more (each instance walks per TTL)", inProcess.walks)
+		}
+	})
+
+	pms := newWalkCountingPMS(t)
+	edges := startFleet(t, bin, 3, keyFile, pms.srv.URL, redisSrv.URL())
+	t.Run("redis", func(t *testing.T) {
+		shared := drive(t, edges, limited, open, window, 10*time.Second)
+		shared.walks = pms.walks.Load()
+		t.Logf("with Redis (real server: %v): limited key accepted %d in %s, %d list walks in 10 s", redisSrv.Real(), shared.accepted, window, shared.walks)
+		if shared.accepted > bound {
+			t.Errorf("fleet-wide limit accepted %d in %s; want at most %d", shared.accepted, window, bound)
+		}
+		if shared.walks > 6 {
+			t.Errorf("with Redis: %d list walks; want at most 6 (one per TTL across the fleet)", shared.walks)
+		}
+		if shared.walks < 1 {
+			t.Errorf("no list walk counted: the counter is broken")
+		}
+	})
+
+	t.Run("redis-fault", func(t *testing.T) {
+		load := startLoad(edges, limited, open)
+		defer load.stop()
+		time.Sleep(500 * time.Millisecond) // load under way with Redis up
+		redisSrv.Stop()
+		eventually(t, func() bool { return allShared(t, edges, false) }) // every breaker has opened
+		time.Sleep(2 * time.Second)                                      // a while on the fallback
+		down := load.snapshot()
+		redisSrv.Restart()
+		back := time.Now()
+		deadline := back.Add(10 * time.Second)
+		for !allShared(t, edges, true) {
+			if time.Now().After(deadline) {
+				t.Fatalf("limits not shared again 10 s after Redis returned")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		sharedAfter := time.Since(back)
+		// Shared again: over 2 s the key gets one fleet-wide bucket (Redis
+		// restarted empty: a full burst), 5 + 2 x 5, not three of them.
+		before := load.snapshot()
+		time.Sleep(2 * time.Second)
+		after := load.snapshot()
+		load.stop()
+		accepted := after.limitedOK - before.limitedOK
+		t.Logf("until Redis returned: %d answers (%d of the limited key accepted); shared again %s after Redis returned; then %d accepted in 2 s",
+			down.total, down.limitedOK, sharedAfter.Round(10*time.Millisecond), accepted)
+		if bad := after.bad; len(bad) > 0 {
+			t.Errorf("answers other than 200/429 (limited key): %v", bad)
+		}
+		if down.total < 50 {
+			t.Errorf("only %d answers under load: the load did not run", down.total)
+		}
+		if accepted > int(15*slack) {
+			t.Errorf("after recovery %d accepted in 2 s; want at most %d (one shared bucket)", accepted, int(15*slack))
+		}
+		for _, e := range edges {
+			body := scrape(t, e.admin+"/metrics")
+			for _, series := range []string{
+				`partner_edge_redis_fallbacks_total{use="rate_limit"}`,
+				`partner_edge_redis_errors_total{kind="connection"}`,
+				`db_client_operation_duration_seconds_count{db_operation_name="EVALSHA"}`,
+			} {
+				if v, ok := value(body, series); !ok || v < 1 {
+					t.Errorf("%s: %s = %v (found %v); want counted", e.admin, series, v, ok)
+				}
+			}
+			if strings.Contains(e.stderr.String(), "connection pool: failed to dial") {
+				t.Errorf("go-redis's own log reached stderr at info level")
+			}
+			if n := strings.Count(e.stderr.String(), "redis circuit breaker opened"); n < 1 || n > 6 {
+				t.Errorf("breaker opening logged %d times by one instance; want once per transition", n)
+			}
+		}
+	})
+}
+
+// mintSeeded mints a live key of aurora from seed's bytes (distinct seeds:
+// distinct keys).
+func mintSeeded(t *testing.T, seed string) (string, keys.Record) {
+	t.Helper()
+	token, rec, err := keys.Mint(strings.NewReader(strings.Repeat(seed, 100)), "aurora", keys.ModeLive, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return token, rec
+}
+
+// fleetRun is what one drive measured.
+type fleetRun struct {
+	accepted int   // 200s of the limited key within the window
+	walks    int64 // PMS list walks
+}
+
+// drive sends the limited key round-robin for window and the open key to
+// all edges for total, and returns the limited key's 200s. Every answer
+// must be 200, or 429 for the limited key.
+func drive(t *testing.T, edges []*edgeProc, limited, open string, window, total time.Duration) fleetRun {
+	t.Helper()
+	l := startLoad(edges, limited, open)
+	time.Sleep(window)
+	inWindow := l.snapshot()
+	time.Sleep(total - window)
+	l.stop()
+	if bad := l.snapshot().bad; len(bad) > 0 {
+		t.Errorf("unexpected answers: %v", bad)
+	}
+	return fleetRun{accepted: inWindow.limitedOK}
+}
+
+// load is traffic to a fleet: workers send the limited key round-robin
+// over the edges, others the open key to every edge.
+type load struct {
+	stopOnce sync.Once
+	done     chan struct{}
+	wg       sync.WaitGroup
+
+	mu        sync.Mutex
+	total     int
+	limitedOK int
+	bad       []string
+}
+
+type loadCounts struct {
+	total, limitedOK int
+	bad              []string
+}
+
+func startLoad(edges []*edgeProc, limited, open string) *load {
+	l := &load{done: make(chan struct{})}
+	client := &http.Client{Timeout: 15 * time.Second}
+	var next atomic.Int64
+	worker := func(key string, pace time.Duration, isLimited bool) {
+		defer l.wg.Done()
+		for {
+			select {
+			case <-l.done:
+				return
+			case <-time.After(pace):
+			}
+			e := edges[int(next.Add(1))%len(edges)]
+			req, _ := http.NewRequest("GET", e.base+"properties?perPage=5", nil)
+			req.Header.Set("Authorization", "Bearer "+key)
+			req.Header.Set("User-Agent", "fleet-test/1.0")
+			code := 0
+			if res, err := client.Do(req); err == nil {
+				_, _ = io.Copy(io.Discard, res.Body)
+				res.Body.Close()
+				code = res.StatusCode
+			}
+			l.mu.Lock()
+			l.total++
+			switch {
+			case code == http.StatusOK && isLimited:
+				l.limitedOK++
+			case code == http.StatusOK, code == http.StatusTooManyRequests && isLimited:
+			default:
+				if len(l.bad) < 20 {
+					l.bad = append(l.bad, fmt.Sprintf("%s limited=%v: %d", e.base, isLimited, code))
+				}
+			}
+			l.mu.Unlock()
+		}
+	}
+	for range 2 { // about 200 requests a second of the limited key
+		l.wg.Add(1)
+		go worker(limited, 10*time.Millisecond, true)
+	}
+	for range 3 {
+		l.wg.Add(1)
+		go worker(open, 20*time.Millisecond, false)
+	}
+	return l
+}
+
+func (l *load) snapshot() loadCounts {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return loadCounts{l.total, l.limitedOK, append([]string(nil), l.bad...)}
+}
+
+func (l *load) stop() {
+	l.stopOnce.Do(func() { close(l.done); l.wg.Wait() })
+}
+
+// walkCountingPMS is the simulator, counting list walks: first-page list
+// requests (no cursor).
+type walkCountingPMS struct {
+	srv   *httptest.Server
+	walks atomic.Int64
+}
+
+func newWalkCountingPMS(t *testing.T) *walkCountingPMS {
+	t.Helper()
+	sim := pmsim.New(pmsim.Config{Seed: 9, Token: "pms-secret-token"})
+	p := &walkCountingPMS{}
+	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/brands/aurora/hotels") && !r.URL.Query().Has("cursor") {
+			p.walks.Add(1)
+		}
+		sim.ServeHTTP(w, r)
+	}))
+	t.Cleanup(p.srv.Close)
+	return p
+}
+
+// edgeProc is one running edge process.
+type edgeProc struct {
+	base, admin string
+	stderr      *lockedBuffer
+}
+
+// startFleet starts n edge processes on one PMS (and Redis when redisURL
+// is set), with a cache TTL of 2 s; they are stopped when t ends.
+func startFleet(t *testing.T, bin string, n int, keyFile, pmsURL, redisURL string) []*edgeProc {
+	t.Helper()
+	edges := make([]*edgeProc, n)
+	for i := range edges {
+		cmd := exec.Command(bin)
+		cmd.Env = []string{
+			"EDGE_ADDR=127.0.0.1:0", "EDGE_ADMIN_ADDR=127.0.0.1:0",
+			"EDGE_BRAND=aurora", "EDGE_KEYS_FILE=" + keyFile,
+			"PMS_BASE_URL=" + pmsURL, "PMS_TOKEN=pms-secret-token",
+			"EDGE_CACHE_TTL=2s", "EDGE_AUTH_FAIL_LIMIT=20",
+			"EDGE_REDIS_URL=" + redisURL,
+		}
+		e := &edgeProc{stderr: &lockedBuffer{}}
+		cmd.Stdout, cmd.Stderr = io.Discard, e.stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(exited) }()
+		t.Cleanup(func() {
+			_ = cmd.Process.Kill()
+			<-exited
+		})
+		e.base = "http://" + waitListening(t, &started{stderr: e.stderr}) + "/v1/"
+		eventually(t, func() bool { return adminListening.MatchString(e.stderr.String()) })
+		e.admin = "http://" + adminListening.FindStringSubmatch(e.stderr.String())[1]
+		waitHealthy(t, e.base)
+		edges[i] = e
+	}
+	return edges
+}
+
+// allShared reports whether every edge's /fleet says "shared" is want
+// (true: Redis in use, breaker closed; false: falling back).
+func allShared(t *testing.T, edges []*edgeProc, want bool) bool {
+	t.Helper()
+	for _, e := range edges {
+		res, err := http.Get(e.admin + "/fleet")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st struct {
+			Redis   string `json:"redis"`
+			Breaker string `json:"breaker"`
+			Shared  bool   `json:"shared"`
+		}
+		err = json.NewDecoder(res.Body).Decode(&st)
+		res.Body.Close()
+		if err != nil || st.Redis != "on" {
+			t.Fatalf("/fleet: %+v, %v", st, err)
+		}
+		if st.Shared != want {
+			return false
+		}
+	}
+	return true
+}
