@@ -122,16 +122,21 @@ func paramIndex(params []intParam, name string) int {
 type unknownNames struct {
 	listed []problem.FieldError
 	total  int
+	// seen holds the listed names (at most MaxErrors): one hash lookup per
+	// name instead of MaxErrors string comparisons.
+	seen map[string]struct{}
 }
 
 func (u *unknownNames) add(name string, params []intParam) {
-	for _, fe := range u.listed {
-		if fe.Field == name {
-			return
-		}
+	if _, dup := u.seen[name]; dup {
+		return
 	}
 	u.total++
 	if len(u.listed) < problem.MaxErrors {
+		if u.seen == nil {
+			u.seen = make(map[string]struct{}, problem.MaxErrors)
+		}
+		u.seen[name] = struct{}{}
 		u.listed = append(u.listed, unknownParam(name, params))
 	}
 }
