@@ -1,7 +1,9 @@
 package edge_test
 
 import (
+	"bufio"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -25,8 +27,9 @@ func BenchmarkUnknownQuery64KB(b *testing.B) {
 // /v1/health every 10 ms. It reports the slowest and the median health
 // answer (health-max-ms, health-p99-ms, health-p50-ms): acceptance 5 of
 // issue 11 wants the slowest under 100 ms on the project's 2-core machine.
-// The load generator shares the process (and GOMAXPROCS) with the edge,
-// so the figure is pessimistic; compare runs on an otherwise idle machine.
+// The load generator shares the process (and GOMAXPROCS) with the edge;
+// it writes prebuilt requests on open connections to keep its own share
+// small. Compare runs on an otherwise idle machine.
 //
 //	go test -run '^$' -bench HealthUnderHugeQueries -benchtime 5x ./edge/
 func BenchmarkHealthUnderHugeQueries(b *testing.B) {
@@ -34,27 +37,36 @@ func BenchmarkHealthUnderHugeQueries(b *testing.B) {
 	srv := httptest.NewServer(env.handler)
 	b.Cleanup(srv.Close)
 	q, _ := unknownQuery(64 << 10)
-	target := srv.URL + "/v1/properties?" + q
-	tr := &http.Transport{MaxIdleConnsPerHost: 300}
-	b.Cleanup(tr.CloseIdleConnections)
-	client := &http.Client{Transport: tr}
-	healthClient := &http.Client{Transport: &http.Transport{}}
-
-	get := func(c *http.Client, url, token string) (int, int) {
-		req, _ := http.NewRequest(http.MethodGet, url, nil)
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
+	// The load is 300 keep-alive connections, each sending one prebuilt
+	// request per iteration, so the load generator's own cost (which
+	// shares the 2 cores) stays small and the figure is the edge's.
+	raw := []byte("GET /v1/properties?" + q + " HTTP/1.1\r\nHost: bench\r\nAuthorization: Bearer " +
+		env.liveToken + "\r\nUser-Agent: " + benchUA + "\r\n\r\n")
+	type loadConn struct {
+		c  net.Conn
+		br *bufio.Reader
+	}
+	conns := make([]loadConn, 300)
+	for i := range conns {
+		c, err := net.Dial("tcp", srv.Listener.Addr().String())
+		if err != nil {
+			b.Fatal(err)
 		}
-		req.Header.Set("User-Agent", benchUA)
-		res, err := c.Do(req)
+		b.Cleanup(func() { _ = c.Close() })
+		conns[i] = loadConn{c, bufio.NewReaderSize(c, 16<<10)}
+	}
+	healthClient := &http.Client{Transport: &http.Transport{}}
+	healthOnce := func() int {
+		res, err := healthClient.Get(srv.URL + "/v1/health")
 		if err != nil {
 			b.Error(err)
-			return 0, 0
+			return 0
 		}
-		n, _ := io.Copy(io.Discard, res.Body)
+		_, _ = io.Copy(io.Discard, res.Body)
 		_ = res.Body.Close()
-		return res.StatusCode, int(n)
+		return res.StatusCode
 	}
+	healthOnce() // the health connection is open before the load starts
 
 	var healthTimes []time.Duration
 	maxBody := 0
@@ -62,14 +74,24 @@ func BenchmarkHealthUnderHugeQueries(b *testing.B) {
 		var wg sync.WaitGroup
 		done := make(chan struct{})
 		var mu sync.Mutex
-		for range 300 {
+		for _, lc := range conns {
 			wg.Go(func() {
-				status, n := get(client, target, env.liveToken)
-				if status != http.StatusBadRequest {
-					b.Errorf("status %d, want 400", status)
+				if _, err := lc.c.Write(raw); err != nil {
+					b.Error(err)
+					return
+				}
+				res, err := http.ReadResponse(lc.br, nil)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				n, _ := io.Copy(io.Discard, res.Body)
+				_ = res.Body.Close()
+				if res.StatusCode != http.StatusBadRequest {
+					b.Errorf("status %d, want 400", res.StatusCode)
 				}
 				mu.Lock()
-				maxBody = max(maxBody, n)
+				maxBody = max(maxBody, int(n))
 				mu.Unlock()
 			})
 		}
@@ -80,7 +102,7 @@ func BenchmarkHealthUnderHugeQueries(b *testing.B) {
 			defer tick.Stop()
 			for {
 				start := time.Now()
-				if status, _ := get(healthClient, srv.URL+"/v1/health", ""); status != http.StatusOK {
+				if status := healthOnce(); status != http.StatusOK {
 					b.Errorf("health %d", status)
 				}
 				healthTimes = append(healthTimes, time.Since(start))
