@@ -64,21 +64,11 @@ func (d *Direct) reject(err error) {
 // Snapshot lists every record of the brand and maps it; unmappable records
 // are left out and reported to OnReject.
 func (d *Direct) Snapshot(ctx context.Context) (*Snapshot, error) {
-	raws, err := d.pms.ListHotels(ctx, d.opts.Brand)
+	props, loadedAt, err := d.Properties(ctx)
 	if err != nil {
 		return nil, err
 	}
-	items := make([]*Item, 0, len(raws))
-	mo := d.mapOpts()
-	for _, raw := range raws {
-		p, err := mapping.MapRaw(raw, mo)
-		if err != nil {
-			d.reject(err)
-			continue
-		}
-		items = append(items, NewItem(p))
-	}
-	return NewSnapshot(items, d.opts.Now()), nil
+	return SnapshotOf(props, loadedAt), nil
 }
 
 // Property gets one record and maps it. An unmappable record, or one of
