@@ -126,7 +126,7 @@ func TestFault503WithRetryAfter(t *testing.T) {
 	t.Run("beyond the cap: no retry", func(t *testing.T) {
 		t.Parallel()
 		faultCase{fault: status(503, "Retry-After", "3"), code: "unavailable",
-			attempts: 1, maxTime: 500 * time.Millisecond}.run(t)
+			attempts: 1, maxTime: 2 * time.Second}.run(t)
 	})
 	t.Run("beyond the deadline: fail now", func(t *testing.T) {
 		t.Parallel()
@@ -137,7 +137,7 @@ func TestFault503WithRetryAfter(t *testing.T) {
 	t.Run("as an HTTP date", func(t *testing.T) {
 		t.Parallel()
 		faultCase{fault: status(503, "Retry-After", time.Now().Add(time.Hour).UTC().Format(http.TimeFormat)),
-			code: "unavailable", attempts: 1, maxTime: 500 * time.Millisecond}.run(t)
+			code: "unavailable", attempts: 1, maxTime: 2 * time.Second}.run(t)
 	})
 }
 
@@ -216,7 +216,7 @@ func TestFaultMalformedJSON(t *testing.T) {
 	faultCase{fault: func(w http.ResponseWriter, _ *http.Request, _ int64) bool {
 		_, _ = w.Write([]byte(`{"hotels":[{"hotel_id":"00000001-`))
 		return true
-	}, code: "bad_gateway", attempts: 1, maxTime: 500 * time.Millisecond}.run(t)
+	}, code: "bad_gateway", attempts: 1, maxTime: 2 * time.Second}.run(t)
 }
 
 func TestFaultOversizedBody(t *testing.T) {
@@ -225,7 +225,7 @@ func TestFaultOversizedBody(t *testing.T) {
 		_, _ = w.Write([]byte(`{"hotels":[],"nextCursor":null,"x":"` + strings.Repeat("y", 64<<10) + `"}`))
 		return true
 	}, cfg: func(c *ClientConfig) { c.MaxBodyBytes = 32 << 10 },
-		code: "bad_gateway", attempts: 1, maxTime: 500 * time.Millisecond}.run(t)
+		code: "bad_gateway", attempts: 1, maxTime: 2 * time.Second}.run(t)
 }
 
 // flapping fails the first n requests, then serves.
