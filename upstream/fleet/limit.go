@@ -27,16 +27,6 @@ type Decision struct {
 	ResetAfter time.Duration
 }
 
-// Limiter is the contract shared by the Redis limiter, the fallback
-// wrapper and any in-process limiter (adapt the edge's to it). Allow
-// consumes one request; Peek consumes nothing and reports whether one more
-// would be allowed (the failed-authentication throttle peeks before it
-// looks at a key, and calls Allow on each failure).
-type Limiter interface {
-	Allow(ctx context.Context, key string, l Limit) (Decision, error)
-	Peek(ctx context.Context, key string, l Limit) (Decision, error)
-}
-
 // ErrBadLimit is a Limit that is not positive and finite.
 var ErrBadLimit = errors.New("fleet: limit needs PerSecond > 0 and Burst >= 1")
 
@@ -52,18 +42,8 @@ func NewRedisLimiter(c *Client) *RedisLimiter {
 	return &RedisLimiter{c: c, lim: redis_rate.NewLimiter(c.rdb)}
 }
 
-// Allow consumes one request of key's quota.
-func (r *RedisLimiter) Allow(ctx context.Context, key string, l Limit) (Decision, error) {
-	return r.allowN(ctx, key, l, 1)
-}
-
-// Peek reports key's state without consuming: Allowed when at least one
-// request is left, RetryAfter until one is.
-func (r *RedisLimiter) Peek(ctx context.Context, key string, l Limit) (Decision, error) {
-	return r.allowN(ctx, key, l, 0)
-}
-
-// AllowN consumes n requests of key's quota if it holds them (n = 0: Peek),
+// AllowN consumes n requests of key's quota if it holds them (n = 0 takes
+// nothing: Allowed then says whether one more request would be allowed),
 // with the semantics of the edge's Limiter: RetryAfter is also set when a
 // request was allowed but none is left (until the next one would be).
 func (r *RedisLimiter) AllowN(ctx context.Context, key string, l Limit, n int) (Decision, error) {

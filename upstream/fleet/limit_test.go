@@ -1,9 +1,7 @@
 package fleet
 
 import (
-	"context"
 	"errors"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,7 +34,7 @@ func TestRedisLimiterIsSharedByInstances(t *testing.T) {
 	key, l := RateKey("acme", "key-1"), Limit{PerSecond: 1, Burst: 5}
 	ctx := t.Context()
 
-	if d, err := a.Peek(ctx, key, l); err != nil || !d.Allowed || d.Remaining != 5 {
+	if d, err := a.AllowN(ctx, key, l, 0); err != nil || !d.Allowed || d.Remaining != 5 {
 		t.Fatalf("peek of a fresh key: %+v, %v", d, err)
 	}
 	allowed := 0
@@ -45,7 +43,7 @@ func TestRedisLimiterIsSharedByInstances(t *testing.T) {
 		if i%2 == 1 {
 			lim = b
 		}
-		d, err := lim.Allow(ctx, key, l)
+		d, err := lim.AllowN(ctx, key, l, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -58,50 +56,45 @@ func TestRedisLimiterIsSharedByInstances(t *testing.T) {
 	if allowed != 5 {
 		t.Fatalf("two instances allowed %d of 10 at burst 5, want 5 in all", allowed)
 	}
-	d, err := b.Peek(ctx, key, l)
+	d, err := b.AllowN(ctx, key, l, 0)
 	if err != nil || d.Allowed || d.RetryAfter <= 0 || d.RetryAfter > time.Second {
 		t.Fatalf("peek of a spent key: %+v, %v; want not allowed, RetryAfter in (0, 1s]", d, err)
 	}
-	if d2, _ := b.Peek(ctx, key, l); d2.Allowed {
+	if d2, _ := b.AllowN(ctx, key, l, 0); d2.Allowed {
 		t.Fatal("peek consumed or refilled")
 	}
-	if _, err := a.Allow(ctx, key, Limit{}); !errors.Is(err, ErrBadLimit) {
+	if _, err := a.AllowN(ctx, key, Limit{}, 1); !errors.Is(err, ErrBadLimit) {
 		t.Fatalf("zero limit: %v, want ErrBadLimit", err)
 	}
 }
 
-// countingLimiter is an in-process stand-in that allows everything.
-type countingLimiter struct{ calls atomic.Int64 }
-
-func (c *countingLimiter) Allow(context.Context, string, Limit) (Decision, error) {
-	c.calls.Add(1)
-	return Decision{Allowed: true, Remaining: 1}, nil
-}
-
-func (c *countingLimiter) Peek(ctx context.Context, k string, l Limit) (Decision, error) {
-	return c.Allow(ctx, k, l)
-}
-
-func TestFallbackLimiterSurvivesRedisRestart(t *testing.T) {
+// The edge's adapter over RedisLimiter (cmd/edge/fleet.go) counts a
+// fallback on each error and decides in-process; the limiter must err at
+// once while Redis is down and answer again once it is back.
+func TestRedisLimiterSurvivesRedisRestart(t *testing.T) {
 	srv := redistest.Start(t)
 	tl, log := newTel(t), &logBuf{}
 	c := newTestClient(t, srv.URL(), tl, log)
-	local := &countingLimiter{}
-	f := &FallbackLimiter{Shared: NewRedisLimiter(c), Local: local, Use: UseRateLimit, Count: c}
+	rl := NewRedisLimiter(c)
 	key, l := RateKey("acme", "k"), Limit{PerSecond: 100, Burst: 100}
 	ctx := t.Context()
+	fromRedis := func() bool {
+		d, err := rl.AllowN(ctx, key, l, 1)
+		if err != nil {
+			c.Fallback(ctx, UseRateLimit, err)
+			return false
+		}
+		return d.Allowed
+	}
 
-	if _, err := f.Allow(ctx, key, l); err != nil || local.calls.Load() != 0 {
-		t.Fatalf("shared: err %v, local calls %d", err, local.calls.Load())
+	if !fromRedis() {
+		t.Fatal("Redis up: no answer from Redis")
 	}
 	srv.Stop()
 	for i := range 10 {
-		if d, err := f.Allow(ctx, key, l); err != nil || !d.Allowed {
-			t.Fatalf("call %d with Redis down: %+v, %v; want the local answer", i, d, err)
+		if fromRedis() {
+			t.Fatalf("call %d with Redis down answered by Redis", i)
 		}
-	}
-	if local.calls.Load() != 10 {
-		t.Fatalf("local calls %d, want 10", local.calls.Load())
 	}
 	if got := tl.counter(t, "partner_edge.redis.fallbacks", "use", "rate_limit"); got != 10 {
 		t.Fatalf("fallbacks %d, want 10", got)
@@ -112,14 +105,7 @@ func TestFallbackLimiterSurvivesRedisRestart(t *testing.T) {
 
 	srv.Restart()
 	deadline := time.Now().Add(10 * time.Second)
-	for local.calls.Load() > 0 {
-		before := local.calls.Load()
-		if _, err := f.Allow(ctx, key, l); err != nil {
-			t.Fatal(err)
-		}
-		if local.calls.Load() == before {
-			break // answered by Redis again
-		}
+	for !fromRedis() {
 		if time.Now().After(deadline) {
 			t.Fatal("still falling back 10 s after Redis returned")
 		}
