@@ -142,16 +142,12 @@ func queryUnescape(s string) (string, bool) {
 // escape, as url.QueryUnescape requires, without decoding s.
 func validEscapes(s string) bool {
 	for i := strings.IndexByte(s, '%'); i >= 0; i = strings.IndexByte(s, '%') {
-		if i+2 >= len(s) || !ishex(s[i+1]) || !ishex(s[i+2]) {
+		if i+2 >= len(s) || !isHex(s[i+1]) || !isHex(s[i+2]) {
 			return false
 		}
 		s = s[i+3:]
 	}
 	return true
-}
-
-func ishex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
 func paramIndex(params []intParam, name string) int {
