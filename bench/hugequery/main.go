@@ -174,14 +174,16 @@ func load(ctx context.Context, c config, stdout io.Writer) error {
 	}
 	all := stopProbe()
 
+	for _, s := range all {
+		if s.status != http.StatusOK {
+			failures = append(failures, fmt.Sprintf("health answer %d", s.status))
+		}
+	}
 	var worst time.Duration
 	var during []time.Duration
 	for i, w := range windows {
 		var in []time.Duration
 		for _, s := range all {
-			if s.status != http.StatusOK {
-				failures = append(failures, fmt.Sprintf("health answer %d", s.status))
-			}
 			// A probe belongs to the burst it overlaps.
 			if s.start.Before(w.end) && s.start.Add(s.took).After(w.start) {
 				in = append(in, s.took)
