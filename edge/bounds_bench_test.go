@@ -2,14 +2,16 @@ package edge_test
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/partner-edge/partner-edge/edge"
 )
 
 // BenchmarkUnknownQuery64KB answers a 64 KB query of distinct unknown
@@ -34,8 +36,12 @@ func BenchmarkUnknownQuery64KB(b *testing.B) {
 //	go test -run '^$' -bench HealthUnderHugeQueries -benchtime 5x ./edge/
 func BenchmarkHealthUnderHugeQueries(b *testing.B) {
 	env := newBenchEnv(b, time.Hour, nil)
-	srv := httptest.NewServer(env.handler)
-	b.Cleanup(srv.Close)
+	// Served as deployed (edge.Serve: its timeouts and head gate), not by
+	// httptest.
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	addr, _ := serve(b, ctx, edge.ServeConfig{Handler: env.handler})
+	url := "http://" + addr
 	q, _ := unknownQuery(64 << 10)
 	// The load is 300 keep-alive connections, each sending one prebuilt
 	// request per iteration, so the load generator's own cost (which
@@ -48,7 +54,7 @@ func BenchmarkHealthUnderHugeQueries(b *testing.B) {
 	}
 	conns := make([]loadConn, 300)
 	for i := range conns {
-		c, err := net.Dial("tcp", srv.Listener.Addr().String())
+		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -57,7 +63,7 @@ func BenchmarkHealthUnderHugeQueries(b *testing.B) {
 	}
 	healthClient := &http.Client{Transport: &http.Transport{}}
 	healthOnce := func() int {
-		res, err := healthClient.Get(srv.URL + "/v1/health")
+		res, err := healthClient.Get(url + "/v1/health")
 		if err != nil {
 			b.Error(err)
 			return 0

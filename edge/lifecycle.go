@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"sync"
 	"time"
 )
@@ -64,7 +65,9 @@ type ServeConfig struct {
 }
 
 // Serve listens and serves until ctx is done, then drains and shuts down
-// gracefully. It returns nil after a clean shutdown.
+// gracefully. It returns nil after a clean shutdown. Connections reading
+// an oversized request head (over 8 KB) take turns, GOMAXPROCS at a time,
+// so that a flood of them cannot starve health checks (headGate).
 func Serve(ctx context.Context, cfg ServeConfig) error {
 	if (cfg.TLSCertFile == "") != (cfg.TLSKeyFile == "") {
 		return errors.New("TLS needs both a certificate and a key")
@@ -85,6 +88,7 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
+	ln = newHeadGate(runtime.GOMAXPROCS(0), bigHead).listener(ln)
 	if cfg.OnListen != nil {
 		cfg.OnListen(ln.Addr())
 	}
@@ -152,14 +156,15 @@ func (cfg ServeConfig) withDefaults() ServeConfig {
 }
 
 // newHTTPServer bounds what slow, idle or hostile clients can hold: header
-// reading (ReadHeaderTimeout, MaxHeaderBytes: 431 beyond), whole request
+// reading (ReadHeaderTimeout, MaxHeaderBytes: 431 beyond; oversized heads
+// take turns at Serve's headGate), whole request
 // reading, writing (the request deadline plus a margin), idleness, and on
 // HTTP/2 a silent connection (ping after half of ReadHeaderTimeout, closed
 // when unanswered after the other half) and a peer that stops reading.
 func newHTTPServer(cfg ServeConfig) *http.Server {
 	rht := cfg.ReadHeaderTimeout
 	return &http.Server{
-		Handler:           cfg.Handler,
+		Handler:           releaseHead(cfg.Handler),
 		ReadHeaderTimeout: rht,
 		ReadTimeout:       2 * rht,
 		WriteTimeout:      cfg.RequestTimeout + writeMargin,
@@ -170,6 +175,7 @@ func newHTTPServer(cfg ServeConfig) *http.Server {
 			PingTimeout:      rht - rht/2,
 			WriteByteTimeout: 2 * rht,
 		},
-		ErrorLog: newErrorLog(cfg.Logger, cfg.Now),
+		ErrorLog:    newErrorLog(cfg.Logger, cfg.Now),
+		ConnContext: gateConnContext, // with Serve's headGate listener
 	}
 }

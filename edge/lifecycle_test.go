@@ -25,7 +25,7 @@ import (
 )
 
 // serve runs edge.Serve in the background and returns its address.
-func serve(t *testing.T, ctx context.Context, cfg edge.ServeConfig) (string, chan error) {
+func serve(t testing.TB, ctx context.Context, cfg edge.ServeConfig) (string, chan error) {
 	t.Helper()
 	addrc := make(chan string, 1)
 	cfg.Addr = "127.0.0.1:0"
