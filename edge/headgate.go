@@ -10,14 +10,11 @@ import (
 	"time"
 )
 
-// Defaults of the head gate.
-const (
-	// bigHead is how many bytes a connection may read since its last write
-	// before it counts as reading an oversized request head. No request of
-	// this API needs more than a few hundred bytes; nginx's default
-	// large_client_header_buffers line limit is the same 8 KB.
-	bigHead = 8 << 10
-)
+// bigHead is how many bytes a connection may read since its last write
+// before it counts as reading an oversized request head. No request of
+// this API needs more than a few hundred bytes; nginx's default
+// large_client_header_buffers line limit is the same 8 KB.
+const bigHead = 8 << 10
 
 // headGate lets at most a few connections at a time (GOMAXPROCS) read an
 // oversized request head: more than bigHead bytes read since the

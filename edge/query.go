@@ -48,6 +48,8 @@ func parseQuery(raw string, params []intParam) (queryValues, error) {
 	var count [maxParams]int
 	var given [maxParams]string // the first value of each param
 	var unknown unknownNames
+	// IndexByte rather than strings.Cut: on a 64 KB query of unknown
+	// names Cut's extra call costs about 10% (BenchmarkUnknownQuery64KB).
 	for rest := raw; rest != ""; {
 		var pair string
 		if i := strings.IndexByte(rest, '&'); i >= 0 {

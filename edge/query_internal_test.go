@@ -18,7 +18,7 @@ func FuzzQueryUnescape(f *testing.F) {
 			t.Fatalf("queryUnescape(%q) = %q, %v; url.QueryUnescape = %q, %v", s, got, ok, want, err)
 		}
 		if validEscapes(s) != (err == nil) {
-			t.Fatalf("validEscapes(%q) = %v; url.QueryUnescape error %v", s, !(err == nil), err)
+			t.Fatalf("validEscapes(%q) = %v; url.QueryUnescape error %v", s, validEscapes(s), err)
 		}
 	})
 }

@@ -32,6 +32,11 @@ func TestSettingsDocumented(t *testing.T) {
 	}
 }
 
+var (
+	settingInCode  = regexp.MustCompile(`"(EDGE_[A-Z_]+)"`)
+	settingInTable = regexp.MustCompile("`(EDGE_[A-Z_]+)`")
+)
+
 // settingsRead is every EDGE_ name in the non-test Go files of cmd/edge.
 func settingsRead(t *testing.T) []string {
 	t.Helper()
@@ -46,7 +51,7 @@ func settingsRead(t *testing.T) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, n := range regexp.MustCompile(`"(EDGE_[A-Z_]+)"`).FindAllStringSubmatch(string(src), -1) {
+		for _, n := range settingInCode.FindAllStringSubmatch(string(src), -1) {
 			if !seen[n[1]] {
 				seen[n[1]] = true
 				names = append(names, n[1])
@@ -88,7 +93,7 @@ func defaultsTable(t *testing.T, path string) map[string]string {
 		if col < 0 || col >= len(cells) {
 			continue
 		}
-		for _, n := range regexp.MustCompile("`(EDGE_[A-Z_]+)`").FindAllStringSubmatch(cells[0], -1) {
+		for _, n := range settingInTable.FindAllStringSubmatch(cells[0], -1) {
 			out[n[1]] = cells[col]
 		}
 	}
