@@ -58,14 +58,6 @@ type fakeNow struct {
 func (f *fakeNow) Now() time.Time  { f.mu.Lock(); defer f.mu.Unlock(); return f.t }
 func (f *fakeNow) Set(t time.Time) { f.mu.Lock(); f.t = t; f.mu.Unlock() }
 
-func snapshotJSON(s *upstream.Snapshot) []byte {
-	var b bytes.Buffer
-	for _, it := range s.Active {
-		b.Write(it.JSON)
-	}
-	return b.Bytes()
-}
-
 func TestIntegrationStaleOnBadGateway(t *testing.T) {
 	clk := &fakeNow{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
 	start := clk.Now()
