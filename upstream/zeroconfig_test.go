@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/partner-edge/partner-edge/observability/testkit"
 )
 
 // The zero ClientConfig (but its BaseURL) is usable: every size and
@@ -77,7 +79,7 @@ func TestNegativeClientConfigRefused(t *testing.T) {
 
 // The zero BudgetConfig allows the documented floor of retries a second.
 func TestZeroBudgetConfig(t *testing.T) {
-	clk := &fakeClock{t: time.Unix(1_000_000, 0)}
+	clk := testkit.NewClockAt(time.Unix(1_000_000, 0))
 	b := NewRetryBudget(BudgetConfig{Now: clk.Now})
 	if n := allowed(b, 100); n != DefaultBudgetMinPerSecond {
 		t.Fatalf("zero config, no requests: %d retries, want the floor %d", n, DefaultBudgetMinPerSecond)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream/fleet/redistest"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
@@ -80,10 +81,10 @@ func TestFleetOfThree(t *testing.T) {
 	t.Run("redis-fault", func(t *testing.T) {
 		load := startLoad(edges, limited, open)
 		defer load.stop()
-		time.Sleep(500 * time.Millisecond) // load under way with Redis up
+		time.Sleep(500 * time.Millisecond) // outside event: the load generator's traffic reaches the edge processes, Redis up
 		redisSrv.Stop()
-		eventually(t, func() bool { return allShared(t, edges, false) }) // every breaker has opened
-		time.Sleep(2 * time.Second)                                      // a while on the fallback
+		testkit.Eventually(t, "every breaker has opened", func() bool { return allShared(t, edges, false) })
+		time.Sleep(2 * time.Second) // measured window: traffic to the edge processes while they fall back
 		down := load.snapshot()
 		redisSrv.Restart()
 		back := time.Now()
@@ -92,13 +93,13 @@ func TestFleetOfThree(t *testing.T) {
 			if time.Now().After(deadline) {
 				t.Fatalf("limits not shared again 10 s after Redis returned")
 			}
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(50 * time.Millisecond) // outside event: the processes' admin /fleet state; 10 s is the requirement
 		}
 		sharedAfter := time.Since(back)
 		// Shared again: over 2 s the key gets one fleet-wide bucket (Redis
 		// restarted empty: a full burst), 5 + 2 x 5, not three of them.
 		before := load.snapshot()
-		time.Sleep(2 * time.Second)
+		time.Sleep(2 * time.Second) // measured window: traffic to the edge processes on one shared bucket
 		after := load.snapshot()
 		load.stop()
 		accepted := after.limitedOK - before.limitedOK
@@ -157,9 +158,9 @@ type fleetRun struct {
 func drive(t *testing.T, edges []*edgeProc, limited, open string, window, total time.Duration) fleetRun {
 	t.Helper()
 	l := startLoad(edges, limited, open)
-	time.Sleep(window)
+	time.Sleep(window) // measured window: the load generator's traffic to the edge processes
 	inWindow := l.snapshot()
-	time.Sleep(total - window)
+	time.Sleep(total - window) // the rest of the traffic, for the walks the PMS counts
 	l.stop()
 	if bad := l.snapshot().bad; len(bad) > 0 {
 		t.Errorf("unexpected answers: %v", bad)
@@ -266,7 +267,7 @@ func newWalkCountingPMS(t *testing.T) *walkCountingPMS {
 // edgeProc is one running edge process.
 type edgeProc struct {
 	base, admin string
-	stderr      *lockedBuffer
+	stderr      *testkit.LogBuffer
 }
 
 // startFleet starts n edge processes on one PMS (and Redis when redisURL
@@ -283,7 +284,7 @@ func startFleet(t *testing.T, bin string, n int, keyFile, pmsURL, redisURL strin
 			"EDGE_CACHE_TTL=2s", "EDGE_AUTH_FAIL_LIMIT=20",
 			"EDGE_REDIS_URL=" + redisURL,
 		}
-		e := &edgeProc{stderr: &lockedBuffer{}}
+		e := &edgeProc{stderr: &testkit.LogBuffer{}}
 		cmd.Stdout, cmd.Stderr = io.Discard, e.stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -295,7 +296,7 @@ func startFleet(t *testing.T, bin string, n int, keyFile, pmsURL, redisURL strin
 			<-exited
 		})
 		e.base = "http://" + waitListening(t, &started{stderr: e.stderr}) + "/v1/"
-		eventually(t, func() bool { return adminListening.MatchString(e.stderr.String()) })
+		testkit.Eventually(t, "the admin listener is logged", func() bool { return adminListening.MatchString(e.stderr.String()) })
 		e.admin = "http://" + adminListening.FindStringSubmatch(e.stderr.String())[1]
 		waitHealthy(t, e.base)
 		edges[i] = e

@@ -71,6 +71,9 @@ func (s *Store) Watch(ctx context.Context) error {
 			settle.Reset(watchSettle)
 		case <-settle.C:
 			s.reload(false) //nolint:errcheck // logged by reload
+			if s.looked != nil {
+				s.looked()
+			}
 		}
 	}
 }
