@@ -1,8 +1,10 @@
 // Package fleet holds the building blocks that let several edge instances
 // share one Redis (or Valkey): a guarded client (per-call deadline, circuit
-// breaker, metrics, spans), a fleet-wide GCRA limiter with an in-process
-// fallback, and a lease-and-publish store with a coordinator so that one
-// instance per brand and mode walks the PMS per TTL.
+// breaker, metrics, spans), a fleet-wide GCRA limiter, and a
+// lease-and-publish store with a coordinator so that one instance per brand
+// and mode walks the PMS per TTL. The limiter has no fallback of its own: an
+// error sends the caller to its in-process limiter (the edge's, through
+// cmd/edge's adapter), while the coordinator falls back to a local walk.
 //
 // Contract for callers: every method returns quickly (within the call
 // timeout, or at once while the breaker is open) and an error means "use
