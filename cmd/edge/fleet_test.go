@@ -66,12 +66,21 @@ func TestFleetOfThree(t *testing.T) {
 	t.Run("redis", func(t *testing.T) {
 		shared := drive(t, edges, limited, open, window, 10*time.Second)
 		shared.walks = pms.walks.Load()
-		t.Logf("with Redis (real server: %v): limited key accepted %d in %s, %d list walks in 10 s", redisSrv.Real(), shared.accepted, window, shared.walks)
+		// A walk beyond one per TTL is allowed only as a counted fallback:
+		// on a busy machine a Redis call can outlast the guard's 100 ms and
+		// the instance then walks the PMS itself (docs/scaling.md).
+		var fallbacks int64
+		for _, e := range edges {
+			v, _ := value(scrape(t, e.admin+"/metrics"), `partner_edge_redis_fallbacks_total{use="snapshot"}`)
+			fallbacks += int64(v)
+		}
+		t.Logf("with Redis (real server: %v): limited key accepted %d in %s, %d list walks in 10 s, %d snapshot fallbacks",
+			redisSrv.Real(), shared.accepted, window, shared.walks, fallbacks)
 		if shared.accepted > bound {
 			t.Errorf("fleet-wide limit accepted %d in %s; want at most %d", shared.accepted, window, bound)
 		}
-		if shared.walks > 6 {
-			t.Errorf("with Redis: %d list walks; want at most 6 (one per TTL across the fleet)", shared.walks)
+		if shared.walks > 6+fallbacks {
+			t.Errorf("with Redis: %d list walks, %d of them counted fallbacks; want at most 6 (one per TTL across the fleet) besides those", shared.walks, fallbacks)
 		}
 		if shared.walks < 1 {
 			t.Errorf("no list walk counted: the counter is broken")
