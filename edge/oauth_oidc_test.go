@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 
+	"github.com/partner-edge/partner-edge/edge"
 	"github.com/partner-edge/partner-edge/problem"
 )
 
@@ -285,5 +287,120 @@ func TestRealServerAcceptance3(t *testing.T) {
 	}
 	if strings.Contains(te.logs.String(), parts[2]) {
 		t.Error("a token reached the log")
+	}
+}
+
+// TestRealServerAcceptance4 is issue 19's acceptance 4: the RFC 9728
+// document, resource_metadata on every 401, and no token in logs or traces
+// (the real OTel SDK's in-memory exporter).
+func TestRealServerAcceptance4(t *testing.T) {
+	tel, simTel, exp := newTelemetry(t)
+	// A tiny quota: the metadata route must never be rate-limited.
+	te := newTokenEdge(t, harnessOptions{tel: tel, simTel: simTel,
+		rateLimit: edge.RateLimit{PerSecond: 0.001, Burst: 1}}, rsaJWK(t, "k1"))
+
+	for range 5 {
+		res, err := http.Get(te.srv.URL + "/.well-known/oauth-protected-resource/v1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "application/json" {
+			t.Fatalf("metadata: %d %s %s", res.StatusCode, res.Header.Get("Content-Type"), body)
+		}
+		var md map[string]any
+		if err := json.Unmarshal(body, &md); err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]any{
+			"resource":                 oauthAudience,
+			"authorization_servers":    []any{te.oidc.issuer},
+			"scopes_supported":         []any{"properties:read"},
+			"bearer_methods_supported": []any{"header"},
+			"resource_documentation":   testDocsURL,
+		}
+		if !reflect.DeepEqual(md, want) {
+			t.Fatalf("metadata %v, want %v", md, want)
+		}
+	}
+
+	good := te.oidc.token("partner-a", "properties:read", "")
+	noScope := te.oidc.token("partner-noscope", "other:read", "")
+	otherAud := te.oidc.token("partner-a", "properties:read", "https://api.borealis.example.com/v1")
+	unknown := te.oidc.token("partner-unknown", "properties:read", "")
+	tokens := []string{good, noScope, otherAud, unknown}
+
+	exp.Reset()
+	req := request{path: "/v1/properties", key: good}
+	wantOK(t, req, te.do(req))
+	req = request{path: "/v1/", key: noScope}
+	wantProblem(t, req, te.do(req), problem.InsufficientScope)
+
+	// Every 401 carries resource_metadata.
+	for _, c := range []struct {
+		req   request
+		code  problem.Code
+		token bool
+	}{
+		{request{path: "/v1/"}, problem.MissingAuthHeader, false},
+		{request{path: "/v1/", headers: map[string][]string{"Authorization": {"Basic dXNlcjpwYXNz"}}}, problem.InvalidAuthHeader, false},
+		{request{path: "/v1/", key: "svc_live_" + strings.Repeat("x", 30)}, problem.InvalidAPIKey, true},
+		{request{path: "/v1/", key: "expired"}, problem.APIKeyExpired, true},
+		{request{path: "/v1/", key: otherAud}, problem.InvalidAccessToken, true},
+		{request{path: "/v1/", key: unknown}, problem.InvalidAccessToken, true},
+	} {
+		res := te.do(c.req)
+		wantProblem(t, c.req, res, c.code)
+		wantChallenge(t, res, c.token)
+	}
+	te.clk.Add(10 * time.Minute)
+	req = request{path: "/v1/", key: good}
+	res := te.do(req)
+	wantProblem(t, req, res, problem.AccessTokenExpired)
+	wantChallenge(t, res, true)
+
+	// Nothing of any token in the logs or the spans; the record's id and
+	// the method are there.
+	logs := te.logs.String()
+	spans := exp.GetSpans()
+	dump, err := json.Marshal(spans.Snapshots())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tok := range tokens {
+		for i, part := range strings.Split(tok, ".") {
+			if i == 0 {
+				continue // the header ({"alg":"RS256","typ":"at+jwt","kid":"k1"}) is common to all
+			}
+			if strings.Contains(logs, part) {
+				t.Errorf("a token's part %d is in the log", i)
+			}
+			if strings.Contains(string(dump), part) {
+				t.Errorf("a token's part %d is in a span", i)
+			}
+		}
+	}
+	if !strings.Contains(logs, `"key_id":"key_live"`) || !strings.Contains(logs, `"auth_method":"oauth"`) {
+		t.Errorf("the access log lacks the record's id or the method:\n%s", short([]byte(logs)))
+	}
+	var oauthSpan bool
+	for _, s := range spans {
+		attrs := map[string]string{}
+		for _, a := range s.Attributes {
+			attrs[string(a.Key)] = a.Value.Emit()
+		}
+		if attrs["partner_edge.auth.method"] == "oauth" && attrs["partner_edge.key_id"] == "key_live" {
+			oauthSpan = true
+		}
+	}
+	if !oauthSpan {
+		t.Error("no server span with partner_edge.auth.method=oauth and the record's key id")
+	}
+	// An API key request is marked api_key.
+	req = request{path: "/v1/", key: "test"}
+	te.do(req)
+	if !strings.Contains(te.logs.String(), `"auth_method":"api_key"`) {
+		t.Error("no api_key auth_method in the log")
 	}
 }
