@@ -388,7 +388,7 @@ func TestRealServerAcceptance4(t *testing.T) {
 	for _, s := range spans {
 		attrs := map[string]string{}
 		for _, a := range s.Attributes {
-			attrs[string(a.Key)] = a.Value.Emit()
+			attrs[string(a.Key)] = a.Value.String()
 		}
 		if attrs["partner_edge.auth.method"] == "oauth" && attrs["partner_edge.key_id"] == "key_live" {
 			oauthSpan = true

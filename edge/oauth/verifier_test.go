@@ -26,7 +26,7 @@ type setup struct {
 	signers map[jose.SignatureAlgorithm]*signer
 }
 
-func newSetup(t *testing.T) *setup {
+func newSetup(t testing.TB) *setup {
 	t.Helper()
 	s := &setup{clk: newClock(), signers: map[jose.SignatureAlgorithm]*signer{}}
 	var jwks []jose.JSONWebKey
