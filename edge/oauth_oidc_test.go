@@ -18,7 +18,7 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 
-	"github.com/partner-edge/partner-edge/edge"
+	"github.com/partner-edge/partner-edge/edge/ratelimit"
 	"github.com/partner-edge/partner-edge/problem"
 )
 
@@ -297,7 +297,7 @@ func TestRealServerAcceptance4(t *testing.T) {
 	tel, simTel, exp := newTelemetry(t)
 	// A tiny quota: the metadata route must never be rate-limited.
 	te := newTokenEdge(t, harnessOptions{tel: tel, simTel: simTel,
-		rateLimit: edge.RateLimit{PerSecond: 0.001, Burst: 1}}, rsaJWK(t, "k1"))
+		rateLimit: ratelimit.Limit{PerSecond: 0.001, Burst: 1}}, rsaJWK(t, "k1"))
 
 	for range 5 {
 		res, err := http.Get(te.srv.URL + "/.well-known/oauth-protected-resource/v1")
