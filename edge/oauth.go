@@ -69,7 +69,9 @@ func newOAuthState(cfg *OAuth, docsURL string) *oauthState {
 	}
 	u, err := url.Parse(cfg.Audience)
 	if err != nil || u.Host == "" {
-		u = &url.URL{Scheme: "https", Host: "invalid"} // cmd/edge validated it; never served wrong silently
+		// cmd/edge validated it (oauth.Config.Validate); a bad one here
+		// gives a URL that plainly names no real host.
+		u = &url.URL{Scheme: "https", Host: "invalid"}
 	}
 	st := &oauthState{cfg: *cfg,
 		metadataURL: (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: resourceMetadataPath}).String()}

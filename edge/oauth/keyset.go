@@ -151,6 +151,8 @@ func (v *Verifier) discover(ctx context.Context) (string, error) {
 				err = fmt.Errorf("its issuer %q is not %q", clip(doc.Issuer), v.cfg.Issuer)
 			} else if checkURL(doc.JWKSURI) != nil {
 				err = errors.New("jwks_uri is missing or not an absolute http(s) URL")
+			} else if u.Scheme == "https" && !strings.HasPrefix(doc.JWKSURI, "https://") {
+				err = errors.New("jwks_uri is not https while the issuer is") // keys must not travel in clear
 			}
 		}
 		if err == nil {

@@ -145,7 +145,9 @@ func (v *Verifier) unavailable() (time.Duration, bool) {
 	return max(v.lastAttempt.Add(v.cfg.MinRefetch).Sub(v.cfg.Now()), time.Second), true
 }
 
-// staleAt reports whether the key set in force is older than MaxKeyAge.
+// stale reports whether the key set in force is older than MaxKeyAge (or
+// there is none). While a fetch is under way it reports false: that fetch
+// is the refresh.
 func (v *Verifier) stale(now time.Time) bool {
 	if !v.mu.TryLock() {
 		return false // a fetch is under way
