@@ -2,6 +2,7 @@ package oauth_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -221,5 +222,74 @@ func TestConfigValidate(t *testing.T) {
 		if _, err := oauth.New(context.Background(), c); err == nil {
 			t.Errorf("%+v accepted", c)
 		}
+	}
+}
+
+// TestConcurrentUnknownKidsShareOneFetch: many requests with unknown kids at
+// once, once 30 s have passed, cause exactly one fetch; those that arrive
+// during it wait for it and see its keys.
+func TestConcurrentUnknownKidsShareOneFetch(t *testing.T) {
+	s := newSetup(t)
+	iss := s.is.srv.URL
+	rotated := newSigner(t, "k-new", jose.ES256)
+	s.is.publish(rotated.jwk())
+	s.clk.Advance(30 * time.Second)
+	tokens := make([]string, 40)
+	for i := range tokens {
+		tokens[i] = rotated.sign(t, claims(iss, s.clk.Now(), "c"), nil)
+	}
+	errs := make(chan error, len(tokens))
+	for _, tok := range tokens {
+		go func() {
+			_, err := s.v.Verify(context.Background(), tok)
+			errs <- err
+		}()
+	}
+	for range tokens {
+		if err := <-errs; err != nil {
+			t.Errorf("token of the new key: %v", err)
+		}
+	}
+	if got := s.is.jwksHits.Load(); got != 2 {
+		t.Errorf("JWKS fetched %d times, want 2 (start, then one for all)", got)
+	}
+}
+
+// TestHTTPSIssuerNeedsHTTPSJWKS: an https issuer whose metadata points at
+// an http jwks_uri is not trusted (its keys would travel in clear).
+func TestHTTPSIssuerNeedsHTTPSJWKS(t *testing.T) {
+	sg := newSigner(t, "k1", jose.ES256)
+	plain := newIssuer(t, sg.jwk())
+	for _, c := range []struct {
+		name string
+		jwks func(tls *httptest.Server) string
+		ok   bool
+	}{
+		{"https jwks_uri", func(tls *httptest.Server) string { return tls.URL + "/jwks" }, true},
+		{"http jwks_uri", func(*httptest.Server) string { return plain.srv.URL + "/jwks" }, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var tls *httptest.Server
+			tls = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				switch r.URL.Path {
+				case "/.well-known/oauth-authorization-server":
+					_ = json.NewEncoder(w).Encode(map[string]string{"issuer": tls.URL, "jwks_uri": c.jwks(tls)})
+				case "/jwks":
+					_ = json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{sg.jwk()}})
+				default:
+					http.NotFound(w, r)
+				}
+			}))
+			defer tls.Close()
+			clk := newClock()
+			v, err := oauth.New(context.Background(), oauth.Config{Issuer: tls.URL, Audience: testAudience,
+				Now: clk.Now, HTTPClient: tls.Client()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.Ready() != c.ok {
+				t.Errorf("ready %v, want %v", v.Ready(), c.ok)
+			}
+		})
 	}
 }
