@@ -40,6 +40,12 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 		}
 		return errors.New("usage: edge keys new --brand B --mode live|test [--properties id,id]")
 	}
+	if len(args) > 1 && args[1] == "pms" {
+		if len(args) > 2 && args[2] == "check" {
+			return runPMSCheck(ctx, args[3:], getenv, stdout, stderr)
+		}
+		return usageError("usage: edge pms check [--json] [--save FILE] [--baseline FILE] [--sandbox | --candidate]")
+	}
 	cfg, err := parseSettings(args[1:], getenv, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
