@@ -149,7 +149,10 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 		"traces_exporter", tel.TracesExporter(), "redis", fm != nil)
 	if cfg.AdminAddr != "" {
 		wg.Add(1)
-		go func() { defer wg.Done(); serveAdmin(ctx, cfg.AdminAddr, tel, fleetHandler(fm), shadow.Handler(sh), log) }()
+		go func() {
+			defer wg.Done()
+			serveAdmin(ctx, cfg.AdminAddr, tel, fleetHandler(fm), shadow.Handler(sh), log)
+		}()
 	}
 	return edge.Serve(ctx, edge.ServeConfig{
 		Addr:            cfg.Addr,
