@@ -109,6 +109,9 @@ func TestShadowLeavesPartnerAnswersUnchanged(t *testing.T) {
 	if v, ok := value(metrics, `partner_edge_shadow_walks_total{mode="live",result="ok"`); !ok || v < 1 {
 		t.Errorf("partner_edge_shadow_walks_total ok = %v (%v), want >= 1", v, ok)
 	}
+	if v, ok := value(metrics, `partner_edge_shadow_last_comparison_timestamp_seconds{mode="live"`); !ok || v <= 0 {
+		t.Errorf("partner_edge_shadow_last_comparison_timestamp_seconds = %v (%v)", v, ok)
+	}
 	if body := scrape(t, plainAdmin+"/shadow"); strings.TrimSpace(body) != `{"configured":false,"comparisons":[]}` {
 		t.Errorf("/shadow without a candidate: %s", body)
 	}

@@ -45,21 +45,33 @@ func (r *Report) WriteText(w io.Writer) error {
 		ids := r.Rejected[reason]
 		fmt.Fprintf(&b, "  rejected %s (%d): %s\n", reason, len(ids), listed(ids))
 	}
-	fmt.Fprintf(&b, "Partners would see %d properties: %d listed (active), %d by id only (inactive)\n",
-		r.Visible.Properties, r.Visible.Listed, r.Visible.ByIDOnly)
+	if r.Result == nil {
+		fmt.Fprintf(&b, "Partners would see no properties: the walk failed, they would get an error\n")
+	} else {
+		fmt.Fprintf(&b, "Partners would see %d properties: %d listed (active), %d by id only (inactive)\n",
+			r.Visible.Properties, r.Visible.Listed, r.Visible.ByIDOnly)
+	}
 	if d := r.Baseline; d != nil {
 		fmt.Fprintf(&b, "\nAgainst baseline %s: %d added, %d removed, %d changed, %d now rejected\n",
 			d.File, len(d.Added), len(d.Removed), len(d.Changed), len(d.Rejected))
 		if len(d.Removed) > 0 {
-			fmt.Fprintf(&b, "  REMOVED: %s\n", strings.Join(d.Removed, ", "))
+			fmt.Fprintf(&b, "  REMOVED: %s\n", joinSome(d.Removed))
 		}
-		for _, rj := range d.Rejected {
+		for i, rj := range d.Rejected {
+			if i == maxListed {
+				fmt.Fprintf(&b, "  ... %d more now rejected (--json lists all)\n", len(d.Rejected)-i)
+				break
+			}
 			fmt.Fprintf(&b, "  NOW REJECTED: %s (%s)\n", rj.ID, rj.Reason)
 		}
 		if len(d.Added) > 0 {
-			fmt.Fprintf(&b, "  added: %s\n", strings.Join(d.Added, ", "))
+			fmt.Fprintf(&b, "  added: %s\n", joinSome(d.Added))
 		}
-		for _, c := range d.Changed {
+		for i, c := range d.Changed {
+			if i == maxListed {
+				fmt.Fprintf(&b, "  ... %d more changed (--json lists all)\n", len(d.Changed)-i)
+				break
+			}
 			fmt.Fprintf(&b, "  changed: %s: %s\n", c.ID, strings.Join(c.Fields, ", "))
 		}
 	}
@@ -120,6 +132,17 @@ func statuses(m map[string]int) string {
 		parts[i] = fmt.Sprintf("%s x%d", k, m[k])
 	}
 	return strings.Join(parts, ", ")
+}
+
+// joinSome joins up to a hundred ids, saying how many more there are: the
+// baseline's removed and added ids are what a backend team has to explain.
+func joinSome(ids []string) string {
+	const most = 100
+	s := strings.Join(ids[:min(len(ids), most)], ", ")
+	if len(ids) > most {
+		s += fmt.Sprintf(", ... (%d more; --json lists all)", len(ids)-most)
+	}
+	return s
 }
 
 func listed(ids []string) string {
