@@ -20,6 +20,8 @@ import (
 
 	"github.com/partner-edge/partner-edge/edge"
 	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/edge/listener"
+	"github.com/partner-edge/partner-edge/edge/ratelimit"
 	"github.com/partner-edge/partner-edge/mapping"
 	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/upstream"
@@ -136,7 +138,7 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 		Logger:         log,
 		Healthy:        func() bool { return !draining.Load() && store.Usable() },
 		Telemetry:      tel,
-		RateLimit:      edge.RateLimit{PerSecond: cfg.RatePerSecond, Burst: cfg.RateBurst},
+		RateLimit:      ratelimit.Limit{PerSecond: cfg.RatePerSecond, Burst: cfg.RateBurst},
 		RequestTimeout: cfg.RequestTimeout,
 		MaxConcurrent:  cfg.MaxConcurrent,
 		AuthFailLimit:  cfg.AuthFailLimit,
@@ -154,7 +156,7 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 			serveAdmin(ctx, cfg.AdminAddr, tel, fleetHandler(fm), shadow.Handler(sh), log)
 		}()
 	}
-	return edge.Serve(ctx, edge.ServeConfig{
+	return listener.Serve(ctx, listener.ServeConfig{
 		Addr:            cfg.Addr,
 		Handler:         handler,
 		TLSCertFile:     cfg.TLSCert,
@@ -261,7 +263,7 @@ func serveAdmin(ctx context.Context, addr string, tel *observability.Telemetry, 
 	mux.Handle("/", observability.AdminHandler(tel.MetricsHandler()))
 	mux.Handle("GET /fleet", fleetState)
 	mux.Handle("GET /shadow", shadowState)
-	err := edge.Serve(ctx, edge.ServeConfig{
+	err := listener.Serve(ctx, listener.ServeConfig{
 		Addr:    addr,
 		Handler: mux,
 		// /debug/pprof/profile streams for 30 s by default.
