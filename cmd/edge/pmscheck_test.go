@@ -269,11 +269,10 @@ func TestPMSCheckUsage(t *testing.T) {
 		env  map[string]string
 		args []string
 	}{
-		"unknown flag":      {nil, []string{"--nope"}},
-		"missing baseline":  {nil, []string{"--baseline", filepath.Join(t.TempDir(), "none.json")}},
-		"url without brand": {map[string]string{"PMS_BASE_URL": "http://127.0.0.1:1"}, nil},
-		"bad url":           {map[string]string{"PMS_BASE_URL": "ftp://x", "EDGE_BRAND": "aurora"}, nil},
-		"sandbox unset":     {map[string]string{"PMS_BASE_URL": "http://127.0.0.1:1", "EDGE_BRAND": "aurora"}, []string{"--sandbox"}},
+		"unknown flag":     {nil, []string{"--nope"}},
+		"missing baseline": {nil, []string{"--baseline", filepath.Join(t.TempDir(), "none.json")}},
+		"bad url":          {map[string]string{"PMS_BASE_URL": "ftp://x", "EDGE_BRAND": "aurora"}, nil},
+		"sandbox unset":    {map[string]string{"PMS_BASE_URL": "http://127.0.0.1:1", "EDGE_BRAND": "aurora"}, []string{"--sandbox"}},
 	} {
 		if c := runCheck(t, tc.env, tc.args...); c.exitCode() != 2 {
 			t.Errorf("%s: exit %d (%v), want 2", name, c.exitCode(), c.err)
@@ -282,5 +281,11 @@ func TestPMSCheckUsage(t *testing.T) {
 	c := runCheck(t, nil)
 	if c.exitCode() != 0 || !strings.Contains(c.stderr, "embedded simulator") || !strings.Contains(c.stdout, "Result: OK") {
 		t.Errorf("demo check: exit %d (%v)\n%s\n%s", c.exitCode(), c.err, c.stdout, c.stderr)
+	}
+	// Without EDGE_BRAND the demo's brand is checked, and said so.
+	_, env := serveSim(t, pmsim.Config{Seed: 7})
+	delete(env, "EDGE_BRAND")
+	if c := runCheck(t, env); c.exitCode() != 0 || !strings.Contains(c.stdout, "brand aurora") || !strings.Contains(c.stderr, "EDGE_BRAND unset") {
+		t.Errorf("no EDGE_BRAND: exit %d (%v)\n%s\n%s", c.exitCode(), c.err, c.stdout, c.stderr)
 	}
 }
