@@ -109,6 +109,7 @@ func parseSettings(args []string, getenv lookupEnv, stderr io.Writer) (settings,
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: edge [flags]        run the edge (no settings: the demo)")
 		fmt.Fprintln(fs.Output(), "       edge keys new ...   mint an API key (edge keys new --help)")
+		fmt.Fprintln(fs.Output(), "       edge pms check ...  check a PMS against pms-internal-api.md (edge pms check --help)")
 		fmt.Fprintln(fs.Output(), "\nSettings (a flag overrides its environment variable):")
 		for _, st := range table {
 			fmt.Fprintf(fs.Output(), "  --%s, %s (default %q)\n        %s\n", st.flag, st.env, st.def, st.help)
