@@ -87,7 +87,7 @@ func TestShadowLeavesPartnerAnswersUnchanged(t *testing.T) {
 
 	plain, plainAdmin := startEdge(t, live.URL, keysFile, nil)
 	shadowed, admin := startEdge(t, live.URL, keysFile, map[string]string{"PMS_CANDIDATE_URL": changed.URL})
-	hung, _ := startEdge(t, live.URL, keysFile, map[string]string{"PMS_CANDIDATE_URL": hanging.URL,
+	hung, hungAdmin := startEdge(t, live.URL, keysFile, map[string]string{"PMS_CANDIDATE_URL": hanging.URL,
 		"EDGE_PMS_TIMEOUT": "3s"})
 
 	// The candidate is walked after the first live walk: wait until the
@@ -137,6 +137,13 @@ func TestShadowLeavesPartnerAnswersUnchanged(t *testing.T) {
 			}
 		}
 	}
+	// The hanging candidate was really walked (while the answers above
+	// were served): its walk ends as a failed comparison at its deadline.
+	eventually(t, func() bool {
+		var st shadow.State
+		_ = json.Unmarshal([]byte(scrape(t, hungAdmin+"/shadow")), &st)
+		return len(st.Comparisons) == 1 && st.Comparisons[0].Candidate == "failed" && st.Comparisons[0].Error == "timeout"
+	})
 	if testing.Verbose() {
 		fmt.Printf("compared %d partner answers\n", len(paths))
 	}
