@@ -42,6 +42,8 @@ type settings struct {
 	RedisURL                 string         // shared limits and snapshots; empty: in-process (fleet.go)
 	OAuthIssuer              string         // with OAuthAudience: access tokens on (DECISIONS 12); empty: off
 	OAuthAudience            string
+	CandidateURL             string // shadow candidate PMS; empty: none (shadow.go)
+	CandidateToken           string
 }
 
 // lookupEnv reads one environment variable and says whether it is set at
@@ -91,6 +93,8 @@ func settingTable() []*setting {
 		{env: "EDGE_REDIS_URL", flag: "redis-url", def: "", help: "redis:// or rediss:// URL of the Redis (or Valkey) that instances share limits and snapshot loads through; empty keeps everything in-process"},
 		{env: "EDGE_OAUTH_ISSUER", flag: "oauth-issuer", def: "", help: "OAuth 2.0 authorization server's issuer URL; with EDGE_OAUTH_AUDIENCE turns access tokens on (empty: off)"},
 		{env: "EDGE_OAUTH_AUDIENCE", flag: "oauth-audience", def: "", help: "this deployment's resource identifier (e.g. https://api.aurora.example.com/v1); tokens must name it in aud"},
+		{env: "PMS_CANDIDATE_URL", flag: "pms-candidate-url", def: "", help: "candidate PMS walked in the background and compared with the live one (GET /shadow on the admin listener); never serves a partner"},
+		{env: "PMS_CANDIDATE_TOKEN", flag: "pms-candidate-token", def: "", help: "bearer token the edge presents to the candidate PMS (prefer the variable: flags show in ps)"},
 		{env: "EDGE_LOG_FORMAT", flag: "log-format", def: "json", help: "log format: json or text"},
 		{env: "EDGE_LOG_LEVEL", flag: "log-level", def: "info", help: "log level: debug, info, warn or error"},
 	}
@@ -109,6 +113,7 @@ func parseSettings(args []string, getenv lookupEnv, stderr io.Writer) (settings,
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: edge [flags]        run the edge (no settings: the demo)")
 		fmt.Fprintln(fs.Output(), "       edge keys new ...   mint an API key (edge keys new --help)")
+		fmt.Fprintln(fs.Output(), "       edge pms check ...  check a PMS against pms-internal-api.md (edge pms check --help)")
 		fmt.Fprintln(fs.Output(), "\nSettings (a flag overrides its environment variable):")
 		for _, st := range table {
 			fmt.Fprintf(fs.Output(), "  --%s, %s (default %q)\n        %s\n", st.flag, st.env, st.def, st.help)
@@ -163,6 +168,8 @@ func parseSettings(args []string, getenv lookupEnv, stderr io.Writer) (settings,
 		RedisURL:       p.redisURL("EDGE_REDIS_URL"),
 		OAuthIssuer:    p.exactURL("EDGE_OAUTH_ISSUER"),
 		OAuthAudience:  p.exactURL("EDGE_OAUTH_AUDIENCE"),
+		CandidateURL:   p.url("PMS_CANDIDATE_URL", false),
+		CandidateToken: p.str("PMS_CANDIDATE_TOKEN"),
 	}
 	if s.AdminAddr == "off" {
 		s.AdminAddr = ""
