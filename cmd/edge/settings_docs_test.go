@@ -80,6 +80,7 @@ func renderTable(rows []*setting, d settingsDoc) string {
 		if meaning == "" {
 			meaning = st.help
 		}
+		meaning = strings.ReplaceAll(meaning, "{docs}", d.docsDir)
 		cells := []string{"`" + st.env + "`"}
 		if d.withFlags {
 			cells = append(cells, "`--"+st.flag+"`")
