@@ -80,7 +80,7 @@ func renderTable(rows []*setting, d settingsDoc) string {
 		if meaning == "" {
 			meaning = st.help
 		}
-		meaning = strings.ReplaceAll(meaning, "{docs}", d.docsDir)
+		meaning = strings.ReplaceAll(strings.ReplaceAll(meaning, "{docs}", d.docsDir), "docs/../", "")
 		cells := []string{"`" + st.env + "`"}
 		if d.withFlags {
 			cells = append(cells, "`--"+st.flag+"`")
