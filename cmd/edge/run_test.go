@@ -68,6 +68,26 @@ func (s *started) waitFor(t *testing.T, re *regexp.Regexp) []string {
 	return nil
 }
 
+// sighup sends SIGHUP to this process and waits until hup (a channel the
+// test has registered with signal.Notify) receives it: the outside event is
+// the signal's delivery. Otherwise, on a busy machine, a signal still
+// pending when the test ends (the watcher may have reloaded first) would
+// meet no handler and kill the test binary.
+func sighup(t *testing.T, hup chan os.Signal) {
+	t.Helper()
+	for len(hup) > 0 { // an earlier signal, already handled
+		<-hup
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-hup:
+	case <-time.After(testkit.EventuallyTimeout):
+		t.Fatal("SIGHUP never delivered")
+	}
+}
+
 func waitHealthy(t *testing.T, base string) {
 	t.Helper()
 	testkit.Eventually(t, base+"health answers ok", func() bool {
@@ -181,15 +201,13 @@ func TestRunWithExternalPMSAndSIGHUP(t *testing.T) {
 	// Rewrite in place without changing size-stable signals the watcher may
 	// use; SIGHUP must work whether or not the watcher saw it first.
 	writeKeys(t, keysFile, secondRec)
-	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
-		t.Fatal(err)
-	}
+	sighup(t, hup)
 	testkit.Eventually(t, "the reloaded keys are in force", func() bool { return call(t, base+"", second) == 200 && call(t, base+"", first) == 401 })
 
 	if err := os.WriteFile(keysFile, []byte(`{"keys": [ {"id": "broken"`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_ = syscall.Kill(os.Getpid(), syscall.SIGHUP)
+	sighup(t, hup)
 	testkit.Eventually(t, "the failed reload is logged", func() bool { return strings.Contains(s.stderr.String(), "reload failed") })
 	if got := call(t, base+"", second); got != 200 {
 		t.Errorf("after a bad reload the old key answers %d", got)
