@@ -3,6 +3,7 @@ package keys
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 )
 
@@ -19,6 +20,17 @@ const (
 	maxPerSecond = 1e6
 	maxBurst     = 1e6
 )
+
+// maxRefillNanos bounds how long a bucket may take to refill from empty,
+// (burst+1) emission intervals, in nanoseconds: the limiters' arithmetic
+// (edge.Limit.Valid) holds up to 1e18 ns, about 31 years.
+const maxRefillNanos = 1e18
+
+// representable reports whether the limiters can enforce perSecond with
+// burst (the same bound as edge.Limit.Valid).
+func representable(perSecond, burst float64) bool {
+	return 1e9/perSecond*(burst+1) < maxRefillNanos
+}
 
 var rateLimitFields = map[string]bool{"perSecond": true, "burst": true}
 
@@ -49,6 +61,10 @@ func parseRateLimit(raw json.RawMessage) (*RateLimit, error) {
 		return nil, errors.New("perSecond must be a positive number of requests a second, at most 1000000")
 	case *w.Burst < 1 || *w.Burst > maxBurst || *w.Burst != math.Trunc(*w.Burst):
 		return nil, errors.New("burst must be a whole number from 1 to 1000000")
+	case !representable(*w.PerSecond, *w.Burst):
+		// The limiter would take this for "no limit" (DECISIONS 15).
+		return nil, fmt.Errorf("perSecond %g is too small for burst %g: a limiter cannot represent it; want more than %g",
+			*w.PerSecond, *w.Burst, (*w.Burst+1)*1e9/maxRefillNanos)
 	}
 	return &RateLimit{PerSecond: *w.PerSecond, Burst: int(*w.Burst)}, nil
 }
