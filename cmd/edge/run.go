@@ -169,6 +169,7 @@ func newCatalog(cfg settings, baseURL string, mode keys.Mode, version string, lo
 		Version:        version,
 		CallTimeout:    cfg.PMSTimeout,
 		AttemptTimeout: cfg.PMSAttempt,
+		MaxWalkBytes:   cfg.PMSMaxWalkBytes,
 		Tracer:         tel.Tracer(),
 		Metrics:        pm,
 		WrapTransport:  func(rt http.RoundTripper) http.RoundTripper { return tel.Transport(rt, upstream.ResendCount) },
