@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -141,7 +142,8 @@ type RetryConfig struct {
 func (cfg ClientConfig) withDefaults() (ClientConfig, *url.URL, error) {
 	u, err := url.Parse(cfg.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		return cfg, nil, fmt.Errorf("upstream: BaseURL %q: want an absolute http or https URL without query", cfg.BaseURL)
+		// Not echoed: it may hold a password or a token (DECISIONS 15).
+		return cfg, nil, errors.New("upstream: BaseURL: want an absolute http or https URL without query or fragment")
 	}
 	if cfg.Version == "" {
 		cfg.Version = "dev"

@@ -3,14 +3,20 @@ package main
 import (
 	"context"
 	"io"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/partner-edge/partner-edge/edge/keys"
 )
 
 // Issue 17 finding 6 (DECISIONS 15): a start-up error echoes a setting's
 // value with a URL's password, and query values that look like
 // credentials, shown as xxxxx; an unparseable URL included.
 func TestStartupErrorsRedactSecrets(t *testing.T) {
+	keysFile := filepath.Join(t.TempDir(), "keys.json")
+	_, rec := mint(t, keys.ModeLive)
+	writeKeys(t, keysFile, rec)
 	for _, tc := range []struct {
 		env    map[string]string
 		secret string
@@ -22,6 +28,10 @@ func TestStartupErrorsRedactSecrets(t *testing.T) {
 			"PMS_SANDBOX_URL": "pms-sandbox/?access_token=S3CRETQV&region=eu"}, "S3CRETQV", []string{"PMS_SANDBOX_URL", "access_token=xxxxx", "region=eu"}},
 		{map[string]string{"EDGE_DOCS_URL": "developer.example.com/?api_key=S3CRETQV"}, "S3CRETQV", []string{"EDGE_DOCS_URL", "api_key=xxxxx"}},
 		{map[string]string{"EDGE_REDIS_URL": "redis://:S3CRETPW@[::1"}, "S3CRETPW", []string{"EDGE_REDIS_URL", "xxxxx"}},
+		// Parses, but the PMS client takes no query: refused naming the
+		// setting, the password and the token hidden.
+		{map[string]string{"PMS_BASE_URL": "http://admin:S3CRETPW@pms:9000/?api_token=S3CRETQV", "EDGE_BRAND": "aurora", "EDGE_KEYS_FILE": keysFile, "EDGE_ADDR": "127.0.0.1:0", "EDGE_ADMIN_ADDR": ""},
+			"S3CRET", []string{"PMS_BASE_URL", "admin:xxxxx@pms", "api_token=xxxxx"}},
 	} {
 		err := run(context.Background(), []string{"edge"}, mapEnv(tc.env), io.Discard, io.Discard)
 		if err == nil {

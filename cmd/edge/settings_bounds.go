@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -40,6 +41,17 @@ func (p *parser) size(env string) int64 {
 		return 0
 	}
 	return n * unit
+}
+
+// pmsURL reads an optional PMS base URL: absolute http or https, without
+// query or fragment (the client appends its own paths and queries). The
+// value is echoed redacted (parser.bad).
+func (p *parser) pmsURL(env string) string {
+	v := p.url(env, false)
+	if u, err := url.Parse(v); err == nil && v != "" && (u.RawQuery != "" || u.ForceQuery || u.Fragment != "") {
+		p.bad(p.get[env], "want a base URL without query or fragment")
+	}
+	return v
 }
 
 // secret reads a setting that is never echoed: errors name the variable
