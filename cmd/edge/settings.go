@@ -42,6 +42,8 @@ type settings struct {
 	RedisURL                 string         // shared limits and snapshots; empty: in-process (fleet.go)
 	FleetSecret              []byte         // authenticates what instances share through Redis
 	PMSMaxWalkBytes          int64          // bound on the total size of one PMS list walk
+	CandidateURL             string         // shadow candidate PMS; empty: none (shadow.go)
+	CandidateToken           string
 }
 
 // lookupEnv reads one environment variable and says whether it is set at
@@ -91,6 +93,8 @@ func settingTable() []*setting {
 		{env: "EDGE_REDIS_URL", flag: "redis-url", def: "", help: "redis:// or rediss:// URL of the Redis (or Valkey) that instances share limits and snapshot loads through; empty keeps everything in-process"},
 		{env: "EDGE_FLEET_SECRET", flag: "fleet-secret", def: "", help: "at least 32 bytes, the same on every instance; required with EDGE_REDIS_URL: authenticates what instances share through Redis (prefer the variable: flags show in ps)"},
 		{env: "EDGE_PMS_MAX_WALK_BYTES", flag: "pms-max-walk-bytes", def: "256MiB", help: "bound on the total size of one PMS list walk (bytes, or with a unit: 64MiB, 1GiB); beyond it the walk fails (502)"},
+		{env: "PMS_CANDIDATE_URL", flag: "pms-candidate-url", def: "", help: "candidate PMS walked in the background and compared with the live one (GET /shadow on the admin listener); never serves a partner"},
+		{env: "PMS_CANDIDATE_TOKEN", flag: "pms-candidate-token", def: "", help: "bearer token the edge presents to the candidate PMS (prefer the variable: flags show in ps)"},
 		{env: "EDGE_LOG_FORMAT", flag: "log-format", def: "json", help: "log format: json or text"},
 		{env: "EDGE_LOG_LEVEL", flag: "log-level", def: "info", help: "log level: debug, info, warn or error"},
 	}
@@ -109,6 +113,7 @@ func parseSettings(args []string, getenv lookupEnv, stderr io.Writer) (settings,
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: edge [flags]        run the edge (no settings: the demo)")
 		fmt.Fprintln(fs.Output(), "       edge keys new ...   mint an API key (edge keys new --help)")
+		fmt.Fprintln(fs.Output(), "       edge pms check ...  check a PMS against pms-internal-api.md (edge pms check --help)")
 		fmt.Fprintln(fs.Output(), "\nSettings (a flag overrides its environment variable):")
 		for _, st := range table {
 			fmt.Fprintf(fs.Output(), "  --%s, %s (default %q)\n        %s\n", st.flag, st.env, st.def, st.help)
@@ -161,6 +166,8 @@ func parseSettings(args []string, getenv lookupEnv, stderr io.Writer) (settings,
 		AuthFailLimit:   p.count("EDGE_AUTH_FAIL_LIMIT"),
 		TrustedProxies:  p.cidrs("EDGE_TRUSTED_PROXIES"),
 		RedisURL:        p.redisURL("EDGE_REDIS_URL"),
+		CandidateURL:    p.pmsURL("PMS_CANDIDATE_URL"),
+		CandidateToken:  p.str("PMS_CANDIDATE_TOKEN"),
 		FleetSecret:     p.secret("EDGE_FLEET_SECRET"),
 		PMSMaxWalkBytes: p.size("EDGE_PMS_MAX_WALK_BYTES"),
 	}

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/partner-edge/partner-edge/edge"
+	"github.com/partner-edge/partner-edge/edge/ratelimit"
 )
 
 // minFleetSecret is the shortest EDGE_FLEET_SECRET taken (DECISIONS 15):
@@ -70,10 +70,10 @@ func (p *parser) checkBounds(s *settings) {
 		if burst <= 0 {
 			burst = max(1, int(math.Ceil(min(s.RatePerSecond, maxRate))))
 		}
-		if l := (edge.Limit{Rate: s.RatePerSecond, Burst: burst}); !l.Valid() || s.RatePerSecond > maxRate {
+		if l := (ratelimit.Limit{PerSecond: s.RatePerSecond, Burst: burst}); !l.Valid() || s.RatePerSecond > maxRate {
 			st := p.get["EDGE_RATE_LIMIT"]
 			p.bad(st, fmt.Sprintf("a limiter cannot represent this rate with burst %d: want 0 (off) or more than %g and at most %g requests a second",
-				burst, edge.MinRate(burst), float64(maxRate)))
+				burst, ratelimit.MinRate(burst), float64(maxRate)))
 		}
 	}
 	if s.RedisURL != "" && len(s.FleetSecret) < minFleetSecret {

@@ -5,14 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/partner-edge/partner-edge/edge/ratelimit"
 )
 
 // RateLimit is a key's own quota (the key file's "rateLimit"): a token
 // bucket refilled at PerSecond tokens a second and holding at most Burst.
-type RateLimit struct {
-	PerSecond float64 `json:"perSecond"`
-	Burst     int     `json:"burst"`
-}
+// It is the edge's one Limit type, named here for the key file.
+type RateLimit = ratelimit.Limit
 
 // Bounds of a key's rateLimit: far beyond any real quota, small enough that
 // the bucket's arithmetic (nanosecond intervals) stays exact.
@@ -21,15 +21,10 @@ const (
 	maxBurst     = 1e6
 )
 
-// maxRefillNanos bounds how long a bucket may take to refill from empty,
-// (burst+1) emission intervals, in nanoseconds: the limiters' arithmetic
-// (edge.Limit.Valid) holds up to 1e18 ns, about 31 years.
-const maxRefillNanos = 1e18
-
 // representable reports whether the limiters can enforce perSecond with
-// burst (the same bound as edge.Limit.Valid).
+// burst (ratelimit.Limit.Valid: a bucket that refills within 1e18 ns).
 func representable(perSecond, burst float64) bool {
-	return 1e9/perSecond*(burst+1) < maxRefillNanos
+	return ratelimit.Limit{PerSecond: perSecond, Burst: int(burst)}.Valid()
 }
 
 var rateLimitFields = map[string]bool{"perSecond": true, "burst": true}
@@ -64,7 +59,7 @@ func parseRateLimit(raw json.RawMessage) (*RateLimit, error) {
 	case !representable(*w.PerSecond, *w.Burst):
 		// The limiter would take this for "no limit" (DECISIONS 15).
 		return nil, fmt.Errorf("perSecond %g is too small for burst %g: a limiter cannot represent it; want more than %g",
-			*w.PerSecond, *w.Burst, (*w.Burst+1)*1e9/maxRefillNanos)
+			*w.PerSecond, *w.Burst, ratelimit.MinRate(int(*w.Burst)))
 	}
 	return &RateLimit{PerSecond: *w.PerSecond, Burst: int(*w.Burst)}, nil
 }
