@@ -40,6 +40,8 @@ type settings struct {
 	AuthFailLimit            int            // failed authentications a minute per client address; 0: off
 	TrustedProxies           []netip.Prefix // whose X-Forwarded-For is believed
 	RedisURL                 string         // shared limits and snapshots; empty: in-process (fleet.go)
+	FleetSecret              []byte         // authenticates what instances share through Redis
+	PMSMaxWalkBytes          int64          // bound on the total size of one PMS list walk
 	OAuthIssuer              string         // with OAuthAudience: access tokens on (DECISIONS 12); empty: off
 	OAuthAudience            string
 	CandidateURL             string // shadow candidate PMS; empty: none (shadow.go)
@@ -86,7 +88,7 @@ func settingTable() []*setting {
 		{env: "EDGE_CACHE_STALE", flag: "cache-stale", def: "5m", help: "how old data may be when served because the PMS is failing", doc: "how old data may be when served because the PMS is failing (at least `EDGE_CACHE_TTL`)"},
 		{env: "EDGE_TLS_CERT", flag: "tls-cert", def: "", help: "TLS certificate file (HTTPS and HTTP/2 when set with the key)", doc: "TLS certificate file: with `EDGE_TLS_KEY`, serve HTTPS (HTTP/2 on); reloaded on change and on SIGHUP"},
 		{env: "EDGE_TLS_KEY", flag: "tls-key", def: "", help: "TLS private key file", doc: "TLS private key file (with `EDGE_TLS_CERT`)"},
-		{env: "PMS_BASE_URL", flag: "pms-base-url", def: "", help: "live PMS base URL (empty: the demo's embedded simulator)", doc: "live PMS; setting it leaves the demo", docDef: "empty: the embedded simulator (demo)"},
+		{env: "PMS_BASE_URL", flag: "pms-base-url", def: "", help: "live PMS base URL (empty: the demo's embedded simulator)", doc: "live PMS; setting it leaves the demo (no query or fragment)", docDef: "empty: the embedded simulator (demo)"},
 		{env: "PMS_SANDBOX_URL", flag: "pms-sandbox-url", def: "", help: "sandbox PMS for svc_test_ keys (empty: test keys refused)", doc: "sandbox PMS for `svc_test_` keys; empty: test keys get `403 TEST_MODE_UNAVAILABLE`"},
 		{env: "PMS_TOKEN", flag: "pms-token", def: "", help: "bearer token the edge presents to the PMS (prefer the variable: flags show in ps)", doc: "bearer token the edge presents to the PMS (prefer the variable: flags show in `ps`)"},
 		{env: "EDGE_REQUEST_TIMEOUT", flag: "request-timeout", def: "10s", help: "overall deadline of one request; PMS calls and retries fit inside it"},
@@ -95,11 +97,13 @@ func settingTable() []*setting {
 		{env: "EDGE_MAX_CONCURRENT", flag: "max-concurrent", def: "1024", help: "requests in progress beyond which the edge answers 503 with Retry-After: 1 (health excepted); 0 disables the cap", doc: "requests in progress beyond which the edge sheds with `503` and `Retry-After: 1` (health never shed); `0` disables the cap; see [capacity]({docs}operations.md#shedding-and-capacity)"},
 		{env: "EDGE_DRAIN_DELAY", flag: "drain-delay", def: "0s", help: "on shutdown, serve this long with health 503 before closing", doc: "on SIGTERM, keep serving this long with health at `503` so load balancers drain, before closing the listener"},
 		{env: "EDGE_SHUTDOWN_TIMEOUT", flag: "shutdown-timeout", def: "15s", help: "bound on waiting for in-flight requests at shutdown", doc: "after the drain delay, bound on waiting for requests in flight"},
-		{env: "EDGE_RATE_LIMIT", flag: "rate-limit", def: "0", help: "requests per second allowed to each key (429 beyond); 0 disables limiting", doc: "the default per-key quota in requests per second (`429` with `Retry-After` beyond); a key's own `rateLimit` in the key file overrides it and applies even when this is `0`; `0`: off"},
+		{env: "EDGE_RATE_LIMIT", flag: "rate-limit", def: "0", help: "requests per second allowed to each key (429 beyond); 0 disables limiting", doc: "the default per-key quota in requests per second (`429` with `Retry-After` beyond); a key's own `rateLimit` in the key file overrides it and applies even when this is `0`; `0`: off; a rate a limiter cannot represent (e.g. `1e-9`) is a start-up error"},
 		{env: "EDGE_RATE_BURST", flag: "rate-burst", def: "0", help: "requests a key may make at once; 0 means the rate rounded up", doc: "requests a key may make at once under the default quota; `0`: the rate rounded up"},
 		{env: "EDGE_AUTH_FAIL_LIMIT", flag: "auth-fail-limit", def: "20", help: "failed authentications (401 INVALID_API_KEY) allowed per client address per minute before 429; 0 disables the throttle", doc: "failed authentications (`401 INVALID_API_KEY`, `INVALID_ACCESS_TOKEN`, `ACCESS_TOKEN_EXPIRED`) allowed per client address per minute before `429` with `Retry-After`, refused before any key is looked at; `0` disables the throttle"},
-		{env: "EDGE_TRUSTED_PROXIES", flag: "trusted-proxies", def: "", help: "comma-separated CIDRs whose X-Forwarded-For is believed for the client address", doc: "comma-separated CIDRs whose `X-Forwarded-For` is believed for the client address (logs, traces, throttle); otherwise the TCP peer is the client"},
+		{env: "EDGE_TRUSTED_PROXIES", flag: "trusted-proxies", def: "", help: "comma-separated CIDRs whose X-Forwarded-For is believed for the client address", doc: "comma-separated CIDRs whose `X-Forwarded-For` is believed for the client address (logs, traces, throttle); otherwise the TCP peer is the client; ranges wider than /8 (IPv4) or /16 (IPv6) are refused"},
 		{env: "EDGE_REDIS_URL", flag: "redis-url", def: "", help: "redis:// or rediss:// URL of the Redis (or Valkey) that instances share limits and snapshot loads through; empty keeps everything in-process", doc: "`redis://host:port/db` (or `rediss://`): per-key limits, failed-auth throttling and snapshot loads shared by every instance naming the same Redis; see [scaling.md]({docs}scaling.md)", docDef: "empty: all state in-process"},
+		{env: "EDGE_FLEET_SECRET", flag: "fleet-secret", def: "", help: "at least 32 bytes, the same on every instance; required with EDGE_REDIS_URL: authenticates what instances share through Redis (prefer the variable: flags show in ps)", doc: "at least 32 bytes, the same on every instance: authenticates (HMAC-SHA256) what instances share through Redis; start-up fails naming it when `EDGE_REDIS_URL` is set without it (prefer the variable: flags show in `ps`)", docDef: "empty; required with `EDGE_REDIS_URL`"},
+		{env: "EDGE_PMS_MAX_WALK_BYTES", flag: "pms-max-walk-bytes", def: "256MiB", help: "bound on the total size of one PMS list walk (bytes, or with a unit: 64MiB, 1GiB); beyond it the walk fails (502)", doc: "bound on the total size of one PMS list walk (plain bytes, or `64MiB`, `1GiB`, `10MB`...); beyond it the walk fails (`502`, logged)"},
 		{env: "EDGE_OAUTH_ISSUER", flag: "oauth-issuer", def: "", help: "OAuth 2.0 authorization server's issuer URL; with EDGE_OAUTH_AUDIENCE turns access tokens on (empty: off)", doc: "the authorization server's issuer URL (compared exactly with `iss`); with `EDGE_OAUTH_AUDIENCE` (both or neither) OAuth 2.0 access tokens are accepted beside API keys; see [oauth.md]({docs}oauth.md)", docDef: "empty (tokens off)"},
 		{env: "EDGE_OAUTH_AUDIENCE", flag: "oauth-audience", def: "", help: "this deployment's resource identifier (e.g. https://api.aurora.example.com/v1); tokens must name it in aud", doc: "this deployment's resource identifier (e.g. `https://api.aurora.example.com/v1`), in every token's `aud`; with `EDGE_OAUTH_ISSUER` (both or neither)", docDef: "empty (tokens off)"},
 		{env: "PMS_CANDIDATE_URL", flag: "pms-candidate-url", def: "", help: "candidate PMS walked in the background and compared with the live one (GET /shadow on the admin listener); never serves a partner", doc: "a candidate PMS walked in the background at most once per `EDGE_CACHE_TTL`, right after the edge's own walk of the live PMS, and compared with it (`GET /shadow` on the admin listener, `partner_edge_shadow_*` metrics); it never serves a partner; see [pms-changes.md]({docs}pms-changes.md)"},
@@ -149,37 +153,40 @@ func parseSettings(args []string, getenv lookupEnv, stderr io.Writer) (settings,
 	}
 	p := parser{get: get}
 	s := settings{
-		Addr:           p.str("EDGE_ADDR"),
-		AdminAddr:      p.str("EDGE_ADMIN_ADDR"),
-		Brand:          p.str("EDGE_BRAND"),
-		DocsURL:        p.url("EDGE_DOCS_URL", true),
-		KeysFile:       p.str("EDGE_KEYS_FILE"),
-		CodeSource:     p.codeSource("EDGE_CODE_SOURCE"),
-		CacheTTL:       p.duration("EDGE_CACHE_TTL"),
-		CacheStale:     p.duration("EDGE_CACHE_STALE"),
-		TLSCert:        p.str("EDGE_TLS_CERT"),
-		TLSKey:         p.str("EDGE_TLS_KEY"),
-		PMSBaseURL:     p.url("PMS_BASE_URL", false),
-		PMSSandbox:     p.url("PMS_SANDBOX_URL", false),
-		PMSToken:       p.str("PMS_TOKEN"),
-		PMSTimeout:     p.duration("EDGE_PMS_TIMEOUT"),
-		PMSAttempt:     p.duration("EDGE_PMS_ATTEMPT_TIMEOUT"),
-		DrainDelay:     p.duration("EDGE_DRAIN_DELAY"),
-		ShutdownWait:   p.duration("EDGE_SHUTDOWN_TIMEOUT"),
-		LogFormat:      p.oneOf("EDGE_LOG_FORMAT", "json", "text"),
-		LogLevel:       p.level("EDGE_LOG_LEVEL"),
-		RatePerSecond:  p.float("EDGE_RATE_LIMIT"),
-		RateBurst:      p.count("EDGE_RATE_BURST"),
-		RequestTimeout: p.duration("EDGE_REQUEST_TIMEOUT"),
-		MaxConcurrent:  p.count("EDGE_MAX_CONCURRENT"),
-		AuthFailLimit:  p.count("EDGE_AUTH_FAIL_LIMIT"),
-		TrustedProxies: p.cidrs("EDGE_TRUSTED_PROXIES"),
-		RedisURL:       p.redisURL("EDGE_REDIS_URL"),
-		OAuthIssuer:    p.exactURL("EDGE_OAUTH_ISSUER"),
-		OAuthAudience:  p.exactURL("EDGE_OAUTH_AUDIENCE"),
-		CandidateURL:   p.url("PMS_CANDIDATE_URL", false),
-		CandidateToken: p.str("PMS_CANDIDATE_TOKEN"),
+		Addr:            p.str("EDGE_ADDR"),
+		AdminAddr:       p.str("EDGE_ADMIN_ADDR"),
+		Brand:           p.str("EDGE_BRAND"),
+		DocsURL:         p.url("EDGE_DOCS_URL", true),
+		KeysFile:        p.str("EDGE_KEYS_FILE"),
+		CodeSource:      p.codeSource("EDGE_CODE_SOURCE"),
+		CacheTTL:        p.duration("EDGE_CACHE_TTL"),
+		CacheStale:      p.duration("EDGE_CACHE_STALE"),
+		TLSCert:         p.str("EDGE_TLS_CERT"),
+		TLSKey:          p.str("EDGE_TLS_KEY"),
+		PMSBaseURL:      p.pmsURL("PMS_BASE_URL"),
+		PMSSandbox:      p.pmsURL("PMS_SANDBOX_URL"),
+		PMSToken:        p.str("PMS_TOKEN"),
+		PMSTimeout:      p.duration("EDGE_PMS_TIMEOUT"),
+		PMSAttempt:      p.duration("EDGE_PMS_ATTEMPT_TIMEOUT"),
+		DrainDelay:      p.duration("EDGE_DRAIN_DELAY"),
+		ShutdownWait:    p.duration("EDGE_SHUTDOWN_TIMEOUT"),
+		LogFormat:       p.oneOf("EDGE_LOG_FORMAT", "json", "text"),
+		LogLevel:        p.level("EDGE_LOG_LEVEL"),
+		RatePerSecond:   p.float("EDGE_RATE_LIMIT"),
+		RateBurst:       p.count("EDGE_RATE_BURST"),
+		RequestTimeout:  p.duration("EDGE_REQUEST_TIMEOUT"),
+		MaxConcurrent:   p.count("EDGE_MAX_CONCURRENT"),
+		AuthFailLimit:   p.count("EDGE_AUTH_FAIL_LIMIT"),
+		TrustedProxies:  p.cidrs("EDGE_TRUSTED_PROXIES"),
+		RedisURL:        p.redisURL("EDGE_REDIS_URL"),
+		OAuthIssuer:     p.exactURL("EDGE_OAUTH_ISSUER"),
+		OAuthAudience:   p.exactURL("EDGE_OAUTH_AUDIENCE"),
+		CandidateURL:    p.pmsURL("PMS_CANDIDATE_URL"),
+		CandidateToken:  p.str("PMS_CANDIDATE_TOKEN"),
+		FleetSecret:     p.secret("EDGE_FLEET_SECRET"),
+		PMSMaxWalkBytes: p.size("EDGE_PMS_MAX_WALK_BYTES"),
 	}
+	p.checkBounds(&s)
 	if s.AdminAddr == "off" {
 		s.AdminAddr = ""
 	}
@@ -218,8 +225,10 @@ type parser struct {
 
 func (p *parser) fail(err error) { p.errs = append(p.errs, err) }
 
+// bad reports st's value as invalid; the value is shown redacted
+// (redact.go): no start-up error prints a secret.
 func (p *parser) bad(st *setting, want string) {
-	p.fail(fmt.Errorf("invalid %s %q: %s", st.source, st.value, want))
+	p.fail(fmt.Errorf("invalid %s %q: %s", st.source, redactSetting(st.value), want))
 }
 
 func (p *parser) str(env string) string { return p.get[env].value }
@@ -330,25 +339,6 @@ func (p *parser) redisURL(env string) string {
 			return st.value
 		}
 	}
-	shown := *st
-	shown.value = redactURL(st.value, u)
-	p.bad(&shown, "want redis://[user:password@]host:port[/db] or rediss://...")
+	p.bad(st, "want redis://[user:password@]host:port[/db] or rediss://...") // shown redacted
 	return ""
-}
-
-// redactURL hides the password of raw (parsed as u when it parsed).
-func redactURL(raw string, u *url.URL) string {
-	if u != nil && u.User != nil {
-		return u.Redacted()
-	}
-	if at := strings.LastIndex(raw, "@"); at >= 0 {
-		start := strings.Index(raw, "://") + 3 // 2 when absent: from the start
-		if start < 3 {
-			start = 0
-		}
-		if start <= at {
-			return raw[:start] + "xxxxx" + raw[at:]
-		}
-	}
-	return raw
 }
