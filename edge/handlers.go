@@ -61,7 +61,7 @@ func (s *server) handleListProperties() http.Handler {
 		key := Key(r.Context())
 		snap, err := s.catalog(key).Snapshot(r.Context())
 		if err != nil {
-			s.failUpstream(w, r, err)
+			s.fail(w, r, err)
 			return
 		}
 		s.writePage(w, r, pageOf(snap, key, q[0], q[1]))
@@ -92,7 +92,7 @@ func (s *server) handleGetProperty() http.Handler {
 		}
 		item, err := s.catalog(key).Property(r.Context(), id)
 		if err != nil {
-			s.failUpstream(w, r, err)
+			s.fail(w, r, err)
 			return
 		}
 		s.writeOne(w, r, item.JSON)

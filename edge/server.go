@@ -150,13 +150,6 @@ func (s *server) catalog(k *keys.Key) upstream.Catalog {
 	return s.live
 }
 
-// fail answers err as problem+json and records its code for the access log.
-func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	st := stateFrom(r.Context())
-	pe := s.problems.Write(w, r, st.requestID, err)
-	st.code, st.cause = pe.Code, pe.Err
-}
-
 // statusClientClosed is logged (never sent) when the partner went away
 // before an answer, as nginx and Caddy do.
 const statusClientClosed = 499
