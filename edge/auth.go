@@ -81,7 +81,7 @@ func (s *server) authorise(r *http.Request) (*keys.Key, error) {
 		return nil, problem.New(problem.BrandAccessDenied, "The API key is not valid for this brand.")
 	case !key.HasScope(keys.ScopePropertiesRead):
 		return nil, problem.New(problem.InsufficientScope, "The API key lacks the scope %s.", keys.ScopePropertiesRead)
-	case key.Mode == keys.ModeTest && s.sandbox == nil:
+	case key.Mode == keys.ModeTest && s.catalogs.sandbox == nil:
 		return nil, problem.New(problem.TestModeUnavailable, "This deployment does not serve test-mode keys.")
 	}
 	return key, nil

@@ -76,7 +76,7 @@ func problemOf(ctx context.Context, err error) (pe *problem.Error, cause error, 
 // fail answers err as problem+json (problemOf) and records its code and
 // cause for the access log; a partner who has gone away gets no answer at
 // all, and the access log says so (499).
-func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
+func (s responder) fail(w http.ResponseWriter, r *http.Request, err error) {
 	st := stateFrom(r.Context())
 	pe, cause, gone := problemOf(r.Context(), err)
 	if gone {

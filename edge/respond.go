@@ -16,8 +16,16 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 8<<10); return &b
 // maxPooled keeps one rare huge response from pinning memory in the pool.
 const maxPooled = 256 << 10
 
+// responder is what every answer needs: the problem writer for errors
+// (fail) and the clock of meta.timestamp. Handlers and middleware take it
+// by value; it holds no request state.
+type responder struct {
+	problems problem.Writer
+	now      func() time.Time
+}
+
 // writeOne answers {"data": data, "meta": {...}}.
-func (s *server) writeOne(w http.ResponseWriter, r *http.Request, data []byte) {
+func (s responder) writeOne(w http.ResponseWriter, r *http.Request, data []byte) {
 	bp := bufPool.Get().(*[]byte)
 	b := append((*bp)[:0], `{"data":`...)
 	b = append(b, data...)
@@ -33,7 +41,7 @@ func (s *server) writeOne(w http.ResponseWriter, r *http.Request, data []byte) {
 // pieces (head, the snapshot's bytes, tail), net/http's 2 KB response
 // buffer split the large middle write and the answer cost one more write
 // system call, far more than copying 12 KB.
-func (s *server) writePage(w http.ResponseWriter, r *http.Request, p page) {
+func (s responder) writePage(w http.ResponseWriter, r *http.Request, p page) {
 	bp := bufPool.Get().(*[]byte)
 	b := append((*bp)[:0], `{"data":[`...)
 	b = append(b, p.joined...)
@@ -52,7 +60,7 @@ func (s *server) writePage(w http.ResponseWriter, r *http.Request, p page) {
 
 // appendMeta appends ,"meta":{...}. The request id and timestamp need no
 // JSON escaping: both are drawn from safe alphabets.
-func (s *server) appendMeta(b []byte, r *http.Request, p *page) []byte {
+func (s responder) appendMeta(b []byte, r *http.Request, p *page) []byte {
 	b = append(b, `,"meta":{"requestId":"`...)
 	b = append(b, RequestID(r.Context())...)
 	b = append(b, `","timestamp":"`...)

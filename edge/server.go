@@ -70,16 +70,17 @@ type Config struct {
 	TrustedProxies []netip.Prefix
 }
 
+// server holds what the middleware needs; handlers are made by handler
+// makers (handlers.go) from the few fields each one uses.
 type server struct {
-	cfg      Config
-	keys     KeyStore
-	live     upstream.Catalog
-	sandbox  upstream.Catalog // nil: test mode unavailable
-	problems problem.Writer
-	log      *slog.Logger
-	info     []byte                   // the API info object, encoded once
-	tel      *observability.Telemetry // nil: no telemetry
-	metrics  *observability.Metrics   // nil: no metrics
+	responder // fail, writeOne, writePage
+	cfg       Config
+	keys      KeyStore
+	catalogs  catalogs
+	log       *slog.Logger
+	info      []byte                   // the API info object, encoded once
+	tel       *observability.Telemetry // nil: no telemetry
+	metrics   *observability.Metrics   // nil: no metrics
 
 	limiter       ratelimit.Limiter // cfg.Limiter, or local
 	local         *ratelimit.Local  // in-process buckets: the default and the fallback
@@ -112,16 +113,15 @@ func NewServer(cfg Config, ks KeyStore, live, sandbox upstream.Catalog) http.Han
 		cfg.RequestTimeout = DefaultRequestTimeout
 	}
 	s := &server{
-		cfg:      cfg,
-		keys:     ks,
-		live:     live,
-		sandbox:  sandbox,
-		problems: problem.Writer{DocsURL: cfg.DocsURL, Now: cfg.Now},
-		log:      cfg.Logger,
-		info:     apiInfo(cfg.DocsURL),
-		tel:      cfg.Telemetry,
-		local:    ratelimit.NewLocal(cfg.Now, 0),
-		limiter:  cfg.Limiter,
+		responder: responder{problems: problem.Writer{DocsURL: cfg.DocsURL, Now: cfg.Now}, now: cfg.Now},
+		cfg:       cfg,
+		keys:      ks,
+		catalogs:  catalogs{live: live, sandbox: sandbox},
+		log:       cfg.Logger,
+		info:      apiInfo(cfg.DocsURL),
+		tel:       cfg.Telemetry,
+		local:     ratelimit.NewLocal(cfg.Now, 0),
+		limiter:   cfg.Limiter,
 
 		realClock: realClock,
 	}
@@ -140,14 +140,18 @@ func NewServer(cfg Config, ks KeyStore, live, sandbox upstream.Catalog) http.Han
 	return s.routes()
 }
 
-func (s *server) now() time.Time { return s.cfg.Now() }
+// catalogs are the catalogs of the two modes.
+type catalogs struct {
+	live    upstream.Catalog
+	sandbox upstream.Catalog // nil: test mode unavailable
+}
 
-// catalog returns the catalog that serves key's mode.
-func (s *server) catalog(k *keys.Key) upstream.Catalog {
+// of returns the catalog that serves key's mode.
+func (c catalogs) of(k *keys.Key) upstream.Catalog {
 	if k.Mode == keys.ModeTest {
-		return s.sandbox
+		return c.sandbox
 	}
-	return s.live
+	return c.live
 }
 
 // statusClientClosed is logged (never sent) when the partner went away
