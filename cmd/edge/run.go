@@ -163,8 +163,11 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 // cache's loads are shared through Redis (fleet.go).
 func newCatalog(cfg settings, baseURL string, mode keys.Mode, version string, log *slog.Logger, tel *observability.Telemetry, fm *member) (upstream.Catalog, func(), error) {
 	log = log.With("pms", string(mode))
-	metrics := tel.Metrics()
-	pm := metrics.PMS(string(mode))
+	pm := tel.Metrics().PMS(string(mode))
+	rejections, err := upstream.NewRejectionMetrics(tel.MeterProvider().Meter(observability.ScopeName))
+	if err != nil {
+		return nil, nil, fmt.Errorf("mapping rejection metrics: %w", err)
+	}
 	client, err := upstream.NewClient(upstream.ClientConfig{
 		BaseURL:        baseURL,
 		Token:          cfg.PMSToken,
@@ -183,7 +186,7 @@ func newCatalog(cfg settings, baseURL string, mode keys.Mode, version string, lo
 		Brand:      cfg.Brand,
 		CodeSource: cfg.CodeSource,
 		OnReject: func(r *mapping.Rejection) {
-			metrics.MappingRejected(context.Background(), r.Reason)
+			rejections.Rejected(context.Background(), r.Reason)
 			log.Warn("pms record rejected", "hotel_id", r.HotelID, "reason", string(r.Reason))
 		},
 	})
