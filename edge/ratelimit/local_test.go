@@ -34,11 +34,11 @@ func TestLocalBucket(t *testing.T) {
 		if d.Allowed || d.Remaining != 0 || d.RetryAfter != 500*time.Millisecond || d.ResetAfter != 1500*time.Millisecond {
 			t.Fatalf("over the burst: %+v", d)
 		}
-		time.Sleep(250 * time.Millisecond)
+		time.Sleep(250 * time.Millisecond) // synctest's clock
 		if d := allowN(t, l, "k", lim, 1); d.Allowed || d.RetryAfter != 250*time.Millisecond {
 			t.Fatalf("after 250ms: %+v", d)
 		}
-		time.Sleep(250 * time.Millisecond)
+		time.Sleep(250 * time.Millisecond) // synctest's clock
 		d = allowN(t, l, "k", lim, 1)
 		if !d.Allowed || d.Remaining != 0 || d.RetryAfter != 500*time.Millisecond || d.ResetAfter != 1500*time.Millisecond {
 			t.Fatalf("after 500ms: %+v", d)
@@ -47,7 +47,7 @@ func TestLocalBucket(t *testing.T) {
 		if d := allowN(t, l, "other", lim, 1); !d.Allowed || d.Remaining != 2 {
 			t.Fatalf("other key: %+v", d)
 		}
-		time.Sleep(1500 * time.Millisecond)
+		time.Sleep(1500 * time.Millisecond) // synctest's clock
 		if d := allowN(t, l, "k", lim, 1); !d.Allowed || d.Remaining != 2 || d.ResetAfter != 500*time.Millisecond {
 			t.Fatalf("refilled: %+v", d)
 		}
@@ -77,7 +77,7 @@ func TestLocalPeek(t *testing.T) {
 				t.Fatalf("peek at an empty bucket: %+v", d)
 			}
 		}
-		time.Sleep(3 * time.Second)
+		time.Sleep(3 * time.Second) // synctest's clock
 		if d := allowN(t, l, "a", lim, 0); !d.Allowed || d.Remaining != 1 || d.RetryAfter != 0 {
 			t.Fatalf("peek after a refill: %+v", d)
 		}
