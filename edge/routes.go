@@ -54,5 +54,5 @@ func (s *server) routes() http.Handler {
 	if s.tel == nil {
 		return r
 	}
-	return s.tel.Middleware()(r)
+	return s.tel.SpanMiddleware()(r) // the request state's writer records the answer (annotateSpan)
 }
