@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/partner-edge/partner-edge/mapping"
 	"github.com/partner-edge/partner-edge/problem"
 )
 
@@ -64,7 +65,7 @@ func (s responder) appendMeta(b []byte, r *http.Request, p *page) []byte {
 	b = append(b, `,"meta":{"requestId":"`...)
 	b = append(b, RequestID(r.Context())...)
 	b = append(b, `","timestamp":"`...)
-	b = appendTimestamp(b, s.now())
+	b = mapping.AppendTime(b, s.now()) // the one timestamp encoder
 	b = append(b, '"')
 	if p != nil {
 		b = append(b, `,"pagination":{"page":`...)
@@ -109,22 +110,4 @@ func setJSONHeaders(w http.ResponseWriter, length int) {
 		return
 	}
 	h["Content-Length"] = []string{v}
-}
-
-// appendTimestamp appends t in problem.TimeFormat (UTC, milliseconds, Z)
-// without time.Format's general machinery: it runs on every answer.
-// Years outside 0000-9999 fall back to AppendFormat.
-func appendTimestamp(b []byte, t time.Time) []byte {
-	t = t.UTC()
-	year, month, day := t.Date()
-	if year < 0 || year > 9999 {
-		return t.AppendFormat(b, problem.TimeFormat)
-	}
-	hour, minute, sec := t.Clock()
-	ms := t.Nanosecond() / 1e6
-	b = append(b, byte('0'+year/1000), byte('0'+year/100%10), byte('0'+year/10%10), byte('0'+year%10), '-',
-		byte('0'+int(month)/10), byte('0'+int(month)%10), '-', byte('0'+day/10), byte('0'+day%10), 'T',
-		byte('0'+hour/10), byte('0'+hour%10), ':', byte('0'+minute/10), byte('0'+minute%10), ':',
-		byte('0'+sec/10), byte('0'+sec%10), '.', byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z')
-	return b
 }
