@@ -146,6 +146,7 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 		DrainDelay:      cfg.DrainDelay,
 		ShutdownTimeout: cfg.ShutdownWait,
 		OnDraining:      func() { draining.Store(true) },
+		OnTLSReload:     func(ok bool) { tel.Metrics().TLSReload(context.Background(), ok) },
 		Logger:          log,
 		OnListen: func(addr net.Addr) {
 			log.Info("edge listening", "addr", addr.String())
