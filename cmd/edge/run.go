@@ -243,7 +243,15 @@ func serveAdmin(ctx context.Context, addr string, tel *observability.Telemetry, 
 	}
 }
 
+// stampedVersion is the version a release build stamps in
+// (-ldflags "-X main.stampedVersion=v1.2.3", cmd/edge/image/build); empty:
+// the module version from the build info, else "dev".
+var stampedVersion string
+
 func buildVersion() string {
+	if stampedVersion != "" {
+		return stampedVersion
+	}
 	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 		return bi.Main.Version
 	}
