@@ -262,7 +262,7 @@ func unpack(t *testing.T, layers []ociDescriptor, dir string) int64 {
 
 var (
 	imageListening = regexp.MustCompile(`"msg":"edge listening","addr":"([^"]+)"`)
-	demoKey   = regexp.MustCompile(`live key:\s+(svc_live_\S+)`)
+	demoKey        = regexp.MustCompile(`live key:\s+(svc_live_\S+)`)
 )
 
 // runInImage starts /edge inside rootfs (chroot) as UID 65532, in demo mode,
