@@ -240,4 +240,3 @@ func dashboardExprs(t *testing.T, path string) []string {
 	}
 	return out
 }
-

@@ -122,7 +122,7 @@ func ptr[T any](v T) *T { return &v }
 func heatmap(title, desc string, t Target) *Panel {
 	t.Format = "heatmap"
 	return &Panel{Type: "heatmap", Title: title, Description: desc, Targets: []Target{t},
-		Options: map[string]any{"calculate": false, "yAxis": map[string]any{"unit": "s"}, "cellGap": 1},
+		Options:     map[string]any{"calculate": false, "yAxis": map[string]any{"unit": "s"}, "cellGap": 1},
 		FieldConfig: &fieldConfig{Overrides: []override{}}}
 }
 
