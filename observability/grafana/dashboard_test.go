@@ -67,7 +67,7 @@ func TestDashboardPanelsNamedByRunbooks(t *testing.T) {
 		}
 	}
 	for _, n := range named {
-		if strings.HasSuffix(n, ":") || n == "Means" || n == "Confirm" || n == "Do" || n == "Dashboard" || n == "Metrics" || n == "Traces" || n == "Logs" {
+		if strings.HasSuffix(n, ":") || strings.HasSuffix(n, ".") || n == "Means" || n == "Confirm" || n == "Do" || n == "Dashboard" || n == "Metrics" || n == "Traces" || n == "Logs" {
 			continue // runbook headings, not panels
 		}
 		if !titles[n] {
