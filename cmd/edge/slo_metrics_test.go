@@ -137,6 +137,8 @@ func TestRulesAndDashboardMatchMetrics(t *testing.T) {
 		"EDGE_KEYS_FILE": keysFile, "PMS_BASE_URL": simSrv.URL, "EDGE_CACHE_TTL": "1h", "EDGE_CACHE_STALE": "2h",
 		"EDGE_PMS_ATTEMPT_TIMEOUT": "300ms", "EDGE_PMS_TIMEOUT": "2s",
 		"EDGE_REDIS_URL": redisSrv.URL(), "EDGE_AUTH_FAIL_LIMIT": "1",
+		"EDGE_FLEET_SECRET": strings.Repeat("f", 32), // required with Redis once issue 17 lands
+		"PMS_CANDIDATE_URL": simSrv.URL,              // the shadow's series (PartnerEdgeShadow*)
 	})
 	base := "http://" + waitListening(t, s) + "/v1/"
 	waitHealthy(t, base)
@@ -170,6 +172,10 @@ func TestRulesAndDashboardMatchMetrics(t *testing.T) {
 			t.Fatalf("bad key: %d, want %d", code, want)
 		}
 	}
+	// The shadow compares in the background after the live walk.
+	eventually(t, func() bool {
+		return strings.Contains(scrape(t, admin+"/metrics"), "partner_edge_shadow_last_comparison_timestamp_seconds{")
+	})
 	exp := parseExposition(t, scrape(t, admin+"/metrics"))
 	if len(exp["db_client_operation_duration_seconds_bucket"]) == 0 {
 		t.Fatalf("no Redis command recorded: is the edge on Redis?")
