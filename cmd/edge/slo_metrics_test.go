@@ -40,7 +40,7 @@ func parseExposition(t *testing.T, body string) exposition {
 		if err != nil {
 			t.Fatalf("scrape line %q: %v", line, err)
 		}
-		name := ls.Get(labels.MetricName)
+		name := ls.Get(model.MetricNameLabel)
 		e[name] = append(e[name], ls)
 	}
 	return e
@@ -72,7 +72,7 @@ func (e exposition) check(sel *promql.VectorSelector, grouping []string, records
 		}
 	}
 	for _, m := range sel.LabelMatchers {
-		if m.Name == labels.MetricName || slices.Contains(targetLabels, m.Name) {
+		if m.Name == model.MetricNameLabel || slices.Contains(targetLabels, m.Name) {
 			continue
 		}
 		if !has(m.Name) {
