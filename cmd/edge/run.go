@@ -132,6 +132,10 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 		sandbox = sb
 	}
 
+	tokens, err := newOAuth(ctx, cfg, store, log) // nil: tokens off
+	if err != nil {
+		return err
+	}
 	handler := edge.NewServer(edge.Config{
 		Brand:          cfg.Brand,
 		DocsURL:        cfg.DocsURL,
@@ -144,11 +148,12 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 		AuthFailLimit:  cfg.AuthFailLimit,
 		TrustedProxies: cfg.TrustedProxies,
 		Limiter:        fm.limiter(), // nil: in-process
+		OAuth:          tokens,
 	}, store, live, sandbox)
 
 	log.Info("edge starting", "version", version, "addr", cfg.Addr, "brand", cfg.Brand,
 		"demo", demo != nil, "sandbox", sandbox != nil, "tls", cfg.TLSCert != "",
-		"traces_exporter", tel.TracesExporter(), "redis", fm != nil)
+		"traces_exporter", tel.TracesExporter(), "redis", fm != nil, "oauth", tokens != nil)
 	if cfg.AdminAddr != "" {
 		wg.Add(1)
 		go func() {
