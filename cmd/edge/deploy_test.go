@@ -22,12 +22,6 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// notYetSettings are variables the manifests set that operations.md fixes
-// but that another branch adds to settingTable (issue 17 makes
-// EDGE_FLEET_SECRET required with EDGE_REDIS_URL). Once the table has them
-// they are checked like the others; the entry can then go.
-var notYetSettings = []string{"EDGE_FLEET_SECRET"}
-
 // runtimeEnv are variables read by the Go runtime or the OpenTelemetry SDK,
 // not by run's settings table.
 func runtimeEnv(name string) bool {
@@ -116,8 +110,6 @@ func TestDeployManifests(t *testing.T) {
 	for _, e := range c.Env {
 		switch {
 		case known[e.Name] || runtimeEnv(e.Name):
-		case slices.Contains(notYetSettings, e.Name):
-			t.Logf("%s: not in this branch's settingTable yet (operations.md has it)", e.Name)
 		default:
 			t.Errorf("env %s is no setting of cmd/edge", e.Name)
 		}

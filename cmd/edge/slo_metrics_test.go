@@ -137,7 +137,7 @@ func TestRulesAndDashboardMatchMetrics(t *testing.T) {
 		"EDGE_KEYS_FILE": keysFile, "PMS_BASE_URL": simSrv.URL, "EDGE_CACHE_TTL": "1h", "EDGE_CACHE_STALE": "2h",
 		"EDGE_PMS_ATTEMPT_TIMEOUT": "300ms", "EDGE_PMS_TIMEOUT": "2s",
 		"EDGE_REDIS_URL": redisSrv.URL(), "EDGE_AUTH_FAIL_LIMIT": "1",
-		"EDGE_FLEET_SECRET": strings.Repeat("f", 32), // required with Redis once issue 17 lands
+		"EDGE_FLEET_SECRET": strings.Repeat("f", 32), // required with Redis
 		"PMS_CANDIDATE_URL": simSrv.URL,              // the shadow's series (PartnerEdgeShadow*)
 	})
 	base := "http://" + waitListening(t, s) + "/v1/"
