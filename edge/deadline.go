@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/upstream"
 )
 
@@ -21,7 +22,7 @@ const DefaultRequestTimeout = 10 * time.Second
 //   - the request's one overall deadline, Config.RequestTimeout after it
 //     started: PMS calls, their retries and waits for a shared cache load
 //     all run under it, and a request still waiting when it passes answers
-//     504 GATEWAY_TIMEOUT (failUpstream).
+//     504 GATEWAY_TIMEOUT (problemOf).
 //
 // The deadline's timer is started only when something waits on Done (a
 // PMS call, a wait for a cache load): a request answered from the cache
@@ -87,6 +88,8 @@ func (c *reqContext) Value(key any) any {
 		return c.st
 	case upstream.CallerIDsKey:
 		return upstream.CallerIDs{RequestID: c.st.requestID, CorrelationID: c.st.correlationID}
+	case observability.CacheSlotKey:
+		return &c.st.cache
 	}
 	if t := c.timed.Load(); t != nil {
 		return t.ctx.Value(key)

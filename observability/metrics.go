@@ -11,8 +11,6 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/partner-edge/partner-edge/mapping"
 )
 
 // ScopeName is the instrumentation scope of the service's own meters and
@@ -112,7 +110,10 @@ func (s BreakerState) String() string {
 //   - http.server.request.duration (http_server_request_duration_seconds):
 //     histogram, seconds, semconv buckets; http.request.method,
 //     http.route (the route template; absent when no route matched),
-//     http.response.status_code. Recorded by RequestDone.
+//     http.response.status_code, and partner_edge.cache.outcome (hit,
+//     miss, stale, coalesced) on requests the cache answered (the SLO
+//     tells cached answers from misses by it; absent otherwise). Recorded
+//     by RequestDone.
 //   - http.server.active_requests (http_server_active_requests): up-down
 //     counter of requests in flight; http.request.method.
 //   - partner_edge.pms.attempt.duration
@@ -127,9 +128,7 @@ func (s BreakerState) String() string {
 //     outcome (hit, miss, stale, coalesced), each pre-registered at 0.
 //   - partner_edge.cache.load_panics (partner_edge_cache_load_panics_total):
 //     loads of the cache that panicked and were recovered; pms.
-//   - partner_edge.mapping.rejections
-//     (partner_edge_mapping_rejections_total): PMS records that could not be
-//     mapped; reason (mapping.Reasons, every one pre-registered at 0).
+//   - (partner_edge.mapping.rejections is upstream's: RejectionMetrics.)
 //   - partner_edge.keys.reloads (partner_edge_keys_reloads_total): key file
 //     loads; result (ok, failed), both pre-registered at 0.
 //   - partner_edge.problem.responses (partner_edge_problem_responses_total):
@@ -139,6 +138,13 @@ func (s BreakerState) String() string {
 //     any key was looked at (their RATE_LIMITED is also in
 //     problem.responses, with the per-key quota's); no attribute (client
 //     addresses are unbounded), registered at 0.
+//   - partner_edge.requests.shed (partner_edge_requests_shed_total):
+//     requests answered 503 at once because EDGE_MAX_CONCURRENT were in
+//     progress (their SERVICE_UNAVAILABLE is also in problem.responses, with
+//     the PMS's); no attribute, registered at 0.
+//   - partner_edge.tls.reloads (partner_edge_tls_reloads_total): reloads of
+//     the TLS certificate after start-up; result (ok, failed), both
+//     pre-registered at 0.
 type Metrics struct {
 	reqDuration metric.Float64Histogram
 	active      metric.Int64UpDownCounter
@@ -147,14 +153,13 @@ type Metrics struct {
 	breaker     metric.Int64Gauge
 	cache       metric.Int64Counter
 	loadPanics  metric.Int64Counter
-	rejections  metric.Int64Counter
 	reloads     metric.Int64Counter
 	problems    metric.Int64Counter
 	throttled   metric.Int64Counter
+	shed        metric.Int64Counter
+	tlsReloads  metric.Int64Counter
 
 	activeOpts  map[string][]metric.AddOption // by canonical method, read-only
-	rejectOpts  map[mapping.Reason][]metric.AddOption
-	unknownRej  []metric.AddOption
 	problemOpts map[string][]metric.AddOption // guarded by mu
 	reloadOpts  [2][]metric.AddOption         // failed, ok
 
@@ -167,6 +172,7 @@ type Metrics struct {
 type reqKey struct {
 	method, route string
 	status        int
+	cache         CacheOutcome // "" when the cache did not answer
 }
 
 // maxReqSets bounds the RequestDone cache; past it, sets are built per call.
@@ -228,10 +234,6 @@ func newMetrics(mp metric.MeterProvider) (*Metrics, error) {
 		metric.WithUnit("{panic}"), metric.WithDescription("Cache loads that panicked (recovered).")); err != nil {
 		return nil, err
 	}
-	if m.rejections, err = meter.Int64Counter("partner_edge.mapping.rejections",
-		metric.WithUnit("{record}"), metric.WithDescription("PMS records that could not be mapped, by reason.")); err != nil {
-		return nil, err
-	}
 	if m.reloads, err = meter.Int64Counter("partner_edge.keys.reloads",
 		metric.WithUnit("{reload}"), metric.WithDescription("Key file loads by result: ok or failed.")); err != nil {
 		return nil, err
@@ -247,12 +249,6 @@ func newMetrics(mp metric.MeterProvider) (*Metrics, error) {
 	}
 	m.activeOpts[otherMethod] = addOpts(semconv.HTTPRequestMethodKey.String(otherMethod))
 	ctx := context.Background()
-	m.rejectOpts = make(map[mapping.Reason][]metric.AddOption, len(mapping.Reasons))
-	for _, r := range mapping.Reasons {
-		m.rejectOpts[r] = addOpts(attribute.String("reason", string(r)))
-		m.rejections.Add(ctx, 0, m.rejectOpts[r]...)
-	}
-	m.unknownRej = addOpts(attribute.String("reason", "unknown"))
 	m.problemOpts = map[string][]metric.AddOption{internalError: addOpts(attribute.String("code", internalError))}
 	if m.throttled, err = meter.Int64Counter("partner_edge.auth.throttled",
 		metric.WithUnit("{request}"), metric.WithDescription("Requests refused by the failed-authentication throttle, before any key was looked at.")); err != nil {
@@ -263,6 +259,18 @@ func newMetrics(mp metric.MeterProvider) (*Metrics, error) {
 	m.reloadOpts[1] = addOpts(attribute.String("result", "ok"))
 	for _, o := range m.reloadOpts {
 		m.reloads.Add(ctx, 0, o...)
+	}
+	if m.shed, err = meter.Int64Counter("partner_edge.requests.shed",
+		metric.WithUnit("{request}"), metric.WithDescription("Requests answered 503 at once because the concurrency cap was reached.")); err != nil {
+		return nil, err
+	}
+	m.shed.Add(ctx, 0)
+	if m.tlsReloads, err = meter.Int64Counter("partner_edge.tls.reloads",
+		metric.WithUnit("{reload}"), metric.WithDescription("TLS certificate reloads after start-up by result: ok or failed.")); err != nil {
+		return nil, err
+	}
+	for _, o := range m.reloadOpts {
+		m.tlsReloads.Add(ctx, 0, o...)
 	}
 	empty := map[reqKey][]metric.RecordOption{}
 	m.reqOpts.Store(&empty)
@@ -280,20 +288,30 @@ func (m *Metrics) RequestStarted(ctx context.Context, method string) {
 // request's duration. route is the route template ("/v1/properties/{propertyId}"),
 // or "" when no route matched (404, 405, trailing slash...): never the raw
 // path. status is the status code sent.
+//
+// When ctx answers a *CacheSlot (CacheSlotKey) that PMSMetrics.Cache filled,
+// the duration carries the request's cache outcome too.
 func (m *Metrics) RequestDone(ctx context.Context, method, route string, status int, elapsed time.Duration) {
 	method = canonicalMethod(method)
 	m.active.Add(ctx, -1, m.activeOpts[method]...)
-	m.reqDuration.Record(ctx, elapsed.Seconds(), m.requestOpts(method, route, status)...)
+	var cache CacheOutcome
+	if slot, ok := ctx.Value(CacheSlotKey{}).(*CacheSlot); ok {
+		cache = slot.Outcome()
+	}
+	m.reqDuration.Record(ctx, elapsed.Seconds(), m.requestOpts(method, route, status, cache)...)
 }
 
-func (m *Metrics) requestOpts(method, route string, status int) []metric.RecordOption {
-	k := reqKey{method, route, status}
+func (m *Metrics) requestOpts(method, route string, status int, cache CacheOutcome) []metric.RecordOption {
+	k := reqKey{method, route, status, cache}
 	if o, ok := (*m.reqOpts.Load())[k]; ok {
 		return o
 	}
 	kv := []attribute.KeyValue{semconv.HTTPRequestMethodKey.String(method), semconv.HTTPResponseStatusCode(status)}
 	if route != "" {
 		kv = append(kv, semconv.HTTPRoute(route))
+	}
+	if cache != "" {
+		kv = append(kv, AttrCacheOutcome.String(string(cache)))
 	}
 	o := recordOpts(kv...)
 	m.mu.Lock()
@@ -347,23 +365,21 @@ func codeShaped(code string) bool {
 	return true
 }
 
-// MappingRejected counts one PMS record that could not be mapped, and adds
-// a "mapping.rejected" event (AttrRejectReason) to the recording span of ctx.
-// A reason outside mapping.Reasons is counted as "unknown".
-func (m *Metrics) MappingRejected(ctx context.Context, reason mapping.Reason) {
-	o, ok := m.rejectOpts[reason]
-	if !ok {
-		o, reason = m.unknownRej, "unknown"
-	}
-	m.rejections.Add(ctx, 1, o...)
-	if span := trace.SpanFromContext(ctx); span.IsRecording() {
-		span.AddEvent(EventMappingRejected, trace.WithAttributes(AttrRejectReason.String(string(reason))))
-	}
-}
-
 // AuthThrottled counts one request refused by the failed-authentication
 // throttle.
 func (m *Metrics) AuthThrottled(ctx context.Context) { m.throttled.Add(ctx, 1) }
+
+// Shed counts one request refused by the concurrency cap.
+func (m *Metrics) Shed(ctx context.Context) { m.shed.Add(ctx, 1) }
+
+// TLSReload counts one reload of the TLS certificate after start-up.
+func (m *Metrics) TLSReload(ctx context.Context, ok bool) {
+	i := 0
+	if ok {
+		i = 1
+	}
+	m.tlsReloads.Add(ctx, 1, m.reloadOpts[i]...)
+}
 
 // KeyReload counts one load of the key file (start-up, SIGHUP or change).
 func (m *Metrics) KeyReload(ctx context.Context, ok bool) {
@@ -446,15 +462,19 @@ func (p *PMSMetrics) BreakerState(ctx context.Context, s BreakerState) {
 	p.m.breaker.Record(ctx, int64(s), p.breaker...)
 }
 
-// Cache counts one cache lookup by how it was served, and adds a
-// "cache.lookup" event (AttrCacheOutcome) to the recording span of ctx. An
-// outcome outside CacheOutcomes is ignored.
+// Cache counts one cache lookup by how it was served, adds a
+// "cache.lookup" event (AttrCacheOutcome) to the recording span of ctx, and
+// notes the outcome in the request's CacheSlot, if ctx has one. An outcome
+// outside CacheOutcomes is ignored.
 func (p *PMSMetrics) Cache(ctx context.Context, outcome CacheOutcome) {
 	o, ok := p.cache[outcome]
 	if !ok {
 		return
 	}
 	p.m.cache.Add(ctx, 1, o...)
+	if slot, ok := ctx.Value(CacheSlotKey{}).(*CacheSlot); ok {
+		slot.set(outcome)
+	}
 	if span := trace.SpanFromContext(ctx); span.IsRecording() {
 		span.AddEvent(EventCacheLookup, trace.WithAttributes(AttrCacheOutcome.String(string(outcome))))
 	}

@@ -171,6 +171,7 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 		DrainDelay:      cfg.DrainDelay,
 		ShutdownTimeout: cfg.ShutdownWait,
 		OnDraining:      func() { draining.Store(true) },
+		OnTLSReload:     func(ok bool) { tel.Metrics().TLSReload(context.Background(), ok) },
 		Logger:          log,
 		OnListen: func(addr net.Addr) {
 			log.Info("edge listening", "addr", addr.String())
@@ -192,8 +193,11 @@ func newCatalog(cfg settings, baseURL string, mode keys.Mode, version string, lo
 // they end (nil: none; shadow.go).
 func newShadowedCatalog(cfg settings, baseURL string, mode keys.Mode, version string, log *slog.Logger, tel *observability.Telemetry, fm *member, sh *shadow.Shadow) (upstream.Catalog, func(), error) {
 	log = log.With("pms", string(mode))
-	metrics := tel.Metrics()
-	pm := metrics.PMS(string(mode))
+	pm := tel.Metrics().PMS(string(mode))
+	rejections, err := upstream.NewRejectionMetrics(tel.MeterProvider().Meter(observability.ScopeName))
+	if err != nil {
+		return nil, nil, fmt.Errorf("mapping rejection metrics: %w", err)
+	}
 	client, err := upstream.NewClient(upstream.ClientConfig{
 		BaseURL:        baseURL,
 		Token:          cfg.PMSToken,
@@ -213,7 +217,7 @@ func newShadowedCatalog(cfg settings, baseURL string, mode keys.Mode, version st
 		Brand:      cfg.Brand,
 		CodeSource: cfg.CodeSource,
 		OnReject: func(r *mapping.Rejection) {
-			metrics.MappingRejected(context.Background(), r.Reason)
+			rejections.Rejected(context.Background(), r.Reason)
 			log.Warn("pms record rejected", "hotel_id", r.HotelID, "reason", string(r.Reason))
 		},
 	})
@@ -282,7 +286,15 @@ func serveAdmin(ctx context.Context, addr string, tel *observability.Telemetry, 
 	}
 }
 
+// stampedVersion is the version a release build stamps in
+// (-ldflags "-X main.stampedVersion=v1.2.3", cmd/edge/image/build); empty:
+// the module version from the build info, else "dev".
+var stampedVersion string
+
 func buildVersion() string {
+	if stampedVersion != "" {
+		return stampedVersion
+	}
 	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 		return bi.Main.Version
 	}
