@@ -42,6 +42,10 @@ func (s *server) routes() http.Handler {
 			r.Method(http.MethodGet, rt.pattern, rt.handler(s))
 		}
 	}
+	if s.cfg.Docs != nil && s.cfg.DocsPath != "" {
+		// The documentation site: public pages outside /v1 and its rules.
+		r.Mount(s.cfg.DocsPath, http.StripPrefix(s.cfg.DocsPath, s.cfg.Docs))
+	}
 	r.Group(func(r chi.Router) {
 		r.Use(s.authenticate, s.rateLimit, s.checkHeaders, s.checkAccept)
 		for _, rt := range v1Routes {

@@ -40,6 +40,8 @@ type settings struct {
 	AuthFailLimit            int            // failed authentications a minute per client address; 0: off
 	TrustedProxies           []netip.Prefix // whose X-Forwarded-For is believed
 	RedisURL                 string         // shared limits and snapshots; empty: in-process (fleet.go)
+	DocsPath                 string         // serve the documentation site here; empty: not served (docs.go)
+	DocsURLSet, DocsPathSet  bool           // set by the operator, not defaulted: the demo leaves them alone
 }
 
 // lookupEnv reads one environment variable and says whether it is set at
@@ -59,6 +61,7 @@ type setting struct {
 	// variable means the default, as an unset one does.
 	emptySet      bool
 	value, source string // resolved value, and "VAR" or "--flag" for messages
+	set           bool   // given by the variable or the flag, not defaulted
 }
 
 func settingTable() []*setting {
@@ -87,6 +90,7 @@ func settingTable() []*setting {
 		{env: "EDGE_AUTH_FAIL_LIMIT", flag: "auth-fail-limit", def: "20", help: "failed authentications (401 INVALID_API_KEY) allowed per client address per minute before 429; 0 disables the throttle"},
 		{env: "EDGE_TRUSTED_PROXIES", flag: "trusted-proxies", def: "", help: "comma-separated CIDRs whose X-Forwarded-For is believed for the client address"},
 		{env: "EDGE_REDIS_URL", flag: "redis-url", def: "", help: "redis:// or rediss:// URL of the Redis (or Valkey) that instances share limits and snapshot loads through; empty keeps everything in-process"},
+		{env: "EDGE_DOCS_PATH", flag: "docs-path", def: "", help: "serve the documentation site at this path, e.g. /docs (demo: /docs; set empty to turn it off)", emptySet: true},
 		{env: "EDGE_LOG_FORMAT", flag: "log-format", def: "json", help: "log format: json or text"},
 		{env: "EDGE_LOG_LEVEL", flag: "log-level", def: "info", help: "log level: debug, info, warn or error"},
 	}
@@ -105,6 +109,7 @@ func parseSettings(args []string, getenv lookupEnv, stderr io.Writer) (settings,
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: edge [flags]        run the edge (no settings: the demo)")
 		fmt.Fprintln(fs.Output(), "       edge keys new ...   mint an API key (edge keys new --help)")
+		fmt.Fprintln(fs.Output(), "       edge docs build DIR write the documentation site (edge docs build --help)")
 		fmt.Fprintln(fs.Output(), "\nSettings (a flag overrides its environment variable):")
 		for _, st := range table {
 			fmt.Fprintf(fs.Output(), "  --%s, %s (default %q)\n        %s\n", st.flag, st.env, st.def, st.help)
@@ -122,10 +127,10 @@ func parseSettings(args []string, getenv lookupEnv, stderr io.Writer) (settings,
 	for _, st := range table {
 		st.value, st.source = st.def, st.env
 		if v, ok := getenv(st.env); ok && (v != "" || st.emptySet) {
-			st.value = v
+			st.value, st.set = v, true
 		}
 		if set[st.flag] {
-			st.value, st.source = *flagVals[st.flag], "--"+st.flag
+			st.value, st.source, st.set = *flagVals[st.flag], "--"+st.flag, true
 		}
 		get[st.env] = st
 	}
@@ -157,6 +162,9 @@ func parseSettings(args []string, getenv lookupEnv, stderr io.Writer) (settings,
 		AuthFailLimit:  p.count("EDGE_AUTH_FAIL_LIMIT"),
 		TrustedProxies: p.cidrs("EDGE_TRUSTED_PROXIES"),
 		RedisURL:       p.redisURL("EDGE_REDIS_URL"),
+		DocsPath:       p.docsPath("EDGE_DOCS_PATH"),
+		DocsURLSet:     get["EDGE_DOCS_URL"].set,
+		DocsPathSet:    get["EDGE_DOCS_PATH"].set,
 	}
 	if s.AdminAddr == "off" {
 		s.AdminAddr = ""
