@@ -221,33 +221,15 @@ func (e GatewayTimeoutProblemStatus) Valid() bool {
 	}
 }
 
-// Defines values for HealthStatus.
-const (
-	HealthStatusOk        HealthStatus = "ok"
-	HealthStatusUnhealthy HealthStatus = "unhealthy"
-)
-
-// Valid indicates whether the value is a known member of the HealthStatus enum.
-func (e HealthStatus) Valid() bool {
-	switch e {
-	case HealthStatusOk:
-		return true
-	case HealthStatusUnhealthy:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for HealthOkStatus.
 const (
-	HealthOkStatusOk HealthOkStatus = "ok"
+	Ok HealthOkStatus = "ok"
 )
 
 // Valid indicates whether the value is a known member of the HealthOkStatus enum.
 func (e HealthOkStatus) Valid() bool {
 	switch e {
-	case HealthOkStatusOk:
+	case Ok:
 		return true
 	default:
 		return false
@@ -256,13 +238,13 @@ func (e HealthOkStatus) Valid() bool {
 
 // Defines values for HealthUnhealthyStatus.
 const (
-	HealthUnhealthyStatusUnhealthy HealthUnhealthyStatus = "unhealthy"
+	Unhealthy HealthUnhealthyStatus = "unhealthy"
 )
 
 // Valid indicates whether the value is a known member of the HealthUnhealthyStatus enum.
 func (e HealthUnhealthyStatus) Valid() bool {
 	switch e {
-	case HealthUnhealthyStatusUnhealthy:
+	case Unhealthy:
 		return true
 	default:
 		return false
@@ -1022,14 +1004,6 @@ type GatewayTimeoutProblemCode string
 
 // GatewayTimeoutProblemStatus defines model for GatewayTimeoutProblem.Status.
 type GatewayTimeoutProblemStatus int32
-
-// Health No `data`/`meta` envelope; no versions or internals.
-type Health struct {
-	Status HealthStatus `json:"status"`
-}
-
-// HealthStatus defines model for Health.Status.
-type HealthStatus string
 
 // HealthOk The process serves.
 type HealthOk struct {
