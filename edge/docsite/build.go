@@ -14,7 +14,7 @@ import (
 	"github.com/partner-edge/partner-edge/problem"
 )
 
-//go:embed templates/*.html assets/site.css
+//go:embed templates/*.html assets/site.css assets/favicon.svg
 var sources embed.FS
 
 var templates = template.Must(template.New("").Funcs(template.FuncMap{
@@ -83,6 +83,11 @@ func (b *builder) build() error {
 		return err
 	}
 	b.site.add(assetSiteCSS, "text/css; charset=utf-8", cspPage, css)
+	icon, err := sources.ReadFile("assets/favicon.svg")
+	if err != nil {
+		return err
+	}
+	b.site.add(assetFavicon, "image/svg+xml", cspPage, icon)
 
 	var codes []codePage
 	for _, e := range problem.All() {

@@ -60,7 +60,7 @@ func (b *builder) reference() error {
 			return nil
 		}
 		first = false
-		return []byte(`<link rel="stylesheet" href="` + p.Link(assetReferenceCSS) + `">`)
+		return []byte(`<link rel="stylesheet" href="` + p.Link(assetReferenceCSS) + `"><link rel="icon" type="image/svg+xml" href="` + p.Link(assetFavicon) + `">`)
 	})
 	html = bytes.Replace(html, []byte(`<body>`), []byte(`<body><nav class="pe-back" aria-label="Site"><a href="`+p.Link(pageHome)+`">Partner API documentation</a> / API reference</nav>`), 1)
 	if loc := remoteSource.Find(html); loc != nil {

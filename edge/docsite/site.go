@@ -63,6 +63,7 @@ const (
 	pageChangelog     = "changelog"
 	assetSiteCSS      = "assets/site.css"
 	assetReferenceCSS = "assets/reference.css"
+	assetFavicon      = "assets/favicon.svg" // so browsers do not ask the API for /favicon.ico
 )
 
 // ErrorPage is the page address of code under the site's root: the part of
