@@ -32,7 +32,19 @@ const referenceOverride = `
 [data-testid="search-trigger"],[data-component-name="Sidebar/SidebarActions"]{display:none!important}
 .pe-back{display:block;padding:8px 16px;font:14px/1.5 system-ui,sans-serif;background:#0b3d66;color:#fff}
 .pe-back a{color:#fff}
+li.tab-success.react-tabs__tab--selected{color:#1d8127!important}
+li.tab-error.react-tabs__tab--selected{color:#b3261e!important}
 `
+
+// contrastFixes darken (or, on Redoc's dark panels, lighten) the colours of
+// Redoc's default theme that fall short of WCAG AA contrast (4.5:1), as
+// axe-core reports them (partnertest's TestPagesPassAxe).
+var contrastFixes = strings.NewReplacer(
+	"color:#e53935", "color:#b3261e", // code on light grey
+	"color:rgba(38, 50, 56, 0.5)", "color:rgba(38, 50, 56, 0.8)", // section labels on white
+	"li.tab-error{color:#d41f1c;}", "li.tab-error{color:#ff8a80;}", // tab on the dark panel
+	"li.tab-success{color:#1d8127;}", "li.tab-success{color:#7ee787;}",
+)
 
 // reference turns Redocly's render into a page that loads nothing but the
 // site's own stylesheet: Redoc's scripts (the hydration, which would load
@@ -53,6 +65,9 @@ func (b *builder) reference() error {
 		css.WriteByte('\n')
 	}
 	css.WriteString(referenceOverride)
+	cssText := contrastFixes.Replace(css.String())
+	css.Reset()
+	css.WriteString(cssText)
 	p := page{Addr: pageReference, b: b}
 	first := true
 	html = styleElem.ReplaceAllFunc(html, func([]byte) []byte {
@@ -62,6 +77,7 @@ func (b *builder) reference() error {
 		first = false
 		return []byte(`<link rel="stylesheet" href="` + p.Link(assetReferenceCSS) + `"><link rel="icon" type="image/svg+xml" href="` + p.Link(assetFavicon) + `">`)
 	})
+	html = bytes.Replace(html, []byte(`<html>`), []byte(`<html lang="en">`), 1)
 	html = bytes.Replace(html, []byte(`<body>`), []byte(`<body><nav class="pe-back" aria-label="Site"><a href="`+p.Link(pageHome)+`">Partner API documentation</a> / API reference</nav>`), 1)
 	if loc := remoteSource.Find(html); loc != nil {
 		return errors.New("docs: reference.html loads a remote resource: " + string(loc))

@@ -224,6 +224,9 @@ type axeResult struct {
 		Help   string `json:"help"`
 		Nodes  []struct {
 			Target []any `json:"target"`
+			Any    []struct {
+				Data json.RawMessage `json:"data"`
+			} `json:"any"`
 		} `json:"nodes"`
 	} `json:"violations"`
 }
@@ -240,6 +243,9 @@ func TestPagesPassAxe(t *testing.T) {
 		d.docsURL + "/authentication", d.docsURL + "/rate-limits", d.docsURL + "/changelog"}
 	for _, e := range problem.All() {
 		pages = append(pages, problem.TypeURI(d.docsURL, e.Code))
+	}
+	if only := os.Getenv("DOCSITE_AXE_ONLY"); only != "" { // while fixing one page
+		pages = []string{d.docsURL + only}
 	}
 	for _, url := range pages {
 		status, h1, err := open(ctx, url)
@@ -261,7 +267,20 @@ func TestPagesPassAxe(t *testing.T) {
 		}
 		for _, v := range res.Violations {
 			if v.Impact == "serious" || v.Impact == "critical" {
-				t.Errorf("%s: axe %s (%s): %s, %d nodes, first %v", url, v.ID, v.Impact, v.Help, len(v.Nodes), v.Nodes[0].Target)
+				var data []string // what axe measured (the colours of color-contrast), each once
+				seen := map[string]bool{}
+				for _, n := range v.Nodes {
+					var m struct{ FgColor, BgColor string }
+					if len(n.Any) > 0 && json.Unmarshal(n.Any[0].Data, &m) == nil && m.FgColor != "" {
+						if k := m.FgColor + " on " + m.BgColor; !seen[k] {
+							seen[k] = true
+							data = append(data, fmt.Sprintf("%s, e.g. %v", k, n.Target))
+						}
+					} else if len(data) < 5 {
+						data = append(data, fmt.Sprint(n.Target))
+					}
+				}
+				t.Errorf("%s: axe %s (%s): %s, %d nodes, first:\n%s", url, v.ID, v.Impact, v.Help, len(v.Nodes), strings.Join(data, "\n"))
 			}
 		}
 		if l := errs.take(); len(l) > 0 {
