@@ -107,7 +107,7 @@ func launch() (*demo, error) {
 		// an address; X-Forwarded-For from loopback names the address, so
 		// the test that provokes it uses an address of its own.
 		"EDGE_AUTH_FAIL_LIMIT=1", "EDGE_TRUSTED_PROXIES=127.0.0.1/32",
-		"EDGE_LOG_LEVEL=warn", "OTEL_SDK_DISABLED=true",
+		"EDGE_LOG_LEVEL=warn", "OTEL_TRACES_EXPORTER=none", "OTEL_METRICS_EXPORTER=none", "OTEL_LOGS_EXPORTER=none",
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
