@@ -306,4 +306,3 @@ func screenshot(t *testing.T, ctx context.Context, url, file string) {
 	}
 	fmt.Fprintf(os.Stderr, "wrote %s\n", file)
 }
-
