@@ -42,7 +42,7 @@ func (s *server) accessLog(next http.Handler) http.Handler {
 		if !s.log.Enabled(ctx, level) {
 			return
 		}
-		var buf [11]slog.Attr
+		var buf [12]slog.Attr
 		attrs := append(buf[:0],
 			slog.String("method", problem.Clip(r.Method, maxLoggedMethod)),
 			slog.String("route", routeOrUnmatched(route)),
@@ -59,6 +59,9 @@ func (s *server) accessLog(next http.Handler) http.Handler {
 		}
 		if st.key != nil {
 			attrs = append(attrs, slog.String("key_id", st.key.ID))
+		}
+		if st.authMethod != "" {
+			attrs = append(attrs, slog.String("auth_method", st.authMethod))
 		}
 		attrs = append(attrs, slog.String("client_address", st.client.String()))
 		if st.cause != nil {
@@ -92,7 +95,7 @@ func (s *server) annotateSpan(r *http.Request, st *state, route string) {
 		return
 	}
 	observability.SetRoute(r.Context(), r.Method, route)
-	var buf [6]attribute.KeyValue // one SetAttributes call: each call allocates
+	var buf [7]attribute.KeyValue // one SetAttributes call: each call allocates
 	attrs := append(buf[:0], observability.AttrRequestID.String(st.requestID),
 		observability.AttrClientAddress.String(st.client.String()))
 	if st.correlationID != "" {
@@ -100,6 +103,9 @@ func (s *server) annotateSpan(r *http.Request, st *state, route string) {
 	}
 	if st.key != nil {
 		attrs = append(attrs, observability.AttrKeyID.String(st.key.ID))
+	}
+	if st.authMethod != "" {
+		attrs = append(attrs, observability.AttrAuthMethod.String(st.authMethod))
 	}
 	if st.code != "" {
 		attrs = append(attrs, observability.AttrProblemCode.String(string(st.code)))

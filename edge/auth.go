@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/edge/ratelimit"
 	"github.com/partner-edge/partner-edge/problem"
 )
 
@@ -26,10 +27,10 @@ const (
 // (403): suspension, brand, scope and test-mode availability, in that order
 // (DECISIONS.md sections 2 and 3). The key goes into the request state.
 // First of all, a client address past its failed authentications is
-// refused (auththrottle.go), and a 401 INVALID_API_KEY counts against it.
+// refused (ratelimit.go), and a 401 INVALID_API_KEY counts against it.
 func (s *server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var bucket string // the failed-auth throttle's bucket of the client address
+		var bucket ratelimit.Key // the failed-auth throttle's bucket of the client address
 		if s.hasAuthLimit {
 			bucket = stateFrom(r.Context()).client.throttleKey()
 			if s.authThrottled(w, r, bucket) {
@@ -38,6 +39,7 @@ func (s *server) authenticate(next http.Handler) http.Handler {
 		}
 		key, err := s.authorise(r)
 		if err != nil {
+			s.addResourceMetadata(err)
 			if s.hasAuthLimit {
 				s.authFailed(r, bucket, err)
 			}
@@ -64,26 +66,43 @@ func (s *server) authorise(r *http.Request) (*keys.Key, error) {
 		return nil, unauthorized(problem.InvalidAuthHeader, c,
 			"The Authorization header must be sent once, as 'Bearer <API key>'.")
 	}
+	st := stateFrom(r.Context())
+	if s.oauth != nil && !keys.HasKeyPrefix(token) { // DECISIONS.md section 12: a token
+		st.authMethod = authMethodOAuth
+		return s.authoriseToken(r, token)
+	}
+	st.authMethod = authMethodAPIKey
 	key, found := (*keys.Key)(nil), false
 	if keys.ValidFormat(token) {
 		key, found = s.keys.Lookup(token)
 	}
-	switch {
-	case !found:
+	if !found {
 		return nil, unauthorized(problem.InvalidAPIKey, challengeInvalid, "The API key is malformed or unknown.")
-	case key.Expired(stateFrom(r.Context()).start):
-		return nil, unauthorized(problem.APIKeyExpired, challengeInvalid,
-			"The API key expired at "+key.ExpiresAt.UTC().Format(time.RFC3339)+".")
-	case key.Suspended:
-		return nil, problem.New(problem.APIKeySuspended, "The API key is suspended.")
-	case key.Brand != s.cfg.Brand:
-		return nil, problem.New(problem.BrandAccessDenied, "The API key is not valid for this brand.")
-	case !key.HasScope(keys.ScopePropertiesRead):
-		return nil, problem.New(problem.InsufficientScope, "The API key lacks the scope %s.", keys.ScopePropertiesRead)
-	case key.Mode == keys.ModeTest && s.sandbox == nil:
-		return nil, problem.New(problem.TestModeUnavailable, "This deployment does not serve test-mode keys.")
+	}
+	if err := s.authoriseKey(r, key); err != nil {
+		return nil, err
 	}
 	return key, nil
+}
+
+// authoriseKey is the one authorisation of a key record, whether an API key
+// or an access token's client found it: expiry, suspension, brand, scopes,
+// test mode (DECISIONS.md sections 3 and 12).
+func (s *server) authoriseKey(r *http.Request, key *keys.Key) error {
+	switch {
+	case key.Expired(stateFrom(r.Context()).start):
+		return unauthorized(problem.APIKeyExpired, challengeInvalid,
+			"The API key expired at "+key.ExpiresAt.UTC().Format(time.RFC3339)+".")
+	case key.Suspended:
+		return problem.New(problem.APIKeySuspended, "The API key is suspended.")
+	case key.Brand != s.cfg.Brand:
+		return problem.New(problem.BrandAccessDenied, "The API key is not valid for this brand.")
+	case !key.HasScope(keys.ScopePropertiesRead):
+		return problem.New(problem.InsufficientScope, "The API key lacks the scope %s.", keys.ScopePropertiesRead)
+	case key.Mode == keys.ModeTest && s.sandbox == nil:
+		return problem.New(problem.TestModeUnavailable, "This deployment does not serve test-mode keys.")
+	}
+	return nil
 }
 
 // bearerToken extracts the token of a single "Bearer <token>" header; the

@@ -21,6 +21,7 @@ import (
 	"github.com/partner-edge/partner-edge/edge"
 	"github.com/partner-edge/partner-edge/edge/internal/openapicheck"
 	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/edge/ratelimit"
 	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/problem"
 	"github.com/partner-edge/partner-edge/upstream"
@@ -58,18 +59,21 @@ type harnessOptions struct {
 	now       func() time.Time
 	// tel traces the edge and its PMS attempts; simTel the simulators.
 	tel, simTel *observability.Telemetry
-	rateLimit   edge.RateLimit
+	rateLimit   ratelimit.Limit
 	// authFailLimit, trustedProxies and limiter are the Config fields;
 	// wrapKeys, when set, wraps the key store the edge sees; keyOver
 	// overrides fields of named keys' records.
 	authFailLimit  int
 	trustedProxies string
-	limiter        edge.Limiter
+	limiter        ratelimit.Limiter
 	wrapKeys       func(edge.KeyStore) edge.KeyStore
 	keyOver        map[string]map[string]any
 	// pmsCallTimeout, when set, replaces the short PMS call deadline the
 	// failure tests want (for tests that load under heavy concurrency).
 	pmsCallTimeout time.Duration
+	// oauth turns access tokens on; its Clients, when nil, is the
+	// harness's key store (records get a clientId through keyOver).
+	oauth *edge.OAuth
 }
 
 var openAPI = sync.OnceValues(func() (*openapicheck.Checker, error) {
@@ -120,6 +124,13 @@ func newHarness(t testing.TB, opts harnessOptions) *harness {
 	}
 	cfg := edge.Config{Brand: testBrand, DocsURL: testDocsURL, Logger: logger, Now: opts.now, Healthy: store.Usable, Telemetry: opts.tel,
 		RateLimit: opts.rateLimit, AuthFailLimit: opts.authFailLimit, TrustedProxies: trusted, Limiter: opts.limiter}
+	if opts.oauth != nil {
+		o := *opts.oauth
+		if o.Clients == nil {
+			o.Clients = store
+		}
+		cfg.OAuth = &o
+	}
 	var ks2 edge.KeyStore = store
 	if opts.wrapKeys != nil {
 		ks2 = opts.wrapKeys(store)

@@ -42,6 +42,10 @@ type settings struct {
 	RedisURL                 string         // shared limits and snapshots; empty: in-process (fleet.go)
 	DocsPath                 string         // serve the documentation site here; empty: not served (docs.go)
 	DocsURLSet, DocsPathSet  bool           // set by the operator, not defaulted: the demo leaves them alone
+	OAuthIssuer              string         // with OAuthAudience: access tokens on (DECISIONS 12); empty: off
+	OAuthAudience            string
+	CandidateURL             string // shadow candidate PMS; empty: none (shadow.go)
+	CandidateToken           string
 }
 
 // lookupEnv reads one environment variable and says whether it is set at
@@ -91,6 +95,10 @@ func settingTable() []*setting {
 		{env: "EDGE_TRUSTED_PROXIES", flag: "trusted-proxies", def: "", help: "comma-separated CIDRs whose X-Forwarded-For is believed for the client address"},
 		{env: "EDGE_REDIS_URL", flag: "redis-url", def: "", help: "redis:// or rediss:// URL of the Redis (or Valkey) that instances share limits and snapshot loads through; empty keeps everything in-process"},
 		{env: "EDGE_DOCS_PATH", flag: "docs-path", def: "", help: "serve the documentation site at this path, e.g. /docs (demo: /docs; set empty to turn it off)", emptySet: true},
+		{env: "EDGE_OAUTH_ISSUER", flag: "oauth-issuer", def: "", help: "OAuth 2.0 authorization server's issuer URL; with EDGE_OAUTH_AUDIENCE turns access tokens on (empty: off)"},
+		{env: "EDGE_OAUTH_AUDIENCE", flag: "oauth-audience", def: "", help: "this deployment's resource identifier (e.g. https://api.aurora.example.com/v1); tokens must name it in aud"},
+		{env: "PMS_CANDIDATE_URL", flag: "pms-candidate-url", def: "", help: "candidate PMS walked in the background and compared with the live one (GET /shadow on the admin listener); never serves a partner"},
+		{env: "PMS_CANDIDATE_TOKEN", flag: "pms-candidate-token", def: "", help: "bearer token the edge presents to the candidate PMS (prefer the variable: flags show in ps)"},
 		{env: "EDGE_LOG_FORMAT", flag: "log-format", def: "json", help: "log format: json or text"},
 		{env: "EDGE_LOG_LEVEL", flag: "log-level", def: "info", help: "log level: debug, info, warn or error"},
 	}
@@ -110,6 +118,7 @@ func parseSettings(args []string, getenv lookupEnv, stderr io.Writer) (settings,
 		fmt.Fprintln(fs.Output(), "usage: edge [flags]        run the edge (no settings: the demo)")
 		fmt.Fprintln(fs.Output(), "       edge keys new ...   mint an API key (edge keys new --help)")
 		fmt.Fprintln(fs.Output(), "       edge docs build DIR write the documentation site (edge docs build --help)")
+		fmt.Fprintln(fs.Output(), "       edge pms check ...  check a PMS against pms-internal-api.md (edge pms check --help)")
 		fmt.Fprintln(fs.Output(), "\nSettings (a flag overrides its environment variable):")
 		for _, st := range table {
 			fmt.Fprintf(fs.Output(), "  --%s, %s (default %q)\n        %s\n", st.flag, st.env, st.def, st.help)
@@ -165,6 +174,10 @@ func parseSettings(args []string, getenv lookupEnv, stderr io.Writer) (settings,
 		DocsPath:       p.docsPath("EDGE_DOCS_PATH"),
 		DocsURLSet:     get["EDGE_DOCS_URL"].set,
 		DocsPathSet:    get["EDGE_DOCS_PATH"].set,
+		OAuthIssuer:    p.exactURL("EDGE_OAUTH_ISSUER"),
+		OAuthAudience:  p.exactURL("EDGE_OAUTH_AUDIENCE"),
+		CandidateURL:   p.url("PMS_CANDIDATE_URL", false),
+		CandidateToken: p.str("PMS_CANDIDATE_TOKEN"),
 	}
 	if s.AdminAddr == "off" {
 		s.AdminAddr = ""
@@ -182,6 +195,10 @@ func parseSettings(args []string, getenv lookupEnv, stderr io.Writer) (settings,
 		p.fail(errors.New("EDGE_PMS_TIMEOUT and EDGE_PMS_ATTEMPT_TIMEOUT must be positive"))
 	case s.RequestTimeout <= 0:
 		p.fail(errors.New("EDGE_REQUEST_TIMEOUT must be positive"))
+	case s.OAuthIssuer != "" && s.OAuthAudience == "":
+		p.fail(errors.New("EDGE_OAUTH_AUDIENCE is required when EDGE_OAUTH_ISSUER is set (DECISIONS 12: both or neither)"))
+	case s.OAuthAudience != "" && s.OAuthIssuer == "":
+		p.fail(errors.New("EDGE_OAUTH_ISSUER is required when EDGE_OAUTH_AUDIENCE is set (DECISIONS 12: both or neither)"))
 	case s.CacheStale < s.CacheTTL:
 		p.fail(fmt.Errorf("EDGE_CACHE_STALE (%s) must be at least EDGE_CACHE_TTL (%s)", s.CacheStale, s.CacheTTL))
 	}
@@ -252,6 +269,22 @@ func (p *parser) url(env string, required bool) string {
 		p.bad(st, "want an absolute http or https URL")
 	}
 	return strings.TrimRight(st.value, "/")
+}
+
+// exactURL accepts empty or an absolute http(s) URL without query or
+// fragment, kept exactly as given: an issuer is compared with iss character
+// for character (a trailing slash included), an audience with aud.
+func (p *parser) exactURL(env string) string {
+	st := p.get[env]
+	if st.value == "" {
+		return ""
+	}
+	u, err := url.Parse(st.value)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
+		u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		p.bad(st, "want an absolute http or https URL without query or fragment")
+	}
+	return st.value
 }
 
 func (p *parser) codeSource(env string) mapping.CodeSource {

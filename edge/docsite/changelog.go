@@ -22,8 +22,16 @@ var changelog = []change{
 			"This site: one page per error code at the problem's type URI, the API reference, authentication, rate limits and this changelog.",
 			"docs/openapi.yaml gives each error response a concrete schema (code, status and errors typed), so generated clients branch on code without decoding twice. The wire format is unchanged.",
 			"The traceparent request header has no pattern in the document any more: a malformed value is ignored, never refused, as it always was.",
-			"TRAILING_SLASH and INVALID_PATH_CASING are listed among the 400 codes of every operation whose path a tool may match (for example /v1/properties/).",
+			"TRAILING_SLASH is listed among the 400 codes of /v1/, /v1/properties and /v1/properties/{propertyId}: tools match a path with a slash added, such as /v1/properties/, to these operations.",
 		},
+	},
+	{
+		Title: "OAuth 2.0 access tokens",
+		Items: []string{
+			"Where the brand turns them on, OAuth 2.0 access tokens (JWT, RFC 9068) from its authorization server are accepted beside API keys, as Authorization: Bearer; API keys keep working.",
+			"GET /.well-known/oauth-protected-resource/v1 (RFC 9728) names the authorization server, the audience and the scope properties:read; every 401 points at it.",
+		},
+		Codes: []problem.Code{problem.InvalidAccessToken, problem.AccessTokenExpired},
 	},
 	{
 		Title: "Rate-limit fields and failed-authentication throttling",

@@ -111,6 +111,20 @@ var guides = map[problem.Code]guide{
 		do:   "Ask partner support for a new key and replace the expired one. Do not retry.",
 		path: "/v1/properties", example: withHeader(problem.New(problem.APIKeyExpired, "The API key expired at 2026-10-31T00:00:00Z."), "Www-Authenticate", challengeT),
 	},
+	problem.InvalidAccessToken: {
+		when: "Where OAuth 2.0 access tokens are on, a bearer credential without the svc_live_/svc_test_ prefix is taken as an access token, and this one is malformed, not signed by the authorization server's keys, for another issuer or audience, not yet valid, or of a client with no record at the brand. Counts toward the failed-authentication throttle.",
+		do:   "Get a new token from the authorization server with your client credentials, for this API's audience, and check that your client is registered with the brand. Do not retry with the same token.",
+		path: "/v1/properties",
+		example: withHeader(problem.New(problem.InvalidAccessToken,
+			"The access token is malformed, not signed by the authorization server, or not issued for this API."), "Www-Authenticate", challengeT),
+	},
+	problem.AccessTokenExpired: {
+		when: "The access token's exp has passed (60 seconds of clock skew allowed). Counts toward the failed-authentication throttle.",
+		do:   "Get a new token from the authorization server and retry once; refresh tokens shortly before they expire.",
+		path: "/v1/properties",
+		example: withHeader(problem.New(problem.AccessTokenExpired,
+			"The access token has expired. Get a new one from the authorization server."), "Www-Authenticate", challengeT),
+	},
 	problem.APIKeySuspended: {
 		when: "The key is known and not expired, but suspended by the brand.",
 		do:   "Contact partner support. Retrying does not help.",

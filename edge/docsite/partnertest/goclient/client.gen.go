@@ -343,6 +343,7 @@ func (e NotAcceptableProblemStatus) Valid() bool {
 
 // Defines values for ProblemCode.
 const (
+	ProblemCodeACCESSTOKENEXPIRED    ProblemCode = "ACCESS_TOKEN_EXPIRED"
 	ProblemCodeAPIKEYEXPIRED         ProblemCode = "API_KEY_EXPIRED"
 	ProblemCodeAPIKEYSUSPENDED       ProblemCode = "API_KEY_SUSPENDED"
 	ProblemCodeBADGATEWAY            ProblemCode = "BAD_GATEWAY"
@@ -350,6 +351,7 @@ const (
 	ProblemCodeGATEWAYTIMEOUT        ProblemCode = "GATEWAY_TIMEOUT"
 	ProblemCodeINSUFFICIENTSCOPE     ProblemCode = "INSUFFICIENT_SCOPE"
 	ProblemCodeINTERNALERROR         ProblemCode = "INTERNAL_ERROR"
+	ProblemCodeINVALIDACCESSTOKEN    ProblemCode = "INVALID_ACCESS_TOKEN"
 	ProblemCodeINVALIDAPIKEY         ProblemCode = "INVALID_API_KEY"
 	ProblemCodeINVALIDAUTHHEADER     ProblemCode = "INVALID_AUTH_HEADER"
 	ProblemCodeINVALIDHEADER         ProblemCode = "INVALID_HEADER"
@@ -376,6 +378,8 @@ const (
 // Valid indicates whether the value is a known member of the ProblemCode enum.
 func (e ProblemCode) Valid() bool {
 	switch e {
+	case ProblemCodeACCESSTOKENEXPIRED:
+		return true
 	case ProblemCodeAPIKEYEXPIRED:
 		return true
 	case ProblemCodeAPIKEYSUSPENDED:
@@ -389,6 +393,8 @@ func (e ProblemCode) Valid() bool {
 	case ProblemCodeINSUFFICIENTSCOPE:
 		return true
 	case ProblemCodeINTERNALERROR:
+		return true
+	case ProblemCodeINVALIDACCESSTOKEN:
 		return true
 	case ProblemCodeINVALIDAPIKEY:
 		return true
@@ -721,16 +727,22 @@ func (e ServiceUnavailableProblemStatus) Valid() bool {
 
 // Defines values for UnauthorizedProblemCode.
 const (
-	UnauthorizedProblemCodeAPIKEYEXPIRED     UnauthorizedProblemCode = "API_KEY_EXPIRED"
-	UnauthorizedProblemCodeINVALIDAPIKEY     UnauthorizedProblemCode = "INVALID_API_KEY"
-	UnauthorizedProblemCodeINVALIDAUTHHEADER UnauthorizedProblemCode = "INVALID_AUTH_HEADER"
-	UnauthorizedProblemCodeMISSINGAUTHHEADER UnauthorizedProblemCode = "MISSING_AUTH_HEADER"
+	UnauthorizedProblemCodeACCESSTOKENEXPIRED UnauthorizedProblemCode = "ACCESS_TOKEN_EXPIRED"
+	UnauthorizedProblemCodeAPIKEYEXPIRED      UnauthorizedProblemCode = "API_KEY_EXPIRED"
+	UnauthorizedProblemCodeINVALIDACCESSTOKEN UnauthorizedProblemCode = "INVALID_ACCESS_TOKEN"
+	UnauthorizedProblemCodeINVALIDAPIKEY      UnauthorizedProblemCode = "INVALID_API_KEY"
+	UnauthorizedProblemCodeINVALIDAUTHHEADER  UnauthorizedProblemCode = "INVALID_AUTH_HEADER"
+	UnauthorizedProblemCodeMISSINGAUTHHEADER  UnauthorizedProblemCode = "MISSING_AUTH_HEADER"
 )
 
 // Valid indicates whether the value is a known member of the UnauthorizedProblemCode enum.
 func (e UnauthorizedProblemCode) Valid() bool {
 	switch e {
+	case UnauthorizedProblemCodeACCESSTOKENEXPIRED:
+		return true
 	case UnauthorizedProblemCodeAPIKEYEXPIRED:
+		return true
+	case UnauthorizedProblemCodeINVALIDACCESSTOKEN:
 		return true
 	case UnauthorizedProblemCodeINVALIDAPIKEY:
 		return true
@@ -1211,6 +1223,8 @@ type Problem struct {
 	// | `INVALID_AUTH_HEADER` | 401 | Invalid authorization header | The Authorization header is not of the form 'Bearer <token>': another scheme, an empty token, or the header sent more than once. |
 	// | `INVALID_API_KEY` | 401 | Invalid API key | The API key is malformed or unknown. Keys start with svc_live_ or svc_test_ followed by at least 24 letters and digits. |
 	// | `API_KEY_EXPIRED` | 401 | API key expired | The API key has passed its expiry time. Ask for a new key. |
+	// | `INVALID_ACCESS_TOKEN` | 401 | Invalid access token | The OAuth 2.0 access token is malformed, badly signed, issued by another authorization server or for another audience, or belongs to a client this deployment does not know. Get a new token with the client credentials grant for this API's audience. |
+	// | `ACCESS_TOKEN_EXPIRED` | 401 | Access token expired | The OAuth 2.0 access token has passed its expiry time (exp). Get a new token from the authorization server and retry. |
 	// | `API_KEY_SUSPENDED` | 403 | API key suspended | The API key is valid but suspended. Contact partner support. |
 	// | `BRAND_ACCESS_DENIED` | 403 | Brand access denied | The API key belongs to another brand than the one this host serves. Use the host of the key's brand. |
 	// | `INSUFFICIENT_SCOPE` | 403 | Insufficient scope | The API key lacks the scope this endpoint needs (properties:read). |
@@ -1281,6 +1295,8 @@ type Problem struct {
 // | `INVALID_AUTH_HEADER` | 401 | Invalid authorization header | The Authorization header is not of the form 'Bearer <token>': another scheme, an empty token, or the header sent more than once. |
 // | `INVALID_API_KEY` | 401 | Invalid API key | The API key is malformed or unknown. Keys start with svc_live_ or svc_test_ followed by at least 24 letters and digits. |
 // | `API_KEY_EXPIRED` | 401 | API key expired | The API key has passed its expiry time. Ask for a new key. |
+// | `INVALID_ACCESS_TOKEN` | 401 | Invalid access token | The OAuth 2.0 access token is malformed, badly signed, issued by another authorization server or for another audience, or belongs to a client this deployment does not know. Get a new token with the client credentials grant for this API's audience. |
+// | `ACCESS_TOKEN_EXPIRED` | 401 | Access token expired | The OAuth 2.0 access token has passed its expiry time (exp). Get a new token from the authorization server and retry. |
 // | `API_KEY_SUSPENDED` | 403 | API key suspended | The API key is valid but suspended. Contact partner support. |
 // | `BRAND_ACCESS_DENIED` | 403 | Brand access denied | The API key belongs to another brand than the one this host serves. Use the host of the key's brand. |
 // | `INSUFFICIENT_SCOPE` | 403 | Insufficient scope | The API key lacks the scope this endpoint needs (properties:read). |

@@ -1,0 +1,86 @@
+package listener
+
+import (
+	"bytes"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// certStore holds the serving certificate and replaces it when its files
+// change (watch) or when asked (SIGHUP). A new pair that fails to load,
+// whose key does not match, or that is not valid now, is rejected and
+// logged; the certificate in use stays.
+type certStore struct {
+	certFile, keyFile string
+	log               *slog.Logger
+	now               func() time.Time
+
+	cur atomic.Pointer[tls.Certificate]
+
+	mu        sync.Mutex // serialises loads; guards lastCert, lastKey
+	lastCert  []byte     // file contents last loaded or rejected
+	lastKey   []byte
+	onApplied func() // test hook: called after each load attempt; nil: none
+}
+
+// newCertStore loads the pair once; an error here stops start-up.
+func newCertStore(certFile, keyFile string, log *slog.Logger, now func() time.Time) (*certStore, error) {
+	c := &certStore{certFile: certFile, keyFile: keyFile, log: log, now: now}
+	if err := c.reload(true); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// getCertificate is tls.Config.GetCertificate.
+func (c *certStore) getCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	return c.cur.Load(), nil
+}
+
+// reload reads both files and, when they differ from the last ones seen
+// (or force is set), installs the pair if it is good. It logs the outcome
+// of every attempt after the first.
+func (c *certStore) reload(force bool) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.onApplied != nil {
+		defer c.onApplied()
+	}
+	certPEM, err1 := os.ReadFile(c.certFile)
+	keyPEM, err2 := os.ReadFile(c.keyFile)
+	if err := errors.Join(err1, err2); err != nil {
+		return c.reject(fmt.Errorf("read TLS certificate files: %w", err))
+	}
+	if !force && bytes.Equal(certPEM, c.lastCert) && bytes.Equal(keyPEM, c.lastKey) {
+		return nil
+	}
+	c.lastCert, c.lastKey = certPEM, keyPEM
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return c.reject(fmt.Errorf("TLS certificate %s with key %s: %w", c.certFile, c.keyFile, err))
+	}
+	leaf := cert.Leaf // set by X509KeyPair
+	if now := c.now(); leaf == nil || now.After(leaf.NotAfter) || now.Before(leaf.NotBefore) {
+		return c.reject(fmt.Errorf("TLS certificate %s is not valid now", c.certFile))
+	}
+	first := c.cur.Load() == nil
+	c.cur.Store(&cert)
+	if !first {
+		c.log.Info("TLS certificate reloaded", "file", c.certFile, "subject", leaf.Subject.String(),
+			"not_after", leaf.NotAfter.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+func (c *certStore) reject(err error) error {
+	if c.cur.Load() != nil {
+		c.log.Error("TLS certificate reload failed; the previous certificate stays in use", "error", err)
+	}
+	return err
+}

@@ -1,0 +1,120 @@
+package fleet
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/partner-edge/partner-edge/upstream/fleet/redistest"
+)
+
+func newTestClient(t *testing.T, url string, tl *tel, log *logBuf) *Client {
+	t.Helper()
+	cfg := Config{URL: url, Guard: GuardConfig{CallTimeout: 500 * time.Millisecond, OpenTimeout: 50 * time.Millisecond}}
+	if tl != nil {
+		cfg.Meter, cfg.Tracer = tl.meter, tl.tp
+	}
+	if log != nil {
+		cfg.Log = log.logger()
+	}
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// A user of the client (the edge's ratelimit.Redis) counts a fallback on
+// each error and decides in-process; the client must err at once while
+// Redis is down and answer again once it is back.
+func TestClientSurvivesRedisRestart(t *testing.T) {
+	srv := redistest.Start(t)
+	tl, log := newTel(t), &logBuf{}
+	c := newTestClient(t, srv.URL(), tl, log)
+	ctx := t.Context()
+	fromRedis := func() bool {
+		err := c.Do(ctx, func(ctx context.Context, rdb *redis.Client) error {
+			return rdb.Incr(ctx, "pe:test:calls").Err()
+		})
+		if err != nil {
+			c.Fallback(ctx, UseRateLimit, err)
+			return false
+		}
+		return true
+	}
+
+	if !fromRedis() {
+		t.Fatal("Redis up: no answer from Redis")
+	}
+	srv.Stop()
+	for i := range 10 {
+		if fromRedis() {
+			t.Fatalf("call %d with Redis down answered by Redis", i)
+		}
+	}
+	if got := tl.counter(t, "partner_edge.redis.fallbacks", "use", "rate_limit"); got != 10 {
+		t.Fatalf("fallbacks %d, want 10", got)
+	}
+	if c.State() != 2 {
+		t.Fatalf("breaker %v with Redis down, want open", c.State())
+	}
+
+	srv.Restart()
+	deadline := time.Now().Add(10 * time.Second)
+	for !fromRedis() {
+		if time.Now().After(deadline) {
+			t.Fatal("still falling back 10 s after Redis returned")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if c.State() != 0 {
+		t.Fatalf("breaker %v after Redis returned, want closed", c.State())
+	}
+	if n := log.lines("to=open"); n != 1 {
+		t.Fatalf("%d opening lines, want 1", n)
+	}
+}
+
+func TestClientSpansFollowSemconv(t *testing.T) {
+	srv := redistest.Start(t)
+	tl := newTel(t)
+	c := newTestClient(t, srv.URL(), tl, nil)
+	if err := c.Ping(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var ping *tracetest.SpanStub
+	for i, s := range tl.spans.GetSpans() {
+		if s.Name == "PING" {
+			ping = &tl.spans.GetSpans()[i]
+		}
+	}
+	if ping == nil {
+		t.Fatal("no PING span")
+	}
+	want := map[string]string{"db.system.name": "redis", "db.operation.name": "PING", "server.address": "127.0.0.1", "db.namespace": "0"}
+	got := map[string]string{}
+	for _, a := range ping.Attributes {
+		got[string(a.Key)] = a.Value.String()
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("span %s=%q, want %q", k, got[k], v)
+		}
+	}
+	if got["server.port"] != srv.Addr()[len("127.0.0.1:"):] {
+		t.Errorf("server.port %q, want the server's", got["server.port"])
+	}
+	found := false
+	for _, p := range tl.histogram(t, "db.client.operation.duration") {
+		if v, _ := p.Attributes.Value("db.operation.name"); v.AsString() == "PING" && p.Count == 1 {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatal("no db.client.operation.duration point for PING")
+	}
+}
