@@ -6,7 +6,6 @@ import (
 	_ "embed"
 	"encoding/base64"
 	"errors"
-	"regexp"
 	"slices"
 	"strings"
 )
@@ -17,15 +16,75 @@ import (
 //go:embed reference.html
 var referenceHTML []byte
 
-var (
-	scriptElem   = regexp.MustCompile(`(?s)<script\b[^>]*>.*?</script>`)
-	remoteLink   = regexp.MustCompile(`<link\b[^>]*\bhref="(https?:)?//[^"]*"[^>]*>`)
-	styleElem    = regexp.MustCompile(`(?s)<style\b[^>]*>(.*?)</style>`)
-	styleAttr    = regexp.MustCompile(`\sstyle="([^"]*)"`)
-	remoteSource = regexp.MustCompile(`(?i)\b(src|srcset|poster|data)="(https?:)?//|url\(\s*['"]?(https?:)?//|@import`)
-)
+// remoteMarks are the ways an HTML page or its CSS loads something from
+// elsewhere; the served reference holds none of them.
+var remoteMarks = []string{`src="http`, `src="//`, `srcset="http`, `url(http`, `url("http`, `url('http`, `url(//`, `@import`}
 
-// siteCSSOverride hides Redoc's parts that need its runtime (search, the
+// cutElements removes every element that opens with open (such as
+// "<script") up to and including close, and returns what each held.
+func cutElements(html []byte, open, close string) (rest []byte, inner [][]byte) {
+	var out bytes.Buffer
+	for {
+		i := bytes.Index(html, []byte(open))
+		if i < 0 {
+			out.Write(html)
+			return out.Bytes(), inner
+		}
+		gt := bytes.IndexByte(html[i:], '>')
+		end := bytes.Index(html[i:], []byte(close))
+		if gt < 0 || end < gt {
+			out.Write(html)
+			return out.Bytes(), inner
+		}
+		out.Write(html[:i])
+		inner = append(inner, html[i+gt+1:i+end])
+		html = html[i+end+len(close):]
+	}
+}
+
+// cutRemoteLinks removes <link> elements whose href is on another host
+// (Redoc's web fonts).
+func cutRemoteLinks(html []byte) []byte {
+	var out bytes.Buffer
+	for {
+		i := bytes.Index(html, []byte("<link "))
+		if i < 0 {
+			out.Write(html)
+			return out.Bytes()
+		}
+		gt := bytes.IndexByte(html[i:], '>')
+		if gt < 0 {
+			out.Write(html)
+			return out.Bytes()
+		}
+		elem := html[i : i+gt+1]
+		out.Write(html[:i])
+		if !bytes.Contains(elem, []byte(`href="http`)) && !bytes.Contains(elem, []byte(`href="//`)) {
+			out.Write(elem)
+		}
+		html = html[i+gt+1:]
+	}
+}
+
+// styleAttrs returns the values of the style attributes in html.
+func styleAttrs(html []byte) []string {
+	var vals []string
+	for {
+		i := bytes.Index(html, []byte(` style="`))
+		if i < 0 {
+			return vals
+		}
+		html = html[i+len(` style="`):]
+		j := bytes.IndexByte(html, '"')
+		if j < 0 {
+			return vals
+		}
+		vals = append(vals, string(html[:j]))
+		html = html[j:]
+	}
+}
+
+// referenceOverride hides Redoc's parts that need its runtime (search, the
 // colour-mode and layout switches) and adds the link back to the site.
 const referenceOverride = `
 /* partner-edge: the page is served without Redoc's runtime */
@@ -57,11 +116,12 @@ func (b *builder) reference() error {
 	if !bytes.Contains(html, []byte(`id="redoc"`)) {
 		return errors.New("docs: reference.html is not a Redocly render (run go generate ./edge/docsite)")
 	}
-	html = scriptElem.ReplaceAll(html, nil)
-	html = remoteLink.ReplaceAll(html, nil) // web fonts: the system font serves
+	html, _ = cutElements(html, "<script", "</script>")
+	html = cutRemoteLinks(html) // web fonts: the system font serves
+	html, styles := cutElements(html, "<style", "</style>")
 	var css bytes.Buffer
-	for _, m := range styleElem.FindAllSubmatch(html, -1) {
-		css.Write(m[1])
+	for _, st := range styles {
+		css.Write(st)
 		css.WriteByte('\n')
 	}
 	css.WriteString(referenceOverride)
@@ -69,22 +129,18 @@ func (b *builder) reference() error {
 	css.Reset()
 	css.WriteString(cssText)
 	p := page{Addr: pageReference, b: b}
-	first := true
-	html = styleElem.ReplaceAllFunc(html, func([]byte) []byte {
-		if !first {
-			return nil
-		}
-		first = false
-		return []byte(`<link rel="stylesheet" href="` + p.Link(assetReferenceCSS) + `"><link rel="icon" type="image/svg+xml" href="` + p.Link(assetFavicon) + `">`)
-	})
+	html = bytes.Replace(html, []byte(`</head>`), []byte(`<link rel="stylesheet" href="`+p.Link(assetReferenceCSS)+
+		`"><link rel="icon" type="image/svg+xml" href="`+p.Link(assetFavicon)+`"></head>`), 1)
 	html = bytes.Replace(html, []byte(`<html>`), []byte(`<html lang="en">`), 1)
 	html = bytes.Replace(html, []byte(`<body>`), []byte(`<body><nav class="pe-back" aria-label="Site"><a href="`+p.Link(pageHome)+`">Partner API documentation</a> / API reference</nav>`), 1)
-	if loc := remoteSource.Find(html); loc != nil {
-		return errors.New("docs: reference.html loads a remote resource: " + string(loc))
+	for _, mark := range remoteMarks {
+		if bytes.Contains(html, []byte(mark)) || strings.Contains(cssText, mark) {
+			return errors.New("docs: reference.html loads a remote resource: " + mark)
+		}
 	}
 	var hashes []string
-	for _, m := range styleAttr.FindAllSubmatch(html, -1) {
-		sum := sha256.Sum256([]byte(unescapeAttr(string(m[1]))))
+	for _, v := range styleAttrs(html) {
+		sum := sha256.Sum256([]byte(unescapeAttr(v)))
 		h := "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
 		if !slices.Contains(hashes, h) {
 			hashes = append(hashes, h)
