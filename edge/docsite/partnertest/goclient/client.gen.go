@@ -1336,8 +1336,9 @@ type ProblemType = string
 // appear in this order. Fields may be added later (additive, non-breaking):
 // clients must ignore unknown fields.
 type Property struct {
-	// Code Short human-friendly public alias, as the PMS holds it (trimmed; no maximum
-	// length, like `name`); `null` while its source is unconfirmed.
+	// Code Short human-friendly public alias, as the PMS holds it (trimmed), at most 64
+	// characters (a PMS record with a longer one is not served); `null` while its
+	// source is unconfirmed.
 	Code *string `json:"code"`
 
 	// CreatedAt RFC 3339 in UTC with exactly three fractional digits and `Z`.
@@ -1348,9 +1349,8 @@ type Property struct {
 	// Id Stable, never changes; lower-case UUID.
 	Id openapi_types.UUID `json:"id"`
 
-	// Name Display name, as the PMS holds it (trimmed). The contract sets no maximum
-	// length: it is the hotel's data, passed through (the edge bounds the PMS
-	// answer it reads as a whole).
+	// Name Display name, as the PMS holds it (trimmed), at most 256 characters: a PMS
+	// record with a longer name is not served at all (DECISIONS 15).
 	Name   string         `json:"name"`
 	Object PropertyObject `json:"object"`
 
