@@ -40,6 +40,8 @@ type settings struct {
 	AuthFailLimit            int            // failed authentications a minute per client address; 0: off
 	TrustedProxies           []netip.Prefix // whose X-Forwarded-For is believed
 	RedisURL                 string         // shared limits and snapshots; empty: in-process (fleet.go)
+	DocsPath                 string         // serve the documentation site here; empty: not served (docs.go)
+	DocsURLSet, DocsPathSet  bool           // set by the operator, not defaulted: the demo leaves them alone
 	FleetSecret              []byte         // authenticates what instances share through Redis
 	PMSMaxWalkBytes          int64          // bound on the total size of one PMS list walk
 	OAuthIssuer              string         // with OAuthAudience: access tokens on (DECISIONS 12); empty: off
@@ -74,6 +76,7 @@ type setting struct {
 	// variable means the default, as an unset one does.
 	emptySet      bool
 	value, source string // resolved value, and "VAR" or "--flag" for messages
+	set           bool   // given by the variable or the flag, not defaulted
 }
 
 func settingTable() []*setting {
@@ -102,6 +105,7 @@ func settingTable() []*setting {
 		{env: "EDGE_AUTH_FAIL_LIMIT", flag: "auth-fail-limit", def: "20", help: "failed authentications (401 INVALID_API_KEY) allowed per client address per minute before 429; 0 disables the throttle", doc: "failed authentications (`401 INVALID_API_KEY`, `INVALID_ACCESS_TOKEN`, `ACCESS_TOKEN_EXPIRED`) allowed per client address per minute before `429` with `Retry-After`, refused before any key is looked at; `0` disables the throttle"},
 		{env: "EDGE_TRUSTED_PROXIES", flag: "trusted-proxies", def: "", help: "comma-separated CIDRs whose X-Forwarded-For is believed for the client address", doc: "comma-separated CIDRs whose `X-Forwarded-For` is believed for the client address (logs, traces, throttle); otherwise the TCP peer is the client; ranges wider than /8 (IPv4) or /16 (IPv6) are refused"},
 		{env: "EDGE_REDIS_URL", flag: "redis-url", def: "", help: "redis:// or rediss:// URL of the Redis (or Valkey) that instances share limits and snapshot loads through; empty keeps everything in-process", doc: "`redis://host:port/db` (or `rediss://`): per-key limits, failed-auth throttling and snapshot loads shared by every instance naming the same Redis; see [scaling.md]({docs}scaling.md)", docDef: "empty: all state in-process"},
+		{env: "EDGE_DOCS_PATH", flag: "docs-path", def: "", help: "serve the documentation site at this path, e.g. /docs (demo: /docs; set empty to turn it off)", emptySet: true, doc: "serve the [documentation site]({docs}docsite.md) at this path (unauthenticated, cacheable, outside `/v1`); the demo serves it at `/docs` and points the docs URL there; set empty to turn it off", docDef: "empty; `/docs` in the demo"},
 		{env: "EDGE_FLEET_SECRET", flag: "fleet-secret", def: "", help: "at least 32 bytes, the same on every instance; required with EDGE_REDIS_URL: authenticates what instances share through Redis (prefer the variable: flags show in ps)", doc: "at least 32 bytes, the same on every instance: authenticates (HMAC-SHA256) what instances share through Redis; start-up fails naming it when `EDGE_REDIS_URL` is set without it (prefer the variable: flags show in `ps`)", docDef: "empty; required with `EDGE_REDIS_URL`"},
 		{env: "EDGE_PMS_MAX_WALK_BYTES", flag: "pms-max-walk-bytes", def: "256MiB", help: "bound on the total size of one PMS list walk (bytes, or with a unit: 64MiB, 1GiB); beyond it the walk fails (502)", doc: "bound on the total size of one PMS list walk (plain bytes, or `64MiB`, `1GiB`, `10MB`...); beyond it the walk fails (`502`, logged)"},
 		{env: "EDGE_OAUTH_ISSUER", flag: "oauth-issuer", def: "", help: "OAuth 2.0 authorization server's issuer URL; with EDGE_OAUTH_AUDIENCE turns access tokens on (empty: off)", doc: "the authorization server's issuer URL (compared exactly with `iss`); with `EDGE_OAUTH_AUDIENCE` (both or neither) OAuth 2.0 access tokens are accepted beside API keys; see [oauth.md]({docs}oauth.md)", docDef: "empty (tokens off)"},
@@ -126,6 +130,7 @@ func parseSettings(args []string, getenv lookupEnv, stderr io.Writer) (settings,
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: edge [flags]        run the edge (no settings: the demo)")
 		fmt.Fprintln(fs.Output(), "       edge keys new ...   mint an API key (edge keys new --help)")
+		fmt.Fprintln(fs.Output(), "       edge docs build DIR write the documentation site (edge docs build --help)")
 		fmt.Fprintln(fs.Output(), "       edge pms check ...  check a PMS against pms-internal-api.md (edge pms check --help)")
 		fmt.Fprintln(fs.Output(), "\nSettings (a flag overrides its environment variable):")
 		for _, st := range table {
@@ -144,10 +149,10 @@ func parseSettings(args []string, getenv lookupEnv, stderr io.Writer) (settings,
 	for _, st := range table {
 		st.value, st.source = st.def, st.env
 		if v, ok := getenv(st.env); ok && (v != "" || st.emptySet) {
-			st.value = v
+			st.value, st.set = v, true
 		}
 		if set[st.flag] {
-			st.value, st.source = *flagVals[st.flag], "--"+st.flag
+			st.value, st.source, st.set = *flagVals[st.flag], "--"+st.flag, true
 		}
 		get[st.env] = st
 	}
@@ -185,6 +190,9 @@ func parseSettings(args []string, getenv lookupEnv, stderr io.Writer) (settings,
 		CandidateToken:  p.str("PMS_CANDIDATE_TOKEN"),
 		FleetSecret:     p.secret("EDGE_FLEET_SECRET"),
 		PMSMaxWalkBytes: p.size("EDGE_PMS_MAX_WALK_BYTES"),
+		DocsPath:        p.docsPath("EDGE_DOCS_PATH"),
+		DocsURLSet:      get["EDGE_DOCS_URL"].set,
+		DocsPathSet:     get["EDGE_DOCS_PATH"].set,
 	}
 	p.checkBounds(&s)
 	if s.AdminAddr == "off" {
