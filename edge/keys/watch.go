@@ -7,10 +7,6 @@ import (
 	"github.com/partner-edge/partner-edge/edge/internal/dirwatch"
 )
 
-// watchSettle is how long Watch waits after the last change in the key
-// file's directory before reading the file (dirwatch.Settle).
-const watchSettle = dirwatch.Settle
-
 // Watch reloads the key file whenever it changes, until ctx is done; it then
 // returns nil, having stopped everything it started. It returns an error only
 // when the watch cannot be set up.
