@@ -70,6 +70,8 @@ type harnessOptions struct {
 	// pmsCallTimeout, when set, replaces the short PMS call deadline the
 	// failure tests want (for tests that load under heavy concurrency).
 	pmsCallTimeout time.Duration
+	// accessLogSample is Config.AccessLogSample.
+	accessLogSample float64
 }
 
 var openAPI = sync.OnceValues(func() (*openapicheck.Checker, error) {
@@ -119,7 +121,8 @@ func newHarness(t testing.TB, opts harnessOptions) *harness {
 		t.Fatal(err)
 	}
 	cfg := edge.Config{Brand: testBrand, DocsURL: testDocsURL, Logger: logger, Now: opts.now, Healthy: store.Usable, Telemetry: opts.tel,
-		RateLimit: opts.rateLimit, AuthFailLimit: opts.authFailLimit, TrustedProxies: trusted, Limiter: opts.limiter}
+		RateLimit: opts.rateLimit, AuthFailLimit: opts.authFailLimit, TrustedProxies: trusted, Limiter: opts.limiter,
+		AccessLogSample: opts.accessLogSample}
 	var ks2 edge.KeyStore = store
 	if opts.wrapKeys != nil {
 		ks2 = opts.wrapKeys(store)

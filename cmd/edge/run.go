@@ -68,6 +68,16 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 		}
 	}()
 	metrics := tel.Metrics()
+	access, err := openAccessLog(cfg, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	defer access.close(ctx, log) // after Serve: every answered request's line is written
+	if access.buf != nil {
+		if err := observability.ObserveLogBuffer(tel.MeterProvider(), "access", access.buf); err != nil {
+			return err
+		}
+	}
 
 	var demo *demoEnv
 	if cfg.PMSBaseURL == "" {
@@ -127,6 +137,9 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 		AuthFailLimit:  cfg.AuthFailLimit,
 		TrustedProxies: cfg.TrustedProxies,
 		Limiter:        fm.limiter(), // nil: in-process
+
+		AccessLog:       access.log, // its own buffered stream: stdout by default
+		AccessLogSample: cfg.AccessLogSample,
 	}, store, live, sandbox)
 
 	log.Info("edge starting", "version", version, "addr", cfg.Addr, "brand", cfg.Brand,

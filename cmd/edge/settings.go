@@ -33,6 +33,8 @@ type settings struct {
 	DrainDelay, ShutdownWait time.Duration
 	LogFormat                string
 	LogLevel                 slog.Level
+	AccessLog                string  // stdout, stderr, off or a file path
+	AccessLogSample          float64 // fraction of successful lines written
 	RatePerSecond            float64
 	RateBurst                int
 	RequestTimeout           time.Duration
@@ -89,6 +91,8 @@ func settingTable() []*setting {
 		{env: "EDGE_REDIS_URL", flag: "redis-url", def: "", help: "redis:// or rediss:// URL of the Redis (or Valkey) that instances share limits and snapshot loads through; empty keeps everything in-process"},
 		{env: "EDGE_LOG_FORMAT", flag: "log-format", def: "json", help: "log format: json or text"},
 		{env: "EDGE_LOG_LEVEL", flag: "log-level", def: "info", help: "log level: debug, info, warn or error"},
+		{env: "EDGE_ACCESS_LOG", flag: "access-log", def: "stdout", help: "where the access log goes (buffered, flushed every second): stdout, stderr, off, or a file path (appended to); the other logs go to stderr"},
+		{env: "EDGE_ACCESS_LOG_SAMPLE", flag: "access-log-sample", def: "1", help: "fraction (0 to 1] of successful requests' access-log lines written; 4xx and 5xx are always written"},
 	}
 }
 
@@ -157,6 +161,9 @@ func parseSettings(args []string, getenv lookupEnv, stderr io.Writer) (settings,
 		AuthFailLimit:  p.count("EDGE_AUTH_FAIL_LIMIT"),
 		TrustedProxies: p.cidrs("EDGE_TRUSTED_PROXIES"),
 		RedisURL:       p.redisURL("EDGE_REDIS_URL"),
+
+		AccessLog:       p.str("EDGE_ACCESS_LOG"),
+		AccessLogSample: p.float("EDGE_ACCESS_LOG_SAMPLE"),
 	}
 	if s.AdminAddr == "off" {
 		s.AdminAddr = ""
@@ -174,6 +181,8 @@ func parseSettings(args []string, getenv lookupEnv, stderr io.Writer) (settings,
 		p.fail(errors.New("EDGE_PMS_TIMEOUT and EDGE_PMS_ATTEMPT_TIMEOUT must be positive"))
 	case s.RequestTimeout <= 0:
 		p.fail(errors.New("EDGE_REQUEST_TIMEOUT must be positive"))
+	case s.AccessLogSample <= 0 || s.AccessLogSample > 1:
+		p.fail(fmt.Errorf("invalid EDGE_ACCESS_LOG_SAMPLE %v: want a fraction above 0 and at most 1", s.AccessLogSample))
 	case s.CacheStale < s.CacheTTL:
 		p.fail(fmt.Errorf("EDGE_CACHE_STALE (%s) must be at least EDGE_CACHE_TTL (%s)", s.CacheStale, s.CacheTTL))
 	}
