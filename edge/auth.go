@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/edge/ratelimit"
 	"github.com/partner-edge/partner-edge/problem"
 )
 
@@ -26,10 +27,10 @@ const (
 // (403): suspension, brand, scope and test-mode availability, in that order
 // (DECISIONS.md sections 2 and 3). The key goes into the request state.
 // First of all, a client address past its failed authentications is
-// refused (auththrottle.go), and a 401 INVALID_API_KEY counts against it.
+// refused (ratelimit.go), and a 401 INVALID_API_KEY counts against it.
 func (s *server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var bucket string // the failed-auth throttle's bucket of the client address
+		var bucket ratelimit.Key // the failed-auth throttle's bucket of the client address
 		if s.hasAuthLimit {
 			bucket = stateFrom(r.Context()).client.throttleKey()
 			if s.authThrottled(w, r, bucket) {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/partner-edge/partner-edge/edge"
+	"github.com/partner-edge/partner-edge/edge/listener"
 )
 
 // BenchmarkUnknownQuery64KB answers a 64 KB query of distinct unknown
@@ -36,11 +36,11 @@ func BenchmarkUnknownQuery64KB(b *testing.B) {
 //	go test -run '^$' -bench HealthUnderHugeQueries -benchtime 5x ./edge/
 func BenchmarkHealthUnderHugeQueries(b *testing.B) {
 	env := newBenchEnv(b, time.Hour, nil)
-	// Served as deployed (edge.Serve: its timeouts and head gate), not by
+	// Served as deployed (listener.Serve: its timeouts and head gate), not by
 	// httptest.
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
-	addr, _ := serve(b, ctx, edge.ServeConfig{Handler: env.handler})
+	addr, _ := serve(b, ctx, listener.ServeConfig{Handler: env.handler})
 	url := "http://" + addr
 	q, _ := unknownQuery(64 << 10)
 	// The load is 300 keep-alive connections, each sending one prebuilt

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+
+	"github.com/partner-edge/partner-edge/edge/ratelimit"
 )
 
 // ParseTrustedProxies reads EDGE_TRUSTED_PROXIES: comma-separated CIDRs (a
@@ -130,19 +132,19 @@ func isTrusted(a netip.Addr, trusted []netip.Prefix) bool {
 // throttleKey names the failed-auth bucket of an address: an IPv4 address,
 // or the /64 of an IPv6 one (one host usually holds a whole /64).
 // It runs on every authenticated request: one allocation.
-func (c clientAddr) throttleKey() string {
+func (c clientAddr) throttleKey() ratelimit.Key {
 	if !c.ip.IsValid() {
-		return "addr:" + c.raw
+		return ratelimit.Key{Kind: ratelimit.Address, ID: c.raw}
 	}
 	var buf [64]byte
-	b := append(buf[:0], "addr:"...)
+	b := buf[:0]
 	if c.ip.Is6() {
 		p, _ := c.ip.Prefix(64)
 		b = p.AppendTo(b)
 	} else {
 		b = c.ip.AppendTo(b)
 	}
-	return string(b)
+	return ratelimit.Key{Kind: ratelimit.Address, ID: string(b)}
 }
 
 func clipAddr(s string) string {

@@ -4,6 +4,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/partner-edge/partner-edge/edge/ratelimit"
 )
 
 func TestParseTrustedProxies(t *testing.T) {
@@ -81,15 +83,16 @@ func TestResolveClientAddrBounded(t *testing.T) {
 }
 
 func TestThrottleKey(t *testing.T) {
-	for addr, want := range map[string]string{
-		"198.51.100.7:1":           "addr:198.51.100.7",
-		"[2001:db8:1:2:3:4:5:6]:1": "addr:2001:db8:1:2::/64",
-		"pipe":                     "addr:pipe",
+	for addr, id := range map[string]string{
+		"198.51.100.7:1":           "198.51.100.7",
+		"[2001:db8:1:2:3:4:5:6]:1": "2001:db8:1:2::/64",
+		"pipe":                     "pipe",
 	} {
+		want := ratelimit.Key{Kind: ratelimit.Address, ID: id}
 		r := httptest.NewRequest("GET", "/", nil)
 		r.RemoteAddr = addr
 		if got := resolveClientAddr(r, nil).throttleKey(); got != want {
-			t.Errorf("%s: %q, want %q", addr, got, want)
+			t.Errorf("%s: %+v, want %+v", addr, got, want)
 		}
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/partner-edge/partner-edge/edge"
 	"github.com/partner-edge/partner-edge/edge/internal/openapicheck"
 	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/edge/ratelimit"
 	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/problem"
 	"github.com/partner-edge/partner-edge/upstream"
@@ -58,13 +59,13 @@ type harnessOptions struct {
 	now       func() time.Time
 	// tel traces the edge and its PMS attempts; simTel the simulators.
 	tel, simTel *observability.Telemetry
-	rateLimit   edge.RateLimit
+	rateLimit   ratelimit.Limit
 	// authFailLimit, trustedProxies and limiter are the Config fields;
 	// wrapKeys, when set, wraps the key store the edge sees; keyOver
 	// overrides fields of named keys' records.
 	authFailLimit  int
 	trustedProxies string
-	limiter        edge.Limiter
+	limiter        ratelimit.Limiter
 	wrapKeys       func(edge.KeyStore) edge.KeyStore
 	keyOver        map[string]map[string]any
 	// pmsCallTimeout, when set, replaces the short PMS call deadline the

@@ -2,45 +2,28 @@ package edge
 
 import (
 	"context"
+	"errors"
 	"math"
 	"net/http"
 	"strconv"
 
 	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/edge/ratelimit"
 	"github.com/partner-edge/partner-edge/problem"
 )
 
-// RateLimit is the deployment's default per-key token bucket
-// (EDGE_RATE_LIMIT, EDGE_RATE_BURST). The zero value sets no default: then
-// only keys with their own rateLimit in the key file are limited.
-type RateLimit struct {
-	// PerSecond is each key's sustained rate. Zero or less: no default.
-	PerSecond float64
-	// Burst is how many requests a key may make at once. Zero means
-	// max(1, ceil(PerSecond)).
-	Burst int
-}
-
-// limit is r as a Limiter's Limit; false when r sets no default.
-func (r RateLimit) limit() (Limit, bool) {
-	if r.PerSecond <= 0 {
-		return Limit{}, false
-	}
-	if r.Burst <= 0 {
-		r.Burst = max(1, int(math.Ceil(r.PerSecond)))
-	}
-	l := Limit{Rate: r.PerSecond, Burst: r.Burst}
-	return l, l.Valid()
-}
+// The edge applies two kinds of limits, both as buckets of one
+// ratelimit.Limiter: each API key's quota (rateLimit, below) and the
+// failed-authentication throttle of each client address (authThrottled,
+// authFailed).
 
 // policyName names the one quota policy of the RateLimit fields.
 const policyName = `"default"`
 
 // keyLimit is the quota of key: its own rateLimit, else the default.
-func (s *server) keyLimit(k *keys.Key) (Limit, bool) {
+func (s *server) keyLimit(k *keys.Key) (ratelimit.Limit, bool) {
 	if rl := k.RateLimit; rl != nil {
-		l := Limit{Rate: rl.PerSecond, Burst: rl.Burst}
-		return l, l.Valid()
+		return *rl, rl.Valid()
 	}
 	return s.defaultLimit, s.hasDefault
 }
@@ -48,7 +31,7 @@ func (s *server) keyLimit(k *keys.Key) (Limit, bool) {
 // allowN asks the configured Limiter and, when it cannot decide (Redis
 // down), the in-process one: a limiter's trouble never becomes a partner's
 // error (Limiter's contract).
-func (s *server) allowN(ctx context.Context, key string, l Limit, n int) Decision {
+func (s *server) allowN(ctx context.Context, key ratelimit.Key, l ratelimit.Limit, n int) ratelimit.Decision {
 	d, err := s.limiter.AllowN(ctx, key, l, n)
 	if err != nil {
 		d, _ = s.local.AllowN(ctx, key, l, n)
@@ -71,7 +54,7 @@ func (s *server) rateLimit(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		d := s.allowN(r.Context(), key.ID, l, 1) // key_...: never an "addr:" bucket
+		d := s.allowN(r.Context(), ratelimit.Key{Kind: ratelimit.APIKey, ID: key.ID}, l, 1)
 		policy := s.defaultPolicy
 		if key.RateLimit != nil {
 			policy = policyField(l)
@@ -95,8 +78,8 @@ func (s *server) rateLimit(next http.Handler) http.Handler {
 // policyField is the RateLimit-Policy item of l: q is the burst, w the
 // seconds an empty bucket takes to fill (at least 1). A client that sends
 // q requests per w seconds, at once or spread, is never refused.
-func policyField(l Limit) string {
-	w := max(1, int64(math.Ceil(float64(l.Burst)/l.Rate)))
+func policyField(l ratelimit.Limit) string {
+	w := max(1, int64(math.Ceil(float64(l.Burst)/l.PerSecond)))
 	return policyName + ";q=" + strconv.Itoa(l.Burst) + ";w=" + strconv.FormatInt(w, 10)
 }
 
@@ -104,7 +87,7 @@ func policyField(l Limit) string {
 // seconds until the bucket is full again, or, with nothing left, until the
 // next request is allowed (a 429's Retry-After). A client that sends no
 // more than r requests in the next t seconds is never refused.
-func limitField(d Decision) string {
+func limitField(d ratelimit.Decision) string {
 	t := d.ResetAfter
 	if d.Remaining < 1 {
 		t = d.RetryAfter
@@ -115,4 +98,45 @@ func limitField(d Decision) string {
 	b = append(b, ";t="...)
 	b = strconv.AppendInt(b, int64(problem.RetryAfterSeconds(t)), 10)
 	return string(b)
+}
+
+// authThrottleWindow is the window of EDGE_AUTH_FAIL_LIMIT: failures a minute.
+const authThrottleWindow = 60
+
+// authFailLimit is the bucket of the failed-authentication throttle: n
+// failures at once, refilled at n a minute. n <= 0 disables the throttle.
+func authFailLimit(n int) (ratelimit.Limit, bool) {
+	if n <= 0 {
+		return ratelimit.Limit{}, false
+	}
+	return ratelimit.Limit{PerSecond: float64(n) / authThrottleWindow, Burst: n}, true
+}
+
+// authThrottled answers 429 RATE_LIMITED, with Retry-After, to a client
+// address that has used up its failed authentications (DECISIONS.md section
+// 10), before any key is looked at, and reports whether it did. It only
+// peeks at the address's bucket: failures alone fill it (authFailed).
+func (s *server) authThrottled(w http.ResponseWriter, r *http.Request, bucket ratelimit.Key) bool {
+	d := s.allowN(r.Context(), bucket, s.authLimit, 0)
+	if d.Allowed {
+		return false
+	}
+	if s.metrics != nil {
+		s.metrics.AuthThrottled(r.Context())
+	}
+	s.fail(w, r, &problem.Error{
+		Code:       problem.RateLimited,
+		Detail:     "Too many requests with an invalid API key came from this address. Retry after the number of seconds in Retry-After.",
+		RetryAfter: d.RetryAfter,
+	})
+	return true
+}
+
+// authFailed counts err against the client address when it is a 401
+// INVALID_API_KEY: a key was presented and no such key exists.
+func (s *server) authFailed(r *http.Request, bucket ratelimit.Key, err error) {
+	var pe *problem.Error
+	if errors.As(err, &pe) && pe.Code == problem.InvalidAPIKey {
+		s.allowN(r.Context(), bucket, s.authLimit, 1)
+	}
 }

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/partner-edge/partner-edge/edge"
+	"github.com/partner-edge/partner-edge/edge/ratelimit"
 	"github.com/partner-edge/partner-edge/problem"
 )
 
@@ -53,7 +53,7 @@ func wantHeaders(t *testing.T, what string, res response, want map[string]string
 // refills with time.
 func TestRateLimit(t *testing.T) {
 	clock := newClock()
-	h := newHarness(t, harnessOptions{now: clock.Now, rateLimit: edge.RateLimit{PerSecond: 0.5, Burst: 2}})
+	h := newHarness(t, harnessOptions{now: clock.Now, rateLimit: ratelimit.Limit{PerSecond: 0.5, Burst: 2}})
 	policy := `"default";q=2;w=4`
 	req := request{path: "/v1/", key: "live"}
 	wantOK(t, req, h.do(req))
@@ -116,7 +116,7 @@ func TestRateLimitPerKey(t *testing.T) {
 
 	// With a generous default, the key's own smaller quota still applies.
 	own = map[string]map[string]any{"live": {"rateLimit": map[string]any{"perSecond": 1, "burst": 1}}}
-	h = newHarness(t, harnessOptions{now: clock.Now, keyOver: own, rateLimit: edge.RateLimit{PerSecond: 100, Burst: 100}})
+	h = newHarness(t, harnessOptions{now: clock.Now, keyOver: own, rateLimit: ratelimit.Limit{PerSecond: 100, Burst: 100}})
 	wantOK(t, req, h.do(req))
 	res := h.do(req)
 	wantProblem(t, req, res, problem.RateLimited)
@@ -129,15 +129,15 @@ type recordingLimiter struct {
 	mu    sync.Mutex
 	calls []string
 	fail  bool
-	next  edge.Limiter
+	next  ratelimit.Limiter
 }
 
-func (l *recordingLimiter) AllowN(ctx context.Context, key string, lim edge.Limit, n int) (edge.Decision, error) {
+func (l *recordingLimiter) AllowN(ctx context.Context, key ratelimit.Key, lim ratelimit.Limit, n int) (ratelimit.Decision, error) {
 	l.mu.Lock()
-	l.calls = append(l.calls, key)
+	l.calls = append(l.calls, key.ID)
 	l.mu.Unlock()
 	if l.fail {
-		return edge.Decision{}, errors.New("redis: connection refused")
+		return ratelimit.Decision{}, errors.New("redis: connection refused")
 	}
 	return l.next.AllowN(ctx, key, lim, n)
 }
@@ -147,8 +147,8 @@ func (l *recordingLimiter) AllowN(ctx context.Context, key string, lim edge.Limi
 func TestRateLimitUsesLimiter(t *testing.T) {
 	for _, fail := range []bool{false, true} {
 		clock := newClock()
-		lim := &recordingLimiter{fail: fail, next: edge.NewLocalLimiter(clock.Now, 0)}
-		h := newHarness(t, harnessOptions{now: clock.Now, limiter: lim, rateLimit: edge.RateLimit{PerSecond: 1, Burst: 2}})
+		lim := &recordingLimiter{fail: fail, next: ratelimit.NewLocal(clock.Now, 0)}
+		h := newHarness(t, harnessOptions{now: clock.Now, limiter: lim, rateLimit: ratelimit.Limit{PerSecond: 1, Burst: 2}})
 		req := request{path: "/v1/", key: "live"}
 		wantOK(t, req, h.do(req))
 		wantOK(t, req, h.do(req))

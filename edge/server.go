@@ -1,6 +1,7 @@
 // Package edge is the HTTP face of the partner API: routing, middleware
 // (request id, correlation id, authentication, validation, content
-// negotiation), handlers and the server's lifecycle.
+// negotiation) and handlers. Serving it (TLS, lifecycle) is
+// edge/listener's; the limits it applies are edge/ratelimit's.
 package edge
 
 import (
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/edge/ratelimit"
 	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/problem"
 	"github.com/partner-edge/partner-edge/upstream"
@@ -46,9 +48,11 @@ type Config struct {
 	// is not sent either.
 	Telemetry *observability.Telemetry
 	// RateLimit is the default quota of each key (429 RATE_LIMITED beyond
-	// it); a key's own rateLimit in the key file overrides it. The zero
-	// value sets no default: only keys with their own rateLimit are limited.
-	RateLimit RateLimit
+	// it; EDGE_RATE_LIMIT, EDGE_RATE_BURST); a key's own rateLimit in the
+	// key file overrides it. A zero Burst means max(1, ceil(PerSecond)).
+	// The zero value sets no default: only keys with their own rateLimit
+	// are limited.
+	RateLimit ratelimit.Limit
 	// RequestTimeout is the overall deadline of one request (operations.md
 	// EDGE_REQUEST_TIMEOUT): PMS calls and retries fit inside it; a request
 	// still waiting on the PMS when it passes answers 504. Zero means
@@ -65,10 +69,11 @@ type Config struct {
 	// (cmd/edge's default is 20).
 	AuthFailLimit int
 	// Limiter keeps the buckets of both the per-key quotas and the
-	// failed-auth throttle; one over Redis shares them across a fleet. Nil
-	// means an in-process LocalLimiter on Now. When it returns an error, the
-	// edge decides with an in-process LocalLimiter instead.
-	Limiter Limiter
+	// failed-auth throttle; one over Redis (ratelimit.Redis) shares them
+	// across a fleet. Nil means an in-process ratelimit.Local on Now. When
+	// it returns an error, the edge decides with an in-process
+	// ratelimit.Local instead.
+	Limiter ratelimit.Limiter
 	// TrustedProxies are the proxies whose X-Forwarded-For is believed for
 	// the client address (ParseTrustedProxies). Empty: the TCP peer is the
 	// client address.
@@ -86,12 +91,12 @@ type server struct {
 	tel      *observability.Telemetry // nil: no telemetry
 	metrics  *observability.Metrics   // nil: no metrics
 
-	limiter       Limiter       // cfg.Limiter, or local
-	local         *LocalLimiter // in-process buckets: the default and the fallback
-	defaultLimit  Limit         // the default per-key quota, when hasDefault
+	limiter       ratelimit.Limiter // cfg.Limiter, or local
+	local         *ratelimit.Local  // in-process buckets: the default and the fallback
+	defaultLimit  ratelimit.Limit   // the default per-key quota, when hasDefault
 	hasDefault    bool
-	defaultPolicy string // its RateLimit-Policy field
-	authLimit     Limit  // the failed-auth throttle's bucket, when hasAuthLimit
+	defaultPolicy string          // its RateLimit-Policy field
+	authLimit     ratelimit.Limit // the failed-auth throttle's bucket, when hasAuthLimit
 	hasAuthLimit  bool
 
 	// realClock: Config.Now is time.Now, so a request's start time also
@@ -125,7 +130,7 @@ func NewServer(cfg Config, ks KeyStore, live, sandbox upstream.Catalog) http.Han
 		log:      cfg.Logger,
 		info:     apiInfo(cfg.DocsURL),
 		tel:      cfg.Telemetry,
-		local:    NewLocalLimiter(cfg.Now, 0),
+		local:    ratelimit.NewLocal(cfg.Now, 0),
 		limiter:  cfg.Limiter,
 
 		realClock: realClock,
@@ -133,7 +138,8 @@ func NewServer(cfg Config, ks KeyStore, live, sandbox upstream.Catalog) http.Han
 	if s.limiter == nil {
 		s.limiter = s.local
 	}
-	s.defaultLimit, s.hasDefault = cfg.RateLimit.limit()
+	s.defaultLimit = cfg.RateLimit.WithDefaultBurst()
+	s.hasDefault = s.defaultLimit.Valid()
 	if s.hasDefault {
 		s.defaultPolicy = policyField(s.defaultLimit)
 	}

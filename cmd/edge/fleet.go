@@ -7,14 +7,13 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/partner-edge/partner-edge/edge"
 	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/edge/ratelimit"
 	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/cache"
@@ -37,7 +36,7 @@ const fleetPoll = 50 * time.Millisecond
 type member struct {
 	brand  string
 	client *fleet.Client
-	lim    *fleet.RedisLimiter
+	lim    *ratelimit.Redis
 	store  *fleet.Store
 	log    *slog.Logger
 }
@@ -78,18 +77,18 @@ func joinFleet(ctx context.Context, cfg settings, log *slog.Logger, tel *observa
 
 // newMember is the membership of brand's instances through client.
 func newMember(brand string, client *fleet.Client, log *slog.Logger) *member {
-	return &member{brand: brand, client: client, lim: fleet.NewRedisLimiter(client),
+	return &member{brand: brand, client: client, lim: ratelimit.NewRedis(client, brand),
 		store: fleet.NewStore(client, 0, nil), log: log}
 }
 
 func (m *member) close() { _ = m.client.Close() }
 
 // limiter is the edge's Limiter over Redis; nil for no member.
-func (m *member) limiter() edge.Limiter {
+func (m *member) limiter() ratelimit.Limiter {
 	if m == nil {
 		return nil
 	}
-	return &redisLimiter{lim: m.lim, brand: m.brand, count: m.client}
+	return m.lim
 }
 
 // loader wraps the default load of one mode's cache with the fleet's
@@ -120,34 +119,6 @@ func (m *member) loader(d *upstream.Direct, mode keys.Mode, ttl, loadTimeout tim
 		last.Store(s)
 		return s, nil
 	}
-}
-
-// redisLimiter adapts fleet's RedisLimiter to edge.Limiter: bucket names
-// get the fleet's prefix and the brand (fleet.RateKey, fleet.AuthFailKey).
-// An error sends the edge to its in-process limiter; it is counted as a
-// fallback here (the breaker logs the transitions).
-type redisLimiter struct {
-	lim   *fleet.RedisLimiter
-	brand string
-	count fleet.Fallbacks
-}
-
-func (r *redisLimiter) AllowN(ctx context.Context, key string, l edge.Limit, n int) (edge.Decision, error) {
-	if !l.Valid() { // the edge never asks; decide as the local limiter does
-		return edge.Decision{Allowed: true, Remaining: max(l.Burst, 0)}, nil
-	}
-	name, use := fleet.RateKey(r.brand, key), fleet.UseRateLimit
-	if addr, ok := strings.CutPrefix(key, "addr:"); ok {
-		name, use = fleet.AuthFailKey(r.brand, addr), fleet.UseAuthThrottle
-	}
-	d, err := r.lim.AllowN(ctx, name, fleet.Limit{PerSecond: l.Rate, Burst: l.Burst}, n)
-	if err != nil {
-		if ctx.Err() == nil {
-			r.count.Fallback(ctx, use, err)
-		}
-		return edge.Decision{}, err
-	}
-	return edge.Decision{Allowed: d.Allowed, Remaining: d.Remaining, RetryAfter: d.RetryAfter, ResetAfter: d.ResetAfter}, nil
 }
 
 // fleetHandler serves GET /fleet on the admin listener: whether Redis is

@@ -20,6 +20,8 @@ import (
 
 	"github.com/partner-edge/partner-edge/edge"
 	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/edge/listener"
+	"github.com/partner-edge/partner-edge/edge/ratelimit"
 	"github.com/partner-edge/partner-edge/mapping"
 	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/upstream"
@@ -131,7 +133,7 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 		Logger:         log,
 		Healthy:        func() bool { return !draining.Load() && store.Usable() },
 		Telemetry:      tel,
-		RateLimit:      edge.RateLimit{PerSecond: cfg.RatePerSecond, Burst: cfg.RateBurst},
+		RateLimit:      ratelimit.Limit{PerSecond: cfg.RatePerSecond, Burst: cfg.RateBurst},
 		RequestTimeout: cfg.RequestTimeout,
 		MaxConcurrent:  cfg.MaxConcurrent,
 		AuthFailLimit:  cfg.AuthFailLimit,
@@ -149,7 +151,7 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 		wg.Add(1)
 		go func() { defer wg.Done(); serveAdmin(ctx, cfg.AdminAddr, tel, fleetHandler(fm), log) }()
 	}
-	return edge.Serve(ctx, edge.ServeConfig{
+	return listener.Serve(ctx, listener.ServeConfig{
 		Addr:            cfg.Addr,
 		Handler:         handler,
 		TLSCertFile:     cfg.TLSCert,
@@ -242,7 +244,7 @@ func serveAdmin(ctx context.Context, addr string, tel *observability.Telemetry, 
 	mux := http.NewServeMux()
 	mux.Handle("/", observability.AdminHandler(tel.MetricsHandler()))
 	mux.Handle("GET /fleet", fleetState)
-	err := edge.Serve(ctx, edge.ServeConfig{
+	err := listener.Serve(ctx, listener.ServeConfig{
 		Addr:    addr,
 		Handler: mux,
 		// /debug/pprof/profile streams for 30 s by default.

@@ -4,14 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+
+	"github.com/partner-edge/partner-edge/edge/ratelimit"
 )
 
 // RateLimit is a key's own quota (the key file's "rateLimit"): a token
 // bucket refilled at PerSecond tokens a second and holding at most Burst.
-type RateLimit struct {
-	PerSecond float64 `json:"perSecond"`
-	Burst     int     `json:"burst"`
-}
+// It is the edge's one Limit type, named here for the key file.
+type RateLimit = ratelimit.Limit
 
 // Bounds of a key's rateLimit: far beyond any real quota, small enough that
 // the bucket's arithmetic (nanosecond intervals) stays exact.

@@ -1,8 +1,9 @@
 // Package fleet holds the building blocks that let several edge instances
 // share one Redis (or Valkey): a guarded client (per-call deadline, circuit
-// breaker, metrics, spans), a fleet-wide GCRA limiter with an in-process
-// fallback, and a lease-and-publish store with a coordinator so that one
-// instance per brand and mode walks the PMS per TTL.
+// breaker, metrics, spans) and a lease-and-publish store with a coordinator
+// so that one instance per brand and mode walks the PMS per TTL. The
+// fleet-wide rate limiter is the edge's (edge/ratelimit.Redis, on this
+// client); its in-process fallback is the edge's too (ratelimit.Local).
 //
 // Contract for callers: every method returns quickly (within the call
 // timeout, or at once while the breaker is open) and an error means "use
@@ -10,8 +11,8 @@
 //
 // Key names (all namespaced, none holds a secret):
 //
-//	pe:rl:<brand>:<keyID>      per-key rate limit (stored by redis_rate as rate:pe:rl:...)
-//	pe:fa:<brand>:<address>    failed-authentication throttle per client address
+//	pe:rl:<brand>:<keyID>      per-key rate limit (edge/ratelimit; stored by redis_rate as rate:pe:rl:...)
+//	pe:fa:<brand>:<address>    failed-authentication throttle per client address (edge/ratelimit)
 //	pe:snap:<brand>:<mode>:data   the published snapshot
 //	pe:snap:<brand>:<mode>:lease  the load lease
 //

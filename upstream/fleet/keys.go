@@ -25,15 +25,6 @@ func KeyPart(s string) string {
 	return "h" + hex.EncodeToString(sum[:16])
 }
 
-// RateKey names the per-key quota of key keyID (the key file's id, never the
-// secret) of brand.
-func RateKey(brand, keyID string) string { return "pe:rl:" + KeyPart(brand) + ":" + KeyPart(keyID) }
-
-// AuthFailKey names the failed-authentication throttle of a client address.
-func AuthFailKey(brand, addr string) string {
-	return "pe:fa:" + KeyPart(brand) + ":" + KeyPart(addr)
-}
-
 // SnapKey names the shared snapshot of a brand and mode ("live",
 // "sandbox"); the store appends ":data" and ":lease".
 func SnapKey(brand, mode string) string {

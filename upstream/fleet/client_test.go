@@ -1,10 +1,11 @@
 package fleet
 
 import (
-	"errors"
+	"context"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/partner-edge/partner-edge/upstream/fleet/redistest"
@@ -27,64 +28,23 @@ func newTestClient(t *testing.T, url string, tl *tel, log *logBuf) *Client {
 	return c
 }
 
-func TestRedisLimiterIsSharedByInstances(t *testing.T) {
-	srv := redistest.Start(t)
-	a := NewRedisLimiter(newTestClient(t, srv.URL(), nil, nil))
-	b := NewRedisLimiter(newTestClient(t, srv.URL(), nil, nil))
-	key, l := RateKey("acme", "key-1"), Limit{PerSecond: 1, Burst: 5}
-	ctx := t.Context()
-
-	if d, err := a.AllowN(ctx, key, l, 0); err != nil || !d.Allowed || d.Remaining != 5 {
-		t.Fatalf("peek of a fresh key: %+v, %v", d, err)
-	}
-	allowed := 0
-	for i := range 10 {
-		lim := a
-		if i%2 == 1 {
-			lim = b
-		}
-		d, err := lim.AllowN(ctx, key, l, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d.Allowed {
-			allowed++
-		} else if d.RetryAfter <= 0 || d.RetryAfter > time.Second {
-			t.Fatalf("denied with RetryAfter %v, want (0, 1s]", d.RetryAfter)
-		}
-	}
-	if allowed != 5 {
-		t.Fatalf("two instances allowed %d of 10 at burst 5, want 5 in all", allowed)
-	}
-	d, err := b.AllowN(ctx, key, l, 0)
-	if err != nil || d.Allowed || d.RetryAfter <= 0 || d.RetryAfter > time.Second {
-		t.Fatalf("peek of a spent key: %+v, %v; want not allowed, RetryAfter in (0, 1s]", d, err)
-	}
-	if d2, _ := b.AllowN(ctx, key, l, 0); d2.Allowed {
-		t.Fatal("peek consumed or refilled")
-	}
-	if _, err := a.AllowN(ctx, key, Limit{}, 1); !errors.Is(err, ErrBadLimit) {
-		t.Fatalf("zero limit: %v, want ErrBadLimit", err)
-	}
-}
-
-// The edge's adapter over RedisLimiter (cmd/edge/fleet.go) counts a
-// fallback on each error and decides in-process; the limiter must err at
-// once while Redis is down and answer again once it is back.
-func TestRedisLimiterSurvivesRedisRestart(t *testing.T) {
+// A user of the client (the edge's ratelimit.Redis) counts a fallback on
+// each error and decides in-process; the client must err at once while
+// Redis is down and answer again once it is back.
+func TestClientSurvivesRedisRestart(t *testing.T) {
 	srv := redistest.Start(t)
 	tl, log := newTel(t), &logBuf{}
 	c := newTestClient(t, srv.URL(), tl, log)
-	rl := NewRedisLimiter(c)
-	key, l := RateKey("acme", "k"), Limit{PerSecond: 100, Burst: 100}
 	ctx := t.Context()
 	fromRedis := func() bool {
-		d, err := rl.AllowN(ctx, key, l, 1)
+		err := c.Do(ctx, func(ctx context.Context, rdb *redis.Client) error {
+			return rdb.Incr(ctx, "pe:test:calls").Err()
+		})
 		if err != nil {
 			c.Fallback(ctx, UseRateLimit, err)
 			return false
 		}
-		return d.Allowed
+		return true
 	}
 
 	if !fromRedis() {

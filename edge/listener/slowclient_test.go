@@ -1,4 +1,4 @@
-package edge_test
+package listener_test
 
 import (
 	"bufio"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/partner-edge/partner-edge/edge"
+	"github.com/partner-edge/partner-edge/edge/listener"
 )
 
 // Issue 11, acceptance 2: 100 slowloris clients, each trickling header
@@ -27,7 +28,7 @@ func TestSlowlorisCutOff(t *testing.T) {
 	)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	addr, done := serve(t, ctx, edge.ServeConfig{
+	addr, done := serve(t, ctx, listener.ServeConfig{
 		Handler:           edge.NewServer(edge.Config{Brand: testBrand}, emptyStore(t, false), nil, nil),
 		ReadHeaderTimeout: rht,
 	})
@@ -99,7 +100,7 @@ func TestHugeHeaders431(t *testing.T) {
 	reached := false
 	var mu sync.Mutex
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { mu.Lock(); reached = true; mu.Unlock() })
-	addr, done := serve(t, ctx, edge.ServeConfig{Handler: h})
+	addr, done := serve(t, ctx, listener.ServeConfig{Handler: h})
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package edge
+package ratelimit
 
 import (
 	"context"
@@ -8,9 +8,10 @@ import (
 	"time"
 )
 
+// allowN asks l for n units of the API-key bucket named key.
 func allowN(t *testing.T, l Limiter, key string, lim Limit, n int) Decision {
 	t.Helper()
-	d, err := l.AllowN(context.Background(), key, lim, n)
+	d, err := l.AllowN(context.Background(), Key{APIKey, key}, lim, n)
 	if err != nil {
 		t.Fatalf("AllowN: %v", err)
 	}
@@ -19,10 +20,10 @@ func allowN(t *testing.T, l Limiter, key string, lim Limit, n int) Decision {
 
 // A bucket of burst 3 refilled at 2/s: three at once, then refused with the
 // time until the next unit; one unit back after 500 ms, full after 1.5 s.
-func TestLocalLimiterBucket(t *testing.T) {
+func TestLocalBucket(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := NewLocalLimiter(nil, 0)
-		lim := Limit{Rate: 2, Burst: 3}
+		l := NewLocal(nil, 0)
+		lim := Limit{PerSecond: 2, Burst: 3}
 		for i, want := range []int{2, 1, 0} {
 			d := allowN(t, l, "k", lim, 1)
 			if !d.Allowed || d.Remaining != want {
@@ -55,10 +56,10 @@ func TestLocalLimiterBucket(t *testing.T) {
 
 // A peek (n = 0) takes nothing, creates nothing, and says whether one unit
 // would be allowed and when.
-func TestLocalLimiterPeek(t *testing.T) {
+func TestLocalPeek(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := NewLocalLimiter(nil, 0)
-		lim := Limit{Rate: 1.0 / 3, Burst: 2} // 20 a minute, burst 2
+		l := NewLocal(nil, 0)
+		lim := Limit{PerSecond: 1.0 / 3, Burst: 2} // 20 a minute, burst 2
 		if d := allowN(t, l, "a", lim, 0); !d.Allowed || d.Remaining != 2 || d.ResetAfter != 0 {
 			t.Fatalf("peek at a fresh bucket: %+v", d)
 		}
@@ -85,10 +86,10 @@ func TestLocalLimiterPeek(t *testing.T) {
 
 // The cap holds whatever the number of keys: the least recently used bucket
 // leaves first, and starts full if it comes back.
-func TestLocalLimiterBounded(t *testing.T) {
+func TestLocalBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := NewLocalLimiter(nil, 100)
-		lim := Limit{Rate: 1, Burst: 1}
+		l := NewLocal(nil, 100)
+		lim := Limit{PerSecond: 1, Burst: 1}
 		for i := range 10_000 {
 			if d := allowN(t, l, fmt.Sprint("addr", i), lim, 1); !d.Allowed {
 				t.Fatalf("first call of key %d refused", i)
@@ -107,10 +108,10 @@ func TestLocalLimiterBounded(t *testing.T) {
 }
 
 // Idle (full) buckets leave as calls go by, with no goroutine sweeping.
-func TestLocalLimiterDropsIdle(t *testing.T) {
+func TestLocalDropsIdle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := NewLocalLimiter(nil, 0)
-		lim := Limit{Rate: 10, Burst: 5}
+		l := NewLocal(nil, 0)
+		lim := Limit{PerSecond: 10, Burst: 5}
 		for i := range 50 {
 			allowN(t, l, fmt.Sprint("key", i), lim, 1)
 		}
@@ -128,16 +129,16 @@ func TestLocalLimiterDropsIdle(t *testing.T) {
 }
 
 // A changed Limit (a reloaded key file) applies to the bucket's state.
-func TestLocalLimiterLimitChange(t *testing.T) {
+func TestLocalLimitChange(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := NewLocalLimiter(nil, 0)
+		l := NewLocal(nil, 0)
 		for range 2 {
-			allowN(t, l, "k", Limit{Rate: 1, Burst: 2}, 1)
+			allowN(t, l, "k", Limit{PerSecond: 1, Burst: 2}, 1)
 		}
-		if d := allowN(t, l, "k", Limit{Rate: 1, Burst: 2}, 1); d.Allowed {
+		if d := allowN(t, l, "k", Limit{PerSecond: 1, Burst: 2}, 1); d.Allowed {
 			t.Fatalf("old limit: %+v", d)
 		}
-		if d := allowN(t, l, "k", Limit{Rate: 1, Burst: 5}, 1); !d.Allowed || d.Remaining != 2 {
+		if d := allowN(t, l, "k", Limit{PerSecond: 1, Burst: 5}, 1); !d.Allowed || d.Remaining != 2 {
 			t.Fatalf("raised burst: %+v", d)
 		}
 		if d := allowN(t, l, "k", Limit{}, 1); !d.Allowed {

@@ -1,4 +1,4 @@
-package edge_test
+package listener_test
 
 import (
 	"bufio"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/partner-edge/partner-edge/edge"
+	"github.com/partner-edge/partner-edge/edge/listener"
 )
 
 // oversized is a request head of about 16 KB: past the head gate's 8 KB.
@@ -44,7 +45,7 @@ func TestOversizedHeadsTakeTurns(t *testing.T) {
 	const rht = 2 * time.Second
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	addr, _ := serve(t, ctx, edge.ServeConfig{
+	addr, _ := serve(t, ctx, listener.ServeConfig{
 		Handler:           edge.NewServer(edge.Config{Brand: testBrand}, emptyStore(t, false), nil, nil),
 		ReadHeaderTimeout: rht,
 	})
@@ -115,7 +116,7 @@ func TestHandlersHoldNoHeadSlot(t *testing.T) {
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	addr, _ := serve(t, ctx, edge.ServeConfig{Handler: h, TLSCertFile: certFile, TLSKeyFile: keyFile})
+	addr, _ := serve(t, ctx, listener.ServeConfig{Handler: h, TLSCertFile: certFile, TLSKeyFile: keyFile})
 	dial := func() net.Conn {
 		c, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: pool, NextProtos: []string{"http/1.1"}})
 		if err != nil {

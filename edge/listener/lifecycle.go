@@ -1,4 +1,10 @@
-package edge
+// Package listener serves an http.Handler on a TCP port: the lifecycle
+// (listen, drain, graceful shutdown), TLS (policy, certificate loading and
+// reloading on file change or SIGHUP, HSTS), the head gate that makes
+// oversized request heads take turns, and net/http's own error log. Both
+// of cmd/edge's listeners (the partner API and the admin port) use it; it
+// knows nothing of the API.
+package listener
 
 import (
 	"context"
@@ -15,6 +21,10 @@ import (
 // Defaults of ServeConfig.
 const (
 	DefaultReadHeaderTimeout = 5 * time.Second
+	// defaultRequestTimeout is RequestTimeout's default, the same as the
+	// API's (edge.DefaultRequestTimeout, EDGE_REQUEST_TIMEOUT): cmd/edge
+	// always passes its setting.
+	defaultRequestTimeout = 10 * time.Second
 	// writeMargin is how much longer than the request deadline the server
 	// lets a response take to write: a request answered 504 at its deadline
 	// still gets its answer out.
@@ -38,7 +48,7 @@ type ServeConfig struct {
 	// RequestTimeout is the handler's overall request deadline (enforced by
 	// the handler: Config.RequestTimeout); the server's WriteTimeout is set
 	// to it plus 5 s, so an answer given at the deadline can still be
-	// written. Zero means DefaultRequestTimeout (10 s).
+	// written. Zero means 10 s.
 	RequestTimeout time.Duration
 	// ReadHeaderTimeout bounds reading a request's headers (slowloris).
 	// HTTP/2 connections get the same bound on silence: a connection that
@@ -141,7 +151,7 @@ func (cfg ServeConfig) withDefaults() ServeConfig {
 		cfg.ShutdownTimeout = 15 * time.Second
 	}
 	if cfg.RequestTimeout <= 0 {
-		cfg.RequestTimeout = DefaultRequestTimeout
+		cfg.RequestTimeout = defaultRequestTimeout
 	}
 	if cfg.ReadHeaderTimeout <= 0 {
 		cfg.ReadHeaderTimeout = DefaultReadHeaderTimeout

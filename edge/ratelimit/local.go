@@ -1,4 +1,4 @@
-package edge
+package ratelimit
 
 import (
 	"container/list"
@@ -7,10 +7,10 @@ import (
 	"time"
 )
 
-// DefaultLimiterEntries bounds a LocalLimiter made with max <= 0.
-const DefaultLimiterEntries = 100_000
+// DefaultEntries bounds a Local made with max <= 0.
+const DefaultEntries = 100_000
 
-// LocalLimiter is the in-process Limiter: GCRA (the generic cell rate
+// Local is the in-process Limiter: GCRA (the generic cell rate
 // algorithm, as redis_rate computes it) over an injected clock. A bucket's
 // whole state is its theoretical arrival time (TAT); a bucket whose TAT has
 // passed is full, which is what an absent bucket means too, so such entries
@@ -23,34 +23,34 @@ const DefaultLimiterEntries = 100_000
 // least recently used end, so idle entries (a key dropped by a reload, an
 // address gone quiet) leave without a sweeping goroutine. A peek (n = 0)
 // never creates an entry.
-type LocalLimiter struct {
+type Local struct {
 	now func() time.Time
 	max int
 
 	mu  sync.Mutex
-	m   map[string]*list.Element // of *bucket
-	lru list.List                // front: most recently used
+	m   map[Key]*list.Element // of *bucket
+	lru list.List             // front: most recently used
 }
 
 type bucket struct {
-	key string
+	key Key
 	tat int64 // Unix nanoseconds
 }
 
-// NewLocalLimiter returns a LocalLimiter holding at most max buckets
-// (DefaultLimiterEntries when max <= 0). now nil means time.Now.
-func NewLocalLimiter(now func() time.Time, max int) *LocalLimiter {
+// NewLocal returns a Local holding at most max buckets
+// (DefaultEntries when max <= 0). now nil means time.Now.
+func NewLocal(now func() time.Time, max int) *Local {
 	if now == nil {
 		now = time.Now
 	}
 	if max <= 0 {
-		max = DefaultLimiterEntries
+		max = DefaultEntries
 	}
-	return &LocalLimiter{now: now, max: max, m: make(map[string]*list.Element)}
+	return &Local{now: now, max: max, m: make(map[Key]*list.Element)}
 }
 
 // Len returns the number of buckets held.
-func (l *LocalLimiter) Len() int {
+func (l *Local) Len() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.m)
@@ -58,7 +58,7 @@ func (l *LocalLimiter) Len() int {
 
 // AllowN implements Limiter; it never returns an error. An invalid Limit
 // (zero rate or burst) allows everything.
-func (l *LocalLimiter) AllowN(_ context.Context, key string, lim Limit, n int) (Decision, error) {
+func (l *Local) AllowN(_ context.Context, key Key, lim Limit, n int) (Decision, error) {
 	if !lim.Valid() {
 		return Decision{Allowed: true, Remaining: max(lim.Burst, 0)}, nil
 	}
@@ -106,7 +106,7 @@ func gcra(now, tat int64, lim Limit, n int) (Decision, int64) {
 	return d, newTAT
 }
 
-func (l *LocalLimiter) store(key string, el *list.Element, tat int64) {
+func (l *Local) store(key Key, el *list.Element, tat int64) {
 	if el != nil {
 		el.Value.(*bucket).tat = tat
 		l.lru.MoveToFront(el)
@@ -121,7 +121,7 @@ func (l *LocalLimiter) store(key string, el *list.Element, tat int64) {
 }
 
 // dropIdle removes up to k full buckets from the least recently used end.
-func (l *LocalLimiter) dropIdle(now int64, k int) {
+func (l *Local) dropIdle(now int64, k int) {
 	for ; k > 0; k-- {
 		el := l.lru.Back()
 		if el == nil || el.Value.(*bucket).tat > now {

@@ -1,4 +1,4 @@
-package edge_test
+package listener_test
 
 import (
 	"context"
@@ -22,16 +22,17 @@ import (
 
 	"github.com/partner-edge/partner-edge/edge"
 	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/edge/listener"
 )
 
-// serve runs edge.Serve in the background and returns its address.
-func serve(t testing.TB, ctx context.Context, cfg edge.ServeConfig) (string, chan error) {
+// serve runs listener.Serve in the background and returns its address.
+func serve(t testing.TB, ctx context.Context, cfg listener.ServeConfig) (string, chan error) {
 	t.Helper()
 	addrc := make(chan string, 1)
 	cfg.Addr = "127.0.0.1:0"
 	cfg.OnListen = func(a net.Addr) { addrc <- a.String() }
 	done := make(chan error, 1)
-	go func() { done <- edge.Serve(ctx, cfg) }()
+	go func() { done <- listener.Serve(ctx, cfg) }()
 	select {
 	case a := <-addrc:
 		return a, done
@@ -50,7 +51,7 @@ func TestDrain(t *testing.T) {
 	store := emptyStore(t, false)
 	h := edge.NewServer(edge.Config{Brand: testBrand, Healthy: func() bool { return !draining.Load() && store.Usable() }}, store, nil, nil)
 	ctx, cancel := context.WithCancel(context.Background())
-	addr, done := serve(t, ctx, edge.ServeConfig{Handler: h, DrainDelay: 300 * time.Millisecond, OnDraining: func() { draining.Store(true) }})
+	addr, done := serve(t, ctx, listener.ServeConfig{Handler: h, DrainDelay: 300 * time.Millisecond, OnDraining: func() { draining.Store(true) }})
 	base := "http://" + addr + "/v1/health"
 	if code, body := get(t, base); code != 200 || body != `{"status":"ok"}` {
 		t.Fatalf("before shutdown: %d %s", code, body)
@@ -105,7 +106,7 @@ func TestTLS(t *testing.T) {
 	store := emptyStore(t, false)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	addr, done := serve(t, ctx, edge.ServeConfig{Handler: edge.NewServer(edge.Config{Brand: testBrand}, store, nil, nil),
+	addr, done := serve(t, ctx, listener.ServeConfig{Handler: edge.NewServer(edge.Config{Brand: testBrand}, store, nil, nil),
 		TLSCertFile: certFile, TLSKeyFile: keyFile})
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}}
 	res, err := client.Get("https://" + addr + "/v1/health")
@@ -124,7 +125,7 @@ func TestTLS(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Errorf("Serve: %v", err)
 	}
-	if err := edge.Serve(context.Background(), edge.ServeConfig{Addr: "127.0.0.1:0", TLSCertFile: certFile}); err == nil {
+	if err := listener.Serve(context.Background(), listener.ServeConfig{Addr: "127.0.0.1:0", TLSCertFile: certFile}); err == nil {
 		t.Errorf("a certificate without a key was accepted")
 	}
 }

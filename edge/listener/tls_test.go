@@ -1,4 +1,4 @@
-package edge_test
+package listener_test
 
 import (
 	"bytes"
@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/partner-edge/partner-edge/edge"
+	"github.com/partner-edge/partner-edge/edge/listener"
 )
 
 // writeCertPair writes a self-signed ECDSA certificate for 127.0.0.1 with
@@ -66,7 +67,7 @@ type tlsEdge struct {
 	logs              *syncBuffer
 }
 
-func serveTLS(t *testing.T, cfg edge.ServeConfig) *tlsEdge {
+func serveTLS(t *testing.T, cfg listener.ServeConfig) *tlsEdge {
 	t.Helper()
 	dir := t.TempDir()
 	e := &tlsEdge{certFile: filepath.Join(dir, "tls.crt"), keyFile: filepath.Join(dir, "tls.key"),
@@ -114,7 +115,7 @@ func (e *tlsEdge) serial(t *testing.T) int64 {
 // Issue 11, TLS: HTTP/2 is negotiated, answers carry HSTS, TLS 1.1 and CBC
 // suites are refused while TLS 1.2 with AES-GCM and TLS 1.3 are served.
 func TestTLSPolicy(t *testing.T) {
-	e := serveTLS(t, edge.ServeConfig{})
+	e := serveTLS(t, listener.ServeConfig{})
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, ForceAttemptHTTP2: true}}
 	res, err := client.Get("https://" + e.addr + "/v1/health")
 	if err != nil {
@@ -149,7 +150,7 @@ func TestTLSPolicy(t *testing.T) {
 // HSTS only on TLS: over plain HTTP the header means nothing and is not sent.
 func TestNoHSTSOverPlainHTTP(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	addr, done := serve(t, ctx, edge.ServeConfig{Handler: edge.NewServer(edge.Config{Brand: testBrand}, emptyStore(t, false), nil, nil)})
+	addr, done := serve(t, ctx, listener.ServeConfig{Handler: edge.NewServer(edge.Config{Brand: testBrand}, emptyStore(t, false), nil, nil)})
 	res, err := http.Get("http://" + addr + "/v1/health")
 	if err != nil {
 		t.Fatal(err)
@@ -166,7 +167,7 @@ func TestNoHSTSOverPlainHTTP(t *testing.T) {
 // handshake without a restart, whether the files changed (watch) or SIGHUP
 // asked (TLSReload); a bad new certificate is logged and the old one kept.
 func TestTLSCertificateReload(t *testing.T) {
-	e := serveTLS(t, edge.ServeConfig{})
+	e := serveTLS(t, listener.ServeConfig{})
 	if got := e.serial(t); got != 1 {
 		t.Fatalf("serial %d at start", got)
 	}
@@ -206,7 +207,7 @@ func TestTLSBadCertificateAtStart(t *testing.T) {
 	certFile, keyFile := filepath.Join(dir, "c.pem"), filepath.Join(dir, "k.pem")
 	_ = os.WriteFile(certFile, []byte("nope"), 0o600)
 	_ = os.WriteFile(keyFile, []byte("nope"), 0o600)
-	err := edge.Serve(context.Background(), edge.ServeConfig{Addr: "127.0.0.1:0", TLSCertFile: certFile, TLSKeyFile: keyFile})
+	err := listener.Serve(context.Background(), listener.ServeConfig{Addr: "127.0.0.1:0", TLSCertFile: certFile, TLSKeyFile: keyFile})
 	if err == nil || !strings.Contains(err.Error(), certFile) {
 		t.Errorf("bad certificate at start: %v", err)
 	}
@@ -216,7 +217,7 @@ func TestTLSBadCertificateAtStart(t *testing.T) {
 // ReadHeaderTimeout (the HTTP/2 ping timeouts), not held for the 120 s
 // idle timeout.
 func TestStalledHTTP2ClientDropped(t *testing.T) {
-	e := serveTLS(t, edge.ServeConfig{ReadHeaderTimeout: 400 * time.Millisecond})
+	e := serveTLS(t, listener.ServeConfig{ReadHeaderTimeout: 400 * time.Millisecond})
 	conn, err := tls.Dial("tcp", e.addr, &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"h2"}})
 	if err != nil {
 		t.Fatal(err)

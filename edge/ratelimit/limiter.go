@@ -1,0 +1,109 @@
+// Package ratelimit is the edge's one family of rate limits: a Limit (a
+// token bucket: PerSecond and Burst), the Decision a Limiter gives for one
+// call, bucket keys typed by kind (an API key's quota or a client address's
+// failed authentications), the in-process GCRA limiter (Local) and the
+// fleet-wide one over Redis (Redis). The key file's rateLimit, the
+// deployment's default quota and the failed-auth throttle are all Limits.
+package ratelimit
+
+import (
+	"context"
+	"math"
+	"time"
+)
+
+// Limit is a token bucket, as GCRA sees it: Burst units at once, refilled at
+// PerSecond units a second (one every 1/PerSecond s). It is the same shape
+// as redis_rate.Limit (Rate per Period, Burst): PerSecond r is {Rate: 1,
+// Burst: b, Period: time.Second / r}. It is also the key file's
+// "rateLimit" object (keys.RateLimit) and the deployment's default quota
+// (EDGE_RATE_LIMIT, EDGE_RATE_BURST).
+type Limit struct {
+	// PerSecond is the sustained rate, units a second; > 0 to limit.
+	PerSecond float64 `json:"perSecond"`
+	// Burst is how many units may be taken at once; >= 1 to limit (see
+	// WithDefaultBurst for a zero Burst in configuration).
+	Burst int `json:"burst"`
+}
+
+// WithDefaultBurst returns l with a Burst of max(1, ceil(PerSecond)) when
+// its Burst is zero or less: the deployment's default quota may give a
+// rate alone.
+func (l Limit) WithDefaultBurst() Limit {
+	if l.Burst <= 0 && l.PerSecond > 0 {
+		l.Burst = max(1, int(math.Ceil(l.PerSecond)))
+	}
+	return l
+}
+
+// Valid reports whether l limits anything: a positive rate and burst, and a
+// bucket that refills from empty within about 30 years (so its arithmetic
+// in nanoseconds cannot overflow).
+func (l Limit) Valid() bool {
+	return l.PerSecond > 0 && l.Burst >= 1 && !math.IsInf(l.PerSecond, 0) &&
+		float64(time.Second)/l.PerSecond*float64(l.Burst+1) < 1e18
+}
+
+// Interval is the time one unit takes to refill.
+func (l Limit) Interval() time.Duration {
+	return time.Duration(math.Ceil(float64(time.Second) / l.PerSecond))
+}
+
+// Decision is what a Limiter reports for one call of AllowN.
+type Decision struct {
+	// Allowed: the n units were taken (n = 0: one unit would be allowed now).
+	Allowed bool
+	// Remaining is how many whole units the bucket holds after the call.
+	Remaining int
+	// RetryAfter is how long until one more unit (n units when the call
+	// was refused) is allowed; 0 when Remaining >= 1.
+	RetryAfter time.Duration
+	// ResetAfter is how long until the bucket is full again.
+	ResetAfter time.Duration
+}
+
+// Kind is what a bucket limits.
+type Kind uint8
+
+const (
+	// APIKey is an API key's quota; the Key's ID is the key id (key_...),
+	// never the secret.
+	APIKey Kind = iota + 1
+	// Address is the failed-authentication throttle of a client address;
+	// the Key's ID is the address, or the /64 of an IPv6 one.
+	Address
+)
+
+// Key names one bucket: its kind and an id within the kind, so buckets of
+// different kinds never collide whatever their ids hold.
+type Key struct {
+	Kind Kind
+	ID   string
+}
+
+// Limiter keeps token buckets by Key: the per-key quotas and the
+// failed-authentication throttle share one Limiter, each bucket with
+// its own Limit. A Limiter over a shared store puts its own prefix and
+// the brand before them (Redis). The in-process Local
+// is the default; a fleet shares buckets through a Limiter over Redis (for
+// example GCRA with github.com/go-redis/redis_rate/v10, whose AllowN has
+// exactly these semantics, n = 0 included).
+//
+// AllowN takes n units from the bucket key under l, if the bucket holds
+// them, and reports the bucket's state after the call. n = 0 takes nothing:
+// it peeks, Allowed then reporting whether one unit would be allowed now.
+// A bucket never touched is full. l may differ between calls for one key
+// (a reloaded key file): the bucket's state carries over under the new l.
+// AllowN must be safe for concurrent use and return quickly: it runs on the
+// request path.
+//
+// An error means the Limiter could not decide (Redis slow or down, its
+// circuit breaker open, ctx done); the Decision is then ignored. The edge
+// never turns such an error into a partner's error: it decides that request
+// with its own in-process Local limiter instead (limits then hold per
+// process, not per fleet). A Limiter over Redis therefore needs no fallback
+// of its own; it should bound each call with a short deadline, and may log
+// and count its failures (once per transition, not per call).
+type Limiter interface {
+	AllowN(ctx context.Context, key Key, l Limit, n int) (Decision, error)
+}
