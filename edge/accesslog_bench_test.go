@@ -35,17 +35,22 @@ func BenchmarkAccessLogSlowOutput(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				go func() { // the slow reader: ends when the pipe closes
+				stop, done := make(chan struct{}), make(chan struct{})
+				go func() { // the slow reader, until stop
+					defer close(done)
 					br := bufio.NewReader(pr)
 					for {
 						if _, err := br.ReadSlice('\n'); err != nil && err != bufio.ErrBufferFull {
-							pr.Close()
 							return
 						}
-						time.Sleep(100 * time.Millisecond)
+						select {
+						case <-stop:
+							return
+						case <-time.After(100 * time.Millisecond):
+						}
 					}
 				}()
-				b.Cleanup(func() { pw.Close() })
+				b.Cleanup(func() { close(stop); pw.Close(); pr.Close(); <-done })
 				w = pw
 			}
 			buf := observability.NewLogBuffer(w, observability.LogBufferConfig{})
