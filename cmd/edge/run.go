@@ -26,6 +26,7 @@ import (
 	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/cache"
+	"github.com/partner-edge/partner-edge/upstream/shadow"
 )
 
 // run is the whole program: main only supplies the process's context,
@@ -41,6 +42,12 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 			return nil
 		}
 		return errors.New("usage: edge keys new --brand B --mode live|test [--properties id,id]")
+	}
+	if len(args) > 1 && args[1] == "pms" {
+		if len(args) > 2 && args[2] == "check" {
+			return runPMSCheck(ctx, args[3:], getenv, stdout, stderr)
+		}
+		return usageError("usage: edge pms check [--json] [--save FILE] [--baseline FILE] [--sandbox | --candidate]")
 	}
 	cfg, err := parseSettings(args[1:], getenv, stderr)
 	if errors.Is(err, flag.ErrHelp) {
@@ -112,7 +119,15 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 	if fm != nil {
 		defer fm.close()
 	}
-	live, closeLive, err := newCatalog(cfg, cfg.PMSBaseURL, keys.ModeLive, version, log, tel, fm)
+	sh, err := newShadow(cfg, version, log, tel) // nil without PMS_CANDIDATE_URL
+	if err != nil {
+		return fmt.Errorf("PMS_CANDIDATE_URL: %w", err)
+	}
+	if sh != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); sh.Run(ctx) }()
+	}
+	live, closeLive, err := newShadowedCatalog(cfg, cfg.PMSBaseURL, keys.ModeLive, version, log, tel, fm, sh)
 	if err != nil {
 		return err
 	}
@@ -149,7 +164,10 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 		"traces_exporter", tel.TracesExporter(), "redis", fm != nil)
 	if cfg.AdminAddr != "" {
 		wg.Add(1)
-		go func() { defer wg.Done(); serveAdmin(ctx, cfg.AdminAddr, tel, fleetHandler(fm), log) }()
+		go func() {
+			defer wg.Done()
+			serveAdmin(ctx, cfg.AdminAddr, tel, fleetHandler(fm), shadow.Handler(sh), log)
+		}()
 	}
 	return listener.Serve(ctx, listener.ServeConfig{
 		Addr:            cfg.Addr,
@@ -175,6 +193,12 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 // mapping, cache, each reporting to telemetry; with a fleet member, the
 // cache's loads are shared through Redis (fleet.go).
 func newCatalog(cfg settings, baseURL string, mode keys.Mode, version string, log *slog.Logger, tel *observability.Telemetry, fm *member) (upstream.Catalog, func(), error) {
+	return newShadowedCatalog(cfg, baseURL, mode, version, log, tel, fm, nil)
+}
+
+// newShadowedCatalog is newCatalog whose loads are each handed to sh after
+// they end (nil: none; shadow.go).
+func newShadowedCatalog(cfg settings, baseURL string, mode keys.Mode, version string, log *slog.Logger, tel *observability.Telemetry, fm *member, sh *shadow.Shadow) (upstream.Catalog, func(), error) {
 	log = log.With("pms", string(mode))
 	metrics := tel.Metrics()
 	pm := metrics.PMS(string(mode))
@@ -212,6 +236,13 @@ func newCatalog(cfg settings, baseURL string, mode keys.Mode, version string, lo
 		cc.Load = fm.loader(direct, mode, cfg.CacheTTL, cfg.PMSTimeout)
 		cc.RefreshAhead = fleetRefreshAhead
 	}
+	if sh != nil {
+		load := cc.Load
+		if load == nil {
+			load = direct.Snapshot
+		}
+		cc.Load = sh.After(string(mode), load)
+	}
 	c := cache.New(direct, cc)
 	return c, c.Close, nil
 }
@@ -237,13 +268,14 @@ func reloadOnHangup(ctx context.Context, store *keys.Store, tlsReload chan<- str
 	}
 }
 
-// serveAdmin serves /metrics, /debug/pprof/ and /fleet (the Redis state,
-// fleet.go) until ctx is done. The admin listener is auxiliary: failing to
+// serveAdmin serves /metrics, /debug/pprof/, /fleet (the Redis state,
+// fleet.go) and /shadow (the candidate comparison, shadow.go) until ctx is done. The admin listener is auxiliary: failing to
 // bind it is logged, never fatal.
-func serveAdmin(ctx context.Context, addr string, tel *observability.Telemetry, fleetState http.Handler, log *slog.Logger) {
+func serveAdmin(ctx context.Context, addr string, tel *observability.Telemetry, fleetState, shadowState http.Handler, log *slog.Logger) {
 	mux := http.NewServeMux()
 	mux.Handle("/", observability.AdminHandler(tel.MetricsHandler()))
 	mux.Handle("GET /fleet", fleetState)
+	mux.Handle("GET /shadow", shadowState)
 	err := listener.Serve(ctx, listener.ServeConfig{
 		Addr:    addr,
 		Handler: mux,

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/partner-edge/partner-edge/observability"
@@ -33,9 +34,10 @@ const shutdownGrace = 5 * time.Second
 func run(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) (err error) {
 	getenv := func(k string) string { v, _ := lookupEnv(k); return v }
 	var (
-		cfg    pmsim.Config
-		faults pmsim.Faults
-		addr   string
+		cfg              pmsim.Config
+		faults           pmsim.Faults
+		addr             string
+		renames, retypes string
 	)
 	name := "pmsim"
 	if len(args) > 0 {
@@ -60,6 +62,10 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	fs.BoolVar(&faults.Truncate, "truncate", false, "fault: send half the body, then close")
 	fs.BoolVar(&faults.Malformed, "malformed", false, "fault: answer 200 with a non-JSON body")
 	fs.Int64Var(&faults.OversizeBytes, "oversize", 0, "fault: pad bodies with white space past this many bytes")
+	fs.StringVar(&renames, "rename", "", "drift: rename record fields, e.g. display_name=name (comma-separated pairs)")
+	fs.StringVar(&retypes, "retype", "", "drift: change the JSON type of these record fields, e.g. last_modified_ms (comma-separated)")
+	fs.IntVar(&cfg.Drift.Drop, "drop", 0, "drift: leave out this many mappable records of every brand")
+	fs.StringVar(&cfg.Drift.Paging, "break-paging", "", "drift: break list paging: loop, empty-cursor, overlap or rename-cursor (pages of 10 unless --page-size)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -71,7 +77,18 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	if !tokenSet {
 		cfg.Token = getenv("PMS_TOKEN") // not a flag default: --help would print it
 	}
+	if cfg.Drift.Rename, err = pmsim.ParseRenames(renames); err != nil {
+		return fmt.Errorf("--rename: %w", err)
+	}
+	for f := range strings.SplitSeq(retypes, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			cfg.Drift.Retype = append(cfg.Drift.Retype, f)
+		}
+	}
 	if err := validate(cfg, faults, fs.NArg()); err != nil {
+		return err
+	}
+	if err := cfg.Drift.Validate(); err != nil {
 		return err
 	}
 
@@ -104,6 +121,9 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	fmt.Fprintf(stdout, "brands %v, %d hotels each, seed %d; try: curl 'http://%s/internal/v2/brands/%s/hotels?limit=2'\n",
 		sim.Brands(), cfg.HotelsPerBrand, cfg.Seed, ln.Addr(), sim.Brands()[0])
 	fmt.Fprintf(stdout, "traces exporter: %s\n", tel.TracesExporter())
+	if d := cfg.Drift; len(d.Rename) > 0 || len(d.Retype) > 0 || d.Drop > 0 || d.Paging != "" {
+		fmt.Fprintf(stdout, "drift: rename %v, retype %v, drop %d, paging %q\n", d.Rename, d.Retype, d.Drop, d.Paging)
+	}
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -102,7 +102,8 @@ func (o object) MarshalJSON() ([]byte, error) {
 }
 
 // generate builds the records of brand number bi, in served order.
-func generate(seed int64, bi int, brand string, n int) []json.RawMessage {
+// Drift changes the records as they are built and drops some at the end.
+func generate(seed int64, bi int, brand string, n int, drift Drift) []json.RawMessage {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15^uint64(bi)))
 	title := strings.ToUpper(brand[:1]) + brand[1:]
 	bad := Unmappable(n)
@@ -200,15 +201,23 @@ func generate(seed int64, bi int, brand string, n int) []json.RawMessage {
 		if i%10 == 7 {
 			rec = append(rec, kv{"rollout_flags", object{{"dynamic_rates_v3", true}}})
 		}
-		b, err := json.Marshal(rec)
+		b, err := json.Marshal(drift.apply(rec))
 		if err != nil { // unreachable: plain values only
 			panic(err)
 		}
 		recs = append(recs, b)
 	}
-	// The PMS's own order: not by creation, but fixed for a seed.
-	rng.Shuffle(len(recs), func(i, j int) { recs[i], recs[j] = recs[j], recs[i] })
-	return recs
+	// The PMS's own order: not by creation, but fixed for a seed. gen
+	// follows each record to its generation index, for Drift.Drop.
+	gen := make([]int, len(recs))
+	for i := range gen {
+		gen[i] = i
+	}
+	rng.Shuffle(len(recs), func(i, j int) {
+		recs[i], recs[j] = recs[j], recs[i]
+		gen[i], gen[j] = gen[j], gen[i]
+	})
+	return drift.drop(recs, gen, n-bad)
 }
 
 func uuid(rng *rand.Rand) string {

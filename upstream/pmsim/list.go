@@ -42,7 +42,7 @@ func (s *Sim) list(w http.ResponseWriter, r *http.Request, brand string) {
 	}
 	s.mu.RLock()
 	var page []json.RawMessage
-	more := false
+	more, empty := false, false
 	if d := s.data[brand]; d != nil && offset < len(d.recs) {
 		end := min(offset+limit, len(d.recs))
 		if walk == 0 {
@@ -54,7 +54,15 @@ func (s *Sim) list(w http.ResponseWriter, r *http.Request, brand string) {
 		}
 		more = end < len(d.recs)
 	}
-	body := listBody(page, more, s.cursor(brand, walk, offset+len(page)))
+	drift := s.cfg.Drift
+	if drift.Paging == PagingEmptyCursor && !more {
+		more, empty = true, true
+	}
+	next := ""
+	if !empty {
+		next = s.cursor(brand, walk, drift.nextOffset(offset, len(page)))
+	}
+	body := listBody(page, more, drift.cursorKey(), next)
 	s.mu.RUnlock()
 	writeJSON(w, http.StatusOK, body)
 }
@@ -86,7 +94,9 @@ func permutation(walk uint64, n int) []int {
 	return p
 }
 
-func listBody(page []json.RawMessage, more bool, next string) []byte {
+// listBody is the envelope of page; cursorKey names the next cursor
+// (Drift.Paging may rename it).
+func listBody(page []json.RawMessage, more bool, cursorKey, next string) []byte {
 	var b bytes.Buffer
 	b.WriteString(`{"hotels":[`)
 	for i, rec := range page {
@@ -95,7 +105,7 @@ func listBody(page []json.RawMessage, more bool, next string) []byte {
 		}
 		b.Write(rec)
 	}
-	b.WriteString(`],"nextCursor":`)
+	b.WriteString(`],"` + cursorKey + `":`)
 	if more {
 		c, _ := json.Marshal(next)
 		b.Write(c)

@@ -46,6 +46,9 @@ type Config struct {
 	// any other request answers 401 {"error":"unauthorized"}. Empty means
 	// no authentication.
 	Token string
+	// Drift plays a changed PMS (renamed or retyped fields, lost records,
+	// broken paging). The zero value is the PMS of pms-internal-api.md.
+	Drift Drift
 }
 
 // DefaultLimit is the page size of a list request without limit; MaxLimit
@@ -85,6 +88,9 @@ func New(cfg Config) *Sim {
 	if cfg.HotelsPerBrand <= 0 {
 		cfg.HotelsPerBrand = 40
 	}
+	if cfg.Drift.Paging != "" && cfg.PageSize == 0 {
+		cfg.PageSize = DriftPageSize
+	}
 	s := &Sim{
 		cfg:    cfg,
 		salt:   rand.New(rand.NewPCG(uint64(cfg.Seed), 0xc0ffee)).Uint64(),
@@ -94,7 +100,7 @@ func New(cfg Config) *Sim {
 	s.faults.rng = rand.New(rand.NewPCG(uint64(cfg.Seed), 0xfa17))
 	s.walks.rng = rand.New(rand.NewPCG(uint64(cfg.Seed), 0x3a1c))
 	for i, b := range s.brands {
-		s.data[b] = index(generate(cfg.Seed, i, b, cfg.HotelsPerBrand))
+		s.data[b] = index(generate(cfg.Seed, i, b, cfg.HotelsPerBrand, cfg.Drift))
 	}
 	return s
 }

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"log/slog"
+
+	"github.com/partner-edge/partner-edge/observability"
+	"github.com/partner-edge/partner-edge/upstream"
+	"github.com/partner-edge/partner-edge/upstream/shadow"
+)
+
+// newShadow builds the shadow candidate of PMS_CANDIDATE_URL (DECISIONS.md
+// 14); nil when it is empty. The candidate has its own client (its own
+// breaker, retry budget and connections, metrics labelled pms=candidate)
+// with the edge's PMS deadlines; it is walked at most once per cache TTL,
+// after the edge's own walk of the live PMS. The sandbox is not shadowed:
+// the candidate stands for the live PMS, and sandbox data differs by design.
+func newShadow(cfg settings, version string, log *slog.Logger, tel *observability.Telemetry) (*shadow.Shadow, error) {
+	if cfg.CandidateURL == "" {
+		return nil, nil
+	}
+	log = log.With("pms", "candidate")
+	sh, err := shadow.New(shadow.Config{
+		Candidate: upstream.ClientConfig{
+			BaseURL:        cfg.CandidateURL,
+			Token:          cfg.CandidateToken,
+			Version:        version,
+			CallTimeout:    cfg.PMSTimeout,
+			AttemptTimeout: cfg.PMSAttempt,
+			Metrics:        tel.Metrics().PMS("candidate"),
+			Logger:         log,
+		},
+		Brand:      cfg.Brand,
+		CodeSource: cfg.CodeSource,
+		Interval:   cfg.CacheTTL,
+		Timeout:    cfg.PMSTimeout,
+		Logger:     log,
+		Meter:      tel.MeterProvider().Meter(observability.ScopeName),
+	})
+	if err != nil {
+		return nil, err
+	}
+	log.Info("shadow candidate on: compared with the live PMS in the background, never served",
+		"interval", max(cfg.CacheTTL, 0))
+	return sh, nil
+}

@@ -1,0 +1,484 @@
+// Package pmscheck checks a PMS against pms-internal-api.md and the edge's
+// mapping (DECISIONS.md 14, edge pms check): it walks the PMS with the
+// edge's own client (upstream.Client: same paging, retries, bounds and
+// deadlines) and its own walk-and-map (upstream.Direct), records every
+// answer on the way through the client's transport, checks each one
+// against the JSON Schemas in schema/ and the paging rules, and reports
+// what partners would see (Result) and what differs from a saved one
+// (Compare).
+package pmscheck
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/partner-edge/partner-edge/mapping"
+	"github.com/partner-edge/partner-edge/upstream"
+)
+
+// Config configures one check.
+type Config struct {
+	// Client configures the edge's PMS client exactly as the edge would
+	// (BaseURL, Token, timeouts, retries, bounds). Its WrapTransport, if
+	// any, is kept: the recorder wraps what it returns.
+	Client upstream.ClientConfig
+	// Brand is the deployment's brand (EDGE_BRAND). Required.
+	Brand string
+	// Mode names the PMS in reports: "live" or "test". Empty means "live".
+	Mode string
+	// CodeSource is EDGE_CODE_SOURCE. Empty means none.
+	CodeSource mapping.CodeSource
+	// Gets is how many listed properties are also read one by one on the
+	// get route (and compared with the list), plus one unknown id that
+	// must answer 404. Zero means DefaultGets; negative means no gets.
+	Gets int
+}
+
+// timeZero stamps the check's snapshot: nothing reads its load time.
+var timeZero time.Time
+
+// DefaultGets is Config.Gets when zero.
+const DefaultGets = 5
+
+// unknownID is asked on the get route: it must answer 404.
+const unknownID = "00000000-0000-4000-8000-00000000dead"
+
+// fieldsSeenMin: a field the mapping reads that is absent from every one of
+// at least this many records was renamed or removed, not merely missing on
+// "a few bad records" (pms-internal-api.md section 5).
+const fieldsSeenMin = 10
+
+// Rules a Violation may break.
+const (
+	RuleStatus = "status" // an HTTP status the API does not give for this request
+	RuleShape  = "shape"  // an answer's JSON does not match pms-internal-api.md (schema/)
+	RulePaging = "paging" // cursors and pages (section 2)
+	RuleGet    = "get"    // the get route disagrees with the list (section 3)
+	RuleWalk   = "walk"   // the edge's own walk failed: partners would get 502/503/504
+)
+
+// Violation is one way the PMS breaks pms-internal-api.md, with how often
+// and where.
+type Violation struct {
+	Rule  string `json:"rule"`
+	Field string `json:"field,omitempty"`
+	// Message says what is wrong, naming the section of the document.
+	Message  string   `json:"message"`
+	Count    int      `json:"count"`
+	Examples []string `json:"examples"`
+}
+
+// maxExamples bounds the examples of one Violation.
+const maxExamples = 5
+
+// Report is the outcome of a check.
+type Report struct {
+	PMS        string `json:"pms"`
+	Brand      string `json:"brand"`
+	Mode       string `json:"mode"`
+	CodeSource string `json:"codeSource"`
+	// OK is false when the PMS breaks pms-internal-api.md or, after
+	// Compare, when partners lose a property of the baseline.
+	OK      bool    `json:"ok"`
+	Answers Answers `json:"answers"`
+	// Violations are the broken rules of pms-internal-api.md.
+	Violations []Violation `json:"violations"`
+	Records    Records     `json:"records"`
+	// Rejected lists the ids of the records the mapping left out, by
+	// reason.
+	Rejected map[mapping.Reason][]string `json:"rejected"`
+	// Visible counts the properties partners would see: listed (active)
+	// and readable by id only (inactive).
+	Visible Visible `json:"visible"`
+	// Result is the partner-visible result (--save writes it).
+	Result *Result `json:"result"`
+	// Baseline is the comparison with a saved Result, after Compare.
+	Baseline *BaselineDiff `json:"baseline,omitempty"`
+}
+
+// Answers counts the PMS's answers the check saw.
+type Answers struct {
+	ListPages int `json:"listPages"`
+	Gets      int `json:"gets"`
+	// Statuses counts every attempt by HTTP status ("error" for an
+	// attempt with no answer), retries included.
+	Statuses map[string]int `json:"statuses"`
+}
+
+// Records counts the records of the walk.
+type Records struct {
+	Walked   int `json:"walked"`
+	Mapped   int `json:"mapped"`
+	Rejected int `json:"rejected"`
+}
+
+// Visible counts the mapped properties by how partners see them.
+type Visible struct {
+	Listed     int `json:"listed"`
+	ByIDOnly   int `json:"byIdOnly"`
+	Properties int `json:"properties"`
+}
+
+// BaselineDiff is a Diff with the file it was made against.
+type BaselineDiff struct {
+	File string `json:"file"`
+	*Diff
+}
+
+// Run checks the PMS of cfg. The error is for a configuration the check
+// cannot run with (a bad URL) or a broken schema file; everything the PMS
+// does wrong is in the Report.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if cfg.Brand == "" {
+		return nil, errors.New("pmscheck: a brand is required")
+	}
+	sc, err := compileSchemas()
+	if err != nil {
+		return nil, err
+	}
+	rec := &recorder{}
+	cc := cfg.Client
+	cc.WrapTransport = rec.wrap(cc.WrapTransport)
+	client, err := upstream.NewClient(cc)
+	if err != nil {
+		return nil, err
+	}
+	defer client.CloseIdleConnections()
+	mode := cfg.Mode
+	if mode == "" {
+		mode = "live"
+	}
+	r := &Report{PMS: cc.BaseURL, Brand: cfg.Brand, Mode: mode,
+		CodeSource: string(orNone(cfg.CodeSource)), Violations: []Violation{},
+		Rejected: map[mapping.Reason][]string{}, Answers: Answers{Statuses: map[string]int{}}}
+	v := &violations{}
+
+	// The walk: the edge's own list walk and mapping.
+	var rejected []*mapping.Rejection
+	walk := upstream.NewDirect(client, upstream.DirectOptions{Brand: cfg.Brand, CodeSource: cfg.CodeSource,
+		OnReject: func(rj *mapping.Rejection) { rejected = append(rejected, rj) }})
+	props, _, walkErr := walk.Properties(ctx)
+	listed := rec.exchanges()
+	checkList(listed, sc, cfg, v, &r.Answers)
+	if walkErr != nil {
+		v.add(RuleWalk, "", "the edge's list walk failed, partners would get an error: "+walkErr.Error(),
+			"GET "+listPath(cfg.Brand))
+	}
+
+	snap := upstream.SnapshotOf(props, timeZero)
+	items := snap.All()
+	if walkErr == nil {
+		checkGets(ctx, client, cfg, items, sc, rec, len(listed), v, &r.Answers)
+	}
+
+	r.Violations = v.list
+	r.Records = Records{Walked: len(props) + len(rejected), Mapped: len(props), Rejected: len(rejected)}
+	for _, rj := range rejected {
+		r.Rejected[rj.Reason] = append(r.Rejected[rj.Reason], rj.HotelID)
+	}
+	for _, ids := range r.Rejected {
+		slices.Sort(ids)
+	}
+	r.Visible = Visible{Listed: len(snap.Active), ByIDOnly: len(items) - len(snap.Active), Properties: len(items)}
+	r.Result = NewResult(cfg.Brand, mode, cfg.CodeSource, items, rejected)
+	if walkErr != nil {
+		r.Result = nil // nothing partners would see: do not save an empty list as a baseline
+	}
+	r.OK = len(r.Violations) == 0
+	return r, nil
+}
+
+// Compare compares the report's result with base (read from file) and
+// clears OK when partners lose a property of base.
+func (r *Report) Compare(base *Result, file string) {
+	if r.Result == nil {
+		return
+	}
+	d := Compare(base, r.Result)
+	r.Baseline = &BaselineDiff{File: file, Diff: d}
+	if d.Breaking() {
+		r.OK = false
+	}
+}
+
+func orNone(cs mapping.CodeSource) mapping.CodeSource {
+	if cs == "" {
+		return mapping.CodeSourceNone
+	}
+	return cs
+}
+
+func listPath(brand string) string { return "/internal/v2/brands/" + brand + "/hotels" }
+
+// violations aggregates Violations by rule, field and message.
+type violations struct{ list []Violation }
+
+func (v *violations) add(rule, field, message, example string) {
+	for i := range v.list {
+		x := &v.list[i]
+		if x.Rule == rule && x.Field == field && x.Message == message {
+			x.Count++
+			if len(x.Examples) < maxExamples && example != "" {
+				x.Examples = append(x.Examples, example)
+			}
+			return
+		}
+	}
+	ex := []string{}
+	if example != "" {
+		ex = append(ex, example)
+	}
+	v.list = append(v.list, Violation{Rule: rule, Field: field, Message: message, Count: 1, Examples: ex})
+}
+
+// countStatus counts one attempt by status.
+func (a *Answers) countStatus(x *exchange) {
+	key := "error"
+	if x.status != 0 {
+		key = strconv.Itoa(x.status)
+	}
+	a.Statuses[key]++
+}
+
+// statusProblem says what is wrong with a status the PMS gave, or "" when
+// pms-internal-api.md allows it (200, a transient 5xx, 429), for the list
+// route (list) or a get of a listed hotel.
+func statusProblem(status int, list bool) string {
+	switch {
+	case status == http.StatusOK, status >= 500 && status <= 599, status == http.StatusTooManyRequests:
+		return ""
+	case status == http.StatusNotFound && list:
+		return "the list route answered 404: an unknown brand lists as empty, so this is a wrong base URL or route (section 2, DECISIONS 10)"
+	case status == http.StatusNotFound:
+		return "a hotel of the list answered 404 on the get route (section 3)"
+	case status == http.StatusBadRequest:
+		return "400 to a request the edge built from the API (a limit of 1..500, a cursor the PMS handed out) (sections 2 and 4)"
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return fmt.Sprintf("%d: the PMS refused the edge's token (PMS_TOKEN, section 1)", status)
+	}
+	return fmt.Sprintf("status %d is not an answer of the API (sections 2 to 4)", status)
+}
+
+// jsonContent reports whether a Content-Type is application/json (section 1).
+func jsonContent(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "application/json"
+}
+
+// checkList checks the list pages of one walk, in order.
+func checkList(xs []*exchange, sc *schemas, cfg Config, v *violations, a *Answers) {
+	seenCursor := map[string]int{} // nextCursor -> page that handed it out
+	seenID := map[string]int{}     // hotel_id (lower-cased) -> page
+	present := map[string]int{}    // field -> records that carry it
+	records, page := 0, 0
+	wantCursor := "" // the cursor the next page must be asked with
+	for _, x := range xs {
+		a.countStatus(x)
+		if x.status == 0 {
+			continue // a failed attempt: retried, or the walk error says it
+		}
+		cursor := x.url.Query().Get("cursor")
+		where := fmt.Sprintf("page %d", page+1)
+		if cursor != "" {
+			where += " (cursor " + clip(cursor, 24) + ")"
+		}
+		if p := statusProblem(x.status, true); p != "" {
+			v.add(RuleStatus, "", p, where)
+			continue
+		}
+		if x.status != http.StatusOK {
+			continue
+		}
+		page++
+		a.ListPages++
+		if cursor != wantCursor {
+			v.add(RulePaging, "cursor", "the edge asked a page with a cursor it was not handed (a bug of the check)", where)
+		}
+		if !x.complete {
+			continue // over the body bound: the walk error says it
+		}
+		if !jsonContent(x.contentType) {
+			v.add(RuleShape, "Content-Type", fmt.Sprintf("Content-Type %q, want application/json (section 1)", x.contentType), where)
+		}
+		var doc any
+		if err := json.Unmarshal(x.body, &doc); err != nil {
+			v.add(RuleShape, "", "the list page is not JSON (section 2)", where)
+			continue
+		}
+		ids := hotelIDs(x.body)
+		for _, p := range validate(sc.list, doc) {
+			v.add(RuleShape, p.field, schemaMessage(p, len(p.path) >= 2 && p.path[0] == "hotels"), where+" "+location(p.path, ids))
+		}
+		var env struct {
+			Hotels     []map[string]json.RawMessage `json:"hotels"`
+			NextCursor *string                      `json:"nextCursor"`
+		}
+		_ = json.Unmarshal(x.body, &env) // shape problems are reported above
+		limit, _ := strconv.Atoi(x.url.Query().Get("limit"))
+		if limit > 0 && len(env.Hotels) > limit {
+			v.add(RulePaging, "hotels", fmt.Sprintf("a page of %d records for limit=%d (section 2)", len(env.Hotels), limit), where)
+		}
+		for i, h := range env.Hotels {
+			records++
+			for f := range h {
+				present[f]++
+			}
+			id := ids[i]
+			if id == "" {
+				continue
+			}
+			key := strings.ToLower(id)
+			if first, dup := seenID[key]; dup {
+				v.add(RulePaging, "nextCursor", "a record listed twice in one walk: pages overlap (section 2)",
+					fmt.Sprintf("%s hotel %s (first on page %d)", where, id, first))
+			} else {
+				seenID[key] = page
+			}
+		}
+		switch {
+		case env.NextCursor == nil:
+			wantCursor = ""
+		case *env.NextCursor == "":
+			v.add(RulePaging, "nextCursor", `empty nextCursor: the last page says null (section 2)`, where)
+		default:
+			if first, dup := seenCursor[*env.NextCursor]; dup {
+				v.add(RulePaging, "nextCursor", "cursor loop: a page hands out a cursor handed out before (section 2)",
+					fmt.Sprintf("%s, as page %d did", where, first))
+			} else {
+				seenCursor[*env.NextCursor] = page
+			}
+			wantCursor = *env.NextCursor
+		}
+	}
+	if records >= fieldsSeenMin {
+		for _, f := range readFields(cfg.CodeSource) {
+			if present[f] == 0 {
+				v.add(RuleShape, f, fmt.Sprintf("a field the mapping reads is absent from all %d records: renamed or removed? (section 5)", records),
+					"every page")
+			}
+		}
+	}
+}
+
+// readFields are the optional fields the mapping reads (the required ones
+// are in schema/hotel.json).
+func readFields(cs mapping.CodeSource) []string {
+	fs := []string{"time_zone", "last_modified_ms"}
+	switch cs {
+	case mapping.CodeSourceShortCode, mapping.CodeSourceLegacyCode:
+		fs = append(fs, string(cs))
+	}
+	return fs
+}
+
+// checkGets reads up to cfg.Gets listed properties on the get route and
+// one unknown id. from is the number of exchanges before the gets.
+func checkGets(ctx context.Context, client *upstream.Client, cfg Config, items []*upstream.Item, sc *schemas,
+	rec *recorder, from int, v *violations, a *Answers) {
+	n := cfg.Gets
+	if n == 0 {
+		n = DefaultGets
+	}
+	if n < 0 {
+		return
+	}
+	get := upstream.NewDirect(client, upstream.DirectOptions{Brand: cfg.Brand, CodeSource: cfg.CodeSource})
+	for _, it := range items[:min(n, len(items))] {
+		where := "GET " + listPath(cfg.Brand) + "/" + it.ID
+		got, err := get.Property(ctx, it.ID)
+		switch {
+		case upstream.KindOf(err) == upstream.NotFound:
+			v.add(RuleGet, "", "a listed property is not found, or not mappable, on the get route (section 3)", where)
+		case err != nil:
+			v.add(RuleGet, "", "the get route failed: "+err.Error(), where)
+		default:
+			if fields := changedFields(it.JSON, got.JSON); len(fields) > 0 {
+				for _, f := range fields {
+					v.add(RuleGet, f, "the get route maps to another value than the list (section 3)", where)
+				}
+			}
+		}
+	}
+	if _, err := get.Property(ctx, unknownID); upstream.KindOf(err) != upstream.NotFound {
+		v.add(RuleGet, "", fmt.Sprintf("an unknown hotel did not answer 404 (section 3): %v", err),
+			"GET "+listPath(cfg.Brand)+"/"+unknownID)
+	}
+	for _, x := range rec.exchanges()[from:] {
+		a.countStatus(x)
+		if x.status == 0 {
+			continue
+		}
+		where := "GET " + x.url.Path
+		if p := statusProblem(x.status, false); p != "" && !strings.HasSuffix(x.url.Path, "/"+unknownID) {
+			v.add(RuleStatus, "", p, where)
+		}
+		if x.status != http.StatusOK || !x.complete {
+			continue
+		}
+		a.Gets++
+		if !jsonContent(x.contentType) {
+			v.add(RuleShape, "Content-Type", fmt.Sprintf("Content-Type %q, want application/json (section 1)", x.contentType), where)
+		}
+		var doc any
+		if err := json.Unmarshal(x.body, &doc); err != nil {
+			v.add(RuleShape, "", "the hotel is not JSON (section 3)", where)
+			continue
+		}
+		for _, p := range validate(sc.hotel, doc) {
+			v.add(RuleShape, p.field, schemaMessage(p, true), where)
+		}
+	}
+}
+
+// schemaMessage is the message of one schema problem: the same for every
+// record with the same problem, so they aggregate. inRecord tells a
+// HotelRecord's problem from the list envelope's.
+func schemaMessage(p schemaProblem, inRecord bool) string {
+	if inRecord {
+		return "HotelRecord: " + p.message + " (section 5)"
+	}
+	return "list envelope: " + p.message + " (section 2)"
+}
+
+// location is "/hotels/3 (hotel <id>)" for a problem inside a record.
+func location(path []string, ids []string) string {
+	loc := "/" + strings.Join(path, "/")
+	if len(path) >= 2 && path[0] == "hotels" {
+		if i, err := strconv.Atoi(path[1]); err == nil && i < len(ids) && ids[i] != "" {
+			loc += " (hotel " + ids[i] + ")"
+		}
+	}
+	return loc
+}
+
+// hotelIDs are the hotel_id strings of a page's records, "" where absent.
+func hotelIDs(body []byte) []string {
+	var env struct {
+		Hotels []struct {
+			ID any `json:"hotel_id"`
+		} `json:"hotels"`
+	}
+	_ = json.Unmarshal(body, &env)
+	out := make([]string, len(env.Hotels))
+	for i, h := range env.Hotels {
+		if s, ok := h.ID.(string); ok {
+			out[i] = clip(s, 64)
+		}
+	}
+	return out
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}

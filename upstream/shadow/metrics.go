@@ -1,0 +1,91 @@
+package shadow
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
+)
+
+// Metrics are the shadow's instruments. As named in OTel (Prometheus name
+// in brackets):
+//
+//   - partner_edge.shadow.walks (partner_edge_shadow_walks_total):
+//     candidate walks; mode, result (ok, failed), pre-registered at 0.
+//   - partner_edge.shadow.differences (partner_edge_shadow_differences):
+//     gauge, the differences of the latest successful comparison; mode,
+//     kind (added, removed, changed, rejected), pre-registered at 0.
+//   - partner_edge.shadow.last_comparison
+//     (partner_edge_shadow_last_comparison_timestamp_seconds): gauge, Unix
+//     time of the latest successful comparison; mode. Alert when it is
+//     older than a few TTLs while a candidate is set.
+type Metrics struct {
+	walks metric.Int64Counter
+	diffs metric.Int64Gauge
+	last  metric.Float64Gauge
+
+	mu   sync.Mutex
+	seen map[string]bool // modes registered
+}
+
+func newMetrics(meter metric.Meter) (*Metrics, error) {
+	if meter == nil {
+		meter = noop.NewMeterProvider().Meter("")
+	}
+	m := &Metrics{seen: map[string]bool{}}
+	var err error
+	if m.walks, err = meter.Int64Counter("partner_edge.shadow.walks", metric.WithUnit("{walk}"),
+		metric.WithDescription("Walks of the shadow candidate PMS, by mode and result (ok, failed).")); err != nil {
+		return nil, err
+	}
+	if m.diffs, err = meter.Int64Gauge("partner_edge.shadow.differences", metric.WithUnit("{property}"),
+		metric.WithDescription("Properties partners would see differently from the candidate PMS, latest comparison, by mode and kind (added, removed, changed, rejected).")); err != nil {
+		return nil, err
+	}
+	if m.last, err = meter.Float64Gauge("partner_edge.shadow.last_comparison.timestamp", metric.WithUnit("s"),
+		metric.WithDescription("Unix time of the latest successful comparison with the candidate PMS, by mode.")); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func modeKind(mode, kind string) metric.MeasurementOption {
+	return metric.WithAttributeSet(attribute.NewSet(attribute.String("mode", mode), attribute.String("kind", kind)))
+}
+
+// register records every series of mode at 0, once.
+func (m *Metrics) register(mode string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.seen[mode] {
+		return
+	}
+	m.seen[mode] = true
+	ctx := context.Background()
+	for _, result := range []string{"ok", "failed"} {
+		m.walks.Add(ctx, 0, metric.WithAttributeSet(attribute.NewSet(attribute.String("mode", mode), attribute.String("result", result))))
+	}
+	for _, k := range Kinds {
+		m.diffs.Record(ctx, 0, modeKind(mode, k))
+	}
+}
+
+func (m *Metrics) walk(mode string, ok bool) {
+	result := "failed"
+	if ok {
+		result = "ok"
+	}
+	m.walks.Add(context.Background(), 1,
+		metric.WithAttributeSet(attribute.NewSet(attribute.String("mode", mode), attribute.String("result", result))))
+}
+
+func (m *Metrics) differences(mode string, c Counts, at time.Time) {
+	ctx := context.Background()
+	for k, n := range map[string]int{KindAdded: c.Added, KindRemoved: c.Removed, KindChanged: c.Changed, KindRejected: c.Rejected} {
+		m.diffs.Record(ctx, int64(n), modeKind(mode, k))
+	}
+	m.last.Record(ctx, float64(at.UnixNano())/1e9, metric.WithAttributeSet(attribute.NewSet(attribute.String("mode", mode))))
+}

@@ -1,0 +1,248 @@
+// Package shadow compares a candidate PMS with the live one in the
+// background (DECISIONS.md 14): right after the edge's own walk of the live
+// PMS, at most once per Interval for each brand and mode, it walks the
+// candidate with its own client (retries, breaker) under its own deadline,
+// maps it with the edge's walk-and-map (upstream.Direct) and compares what
+// partners would see (pmscheck.Compare). The latest comparison is served on
+// the admin listener (Handler) and its differences are metrics.
+//
+// The candidate never serves a partner: the only contact with the partner
+// path is After's hand-over of the live snapshot, a mutex and a
+// non-blocking channel send; the walk itself runs in Run's goroutine.
+package shadow
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/partner-edge/partner-edge/mapping"
+	"github.com/partner-edge/partner-edge/upstream"
+	"github.com/partner-edge/partner-edge/upstream/cache"
+	"github.com/partner-edge/partner-edge/upstream/pmscheck"
+)
+
+// Config configures a Shadow.
+type Config struct {
+	// Candidate configures the candidate's own client: its BaseURL
+	// (PMS_CANDIDATE_URL) and Token (PMS_CANDIDATE_TOKEN) with the edge's
+	// retries and bounds. Its breaker is its own: a failing candidate
+	// never opens the live PMS's circuit. Required.
+	Candidate upstream.ClientConfig
+	// Brand is the deployment's brand (EDGE_BRAND). Required.
+	Brand string
+	// CodeSource is EDGE_CODE_SOURCE. Empty means none.
+	CodeSource mapping.CodeSource
+	// Interval is the least time between two candidate walks of one mode:
+	// the cache TTL. Zero or negative means cache.DefaultTTL (with caching
+	// off every request walks the live PMS; the candidate still waits).
+	Interval time.Duration
+	// Timeout is the deadline of one candidate walk. Zero means
+	// upstream.DefaultCallTimeout.
+	Timeout time.Duration
+	// Now is the clock of the Interval. Nil means time.Now.
+	Now func() time.Time
+	// Logger receives one line per failed candidate walk (warn) and per
+	// comparison with differences (info). Nil discards them.
+	Logger *slog.Logger
+	// Meter creates the partner_edge.shadow.* instruments (see Metrics).
+	// Nil means no metrics.
+	Meter metric.Meter
+}
+
+// Shadow walks and compares the candidate. Build it with New, run its
+// goroutine with Run, hook it after each mode's load with After.
+type Shadow struct {
+	client   *upstream.Client
+	brand    string
+	cs       mapping.CodeSource
+	interval time.Duration
+	timeout  time.Duration
+	now      func() time.Time
+	log      *slog.Logger
+	metrics  *Metrics
+
+	wake chan struct{} // capacity 1: Run has offers to look at
+
+	mu      sync.Mutex
+	pending map[string]*upstream.Snapshot // by mode: the newest live snapshot not yet compared
+	started map[string]time.Time          // by mode: when the last candidate walk started
+	walks   map[string]int                // by mode: candidate walks so far
+	latest  map[string]*Comparison        // by mode
+}
+
+// New returns a Shadow for cfg, or an error naming a bad setting.
+func New(cfg Config) (*Shadow, error) {
+	if cfg.Brand == "" {
+		return nil, errors.New("shadow: a brand is required")
+	}
+	client, err := upstream.NewClient(cfg.Candidate)
+	if err != nil {
+		return nil, err
+	}
+	s := &Shadow{client: client, brand: cfg.Brand, cs: cfg.CodeSource, interval: cfg.Interval,
+		timeout: cfg.Timeout, now: cfg.Now, log: cfg.Logger,
+		wake:    make(chan struct{}, 1),
+		pending: map[string]*upstream.Snapshot{}, started: map[string]time.Time{},
+		walks: map[string]int{}, latest: map[string]*Comparison{}}
+	if s.interval <= 0 {
+		s.interval = cache.DefaultTTL
+	}
+	if s.timeout <= 0 {
+		s.timeout = upstream.DefaultCallTimeout
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.metrics, err = newMetrics(cfg.Meter); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// After returns load followed by a hand-over of each snapshot it loads to
+// the Shadow, for the candidate walk of mode; the snapshot and the error
+// are returned unchanged. The hand-over never waits: when a walk of mode
+// started less than Interval ago it is a clock read under a mutex.
+func (s *Shadow) After(mode string, load cache.Loader) cache.Loader {
+	s.metrics.register(mode)
+	return func(ctx context.Context) (*upstream.Snapshot, error) {
+		snap, err := load(ctx)
+		if err == nil && snap != nil {
+			s.offer(mode, snap)
+		}
+		return snap, err
+	}
+}
+
+// offer keeps snap as mode's next comparison unless a walk of mode started
+// less than Interval ago, and wakes Run.
+func (s *Shadow) offer(mode string, snap *upstream.Snapshot) {
+	s.mu.Lock()
+	last, ok := s.started[mode]
+	due := !ok || s.now().Sub(last) >= s.interval
+	if due {
+		s.pending[mode] = snap
+	}
+	s.mu.Unlock()
+	if due {
+		select {
+		case s.wake <- struct{}{}:
+		default: // Run is already woken
+		}
+	}
+}
+
+// Run walks the candidate for every due offer until ctx ends. Run it in
+// one goroutine; each walk ends with ctx too.
+func (s *Shadow) Run(ctx context.Context) {
+	defer s.client.CloseIdleConnections()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.wake:
+		}
+		for {
+			mode, snap := s.take()
+			if snap == nil {
+				break
+			}
+			s.compare(ctx, mode, snap)
+			if ctx.Err() != nil {
+				return
+			}
+		}
+	}
+}
+
+// take removes one due offer and marks its walk as started; nil when none
+// is due.
+func (s *Shadow) take() (string, *upstream.Snapshot) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	for mode, snap := range s.pending {
+		delete(s.pending, mode)
+		if last, ok := s.started[mode]; ok && now.Sub(last) < s.interval {
+			continue
+		}
+		s.started[mode] = now
+		s.walks[mode]++
+		return mode, snap
+	}
+	return "", nil
+}
+
+// compare walks the candidate once and records the comparison with live.
+func (s *Shadow) compare(ctx context.Context, mode string, live *upstream.Snapshot) {
+	wctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	var rejected []*mapping.Rejection
+	var mu sync.Mutex
+	d := upstream.NewDirect(s.client, upstream.DirectOptions{Brand: s.brand, CodeSource: s.cs,
+		OnReject: func(r *mapping.Rejection) { mu.Lock(); rejected = append(rejected, r); mu.Unlock() }})
+	props, _, err := d.Properties(wctx)
+	c := &Comparison{Brand: s.brand, Mode: mode, At: s.now().UTC(), LiveLoadedAt: live.LoadedAt.UTC(),
+		Examples: []Example{}}
+	s.mu.Lock()
+	c.Walks = s.walks[mode]
+	s.mu.Unlock()
+	if err != nil {
+		if ctx.Err() != nil {
+			return // the process is stopping: no comparison
+		}
+		c.Candidate, c.Error = "failed", upstream.KindOf(err).String()
+		s.log.Warn("shadow candidate walk failed; partners are not affected", "mode", mode, "error", err)
+		s.metrics.walk(mode, false)
+		s.store(mode, c)
+		return
+	}
+	mu.Lock()
+	candidate := pmscheck.NewResult(s.brand, mode, s.cs, upstream.SnapshotOf(props, c.At).All(), rejected)
+	mu.Unlock()
+	base := pmscheck.NewResult(s.brand, mode, s.cs, live.All(), nil)
+	diff := pmscheck.Compare(base, candidate)
+	c.Candidate = "ok"
+	c.Counts = Counts{Added: len(diff.Added), Removed: len(diff.Removed), Changed: len(diff.Changed),
+		Rejected: len(diff.Rejected), Live: len(base.Properties), CandidateProperties: len(candidate.Properties)}
+	c.Examples = examples(diff)
+	s.metrics.walk(mode, true)
+	s.metrics.differences(mode, c.Counts, c.At)
+	if !diff.Empty() {
+		s.log.Info("shadow candidate differs from the live PMS", "mode", mode, "added", c.Counts.Added,
+			"removed", c.Counts.Removed, "changed", c.Counts.Changed, "rejected", c.Counts.Rejected)
+	}
+	s.store(mode, c)
+}
+
+func (s *Shadow) store(mode string, c *Comparison) {
+	s.mu.Lock()
+	s.latest[mode] = c
+	s.mu.Unlock()
+}
+
+// Walks returns how many candidate walks of mode have started.
+func (s *Shadow) Walks(mode string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.walks[mode]
+}
+
+// Latest returns the latest comparison of each mode, by mode.
+func (s *Shadow) Latest() map[string]*Comparison {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]*Comparison, len(s.latest))
+	for k, v := range s.latest {
+		out[k] = v
+	}
+	return out
+}
