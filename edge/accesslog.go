@@ -47,7 +47,7 @@ func (s *server) accessLog(next http.Handler) http.Handler {
 		if !log.Enabled(ctx, level) || sampledOut(s.cfg.AccessLogSample, st.w.status) {
 			return
 		}
-		var buf [11]slog.Attr
+		var buf [12]slog.Attr
 		attrs := append(buf[:0],
 			slog.String("method", problem.Clip(r.Method, maxLoggedMethod)),
 			slog.String("route", routeOrUnmatched(route)),
@@ -64,6 +64,9 @@ func (s *server) accessLog(next http.Handler) http.Handler {
 		}
 		if st.key != nil {
 			attrs = append(attrs, slog.String("key_id", st.key.ID))
+		}
+		if st.authMethod != "" {
+			attrs = append(attrs, slog.String("auth_method", st.authMethod))
 		}
 		attrs = append(attrs, slog.String("client_address", st.client.String()))
 		if st.cause != nil {
@@ -103,7 +106,7 @@ func (s *server) annotateSpan(r *http.Request, st *state, route string) {
 		return
 	}
 	observability.SetRoute(r.Context(), r.Method, route)
-	var buf [6]attribute.KeyValue // one SetAttributes call: each call allocates
+	var buf [7]attribute.KeyValue // one SetAttributes call: each call allocates
 	attrs := append(buf[:0], observability.AttrRequestID.String(st.requestID),
 		observability.AttrClientAddress.String(st.client.String()))
 	if st.correlationID != "" {
@@ -111,6 +114,9 @@ func (s *server) annotateSpan(r *http.Request, st *state, route string) {
 	}
 	if st.key != nil {
 		attrs = append(attrs, observability.AttrKeyID.String(st.key.ID))
+	}
+	if st.authMethod != "" {
+		attrs = append(attrs, observability.AttrAuthMethod.String(st.authMethod))
 	}
 	if st.code != "" {
 		attrs = append(attrs, observability.AttrProblemCode.String(string(st.code)))

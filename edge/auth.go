@@ -39,6 +39,7 @@ func (s *server) authenticate(next http.Handler) http.Handler {
 		}
 		key, err := s.authorise(r)
 		if err != nil {
+			s.addResourceMetadata(err)
 			if s.hasAuthLimit {
 				s.authFailed(r, bucket, err)
 			}
@@ -65,26 +66,43 @@ func (s *server) authorise(r *http.Request) (*keys.Key, error) {
 		return nil, unauthorized(problem.InvalidAuthHeader, c,
 			"The Authorization header must be sent once, as 'Bearer <API key>'.")
 	}
+	st := stateFrom(r.Context())
+	if s.oauth != nil && !keys.HasKeyPrefix(token) { // DECISIONS.md section 12: a token
+		st.authMethod = authMethodOAuth
+		return s.authoriseToken(r, token)
+	}
+	st.authMethod = authMethodAPIKey
 	key, found := (*keys.Key)(nil), false
 	if keys.ValidFormat(token) {
 		key, found = s.keys.Lookup(token)
 	}
-	switch {
-	case !found:
+	if !found {
 		return nil, unauthorized(problem.InvalidAPIKey, challengeInvalid, "The API key is malformed or unknown.")
-	case key.Expired(stateFrom(r.Context()).start):
-		return nil, unauthorized(problem.APIKeyExpired, challengeInvalid,
-			"The API key expired at "+key.ExpiresAt.UTC().Format(time.RFC3339)+".")
-	case key.Suspended:
-		return nil, problem.New(problem.APIKeySuspended, "The API key is suspended.")
-	case key.Brand != s.cfg.Brand:
-		return nil, problem.New(problem.BrandAccessDenied, "The API key is not valid for this brand.")
-	case !key.HasScope(keys.ScopePropertiesRead):
-		return nil, problem.New(problem.InsufficientScope, "The API key lacks the scope %s.", keys.ScopePropertiesRead)
-	case key.Mode == keys.ModeTest && s.sandbox == nil:
-		return nil, problem.New(problem.TestModeUnavailable, "This deployment does not serve test-mode keys.")
+	}
+	if err := s.authoriseKey(r, key); err != nil {
+		return nil, err
 	}
 	return key, nil
+}
+
+// authoriseKey is the one authorisation of a key record, whether an API key
+// or an access token's client found it: expiry, suspension, brand, scopes,
+// test mode (DECISIONS.md sections 3 and 12).
+func (s *server) authoriseKey(r *http.Request, key *keys.Key) error {
+	switch {
+	case key.Expired(stateFrom(r.Context()).start):
+		return unauthorized(problem.APIKeyExpired, challengeInvalid,
+			"The API key expired at "+key.ExpiresAt.UTC().Format(time.RFC3339)+".")
+	case key.Suspended:
+		return problem.New(problem.APIKeySuspended, "The API key is suspended.")
+	case key.Brand != s.cfg.Brand:
+		return problem.New(problem.BrandAccessDenied, "The API key is not valid for this brand.")
+	case !key.HasScope(keys.ScopePropertiesRead):
+		return problem.New(problem.InsufficientScope, "The API key lacks the scope %s.", keys.ScopePropertiesRead)
+	case key.Mode == keys.ModeTest && s.sandbox == nil:
+		return problem.New(problem.TestModeUnavailable, "This deployment does not serve test-mode keys.")
+	}
+	return nil
 }
 
 // bearerToken extracts the token of a single "Bearer <token>" header; the

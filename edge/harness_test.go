@@ -73,6 +73,9 @@ type harnessOptions struct {
 	pmsCallTimeout time.Duration
 	// accessLogSample is Config.AccessLogSample.
 	accessLogSample float64
+	// oauth turns access tokens on; its Clients, when nil, is the
+	// harness's key store (records get a clientId through keyOver).
+	oauth *edge.OAuth
 }
 
 var openAPI = sync.OnceValues(func() (*openapicheck.Checker, error) {
@@ -124,6 +127,13 @@ func newHarness(t testing.TB, opts harnessOptions) *harness {
 	cfg := edge.Config{Brand: testBrand, DocsURL: testDocsURL, Logger: logger, Now: opts.now, Healthy: store.Usable, Telemetry: opts.tel,
 		RateLimit: opts.rateLimit, AuthFailLimit: opts.authFailLimit, TrustedProxies: trusted, Limiter: opts.limiter,
 		AccessLogSample: opts.accessLogSample}
+	if opts.oauth != nil {
+		o := *opts.oauth
+		if o.Clients == nil {
+			o.Clients = store
+		}
+		cfg.OAuth = &o
+	}
 	var ks2 edge.KeyStore = store
 	if opts.wrapKeys != nil {
 		ks2 = opts.wrapKeys(store)

@@ -133,10 +133,12 @@ func (s *server) authThrottled(w http.ResponseWriter, r *http.Request, bucket ra
 }
 
 // authFailed counts err against the client address when it is a 401
-// INVALID_API_KEY: a key was presented and no such key exists.
+// INVALID_API_KEY (a key was presented and no such key exists), or a 401
+// INVALID_ACCESS_TOKEN or ACCESS_TOKEN_EXPIRED (DECISIONS.md section 12).
 func (s *server) authFailed(r *http.Request, bucket ratelimit.Key, err error) {
 	var pe *problem.Error
-	if errors.As(err, &pe) && pe.Code == problem.InvalidAPIKey {
+	if errors.As(err, &pe) && (pe.Code == problem.InvalidAPIKey ||
+		pe.Code == problem.InvalidAccessToken || pe.Code == problem.AccessTokenExpired) {
 		s.allowN(r.Context(), bucket, s.authLimit, 1)
 	}
 }

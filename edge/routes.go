@@ -42,6 +42,9 @@ func (s *server) routes() http.Handler {
 			r.Method(http.MethodGet, rt.pattern, rt.handler(s))
 		}
 	}
+	if s.oauth != nil { // RFC 9728; outside /v1 and its checks (oauth.go)
+		r.Method(http.MethodGet, resourceMetadataPath, s.handleResourceMetadata())
+	}
 	r.Group(func(r chi.Router) {
 		r.Use(s.authenticate, s.rateLimit, s.checkHeaders, s.checkAccept)
 		for _, rt := range v1Routes {

@@ -78,6 +78,10 @@ type Config struct {
 	// the client address (ParseTrustedProxies). Empty: the TCP peer is the
 	// client address.
 	TrustedProxies []netip.Prefix
+	// OAuth turns on OAuth 2.0 access tokens beside API keys, and the
+	// RFC 9728 metadata route (DECISIONS.md section 12). Nil: tokens off; a
+	// bearer credential without the API-key prefix is then 401 INVALID_API_KEY.
+	OAuth *OAuth
 }
 
 type server struct {
@@ -90,6 +94,7 @@ type server struct {
 	info     []byte                   // the API info object, encoded once
 	tel      *observability.Telemetry // nil: no telemetry
 	metrics  *observability.Metrics   // nil: no metrics
+	oauth    *oauthState              // nil: access tokens off
 
 	limiter       ratelimit.Limiter // cfg.Limiter, or local
 	local         *ratelimit.Local  // in-process buckets: the default and the fallback
@@ -130,6 +135,7 @@ func NewServer(cfg Config, ks KeyStore, live, sandbox upstream.Catalog) http.Han
 		log:      cfg.Logger,
 		info:     apiInfo(cfg.DocsURL),
 		tel:      cfg.Telemetry,
+		oauth:    newOAuthState(cfg.OAuth, cfg.DocsURL),
 		local:    ratelimit.NewLocal(cfg.Now, 0),
 		limiter:  cfg.Limiter,
 

@@ -18,6 +18,7 @@ type state struct {
 	correlationID string    // the caller's, when valid; "" otherwise
 	correlationOK bool      // no Svc-Correlation-Id, or a valid one
 	key           *keys.Key
+	authMethod    string       // authMethodAPIKey or authMethodOAuth, once a credential was sent
 	client        clientAddr   // resolved client address (clientaddr.go)
 	code          problem.Code // the problem answered, if any
 	cause         error        // the problem's underlying cause, for logs

@@ -24,6 +24,9 @@ const (
 	AttrCorrelationID = attribute.Key("partner_edge.correlation_id")
 	// AttrKeyID is the public id of the API key (key_...), never the key.
 	AttrKeyID = attribute.Key("partner_edge.key_id")
+	// AttrAuthMethod is how the request authenticated: api_key or oauth
+	// (DECISIONS.md section 12).
+	AttrAuthMethod = attribute.Key("partner_edge.auth.method")
 	// AttrProblemCode is the problem code of an error response.
 	AttrProblemCode = attribute.Key("partner_edge.problem.code")
 	// AttrCacheOutcome is hit, miss, stale or coalesced (CacheOutcome).

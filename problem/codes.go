@@ -21,6 +21,8 @@ const (
 	InvalidAuthHeader     Code = "INVALID_AUTH_HEADER"
 	InvalidAPIKey         Code = "INVALID_API_KEY"
 	APIKeyExpired         Code = "API_KEY_EXPIRED"
+	InvalidAccessToken    Code = "INVALID_ACCESS_TOKEN" // DECISIONS.md section 12
+	AccessTokenExpired    Code = "ACCESS_TOKEN_EXPIRED" // DECISIONS.md section 12
 	APIKeySuspended       Code = "API_KEY_SUSPENDED"
 	BrandAccessDenied     Code = "BRAND_ACCESS_DENIED"
 	InsufficientScope     Code = "INSUFFICIENT_SCOPE"
@@ -87,6 +89,10 @@ var registry = []Entry{
 		"The API key is malformed or unknown. Keys start with svc_live_ or svc_test_ followed by at least 24 letters and digits."},
 	{APIKeyExpired, http.StatusUnauthorized, "API key expired",
 		"The API key has passed its expiry time. Ask for a new key."},
+	{InvalidAccessToken, http.StatusUnauthorized, "Invalid access token",
+		"The OAuth 2.0 access token is malformed, badly signed, issued by another authorization server or for another audience, or belongs to a client this deployment does not know. Get a new token with the client credentials grant for this API's audience."},
+	{AccessTokenExpired, http.StatusUnauthorized, "Access token expired",
+		"The OAuth 2.0 access token has passed its expiry time (exp). Get a new token from the authorization server and retry."},
 	{APIKeySuspended, http.StatusForbidden, "API key suspended",
 		"The API key is valid but suspended. Contact partner support."},
 	{BrandAccessDenied, http.StatusForbidden, "Brand access denied",

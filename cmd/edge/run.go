@@ -142,6 +142,10 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 		sandbox = sb
 	}
 
+	tokens, err := newOAuth(ctx, cfg, store, log) // nil: tokens off
+	if err != nil {
+		return err
+	}
 	handler := edge.NewServer(edge.Config{
 		Brand:          cfg.Brand,
 		DocsURL:        cfg.DocsURL,
@@ -154,6 +158,7 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 		AuthFailLimit:  cfg.AuthFailLimit,
 		TrustedProxies: cfg.TrustedProxies,
 		Limiter:        fm.limiter(), // nil: in-process
+		OAuth:          tokens,
 
 		AccessLog:       access.log, // its own buffered stream: stdout by default
 		AccessLogSample: cfg.AccessLogSample,
@@ -161,7 +166,7 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 
 	log.Info("edge starting", "version", version, "addr", cfg.Addr, "brand", cfg.Brand,
 		"demo", demo != nil, "sandbox", sandbox != nil, "tls", cfg.TLSCert != "",
-		"traces_exporter", tel.TracesExporter(), "redis", fm != nil)
+		"traces_exporter", tel.TracesExporter(), "redis", fm != nil, "oauth", tokens != nil)
 	if cfg.AdminAddr != "" {
 		wg.Add(1)
 		go func() {

@@ -42,7 +42,9 @@ type settings struct {
 	AuthFailLimit            int            // failed authentications a minute per client address; 0: off
 	TrustedProxies           []netip.Prefix // whose X-Forwarded-For is believed
 	RedisURL                 string         // shared limits and snapshots; empty: in-process (fleet.go)
-	CandidateURL             string         // shadow candidate PMS; empty: none (shadow.go)
+	OAuthIssuer              string         // with OAuthAudience: access tokens on (DECISIONS 12); empty: off
+	OAuthAudience            string
+	CandidateURL             string // shadow candidate PMS; empty: none (shadow.go)
 	CandidateToken           string
 }
 
@@ -91,6 +93,8 @@ func settingTable() []*setting {
 		{env: "EDGE_AUTH_FAIL_LIMIT", flag: "auth-fail-limit", def: "20", help: "failed authentications (401 INVALID_API_KEY) allowed per client address per minute before 429; 0 disables the throttle"},
 		{env: "EDGE_TRUSTED_PROXIES", flag: "trusted-proxies", def: "", help: "comma-separated CIDRs whose X-Forwarded-For is believed for the client address"},
 		{env: "EDGE_REDIS_URL", flag: "redis-url", def: "", help: "redis:// or rediss:// URL of the Redis (or Valkey) that instances share limits and snapshot loads through; empty keeps everything in-process"},
+		{env: "EDGE_OAUTH_ISSUER", flag: "oauth-issuer", def: "", help: "OAuth 2.0 authorization server's issuer URL; with EDGE_OAUTH_AUDIENCE turns access tokens on (empty: off)"},
+		{env: "EDGE_OAUTH_AUDIENCE", flag: "oauth-audience", def: "", help: "this deployment's resource identifier (e.g. https://api.aurora.example.com/v1); tokens must name it in aud"},
 		{env: "PMS_CANDIDATE_URL", flag: "pms-candidate-url", def: "", help: "candidate PMS walked in the background and compared with the live one (GET /shadow on the admin listener); never serves a partner"},
 		{env: "PMS_CANDIDATE_TOKEN", flag: "pms-candidate-token", def: "", help: "bearer token the edge presents to the candidate PMS (prefer the variable: flags show in ps)"},
 		{env: "EDGE_LOG_FORMAT", flag: "log-format", def: "json", help: "log format: json or text"},
@@ -166,6 +170,8 @@ func parseSettings(args []string, getenv lookupEnv, stderr io.Writer) (settings,
 		AuthFailLimit:  p.count("EDGE_AUTH_FAIL_LIMIT"),
 		TrustedProxies: p.cidrs("EDGE_TRUSTED_PROXIES"),
 		RedisURL:       p.redisURL("EDGE_REDIS_URL"),
+		OAuthIssuer:    p.exactURL("EDGE_OAUTH_ISSUER"),
+		OAuthAudience:  p.exactURL("EDGE_OAUTH_AUDIENCE"),
 		CandidateURL:   p.url("PMS_CANDIDATE_URL", false),
 		CandidateToken: p.str("PMS_CANDIDATE_TOKEN"),
 
@@ -190,6 +196,10 @@ func parseSettings(args []string, getenv lookupEnv, stderr io.Writer) (settings,
 		p.fail(errors.New("EDGE_REQUEST_TIMEOUT must be positive"))
 	case s.AccessLogSample <= 0 || s.AccessLogSample > 1:
 		p.fail(fmt.Errorf("invalid EDGE_ACCESS_LOG_SAMPLE %v: want a fraction above 0 and at most 1", s.AccessLogSample))
+	case s.OAuthIssuer != "" && s.OAuthAudience == "":
+		p.fail(errors.New("EDGE_OAUTH_AUDIENCE is required when EDGE_OAUTH_ISSUER is set (DECISIONS 12: both or neither)"))
+	case s.OAuthAudience != "" && s.OAuthIssuer == "":
+		p.fail(errors.New("EDGE_OAUTH_ISSUER is required when EDGE_OAUTH_AUDIENCE is set (DECISIONS 12: both or neither)"))
 	case s.CacheStale < s.CacheTTL:
 		p.fail(fmt.Errorf("EDGE_CACHE_STALE (%s) must be at least EDGE_CACHE_TTL (%s)", s.CacheStale, s.CacheTTL))
 	}
@@ -260,6 +270,22 @@ func (p *parser) url(env string, required bool) string {
 		p.bad(st, "want an absolute http or https URL")
 	}
 	return strings.TrimRight(st.value, "/")
+}
+
+// exactURL accepts empty or an absolute http(s) URL without query or
+// fragment, kept exactly as given: an issuer is compared with iss character
+// for character (a trailing slash included), an audience with aud.
+func (p *parser) exactURL(env string) string {
+	st := p.get[env]
+	if st.value == "" {
+		return ""
+	}
+	u, err := url.Parse(st.value)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
+		u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		p.bad(st, "want an absolute http or https URL without query or fragment")
+	}
+	return st.value
 }
 
 func (p *parser) codeSource(env string) mapping.CodeSource {

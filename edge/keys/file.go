@@ -37,8 +37,9 @@ type Record struct {
 	ID string `json:"id"`
 	// Partner names the partner holding the key; free text, may be empty.
 	Partner string `json:"partner"`
-	// SHA256 is the lower-case hex SHA-256 of the whole key string.
-	SHA256 string `json:"sha256"`
+	// SHA256 is the lower-case hex SHA-256 of the whole key string; empty
+	// when the record is for OAuth 2.0 tokens only (ClientID set).
+	SHA256 string `json:"sha256,omitzero"`
 	Brand  string `json:"brand"`
 	Mode   Mode   `json:"mode"`
 	// Properties is ["*"] for every property of the brand, or lower-case
@@ -54,6 +55,10 @@ type Record struct {
 	// RateLimit is the key's own quota; nil (absent) means the deployment's
 	// default applies.
 	RateLimit *RateLimit `json:"rateLimit,omitzero"`
+	// ClientID is the OAuth 2.0 client whose access tokens act as this
+	// record (DECISIONS.md section 12); empty: API key only. Every record
+	// has a SHA256, a ClientID or both.
+	ClientID string `json:"clientId,omitzero"`
 }
 
 // maxErrors caps how many problems one parse reports.
@@ -65,7 +70,7 @@ var (
 	recordField = map[string]bool{
 		"id": true, "partner": true, "sha256": true, "brand": true, "mode": true,
 		"properties": true, "status": true, "expiresAt": true, "scopes": true,
-		"rateLimit": true,
+		"rateLimit": true, "clientId": true,
 	}
 )
 
@@ -82,6 +87,7 @@ type wireRecord struct {
 	ExpiresAt  json.RawMessage `json:"expiresAt"`
 	Scopes     json.RawMessage `json:"scopes"`
 	RateLimit  json.RawMessage `json:"rateLimit"`
+	ClientID   *string         `json:"clientId"`
 }
 
 // Parse parses and validates the content of a key file and returns its
@@ -122,6 +128,7 @@ func Parse(data []byte) ([]Record, error) {
 	recs := make([]Record, 0, len(*top.Keys))
 	ids := map[string]string{}     // id -> label of the first record with it
 	digests := map[string]string{} // digest -> label of the first record with it
+	clients := map[string]string{} // clientId -> label of the first record with it
 	for i, raw := range *top.Keys {
 		rec, label, errs := parseRecord(i, raw)
 		for _, err := range errs {
@@ -135,11 +142,20 @@ func Parse(data []byte) ([]Record, error) {
 			continue
 		}
 		ids[rec.ID] = label
-		if first, dup := digests[rec.SHA256]; dup {
+		if first, dup := digests[rec.SHA256]; dup && rec.SHA256 != "" {
 			add(fmt.Errorf("%s: sha256: same digest as %s", label, first))
 			continue
 		}
-		digests[rec.SHA256] = label
+		if first, dup := clients[rec.ClientID]; dup && rec.ClientID != "" {
+			add(fmt.Errorf("%s: clientId: same client as %s", label, first))
+			continue
+		}
+		if rec.SHA256 != "" {
+			digests[rec.SHA256] = label
+		}
+		if rec.ClientID != "" {
+			clients[rec.ClientID] = label
+		}
 		recs = append(recs, rec)
 	}
 	if len(problems) > 0 {
@@ -181,10 +197,20 @@ func validate(w wireRecord) (Record, []error) {
 	if !idPattern.MatchString(w.ID) {
 		bad("id: must be key_ followed by letters and digits")
 	}
-	if len(w.SHA256) != 64 || !isHex(w.SHA256) {
-		bad("sha256: must be 64 hex characters (the SHA-256 of the whole key)")
-	} else {
+	switch {
+	case w.SHA256 == "" && w.ClientID != nil:
+		// tokens only: clientId is checked below
+	case len(w.SHA256) != 64 || !isHex(w.SHA256):
+		bad("sha256: must be 64 hex characters (the SHA-256 of the whole key); omit it only with clientId")
+	default:
 		rec.SHA256 = strings.ToLower(w.SHA256)
+	}
+	if w.ClientID != nil {
+		if !validClientID(*w.ClientID) {
+			bad("clientId: must be 1 to %d printable ASCII characters without spaces", maxClientID)
+		} else {
+			rec.ClientID = *w.ClientID
+		}
 	}
 	if strings.TrimSpace(w.Brand) == "" {
 		bad("brand: is required")
@@ -285,6 +311,24 @@ func parseScopes(raw json.RawMessage) ([]string, error) {
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// maxClientID bounds a clientId: client ids are short identifiers
+// (RFC 6749 leaves their form to the authorization server).
+const maxClientID = 255
+
+// validClientID reports whether id can be a client_id claim to match:
+// visible ASCII (RFC 6749 appendix A.1: VSCHAR, space excluded), bounded.
+func validClientID(id string) bool {
+	if id == "" || len(id) > maxClientID {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] <= 0x20 || id[i] > 0x7e {
+			return false
+		}
+	}
+	return true
 }
 
 func isHex(s string) bool {

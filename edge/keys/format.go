@@ -32,6 +32,13 @@ func ValidFormat(token string) bool {
 	return ok
 }
 
+// HasKeyPrefix reports whether token starts like an API key (svc_live_ or
+// svc_test_), well-formed or not: such a credential is always taken as an
+// API key, never as an access token (DECISIONS.md section 12).
+func HasKeyPrefix(token string) bool {
+	return strings.HasPrefix(token, PrefixLive) || strings.HasPrefix(token, PrefixTest)
+}
+
 // modeOf returns the mode a well-formed token's prefix names; false when the
 // token is not of the key format.
 func modeOf(token string) (Mode, bool) {

@@ -32,7 +32,11 @@ type Key struct {
 	ExpiresAt time.Time
 	// RateLimit is the key's own quota; nil means the deployment's default.
 	RateLimit *RateLimit
+	// ClientID is the OAuth 2.0 client whose access tokens act as this
+	// record; empty when the record serves its API key only.
+	ClientID string
 
+	hasDigest     bool                // the record has a sha256 (an API key)
 	allProperties bool                // properties: ["*"]
 	properties    map[string]struct{} // lower-case ids, when not all
 	scopes        map[string]struct{} // nil: scopes absent, meaning all

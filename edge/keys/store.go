@@ -55,6 +55,8 @@ type Store struct {
 // keySet is one loaded key file; never modified once published.
 type keySet struct {
 	byDigest map[[sha256.Size]byte]*Key
+	byClient map[string]*Key // records with a clientId (DECISIONS.md section 12)
+	n        int             // records in force
 }
 
 // Open loads the key file at path. An error means the edge must not start;
@@ -98,12 +100,29 @@ func (s *Store) Lookup(token string) (*Key, bool) {
 	return k, true
 }
 
+// LookupClient returns the record whose clientId is clientID: the principal
+// an OAuth 2.0 access token of that client acts as. The caller decides what
+// expiry, suspension, brand and scopes mean, as for Lookup.
+func (s *Store) LookupClient(clientID string) (*Key, bool) {
+	set := s.set.Load()
+	if set == nil {
+		return nil, false
+	}
+	k, ok := set.byClient[clientID]
+	return k, ok
+}
+
 // Usable reports whether the store holds at least one key. An edge without
 // usable keys cannot serve and reports itself unhealthy.
 func (s *Store) Usable() bool { return s.Len() > 0 }
 
 // Len returns the number of keys in force.
-func (s *Store) Len() int { return len(s.keys()) }
+func (s *Store) Len() int {
+	if set := s.set.Load(); set != nil {
+		return set.n
+	}
+	return 0
+}
 
 // keys returns the map in force; nil (empty) for a Store not made by Open.
 func (s *Store) keys() map[[sha256.Size]byte]*Key {
@@ -189,7 +208,7 @@ func describeFSError(err error) error {
 func (s *Store) logLoaded(msg string, set *keySet) {
 	now := s.now()
 	var suspended, expired int
-	for _, k := range set.byDigest {
+	for _, k := range set.all() {
 		if k.Suspended {
 			suspended++
 		}
@@ -198,10 +217,10 @@ func (s *Store) logLoaded(msg string, set *keySet) {
 		}
 	}
 	level := slog.LevelInfo
-	if len(set.byDigest) == 0 {
+	if set.n == 0 {
 		level = slog.LevelWarn // the edge cannot authenticate anyone
 	}
-	s.log.Log(context.Background(), level, msg, "file", s.path, "count", len(set.byDigest),
+	s.log.Log(context.Background(), level, msg, "file", s.path, "count", set.n,
 		"suspended", suspended, "expired", expired)
 }
 
@@ -211,15 +230,37 @@ func build(data []byte) (*keySet, error) {
 	if err != nil {
 		return nil, err
 	}
-	set := &keySet{byDigest: make(map[[sha256.Size]byte]*Key, len(recs))}
+	set := &keySet{byDigest: make(map[[sha256.Size]byte]*Key, len(recs)),
+		byClient: map[string]*Key{}, n: len(recs)}
 	for _, r := range recs {
-		var d [sha256.Size]byte
-		if _, err := hex.Decode(d[:], []byte(r.SHA256)); err != nil {
-			return nil, err // unreachable: Parse checked it
+		k := newKey(r)
+		if r.SHA256 != "" {
+			var d [sha256.Size]byte
+			if _, err := hex.Decode(d[:], []byte(r.SHA256)); err != nil {
+				return nil, err // unreachable: Parse checked it
+			}
+			set.byDigest[d] = k
 		}
-		set.byDigest[d] = newKey(r)
+		if r.ClientID != "" {
+			set.byClient[r.ClientID] = k
+		}
 	}
 	return set, nil
+}
+
+// all returns every record's Key once (a record with both a digest and a
+// clientId sits in both maps).
+func (set *keySet) all() []*Key {
+	out := make([]*Key, 0, set.n)
+	for _, k := range set.byDigest {
+		out = append(out, k)
+	}
+	for _, k := range set.byClient {
+		if !k.hasDigest {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // newKey builds the Key of a validated record.
@@ -231,6 +272,8 @@ func newKey(r Record) *Key {
 		Mode:      r.Mode,
 		Suspended: r.Status == StatusSuspended,
 		RateLimit: r.RateLimit,
+		ClientID:  r.ClientID,
+		hasDigest: r.SHA256 != "",
 	}
 	if r.ExpiresAt != nil {
 		k.ExpiresAt = *r.ExpiresAt

@@ -1,0 +1,151 @@
+package edge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+
+	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/edge/oauth"
+	"github.com/partner-edge/partner-edge/problem"
+)
+
+// OAuth turns on OAuth 2.0 access tokens beside API keys (DECISIONS.md
+// section 12).
+type OAuth struct {
+	// Issuer is the authorization server's issuer URL, listed in the
+	// protected-resource metadata. Required.
+	Issuer string
+	// Audience is this deployment's resource identifier: the metadata's
+	// resource, and (scheme and host) the base of its URL. Required.
+	Audience string
+	// Verifier checks a token and says which client it belongs to. Required.
+	Verifier TokenVerifier
+	// Clients finds the key-file record of a client. Required.
+	Clients ClientStore
+}
+
+// TokenVerifier verifies an access token. Errors are *oauth.Error (Invalid,
+// Expired or Unavailable); *oauth.Verifier is the implementation.
+type TokenVerifier interface {
+	Verify(ctx context.Context, token string) (*oauth.Token, error)
+}
+
+// ClientStore finds the key record whose clientId is a token's client
+// (keys.Store). Safe for concurrent use and cheap, as KeyStore.Lookup.
+type ClientStore interface {
+	LookupClient(clientID string) (*keys.Key, bool)
+}
+
+// resourceMetadataPath is where the RFC 9728 document of /v1 is served:
+// the well-known prefix inserted before the resource identifier's path.
+const resourceMetadataPath = "/.well-known/oauth-protected-resource/v1"
+
+// Authentication methods, as logged (auth_method) and traced
+// (partner_edge.auth.method).
+const (
+	authMethodAPIKey = "api_key"
+	authMethodOAuth  = "oauth"
+)
+
+// oauthState is what NewServer derives from Config.OAuth once.
+type oauthState struct {
+	cfg         OAuth
+	metadataURL string // absolute URL of the RFC 9728 document
+	metadata    []byte // the document, encoded once
+	// challenge401 is appended to every 401's WWW-Authenticate.
+	challenge401 string
+}
+
+// newOAuthState builds the metadata and its URL. The URL is built from the
+// audience's scheme and host, not from the request's Host header: that
+// header is the caller's to choose, and the audience is what partners'
+// tokens name, so the two stay consistent (RFC 9728 section 3.3).
+func newOAuthState(cfg *OAuth, docsURL string) *oauthState {
+	if cfg == nil {
+		return nil
+	}
+	u, err := url.Parse(cfg.Audience)
+	if err != nil || u.Host == "" {
+		// cmd/edge validated it (oauth.Config.Validate); a bad one here
+		// gives a URL that plainly names no real host.
+		u = &url.URL{Scheme: "https", Host: "invalid"}
+	}
+	st := &oauthState{cfg: *cfg,
+		metadataURL: (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: resourceMetadataPath}).String()}
+	st.challenge401 = `, resource_metadata="` + st.metadataURL + `"`
+	st.metadata, _ = json.Marshal(struct {
+		Resource               string   `json:"resource"`
+		AuthorizationServers   []string `json:"authorization_servers"`
+		ScopesSupported        []string `json:"scopes_supported"`
+		BearerMethodsSupported []string `json:"bearer_methods_supported"`
+		ResourceDocumentation  string   `json:"resource_documentation"`
+	}{cfg.Audience, []string{cfg.Issuer}, []string{keys.ScopePropertiesRead}, []string{"header"}, docsURL})
+	return st
+}
+
+// handleResourceMetadata answers the RFC 9728 protected-resource metadata:
+// unauthenticated, never rate-limited, the same for everyone.
+func (s *server) handleResourceMetadata() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, s.oauth.metadata)
+	})
+}
+
+// insufficientScopeChallenge is RFC 6750 section 3.1's answer to a token
+// lacking the scope the routes need.
+const insufficientScopeChallenge = `Bearer error="insufficient_scope", scope="` + keys.ScopePropertiesRead + `"`
+
+// authoriseToken identifies the client of an access token and returns its
+// key-file record, which is then authorised exactly as an API key is. The
+// token itself goes nowhere: not into errors, logs or traces.
+func (s *server) authoriseToken(r *http.Request, token string) (*keys.Key, error) {
+	t, err := s.oauth.cfg.Verifier.Verify(r.Context(), token)
+	if err != nil {
+		var oe *oauth.Error
+		errors.As(err, &oe)
+		switch {
+		case oe != nil && oe.Kind == oauth.Expired:
+			return nil, withCause(unauthorized(problem.AccessTokenExpired, challengeInvalid,
+				"The access token has expired. Get a new one from the authorization server."), err)
+		case oe != nil && oe.Kind == oauth.Unavailable:
+			return nil, &problem.Error{Code: problem.ServiceUnavailable, RetryAfter: oe.RetryAfter, Err: err,
+				Detail: "The signing keys of the authorization server cannot be had at the moment. Retry after the number of seconds in Retry-After."}
+		}
+		return nil, withCause(unauthorized(problem.InvalidAccessToken, challengeInvalid,
+			"The access token is malformed, not signed by the authorization server, or not issued for this API."), err)
+	}
+	key, ok := s.oauth.cfg.Clients.LookupClient(t.ClientID)
+	if !ok {
+		return nil, withCause(unauthorized(problem.InvalidAccessToken, challengeInvalid,
+			"The access token's client is not registered with this API."), errors.New("access token of a client without a key-file record"))
+	}
+	if err := s.authoriseKey(r, key); err != nil {
+		return nil, err
+	}
+	if !t.HasScope(keys.ScopePropertiesRead) {
+		return nil, &problem.Error{Code: problem.InsufficientScope,
+			Detail: "The access token lacks the scope " + keys.ScopePropertiesRead + ".",
+			Header: http.Header{"Www-Authenticate": {insufficientScopeChallenge}}}
+	}
+	return key, nil
+}
+
+func withCause(pe *problem.Error, err error) *problem.Error {
+	pe.Err = err
+	return pe
+}
+
+// addResourceMetadata adds resource_metadata to a 401's challenge while
+// tokens are on (RFC 9728 section 5.1).
+func (s *server) addResourceMetadata(err error) {
+	var pe *problem.Error
+	if s.oauth == nil || !errors.As(err, &pe) || pe.Status() != http.StatusUnauthorized {
+		return
+	}
+	if c := pe.Header.Get("Www-Authenticate"); c != "" {
+		pe.Header = http.Header{"Www-Authenticate": {c + s.oauth.challenge401}}
+	}
+}

@@ -1,0 +1,295 @@
+package oauth_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+
+	"github.com/partner-edge/partner-edge/edge/oauth"
+)
+
+func unavailableAfter(t *testing.T, err error) time.Duration {
+	t.Helper()
+	var oe *oauth.Error
+	if !errors.As(err, &oe) || oe.Kind != oauth.Unavailable {
+		t.Fatalf("got %v, want Unavailable", err)
+	}
+	return oe.RetryAfter
+}
+
+// TestUnknownKidRefetchAtMostEvery30s: whatever tokens arrive, the JWKS is
+// fetched at most once per 30 s of the injected clock, and a new key is
+// picked up by the first fetch allowed.
+func TestUnknownKidRefetchAtMostEvery30s(t *testing.T) {
+	s := newSetup(t)
+	ctx := context.Background()
+	iss := s.is.srv.URL
+	if s.is.jwksHits.Load() != 1 {
+		t.Fatalf("no fetch at start")
+	}
+	for i := range 200 { // random kids, 29 s after the start's fetch
+		if i == 100 {
+			s.clk.Advance(29 * time.Second)
+		}
+		sg := newSigner(t, fmt.Sprintf("random-%d", i), jose.ES256)
+		if _, err := s.v.Verify(ctx, sg.sign(t, claims(iss, s.clk.Now(), "c"), nil)); kindOf(err) != oauth.Invalid {
+			t.Fatalf("unknown kid: %v", err)
+		}
+	}
+	if got := s.is.jwksHits.Load(); got != 1 {
+		t.Fatalf("JWKS fetched %d times within 30 s, want 1", got)
+	}
+	// The issuer rotates in a new key; 30 s have passed: one fetch takes it.
+	rotated := newSigner(t, "k-rotated", jose.RS256)
+	s.is.publish(rotated.jwk(), s.signers[jose.RS256].jwk())
+	s.clk.Advance(time.Second)
+	for range 50 {
+		if _, err := s.v.Verify(ctx, rotated.sign(t, claims(iss, s.clk.Now(), "c"), "at+jwt")); err != nil {
+			t.Fatalf("rotated key: %v", err)
+		}
+	}
+	if got := s.is.jwksHits.Load(); got != 2 {
+		t.Fatalf("JWKS fetched %d times, want 2", got)
+	}
+	if got := s.v.Fetches(); got != 2 {
+		t.Errorf("Fetches() = %d, want 2", got)
+	}
+}
+
+// TestRemovedKeysStopAtNextFetch: a key that leaves the JWKS is refused
+// once a fetch has happened: one caused by an unknown kid, or by the key
+// set's age when no unknown kid comes.
+func TestRemovedKeysStopAtNextFetch(t *testing.T) {
+	for _, trigger := range []string{"unknown kid", "age"} {
+		t.Run(trigger, func(t *testing.T) {
+			s := newSetup(t)
+			ctx := context.Background()
+			iss := s.is.srv.URL
+			old := s.signers[jose.RS256]
+			if _, err := s.v.Verify(ctx, old.sign(t, claims(iss, s.clk.Now(), "c"), nil)); err != nil {
+				t.Fatal(err)
+			}
+			s.is.publish(s.signers[jose.ES256].jwk())
+			switch trigger {
+			case "unknown kid":
+				s.clk.Advance(30 * time.Second)
+				stranger := newSigner(t, "k-new", jose.ES256)
+				_, _ = s.v.Verify(ctx, stranger.sign(t, claims(iss, s.clk.Now(), "c"), nil))
+			case "age":
+				s.clk.Advance(oauth.DefaultMaxKeyAge - time.Second)
+				if _, err := s.v.Verify(ctx, old.sign(t, claims(iss, s.clk.Now(), "c"), nil)); err != nil {
+					t.Fatalf("before the key set is old: %v", err)
+				}
+				s.clk.Advance(time.Second)
+			}
+			if _, err := s.v.Verify(ctx, old.sign(t, claims(iss, s.clk.Now(), "c"), nil)); kindOf(err) != oauth.Invalid {
+				t.Fatalf("removed key: got %v, want Invalid", err)
+			}
+			if got := s.is.jwksHits.Load(); got != 2 {
+				t.Errorf("JWKS fetched %d times, want 2", got)
+			}
+		})
+	}
+}
+
+// TestIssuerDown: cached keys keep working; a token no cached key can
+// verify gets Unavailable with the time until the next fetch may be tried.
+func TestIssuerDown(t *testing.T) {
+	s := newSetup(t)
+	ctx := context.Background()
+	iss := s.is.srv.URL
+	known := s.signers[jose.EdDSA]
+	s.is.srv.Close()
+	s.clk.Advance(45 * time.Second)
+	stranger := newSigner(t, "k-unknown", jose.RS256)
+	if got := unavailableAfter(t, func() error {
+		_, err := s.v.Verify(ctx, stranger.sign(t, claims(iss, s.clk.Now(), "c"), "at+jwt"))
+		return err
+	}()); got != 30*time.Second {
+		t.Errorf("RetryAfter %v, want 30s", got)
+	}
+	s.clk.Advance(10 * time.Second)
+	if got := unavailableAfter(t, func() error {
+		_, err := s.v.Verify(ctx, stranger.sign(t, claims(iss, s.clk.Now(), "c"), "at+jwt"))
+		return err
+	}()); got != 20*time.Second {
+		t.Errorf("RetryAfter %v, want 20s", got)
+	}
+	if _, err := s.v.Verify(ctx, known.sign(t, claims(iss, s.clk.Now(), "c"), "at+jwt")); err != nil {
+		t.Errorf("cached key while the issuer is down: %v", err)
+	}
+	if got := s.v.Fetches(); got != 2 {
+		t.Errorf("fetches %d, want 2 (start, then one failed)", got)
+	}
+	// A key set past its age is still used while the issuer is down.
+	s.clk.Advance(oauth.DefaultMaxKeyAge)
+	if _, err := s.v.Verify(ctx, known.sign(t, claims(iss, s.clk.Now(), "c"), "at+jwt")); err != nil {
+		t.Errorf("old cached key while the issuer is down: %v", err)
+	}
+}
+
+// TestStartWithoutIssuer: the verifier starts; tokens get Unavailable until
+// a fetch succeeds, then verify.
+func TestStartWithoutIssuer(t *testing.T) {
+	clk := newClock()
+	sg := newSigner(t, "k1", jose.ES256)
+	down := httptest.NewServer(http.NotFoundHandler())
+	is := newIssuer(t, sg.jwk())
+	is.issuerURL = down.URL // the metadata names another issuer: discovery must fail
+	v, err := oauth.New(context.Background(), oauth.Config{Issuer: down.URL, Audience: testAudience, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	down.Close()
+	if v.Ready() {
+		t.Fatal("ready without keys")
+	}
+	if got := unavailableAfter(t, func() error {
+		_, err := v.Verify(context.Background(), sg.sign(t, claims(down.URL, clk.Now(), "c"), nil))
+		return err
+	}()); got != 30*time.Second {
+		t.Errorf("RetryAfter %v", got)
+	}
+	if v.Fetches() != 1 {
+		t.Errorf("fetches %d, want 1", v.Fetches())
+	}
+}
+
+func TestDiscovery(t *testing.T) {
+	sg := newSigner(t, "k1", jose.ES256)
+	for _, c := range []struct {
+		name     string
+		oidcOnly bool
+		claimed  func(*issuer) string
+		ok       bool
+	}{
+		{"RFC 8414", false, nil, true},
+		{"OpenID only", true, nil, true},
+		{"issuer mismatch", false, func(is *issuer) string { return is.srv.URL + "/evil" }, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			clk := newClock()
+			is := newIssuer(t, sg.jwk())
+			is.oidcOnly = c.oidcOnly
+			if c.claimed != nil {
+				is.issuerURL = c.claimed(is)
+			}
+			v, err := oauth.New(context.Background(), oauth.Config{Issuer: is.srv.URL, Audience: testAudience, Now: clk.Now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.Ready() != c.ok {
+				t.Fatalf("ready %v, want %v", v.Ready(), c.ok)
+			}
+			_, err = v.Verify(context.Background(), sg.sign(t, claims(is.srv.URL, clk.Now(), "c"), nil))
+			if c.ok != (err == nil) {
+				t.Fatalf("verify: %v", err)
+			}
+		})
+	}
+}
+
+func TestJWKSSkipsUnusableKeys(t *testing.T) {
+	clk := newClock()
+	sg := newSigner(t, "k1", jose.ES256)
+	is := newIssuer(t)
+	good, _ := sg.jwk().MarshalJSON()
+	is.raw = []byte(`{"keys":[{"kty":"oct","k":"c2VjcmV0","kid":"k1","alg":"HS256"},{"kty":"nope"},` +
+		string(good) + `]}`)
+	v, err := oauth.New(context.Background(), oauth.Config{Issuer: is.srv.URL, Audience: testAudience, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Verify(context.Background(), sg.sign(t, claims(is.srv.URL, clk.Now(), "c"), nil)); err != nil {
+		t.Fatalf("the usable key beside unusable ones: %v", err)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	for _, c := range []oauth.Config{
+		{Issuer: "", Audience: testAudience},
+		{Issuer: "https://idp.example.com", Audience: "api"},
+		{Issuer: "ftp://idp.example.com", Audience: testAudience},
+		{Issuer: "https://idp.example.com?x=1", Audience: testAudience},
+	} {
+		if _, err := oauth.New(context.Background(), c); err == nil {
+			t.Errorf("%+v accepted", c)
+		}
+	}
+}
+
+// TestConcurrentUnknownKidsShareOneFetch: many requests with unknown kids at
+// once, once 30 s have passed, cause exactly one fetch; those that arrive
+// during it wait for it and see its keys.
+func TestConcurrentUnknownKidsShareOneFetch(t *testing.T) {
+	s := newSetup(t)
+	iss := s.is.srv.URL
+	rotated := newSigner(t, "k-new", jose.ES256)
+	s.is.publish(rotated.jwk())
+	s.clk.Advance(30 * time.Second)
+	tokens := make([]string, 40)
+	for i := range tokens {
+		tokens[i] = rotated.sign(t, claims(iss, s.clk.Now(), "c"), nil)
+	}
+	errs := make(chan error, len(tokens))
+	for _, tok := range tokens {
+		go func() {
+			_, err := s.v.Verify(context.Background(), tok)
+			errs <- err
+		}()
+	}
+	for range tokens {
+		if err := <-errs; err != nil {
+			t.Errorf("token of the new key: %v", err)
+		}
+	}
+	if got := s.is.jwksHits.Load(); got != 2 {
+		t.Errorf("JWKS fetched %d times, want 2 (start, then one for all)", got)
+	}
+}
+
+// TestHTTPSIssuerNeedsHTTPSJWKS: an https issuer whose metadata points at
+// an http jwks_uri is not trusted (its keys would travel in clear).
+func TestHTTPSIssuerNeedsHTTPSJWKS(t *testing.T) {
+	sg := newSigner(t, "k1", jose.ES256)
+	plain := newIssuer(t, sg.jwk())
+	for _, c := range []struct {
+		name string
+		jwks func(tls *httptest.Server) string
+		ok   bool
+	}{
+		{"https jwks_uri", func(tls *httptest.Server) string { return tls.URL + "/jwks" }, true},
+		{"http jwks_uri", func(*httptest.Server) string { return plain.srv.URL + "/jwks" }, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var tls *httptest.Server
+			tls = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				switch r.URL.Path {
+				case "/.well-known/oauth-authorization-server":
+					_ = json.NewEncoder(w).Encode(map[string]string{"issuer": tls.URL, "jwks_uri": c.jwks(tls)})
+				case "/jwks":
+					_ = json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{sg.jwk()}})
+				default:
+					http.NotFound(w, r)
+				}
+			}))
+			defer tls.Close()
+			clk := newClock()
+			v, err := oauth.New(context.Background(), oauth.Config{Issuer: tls.URL, Audience: testAudience,
+				Now: clk.Now, HTTPClient: tls.Client()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.Ready() != c.ok {
+				t.Errorf("ready %v, want %v", v.Ready(), c.ok)
+			}
+		})
+	}
+}

@@ -1,0 +1,198 @@
+package oauth
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rsa"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/go-jose/go-jose/v4"
+)
+
+// allowedAlgs are the only signature algorithms accepted (DECISIONS.md
+// section 12): asymmetric, so the public JWKS can never be used as a MAC
+// secret, and "none" is impossible.
+var allowedAlgs = []jose.SignatureAlgorithm{jose.RS256, jose.PS256, jose.ES256, jose.EdDSA}
+
+// minRSABits refuses RSA keys too short to trust (RFC 7518 section 3.3).
+const minRSABits = 2048
+
+// keySet is one fetched JWKS, reduced to the keys a token may be verified
+// with. Immutable once built.
+type keySet struct {
+	keys []jose.JSONWebKey
+}
+
+// candidates returns the keys that may verify a token of alg with kid: the
+// kid must match when the token names one; the key's type must fit alg, and
+// its own alg and use, when published, must agree (RFC 8725 section 3.1).
+func (s *keySet) candidates(kid string, alg jose.SignatureAlgorithm) []jose.JSONWebKey {
+	if s == nil {
+		return nil
+	}
+	var out []jose.JSONWebKey
+	for _, k := range s.keys {
+		if kid != "" && k.KeyID != kid {
+			continue
+		}
+		if k.Algorithm != "" && k.Algorithm != string(alg) {
+			continue
+		}
+		if fits(k.Key, alg) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// hasKID reports whether a key with kid is in the set.
+func (s *keySet) hasKID(kid string) bool {
+	if s == nil {
+		return false
+	}
+	for _, k := range s.keys {
+		if k.KeyID == kid {
+			return true
+		}
+	}
+	return false
+}
+
+// fits reports whether key is of the type alg signs with.
+func fits(key any, alg jose.SignatureAlgorithm) bool {
+	switch k := key.(type) {
+	case *rsa.PublicKey:
+		return alg == jose.RS256 || alg == jose.PS256
+	case *ecdsa.PublicKey:
+		return alg == jose.ES256 && k.Curve == elliptic.P256()
+	case ed25519.PublicKey:
+		return alg == jose.EdDSA
+	}
+	return false
+}
+
+// parseJWKS decodes a JWKS document with go-jose, keeping only public
+// signature keys of the allowed types. Keys it cannot use (another kty,
+// use "enc", a short RSA modulus, a malformed entry) are skipped, not fatal:
+// an issuer may publish keys for other purposes beside its signing keys.
+func parseJWKS(data []byte) (*keySet, int, error) {
+	var doc struct {
+		Keys []json.RawMessage `json:"keys"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return nil, 0, errors.New("JWKS is not a JSON object with a keys list")
+	}
+	set := &keySet{}
+	skipped := 0
+	for _, raw := range doc.Keys {
+		var k jose.JSONWebKey
+		if err := k.UnmarshalJSON(raw); err != nil || !k.Valid() {
+			skipped++
+			continue
+		}
+		if !k.IsPublic() {
+			k = k.Public() // an issuer publishing private keys is misconfigured; use the public half only
+		}
+		if k.Use != "" && k.Use != "sig" {
+			skipped++
+			continue
+		}
+		if rk, ok := k.Key.(*rsa.PublicKey); ok && rk.N.BitLen() < minRSABits {
+			skipped++
+			continue
+		}
+		usable := false
+		for _, alg := range allowedAlgs {
+			usable = usable || fits(k.Key, alg)
+		}
+		if !usable {
+			skipped++
+			continue
+		}
+		set.keys = append(set.keys, k)
+	}
+	return set, skipped, nil
+}
+
+// discover finds the issuer's jwks_uri: first the RFC 8414 document
+// (/.well-known/oauth-authorization-server inserted before the issuer's
+// path), then the OpenID Connect Discovery one (appended to the issuer).
+// The document's issuer must equal the configured one (RFC 8414 section
+// 3.3), or a misrouted document could hand over another server's keys.
+func (v *Verifier) discover(ctx context.Context) (string, error) {
+	u, err := url.Parse(v.cfg.Issuer)
+	if err != nil {
+		return "", err
+	}
+	path := strings.TrimSuffix(u.Path, "/")
+	rfc8414 := *u
+	rfc8414.Path = "/.well-known/oauth-authorization-server" + path
+	oidc := *u
+	oidc.Path = path + "/.well-known/openid-configuration"
+	var errs []error
+	for _, loc := range []string{rfc8414.String(), oidc.String()} {
+		var doc struct {
+			Issuer  string `json:"issuer"`
+			JWKSURI string `json:"jwks_uri"`
+		}
+		data, err := v.get(ctx, loc)
+		if err == nil {
+			if json.Unmarshal(data, &doc) != nil {
+				err = errors.New("not a JSON object")
+			} else if doc.Issuer != v.cfg.Issuer {
+				err = fmt.Errorf("its issuer %q is not %q", clip(doc.Issuer), v.cfg.Issuer)
+			} else if checkURL(doc.JWKSURI) != nil {
+				err = errors.New("jwks_uri is missing or not an absolute http(s) URL")
+			} else if u.Scheme == "https" && !strings.HasPrefix(doc.JWKSURI, "https://") {
+				err = errors.New("jwks_uri is not https while the issuer is") // keys must not travel in clear
+			}
+		}
+		if err == nil {
+			return doc.JWKSURI, nil
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", loc, err))
+	}
+	return "", errors.Join(errs...)
+}
+
+// get fetches one document from the issuer: 200 only, bounded in size.
+func (v *Verifier) get(ctx context.Context, loc string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, loc, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	res, err := v.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, maxDocumentSize))
+		return nil, fmt.Errorf("status %d", res.StatusCode)
+	}
+	data, err := io.ReadAll(io.LimitReader(res.Body, maxDocumentSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxDocumentSize {
+		return nil, fmt.Errorf("larger than %d bytes", maxDocumentSize)
+	}
+	return data, nil
+}
+
+// clip shortens a value from the issuer for a log message.
+func clip(s string) string {
+	if len(s) > 100 {
+		return s[:100] + "…"
+	}
+	return s
+}

@@ -1,0 +1,137 @@
+// Package oauth verifies OAuth 2.0 JWT access tokens (RFC 9068) as RFC 8725
+// advises, against the signing keys an authorization server publishes
+// (DECISIONS.md section 12). JOSE itself (JWS parsing, signature
+// verification, JWK decoding, claim checks) is github.com/go-jose/go-jose/v4;
+// this package decides which keys to trust, when to fetch them, and what a
+// token must carry.
+package oauth
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Defaults of Config.
+const (
+	// DefaultMinRefetch is the least time between two fetches of the key
+	// set: a token with an unknown kid causes at most one fetch per period,
+	// whatever partners send (DECISIONS.md section 12).
+	DefaultMinRefetch = 30 * time.Second
+	// DefaultMaxKeyAge is how long a fetched key set is used before the
+	// next token refreshes it, so keys removed at the issuer stop working
+	// even when no token names an unknown kid.
+	DefaultMaxKeyAge = 10 * time.Minute
+	// DefaultFetchTimeout bounds one discovery or JWKS fetch.
+	DefaultFetchTimeout = 5 * time.Second
+	// MaxTokenSize is the largest token examined at all: RFC 9068 tokens
+	// are a few hundred bytes to a couple of kilobytes; anything larger is
+	// refused before it is decoded, so a huge header costs no crypto.
+	MaxTokenSize = 8 << 10
+	// Leeway is the clock skew allowed on exp, nbf and iat.
+	Leeway = 60 * time.Second
+)
+
+// maxDocumentSize bounds a discovery document or JWKS read from the issuer.
+const maxDocumentSize = 1 << 20
+
+// Config configures a Verifier.
+type Config struct {
+	// Issuer is the authorization server's issuer identifier (EDGE_OAUTH_ISSUER):
+	// the iss every token must carry exactly, and the base of discovery.
+	// Required: an absolute http or https URL without query or fragment.
+	Issuer string
+	// Audience is this deployment's resource identifier (EDGE_OAUTH_AUDIENCE):
+	// every token's aud must contain it. Required.
+	Audience string
+	// HTTPClient fetches the discovery document and the JWKS. Nil means a
+	// client of its own with no overall timeout (FetchTimeout bounds each fetch).
+	HTTPClient *http.Client
+	// Now is the clock for claim checks and fetch pacing. Nil means time.Now.
+	Now func() time.Time
+	// Logger receives key fetch outcomes (never a token). Nil discards.
+	Logger *slog.Logger
+	// MinRefetch is the least time between key fetches. Zero means
+	// DefaultMinRefetch.
+	MinRefetch time.Duration
+	// MaxKeyAge is how long fetched keys are used before a token triggers
+	// a refresh. Zero means DefaultMaxKeyAge.
+	MaxKeyAge time.Duration
+	// FetchTimeout bounds one fetch. Zero means DefaultFetchTimeout.
+	FetchTimeout time.Duration
+}
+
+// Validate checks the settings that must be right before the edge starts.
+func (c Config) Validate() error {
+	var errs []error
+	if err := checkURL(c.Issuer); err != nil {
+		errs = append(errs, fmt.Errorf("issuer: %w", err))
+	}
+	if err := checkURL(c.Audience); err != nil {
+		errs = append(errs, fmt.Errorf("audience: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+func checkURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return errors.New("want an absolute http or https URL")
+	}
+	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return errors.New("want a URL without query, fragment or user information")
+	}
+	return nil
+}
+
+// Token is what the edge learns from a verified access token. It never
+// holds the token itself.
+type Token struct {
+	// ClientID is the token's client_id claim, else azp, else sub: the
+	// client whose key-file record the token acts as.
+	ClientID string
+	// Expiry is the token's exp.
+	Expiry time.Time
+	scopes []string
+}
+
+// HasScope reports whether the token's scope claim lists scope.
+func (t *Token) HasScope(scope string) bool { return slices.Contains(t.scopes, scope) }
+
+// Kind classifies a verification failure.
+type Kind int
+
+const (
+	// Invalid: malformed, badly signed, wrong issuer or audience, not yet
+	// valid, of an unknown key while the key set is fresh (401
+	// INVALID_ACCESS_TOKEN).
+	Invalid Kind = iota + 1
+	// Expired: a genuine token past exp plus leeway (401 ACCESS_TOKEN_EXPIRED).
+	Expired
+	// Unavailable: no key could be had from the issuer to verify the token;
+	// the token is not at fault (503 with Retry-After).
+	Unavailable
+)
+
+// Error is a refused token. Reason is for logs: it describes the check that
+// failed and never quotes the token.
+type Error struct {
+	Kind   Kind
+	Reason string
+	// RetryAfter is when a new key fetch may be tried (Unavailable only).
+	RetryAfter time.Duration
+}
+
+func (e *Error) Error() string { return "access token refused: " + e.Reason }
+
+func invalid(format string, args ...any) *Error {
+	return &Error{Kind: Invalid, Reason: fmt.Sprintf(format, args...)}
+}
+
+// scopesOf splits an RFC 6749 scope string (space-delimited).
+func scopesOf(s string) []string { return strings.Fields(s) }
