@@ -31,9 +31,21 @@ func ParseTrustedProxies(s string) ([]netip.Prefix, error) {
 		if p.Addr().Is4In6() {
 			p = netip.PrefixFrom(p.Addr().Unmap(), max(p.Bits()-96, 0))
 		}
+		if min := minTrustedBits(p.Addr()); p.Bits() < min {
+			return nil, fmt.Errorf("%q is wider than /%d: a trusted range that large lets anyone forge X-Forwarded-For (DECISIONS 15)", entry, min)
+		}
 		out = append(out, p.Masked())
 	}
 	return out, nil
+}
+
+// minTrustedBits is the shortest trusted-proxy prefix taken: /8 for IPv4,
+// /16 for IPv6 (DECISIONS 15).
+func minTrustedBits(a netip.Addr) int {
+	if a.Is4() {
+		return 8
+	}
+	return 16
 }
 
 // clientAddr is the resolved client address of a request: the TCP peer, or,

@@ -349,7 +349,7 @@ func extraCases() []mapCase {
 func allCases() []mapCase {
 	var cs []mapCase
 	for _, f := range []func() []mapCase{idCases, nameCases, codeCases, statusCases, zoneCases,
-		createdCases, updatedCases, brandCases, undecodableCases, extraCases} {
+		createdCases, updatedCases, brandCases, undecodableCases, extraCases, tooLongCases} {
 		cs = append(cs, f()...)
 	}
 	return cs

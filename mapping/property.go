@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 	_ "time/tzdata" // time zones must load the same on every machine
+	"unicode/utf8"
 )
 
 // CodeSource names the record field the public code comes from.
@@ -74,6 +75,9 @@ func Map(rec HotelRecord, opts Options) (Property, error) {
 	if name == "" {
 		return Property{}, reject(rec.HotelID, ReasonEmptyName)
 	}
+	if tooLong(name, MaxNameLen) {
+		return Property{}, reject(rec.HotelID, ReasonTooLong)
+	}
 	if !opts.Zones.valid(rec.TimeZone) {
 		return Property{}, reject(rec.HotelID, ReasonInvalidTimeZone)
 	}
@@ -89,6 +93,10 @@ func Map(rec HotelRecord, opts Options) (Property, error) {
 		}
 		updated = time.UnixMilli(ms).UTC()
 	}
+	pcode := code(rec, opts.CodeSource)
+	if pcode != nil && tooLong(*pcode, MaxCodeLen) {
+		return Property{}, reject(rec.HotelID, ReasonTooLong)
+	}
 	status := StatusInactive
 	if rec.Lifecycle == "LIVE" {
 		status = StatusActive
@@ -96,12 +104,33 @@ func Map(rec HotelRecord, opts Options) (Property, error) {
 	return Property{
 		ID:        id,
 		Name:      name,
-		Code:      code(rec, opts.CodeSource),
+		Code:      pcode,
 		Status:    status,
 		Timezone:  rec.TimeZone,
 		CreatedAt: created,
 		UpdatedAt: updated,
 	}, nil
+}
+
+// Longest name and code served, in characters (DECISIONS 15;
+// docs/openapi.yaml states them as maxLength): a longer one makes the record
+// unmappable (ReasonTooLong), so a PMS cannot make the edge serve
+// megabytes per property.
+const (
+	MaxNameLen = 256
+	MaxCodeLen = 64
+)
+
+// tooLong reports whether s has more than n characters, looking at no more
+// than about 4n bytes of it.
+func tooLong(s string, n int) bool {
+	if len(s) <= n {
+		return false
+	}
+	if len(s) > 4*n { // UTF-8: at most 4 bytes a character
+		return true
+	}
+	return utf8.RuneCountInString(s) > n
 }
 
 func code(rec HotelRecord, src CodeSource) *string {

@@ -39,11 +39,12 @@ const (
 	ReasonInvalidTimeZone  Reason = "invalid_time_zone"
 	ReasonInvalidCreatedAt Reason = "invalid_created_at"
 	ReasonInvalidModified  Reason = "invalid_last_modified"
+	ReasonTooLong          Reason = "too_long" // name over MaxNameLen or code over MaxCodeLen characters
 )
 
 // Reasons lists every Reason, for pre-registering metric series.
 var Reasons = []Reason{ReasonUndecodable, ReasonInvalidID, ReasonOtherBrand, ReasonEmptyName,
-	ReasonInvalidTimeZone, ReasonInvalidCreatedAt, ReasonInvalidModified}
+	ReasonInvalidTimeZone, ReasonInvalidCreatedAt, ReasonInvalidModified, ReasonTooLong}
 
 // Rejection is the error for a record that cannot be mapped.
 type Rejection struct {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -219,11 +220,41 @@ func (c *Client) hotelsURL(brand, id string) string {
 	return u
 }
 
-// listPage is the list envelope. Pointers tell a missing field from null.
+// listPage is the list envelope. A pointer tells a missing nextCursor from
+// null; hotels says whether it was there (and not null) itself.
 type listPage struct {
-	Hotels     *[]json.RawMessage `json:"hotels"`
-	NextCursor *string            `json:"nextCursor"`
+	Hotels     hotelsField `json:"hotels"`
+	NextCursor *string     `json:"nextCursor"`
 }
+
+// hotelsField is the hotels array of a page: set when present and not
+// null; recs is reused from page to page, so a walk's garbage stays small
+// (the records themselves are slices of the page body: bodySlice).
+type hotelsField struct {
+	set  bool
+	recs []bodySlice
+}
+
+func (h *hotelsField) UnmarshalJSON(data []byte) error {
+	if string(data) == "null" {
+		return nil
+	}
+	h.recs = h.recs[:0]
+	if err := json.Unmarshal(data, &h.recs); err != nil {
+		return err
+	}
+	h.set = true
+	return nil
+}
+
+// bodySlice is a record as a slice of the page body it came in, not a copy
+// (json.RawMessage copies): a walk then holds each byte once, which keeps
+// a walk at MaxWalkBytes from needing twice that in garbage (issue 17).
+// encoding/json hands UnmarshalJSON a slice of its input, which the walk
+// owns and never reuses.
+type bodySlice []byte
+
+func (b *bodySlice) UnmarshalJSON(data []byte) error { *b = data; return nil }
 
 // ListHotels returns every record of brand, following nextCursor to the
 // last page. A cursor seen twice in one walk, an empty cursor, or more than
@@ -235,6 +266,9 @@ func (c *Client) ListHotels(ctx context.Context, brand string) ([]json.RawMessag
 	pages := 0
 	err := c.call(ctx, span, func(ctx context.Context) error {
 		all, pages = nil, 0
+		var walked int64               // body bytes of this walk (MaxWalkBytes)
+		var byPage [][]json.RawMessage // each page's records, joined at the end
+		var p listPage                 // reused: its records slice is scratch
 		seen := make(map[string]struct{})
 		cursor := ""
 		for page := 1; ; page++ {
@@ -257,15 +291,23 @@ func (c *Client) ListHotels(ctx context.Context, brand string) ([]json.RawMessag
 				return err
 			}
 			pages++
-			var p listPage
+			if walked += int64(len(body)); walked > c.cfg.MaxWalkBytes {
+				return &answerError{reason: fmt.Sprintf("list walk larger than %d bytes after %d pages", c.cfg.MaxWalkBytes, page)}
+			}
+			p.Hotels.set, p.NextCursor = false, nil
 			if err := json.Unmarshal(body, &p); err != nil {
 				return &answerError{reason: "list page is not the expected JSON", err: err}
 			}
-			if p.Hotels == nil {
+			if !p.Hotels.set {
 				return &answerError{reason: "list page without hotels"}
 			}
-			all = append(all, *p.Hotels...)
+			recs := make([]json.RawMessage, len(p.Hotels.recs))
+			for i, h := range p.Hotels.recs {
+				recs[i] = json.RawMessage(h)
+			}
+			byPage = append(byPage, recs)
 			if p.NextCursor == nil {
+				all = slices.Concat(byPage...)
 				return nil
 			}
 			cursor = *p.NextCursor

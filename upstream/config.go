@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -18,6 +19,7 @@ const (
 	DefaultPageSize       = 500
 	DefaultMaxPages       = 1000
 	DefaultMaxBodyBytes   = 8 << 20
+	DefaultMaxWalkBytes   = 256 << 20
 	DefaultCallTimeout    = 5 * time.Second
 	DefaultAttemptTimeout = 2 * time.Second
 	DefaultMaxRetries     = 2
@@ -48,6 +50,11 @@ type ClientConfig struct {
 	// MaxBodyBytes bounds each response body; a larger body is a failure.
 	// Zero means DefaultMaxBodyBytes (8 MiB).
 	MaxBodyBytes int64
+	// MaxWalkBytes bounds the bodies of one list walk together
+	// (EDGE_PMS_MAX_WALK_BYTES, DECISIONS 15): MaxPages x MaxBodyBytes
+	// alone allows about 8 GiB. A longer walk is a failure. Zero means
+	// DefaultMaxWalkBytes (256 MiB).
+	MaxWalkBytes int64
 
 	// CallTimeout is the overall deadline of one logical call (a whole
 	// list walk, or one get): every attempt, every retry wait. The
@@ -135,7 +142,8 @@ type RetryConfig struct {
 func (cfg ClientConfig) withDefaults() (ClientConfig, *url.URL, error) {
 	u, err := url.Parse(cfg.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		return cfg, nil, fmt.Errorf("upstream: BaseURL %q: want an absolute http or https URL without query", cfg.BaseURL)
+		// Not echoed: it may hold a password or a token (DECISIONS 15).
+		return cfg, nil, errors.New("upstream: BaseURL: want an absolute http or https URL without query or fragment")
 	}
 	if cfg.Version == "" {
 		cfg.Version = "dev"
@@ -148,6 +156,7 @@ func (cfg ClientConfig) withDefaults() (ClientConfig, *url.URL, error) {
 	}
 	cfg.MaxPages = orDefault(cfg.MaxPages, DefaultMaxPages)
 	cfg.MaxBodyBytes = orDefault(cfg.MaxBodyBytes, DefaultMaxBodyBytes)
+	cfg.MaxWalkBytes = orDefault(cfg.MaxWalkBytes, DefaultMaxWalkBytes)
 	cfg.CallTimeout = orDefault(cfg.CallTimeout, DefaultCallTimeout)
 	cfg.AttemptTimeout = orDefault(cfg.AttemptTimeout, DefaultAttemptTimeout)
 	r := &cfg.Retry
@@ -169,7 +178,7 @@ func (cfg ClientConfig) withDefaults() (ClientConfig, *url.URL, error) {
 		name string
 		v    int64
 	}{
-		{"MaxPages", int64(cfg.MaxPages)}, {"MaxBodyBytes", cfg.MaxBodyBytes},
+		{"MaxPages", int64(cfg.MaxPages)}, {"MaxBodyBytes", cfg.MaxBodyBytes}, {"MaxWalkBytes", cfg.MaxWalkBytes},
 		{"CallTimeout", int64(cfg.CallTimeout)}, {"AttemptTimeout", int64(cfg.AttemptTimeout)},
 		{"Retry.WaitMin", int64(r.WaitMin)}, {"Retry.WaitMax", int64(r.WaitMax)},
 		{"Retry.RetryAfterMax", int64(r.RetryAfterMax)},

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -56,6 +57,7 @@ type attempts struct {
 	retries int
 	wait    time.Duration
 	body    []byte
+	scratch bytes.Buffer // readBody's buffer, reused from call to call
 
 	started time.Time // of the attempt under way
 	open    bool      // the attempt under way is not yet recorded
@@ -189,7 +191,7 @@ func (a *attempts) handleResponse(resp *http.Response) error {
 	if resp.ContentLength > limit {
 		return &answerError{reason: "body larger than " + strconv.FormatInt(limit, 10) + " bytes"}
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	body, err := readBody(resp.Body, limit, &a.scratch)
 	if err != nil {
 		return &transportError{err: err}
 	}

@@ -63,7 +63,7 @@ func joinFleet(ctx context.Context, cfg settings, log *slog.Logger, tel *observa
 	if err != nil {
 		return nil, fmt.Errorf("EDGE_REDIS_URL: %w", err)
 	}
-	m := newMember(cfg.Brand, client, log)
+	m := newMember(cfg.Brand, client, cfg.FleetSecret, log)
 	pctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	if err := client.Ping(pctx); err != nil {
@@ -76,9 +76,9 @@ func joinFleet(ctx context.Context, cfg settings, log *slog.Logger, tel *observa
 }
 
 // newMember is the membership of brand's instances through client.
-func newMember(brand string, client *fleet.Client, log *slog.Logger) *member {
+func newMember(brand string, client *fleet.Client, secret []byte, log *slog.Logger) *member {
 	return &member{brand: brand, client: client, lim: ratelimit.NewRedis(client, brand),
-		store: fleet.NewStore(client, 0, nil), log: log}
+		store: fleet.NewStore(client, 0, nil, secret), log: log}
 }
 
 func (m *member) close() { _ = m.client.Close() }

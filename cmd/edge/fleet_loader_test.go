@@ -35,7 +35,7 @@ func TestCatalogsShareLoadsThroughRedis(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = c.Close() })
-		cat, closeCat, err := newCatalog(cfg, pms.srv.URL, keys.ModeLive, "test", log, tel, newMember(cfg.Brand, c, log))
+		cat, closeCat, err := newCatalog(cfg, pms.srv.URL, keys.ModeLive, "test", log, tel, newMember(cfg.Brand, c, []byte(testFleetSecret), log))
 		if err != nil {
 			t.Fatal(err)
 		}

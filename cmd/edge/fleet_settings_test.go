@@ -6,6 +6,9 @@ import (
 	"testing"
 )
 
+// testFleetSecret is an EDGE_FLEET_SECRET for tests (32 bytes).
+const testFleetSecret = "test-fleet-secret-of-32-bytes-ok"
+
 // EDGE_REDIS_URL: empty is in-process; redis:// and rediss:// are taken;
 // anything else is a start-up error naming the variable and the value,
 // with a password hidden.
@@ -15,7 +18,7 @@ func TestRedisURLSetting(t *testing.T) {
 		t.Fatalf("default: %q, %v; want empty", s.RedisURL, err)
 	}
 	for _, ok := range []string{"redis://127.0.0.1:6379/0", "rediss://user:pw@redis.internal:6380/2", "redis://localhost"} {
-		s, err := parseSettings(nil, mapEnv(map[string]string{"EDGE_REDIS_URL": ok}), io.Discard)
+		s, err := parseSettings(nil, mapEnv(map[string]string{"EDGE_REDIS_URL": ok, "EDGE_FLEET_SECRET": testFleetSecret}), io.Discard)
 		if err != nil || s.RedisURL != ok {
 			t.Errorf("%s: %q, %v", ok, s.RedisURL, err)
 		}
@@ -37,7 +40,7 @@ func TestRedisURLSetting(t *testing.T) {
 			t.Errorf("%s: error %q; want EDGE_REDIS_URL and %s named, no password", tc.value, msg, tc.shown)
 		}
 	}
-	s, err = parseSettings([]string{"--redis-url", "redis://10.0.0.5:6379/1"}, mapEnv(nil), io.Discard)
+	s, err = parseSettings([]string{"--redis-url", "redis://10.0.0.5:6379/1"}, mapEnv(map[string]string{"EDGE_FLEET_SECRET": testFleetSecret}), io.Discard)
 	if err != nil || s.RedisURL != "redis://10.0.0.5:6379/1" {
 		t.Errorf("flag: %q, %v", s.RedisURL, err)
 	}

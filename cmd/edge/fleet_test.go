@@ -283,6 +283,9 @@ func startFleet(t *testing.T, bin string, n int, keyFile, pmsURL, redisURL strin
 			"EDGE_CACHE_TTL=2s", "EDGE_AUTH_FAIL_LIMIT=20",
 			"EDGE_REDIS_URL=" + redisURL,
 		}
+		if redisURL != "" { // required with EDGE_REDIS_URL (DECISIONS 15)
+			cmd.Env = append(cmd.Env, "EDGE_FLEET_SECRET="+testFleetSecret)
+		}
 		e := &edgeProc{stderr: &lockedBuffer{}}
 		cmd.Stdout, cmd.Stderr = io.Discard, e.stderr
 		if err := cmd.Start(); err != nil {

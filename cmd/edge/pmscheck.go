@@ -36,7 +36,7 @@ func usageError(format string, a ...any) error {
 // pmsCheckEnv are the edge's settings that edge pms check reads: the same
 // PMS, brand, code source and client deadlines as the edge itself.
 var pmsCheckEnv = []string{"EDGE_BRAND", "EDGE_CODE_SOURCE", "PMS_BASE_URL", "PMS_SANDBOX_URL", "PMS_TOKEN",
-	"PMS_CANDIDATE_URL", "PMS_CANDIDATE_TOKEN", "EDGE_PMS_TIMEOUT", "EDGE_PMS_ATTEMPT_TIMEOUT"}
+	"PMS_CANDIDATE_URL", "PMS_CANDIDATE_TOKEN", "EDGE_PMS_TIMEOUT", "EDGE_PMS_ATTEMPT_TIMEOUT", "EDGE_PMS_MAX_WALK_BYTES"}
 
 // checkOptions are edge pms check's own flags.
 type checkOptions struct {
@@ -49,6 +49,7 @@ type checkOptions struct {
 	codeSource          mapping.CodeSource
 	callTimeout         time.Duration
 	attemptTimeout      time.Duration
+	maxWalkBytes        int64 // EDGE_PMS_MAX_WALK_BYTES, as the edge
 }
 
 // runPMSCheck is edge pms check (DECISIONS.md 14): it walks a PMS with the
@@ -107,6 +108,7 @@ func runPMSCheck(ctx context.Context, args []string, getenv lookupEnv, stdout, s
 			PageSize:       o.pageSize,
 			CallTimeout:    o.callTimeout,
 			AttemptTimeout: o.attemptTimeout,
+			MaxWalkBytes:   o.maxWalkBytes,
 		},
 		Brand:      o.brand,
 		Mode:       mode,
@@ -213,6 +215,7 @@ func parseCheck(args []string, getenv lookupEnv, stderr io.Writer) (checkOptions
 	candidate := p.url("PMS_CANDIDATE_URL", false)
 	o.callTimeout = p.duration("EDGE_PMS_TIMEOUT")
 	o.attemptTimeout = p.duration("EDGE_PMS_ATTEMPT_TIMEOUT")
+	o.maxWalkBytes = p.size("EDGE_PMS_MAX_WALK_BYTES")
 	o.tok = p.str("PMS_TOKEN")
 	o.baseURL = live
 	switch {

@@ -289,3 +289,18 @@ func TestPMSCheckUsage(t *testing.T) {
 		t.Errorf("no EDGE_BRAND: exit %d (%v)\n%s\n%s", c.exitCode(), c.err, c.stdout, c.stderr)
 	}
 }
+
+// TestPMSCheckHonoursWalkBound: the check walks with the edge's own bounds,
+// so a walk larger than EDGE_PMS_MAX_WALK_BYTES fails there as it would in
+// the edge (exit 1), and the same PMS passes under the default bound.
+func TestPMSCheckHonoursWalkBound(t *testing.T) {
+	_, env := serveSim(t, pmsim.Config{Seed: 7})
+	if c := runCheck(t, env); c.exitCode() != 0 {
+		t.Fatalf("default bound: exit %d (%v)\n%s", c.exitCode(), c.err, c.stdout)
+	}
+	env["EDGE_PMS_MAX_WALK_BYTES"] = "1024"
+	c := runCheck(t, env)
+	if c.exitCode() != 1 || !strings.Contains(c.stdout+c.stderr, "1024 bytes") {
+		t.Errorf("1 KiB bound: exit %d (%v), want 1 naming the bound\n%s\n%s", c.exitCode(), c.err, c.stdout, c.stderr)
+	}
+}

@@ -213,6 +213,7 @@ func newShadowedCatalog(cfg settings, baseURL string, mode keys.Mode, version st
 		Version:        version,
 		CallTimeout:    cfg.PMSTimeout,
 		AttemptTimeout: cfg.PMSAttempt,
+		MaxWalkBytes:   cfg.PMSMaxWalkBytes,
 		Tracer:         tel.Tracer(),
 		Metrics:        pm,
 		WrapTransport:  func(rt http.RoundTripper) http.RoundTripper { return tel.Transport(rt, upstream.ResendCount) },

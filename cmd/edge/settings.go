@@ -42,6 +42,8 @@ type settings struct {
 	AuthFailLimit            int            // failed authentications a minute per client address; 0: off
 	TrustedProxies           []netip.Prefix // whose X-Forwarded-For is believed
 	RedisURL                 string         // shared limits and snapshots; empty: in-process (fleet.go)
+	FleetSecret              []byte         // authenticates what instances share through Redis
+	PMSMaxWalkBytes          int64          // bound on the total size of one PMS list walk
 	OAuthIssuer              string         // with OAuthAudience: access tokens on (DECISIONS 12); empty: off
 	OAuthAudience            string
 	CandidateURL             string // shadow candidate PMS; empty: none (shadow.go)
@@ -93,6 +95,8 @@ func settingTable() []*setting {
 		{env: "EDGE_AUTH_FAIL_LIMIT", flag: "auth-fail-limit", def: "20", help: "failed authentications (401 INVALID_API_KEY) allowed per client address per minute before 429; 0 disables the throttle"},
 		{env: "EDGE_TRUSTED_PROXIES", flag: "trusted-proxies", def: "", help: "comma-separated CIDRs whose X-Forwarded-For is believed for the client address"},
 		{env: "EDGE_REDIS_URL", flag: "redis-url", def: "", help: "redis:// or rediss:// URL of the Redis (or Valkey) that instances share limits and snapshot loads through; empty keeps everything in-process"},
+		{env: "EDGE_FLEET_SECRET", flag: "fleet-secret", def: "", help: "at least 32 bytes, the same on every instance; required with EDGE_REDIS_URL: authenticates what instances share through Redis (prefer the variable: flags show in ps)"},
+		{env: "EDGE_PMS_MAX_WALK_BYTES", flag: "pms-max-walk-bytes", def: "256MiB", help: "bound on the total size of one PMS list walk (bytes, or with a unit: 64MiB, 1GiB); beyond it the walk fails (502)"},
 		{env: "EDGE_OAUTH_ISSUER", flag: "oauth-issuer", def: "", help: "OAuth 2.0 authorization server's issuer URL; with EDGE_OAUTH_AUDIENCE turns access tokens on (empty: off)"},
 		{env: "EDGE_OAUTH_AUDIENCE", flag: "oauth-audience", def: "", help: "this deployment's resource identifier (e.g. https://api.aurora.example.com/v1); tokens must name it in aud"},
 		{env: "PMS_CANDIDATE_URL", flag: "pms-candidate-url", def: "", help: "candidate PMS walked in the background and compared with the live one (GET /shadow on the admin listener); never serves a partner"},
@@ -144,40 +148,43 @@ func parseSettings(args []string, getenv lookupEnv, stderr io.Writer) (settings,
 	}
 	p := parser{get: get}
 	s := settings{
-		Addr:           p.str("EDGE_ADDR"),
-		AdminAddr:      p.str("EDGE_ADMIN_ADDR"),
-		Brand:          p.str("EDGE_BRAND"),
-		DocsURL:        p.url("EDGE_DOCS_URL", true),
-		KeysFile:       p.str("EDGE_KEYS_FILE"),
-		CodeSource:     p.codeSource("EDGE_CODE_SOURCE"),
-		CacheTTL:       p.duration("EDGE_CACHE_TTL"),
-		CacheStale:     p.duration("EDGE_CACHE_STALE"),
-		TLSCert:        p.str("EDGE_TLS_CERT"),
-		TLSKey:         p.str("EDGE_TLS_KEY"),
-		PMSBaseURL:     p.url("PMS_BASE_URL", false),
-		PMSSandbox:     p.url("PMS_SANDBOX_URL", false),
-		PMSToken:       p.str("PMS_TOKEN"),
-		PMSTimeout:     p.duration("EDGE_PMS_TIMEOUT"),
-		PMSAttempt:     p.duration("EDGE_PMS_ATTEMPT_TIMEOUT"),
-		DrainDelay:     p.duration("EDGE_DRAIN_DELAY"),
-		ShutdownWait:   p.duration("EDGE_SHUTDOWN_TIMEOUT"),
-		LogFormat:      p.oneOf("EDGE_LOG_FORMAT", "json", "text"),
-		LogLevel:       p.level("EDGE_LOG_LEVEL"),
-		RatePerSecond:  p.float("EDGE_RATE_LIMIT"),
-		RateBurst:      p.count("EDGE_RATE_BURST"),
-		RequestTimeout: p.duration("EDGE_REQUEST_TIMEOUT"),
-		MaxConcurrent:  p.count("EDGE_MAX_CONCURRENT"),
-		AuthFailLimit:  p.count("EDGE_AUTH_FAIL_LIMIT"),
-		TrustedProxies: p.cidrs("EDGE_TRUSTED_PROXIES"),
-		RedisURL:       p.redisURL("EDGE_REDIS_URL"),
-		OAuthIssuer:    p.exactURL("EDGE_OAUTH_ISSUER"),
-		OAuthAudience:  p.exactURL("EDGE_OAUTH_AUDIENCE"),
-		CandidateURL:   p.url("PMS_CANDIDATE_URL", false),
-		CandidateToken: p.str("PMS_CANDIDATE_TOKEN"),
+		Addr:            p.str("EDGE_ADDR"),
+		AdminAddr:       p.str("EDGE_ADMIN_ADDR"),
+		Brand:           p.str("EDGE_BRAND"),
+		DocsURL:         p.url("EDGE_DOCS_URL", true),
+		KeysFile:        p.str("EDGE_KEYS_FILE"),
+		CodeSource:      p.codeSource("EDGE_CODE_SOURCE"),
+		CacheTTL:        p.duration("EDGE_CACHE_TTL"),
+		CacheStale:      p.duration("EDGE_CACHE_STALE"),
+		TLSCert:         p.str("EDGE_TLS_CERT"),
+		TLSKey:          p.str("EDGE_TLS_KEY"),
+		PMSBaseURL:      p.pmsURL("PMS_BASE_URL"),
+		PMSSandbox:      p.pmsURL("PMS_SANDBOX_URL"),
+		PMSToken:        p.str("PMS_TOKEN"),
+		PMSTimeout:      p.duration("EDGE_PMS_TIMEOUT"),
+		PMSAttempt:      p.duration("EDGE_PMS_ATTEMPT_TIMEOUT"),
+		DrainDelay:      p.duration("EDGE_DRAIN_DELAY"),
+		ShutdownWait:    p.duration("EDGE_SHUTDOWN_TIMEOUT"),
+		LogFormat:       p.oneOf("EDGE_LOG_FORMAT", "json", "text"),
+		LogLevel:        p.level("EDGE_LOG_LEVEL"),
+		RatePerSecond:   p.float("EDGE_RATE_LIMIT"),
+		RateBurst:       p.count("EDGE_RATE_BURST"),
+		RequestTimeout:  p.duration("EDGE_REQUEST_TIMEOUT"),
+		MaxConcurrent:   p.count("EDGE_MAX_CONCURRENT"),
+		AuthFailLimit:   p.count("EDGE_AUTH_FAIL_LIMIT"),
+		TrustedProxies:  p.cidrs("EDGE_TRUSTED_PROXIES"),
+		RedisURL:        p.redisURL("EDGE_REDIS_URL"),
+		OAuthIssuer:     p.exactURL("EDGE_OAUTH_ISSUER"),
+		OAuthAudience:   p.exactURL("EDGE_OAUTH_AUDIENCE"),
+		CandidateURL:    p.pmsURL("PMS_CANDIDATE_URL"),
+		CandidateToken:  p.str("PMS_CANDIDATE_TOKEN"),
+		FleetSecret:     p.secret("EDGE_FLEET_SECRET"),
+		PMSMaxWalkBytes: p.size("EDGE_PMS_MAX_WALK_BYTES"),
 
 		AccessLog:       p.str("EDGE_ACCESS_LOG"),
 		AccessLogSample: p.float("EDGE_ACCESS_LOG_SAMPLE"),
 	}
+	p.checkBounds(&s)
 	if s.AdminAddr == "off" {
 		s.AdminAddr = ""
 	}
@@ -218,8 +225,10 @@ type parser struct {
 
 func (p *parser) fail(err error) { p.errs = append(p.errs, err) }
 
+// bad reports st's value as invalid; the value is shown redacted
+// (redact.go): no start-up error prints a secret.
 func (p *parser) bad(st *setting, want string) {
-	p.fail(fmt.Errorf("invalid %s %q: %s", st.source, st.value, want))
+	p.fail(fmt.Errorf("invalid %s %q: %s", st.source, redactSetting(st.value), want))
 }
 
 func (p *parser) str(env string) string { return p.get[env].value }
@@ -330,25 +339,6 @@ func (p *parser) redisURL(env string) string {
 			return st.value
 		}
 	}
-	shown := *st
-	shown.value = redactURL(st.value, u)
-	p.bad(&shown, "want redis://[user:password@]host:port[/db] or rediss://...")
+	p.bad(st, "want redis://[user:password@]host:port[/db] or rediss://...") // shown redacted
 	return ""
-}
-
-// redactURL hides the password of raw (parsed as u when it parsed).
-func redactURL(raw string, u *url.URL) string {
-	if u != nil && u.User != nil {
-		return u.Redacted()
-	}
-	if at := strings.LastIndex(raw, "@"); at >= 0 {
-		start := strings.Index(raw, "://") + 3 // 2 when absent: from the start
-		if start < 3 {
-			start = 0
-		}
-		if start <= at {
-			return raw[:start] + "xxxxx" + raw[at:]
-		}
-	}
-	return raw
 }

@@ -26,6 +26,7 @@ func newShadow(cfg settings, version string, log *slog.Logger, tel *observabilit
 			Version:        version,
 			CallTimeout:    cfg.PMSTimeout,
 			AttemptTimeout: cfg.PMSAttempt,
+			MaxWalkBytes:   cfg.PMSMaxWalkBytes,
 			Metrics:        tel.Metrics().PMS("candidate"),
 			Logger:         log,
 		},

@@ -3,6 +3,7 @@ package keys
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 
 	"github.com/partner-edge/partner-edge/edge/ratelimit"
@@ -19,6 +20,12 @@ const (
 	maxPerSecond = 1e6
 	maxBurst     = 1e6
 )
+
+// representable reports whether the limiters can enforce perSecond with
+// burst (ratelimit.Limit.Valid: a bucket that refills within 1e18 ns).
+func representable(perSecond, burst float64) bool {
+	return ratelimit.Limit{PerSecond: perSecond, Burst: int(burst)}.Valid()
+}
 
 var rateLimitFields = map[string]bool{"perSecond": true, "burst": true}
 
@@ -49,6 +56,10 @@ func parseRateLimit(raw json.RawMessage) (*RateLimit, error) {
 		return nil, errors.New("perSecond must be a positive number of requests a second, at most 1000000")
 	case *w.Burst < 1 || *w.Burst > maxBurst || *w.Burst != math.Trunc(*w.Burst):
 		return nil, errors.New("burst must be a whole number from 1 to 1000000")
+	case !representable(*w.PerSecond, *w.Burst):
+		// The limiter would take this for "no limit" (DECISIONS 15).
+		return nil, fmt.Errorf("perSecond %g is too small for burst %g: a limiter cannot represent it; want more than %g",
+			*w.PerSecond, *w.Burst, ratelimit.MinRate(int(*w.Burst)))
 	}
 	return &RateLimit{PerSecond: *w.PerSecond, Burst: int(*w.Burst)}, nil
 }

@@ -6,18 +6,19 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/partner-edge/partner-edge/edge/internal/opfile"
 )
 
 // maxFileSize bounds how much of a key file is read: far above any real key
-// file (about 400 bytes a key), small enough that a wrong path (a log file, a
-// device) cannot exhaust memory.
-const maxFileSize = 16 << 20
+// file (about 400 bytes a key), small enough that a wrong path (a log file)
+// cannot exhaust memory (DECISIONS 15: 16 MiB).
+const maxFileSize = opfile.MaxKeyFile
 
 // Options configures a Store. The zero value is usable.
 type Options struct {
@@ -175,17 +176,14 @@ func (s *Store) reload(force bool) (bool, error) {
 
 // read returns the file's content and its SHA-256.
 func (s *Store) read() ([]byte, [sha256.Size]byte, error) {
-	f, err := os.Open(s.path)
-	if err != nil {
-		return nil, [sha256.Size]byte{}, describeFSError(err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
-	if err != nil {
-		return nil, [sha256.Size]byte{}, describeFSError(err)
-	}
-	if len(data) > maxFileSize {
+	// A regular file only (links followed), never blocking: a FIFO or a
+	// device is refused like a malformed file (DECISIONS 15).
+	data, err := opfile.Read(s.path, maxFileSize)
+	if errors.Is(err, opfile.ErrTooLarge) {
 		return nil, [sha256.Size]byte{}, fmt.Errorf("file is larger than %d bytes", maxFileSize)
+	}
+	if err != nil {
+		return nil, [sha256.Size]byte{}, describeFSError(err)
 	}
 	return data, sha256.Sum256(data), nil
 }

@@ -6,10 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/partner-edge/partner-edge/edge/internal/opfile"
 )
 
 // certStore holds the serving certificate and replaces it when its files
@@ -52,8 +53,10 @@ func (c *certStore) reload(force bool) error {
 	if c.onApplied != nil {
 		defer c.onApplied()
 	}
-	certPEM, err1 := os.ReadFile(c.certFile)
-	keyPEM, err2 := os.ReadFile(c.keyFile)
+	// Bounded, regular files only, never blocking (DECISIONS 15): a link
+	// to /dev/zero or a FIFO is refused like a malformed file.
+	certPEM, err1 := opfile.Read(c.certFile, opfile.MaxTLSFile)
+	keyPEM, err2 := opfile.Read(c.keyFile, opfile.MaxTLSFile)
 	if err := errors.Join(err1, err2); err != nil {
 		return c.reject(fmt.Errorf("read TLS certificate files: %w", err))
 	}

@@ -44,6 +44,13 @@ func (l Limit) Valid() bool {
 		float64(time.Second)/l.PerSecond*float64(l.Burst+1) < 1e18
 }
 
+// MinRate is the rate at or below which a Limit of burst cannot be Valid:
+// its bucket would take more than 1e18 ns to refill. A configured rate at
+// or below it must be refused, never taken as "no limit" (DECISIONS 15).
+func MinRate(burst int) float64 {
+	return float64(time.Second) * float64(burst+1) / 1e18
+}
+
 // Interval is the time one unit takes to refill.
 func (l Limit) Interval() time.Duration {
 	return time.Duration(math.Ceil(float64(time.Second) / l.PerSecond))

@@ -81,6 +81,8 @@ type Cache struct {
 	group      singleflight.Group
 	refreshing atomic.Bool // a background refresh runs
 
+	afterCheck func() // test hook: called once snapshot has looked at cur; nil: none
+
 	bmu       sync.Mutex
 	failures  int       // failed loads in a row
 	backoffTo time.Time // no background refresh before this

@@ -30,11 +30,14 @@ func (c *Cache) snapshot(ctx context.Context) (s *upstream.Snapshot, loadErr err
 	}
 	e := c.cur.Load()
 	now := c.now()
+	if c.afterCheck != nil {
+		c.afterCheck()
+	}
 	if e != nil {
 		age := now.Sub(e.loadedAt)
 		if age < c.ttl {
 			if age >= c.refreshAfter {
-				c.refresh(ctx)
+				c.refresh(ctx, e)
 			}
 			c.outcome(ctx, OutcomeHit)
 			return e.val, nil, nil
@@ -42,12 +45,12 @@ func (c *Cache) snapshot(ctx context.Context) (s *upstream.Snapshot, loadErr err
 		if age < c.stale && c.backingOff(now) {
 			// The last load failed: serve stale until the backoff ends
 			// rather than every caller trying again; a refresh retries.
-			c.refresh(ctx)
+			c.refresh(ctx, e)
 			c.outcome(ctx, OutcomeStale)
 			return e.val, errBackoff, nil
 		}
 	}
-	v, led, err := c.shared(ctx, snapKey, c.loadAndStore)
+	v, led, err := c.shared(ctx, snapKey, c.loadAfter(e, c.ttl))
 	if err != nil {
 		if servable(err) {
 			if e := c.cur.Load(); e != nil && c.now().Sub(e.loadedAt) < c.stale {
@@ -76,10 +79,12 @@ func (c *Cache) report(ctx context.Context, err error, led bool) {
 }
 
 // refresh starts a background load of the snapshot unless one is running
-// or refreshes are backed off after a failure. It keeps ctx's values (ids,
+// or refreshes are backed off after a failure; seen is the entry the
+// caller found due for refresh (the load is skipped when a newer one is
+// held by then: loadAfter). It keeps ctx's values (ids,
 // trace), not its cancellation. Refreshes happen only when someone asks:
 // a brand nobody reads is not refreshed.
-func (c *Cache) refresh(ctx context.Context) {
+func (c *Cache) refresh(ctx context.Context, seen *entry) {
 	if c.backingOff(c.now()) || !c.refreshing.CompareAndSwap(false, true) {
 		return
 	}
@@ -94,7 +99,7 @@ func (c *Cache) refresh(ctx context.Context) {
 		defer c.refreshing.Store(false)
 		// Do, not DoChan: this goroutine waits, so the flag is cleared
 		// only once the load (its own or one it joined) has ended.
-		_, err, _ := c.group.Do(snapKey, func() (any, error) { return c.run(vals, c.loadAndStore) })
+		_, err, _ := c.group.Do(snapKey, func() (any, error) { return c.run(vals, c.loadAfter(seen, c.refreshAfter)) })
 		if err != nil {
 			c.log.WarnContext(vals, "cache refresh failed; serving the held snapshot", "key", c.key, "error", err)
 		}
@@ -146,6 +151,23 @@ func (c *Cache) loadOnly(ctx context.Context) (any, error) {
 		return nil, &upstream.Error{Kind: upstream.Internal, Err: errors.New("cache: loader returned no snapshot")}
 	}
 	return s, nil
+}
+
+// loadAfter is loadAndStore for a caller that decided to load after seeing
+// seen (nil: nothing held) in cur. Checking cur and joining the shared
+// load are two steps: a caller can look before a load stores its snapshot
+// and join only after that load has ended, starting a second one. So the
+// load that runs looks again first: when cur holds another entry than
+// seen, younger than maxAge, some load has already done the work since
+// the caller looked, and that entry is the answer (issue 17: one load per
+// cold start or expiry, whatever the concurrency).
+func (c *Cache) loadAfter(seen *entry, maxAge time.Duration) func(context.Context) (any, error) {
+	return func(ctx context.Context) (any, error) {
+		if cur := c.cur.Load(); cur != nil && cur != seen && c.now().Sub(cur.loadedAt) < maxAge {
+			return cur, nil
+		}
+		return c.loadAndStore(ctx)
+	}
 }
 
 // loadAndStore loads the snapshot and holds it.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
@@ -91,6 +92,7 @@ func New(cfg Config) (*Client, error) {
 		tp = noop.NewTracerProvider()
 	}
 	rdb.AddHook(newOTelHook(tp.Tracer(observability.ScopeName), m, host, port, opts.DB))
+	guard.setProbe(func(ctx context.Context) error { return rdb.Set(ctx, probeKey, "1", time.Second).Err() })
 	return &Client{rdb: rdb, guard: guard, metrics: m}, nil
 }
 

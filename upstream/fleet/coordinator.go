@@ -58,9 +58,13 @@ type Coordinator struct {
 	PublishTTL time.Duration
 	// Wait bounds a loser's wait; Poll is its polling interval.
 	Wait, Poll time.Duration
-	// Log (nil: discard) and Count (nil: none) report fallbacks.
+	// Log (nil: discard) and Count (nil: none) report fallbacks; Log
+	// also gets a warning for each publication refused as forged.
 	Log   *slog.Logger
 	Count Fallbacks
+	// Now is the clock a publication's load time is checked against (one
+	// in the future, beyond MaxSkew, is refused). Nil means time.Now.
+	Now func() time.Time
 
 	waiting func() // test hook: called when a loser starts polling
 }
@@ -134,19 +138,42 @@ func (c *Coordinator) lead(ctx context.Context, name string, load LoadFunc) (Loa
 	return l, err
 }
 
+// MaxSkew is how far in the future a publication's load time may be
+// (clocks of instances differ a little; DECISIONS 15: 5 s).
+const MaxSkew = 5 * time.Second
+
+// errFromFuture is a publication whose load time is beyond MaxSkew ahead:
+// written with the secret, but not by a walk that has happened (a clock
+// far off, or a forgery). It is never used.
+var errFromFuture = errors.New("fleet: published snapshot loaded in the future")
+
 // missing: no publication, or none recent enough.
 func missing(err error) bool { return errors.Is(err, ErrNotFound) || errors.Is(err, errStale) }
 
 // badPublication: a publication is there but cannot be used.
-func badPublication(err error) bool { return errors.Is(err, ErrCorrupt) || errors.Is(err, ErrTooLarge) }
+func badPublication(err error) bool {
+	return errors.Is(err, ErrCorrupt) || errors.Is(err, ErrTooLarge) ||
+		errors.Is(err, ErrUnauthenticated) || errors.Is(err, errFromFuture)
+}
 
 var errStale = errors.New("fleet: publication older than wanted")
 
 // fetch returns a decoded publication loaded after newerThan, or why not.
 func (c *Coordinator) fetch(ctx context.Context, name string, newerThan time.Time) (*Loaded, error) {
 	payload, version, _, err := c.Store.Fetch(ctx, name)
+	if errors.Is(err, ErrUnauthenticated) {
+		c.refused(ctx, name, err)
+	}
 	if err != nil {
 		return nil, err
+	}
+	now := time.Now
+	if c.Now != nil {
+		now = c.Now
+	}
+	if limit := now().Add(MaxSkew).UnixMilli(); version > limit {
+		c.refused(ctx, name, errFromFuture)
+		return nil, errFromFuture
 	}
 	if version <= newerThan.UnixMilli() {
 		return nil, errStale
@@ -155,7 +182,18 @@ func (c *Coordinator) fetch(ctx context.Context, name string, newerThan time.Tim
 	if err != nil {
 		return nil, err
 	}
+	if at.After(now().Add(MaxSkew)) {
+		c.refused(ctx, name, errFromFuture)
+		return nil, errFromFuture
+	}
 	return &Loaded{Properties: props, LoadedAt: at, Source: SourceShared}, nil
+}
+
+// refused logs a publication refused as forged (DECISIONS 15).
+func (c *Coordinator) refused(ctx context.Context, name string, why error) {
+	if c.Log != nil {
+		c.Log.WarnContext(ctx, "shared snapshot refused; loading from the PMS", "snapshot", name, "reason", why.Error())
+	}
 }
 
 // local walks the PMS after a failure of the shared path; publish says

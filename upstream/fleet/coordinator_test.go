@@ -43,7 +43,8 @@ func (p *pms) load(ctx context.Context) ([]mapping.Property, time.Time, error) {
 }
 
 func newCoordinator(store SnapshotStore) *Coordinator {
-	return &Coordinator{Store: store, LeaseTTL: 10 * time.Second, PublishTTL: time.Minute, Wait: 5 * time.Second, Poll: 5 * time.Millisecond}
+	return &Coordinator{Store: store, LeaseTTL: 10 * time.Second, PublishTTL: time.Minute, Wait: 5 * time.Second, Poll: 5 * time.Millisecond,
+		Now: func() time.Time { return loadedAt.Add(time.Minute) }} // the tests' walks load at loadedAt
 }
 
 func TestCodecRoundTrip(t *testing.T) {
@@ -72,8 +73,8 @@ func TestCodecRoundTrip(t *testing.T) {
 func TestCoordinatorsRacingMakeOneWalk(t *testing.T) {
 	srv := redistest.Start(t)
 	p := &pms{gate: make(chan struct{})}
-	a := newCoordinator(NewStore(newTestClient(t, srv.URL(), nil, nil), 0, nil))
-	b := newCoordinator(NewStore(newTestClient(t, srv.URL(), nil, nil), 0, nil))
+	a := newCoordinator(NewStore(newTestClient(t, srv.URL(), nil, nil), 0, nil, testSecret))
+	b := newCoordinator(NewStore(newTestClient(t, srv.URL(), nil, nil), 0, nil, testSecret))
 	b.waiting = func() { close(p.gate) } // the leader's walk ends once b waits
 	a.waiting = b.waiting
 
@@ -100,7 +101,7 @@ func TestCoordinatorsRacingMakeOneWalk(t *testing.T) {
 		t.Fatalf("walks %d, sources %v; want one walk, one leader, one shared", p.walks.Load(), sources)
 	}
 	// A third instance later takes the publication without a walk or lease.
-	c := newCoordinator(NewStore(newTestClient(t, srv.URL(), nil, nil), 0, nil))
+	c := newCoordinator(NewStore(newTestClient(t, srv.URL(), nil, nil), 0, nil, testSecret))
 	l, err := c.Load(t.Context(), "acme", "live", loadedAt.Add(-time.Second), p.load)
 	if err != nil || l.Source != SourceShared || p.walks.Load() != 1 {
 		t.Fatalf("late instance: %v, %v, walks %d", l.Source, err, p.walks.Load())
@@ -115,7 +116,7 @@ func TestCoordinatorRedisDownLoadsLocally(t *testing.T) {
 	srv := redistest.Start(t)
 	tl := newTel(t)
 	client := newTestClient(t, srv.URL(), tl, nil)
-	c := newCoordinator(NewStore(client, 0, nil))
+	c := newCoordinator(NewStore(client, 0, nil, testSecret))
 	c.Count = client
 	srv.Stop()
 	p := &pms{}
@@ -131,7 +132,7 @@ func TestCoordinatorRedisDownLoadsLocally(t *testing.T) {
 func TestCoordinatorBadPublicationLoadsLocally(t *testing.T) {
 	srv := redistest.Start(t)
 	client := newTestClient(t, srv.URL(), nil, nil)
-	other := NewStore(client, 0, nil)
+	other := NewStore(client, 0, nil, testSecret)
 	name := SnapKey("acme", "live")
 	for _, tc := range []struct {
 		what    string
@@ -149,7 +150,7 @@ func TestCoordinatorBadPublicationLoadsLocally(t *testing.T) {
 			t.Fatalf("lease: %v, %v", won, err)
 		}
 		p := &pms{}
-		c := newCoordinator(NewStore(client, tc.max, nil))
+		c := newCoordinator(NewStore(client, tc.max, nil, testSecret))
 		l, err := c.Load(t.Context(), "acme", "live", time.Time{}, p.load)
 		if err != nil || l.Source != SourceLocal || p.walks.Load() != 1 {
 			t.Fatalf("%s publication: %v, %v, walks %d; want a local walk", tc.what, l.Source, err, p.walks.Load())

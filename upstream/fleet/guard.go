@@ -69,6 +69,7 @@ type Guard struct {
 	cb      *gobreaker.CircuitBreaker[struct{}]
 	timeout time.Duration
 	metrics *Metrics
+	fence   *fence // up while Redis refuses writes (fence.go)
 }
 
 // NewGuard returns a guard; log (nil: discard) gets one line per breaker
@@ -82,6 +83,10 @@ func NewGuard(cfg GuardConfig, log *slog.Logger, metrics *Metrics) (*Guard, erro
 		log = slog.New(slog.DiscardHandler)
 	}
 	g := &Guard{timeout: cfg.CallTimeout, metrics: metrics}
+	g.fence = &fence{every: cfg.OpenTimeout, log: log}
+	if metrics != nil {
+		g.fence.gauge = func(s observability.BreakerState) { metrics.BreakerState(context.Background(), s) }
+	}
 	g.cb = gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{
 		Name:        "redis",
 		MaxRequests: cfg.HalfOpenProbes,
@@ -107,10 +112,17 @@ func NewGuard(cfg GuardConfig, log *slog.Logger, metrics *Metrics) (*Guard, erro
 	return g, nil
 }
 
-// State is the breaker's state now (for the admin listener).
+// State is the breaker's state now (for the admin listener); while Redis
+// refuses writes (the fence is up) it is BreakerOpen whatever the breaker.
 func (g *Guard) State() observability.BreakerState {
+	if g.fence.isUp() {
+		return observability.BreakerOpen
+	}
 	return observability.ParseBreakerState(g.cb.State().String())
 }
+
+// setProbe sets the write the fence probes with (Client: a short SET).
+func (g *Guard) setProbe(probe func(ctx context.Context) error) { g.fence.probe = probe }
 
 // Do runs fn with a context bounded by the call timeout, through the
 // breaker. While the breaker is open it returns an error wrapping
@@ -118,9 +130,15 @@ func (g *Guard) State() observability.BreakerState {
 // failure is returned wrapping ErrUnavailable as well. redis.Nil is a
 // success and returned as is; so is a Redis error reply that does not mean
 // "unavailable" (LOADING, READONLY, BUSY... do). When ctx itself ends, Do
-// returns its error and the breaker does not count the call.
+// returns its error and the breaker does not count the call. A write
+// refusal (OOM, READONLY, NOPERM...: fence.go) raises the fence: until a
+// probe write succeeds, Do returns ErrUnavailable at once.
 func (g *Guard) Do(ctx context.Context, fn func(ctx context.Context) error) error {
 	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := g.fence.pass(ctx, g.timeout); err != nil {
+		g.count(ErrRejected)
 		return err
 	}
 	_, err := g.cb.Execute(func() (struct{}, error) {
@@ -147,6 +165,9 @@ func (g *Guard) Do(ctx context.Context, fn func(ctx context.Context) error) erro
 	if kind != "" {
 		g.count(kind)
 	}
+	if reason, ok := refusal(err); ok {
+		g.fence.raise(reason, err)
+	}
 	if failed {
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
@@ -166,8 +187,10 @@ func (e *callerGone) Error() string { return e.err.Error() }
 func (e *callerGone) Unwrap() error { return e.err }
 
 // unavailableReplies are error replies meaning "this server cannot serve
-// now"; they count against the breaker. Any other reply means Redis works.
-var unavailableReplies = []string{"LOADING", "READONLY", "MASTERDOWN", "BUSY", "TRYAGAIN", "CLUSTERDOWN", "NOREPLICAS", "MISCONF"}
+// now"; they count against the breaker, and so do the write refusals
+// (fence.go), which also raise the fence. Any other reply means Redis
+// works.
+var unavailableReplies = append([]string{"LOADING", "MASTERDOWN", "BUSY", "TRYAGAIN", "CLUSTERDOWN"}, writeRefusals...)
 
 // classify returns the kind of a call's error ("" for none, redis.Nil
 // included) and whether it counts as a failure of Redis.

@@ -1,8 +1,11 @@
 package fleet
 
 import (
+	"bytes"
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -18,11 +21,22 @@ const DefaultMaxPayload = 8 << 20
 var (
 	ErrNotFound = errors.New("fleet: no snapshot published")
 	ErrTooLarge = errors.New("fleet: published snapshot too large")
+	// ErrUnauthenticated is a publication whose HMAC does not verify under
+	// the store's secret: written by someone without EDGE_FLEET_SECRET (or
+	// by an instance with another one, or before DECISIONS 15).
+	ErrUnauthenticated = errors.New("fleet: published snapshot not authenticated (EDGE_FLEET_SECRET)")
 )
 
-// frameHeader: a frame version byte, the version (8 bytes), the publish
-// time (Unix ms, 8 bytes), then the payload.
-const frameHeader = 17
+// A frame: the frame version byte (2), the version (8 bytes), the publish
+// time (Unix ms, 8 bytes), HMAC-SHA256 under the fleet secret of the key
+// name, those 17 bytes and the payload (32 bytes), then the payload. The
+// key name is in the MAC, so a publication cannot be replayed under
+// another brand's or mode's key.
+const (
+	frameVersion = 2
+	frameHeader  = 17
+	frameMAC     = sha256.Size
+)
 
 // Store is the lease-and-publish store of shared snapshots. Each Store has
 // its own lease token: it releases only leases it holds.
@@ -31,11 +45,14 @@ type Store struct {
 	token      string
 	maxPayload int
 	now        func() time.Time
+	secret     []byte
 }
 
 // NewStore returns a store on c; maxPayload <= 0 means DefaultMaxPayload;
-// now (nil: time.Now) stamps publications.
-func NewStore(c *Client, maxPayload int, now func() time.Time) *Store {
+// now (nil: time.Now) stamps publications; secret (EDGE_FLEET_SECRET, the
+// same on every instance) signs what Publish writes, and Fetch returns
+// only what verifies under it. An empty secret verifies nothing.
+func NewStore(c *Client, maxPayload int, now func() time.Time, secret []byte) *Store {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	if maxPayload <= 0 {
@@ -44,7 +61,7 @@ func NewStore(c *Client, maxPayload int, now func() time.Time) *Store {
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{c: c, token: hex.EncodeToString(b[:]), maxPayload: maxPayload, now: now}
+	return &Store{c: c, token: hex.EncodeToString(b[:]), maxPayload: maxPayload, now: now, secret: bytes.Clone(secret)}
 }
 
 // Lease takes name's lease for ttl if nobody holds it (SET NX PX).
@@ -71,23 +88,34 @@ func (s *Store) Publish(ctx context.Context, name string, version int64, payload
 	if len(payload) > s.maxPayload {
 		return ErrTooLarge
 	}
-	frame := make([]byte, frameHeader, frameHeader+len(payload))
-	frame[0] = 1
+	frame := make([]byte, frameHeader, frameHeader+frameMAC+len(payload))
+	frame[0] = frameVersion
 	binary.BigEndian.PutUint64(frame[1:9], uint64(version))
 	binary.BigEndian.PutUint64(frame[9:17], uint64(s.now().UnixMilli()))
+	frame = append(frame, s.mac(name, frame[:frameHeader], payload)...)
 	frame = append(frame, payload...)
 	return s.c.Do(ctx, func(ctx context.Context, rdb *redis.Client) error {
 		return rdb.Set(ctx, name+":data", frame, ttl).Err()
 	})
 }
 
+// mac is the frame's HMAC-SHA256 under the secret.
+func (s *Store) mac(name string, header, payload []byte) []byte {
+	m := hmac.New(sha256.New, s.secret)
+	m.Write([]byte(name + ":data"))
+	m.Write(header)
+	m.Write(payload)
+	return m.Sum(nil)
+}
+
 // Fetch returns name's published payload, its version and when it was
 // published. It reads at most the payload bound (GETRANGE): a larger value
-// is ErrTooLarge, a malformed one ErrCorrupt, none ErrNotFound.
+// is ErrTooLarge, one that is not a signed frame or whose HMAC does not
+// verify ErrUnauthenticated, none ErrNotFound.
 func (s *Store) Fetch(ctx context.Context, name string) ([]byte, int64, time.Time, error) {
 	var b []byte
 	err := s.c.Do(ctx, func(ctx context.Context, rdb *redis.Client) (err error) {
-		b, err = rdb.GetRange(ctx, name+":data", 0, int64(frameHeader+s.maxPayload)).Bytes()
+		b, err = rdb.GetRange(ctx, name+":data", 0, int64(frameHeader+frameMAC+s.maxPayload)).Bytes()
 		return err
 	})
 	switch {
@@ -95,12 +123,16 @@ func (s *Store) Fetch(ctx context.Context, name string) ([]byte, int64, time.Tim
 		return nil, 0, time.Time{}, err
 	case len(b) == 0:
 		return nil, 0, time.Time{}, ErrNotFound
-	case len(b) > frameHeader+s.maxPayload:
+	case len(b) > frameHeader+frameMAC+s.maxPayload:
 		return nil, 0, time.Time{}, ErrTooLarge
-	case len(b) < frameHeader || b[0] != 1:
-		return nil, 0, time.Time{}, ErrCorrupt
+	case len(b) < frameHeader+frameMAC || b[0] != frameVersion || len(s.secret) == 0:
+		return nil, 0, time.Time{}, ErrUnauthenticated
+	}
+	payload := b[frameHeader+frameMAC:]
+	if !hmac.Equal(b[frameHeader:frameHeader+frameMAC], s.mac(name, b[:frameHeader], payload)) {
+		return nil, 0, time.Time{}, ErrUnauthenticated
 	}
 	version := int64(binary.BigEndian.Uint64(b[1:9]))
 	at := time.UnixMilli(int64(binary.BigEndian.Uint64(b[9:17]))).UTC()
-	return b[frameHeader:], version, at, nil
+	return payload, version, at, nil
 }

@@ -1,0 +1,118 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/partner-edge/partner-edge/observability"
+)
+
+// writeRefusals are the error replies with which Redis refuses a write
+// while it may still answer reads: out of memory under noeviction, a
+// read-only replica, an ACL without the permission, lost credentials, a
+// failed save, missing replicas. Any of them means the shared state cannot
+// be kept (DECISIONS 15): Redis counts as unavailable.
+var writeRefusals = []string{"OOM", "READONLY", "NOPERM", "NOAUTH", "WRONGPASS", "MISCONF", "NOREPLICAS"}
+
+// refusal returns the first word of err when it is a write refusal.
+func refusal(err error) (string, bool) {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return "", false
+	}
+	msg := re.Error()
+	for _, p := range writeRefusals {
+		if strings.HasPrefix(msg, p) {
+			return p, true
+		}
+	}
+	return "", false
+}
+
+// fence keeps the guard shut while Redis refuses writes. The breaker alone
+// would not see it: reads (a snapshot fetch, a limiter peek) keep
+// succeeding between the refused writes, so failures never come several
+// in a row. Once a call gets a write refusal the fence stands: every call
+// falls back at once, and only a probe write let through every
+// OpenTimeout takes it down. It is logged once when it goes up and once
+// when it comes down.
+type fence struct {
+	every time.Duration
+	probe func(ctx context.Context) error // a small write; nil: none (the fence falls after every)
+	log   *slog.Logger
+	gauge func(observability.BreakerState)
+
+	mu      sync.Mutex
+	up      bool
+	next    time.Time // when the next probe may run
+	probing bool
+}
+
+// raise puts the fence up after a refusal reply (no-op when up).
+func (f *fence) raise(reason string, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.up {
+		return
+	}
+	f.up, f.next = true, time.Now().Add(f.every)
+	f.log.Warn("redis refuses writes: shared limits and snapshots fall back to in-process until it accepts them",
+		"reply", reason, "error", err.Error())
+	if f.gauge != nil {
+		f.gauge(observability.BreakerOpen)
+	}
+}
+
+// isUp reports whether the fence stands.
+func (f *fence) isUp() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.up
+}
+
+// pass returns nil when a call may go to Redis: the fence is down, or it
+// is this call's turn to probe and the probe write succeeded (the fence
+// then falls). Otherwise it returns why not, wrapping ErrUnavailable.
+func (f *fence) pass(ctx context.Context, timeout time.Duration) error {
+	f.mu.Lock()
+	if !f.up {
+		f.mu.Unlock()
+		return nil
+	}
+	if f.probing || time.Now().Before(f.next) {
+		f.mu.Unlock()
+		return fmt.Errorf("%w: redis refuses writes", ErrUnavailable)
+	}
+	f.probing, f.next = true, time.Now().Add(f.every)
+	f.mu.Unlock()
+
+	var err error
+	if f.probe != nil {
+		pctx, cancel := context.WithTimeout(ctx, timeout)
+		err = f.probe(pctx)
+		cancel()
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.probing = false
+	if err != nil {
+		return fmt.Errorf("%w: redis still refuses writes: %w", ErrUnavailable, err)
+	}
+	f.up = false
+	f.log.Info("redis accepts writes again: shared limits and snapshots resume")
+	if f.gauge != nil {
+		f.gauge(observability.BreakerClosed)
+	}
+	return nil
+}
+
+// probeKey is the key the fence's probe writes (briefly): under the
+// edge's own prefix, so an ACL limited to the edge's keys allows it.
+const probeKey = "pe:probe"
