@@ -106,7 +106,7 @@ func (s *server) annotateSpan(r *http.Request, st *state, route string) {
 		return
 	}
 	observability.SetRoute(r.Context(), r.Method, route)
-	var buf [7]attribute.KeyValue // one SetAttributes call: each call allocates
+	var buf [9]attribute.KeyValue // one SetAttributes call (SetResponse's, which adds two): each call allocates
 	attrs := append(buf[:0], observability.AttrRequestID.String(st.requestID),
 		observability.AttrClientAddress.String(st.client.String()))
 	if st.correlationID != "" {
@@ -121,10 +121,18 @@ func (s *server) annotateSpan(r *http.Request, st *state, route string) {
 	if st.code != "" {
 		attrs = append(attrs, observability.AttrProblemCode.String(string(st.code)))
 	}
-	span.SetAttributes(attrs...)
 	if st.code != "" && st.w.status >= 500 {
 		span.SetStatus(codes.Error, string(st.code))
 	}
+	// The one ResponseWriter wrapper of the request is the state's: the
+	// server span learns the answer from it (SpanMiddleware). A partner
+	// who left got nothing written, which the span records as net/http
+	// would send it (200), as before; the access log says 499.
+	status := st.w.status
+	if status == statusClientClosed {
+		status = 0
+	}
+	observability.SetResponse(r.Context(), status, st.w.bytes, attrs...)
 }
 
 // routePattern is the matched route template, or "" when no route matched:

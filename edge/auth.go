@@ -99,7 +99,7 @@ func (s *server) authoriseKey(r *http.Request, key *keys.Key) error {
 		return problem.New(problem.BrandAccessDenied, "The API key is not valid for this brand.")
 	case !key.HasScope(keys.ScopePropertiesRead):
 		return problem.New(problem.InsufficientScope, "The API key lacks the scope %s.", keys.ScopePropertiesRead)
-	case key.Mode == keys.ModeTest && s.sandbox == nil:
+	case key.Mode == keys.ModeTest && s.catalogs.sandbox == nil:
 		return problem.New(problem.TestModeUnavailable, "This deployment does not serve test-mode keys.")
 	}
 	return nil

@@ -21,7 +21,7 @@ const DefaultRequestTimeout = 10 * time.Second
 //   - the request's one overall deadline, Config.RequestTimeout after it
 //     started: PMS calls, their retries and waits for a shared cache load
 //     all run under it, and a request still waiting when it passes answers
-//     504 GATEWAY_TIMEOUT (failUpstream).
+//     504 GATEWAY_TIMEOUT (problemOf).
 //
 // The deadline's timer is started only when something waits on Done (a
 // PMS call, a wait for a cache load): a request answered from the cache

@@ -17,11 +17,12 @@ var (
 	retryAfterHealth = []string{"1"}
 )
 
-// handleHealth answers liveness. It reads nothing of the request.
-func (s *server) handleHealth() http.Handler {
+// handleHealth answers liveness from healthy. It reads nothing of the
+// request.
+func handleHealth(healthy func() bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, status := healthOK, http.StatusOK
-		if !s.cfg.Healthy() {
+		if !healthy() {
 			body, status = healthUnhealthy, http.StatusServiceUnavailable
 			w.Header()["Retry-After"] = retryAfterHealth // every 503 carries it
 		}
@@ -38,48 +39,49 @@ func apiInfo(docsURL string) []byte {
 	return b
 }
 
-// handleInfo answers GET /v1/: proof that the key and the endpoint are right.
-func (s *server) handleInfo() http.Handler {
+// handleInfo answers GET /v1/ with info (apiInfo): proof that the key and
+// the endpoint are right.
+func handleInfo(rs responder, info []byte) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, err := parseQuery(r.URL.RawQuery, nil); err != nil {
-			s.fail(w, r, err)
+			rs.fail(w, r, err)
 			return
 		}
-		s.writeOne(w, r, s.info)
+		rs.writeOne(w, r, info)
 	})
 }
 
 // handleListProperties answers GET /v1/properties: the active properties
 // the key may see, ordered by createdAt then id, one page of them.
-func (s *server) handleListProperties() http.Handler {
+func handleListProperties(rs responder, cats catalogs) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q, err := parseQuery(r.URL.RawQuery, listParams)
 		if err != nil {
-			s.fail(w, r, err)
+			rs.fail(w, r, err)
 			return
 		}
 		key := Key(r.Context())
-		snap, err := s.catalog(key).Snapshot(r.Context())
+		snap, err := cats.of(key).Snapshot(r.Context())
 		if err != nil {
-			s.failUpstream(w, r, err)
+			rs.fail(w, r, err)
 			return
 		}
-		s.writePage(w, r, pageOf(snap, key, q[0], q[1]))
+		rs.writePage(w, r, pageOf(snap, key, q[0], q[1]))
 	})
 }
 
 // handleGetProperty answers GET /v1/properties/{propertyId}. An id the key
 // is not granted answers 404 before the PMS is asked, so a key can neither
 // learn that a property exists nor make the edge fetch it.
-func (s *server) handleGetProperty() http.Handler {
+func handleGetProperty(rs responder, cats catalogs) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, err := parseQuery(r.URL.RawQuery, nil); err != nil {
-			s.fail(w, r, err)
+			rs.fail(w, r, err)
 			return
 		}
 		id, ok := mapping.ParseID(chi.URLParam(r, "propertyId"))
 		if !ok {
-			s.fail(w, r, &problem.Error{Code: problem.InvalidPathParameter,
+			rs.fail(w, r, &problem.Error{Code: problem.InvalidPathParameter,
 				Detail: "propertyId must be a UUID.",
 				Errors: []problem.FieldError{{Field: "propertyId", Code: problem.FieldInvalidFormat,
 					Detail: "propertyId must be a UUID in the 8-4-4-4-12 hexadecimal form."}}})
@@ -87,15 +89,15 @@ func (s *server) handleGetProperty() http.Handler {
 		}
 		key := Key(r.Context())
 		if !key.CanSee(id) {
-			s.fail(w, r, propertyNotFound(id))
+			rs.fail(w, r, propertyNotFound(id))
 			return
 		}
-		item, err := s.catalog(key).Property(r.Context(), id)
+		item, err := cats.of(key).Property(r.Context(), id)
 		if err != nil {
-			s.failUpstream(w, r, err)
+			rs.fail(w, r, err)
 			return
 		}
-		s.writeOne(w, r, item.JSON)
+		rs.writeOne(w, r, item.JSON)
 	})
 }
 

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/partner-edge/partner-edge/mapping"
 	"github.com/partner-edge/partner-edge/problem"
 )
 
@@ -16,8 +17,16 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 8<<10); return &b
 // maxPooled keeps one rare huge response from pinning memory in the pool.
 const maxPooled = 256 << 10
 
+// responder is what every answer needs: the problem writer for errors
+// (fail) and the clock of meta.timestamp. Handlers and middleware take it
+// by value; it holds no request state.
+type responder struct {
+	problems problem.Writer
+	now      func() time.Time
+}
+
 // writeOne answers {"data": data, "meta": {...}}.
-func (s *server) writeOne(w http.ResponseWriter, r *http.Request, data []byte) {
+func (s responder) writeOne(w http.ResponseWriter, r *http.Request, data []byte) {
 	bp := bufPool.Get().(*[]byte)
 	b := append((*bp)[:0], `{"data":`...)
 	b = append(b, data...)
@@ -33,7 +42,7 @@ func (s *server) writeOne(w http.ResponseWriter, r *http.Request, data []byte) {
 // pieces (head, the snapshot's bytes, tail), net/http's 2 KB response
 // buffer split the large middle write and the answer cost one more write
 // system call, far more than copying 12 KB.
-func (s *server) writePage(w http.ResponseWriter, r *http.Request, p page) {
+func (s responder) writePage(w http.ResponseWriter, r *http.Request, p page) {
 	bp := bufPool.Get().(*[]byte)
 	b := append((*bp)[:0], `{"data":[`...)
 	b = append(b, p.joined...)
@@ -52,11 +61,11 @@ func (s *server) writePage(w http.ResponseWriter, r *http.Request, p page) {
 
 // appendMeta appends ,"meta":{...}. The request id and timestamp need no
 // JSON escaping: both are drawn from safe alphabets.
-func (s *server) appendMeta(b []byte, r *http.Request, p *page) []byte {
+func (s responder) appendMeta(b []byte, r *http.Request, p *page) []byte {
 	b = append(b, `,"meta":{"requestId":"`...)
 	b = append(b, RequestID(r.Context())...)
 	b = append(b, `","timestamp":"`...)
-	b = appendTimestamp(b, s.now())
+	b = mapping.AppendTime(b, s.now()) // the one timestamp encoder
 	b = append(b, '"')
 	if p != nil {
 		b = append(b, `,"pagination":{"page":`...)
@@ -101,22 +110,4 @@ func setJSONHeaders(w http.ResponseWriter, length int) {
 		return
 	}
 	h["Content-Length"] = []string{v}
-}
-
-// appendTimestamp appends t in problem.TimeFormat (UTC, milliseconds, Z)
-// without time.Format's general machinery: it runs on every answer.
-// Years outside 0000-9999 fall back to AppendFormat.
-func appendTimestamp(b []byte, t time.Time) []byte {
-	t = t.UTC()
-	year, month, day := t.Date()
-	if year < 0 || year > 9999 {
-		return t.AppendFormat(b, problem.TimeFormat)
-	}
-	hour, minute, sec := t.Clock()
-	ms := t.Nanosecond() / 1e6
-	b = append(b, byte('0'+year/1000), byte('0'+year/100%10), byte('0'+year/10%10), byte('0'+year%10), '-',
-		byte('0'+int(month)/10), byte('0'+int(month)%10), '-', byte('0'+day/10), byte('0'+day%10), 'T',
-		byte('0'+hour/10), byte('0'+hour%10), ':', byte('0'+minute/10), byte('0'+minute%10), ':',
-		byte('0'+sec/10), byte('0'+sec%10), '.', byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z')
-	return b
 }

@@ -5,10 +5,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partner-edge/partner-edge/mapping"
 	"github.com/partner-edge/partner-edge/problem"
 )
 
-// appendTimestamp agrees with time.Format on the contract's layout.
+// mapping.AppendTime, the edge's one timestamp encoder, agrees with
+// problem.TimeFormat (the problem bodies' layout) and time.Format on the contract's layout.
 func TestAppendTimestamp(t *testing.T) {
 	times := []time.Time{
 		time.Date(2026, 11, 22, 9, 41, 0, 0, time.UTC),
@@ -22,8 +24,8 @@ func TestAppendTimestamp(t *testing.T) {
 		times = append(times, time.Unix(r.Int64N(250000000000)-62135596800, r.Int64N(1e9)))
 	}
 	for _, tm := range times {
-		if got, want := string(appendTimestamp(nil, tm)), tm.UTC().Format(problem.TimeFormat); got != want {
-			t.Fatalf("appendTimestamp(%v) = %s, want %s", tm, got, want)
+		if got, want := string(mapping.AppendTime(nil, tm)), tm.UTC().Format(problem.TimeFormat); got != want {
+			t.Fatalf("AppendTime(%v) = %s, want %s", tm, got, want)
 		}
 	}
 }

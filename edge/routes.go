@@ -10,17 +10,18 @@ import (
 type route struct {
 	pattern string
 	auth    bool // behind authentication and the request checks
-	handler func(*server) http.Handler
+	// handler makes the route's handler from exactly what it needs of s.
+	handler func(s *server) http.Handler
 }
 
 // v1Routes is the one list of routes: routes registers them with chi, and
 // routing.go diagnoses unrouted paths (trailing slash, casing) against the
 // same patterns.
 var v1Routes = []route{
-	{"/v1/", true, (*server).handleInfo},
-	{"/v1/health", false, (*server).handleHealth},
-	{"/v1/properties", true, (*server).handleListProperties},
-	{"/v1/properties/{propertyId}", true, (*server).handleGetProperty},
+	{"/v1/", true, func(s *server) http.Handler { return handleInfo(s.responder, s.info) }},
+	{"/v1/health", false, func(s *server) http.Handler { return handleHealth(s.cfg.Healthy) }},
+	{"/v1/properties", true, func(s *server) http.Handler { return handleListProperties(s.responder, s.catalogs) }},
+	{"/v1/properties/{propertyId}", true, func(s *server) http.Handler { return handleGetProperty(s.responder, s.catalogs) }},
 }
 
 // routes is the one place every route is registered. Middleware order is
@@ -56,5 +57,5 @@ func (s *server) routes() http.Handler {
 	if s.tel == nil {
 		return r
 	}
-	return s.tel.Middleware()(r)
+	return s.tel.SpanMiddleware()(r) // the request state's writer records the answer (annotateSpan)
 }

@@ -84,17 +84,18 @@ type Config struct {
 	OAuth *OAuth
 }
 
+// server holds what the middleware needs; handlers are made by handler
+// makers (handlers.go) from the few fields each one uses.
 type server struct {
-	cfg      Config
-	keys     KeyStore
-	live     upstream.Catalog
-	sandbox  upstream.Catalog // nil: test mode unavailable
-	problems problem.Writer
-	log      *slog.Logger
-	info     []byte                   // the API info object, encoded once
-	tel      *observability.Telemetry // nil: no telemetry
-	metrics  *observability.Metrics   // nil: no metrics
-	oauth    *oauthState              // nil: access tokens off
+	responder // fail, writeOne, writePage
+	cfg       Config
+	keys      KeyStore
+	catalogs  catalogs
+	log       *slog.Logger
+	info      []byte                   // the API info object, encoded once
+	tel       *observability.Telemetry // nil: no telemetry
+	metrics   *observability.Metrics   // nil: no metrics
+	oauth     *oauthState              // nil: access tokens off
 
 	limiter       ratelimit.Limiter // cfg.Limiter, or local
 	local         *ratelimit.Local  // in-process buckets: the default and the fallback
@@ -127,17 +128,16 @@ func NewServer(cfg Config, ks KeyStore, live, sandbox upstream.Catalog) http.Han
 		cfg.RequestTimeout = DefaultRequestTimeout
 	}
 	s := &server{
-		cfg:      cfg,
-		keys:     ks,
-		live:     live,
-		sandbox:  sandbox,
-		problems: problem.Writer{DocsURL: cfg.DocsURL, Now: cfg.Now},
-		log:      cfg.Logger,
-		info:     apiInfo(cfg.DocsURL),
-		tel:      cfg.Telemetry,
-		oauth:    newOAuthState(cfg.OAuth, cfg.DocsURL),
-		local:    ratelimit.NewLocal(cfg.Now, 0),
-		limiter:  cfg.Limiter,
+		responder: responder{problems: problem.Writer{DocsURL: cfg.DocsURL, Now: cfg.Now}, now: cfg.Now},
+		cfg:       cfg,
+		keys:      ks,
+		catalogs:  catalogs{live: live, sandbox: sandbox},
+		log:       cfg.Logger,
+		info:      apiInfo(cfg.DocsURL),
+		tel:       cfg.Telemetry,
+		local:     ratelimit.NewLocal(cfg.Now, 0),
+		limiter:   cfg.Limiter,
+		oauth:     newOAuthState(cfg.OAuth, cfg.DocsURL),
 
 		realClock: realClock,
 	}
@@ -156,21 +156,18 @@ func NewServer(cfg Config, ks KeyStore, live, sandbox upstream.Catalog) http.Han
 	return s.routes()
 }
 
-func (s *server) now() time.Time { return s.cfg.Now() }
-
-// catalog returns the catalog that serves key's mode.
-func (s *server) catalog(k *keys.Key) upstream.Catalog {
-	if k.Mode == keys.ModeTest {
-		return s.sandbox
-	}
-	return s.live
+// catalogs are the catalogs of the two modes.
+type catalogs struct {
+	live    upstream.Catalog
+	sandbox upstream.Catalog // nil: test mode unavailable
 }
 
-// fail answers err as problem+json and records its code for the access log.
-func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	st := stateFrom(r.Context())
-	pe := s.problems.Write(w, r, st.requestID, err)
-	st.code, st.cause = pe.Code, pe.Err
+// of returns the catalog that serves key's mode.
+func (c catalogs) of(k *keys.Key) upstream.Catalog {
+	if k.Mode == keys.ModeTest {
+		return c.sandbox
+	}
+	return c.live
 }
 
 // statusClientClosed is logged (never sent) when the partner went away

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/partner-edge/partner-edge/observability"
+	"github.com/partner-edge/partner-edge/upstream"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -192,4 +194,52 @@ func names(spans tracetest.SpanStubs) []string {
 		n = append(n, s.Name)
 	}
 	return n
+}
+
+// The server span learns the answer from the request state's one
+// ResponseWriter wrapper (SpanMiddleware, SetResponse): status code, body
+// size, and an error status for a 5xx, for answers and problems alike.
+func TestServerSpanRecordsTheAnswer(t *testing.T) {
+	tel, simTel, exp := newTelemetry(t)
+	h := newHarness(t, harnessOptions{tel: tel, simTel: simTel, catalogs: func(live, _ upstream.Catalog) (upstream.Catalog, upstream.Catalog) {
+		return live, panicking{} // test keys meet a fault: 500
+	}})
+	id := activeIDs(t, h.live, testBrand)[0]
+	for _, c := range []struct {
+		req    request
+		status int64
+		failed bool
+	}{
+		{request{path: "/v1/properties/" + id, key: "live"}, 200, false},
+		{request{path: "/v1/properties/not-a-uuid", key: "live"}, 400, false},
+		{request{path: "/v1/nothing-here"}, 404, false},
+		{request{path: "/v1/properties", key: "test"}, 500, true},
+	} {
+		exp.Reset()
+		res := h.do(c.req)
+		var server *tracetest.SpanStub
+		for i, s := range exp.GetSpans() {
+			if s.SpanKind == trace.SpanKindServer && strings.HasPrefix(s.Name, "GET") {
+				server = &exp.GetSpans()[i]
+			}
+		}
+		if server == nil {
+			t.Fatalf("%s: no server span", c.req.path)
+		}
+		var status, size int64
+		for _, kv := range server.Attributes {
+			switch kv.Key {
+			case "http.response.status_code":
+				status = kv.Value.AsInt64()
+			case "http.response.body.size":
+				size = kv.Value.AsInt64()
+			}
+		}
+		if status != c.status || size != int64(len(res.body)) || size == 0 {
+			t.Errorf("%s: span status %d, body size %d; answer %d with %d bytes", c.req.path, status, size, res.status, len(res.body))
+		}
+		if (server.Status.Code == codes.Error) != c.failed {
+			t.Errorf("%s: span status %v", c.req.path, server.Status)
+		}
+	}
 }

@@ -34,15 +34,18 @@ func (p Property) AppendJSON(b []byte) []byte {
 	b = append(b, `,"timezone":`...)
 	b = appendString(b, p.Timezone)
 	b = append(b, `,"createdAt":"`...)
-	b = appendTime(b, p.CreatedAt)
+	b = AppendTime(b, p.CreatedAt)
 	b = append(b, `","updatedAt":"`...)
-	b = appendTime(b, p.UpdatedAt)
+	b = AppendTime(b, p.UpdatedAt)
 	return append(b, `"}`...)
 }
 
-// appendTime appends t in TimeFormat. Years outside 0000-9999 take
-// time's general path (its output needs no JSON escaping either way).
-func appendTime(b []byte, t time.Time) []byte {
+// AppendTime appends t in TimeFormat (UTC, milliseconds, Z) without
+// time.Format's general machinery: the edge's one timestamp encoder, for
+// property fields and every answer's meta.timestamp. Years outside
+// 0000-9999 take time's general path (its output needs no JSON escaping
+// either way).
+func AppendTime(b []byte, t time.Time) []byte {
 	t = t.UTC()
 	year, month, day := t.Date()
 	if year < 0 || year > 9999 {

@@ -11,8 +11,6 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/partner-edge/partner-edge/mapping"
 )
 
 // ScopeName is the instrumentation scope of the service's own meters and
@@ -127,9 +125,7 @@ func (s BreakerState) String() string {
 //     outcome (hit, miss, stale, coalesced), each pre-registered at 0.
 //   - partner_edge.cache.load_panics (partner_edge_cache_load_panics_total):
 //     loads of the cache that panicked and were recovered; pms.
-//   - partner_edge.mapping.rejections
-//     (partner_edge_mapping_rejections_total): PMS records that could not be
-//     mapped; reason (mapping.Reasons, every one pre-registered at 0).
+//   - (partner_edge.mapping.rejections is upstream's: RejectionMetrics.)
 //   - partner_edge.keys.reloads (partner_edge_keys_reloads_total): key file
 //     loads; result (ok, failed), both pre-registered at 0.
 //   - partner_edge.problem.responses (partner_edge_problem_responses_total):
@@ -147,14 +143,11 @@ type Metrics struct {
 	breaker     metric.Int64Gauge
 	cache       metric.Int64Counter
 	loadPanics  metric.Int64Counter
-	rejections  metric.Int64Counter
 	reloads     metric.Int64Counter
 	problems    metric.Int64Counter
 	throttled   metric.Int64Counter
 
 	activeOpts  map[string][]metric.AddOption // by canonical method, read-only
-	rejectOpts  map[mapping.Reason][]metric.AddOption
-	unknownRej  []metric.AddOption
 	problemOpts map[string][]metric.AddOption // guarded by mu
 	reloadOpts  [2][]metric.AddOption         // failed, ok
 
@@ -228,10 +221,6 @@ func newMetrics(mp metric.MeterProvider) (*Metrics, error) {
 		metric.WithUnit("{panic}"), metric.WithDescription("Cache loads that panicked (recovered).")); err != nil {
 		return nil, err
 	}
-	if m.rejections, err = meter.Int64Counter("partner_edge.mapping.rejections",
-		metric.WithUnit("{record}"), metric.WithDescription("PMS records that could not be mapped, by reason.")); err != nil {
-		return nil, err
-	}
 	if m.reloads, err = meter.Int64Counter("partner_edge.keys.reloads",
 		metric.WithUnit("{reload}"), metric.WithDescription("Key file loads by result: ok or failed.")); err != nil {
 		return nil, err
@@ -247,12 +236,6 @@ func newMetrics(mp metric.MeterProvider) (*Metrics, error) {
 	}
 	m.activeOpts[otherMethod] = addOpts(semconv.HTTPRequestMethodKey.String(otherMethod))
 	ctx := context.Background()
-	m.rejectOpts = make(map[mapping.Reason][]metric.AddOption, len(mapping.Reasons))
-	for _, r := range mapping.Reasons {
-		m.rejectOpts[r] = addOpts(attribute.String("reason", string(r)))
-		m.rejections.Add(ctx, 0, m.rejectOpts[r]...)
-	}
-	m.unknownRej = addOpts(attribute.String("reason", "unknown"))
 	m.problemOpts = map[string][]metric.AddOption{internalError: addOpts(attribute.String("code", internalError))}
 	if m.throttled, err = meter.Int64Counter("partner_edge.auth.throttled",
 		metric.WithUnit("{request}"), metric.WithDescription("Requests refused by the failed-authentication throttle, before any key was looked at.")); err != nil {
@@ -345,20 +328,6 @@ func codeShaped(code string) bool {
 		}
 	}
 	return true
-}
-
-// MappingRejected counts one PMS record that could not be mapped, and adds
-// a "mapping.rejected" event (AttrRejectReason) to the recording span of ctx.
-// A reason outside mapping.Reasons is counted as "unknown".
-func (m *Metrics) MappingRejected(ctx context.Context, reason mapping.Reason) {
-	o, ok := m.rejectOpts[reason]
-	if !ok {
-		o, reason = m.unknownRej, "unknown"
-	}
-	m.rejections.Add(ctx, 1, o...)
-	if span := trace.SpanFromContext(ctx); span.IsRecording() {
-		span.AddEvent(EventMappingRejected, trace.WithAttributes(AttrRejectReason.String(string(reason))))
-	}
 }
 
 // AuthThrottled counts one request refused by the failed-authentication

@@ -12,7 +12,6 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/partner-edge/partner-edge/mapping"
 	"github.com/partner-edge/partner-edge/problem"
 )
 
@@ -99,9 +98,6 @@ func TestPrometheusExposesEveryInstrument(t *testing.T) {
 	sandbox.Cache(ctx, CacheHit)
 	sandbox.Cache(ctx, CacheCoalesced)
 
-	m.MappingRejected(ctx, mapping.ReasonEmptyName)
-	m.MappingRejected(ctx, mapping.ReasonEmptyName)
-	m.MappingRejected(ctx, mapping.Reason("made_up"))
 	m.KeyReload(ctx, true)
 	m.KeyReload(ctx, false)
 	m.KeyReload(ctx, true)
@@ -165,18 +161,6 @@ func TestPrometheusExposesEveryInstrument(t *testing.T) {
 	}
 	if got := len(fams["partner_edge_cache_lookups_total"].GetMetric()); got != 2*len(CacheOutcomes) {
 		t.Errorf("cache series = %d, want %d (a bogus outcome must not add one)", got, 2*len(CacheOutcomes))
-	}
-	for _, r := range mapping.Reasons { // pre-registered
-		want := 0.0
-		if r == mapping.ReasonEmptyName {
-			want = 2
-		}
-		if got := counter(t, fams, "partner_edge_mapping_rejections_total", map[string]string{"reason": string(r)}); got != want {
-			t.Errorf("rejections %s = %v, want %v", r, got, want)
-		}
-	}
-	if got := counter(t, fams, "partner_edge_mapping_rejections_total", map[string]string{"reason": "unknown"}); got != 1 {
-		t.Errorf("rejections unknown = %v, want 1", got)
 	}
 	for result, want := range map[string]float64{"ok": 2, "failed": 1} {
 		if got := counter(t, fams, "partner_edge_keys_reloads_total", map[string]string{"result": result}); got != want {
@@ -260,8 +244,6 @@ func TestMetricMethodsAddSpanEvents(t *testing.T) {
 	ctx, span := tel.Tracer().Start(context.Background(), "pms.snapshot")
 	live.Cache(ctx, CacheMiss)
 	live.Retry(ctx, PMSHTTP429)
-	m.MappingRejected(ctx, mapping.ReasonInvalidID)
-	m.MappingRejected(ctx, "made_up")
 	span.End()
 	live.Cache(context.Background(), CacheHit) // no span: no event, no panic
 
@@ -280,8 +262,6 @@ func TestMetricMethodsAddSpanEvents(t *testing.T) {
 	want := []string{
 		"cache.lookup partner_edge.cache.outcome=miss",
 		"pms.retry partner_edge.pms.outcome=http_429",
-		"mapping.rejected partner_edge.mapping.reason=invalid_id",
-		"mapping.rejected partner_edge.mapping.reason=unknown",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

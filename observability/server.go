@@ -48,6 +48,18 @@ import (
 // RequestDone record them with the route template, known only behind the
 // router.
 func (t *Telemetry) Middleware() func(http.Handler) http.Handler {
+	return t.middleware(true)
+}
+
+// SpanMiddleware is Middleware for a handler that already records its own
+// answer (the edge's request state does): it adds no ResponseWriter
+// wrapper of its own, so a request is wrapped once, and the handler reports
+// the answer with SetResponse before it returns.
+func (t *Telemetry) SpanMiddleware() func(http.Handler) http.Handler {
+	return t.middleware(false)
+}
+
+func (t *Telemetry) middleware(wrap bool) func(http.Handler) http.Handler {
 	tracer := t.tp.Tracer(ScopeName)
 	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
 	return func(next http.Handler) http.Handler {
@@ -56,6 +68,12 @@ func (t *Telemetry) Middleware() func(http.Handler) http.Handler {
 			ctx, span := tracer.Start(ctx, spanMethod(r.Method), opts...)
 			defer span.End()
 			if !span.IsRecording() {
+				next.ServeHTTP(w, r.WithContext(ctx))
+				return
+			}
+			if !wrap {
+				var kv [maxRequestAttrs]attribute.KeyValue
+				span.SetAttributes(requestAttrs(kv[:0], r)...)
 				next.ServeHTTP(w, r.WithContext(ctx))
 				return
 			}
@@ -163,13 +181,30 @@ func (sw *spanWriter) Unwrap() http.ResponseWriter { return sw.ResponseWriter }
 
 // end sets the answer's attributes and status on span.
 func (sw *spanWriter) end(span trace.Span) {
-	status := sw.status
+	endSpan(span, sw.kv[:0], sw.status, sw.bytes)
+}
+
+// SetResponse records the answer of the request of ctx on its server span
+// (SpanMiddleware): status is the status written (0: nothing was written,
+// which net/http sends as 200), bytes the body's size. It sets attrs (the
+// caller's own, in the same call: each SetAttributes call allocates),
+// http.response.status_code, http.response.body.size and, for a 5xx, the
+// span's error status. Without a recording span it does nothing.
+func SetResponse(ctx context.Context, status int, bytes int64, attrs ...attribute.KeyValue) {
+	span := trace.SpanFromContext(ctx)
+	if !span.IsRecording() {
+		return
+	}
+	endSpan(span, attrs, status, bytes)
+}
+
+func endSpan(span trace.Span, kv []attribute.KeyValue, status int, bytes int64) {
 	if status == 0 {
 		status = http.StatusOK // what net/http sends for a handler that wrote nothing
 	}
-	kv := append(sw.kv[:0], semconv.HTTPResponseStatusCode(status))
-	if sw.bytes > 0 {
-		kv = append(kv, semconv.HTTPResponseBodySize(int(sw.bytes)))
+	kv = append(kv, semconv.HTTPResponseStatusCode(status))
+	if bytes > 0 {
+		kv = append(kv, semconv.HTTPResponseBodySize(int(bytes)))
 	}
 	span.SetAttributes(kv...)
 	switch {

@@ -35,16 +35,13 @@ const (
 	AttrBreakerState = attribute.Key("partner_edge.pms.breaker.state")
 	// AttrPMSOutcome is an attempt's outcome (PMSOutcome).
 	AttrPMSOutcome = attribute.Key("partner_edge.pms.outcome")
-	// AttrRejectReason is why a PMS record was not mapped (mapping.Reason).
-	AttrRejectReason = attribute.Key("partner_edge.mapping.reason")
 )
 
 // Span event names added by the Metrics methods of the same concern, so the
 // trace tells the same story as the counters.
 const (
-	EventCacheLookup     = "cache.lookup"     // PMSMetrics.Cache
-	EventRetry           = "pms.retry"        // PMSMetrics.Retry
-	EventMappingRejected = "mapping.rejected" // Metrics.MappingRejected
+	EventCacheLookup = "cache.lookup" // PMSMetrics.Cache
+	EventRetry       = "pms.retry"    // PMSMetrics.Retry
 )
 
 // newTracerProvider builds the SDK provider and names its exporter.

@@ -74,18 +74,20 @@ func (e *Error) Unwrap() error {
 // Status is the HTTP status of the error's code.
 func (e *Error) Status() int { return Lookup(e.Code).Status }
 
-// From classifies err: the *Error in its chain, or INTERNAL_ERROR wrapping
-// it when there is none (including err == nil or a nil *Error, which are
-// bugs of the caller).
-func From(err error) *Error {
-	var pe *Error
-	if errors.As(err, &pe) && pe != nil && Known(pe.Code) {
+// writable is pe, or INTERNAL_ERROR when pe is nil or its code is not in
+// the registry: bugs of the caller, answered without a panic and without
+// inventing a status. Which problem an error is, is the caller's decision
+// (package edge turns every error into one in one function); this is only
+// the writer's guard.
+func writable(pe *Error) *Error {
+	if pe != nil && Known(pe.Code) {
 		return pe
 	}
-	if err == nil {
-		err = errors.New("problem: nil error written")
+	cause := errors.New("problem: nil *Error written")
+	if pe != nil {
+		cause = fmt.Errorf("problem: unknown code %q written: %w", pe.Code, pe)
 	}
-	return &Error{Code: InternalError, Detail: "An unexpected error occurred. Quote the requestId when contacting support.", Err: err}
+	return &Error{Code: InternalError, Detail: "An unexpected error occurred. Quote the requestId when contacting support.", Err: cause}
 }
 
 // Writer writes problem+json bodies.
@@ -120,10 +122,11 @@ func TypeURI(docsURL string, c Code) string {
 	return strings.TrimRight(docsURL, "/") + "/errors/" + strings.ReplaceAll(strings.ToLower(string(c)), "_", "-")
 }
 
-// Write answers err on w and returns the classified *Error, so the caller
-// can log its code and cause.
-func (pw Writer) Write(w http.ResponseWriter, r *http.Request, requestID string, err error) *Error {
-	pe := From(err)
+// Write answers pe on w and returns the *Error written (pe, or
+// INTERNAL_ERROR for a nil pe or an unknown code), so the caller can log
+// its code and cause.
+func (pw Writer) Write(w http.ResponseWriter, r *http.Request, requestID string, pe *Error) *Error {
+	pe = writable(pe)
 	entry := Lookup(pe.Code)
 	now := time.Now
 	if pw.Now != nil {

@@ -205,8 +205,11 @@ func newCatalog(cfg settings, baseURL string, mode keys.Mode, version string, lo
 // they end (nil: none; shadow.go).
 func newShadowedCatalog(cfg settings, baseURL string, mode keys.Mode, version string, log *slog.Logger, tel *observability.Telemetry, fm *member, sh *shadow.Shadow) (upstream.Catalog, func(), error) {
 	log = log.With("pms", string(mode))
-	metrics := tel.Metrics()
-	pm := metrics.PMS(string(mode))
+	pm := tel.Metrics().PMS(string(mode))
+	rejections, err := upstream.NewRejectionMetrics(tel.MeterProvider().Meter(observability.ScopeName))
+	if err != nil {
+		return nil, nil, fmt.Errorf("mapping rejection metrics: %w", err)
+	}
 	client, err := upstream.NewClient(upstream.ClientConfig{
 		BaseURL:        baseURL,
 		Token:          cfg.PMSToken,
@@ -226,7 +229,7 @@ func newShadowedCatalog(cfg settings, baseURL string, mode keys.Mode, version st
 		Brand:      cfg.Brand,
 		CodeSource: cfg.CodeSource,
 		OnReject: func(r *mapping.Rejection) {
-			metrics.MappingRejected(context.Background(), r.Reason)
+			rejections.Rejected(context.Background(), r.Reason)
 			log.Warn("pms record rejected", "hotel_id", r.HotelID, "reason", string(r.Reason))
 		},
 	})

@@ -3,16 +3,13 @@ package keys
 import (
 	"context"
 	"fmt"
-	"path/filepath"
-	"time"
 
-	"github.com/fsnotify/fsnotify"
+	"github.com/partner-edge/partner-edge/edge/internal/dirwatch"
 )
 
 // watchSettle is how long Watch waits after the last change in the key
-// file's directory before reading the file, so that a write in several
-// steps, or an editor's save (rename, create, write), is read once, whole.
-const watchSettle = 100 * time.Millisecond
+// file's directory before reading the file (dirwatch.Settle).
+const watchSettle = dirwatch.Settle
 
 // Watch reloads the key file whenever it changes, until ctx is done; it then
 // returns nil, having stopped everything it started. It returns an error only
@@ -32,45 +29,21 @@ const watchSettle = 100 * time.Millisecond
 // symlink is replaced, not when its target is edited in place; use SIGHUP
 // (Reload) then.
 func (s *Store) Watch(ctx context.Context) error {
-	w, err := fsnotify.NewWatcher()
+	w, err := dirwatch.New(s.path)
 	if err != nil {
 		return fmt.Errorf("watch key file %s: %w", s.path, err)
-	}
-	defer w.Close() // waits for fsnotify's own goroutine to end
-	dir := filepath.Dir(s.path)
-	if err := w.Add(dir); err != nil {
-		return fmt.Errorf("watch key file directory %s: %w", dir, err)
 	}
 	// A change made between Open and now raised no event: look once.
 	s.reload(false) //nolint:errcheck // logged by reload
 	if s.watching != nil {
 		s.watching()
 	}
-
-	settle := time.NewTimer(watchSettle)
-	settle.Stop()
-	defer settle.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case ev, ok := <-w.Events:
-			if !ok {
-				return nil
-			}
-			if ev.Op == fsnotify.Chmod {
-				continue // attributes only: the content did not change
-			}
-			settle.Reset(watchSettle)
-		case err, ok := <-w.Errors:
-			if !ok {
-				return nil
-			}
+	dirwatch.Run(ctx, w, dirwatch.Loop{ // closes w, waiting for fsnotify's goroutine
+		Changed: func() { s.reload(false) }, //nolint:errcheck // logged by reload
+		Error: func(err error) {
 			// Typically an event queue overflow: events were lost, so look.
 			s.log.Warn("key file watch error", "file", s.path, "reason", err.Error())
-			settle.Reset(watchSettle)
-		case <-settle.C:
-			s.reload(false) //nolint:errcheck // logged by reload
-		}
-	}
+		},
+	})
+	return nil
 }

@@ -125,7 +125,7 @@ func TestHeadGateWaitEnds(t *testing.T) {
 		_ = late.server.SetReadDeadline(start.Add(5 * time.Second))
 		lateDone := late.readAsync(4)
 		closingDone := closing.readAsync(4)
-		time.Sleep(time.Second)
+		time.Sleep(time.Second)                                    // synctest's clock: no wall-clock wait
 		_ = closing.server.SetDeadline(start.Add(2 * time.Second)) // moved while waiting
 		synctest.Wait()
 		if !pending(lateDone) || !pending(closingDone) {

@@ -68,8 +68,10 @@ func TestOversizedHeadsTakeTurns(t *testing.T) {
 		stalled[i] = answerAsync(c)
 	}
 	// Let the edge read them and take the slots (on a loaded machine too);
-	// they are cut off at rht, well after the checks below.
-	time.Sleep(500 * time.Millisecond)
+	// they are cut off at rht, well after the checks below. The outside
+	// event waited for is the server's connection goroutines reading the
+	// stalled heads, which no hook reports; no timer of the edge is waited on.
+	time.Sleep(500 * time.Millisecond) // see above: the server reading the heads
 	start := time.Now()
 	big := dial()
 	if _, err := io.WriteString(big, oversized("/v1/health")); err != nil {

@@ -57,7 +57,7 @@ func TestSlowlorisCutOff(t *testing.T) {
 					if _, err := fmt.Fprintf(conn, "X-Slow-%d-%d: y\r\n", i, n); err != nil {
 						return
 					}
-					time.Sleep(trickle)
+					time.Sleep(trickle) // the slow client's own pace (the outside event), not a timer of the edge
 				}
 			}()
 			b, err := io.ReadAll(conn) // ends when the server closes

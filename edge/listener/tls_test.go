@@ -252,6 +252,6 @@ func eventually(t *testing.T, cond func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("condition never held")
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // between looks at an outside event: a file-system notification and a handshake
 	}
 }

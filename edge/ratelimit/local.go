@@ -1,14 +1,29 @@
 package ratelimit
 
 import (
-	"container/list"
 	"context"
+	"slices"
 	"sync"
 	"time"
+
+	gocache "github.com/patrickmn/go-cache"
 )
 
 // DefaultEntries bounds a Local made with max <= 0.
 const DefaultEntries = 100_000
+
+// idleGrace is how long a bucket stays stored after it is full again (and
+// so means nothing: an absent bucket is full). go-cache expires entries on
+// the wall clock while Local decides on its injected clock; the grace keeps
+// a bucket whose full time has not come on the injected clock from being
+// expired early when the two clocks drift apart (a test's fake clock, a
+// slow machine). Correctness never rests on the expiry: a stored bucket
+// whose time has passed is full anyway.
+const idleGrace = time.Minute
+
+// sweepEvery is how often (on the injected clock) a call removes the
+// expired buckets, so idle entries leave without a sweeping goroutine.
+const sweepEvery = time.Second
 
 // Local is the in-process Limiter: GCRA (the generic cell rate
 // algorithm, as redis_rate computes it) over an injected clock. A bucket's
@@ -16,28 +31,37 @@ const DefaultEntries = 100_000
 // passed is full, which is what an absent bucket means too, so such entries
 // are dropped without losing anything.
 //
-// Memory is bounded: at most max buckets, least recently used first out
-// when a new one would pass the cap (that bucket's client then starts
-// full again: the throttle fails open for it, never shut for anyone
-// else). Every call also drops up to two idle (full) buckets from the
-// least recently used end, so idle entries (a key dropped by a reload, an
-// address gone quiet) leave without a sweeping goroutine. A peek (n = 0)
-// never creates an entry.
+// The buckets are expiring state: each lives in a go-cache
+// (github.com/patrickmn/go-cache, one per Kind, without its janitor
+// goroutine) until idleGrace after it is full again; calls remove expired
+// entries at most once every sweepEvery, so idle entries (a key dropped by
+// a reload, an address gone quiet) leave without a sweeping goroutine.
+//
+// Memory is bounded: go-cache has no cap of its own, so Local holds at most
+// max buckets of each Kind. A new bucket that would pass the cap first
+// sweeps, and, when every bucket is still busy, evicts the tenth of them
+// that would be full soonest (oldest first among equals), so a flood of new
+// addresses costs one pass per tenth of the cap. An evicted bucket's client
+// starts full again: the throttle fails open for it, never shut for anyone
+// else. A peek (n = 0) never creates an entry.
 type Local struct {
 	now func() time.Time
 	max int
 
-	mu  sync.Mutex
-	m   map[Key]*list.Element // of *bucket
-	lru list.List             // front: most recently used
+	mu        sync.Mutex
+	buckets   [Address + 1]*gocache.Cache // by Kind; index 0 unused
+	seq       uint64                      // order of the last store, for eviction among equals
+	lastSweep int64                       // Unix ns of the last sweep, injected clock
 }
 
+// bucket is one bucket's state, stored by pointer and updated in place
+// under Local.mu.
 type bucket struct {
-	key Key
-	tat int64 // Unix nanoseconds
+	tat int64  // theoretical arrival time, Unix nanoseconds
+	seq uint64 // Local.seq when last stored
 }
 
-// NewLocal returns a Local holding at most max buckets
+// NewLocal returns a Local holding at most max buckets of each Kind
 // (DefaultEntries when max <= 0). now nil means time.Now.
 func NewLocal(now func() time.Time, max int) *Local {
 	if now == nil {
@@ -46,14 +70,24 @@ func NewLocal(now func() time.Time, max int) *Local {
 	if max <= 0 {
 		max = DefaultEntries
 	}
-	return &Local{now: now, max: max, m: make(map[Key]*list.Element)}
+	l := &Local{now: now, max: max}
+	for k := range l.buckets {
+		// No default expiry, no janitor goroutine (cleanup interval 0).
+		l.buckets[k] = gocache.New(gocache.NoExpiration, 0)
+	}
+	return l
 }
 
-// Len returns the number of buckets held.
+// Len returns the number of buckets held (expired ones not yet swept
+// included).
 func (l *Local) Len() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return len(l.m)
+	n := 0
+	for _, c := range l.buckets {
+		n += c.ItemCount()
+	}
+	return n
 }
 
 // AllowN implements Limiter; it never returns an error. An invalid Limit
@@ -63,18 +97,27 @@ func (l *Local) AllowN(_ context.Context, key Key, lim Limit, n int) (Decision, 
 		return Decision{Allowed: true, Remaining: max(lim.Burst, 0)}, nil
 	}
 	n = max(n, 0)
+	c := l.buckets[APIKey]
+	if key.Kind == Address {
+		c = l.buckets[Address]
+	}
 	now := l.now().UnixNano()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.dropIdle(now, 2)
-	el := l.m[key]
+	if now-l.lastSweep >= int64(sweepEvery) || now < l.lastSweep {
+		l.sweep(now)
+	}
+	var b *bucket
+	if v, ok := c.Get(key.ID); ok {
+		b = v.(*bucket)
+	}
 	tat := now
-	if el != nil {
-		tat = max(el.Value.(*bucket).tat, now)
+	if b != nil {
+		tat = max(b.tat, now)
 	}
 	d, newTAT := gcra(now, tat, lim, n)
 	if n > 0 && d.Allowed {
-		l.store(key, el, newTAT)
+		l.store(c, key.ID, b, now, newTAT)
 	}
 	return d, nil
 }
@@ -106,28 +149,55 @@ func gcra(now, tat int64, lim Limit, n int) (Decision, int64) {
 	return d, newTAT
 }
 
-func (l *Local) store(key Key, el *list.Element, tat int64) {
-	if el != nil {
-		el.Value.(*bucket).tat = tat
-		l.lru.MoveToFront(el)
-		return
+// store records tat as key's bucket in c, for idleGrace past tat.
+func (l *Local) store(c *gocache.Cache, id string, b *bucket, now, tat int64) {
+	l.seq++
+	if b == nil {
+		if c.ItemCount() >= l.max {
+			l.sweep(now)
+			if c.ItemCount() >= l.max {
+				l.evict(c)
+			}
+		}
+		b = &bucket{}
 	}
-	if len(l.m) >= l.max {
-		oldest := l.lru.Back()
-		l.lru.Remove(oldest)
-		delete(l.m, oldest.Value.(*bucket).key)
-	}
-	l.m[key] = l.lru.PushFront(&bucket{key: key, tat: tat})
+	b.tat, b.seq = tat, l.seq
+	c.Set(id, b, time.Duration(tat-now)+idleGrace)
 }
 
-// dropIdle removes up to k full buckets from the least recently used end.
-func (l *Local) dropIdle(now int64, k int) {
-	for ; k > 0; k-- {
-		el := l.lru.Back()
-		if el == nil || el.Value.(*bucket).tat > now {
-			return
+// sweep removes expired buckets of every kind.
+func (l *Local) sweep(now int64) {
+	l.lastSweep = now
+	for _, c := range l.buckets {
+		c.DeleteExpired()
+	}
+}
+
+// evict removes the tenth (at least one) of c's buckets that would be full
+// soonest, the least recently stored first among equals.
+func (l *Local) evict(c *gocache.Cache) {
+	type entry struct {
+		id string
+		b  *bucket
+	}
+	items := c.Items()
+	all := make([]entry, 0, len(items))
+	for id, it := range items {
+		all = append(all, entry{id, it.Object.(*bucket)})
+	}
+	slices.SortFunc(all, func(x, y entry) int {
+		if x.b.tat != y.b.tat {
+			if x.b.tat < y.b.tat {
+				return -1
+			}
+			return 1
 		}
-		l.lru.Remove(el)
-		delete(l.m, el.Value.(*bucket).key)
+		if x.b.seq < y.b.seq {
+			return -1
+		}
+		return 1
+	})
+	for _, e := range all[:max(1, min(len(all), l.max/10))] {
+		c.Delete(e.id)
 	}
 }

@@ -34,11 +34,11 @@ func TestLocalBucket(t *testing.T) {
 		if d.Allowed || d.Remaining != 0 || d.RetryAfter != 500*time.Millisecond || d.ResetAfter != 1500*time.Millisecond {
 			t.Fatalf("over the burst: %+v", d)
 		}
-		time.Sleep(250 * time.Millisecond)
+		time.Sleep(250 * time.Millisecond) // synctest's clock
 		if d := allowN(t, l, "k", lim, 1); d.Allowed || d.RetryAfter != 250*time.Millisecond {
 			t.Fatalf("after 250ms: %+v", d)
 		}
-		time.Sleep(250 * time.Millisecond)
+		time.Sleep(250 * time.Millisecond) // synctest's clock
 		d = allowN(t, l, "k", lim, 1)
 		if !d.Allowed || d.Remaining != 0 || d.RetryAfter != 500*time.Millisecond || d.ResetAfter != 1500*time.Millisecond {
 			t.Fatalf("after 500ms: %+v", d)
@@ -47,7 +47,7 @@ func TestLocalBucket(t *testing.T) {
 		if d := allowN(t, l, "other", lim, 1); !d.Allowed || d.Remaining != 2 {
 			t.Fatalf("other key: %+v", d)
 		}
-		time.Sleep(1500 * time.Millisecond)
+		time.Sleep(1500 * time.Millisecond) // synctest's clock
 		if d := allowN(t, l, "k", lim, 1); !d.Allowed || d.Remaining != 2 || d.ResetAfter != 500*time.Millisecond {
 			t.Fatalf("refilled: %+v", d)
 		}
@@ -77,7 +77,7 @@ func TestLocalPeek(t *testing.T) {
 				t.Fatalf("peek at an empty bucket: %+v", d)
 			}
 		}
-		time.Sleep(3 * time.Second)
+		time.Sleep(3 * time.Second) // synctest's clock
 		if d := allowN(t, l, "a", lim, 0); !d.Allowed || d.Remaining != 1 || d.RetryAfter != 0 {
 			t.Fatalf("peek after a refill: %+v", d)
 		}
@@ -107,7 +107,8 @@ func TestLocalBounded(t *testing.T) {
 	})
 }
 
-// Idle (full) buckets leave as calls go by, with no goroutine sweeping.
+// Idle (full) buckets leave as calls go by (idleGrace after they are full
+// again), with no goroutine sweeping.
 func TestLocalDropsIdle(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := NewLocal(nil, 0)
@@ -118,7 +119,7 @@ func TestLocalDropsIdle(t *testing.T) {
 		if l.Len() != 50 {
 			t.Fatalf("%d entries", l.Len())
 		}
-		time.Sleep(time.Second) // every bucket full again
+		time.Sleep(time.Second + idleGrace) // synctest's clock: every bucket full again, and its grace over
 		for range 30 {
 			allowN(t, l, "busy", lim, 0)
 		}
@@ -143,6 +144,38 @@ func TestLocalLimitChange(t *testing.T) {
 		}
 		if d := allowN(t, l, "k", Limit{}, 1); !d.Allowed {
 			t.Fatalf("an invalid limit limits: %+v", d)
+		}
+	})
+}
+
+// go-cache has no cap of its own: Local's holds for every kind of bucket,
+// whatever partners send (a flood of failed authentications from new
+// addresses, each one a new bucket that stays busy for a minute), and the
+// buckets of one kind never push out those of another.
+func TestLocalCapHoldsPerKind(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := NewLocal(nil, 50)
+		throttle := Limit{PerSecond: 20.0 / 60, Burst: 20}
+		quota := Limit{PerSecond: 1, Burst: 1}
+		for i := range 5 {
+			if _, err := l.AllowN(context.Background(), Key{APIKey, fmt.Sprint("key_", i)}, quota, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range 20_000 {
+			d, err := l.AllowN(context.Background(), Key{Address, fmt.Sprintf("2001:db8:%x::/64", i)}, throttle, 1)
+			if err != nil || !d.Allowed {
+				t.Fatalf("first failure of address %d: %+v, %v", i, d, err)
+			}
+			if n := l.Len(); n > 50+5 {
+				t.Fatalf("%d buckets after %d addresses; cap 50 a kind", n, i+1)
+			}
+		}
+		for i := range 5 {
+			d, _ := l.AllowN(context.Background(), Key{APIKey, fmt.Sprint("key_", i)}, quota, 1)
+			if d.Allowed {
+				t.Fatalf("key_%d's spent quota was forgotten under the address flood", i)
+			}
 		}
 	})
 }

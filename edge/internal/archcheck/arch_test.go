@@ -1,0 +1,163 @@
+// Package archcheck holds the architecture test: docs/architecture.md's
+// package table against the module as `go list` sees it.
+package archcheck
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/partner-edge/partner-edge"
+
+// maxFiles bounds the non-test .go files of one package (issue 16).
+const maxFiles = 20
+
+// listed is one package as `go list -json` reports it.
+type listed struct {
+	ImportPath string
+	Dir        string
+	Imports    []string
+}
+
+// goList runs `go list -json ./...` at the module root.
+func goList(t *testing.T, root string) []listed {
+	t.Helper()
+	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(goBin); err != nil {
+		if goBin, err = exec.LookPath("go"); err != nil {
+			t.Fatalf("no go command to list the packages: %v", err)
+		}
+	}
+	cmd := exec.Command(goBin, "list", "-json", "./...")
+	cmd.Dir = root
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	var pkgs []listed
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p listed
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
+}
+
+// documented reads the package table of docs/architecture.md: package path
+// (relative to the module) to the module's packages it may import.
+func documented(t *testing.T, path string) map[string][]string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows := map[string][]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "| `") {
+			continue
+		}
+		cells := strings.Split(strings.Trim(line, "|"), "|")
+		if len(cells) != 3 {
+			t.Fatalf("table row with %d cells, want 3: %s", len(cells), line)
+		}
+		pkg := strings.Trim(strings.TrimSpace(cells[0]), "`")
+		var allowed []string
+		for item := range strings.SplitSeq(cells[2], ",") {
+			item = strings.TrimSpace(item)
+			if item == "(none)" || item == "" {
+				continue
+			}
+			allowed = append(allowed, strings.Trim(item, "`"))
+		}
+		if _, dup := rows[pkg]; dup {
+			t.Errorf("%s is in the table twice", pkg)
+		}
+		rows[pkg] = allowed
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) == 0 {
+		t.Fatal("no package table found")
+	}
+	return rows
+}
+
+// TestArchitecture holds docs/architecture.md to the code: every package
+// named there exists, every package of the module is named there, each
+// imports only the module's packages its row allows, and none holds more
+// than maxFiles non-test .go files.
+func TestArchitecture(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := documented(t, filepath.Join(root, "docs", "architecture.md"))
+	pkgs := goList(t, root)
+	seen := map[string]bool{}
+	for _, p := range pkgs {
+		rel := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
+		seen[rel] = true
+		allowed, ok := rows[rel]
+		if !ok {
+			t.Errorf("package %s is not in docs/architecture.md's table", rel)
+		}
+		for _, imp := range p.Imports {
+			own, isOwn := strings.CutPrefix(imp, module+"/")
+			if !isOwn {
+				continue
+			}
+			if !slices.Contains(allowed, own) {
+				t.Errorf("%s imports %s, which docs/architecture.md does not allow", rel, own)
+			}
+		}
+		if n := nonTestFiles(t, p.Dir); n > maxFiles {
+			t.Errorf("%s holds %d non-test .go files, more than %d", rel, n, maxFiles)
+		}
+	}
+	for pkg, allowed := range rows {
+		if !seen[pkg] {
+			t.Errorf("docs/architecture.md names %s, which does not exist", pkg)
+		}
+		for _, a := range allowed {
+			if _, ok := rows[a]; !ok {
+				t.Errorf("%s may import %s, which is not in the table", pkg, a)
+			}
+		}
+	}
+}
+
+func nonTestFiles(t *testing.T, dir string) int {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range entries {
+		if name := e.Name(); !e.IsDir() && strings.HasSuffix(name, ".go") && !strings.HasSuffix(name, "_test.go") {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,126 @@
+// Package dirwatch is the edge's one file watcher: it calls back when files
+// in some directories change, once the changes have settled. The key file
+// (edge/keys) and the TLS certificate (edge/listener) are both reloaded
+// through it.
+//
+// It watches directories, not files: editors save by writing a new file and
+// renaming it over the old one, renewals (certbot, cert-manager) and
+// Kubernetes' mounted ConfigMaps and Secrets swap a symlink in the
+// directory; a watch on the file itself loses track after the first swap.
+// Any change in a directory leads, after a settling delay, to one call of
+// Changed, so a write in several steps is read once, whole; the caller
+// compares contents, so unrelated files and repeated events cost a read,
+// never a reload.
+package dirwatch
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// Settle is how long Run waits after the last change before calling
+// Changed.
+const Settle = 100 * time.Millisecond
+
+// Watcher is an fsnotify watch of a few directories.
+type Watcher struct {
+	w *fsnotify.Watcher
+}
+
+// New starts watching the directories of files (each directory once). The
+// caller must Run it, or Close it.
+func New(files ...string) (*Watcher, error) {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, err
+	}
+	var dirs []string
+	for _, f := range files {
+		if d := filepath.Dir(f); !slices.Contains(dirs, d) {
+			dirs = append(dirs, d)
+		}
+	}
+	for _, d := range dirs {
+		if err := w.Add(d); err != nil {
+			_ = w.Close()
+			return nil, fmt.Errorf("watch %s: %w", d, err)
+		}
+	}
+	return &Watcher{w: w}, nil
+}
+
+// Close stops the watch; it waits for fsnotify's own goroutine to end.
+func (w *Watcher) Close() error {
+	if w == nil {
+		return nil
+	}
+	return w.w.Close()
+}
+
+// Loop is what Run calls.
+type Loop struct {
+	// Changed is called Settle after the last change (attribute-only
+	// changes do not count) or watch error. Required.
+	Changed func()
+	// Error is called with a watch error (typically an event queue
+	// overflow: events were lost, so Changed follows). Nil: ignored.
+	Error func(error)
+	// Signal, when it delivers, calls Signaled at once (cmd/edge sends one
+	// on SIGHUP). Nil: no signal.
+	Signal <-chan struct{}
+	// Signaled is called on every value from Signal. Nil: Changed.
+	Signaled func()
+}
+
+// Run calls l's functions until ctx is done, then closes w. A nil w watches nothing: only l.Signal then calls back (a
+// watch that could not be set up). Callbacks run on Run's goroutine, one at
+// a time.
+func Run(ctx context.Context, w *Watcher, l Loop) {
+	defer w.Close()
+	if l.Signaled == nil {
+		l.Signaled = l.Changed
+	}
+	var (
+		events <-chan fsnotify.Event
+		errs   <-chan error
+	)
+	if w != nil {
+		events, errs = w.w.Events, w.w.Errors
+	}
+	settle := time.NewTimer(Settle)
+	settle.Stop()
+	defer settle.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-l.Signal:
+			l.Signaled()
+		case ev, ok := <-events:
+			if !ok {
+				events = nil // the watch ended: signals still work
+				continue
+			}
+			if ev.Op == fsnotify.Chmod {
+				continue // attributes only: the content did not change
+			}
+			settle.Reset(Settle)
+		case err, ok := <-errs:
+			if !ok {
+				errs = nil
+				continue
+			}
+			if l.Error != nil {
+				l.Error(err)
+			}
+			settle.Reset(Settle)
+		case <-settle.C:
+			l.Changed()
+		}
+	}
+}

@@ -1,0 +1,89 @@
+package edge
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/partner-edge/partner-edge/problem"
+	"github.com/partner-edge/partner-edge/upstream"
+)
+
+// upstreamProblem is how the edge answers one kind of upstream error.
+type upstreamProblem struct {
+	code   problem.Code // its status and title come from the problem registry
+	detail string       // partner-safe: no host, path, PMS status or Go error
+	// retryAfter sends the error's RetryAfter as Retry-After.
+	retryAfter bool
+}
+
+// upstreamProblems is the one table from upstream.Kind to what a partner
+// sees (DECISIONS.md 7, 10 and 11). upstream.Canceled is absent: a partner
+// who left gets no answer (see problemOf). A kind absent from the table
+// answers as upstream.Internal.
+var upstreamProblems = map[upstream.Kind]upstreamProblem{
+	upstream.NotFound: {code: problem.PropertyNotFound,
+		detail: "No property with this id is available to the API key."},
+	upstream.Unavailable: {code: problem.ServiceUnavailable, retryAfter: true,
+		detail: "A system behind the API is temporarily unavailable. Retry after the number of seconds in Retry-After."},
+	upstream.Timeout: {code: problem.GatewayTimeout,
+		detail: "The property system did not answer in time. Retry later."},
+	upstream.BadGateway: {code: problem.BadGateway,
+		detail: "A system behind the API failed or gave an invalid answer. Retry later and quote the requestId when contacting support."},
+	upstream.Internal: {code: problem.InternalError,
+		detail: "An unexpected fault occurred in the API. It has been logged; retry later and quote the requestId when contacting support."},
+}
+
+// problemOf is the one place where an error becomes what a partner sees:
+//   - a *problem.Error in err's chain (with a registered code) is the
+//     edge's own answer (a check of the request failed): it is answered
+//     as is;
+//   - anything else is a domain error of the catalog: upstream names its
+//     kind (an *upstream.Error in the chain; a bare error is classified by
+//     upstream's one rule, upstream.Classify, against the request's
+//     context: a context error by how the context ended, anything else
+//     Internal), and upstreamProblems turns the kind into the problem.
+//
+// gone reports that the partner went away (the request's context was
+// cancelled and the error is that cancellation): nothing is answered, and
+// cause is what the access log records. Cancelled while the partner is
+// still here means the edge is stopping: 503.
+func problemOf(ctx context.Context, err error) (pe *problem.Error, cause error, gone bool) {
+	if errors.As(err, &pe) && pe != nil && problem.Known(pe.Code) {
+		return pe, pe.Err, false
+	}
+	if err == nil {
+		err = errors.New("edge: nil error answered")
+	}
+	ue := upstream.Classify(ctx, err, upstream.Internal)
+	if ue.Kind == upstream.Canceled {
+		if ctx.Err() != nil {
+			return nil, ue, true
+		}
+		ue = &upstream.Error{Kind: upstream.Unavailable, Err: ue}
+	}
+	p, ok := upstreamProblems[ue.Kind]
+	if !ok {
+		p = upstreamProblems[upstream.Internal]
+	}
+	pe = &problem.Error{Code: p.code, Detail: p.detail, Err: ue}
+	if p.retryAfter {
+		pe.RetryAfter = ue.RetryAfter
+	}
+	return pe, ue, false
+}
+
+// fail answers err as problem+json (problemOf) and records its code and
+// cause for the access log; a partner who has gone away gets no answer at
+// all, and the access log says so (499).
+func (s responder) fail(w http.ResponseWriter, r *http.Request, err error) {
+	st := stateFrom(r.Context())
+	pe, cause, gone := problemOf(r.Context(), err)
+	if gone {
+		st.cause = cause
+		st.w.status = statusClientClosed
+		return
+	}
+	pe = s.problems.Write(w, r, st.requestID, pe)
+	st.code, st.cause = pe.Code, pe.Err
+}
