@@ -110,7 +110,10 @@ func (s BreakerState) String() string {
 //   - http.server.request.duration (http_server_request_duration_seconds):
 //     histogram, seconds, semconv buckets; http.request.method,
 //     http.route (the route template; absent when no route matched),
-//     http.response.status_code. Recorded by RequestDone.
+//     http.response.status_code, and partner_edge.cache.outcome (hit,
+//     miss, stale, coalesced) on requests the cache answered (the SLO
+//     tells cached answers from misses by it; absent otherwise). Recorded
+//     by RequestDone.
 //   - http.server.active_requests (http_server_active_requests): up-down
 //     counter of requests in flight; http.request.method.
 //   - partner_edge.pms.attempt.duration
@@ -135,6 +138,13 @@ func (s BreakerState) String() string {
 //     any key was looked at (their RATE_LIMITED is also in
 //     problem.responses, with the per-key quota's); no attribute (client
 //     addresses are unbounded), registered at 0.
+//   - partner_edge.requests.shed (partner_edge_requests_shed_total):
+//     requests answered 503 at once because EDGE_MAX_CONCURRENT were in
+//     progress (their SERVICE_UNAVAILABLE is also in problem.responses, with
+//     the PMS's); no attribute, registered at 0.
+//   - partner_edge.tls.reloads (partner_edge_tls_reloads_total): reloads of
+//     the TLS certificate after start-up; result (ok, failed), both
+//     pre-registered at 0.
 type Metrics struct {
 	reqDuration metric.Float64Histogram
 	active      metric.Int64UpDownCounter
@@ -146,6 +156,8 @@ type Metrics struct {
 	reloads     metric.Int64Counter
 	problems    metric.Int64Counter
 	throttled   metric.Int64Counter
+	shed        metric.Int64Counter
+	tlsReloads  metric.Int64Counter
 
 	activeOpts  map[string][]metric.AddOption // by canonical method, read-only
 	problemOpts map[string][]metric.AddOption // guarded by mu
@@ -160,6 +172,7 @@ type Metrics struct {
 type reqKey struct {
 	method, route string
 	status        int
+	cache         CacheOutcome // "" when the cache did not answer
 }
 
 // maxReqSets bounds the RequestDone cache; past it, sets are built per call.
@@ -247,6 +260,18 @@ func newMetrics(mp metric.MeterProvider) (*Metrics, error) {
 	for _, o := range m.reloadOpts {
 		m.reloads.Add(ctx, 0, o...)
 	}
+	if m.shed, err = meter.Int64Counter("partner_edge.requests.shed",
+		metric.WithUnit("{request}"), metric.WithDescription("Requests answered 503 at once because the concurrency cap was reached.")); err != nil {
+		return nil, err
+	}
+	m.shed.Add(ctx, 0)
+	if m.tlsReloads, err = meter.Int64Counter("partner_edge.tls.reloads",
+		metric.WithUnit("{reload}"), metric.WithDescription("TLS certificate reloads after start-up by result: ok or failed.")); err != nil {
+		return nil, err
+	}
+	for _, o := range m.reloadOpts {
+		m.tlsReloads.Add(ctx, 0, o...)
+	}
 	empty := map[reqKey][]metric.RecordOption{}
 	m.reqOpts.Store(&empty)
 	return m, nil
@@ -263,20 +288,30 @@ func (m *Metrics) RequestStarted(ctx context.Context, method string) {
 // request's duration. route is the route template ("/v1/properties/{propertyId}"),
 // or "" when no route matched (404, 405, trailing slash...): never the raw
 // path. status is the status code sent.
+//
+// When ctx answers a *CacheSlot (CacheSlotKey) that PMSMetrics.Cache filled,
+// the duration carries the request's cache outcome too.
 func (m *Metrics) RequestDone(ctx context.Context, method, route string, status int, elapsed time.Duration) {
 	method = canonicalMethod(method)
 	m.active.Add(ctx, -1, m.activeOpts[method]...)
-	m.reqDuration.Record(ctx, elapsed.Seconds(), m.requestOpts(method, route, status)...)
+	var cache CacheOutcome
+	if slot, ok := ctx.Value(CacheSlotKey{}).(*CacheSlot); ok {
+		cache = slot.Outcome()
+	}
+	m.reqDuration.Record(ctx, elapsed.Seconds(), m.requestOpts(method, route, status, cache)...)
 }
 
-func (m *Metrics) requestOpts(method, route string, status int) []metric.RecordOption {
-	k := reqKey{method, route, status}
+func (m *Metrics) requestOpts(method, route string, status int, cache CacheOutcome) []metric.RecordOption {
+	k := reqKey{method, route, status, cache}
 	if o, ok := (*m.reqOpts.Load())[k]; ok {
 		return o
 	}
 	kv := []attribute.KeyValue{semconv.HTTPRequestMethodKey.String(method), semconv.HTTPResponseStatusCode(status)}
 	if route != "" {
 		kv = append(kv, semconv.HTTPRoute(route))
+	}
+	if cache != "" {
+		kv = append(kv, AttrCacheOutcome.String(string(cache)))
 	}
 	o := recordOpts(kv...)
 	m.mu.Lock()
@@ -333,6 +368,18 @@ func codeShaped(code string) bool {
 // AuthThrottled counts one request refused by the failed-authentication
 // throttle.
 func (m *Metrics) AuthThrottled(ctx context.Context) { m.throttled.Add(ctx, 1) }
+
+// Shed counts one request refused by the concurrency cap.
+func (m *Metrics) Shed(ctx context.Context) { m.shed.Add(ctx, 1) }
+
+// TLSReload counts one reload of the TLS certificate after start-up.
+func (m *Metrics) TLSReload(ctx context.Context, ok bool) {
+	i := 0
+	if ok {
+		i = 1
+	}
+	m.tlsReloads.Add(ctx, 1, m.reloadOpts[i]...)
+}
 
 // KeyReload counts one load of the key file (start-up, SIGHUP or change).
 func (m *Metrics) KeyReload(ctx context.Context, ok bool) {
@@ -415,15 +462,19 @@ func (p *PMSMetrics) BreakerState(ctx context.Context, s BreakerState) {
 	p.m.breaker.Record(ctx, int64(s), p.breaker...)
 }
 
-// Cache counts one cache lookup by how it was served, and adds a
-// "cache.lookup" event (AttrCacheOutcome) to the recording span of ctx. An
-// outcome outside CacheOutcomes is ignored.
+// Cache counts one cache lookup by how it was served, adds a
+// "cache.lookup" event (AttrCacheOutcome) to the recording span of ctx, and
+// notes the outcome in the request's CacheSlot, if ctx has one. An outcome
+// outside CacheOutcomes is ignored.
 func (p *PMSMetrics) Cache(ctx context.Context, outcome CacheOutcome) {
 	o, ok := p.cache[outcome]
 	if !ok {
 		return
 	}
 	p.m.cache.Add(ctx, 1, o...)
+	if slot, ok := ctx.Value(CacheSlotKey{}).(*CacheSlot); ok {
+		slot.set(outcome)
+	}
 	if span := trace.SpanFromContext(ctx); span.IsRecording() {
 		span.AddEvent(EventCacheLookup, trace.WithAttributes(AttrCacheOutcome.String(string(outcome))))
 	}

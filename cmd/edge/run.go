@@ -184,6 +184,7 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 		DrainDelay:      cfg.DrainDelay,
 		ShutdownTimeout: cfg.ShutdownWait,
 		OnDraining:      func() { draining.Store(true) },
+		OnTLSReload:     func(ok bool) { tel.Metrics().TLSReload(context.Background(), ok) },
 		Logger:          log,
 		OnListen: func(addr net.Addr) {
 			log.Info("edge listening", "addr", addr.String())
@@ -298,7 +299,15 @@ func serveAdmin(ctx context.Context, addr string, tel *observability.Telemetry, 
 	}
 }
 
+// stampedVersion is the version a release build stamps in
+// (-ldflags "-X main.stampedVersion=v1.2.3", cmd/edge/image/build); empty:
+// the module version from the build info, else "dev".
+var stampedVersion string
+
 func buildVersion() string {
+	if stampedVersion != "" {
+		return stampedVersion
+	}
 	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 		return bi.Main.Version
 	}

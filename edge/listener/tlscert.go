@@ -27,7 +27,8 @@ type certStore struct {
 	mu        sync.Mutex // serialises loads; guards lastCert, lastKey
 	lastCert  []byte     // file contents last loaded or rejected
 	lastKey   []byte
-	onApplied func() // test hook: called after each load attempt; nil: none
+	onApplied func()        // test hook: called after each load attempt; nil: none
+	onReload  func(ok bool) // ServeConfig.OnTLSReload; nil: none
 }
 
 // newCertStore loads the pair once; an error here stops start-up.
@@ -75,6 +76,9 @@ func (c *certStore) reload(force bool) error {
 	first := c.cur.Load() == nil
 	c.cur.Store(&cert)
 	if !first {
+		if c.onReload != nil {
+			c.onReload(true)
+		}
 		c.log.Info("TLS certificate reloaded", "file", c.certFile, "subject", leaf.Subject.String(),
 			"not_after", leaf.NotAfter.UTC().Format(time.RFC3339))
 	}
@@ -83,6 +87,9 @@ func (c *certStore) reload(force bool) error {
 
 func (c *certStore) reject(err error) error {
 	if c.cur.Load() != nil {
+		if c.onReload != nil {
+			c.onReload(false)
+		}
 		c.log.Error("TLS certificate reload failed; the previous certificate stays in use", "error", err)
 	}
 	return err
