@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
 
@@ -57,7 +58,7 @@ func TestAccessLogSlowStdoutNeverBlocks(t *testing.T) {
 		}
 	}()
 
-	stderr := &lockedBuffer{}
+	stderr := &testkit.LogBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	env := map[string]string{
@@ -83,7 +84,7 @@ func TestAccessLogSlowStdoutNeverBlocks(t *testing.T) {
 	base := "http://" + waitListening(t, s) + "/v1/"
 	waitHealthy(t, base)
 	var admin string
-	eventually(t, func() bool {
+	testkit.Eventually(t, "the admin listener is logged", func() bool {
 		m := adminListening.FindStringSubmatch(stderr.String())
 		if m != nil {
 			admin = "http://" + m[1]

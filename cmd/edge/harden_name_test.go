@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/observability/testkit"
 )
 
 // Issue 17 finding 5, end to end: a PMS on loopback lists a property whose
@@ -43,7 +44,7 @@ func TestOversizedPMSNameNeverServed(t *testing.T) {
 	})
 	base := "http://" + waitListening(t, s) + "/v1/"
 	var admin string
-	eventually(t, func() bool {
+	testkit.Eventually(t, "the admin listener is logged", func() bool {
 		m := adminListening.FindStringSubmatch(s.stderr.String())
 		if m != nil {
 			admin = "http://" + m[1]

@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/partner-edge/partner-edge/observability/testkit"
 )
 
 // needTool returns the path of a tool a test cannot do without. Under
@@ -279,7 +281,7 @@ func runInImage(t *testing.T, rootfs string) {
 	// The image's own environment (Containerfile ENV), with the listener
 	// on a free loopback port and no admin listener.
 	cmd.Env = []string{"EDGE_ADDR=127.0.0.1:0", "EDGE_ADMIN_ADDR=", "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt"}
-	var stdout, stderr lockedBuffer
+	var stdout, stderr testkit.LogBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 20 * time.Second

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
 
@@ -34,7 +35,7 @@ func TestMetricsScrape(t *testing.T) {
 	base := "http://" + waitListening(t, s) + "/v1/"
 	waitHealthy(t, base)
 	var admin string
-	eventually(t, func() bool {
+	testkit.Eventually(t, "the admin listener is logged", func() bool {
 		m := adminListening.FindStringSubmatch(s.stderr.String())
 		if m != nil {
 			admin = "http://" + m[1]

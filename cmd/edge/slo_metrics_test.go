@@ -16,6 +16,7 @@ import (
 	promql "github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream/fleet/redistest"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
@@ -143,7 +144,7 @@ func TestRulesAndDashboardMatchMetrics(t *testing.T) {
 	base := "http://" + waitListening(t, s) + "/v1/"
 	waitHealthy(t, base)
 	var admin string
-	eventually(t, func() bool {
+	testkit.Eventually(t, "the admin listener is logged", func() bool {
 		if m := adminListening.FindStringSubmatch(s.stderr.String()); m != nil {
 			admin = "http://" + m[1]
 		}
@@ -173,7 +174,7 @@ func TestRulesAndDashboardMatchMetrics(t *testing.T) {
 		}
 	}
 	// The shadow compares in the background after the live walk.
-	eventually(t, func() bool {
+	testkit.Eventually(t, "the shadow comparison is in the metrics", func() bool {
 		return strings.Contains(scrape(t, admin+"/metrics"), "partner_edge_shadow_last_comparison_timestamp_seconds{")
 	})
 	exp := parseExposition(t, scrape(t, admin+"/metrics"))

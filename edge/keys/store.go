@@ -51,6 +51,10 @@ type Store struct {
 	// watching, when set (tests only), is called once Watch has set up its
 	// watch and looked at the file: changes after that raise events.
 	watching func()
+	// looked, when set (tests only), is called by Watch after each look at
+	// the file that a change led to, reload or not: a test can wait for
+	// that event instead of for Watch's settling timer.
+	looked func()
 }
 
 // keySet is one loaded key file; never modified once published.

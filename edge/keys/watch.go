@@ -39,7 +39,12 @@ func (s *Store) Watch(ctx context.Context) error {
 		s.watching()
 	}
 	dirwatch.Run(ctx, w, dirwatch.Loop{ // closes w, waiting for fsnotify's goroutine
-		Changed: func() { s.reload(false) }, //nolint:errcheck // logged by reload
+		Changed: func() {
+			s.reload(false) //nolint:errcheck // logged by reload
+			if s.looked != nil {
+				s.looked()
+			}
+		},
 		Error: func(err error) {
 			// Typically an event queue overflow: events were lost, so look.
 			s.log.Warn("key file watch error", "file", s.path, "reason", err.Error())

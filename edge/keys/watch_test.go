@@ -10,11 +10,21 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/partner-edge/partner-edge/observability/testkit"
 )
 
 // watching opens path and runs Watch until the test ends; it returns the
 // store, the log and the count of reload attempts.
-func watching(t *testing.T, path string) (*Store, *syncBuffer, *atomic.Int32) {
+func watching(t *testing.T, path string) (*Store, *testkit.LogBuffer, *atomic.Int32) {
+	t.Helper()
+	s, buf, reloads, _ := watchingLooks(t, path)
+	return s, buf, reloads
+}
+
+// watchingLooks is watching, and also counts the watcher's looks at the
+// file after a change (reload or not).
+func watchingLooks(t *testing.T, path string) (*Store, *testkit.LogBuffer, *atomic.Int32, *atomic.Int32) {
 	t.Helper()
 	log, buf := newLogger()
 	var reloads atomic.Int32
@@ -26,6 +36,8 @@ func watching(t *testing.T, path string) (*Store, *syncBuffer, *atomic.Int32) {
 	done := make(chan error, 1)
 	ready := make(chan struct{})
 	s.watching = func() { close(ready) }
+	var looks atomic.Int32
+	s.looked = func() { looks.Add(1) }
 	go func() { done <- s.Watch(ctx) }()
 	<-ready // the changes a test makes now must arrive as events
 	t.Cleanup(func() {
@@ -34,19 +46,14 @@ func watching(t *testing.T, path string) (*Store, *syncBuffer, *atomic.Int32) {
 			t.Errorf("Watch: %v", err)
 		}
 	})
-	return s, buf, &reloads
+	return s, buf, &reloads, &looks
 }
 
-// eventually polls cond for up to five seconds.
+// eventually waits for an outside event: fsnotify's notification and the
+// watcher's look that follows it.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Eventually(t, what, cond)
 }
 
 func found(s *Store, token string) func() bool {
@@ -154,15 +161,19 @@ func TestWatchIgnoresUnchangedContent(t *testing.T) {
 	_, rec := minted(t, 1, ModeLive, nil)
 	fresh, freshRec := minted(t, 2, ModeLive, nil)
 	path := keyFile(t, rec)
-	s, buf, reloads := watching(t, path)
+	s, buf, reloads, looks := watchingLooks(t, path)
 
 	writeFile(t, path, marshalFile(t, rec))
 	now := time.Now()
 	must(t, os.Chtimes(path, now, now))
 	writeFile(t, filepath.Join(filepath.Dir(path), "other.txt"), []byte("x"))
-	// Let the events settle and be handled (a few settling periods), then
-	// make a real change: it must be the only reload.
-	time.Sleep(4 * watchSettle)
+	// The watcher looks at the file once these events have settled: that
+	// look must reload nothing.
+	eventually(t, "the watcher looked after the events", func() bool { return looks.Load() > 0 })
+	if n := reloads.Load(); n != 0 {
+		t.Errorf("OnReload called %d times for unchanged content, want 0; log %s", n, buf)
+	}
+	// Then a real change: it must be the only reload.
 	writeFile(t, path, marshalFile(t, freshRec))
 	eventually(t, "the new key is in force", found(s, fresh))
 	if n := reloads.Load(); n != 1 {
@@ -182,6 +193,8 @@ func TestWatchStopsOnCancel(t *testing.T) {
 	done := make(chan error, 1)
 	ready := make(chan struct{})
 	s.watching = func() { close(ready) }
+	var looks atomic.Int32
+	s.looked = func() { looks.Add(1) }
 	go func() { done <- s.Watch(ctx) }()
 	<-ready
 	cancel()
@@ -227,6 +240,8 @@ func TestWatchCatchesEarlierChange(t *testing.T) {
 	defer cancel()
 	ready := make(chan struct{})
 	s.watching = func() { close(ready) }
+	var looks atomic.Int32
+	s.looked = func() { looks.Add(1) }
 	done := make(chan error, 1)
 	go func() { done <- s.Watch(ctx) }()
 	<-ready
