@@ -2,6 +2,7 @@ package edge
 
 import (
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
@@ -39,7 +40,11 @@ func (s *server) accessLog(next http.Handler) http.Handler {
 		if st.w.status >= 500 && st.w.status != statusClientClosed {
 			level = slog.LevelError
 		}
-		if !s.log.Enabled(ctx, level) {
+		log := s.cfg.AccessLog
+		if log == nil {
+			log = s.log
+		}
+		if !log.Enabled(ctx, level) || sampledOut(s.cfg.AccessLogSample, st.w.status) {
 			return
 		}
 		var buf [12]slog.Attr
@@ -73,8 +78,14 @@ func (s *server) accessLog(next http.Handler) http.Handler {
 		// (runtime.Callers) for a source location nobody logs.
 		rec := slog.NewRecord(end, level, "request", 0)
 		rec.AddAttrs(attrs...)
-		_ = s.log.Handler().Handle(ctx, rec)
+		_ = log.Handler().Handle(ctx, rec)
 	})
+}
+
+// sampledOut reports whether a line is left out by Config.AccessLogSample:
+// only successful answers are ever sampled.
+func sampledOut(sample float64, status int) bool {
+	return sample > 0 && sample < 1 && status < 400 && rand.Float64() >= sample
 }
 
 // Request fields written to the log are clipped (DECISIONS.md section 10):

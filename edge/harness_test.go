@@ -71,6 +71,8 @@ type harnessOptions struct {
 	// pmsCallTimeout, when set, replaces the short PMS call deadline the
 	// failure tests want (for tests that load under heavy concurrency).
 	pmsCallTimeout time.Duration
+	// accessLogSample is Config.AccessLogSample.
+	accessLogSample float64
 	// oauth turns access tokens on; its Clients, when nil, is the
 	// harness's key store (records get a clientId through keyOver).
 	oauth *edge.OAuth
@@ -123,7 +125,8 @@ func newHarness(t testing.TB, opts harnessOptions) *harness {
 		t.Fatal(err)
 	}
 	cfg := edge.Config{Brand: testBrand, DocsURL: testDocsURL, Logger: logger, Now: opts.now, Healthy: store.Usable, Telemetry: opts.tel,
-		RateLimit: opts.rateLimit, AuthFailLimit: opts.authFailLimit, TrustedProxies: trusted, Limiter: opts.limiter}
+		RateLimit: opts.rateLimit, AuthFailLimit: opts.authFailLimit, TrustedProxies: trusted, Limiter: opts.limiter,
+		AccessLogSample: opts.accessLogSample}
 	if opts.oauth != nil {
 		o := *opts.oauth
 		if o.Clients == nil {

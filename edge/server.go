@@ -33,8 +33,18 @@ type Config struct {
 	DocsPath string
 	// Now returns the current time. Nil means time.Now.
 	Now func() time.Time
-	// Logger receives access and error logs. Nil discards them.
+	// Logger receives error logs, and the access log when AccessLog is
+	// nil. Nil discards them.
 	Logger *slog.Logger
+	// AccessLog receives one "request" line per answered request (info; 5xx
+	// at error). Nil means Logger. cmd/edge gives it a logger over an
+	// observability.LogBuffer, so a slow output never holds a request.
+	AccessLog *slog.Logger
+	// AccessLogSample is the fraction of successful requests (status below
+	// 400) whose access-log line is written, for a deployment whose log
+	// pipeline cannot take every line; errors are always written. Zero, or
+	// 1 and above, writes every line (the default: no sampling).
+	AccessLogSample float64
 	// Healthy reports whether the process can serve (keys usable, not
 	// draining). Nil means always healthy.
 	Healthy func() bool

@@ -80,6 +80,16 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 		}
 	}()
 	metrics := tel.Metrics()
+	access, err := openAccessLog(cfg, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	defer access.close(ctx, log) // after Serve: every answered request's line is written
+	if access.buf != nil {
+		if err := observability.ObserveLogBuffer(tel.MeterProvider(), "access", access.buf); err != nil {
+			return err
+		}
+	}
 
 	var demo *demoEnv
 	if cfg.PMSBaseURL == "" {
@@ -153,6 +163,9 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 			TrustedProxies: cfg.TrustedProxies,
 			Limiter:        fm.limiter(), // nil: in-process
 			OAuth:          tokens,
+
+			AccessLog:       access.log, // its own buffered stream: stdout by default
+			AccessLogSample: cfg.AccessLogSample,
 		}
 		if err := withDocs(&ec, docsPath); err != nil {
 			return nil, err

@@ -33,6 +33,8 @@ type settings struct {
 	DrainDelay, ShutdownWait time.Duration
 	LogFormat                string
 	LogLevel                 slog.Level
+	AccessLog                string  // stdout, stderr, off or a file path
+	AccessLogSample          float64 // fraction of successful lines written
 	RatePerSecond            float64
 	RateBurst                int
 	RequestTimeout           time.Duration
@@ -114,6 +116,8 @@ func settingTable() []*setting {
 		{env: "PMS_CANDIDATE_TOKEN", flag: "pms-candidate-token", def: "", help: "bearer token the edge presents to the candidate PMS (prefer the variable: flags show in ps)", doc: "bearer token the edge presents to the candidate PMS (prefer the variable: flags show in `ps`)"},
 		{env: "EDGE_LOG_FORMAT", flag: "log-format", def: "json", help: "log format: json or text", doc: "`json` or `text`"},
 		{env: "EDGE_LOG_LEVEL", flag: "log-level", def: "info", help: "log level: debug, info, warn or error", doc: "`debug`, `info`, `warn` or `error`"},
+		{env: "EDGE_ACCESS_LOG", flag: "access-log", def: "stdout", help: "where the access log goes (buffered, flushed every second): stdout, stderr, off, or a file path (appended to); the other logs go to stderr", doc: "where the access log goes: `stdout`, `stderr`, `off` or a file path (appended to); buffered (64 KiB, flushed every second and at exit); lines the output cannot take are dropped and counted (`partner_edge_log_dropped_total`), never waited for; the other logs stay on stderr"},
+		{env: "EDGE_ACCESS_LOG_SAMPLE", flag: "access-log-sample", def: "1", help: "fraction (0 to 1] of successful requests' access-log lines written; 4xx and 5xx are always written", doc: "fraction (above 0, at most 1) of successful requests' access lines written; 4xx and 5xx lines are always written"},
 	}
 }
 
@@ -193,6 +197,9 @@ func parseSettings(args []string, getenv lookupEnv, stderr io.Writer) (settings,
 		DocsPath:        p.docsPath("EDGE_DOCS_PATH"),
 		DocsURLSet:      get["EDGE_DOCS_URL"].set,
 		DocsPathSet:     get["EDGE_DOCS_PATH"].set,
+
+		AccessLog:       p.str("EDGE_ACCESS_LOG"),
+		AccessLogSample: p.float("EDGE_ACCESS_LOG_SAMPLE"),
 	}
 	p.checkBounds(&s)
 	if s.AdminAddr == "off" {
@@ -211,6 +218,8 @@ func parseSettings(args []string, getenv lookupEnv, stderr io.Writer) (settings,
 		p.fail(errors.New("EDGE_PMS_TIMEOUT and EDGE_PMS_ATTEMPT_TIMEOUT must be positive"))
 	case s.RequestTimeout <= 0:
 		p.fail(errors.New("EDGE_REQUEST_TIMEOUT must be positive"))
+	case s.AccessLogSample <= 0 || s.AccessLogSample > 1:
+		p.fail(fmt.Errorf("invalid EDGE_ACCESS_LOG_SAMPLE %v: want a fraction above 0 and at most 1", s.AccessLogSample))
 	case s.OAuthIssuer != "" && s.OAuthAudience == "":
 		p.fail(errors.New("EDGE_OAUTH_AUDIENCE is required when EDGE_OAUTH_ISSUER is set (DECISIONS 12: both or neither)"))
 	case s.OAuthAudience != "" && s.OAuthIssuer == "":

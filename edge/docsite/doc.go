@@ -3,7 +3,7 @@
 // from what the edge does:
 //
 //   - the API reference is Redocly's server-side render of docs/openapi.yaml
-//     (reference.html, made by go generate and committed; a test holds its
+//     (reference.html.gz, made by go generate and committed; a test holds its
 //     embedded document equal to docs/openapi.yaml). Redoc's runtime bundle
 //     is neither committed nor loaded: the page is static HTML and CSS, with
 //     no script and no remote resource, so it passes a strict

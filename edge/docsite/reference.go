@@ -2,19 +2,36 @@ package docsite
 
 import (
 	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	_ "embed"
 	"encoding/base64"
 	"errors"
+	"io"
 	"slices"
 	"strings"
+	"sync"
 )
 
-// referenceHTML is Redocly's render of docs/openapi.yaml (.ci/docsite/render,
-// run by go generate).
+// referenceGz is Redocly's render of docs/openapi.yaml (.ci/docsite/render,
+// run by go generate), gzipped there: the render is a megabyte of HTML, a
+// sixth of that compressed, and the edge's image must stay small (issue 21).
 //
-//go:embed reference.html
-var referenceHTML []byte
+//go:embed reference.html.gz
+var referenceGz []byte
+
+// referenceHTML is the render itself, unpacked once when first needed.
+var referenceHTML = sync.OnceValue(func() []byte {
+	zr, err := gzip.NewReader(bytes.NewReader(referenceGz))
+	if err != nil {
+		return nil // Build then reports a render that is not Redocly's
+	}
+	html, err := io.ReadAll(zr)
+	if err != nil {
+		return nil
+	}
+	return html
+})
 
 // remoteMarks are the ways an HTML page or its CSS loads something from
 // elsewhere; the served reference holds none of them.
@@ -112,7 +129,7 @@ var contrastFixes = strings.NewReplacer(
 // assets/reference.css. The style attributes Redoc renders stay inline and
 // are allowed one by one by their hashes (CSP 'unsafe-hashes').
 func (b *builder) reference() error {
-	html := referenceHTML
+	html := referenceHTML()
 	if !bytes.Contains(html, []byte(`id="redoc"`)) {
 		return errors.New("docs: reference.html is not a Redocly render (run go generate ./edge/docsite)")
 	}

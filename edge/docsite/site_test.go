@@ -156,7 +156,7 @@ func TestReferenceMatchesDocument(t *testing.T) {
 	if err := json.Unmarshal(js, &want); err != nil {
 		t.Fatal(err)
 	}
-	m := regexp.MustCompile(`const __redoc_state = (\{.*\});\s*\n`).FindSubmatch(referenceHTML)
+	m := regexp.MustCompile(`const __redoc_state = (\{.*\});\s*\n`).FindSubmatch(referenceHTML())
 	if m == nil {
 		t.Fatal("reference.html holds no __redoc_state: not a Redocly build-docs render")
 	}

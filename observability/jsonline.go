@@ -1,0 +1,193 @@
+package observability
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// jsonLineHandler writes, byte for byte, the JSON lines of log/slog's
+// JSONHandler with NewLogger's options (Redact as ReplaceAttr), at about
+// half its CPU, for the records the hot path logs: the access log's
+// strings, integers, booleans, durations and times. Any other record (a
+// float, a group, an Any or LogValuer that Redact leaves as it is, an empty
+// key) and every handler made by WithAttrs or WithGroup go to the
+// JSONHandler itself. Both write through one mutex, one Write per line.
+//
+// Measured against the alternatives (BenchmarkAccessLogLine and bench/README.md):
+// log/slog's JSONHandler spends most of a line in its generic attribute
+// walk and in calling ReplaceAttr through an Attr copy for the built-in
+// keys; phuslu/log's slog handler is as fast as this one but falls back to
+// log/slog as soon as ReplaceAttr is set and writes control characters
+// unescaped (invalid JSON).
+type jsonLineHandler struct {
+	level  slog.Leveler
+	out    *lockedWriter
+	redact func(groups []string, a slog.Attr) slog.Attr
+	slow   slog.Handler // JSONHandler with the same options, writing to out
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func newJSONLineHandler(w io.Writer, opts *slog.HandlerOptions) *jsonLineHandler {
+	out := &lockedWriter{w: w}
+	if opts.Level == nil {
+		opts.Level = slog.LevelInfo
+	}
+	return &jsonLineHandler{level: opts.Level, out: out, redact: opts.ReplaceAttr,
+		slow: slog.NewJSONHandler(out, opts)}
+}
+
+func (h *jsonLineHandler) Enabled(_ context.Context, l slog.Level) bool {
+	return l >= h.level.Level()
+}
+
+func (h *jsonLineHandler) WithAttrs(as []slog.Attr) slog.Handler { return h.slow.WithAttrs(as) }
+func (h *jsonLineHandler) WithGroup(name string) slog.Handler    { return h.slow.WithGroup(name) }
+
+// lineAttrs holds a record's attributes after Redact without allocating
+// for up to this many.
+const lineAttrs = 16
+
+var linePool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+func (h *jsonLineHandler) Handle(ctx context.Context, r slog.Record) error {
+	var buf [lineAttrs]slog.Attr
+	attrs := buf[:0]
+	fast := true
+	r.Attrs(func(a slog.Attr) bool {
+		a.Value = a.Value.Resolve()
+		a = h.redact(nil, a)
+		switch a.Value.Kind() {
+		case slog.KindString, slog.KindInt64, slog.KindUint64, slog.KindBool, slog.KindDuration, slog.KindTime:
+		default:
+			fast = false
+		}
+		if a.Key == "" {
+			fast = false
+		}
+		if a.Value.Kind() == slog.KindTime {
+			if y := a.Value.Time().Year(); y < 0 || y >= 10000 {
+				fast = false // JSONHandler writes its own error text
+			}
+		}
+		attrs = append(attrs, a)
+		return fast
+	})
+	if !fast {
+		return h.slow.Handle(ctx, r)
+	}
+	bp := linePool.Get().(*[]byte)
+	b := append((*bp)[:0], '{')
+	if !r.Time.IsZero() {
+		t := r.Time.Round(0) // as JSONHandler: no monotonic reading
+		if y := t.Year(); y < 0 || y >= 10000 {
+			putLine(bp, b)
+			return h.slow.Handle(ctx, r) // JSONHandler's own error text
+		}
+		b = append(b, `"time":"`...)
+		b = t.AppendFormat(b, time.RFC3339Nano)
+		b = append(b, `",`...)
+	}
+	b = append(b, `"level":`...)
+	b = appendJSONString(b, r.Level.String())
+	b = append(b, `,"msg":`...)
+	b = appendJSONString(b, h.redact(nil, slog.String(slog.MessageKey, r.Message)).Value.String())
+	for _, a := range attrs {
+		b = append(b, ',')
+		b = appendJSONString(b, a.Key)
+		b = append(b, ':')
+		switch v := a.Value; v.Kind() {
+		case slog.KindString:
+			b = appendJSONString(b, v.String())
+		case slog.KindInt64:
+			b = strconv.AppendInt(b, v.Int64(), 10)
+		case slog.KindUint64:
+			b = strconv.AppendUint(b, v.Uint64(), 10)
+		case slog.KindBool:
+			b = strconv.AppendBool(b, v.Bool())
+		case slog.KindDuration:
+			b = strconv.AppendInt(b, int64(v.Duration()), 10)
+		case slog.KindTime:
+			b = append(b, '"')
+			b = v.Time().AppendFormat(b, time.RFC3339Nano)
+			b = append(b, '"')
+		}
+	}
+	b = append(b, "}\n"...)
+	_, err := h.out.Write(b)
+	putLine(bp, b)
+	return err
+}
+
+func putLine(bp *[]byte, b []byte) {
+	if cap(b) <= 64<<10 {
+		*bp = b[:0]
+		linePool.Put(bp)
+	}
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString appends s quoted as log/slog's JSON handler quotes it
+// (encoding/json's rules without HTML escaping): \" \\ \n \r \t, \u00XX for
+// the other control characters, \ufffd for invalid UTF-8, and U+2028 and
+// U+2029 escaped.
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
