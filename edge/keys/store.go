@@ -51,6 +51,12 @@ type Store struct {
 	// watching, when set (tests only), is called once Watch has set up its
 	// watch and looked at the file: changes after that raise events.
 	watching func()
+	// settle, when set (tests only: a tiny one), replaces the watch's
+	// settling delay; zero: dirwatch.DefaultSettle.
+	settle time.Duration
+	// looked, when set (tests only), is called after each look at the file
+	// that a watch event caused, whether or not it reloaded.
+	looked func()
 }
 
 // keySet is one loaded key file; never modified once published.

@@ -7,10 +7,6 @@ import (
 	"github.com/partner-edge/partner-edge/edge/internal/dirwatch"
 )
 
-// watchSettle is how long Watch waits after the last change in the key
-// file's directory before reading the file (dirwatch.Settle).
-const watchSettle = dirwatch.Settle
-
 // Watch reloads the key file whenever it changes, until ctx is done; it then
 // returns nil, having stopped everything it started. It returns an error only
 // when the watch cannot be set up.
@@ -39,7 +35,13 @@ func (s *Store) Watch(ctx context.Context) error {
 		s.watching()
 	}
 	dirwatch.Run(ctx, w, dirwatch.Loop{ // closes w, waiting for fsnotify's goroutine
-		Changed: func() { s.reload(false) }, //nolint:errcheck // logged by reload
+		Changed: func() {
+			s.reload(false) //nolint:errcheck // logged by reload
+			if s.looked != nil {
+				s.looked()
+			}
+		},
+		Settle: s.settle,
 		Error: func(err error) {
 			// Typically an event queue overflow: events were lost, so look.
 			s.log.Warn("key file watch error", "file", s.path, "reason", err.Error())

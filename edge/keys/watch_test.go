@@ -12,9 +12,20 @@ import (
 	"go.uber.org/goleak"
 )
 
+// testSettle is the watch's settling delay in tests: tiny, so that the
+// tests wait on the file-system notification and the reload, not on it.
+const testSettle = time.Millisecond
+
 // watching opens path and runs Watch until the test ends; it returns the
 // store, the log and the count of reload attempts.
 func watching(t *testing.T, path string) (*Store, *syncBuffer, *atomic.Int32) {
+	s, buf, reloads, _ := watchingLooks(t, path)
+	return s, buf, reloads
+}
+
+// watchingLooks is watching, with a channel that receives a value after
+// each look at the file that a watch event caused.
+func watchingLooks(t *testing.T, path string) (*Store, *syncBuffer, *atomic.Int32, <-chan struct{}) {
 	t.Helper()
 	log, buf := newLogger()
 	var reloads atomic.Int32
@@ -25,7 +36,15 @@ func watching(t *testing.T, path string) (*Store, *syncBuffer, *atomic.Int32) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	ready := make(chan struct{})
+	looks := make(chan struct{}, 1)
 	s.watching = func() { close(ready) }
+	s.settle = testSettle
+	s.looked = func() {
+		select {
+		case looks <- struct{}{}:
+		default: // one pending look is enough to tell
+		}
+	}
 	go func() { done <- s.Watch(ctx) }()
 	<-ready // the changes a test makes now must arrive as events
 	t.Cleanup(func() {
@@ -34,7 +53,7 @@ func watching(t *testing.T, path string) (*Store, *syncBuffer, *atomic.Int32) {
 			t.Errorf("Watch: %v", err)
 		}
 	})
-	return s, buf, &reloads
+	return s, buf, &reloads, looks
 }
 
 // eventually polls cond for up to five seconds.
@@ -45,7 +64,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting until %s", what)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // between looks at an outside event: the file-system notification (the watch settles in testSettle)
 	}
 }
 
@@ -154,15 +173,20 @@ func TestWatchIgnoresUnchangedContent(t *testing.T) {
 	_, rec := minted(t, 1, ModeLive, nil)
 	fresh, freshRec := minted(t, 2, ModeLive, nil)
 	path := keyFile(t, rec)
-	s, buf, reloads := watching(t, path)
+	s, buf, reloads, looks := watchingLooks(t, path)
 
 	writeFile(t, path, marshalFile(t, rec))
 	now := time.Now()
 	must(t, os.Chtimes(path, now, now))
 	writeFile(t, filepath.Join(filepath.Dir(path), "other.txt"), []byte("x"))
-	// Let the events settle and be handled (a few settling periods), then
-	// make a real change: it must be the only reload.
-	time.Sleep(4 * watchSettle)
+	// Wait until the watch has looked at the file after these events (later
+	// events of theirs lead to looks at the same content), then make a real
+	// change: it must be the only reload.
+	select {
+	case <-looks:
+	case <-time.After(10 * time.Second): // a bound on a file-system notification, not a timer of Watch
+		t.Fatal("the watch never looked at the file")
+	}
 	writeFile(t, path, marshalFile(t, freshRec))
 	eventually(t, "the new key is in force", found(s, fresh))
 	if n := reloads.Load(); n != 1 {

@@ -27,7 +27,8 @@ type certStore struct {
 	mu        sync.Mutex // serialises loads; guards lastCert, lastKey
 	lastCert  []byte     // file contents last loaded or rejected
 	lastKey   []byte
-	onApplied func() // test hook: called after each load attempt; nil: none
+	onApplied func()        // test hook: called after each load attempt; nil: none
+	settle    time.Duration // test hook: the watch's settling delay; zero: dirwatch's default
 }
 
 // newCertStore loads the pair once; an error here stops start-up.
