@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/upstream"
 )
 
@@ -87,6 +88,8 @@ func (c *reqContext) Value(key any) any {
 		return c.st
 	case upstream.CallerIDsKey:
 		return upstream.CallerIDs{RequestID: c.st.requestID, CorrelationID: c.st.correlationID}
+	case observability.CacheSlotKey:
+		return &c.st.cache
 	}
 	if t := c.timed.Load(); t != nil {
 		return t.ctx.Value(key)

@@ -43,6 +43,10 @@ func (s *server) routes() http.Handler {
 			r.Method(http.MethodGet, rt.pattern, rt.handler(s))
 		}
 	}
+	if s.cfg.Docs != nil && s.cfg.DocsPath != "" {
+		// The documentation site: public pages outside /v1 and its rules.
+		r.Mount(s.cfg.DocsPath, http.StripPrefix(s.cfg.DocsPath, s.cfg.Docs))
+	}
 	if s.oauth != nil { // RFC 9728; outside /v1 and its checks (oauth.go)
 		r.Method(http.MethodGet, resourceMetadataPath, s.handleResourceMetadata())
 	}

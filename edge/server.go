@@ -26,6 +26,12 @@ type Config struct {
 	// DocsURL is the documentation base: the problem type prefix and the
 	// API info documentationUrl.
 	DocsURL string
+	// Docs, when not nil, serves the documentation site at DocsPath (a path
+	// outside /v1, such as "/docs"; the handler sees paths relative to it):
+	// unauthenticated, outside the checks of /v1, still logged and traced.
+	// Nil (or an empty DocsPath) serves no documentation.
+	Docs     http.Handler
+	DocsPath string
 	// Now returns the current time. Nil means time.Now.
 	Now func() time.Time
 	// Logger receives access and error logs. Nil discards them.

@@ -31,6 +31,9 @@ func (s *server) shed(next http.Handler) http.Handler {
 		}
 		if inFlight.Add(1) > limit {
 			inFlight.Add(-1)
+			if s.metrics != nil {
+				s.metrics.Shed(r.Context())
+			}
 			s.fail(w, r, &problem.Error{Code: problem.ServiceUnavailable, RetryAfter: time.Second,
 				Detail: "The API is at capacity. Retry after the number of seconds in Retry-After."})
 			return

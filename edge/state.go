@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/problem"
 )
 
@@ -23,7 +24,8 @@ type state struct {
 	code          problem.Code // the problem answered, if any
 	cause         error        // the problem's underlying cause, for logs
 	w             statusWriter
-	idHeader      [1]string // backs the Svc-Request-Id header value
+	idHeader      [1]string               // backs the Svc-Request-Id header value
+	cache         observability.CacheSlot // the cache's answer, for the duration metric
 	ctx           reqContext
 }
 

@@ -32,7 +32,10 @@ func DurationBuckets() []float64 {
 //   - http.server.request.duration (http_server_request_duration_seconds):
 //     histogram, seconds, semconv buckets; http.request.method,
 //     http.route (the route template; absent when no route matched),
-//     http.response.status_code. Recorded by RequestDone.
+//     http.response.status_code, and partner_edge.cache.outcome (hit,
+//     miss, stale, coalesced) on requests the cache answered (the SLO
+//     tells cached answers from misses by it; absent otherwise). Recorded
+//     by RequestDone.
 //   - http.server.active_requests (http_server_active_requests): up-down
 //     counter of requests in flight; http.request.method.
 //   - (the partner_edge.pms.* instruments are upstream's: upstream.PMSMetrics;
@@ -47,12 +50,21 @@ func DurationBuckets() []float64 {
 //     any key was looked at (their RATE_LIMITED is also in
 //     problem.responses, with the per-key quota's); no attribute (client
 //     addresses are unbounded), registered at 0.
+//   - partner_edge.requests.shed (partner_edge_requests_shed_total):
+//     requests answered 503 at once because EDGE_MAX_CONCURRENT were in
+//     progress (their SERVICE_UNAVAILABLE is also in problem.responses, with
+//     the PMS's); no attribute, registered at 0.
+//   - partner_edge.tls.reloads (partner_edge_tls_reloads_total): reloads of
+//     the TLS certificate after start-up; result (ok, failed), both
+//     pre-registered at 0.
 type Metrics struct {
 	reqDuration metric.Float64Histogram
 	active      metric.Int64UpDownCounter
 	reloads     metric.Int64Counter
 	problems    metric.Int64Counter
 	throttled   metric.Int64Counter
+	shed        metric.Int64Counter
+	tlsReloads  metric.Int64Counter
 
 	activeOpts  map[string][]metric.AddOption // by canonical method, read-only
 	problemOpts map[string][]metric.AddOption // guarded by mu
@@ -67,6 +79,7 @@ type Metrics struct {
 type reqKey struct {
 	method, route string
 	status        int
+	cache         attribute.KeyValue // the CacheSlot's label; empty when the cache did not answer
 }
 
 // maxReqSets bounds the RequestDone cache; past it, sets are built per call.
@@ -133,6 +146,18 @@ func newMetrics(mp metric.MeterProvider) (*Metrics, error) {
 	for _, o := range m.reloadOpts {
 		m.reloads.Add(ctx, 0, o...)
 	}
+	if m.shed, err = meter.Int64Counter("partner_edge.requests.shed",
+		metric.WithUnit("{request}"), metric.WithDescription("Requests answered 503 at once because the concurrency cap was reached.")); err != nil {
+		return nil, err
+	}
+	m.shed.Add(ctx, 0)
+	if m.tlsReloads, err = meter.Int64Counter("partner_edge.tls.reloads",
+		metric.WithUnit("{reload}"), metric.WithDescription("TLS certificate reloads after start-up by result: ok or failed.")); err != nil {
+		return nil, err
+	}
+	for _, o := range m.reloadOpts {
+		m.tlsReloads.Add(ctx, 0, o...)
+	}
 	empty := map[reqKey][]metric.RecordOption{}
 	m.reqOpts.Store(&empty)
 	return m, nil
@@ -149,20 +174,31 @@ func (m *Metrics) RequestStarted(ctx context.Context, method string) {
 // request's duration. route is the route template ("/v1/properties/{propertyId}"),
 // or "" when no route matched (404, 405, trailing slash...): never the raw
 // path. status is the status code sent.
+//
+// When ctx answers a *CacheSlot (CacheSlotKey) that the cache filled
+// (upstream/cache's Metrics.Lookup), the duration carries the request's
+// cache outcome label too.
 func (m *Metrics) RequestDone(ctx context.Context, method, route string, status int, elapsed time.Duration) {
 	method = canonicalMethod(method)
 	m.active.Add(ctx, -1, m.activeOpts[method]...)
-	m.reqDuration.Record(ctx, elapsed.Seconds(), m.requestOpts(method, route, status)...)
+	var cache attribute.KeyValue
+	if slot, ok := ctx.Value(CacheSlotKey{}).(*CacheSlot); ok {
+		cache, _ = slot.Attr()
+	}
+	m.reqDuration.Record(ctx, elapsed.Seconds(), m.requestOpts(method, route, status, cache)...)
 }
 
-func (m *Metrics) requestOpts(method, route string, status int) []metric.RecordOption {
-	k := reqKey{method, route, status}
+func (m *Metrics) requestOpts(method, route string, status int, cache attribute.KeyValue) []metric.RecordOption {
+	k := reqKey{method, route, status, cache}
 	if o, ok := (*m.reqOpts.Load())[k]; ok {
 		return o
 	}
 	kv := []attribute.KeyValue{semconv.HTTPRequestMethodKey.String(method), semconv.HTTPResponseStatusCode(status)}
 	if route != "" {
 		kv = append(kv, semconv.HTTPRoute(route))
+	}
+	if cache.Valid() {
+		kv = append(kv, cache)
 	}
 	o := recordOpts(kv...)
 	m.mu.Lock()
@@ -219,6 +255,18 @@ func codeShaped(code string) bool {
 // AuthThrottled counts one request refused by the failed-authentication
 // throttle.
 func (m *Metrics) AuthThrottled(ctx context.Context) { m.throttled.Add(ctx, 1) }
+
+// Shed counts one request refused by the concurrency cap.
+func (m *Metrics) Shed(ctx context.Context) { m.shed.Add(ctx, 1) }
+
+// TLSReload counts one reload of the TLS certificate after start-up.
+func (m *Metrics) TLSReload(ctx context.Context, ok bool) {
+	i := 0
+	if ok {
+		i = 1
+	}
+	m.tlsReloads.Add(ctx, 1, m.reloadOpts[i]...)
+}
 
 // KeyReload counts one load of the key file (start-up, SIGHUP or change).
 func (m *Metrics) KeyReload(ctx context.Context, ok bool) {

@@ -15,6 +15,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/partner-edge/partner-edge/observability/testkit"
 )
 
 // serveOne runs h behind Middleware for req and returns the one exported span.
@@ -238,9 +240,7 @@ func TestServerSpanWriterReachesConnection(t *testing.T) {
 	}
 	// Both spans end as their handlers return, possibly just after the
 	// client has its answer.
-	for deadline := time.Now().Add(5 * time.Second); len(exp.GetSpans()) < 2 && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
-	}
+	testkit.Eventually(t, "both spans ended", func() bool { return len(exp.GetSpans()) >= 2 })
 	if n := len(exp.GetSpans()); n != 2 {
 		t.Errorf("%d spans, want 2", n)
 	}

@@ -5,21 +5,11 @@ import (
 	"math"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
+
+	"github.com/partner-edge/partner-edge/observability/testkit"
 )
-
-// fakeClock is a settable clock.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 func allowed(b *RetryBudget, tries int) int {
 	n := 0
@@ -32,7 +22,7 @@ func allowed(b *RetryBudget, tries int) int {
 }
 
 func TestBudgetRatio(t *testing.T) {
-	clk := &fakeClock{t: time.Unix(1_000_000, 0)}
+	clk := testkit.NewClockAt(time.Unix(1_000_000, 0))
 	b := NewRetryBudget(BudgetConfig{Ratio: 0.2, MinPerSecond: -1, Now: clk.Now})
 	if n := allowed(b, 5); n != 0 {
 		t.Fatalf("no requests yet: %d retries allowed, want 0", n)
@@ -45,7 +35,7 @@ func TestBudgetRatio(t *testing.T) {
 	}
 	// 50 more requests over the next seconds: 10 more retries.
 	for range 50 {
-		clk.Add(100 * time.Millisecond)
+		clk.Advance(100 * time.Millisecond)
 		b.Request()
 	}
 	if n := allowed(b, 50); n != 10 {
@@ -53,12 +43,12 @@ func TestBudgetRatio(t *testing.T) {
 	}
 	// Once the first burst leaves the 10 s window, its retries leave too:
 	// 41 requests and 10 retries remain in the window: no room is left.
-	clk.Add(5100 * time.Millisecond)
+	clk.Advance(5100 * time.Millisecond)
 	if n := allowed(b, 50); n != 0 {
 		t.Fatalf("after the window slid: %d retries allowed, want 0", n)
 	}
 	// Everything expires after a quiet window.
-	clk.Add(11 * time.Second)
+	clk.Advance(11 * time.Second)
 	if n := allowed(b, 5); n != 0 {
 		t.Fatalf("quiet window: %d retries allowed, want 0", n)
 	}
@@ -71,23 +61,23 @@ func TestBudgetRatio(t *testing.T) {
 }
 
 func TestBudgetFloorPerSecond(t *testing.T) {
-	clk := &fakeClock{t: time.Unix(2_000_000, 0)}
+	clk := testkit.NewClockAt(time.Unix(2_000_000, 0))
 	b := NewRetryBudget(BudgetConfig{Ratio: -1, MinPerSecond: 10, Now: clk.Now})
 	if n := allowed(b, 30); n != 10 {
 		t.Fatalf("floor burst: %d retries, want 10", n)
 	}
-	clk.Add(500 * time.Millisecond)
+	clk.Advance(500 * time.Millisecond)
 	if n := allowed(b, 30); n != 5 {
 		t.Fatalf("half a second later: %d retries, want 5", n)
 	}
-	clk.Add(10 * time.Second)
+	clk.Advance(10 * time.Second)
 	if n := allowed(b, 30); n != 10 {
 		t.Fatalf("after a long pause: %d retries, want 10 (the burst, no more)", n)
 	}
 }
 
 func TestBudgetDefaults(t *testing.T) {
-	clk := &fakeClock{t: time.Unix(3_000_000, 0)}
+	clk := testkit.NewClockAt(time.Unix(3_000_000, 0))
 	b := NewRetryBudget(BudgetConfig{Now: clk.Now})
 	for range 1000 {
 		b.Request()
@@ -102,13 +92,17 @@ func TestBudgetDefaults(t *testing.T) {
 // what the budget allows, not 300.
 func TestBudgetBoundsAttemptsUnderOutage(t *testing.T) {
 	t.Parallel()
-	f := newFakePMS(t, nil)
+	synctest.Test(t, testBudgetBoundsAttemptsUnderOutage)
+}
+
+// Under synctest, the PMS served in process: retry waits and the floor's
+// refill pass on the bubble's clock.
+func testBudgetBoundsAttemptsUnderOutage(t *testing.T) {
+	f := newLocalPMS(nil)
 	f.fault = status(503)
-	rt := &countingRT{rt: NewTransport()}
-	cfg := testConfig(f.srv.URL)
+	cfg := localConfig(f)
+	rt := &countingRT{rt: cfg.Transport}
 	cfg.Transport = rt
-	// 100 connections at once on a loaded machine: room for slow accepts.
-	cfg.AttemptTimeout, cfg.CallTimeout = 3*time.Second, 5*time.Second
 	cfg.Retry.Budget = NewRetryBudget(BudgetConfig{Ratio: 0.2, MinPerSecond: 5})
 	// Keep the breaker out of the way: this test is about the budget.
 	cfg.Breaker = BreakerConfig{ConsecutiveFailures: math.MaxUint32, FailureRatio: 2}

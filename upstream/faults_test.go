@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -23,29 +26,60 @@ func (c *countingRT) RoundTrip(r *http.Request) (*http.Response, error) {
 	return c.rt.RoundTrip(r)
 }
 
-func (c *countingRT) CloseIdleConnections() { c.rt.(*http.Transport).CloseIdleConnections() }
+func (c *countingRT) CloseIdleConnections() {
+	if tr, ok := c.rt.(*http.Transport); ok {
+		tr.CloseIdleConnections()
+	}
+}
 
 // faultCase runs one call of the fault matrix and checks the partner-visible
 // outcome, the attempts and the elapsed time.
+//
+// A case runs in a testing/synctest bubble against the fake PMS served in
+// process, so retry waits, Retry-After and deadlines pass on the bubble's
+// clock and the elapsed time is exact whatever the machine's load. A case
+// that needs a real connection (socket: a refused dial, a reset) runs on
+// loopback and checks the outcome and the attempts, not the time.
 type faultCase struct {
-	cfg      func(*ClientConfig)
-	fault    func(w http.ResponseWriter, r *http.Request, n int64) bool
-	baseURL  string // instead of the fake PMS
-	code     string // the Kind's name; "" for success
-	attempts int64
-	minTime  time.Duration
-	maxTime  time.Duration
+	cfg       func(*ClientConfig)
+	fault     func(w http.ResponseWriter, r *http.Request, n int64) bool
+	baseURL   string            // instead of the fake PMS (socket cases)
+	transport http.RoundTripper // instead of the fake PMS in process
+	socket    bool
+	code      string // the Kind's name; "" for success
+	attempts  int64
+	minTime   time.Duration
+	maxTime   time.Duration
 }
 
 func (fc faultCase) run(t *testing.T) {
 	t.Helper()
-	f := newFakePMS(t, hotels(3, "aurora"))
-	f.fault = fc.fault
-	cfg := testConfig(f.srv.URL)
-	if fc.baseURL != "" {
-		cfg.BaseURL = fc.baseURL
+	if fc.socket {
+		f := newFakePMS(t, hotels(3, "aurora"))
+		cfg := testConfig(f.srv.URL)
+		if fc.baseURL != "" {
+			cfg.BaseURL = fc.baseURL
+		}
+		cfg.Transport = NewTransport()
+		fc.check(t, f, cfg, false)
+		return
 	}
-	rt := &countingRT{rt: NewTransport()}
+	synctest.Test(t, func(t *testing.T) {
+		f := newLocalPMS(hotels(3, "aurora"))
+		cfg := localConfig(f)
+		if fc.transport != nil {
+			cfg.Transport = fc.transport
+		}
+		fc.check(t, f, cfg, true)
+	})
+}
+
+// check makes the call through cfg and checks its outcome; timed: its
+// elapsed time too.
+func (fc faultCase) check(t *testing.T, f *fakePMS, cfg ClientConfig, timed bool) {
+	t.Helper()
+	f.fault = fc.fault
+	rt := &countingRT{rt: cfg.Transport}
 	cfg.Transport = rt
 	if fc.cfg != nil {
 		fc.cfg(&cfg)
@@ -66,9 +100,16 @@ func (fc faultCase) run(t *testing.T) {
 	if n := rt.n.Load(); n != fc.attempts {
 		t.Errorf("PMS attempts = %d, want %d", n, fc.attempts)
 	}
-	if elapsed < fc.minTime || elapsed > fc.maxTime {
+	if timed && (elapsed < fc.minTime || elapsed > fc.maxTime) {
 		t.Errorf("elapsed %v, want within [%v, %v]", elapsed, fc.minTime, fc.maxTime)
 	}
+}
+
+// refused is a PMS whose every dial is refused, in process.
+type refused struct{}
+
+func (refused) RoundTrip(*http.Request) (*http.Response, error) {
+	return nil, &net.OpError{Op: "dial", Net: "tcp", Err: &os.SyscallError{Syscall: "connect", Err: syscall.ECONNREFUSED}}
 }
 
 func status(code int, header ...string) func(http.ResponseWriter, *http.Request, int64) bool {
@@ -90,7 +131,9 @@ func TestFaultPMSDown(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close() // nothing listens there now: connections are refused
-	faultCase{baseURL: "http://" + addr, code: "bad_gateway", attempts: 3, maxTime: time.Second}.run(t)
+	faultCase{baseURL: "http://" + addr, socket: true, code: "bad_gateway", attempts: 3}.run(t)
+	// In process, the same refusals fail fast: three attempts, backoff only.
+	faultCase{transport: refused{}, code: "bad_gateway", attempts: 3, maxTime: 100 * time.Millisecond}.run(t)
 }
 
 func TestFault500s(t *testing.T) {
@@ -175,17 +218,19 @@ func TestFaultSlowBeyondTheDeadline(t *testing.T) {
 	})
 	t.Run("the caller's earlier deadline", func(t *testing.T) {
 		t.Parallel()
-		f := newFakePMS(t, nil)
-		f.fault = slow(5 * time.Second)
-		c := newTestClient(t, testConfig(f.srv.URL))
-		ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
-		defer cancel()
-		start := time.Now()
-		_, err := c.GetHotel(ctx, "aurora", hotelID(1))
-		wantKind(t, err, Timeout)
-		if e := time.Since(start); e > time.Second {
-			t.Errorf("elapsed %v, want about 150ms", e)
-		}
+		synctest.Test(t, func(t *testing.T) {
+			f := newLocalPMS(nil)
+			f.fault = slow(5 * time.Second)
+			c := newTestClient(t, localConfig(f))
+			ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+			defer cancel()
+			start := time.Now()
+			_, err := c.GetHotel(ctx, "aurora", hotelID(1))
+			wantKind(t, err, Timeout)
+			if e := time.Since(start); e != 150*time.Millisecond {
+				t.Errorf("elapsed %v, want the caller's 150ms", e)
+			}
+		})
 	})
 }
 
@@ -198,7 +243,7 @@ func resetMidBody(w http.ResponseWriter, _ *http.Request, _ int64) bool {
 	}
 	_, _ = buf.WriteString("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n{\"hotels\":[{\"hotel_id\":")
 	_ = buf.Flush()
-	time.Sleep(10 * time.Millisecond)
+	time.Sleep(10 * time.Millisecond) // outside event: the client reading the head before the reset (best effort; either order fails the attempt)
 	if tc, ok := conn.(*net.TCPConn); ok {
 		_ = tc.SetLinger(0) // RST, not FIN
 	}
@@ -208,7 +253,7 @@ func resetMidBody(w http.ResponseWriter, _ *http.Request, _ int64) bool {
 
 func TestFaultResetMidBody(t *testing.T) {
 	t.Parallel()
-	faultCase{fault: resetMidBody, code: "bad_gateway", attempts: 3, maxTime: time.Second}.run(t)
+	faultCase{fault: resetMidBody, socket: true, code: "bad_gateway", attempts: 3}.run(t)
 }
 
 func TestFaultMalformedJSON(t *testing.T) {
@@ -246,19 +291,24 @@ func TestFaultFlapping(t *testing.T) {
 	})
 	t.Run("heals after the retries", func(t *testing.T) {
 		t.Parallel()
-		f := newFakePMS(t, hotels(3, "aurora"))
-		f.fault = flapping(3)
-		c := newTestClient(t, testConfig(f.srv.URL))
-		_, err := c.ListHotels(context.Background(), "aurora")
-		wantKind(t, err, BadGateway)
-		got, err := c.ListHotels(context.Background(), "aurora")
-		if err != nil || len(got) != 3 {
-			t.Fatalf("after healing: %d records, %v", len(got), err)
-		}
-		if n := f.calls.Load(); n != 4 {
-			t.Errorf("PMS requests = %d, want 4", n)
-		}
+		synctest.Test(t, testHealsAfterTheRetries)
 	})
+}
+
+// Under synctest: the retry waits pass on the bubble's clock.
+func testHealsAfterTheRetries(t *testing.T) {
+	f := newLocalPMS(hotels(3, "aurora"))
+	f.fault = flapping(3)
+	c := newTestClient(t, localConfig(f))
+	_, err := c.ListHotels(context.Background(), "aurora")
+	wantKind(t, err, BadGateway)
+	got, err := c.ListHotels(context.Background(), "aurora")
+	if err != nil || len(got) != 3 {
+		t.Fatalf("after healing: %d records, %v", len(got), err)
+	}
+	if n := f.calls.Load(); n != 4 {
+		t.Errorf("PMS requests = %d, want 4", n)
+	}
 }
 
 // resendRT records ResendCount of each attempt, as an OTel wrapper would.
@@ -276,12 +326,15 @@ func (r *resendRT) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 func TestResendCountPerAttempt(t *testing.T) {
-	f := newFakePMS(t, hotels(2, "aurora"))
+	synctest.Test(t, testResendCountPerAttempt)
+}
+
+// Under synctest: the retry waits pass on the bubble's clock.
+func testResendCountPerAttempt(t *testing.T) {
+	f := newLocalPMS(hotels(2, "aurora"))
 	f.fault = flapping(2)
-	tr := NewTransport()
-	t.Cleanup(tr.CloseIdleConnections)
-	rt := &resendRT{rt: tr}
-	cfg := testConfig(f.srv.URL)
+	cfg := localConfig(f)
+	rt := &resendRT{rt: cfg.Transport}
 	cfg.Transport = rt
 	c := newTestClient(t, cfg)
 	if _, err := c.GetHotel(context.Background(), "aurora", hotelID(1)); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/partner-edge/partner-edge/observability"
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
 
@@ -137,22 +139,20 @@ func attemptAttrs(outcome PMSOutcome) []attribute.KeyValue {
 // spans of the simulator may end just after the client has its answer).
 func (o *observed) spansNamed(t *testing.T, name string, n int) tracetest.SpanStubs {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		var out tracetest.SpanStubs
+	var out tracetest.SpanStubs
+	testkit.Eventually(t, fmt.Sprintf("%d spans named %q ended", n, name), func() bool {
+		out = out[:0]
 		for _, s := range o.exp.GetSpans() {
 			if s.Name == name {
 				out = append(out, s)
 			}
 		}
-		if len(out) >= n || time.Now().After(deadline) {
-			if len(out) != n {
-				t.Fatalf("%d spans named %q, want %d", len(out), name, n)
-			}
-			return out
-		}
-		time.Sleep(5 * time.Millisecond)
+		return len(out) >= n
+	})
+	if len(out) != n {
+		t.Fatalf("%d spans named %q, want %d", len(out), name, n)
 	}
+	return out
 }
 
 func spanAttr(s tracetest.SpanStub, k attribute.Key) (attribute.Value, bool) {
@@ -425,7 +425,7 @@ func TestAttemptOutcomes(t *testing.T) {
 			if tt.cancel {
 				go func() {
 					for o.sim.Requests() == 0 {
-						time.Sleep(time.Millisecond)
+						time.Sleep(time.Millisecond) // outside event: the request reaching the simulator
 					}
 					cancel()
 				}()

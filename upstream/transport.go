@@ -35,8 +35,8 @@ func NewTransport() *http.Transport {
 // roundTripOnly hides every method of a RoundTripper but RoundTrip.
 // go-retryablehttp calls HTTPClient.CloseIdleConnections after every failed
 // call, which would drop the whole shared pool on each 404 or cancelled
-// call; through this wrapper that call does nothing. Client.Close closes
-// idle connections on purpose.
+// call; through this wrapper that call does nothing.
+// Client.CloseIdleConnections closes idle connections on purpose.
 type roundTripOnly struct{ rt http.RoundTripper }
 
 func (r roundTripOnly) RoundTrip(req *http.Request) (*http.Response, error) {

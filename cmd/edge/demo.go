@@ -23,6 +23,7 @@ import (
 // loopback and a key file of demo keys in a temporary directory.
 type demoEnv struct {
 	liveKey, testKey string
+	docsURL          string // its own documentation site, once it listens; empty: not served
 	servers          []*http.Server
 	dir              string
 	tel              *observability.Telemetry // the simulators' own, as service "pmsim"
@@ -34,6 +35,9 @@ func startDemo(ctx context.Context, cfg *settings, getenv func(string) string, l
 	d := &demoEnv{}
 	if cfg.Brand == "" {
 		cfg.Brand = "aurora"
+	}
+	if !cfg.DocsPathSet {
+		cfg.DocsPath = "/docs" // operations.md: EDGE_DOCS_PATH is /docs in the demo
 	}
 	var err error
 	if d.tel, err = observability.New(ctx, observability.Config{ServiceName: "pmsim", Getenv: getenv}); err != nil {
@@ -117,21 +121,33 @@ func (d *demoEnv) close() {
 // printBanner tells a person how to call the demo: the URL, the keys, and a
 // curl line that works when pasted.
 func (d *demoEnv) printBanner(w io.Writer, addr net.Addr, tls bool) {
-	host := "localhost"
-	if ta, ok := addr.(*net.TCPAddr); ok && !ta.IP.IsUnspecified() && !ta.IP.IsLoopback() {
-		host = ta.IP.String()
-	}
-	scheme := "http"
-	if tls {
-		scheme = "https"
-	}
-	base := fmt.Sprintf("%s://%s/v1/", scheme, net.JoinHostPort(host, fmt.Sprint(addr.(*net.TCPAddr).Port)))
+	base := demoOrigin(addr, tls) + "/v1/"
 	fmt.Fprintf(w, "partner-edge demo: the Partner API v1 in front of an embedded PMS simulator\n\n")
 	fmt.Fprintf(w, "  URL:       %s\n", base)
+	if d.docsURL != "" {
+		fmt.Fprintf(w, "  docs:      %s/\n", d.docsURL)
+	}
 	if d.liveKey != "" {
 		fmt.Fprintf(w, "  live key:  %s\n", d.liveKey)
 		fmt.Fprintf(w, "  test key:  %s\n\n", d.testKey)
 		fmt.Fprintf(w, "Try:\n  curl -H 'Authorization: Bearer %s' %sproperties\n\n", d.liveKey, base)
 	}
 	fmt.Fprintf(w, "Stop with Ctrl-C.\n")
+}
+
+// demoOrigin is the scheme, host and port a person on this machine reaches
+// the demo at: localhost for a loopback or unspecified address.
+func demoOrigin(addr net.Addr, tls bool) string {
+	host, port := "localhost", "0"
+	if ta, ok := addr.(*net.TCPAddr); ok {
+		if !ta.IP.IsUnspecified() && !ta.IP.IsLoopback() {
+			host = ta.IP.String()
+		}
+		port = fmt.Sprint(ta.Port)
+	}
+	scheme := "http"
+	if tls {
+		scheme = "https"
+	}
+	return scheme + "://" + net.JoinHostPort(host, port)
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
 
@@ -69,7 +70,7 @@ func TestSIGTERMDrainsInFlight(t *testing.T) {
 		"EDGE_CACHE_TTL=0",    // every request waits on the slow PMS
 		"EDGE_DRAIN_DELAY=1s", // health 503 while still serving
 	}
-	stderr := &lockedBuffer{}
+	stderr := &testkit.LogBuffer{}
 	cmd.Stdout, cmd.Stderr = io.Discard, stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -112,7 +113,7 @@ func TestSIGTERMDrainsInFlight(t *testing.T) {
 		}()
 	}
 	written.Wait()
-	eventually(t, func() bool { return arrived.Load() > 0 })
+	testkit.Eventually(t, "a request reached the PMS", func() bool { return arrived.Load() > 0 })
 	waitHealthy(t, base) // one more round trip: the 50 connections are accepted
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {

@@ -30,7 +30,11 @@ func TestCatalogsShareLoadsThroughRedis(t *testing.T) {
 	cfg := settings{Brand: "aurora", PMSToken: "pms-secret-token", PMSTimeout: 5 * time.Second,
 		PMSAttempt: 2 * time.Second, CacheTTL: time.Minute, CacheStale: time.Minute}
 	catalog := func() upstream.Catalog {
-		c, err := fleet.New(fleet.Config{URL: srv.URL()})
+		// A generous call deadline: this test is about sharing, and on a
+		// busy machine (-race, the whole suite) a publication can take
+		// longer than the production 100 ms; Redis down still fails at once
+		// (connection refused).
+		c, err := fleet.New(fleet.Config{URL: srv.URL(), Guard: fleet.GuardConfig{CallTimeout: 10 * time.Second}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream/fleet/redistest"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
@@ -65,12 +66,27 @@ func TestFleetOfThree(t *testing.T) {
 	t.Run("redis", func(t *testing.T) {
 		shared := drive(t, edges, limited, open, window, 10*time.Second)
 		shared.walks = pms.walks.Load()
-		t.Logf("with Redis (real server: %v): limited key accepted %d in %s, %d list walks in 10 s", redisSrv.Real(), shared.accepted, window, shared.walks)
-		if shared.accepted > bound {
-			t.Errorf("fleet-wide limit accepted %d in %s; want at most %d", shared.accepted, window, bound)
+		// A walk beyond one per TTL, or an accept beyond the shared bucket,
+		// is allowed only as a counted fallback: on a busy machine a Redis
+		// call can outlast the guard's 100 ms, and the instance then walks
+		// the PMS itself or decides with its in-process limiter, one
+		// decision per counted fallback (docs/scaling.md).
+		var fallbacks, limitFallbacks int64
+		for _, e := range edges {
+			body := scrape(t, e.admin+"/metrics")
+			v, _ := value(body, `partner_edge_redis_fallbacks_total{use="snapshot"}`)
+			fallbacks += int64(v)
+			v, _ = value(body, `partner_edge_redis_fallbacks_total{use="rate_limit"}`)
+			limitFallbacks += int64(v)
 		}
-		if shared.walks > 6 {
-			t.Errorf("with Redis: %d list walks; want at most 6 (one per TTL across the fleet)", shared.walks)
+		t.Logf("with Redis (real server: %v): limited key accepted %d in %s, %d list walks in 10 s; fallbacks: %d snapshot, %d rate limit",
+			redisSrv.Real(), shared.accepted, window, shared.walks, fallbacks, limitFallbacks)
+		if int64(shared.accepted) > int64(bound)+limitFallbacks {
+			t.Errorf("fleet-wide limit accepted %d in %s, with %d counted rate-limit fallbacks; want at most %d besides those",
+				shared.accepted, window, limitFallbacks, bound)
+		}
+		if shared.walks > 6+fallbacks {
+			t.Errorf("with Redis: %d list walks, %d of them counted fallbacks; want at most 6 (one per TTL across the fleet) besides those", shared.walks, fallbacks)
 		}
 		if shared.walks < 1 {
 			t.Errorf("no list walk counted: the counter is broken")
@@ -80,10 +96,10 @@ func TestFleetOfThree(t *testing.T) {
 	t.Run("redis-fault", func(t *testing.T) {
 		load := startLoad(edges, limited, open)
 		defer load.stop()
-		time.Sleep(500 * time.Millisecond) // load under way with Redis up
+		time.Sleep(500 * time.Millisecond) // outside event: the load generator's traffic reaches the edge processes, Redis up
 		redisSrv.Stop()
-		eventually(t, func() bool { return allShared(t, edges, false) }) // every breaker has opened
-		time.Sleep(2 * time.Second)                                      // a while on the fallback
+		testkit.Eventually(t, "every breaker has opened", func() bool { return allShared(t, edges, false) })
+		time.Sleep(2 * time.Second) // measured window: traffic to the edge processes while they fall back
 		down := load.snapshot()
 		redisSrv.Restart()
 		back := time.Now()
@@ -92,13 +108,13 @@ func TestFleetOfThree(t *testing.T) {
 			if time.Now().After(deadline) {
 				t.Fatalf("limits not shared again 10 s after Redis returned")
 			}
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(50 * time.Millisecond) // outside event: the processes' admin /fleet state; 10 s is the requirement
 		}
 		sharedAfter := time.Since(back)
 		// Shared again: over 2 s the key gets one fleet-wide bucket (Redis
 		// restarted empty: a full burst), 5 + 2 x 5, not three of them.
 		before := load.snapshot()
-		time.Sleep(2 * time.Second)
+		time.Sleep(2 * time.Second) // measured window: traffic to the edge processes on one shared bucket
 		after := load.snapshot()
 		load.stop()
 		accepted := after.limitedOK - before.limitedOK
@@ -157,9 +173,9 @@ type fleetRun struct {
 func drive(t *testing.T, edges []*edgeProc, limited, open string, window, total time.Duration) fleetRun {
 	t.Helper()
 	l := startLoad(edges, limited, open)
-	time.Sleep(window)
+	time.Sleep(window) // measured window: the load generator's traffic to the edge processes
 	inWindow := l.snapshot()
-	time.Sleep(total - window)
+	time.Sleep(total - window) // the rest of the traffic, for the walks the PMS counts
 	l.stop()
 	if bad := l.snapshot().bad; len(bad) > 0 {
 		t.Errorf("unexpected answers: %v", bad)
@@ -266,7 +282,7 @@ func newWalkCountingPMS(t *testing.T) *walkCountingPMS {
 // edgeProc is one running edge process.
 type edgeProc struct {
 	base, admin string
-	stderr      *lockedBuffer
+	stderr      *testkit.LogBuffer
 }
 
 // startFleet starts n edge processes on one PMS (and Redis when redisURL
@@ -286,7 +302,7 @@ func startFleet(t *testing.T, bin string, n int, keyFile, pmsURL, redisURL strin
 		if redisURL != "" { // required with EDGE_REDIS_URL (DECISIONS 15)
 			cmd.Env = append(cmd.Env, "EDGE_FLEET_SECRET="+testFleetSecret)
 		}
-		e := &edgeProc{stderr: &lockedBuffer{}}
+		e := &edgeProc{stderr: &testkit.LogBuffer{}}
 		cmd.Stdout, cmd.Stderr = io.Discard, e.stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -298,7 +314,7 @@ func startFleet(t *testing.T, bin string, n int, keyFile, pmsURL, redisURL strin
 			<-exited
 		})
 		e.base = "http://" + waitListening(t, &started{stderr: e.stderr}) + "/v1/"
-		eventually(t, func() bool { return adminListening.MatchString(e.stderr.String()) })
+		testkit.Eventually(t, "the admin listener is logged", func() bool { return adminListening.MatchString(e.stderr.String()) })
 		e.admin = "http://" + adminListening.FindStringSubmatch(e.stderr.String())[1]
 		waitHealthy(t, e.base)
 		edges[i] = e

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/observability/testkit"
 )
 
 // Issue 17 findings 1 and 2 (DECISIONS 15), against the real edge binary:
@@ -73,7 +74,7 @@ func TestOperatorFilesHostile(t *testing.T) {
 				replaceByFIFO(t, path)
 			}
 			// The watcher reads the file; SIGHUP asks again (both paths).
-			time.Sleep(300 * time.Millisecond)
+			time.Sleep(300 * time.Millisecond) // outside event: the edge process's watcher seeing the replaced file
 			_ = p.cmd.Process.Signal(syscall.SIGHUP)
 			p.waitLog(t, tc.refusal, 100<<20)
 			if rss := p.peakRSS(t); rss > 100<<20 {
@@ -116,7 +117,7 @@ func TestOperatorFilesHostile(t *testing.T) {
 type edgeBin struct {
 	cmd    *exec.Cmd
 	addr   string
-	stderr *lockedBuffer
+	stderr *testkit.LogBuffer
 	exited chan struct{}
 }
 
@@ -124,7 +125,7 @@ type edgeBin struct {
 // is killed when t ends.
 func startEdgeProc(t *testing.T, bin string, env []string) *edgeBin {
 	t.Helper()
-	p := &edgeBin{cmd: exec.Command(bin), stderr: &lockedBuffer{}, exited: make(chan struct{})}
+	p := &edgeBin{cmd: exec.Command(bin), stderr: &testkit.LogBuffer{}, exited: make(chan struct{})}
 	p.cmd.Env = env
 	p.cmd.Stderr = p.stderr
 	if err := p.cmd.Start(); err != nil {
@@ -199,7 +200,7 @@ func (p *edgeBin) waitLog(t *testing.T, msg string, maxRSS int64) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no %q logged within 20 s; log:\n%s", msg, p.stderr.String())
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // outside event: the edge process logging msg
 	}
 }
 
@@ -210,7 +211,7 @@ func (p *edgeBin) eventually(t *testing.T, what string, ok func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: not within 15 s; log:\n%s", what, p.stderr.String())
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // outside event: the edge process reaching what ok checks
 	}
 }
 

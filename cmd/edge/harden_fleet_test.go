@@ -130,7 +130,7 @@ func TestForgedSnapshotNeverServed(t *testing.T) {
 					}
 				}
 			}
-			time.Sleep(200 * time.Millisecond)
+			time.Sleep(200 * time.Millisecond) // outside event: the edge processes' next loads from Redis
 		}
 	}
 }
@@ -197,11 +197,11 @@ func TestRedisRefusingWritesIsUnavailable(t *testing.T) {
 			}
 			t.Fatalf("/fleet still reports Redis as shared 5 s after it began refusing writes")
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // outside event: the edge processes' /fleet state
 	}
 	t.Logf("every /fleet reports the fallback %s after Redis filled up", time.Since(full).Round(10*time.Millisecond))
 	start := l.snapshot()
-	time.Sleep(window)
+	time.Sleep(window) // measured window: the load generator's traffic to the edge processes
 	end := l.snapshot()
 	l.stop()
 	accepted := end.limitedOK - start.limitedOK

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/observability/testkit"
 )
 
 // Issue 17 finding 5, end to end: a PMS on loopback lists a property whose
@@ -37,10 +38,13 @@ func TestOversizedPMSNameNeverServed(t *testing.T) {
 	s := start(t, map[string]string{
 		"EDGE_ADDR": "127.0.0.1:0", "EDGE_ADMIN_ADDR": "127.0.0.1:0", "EDGE_BRAND": "aurora",
 		"EDGE_KEYS_FILE": keysFile, "PMS_BASE_URL": pms.URL, "PMS_TOKEN": "pms-secret-token",
+		// Decoding 7 MB under -race on a loaded machine can outlast the
+		// default 10 s deadline; this test is about the rejection, not time.
+		"EDGE_REQUEST_TIMEOUT": "2m", "EDGE_PMS_TIMEOUT": "2m", "EDGE_PMS_ATTEMPT_TIMEOUT": "2m",
 	})
 	base := "http://" + waitListening(t, s) + "/v1/"
 	var admin string
-	eventually(t, func() bool {
+	testkit.Eventually(t, "the admin listener is logged", func() bool {
 		m := adminListening.FindStringSubmatch(s.stderr.String())
 		if m != nil {
 			admin = "http://" + m[1]

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
 
@@ -34,7 +35,7 @@ func TestMetricsScrape(t *testing.T) {
 	base := "http://" + waitListening(t, s) + "/v1/"
 	waitHealthy(t, base)
 	var admin string
-	eventually(t, func() bool {
+	testkit.Eventually(t, "the admin listener is logged", func() bool {
 		m := adminListening.FindStringSubmatch(s.stderr.String())
 		if m != nil {
 			admin = "http://" + m[1]
@@ -74,7 +75,10 @@ func TestMetricsScrape(t *testing.T) {
 		{`partner_edge_problem_responses_total{code="BAD_GATEWAY"`, 1},
 		{`partner_edge_problem_responses_total{code="ROUTE_NOT_FOUND"`, 1},
 		{`partner_edge_problem_responses_total{code="INVALID_API_KEY"`, 1},
-		{`http_server_request_duration_seconds_count{http_request_method="GET",http_response_status_code="200",http_route="/v1/properties"`, 2},
+		{`http_server_request_duration_seconds_count{http_request_method="GET",http_response_status_code="200",http_route="/v1/properties",partner_edge_cache_outcome="miss"`, 1},
+		{`http_server_request_duration_seconds_count{http_request_method="GET",http_response_status_code="200",http_route="/v1/properties",partner_edge_cache_outcome="hit"`, 1},
+		{`partner_edge_requests_shed_total`, 0},
+		{`partner_edge_tls_reloads_total{result="failed"`, 0},
 		{`http_server_request_duration_seconds_count{http_request_method="GET",http_response_status_code="502",http_route="/v1/properties/{propertyId}"`, 1},
 		{`http_server_active_requests{http_request_method="GET"`, 0},
 	} {

@@ -34,6 +34,9 @@ import (
 // it tells a variable set to "" (EDGE_ADMIN_ADDR= disables the admin
 // listener) from an unset one.
 func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io.Writer) error {
+	if len(args) > 1 && args[1] == "docs" {
+		return runDocs(args[2:], getenv, stdout, stderr)
+	}
 	if len(args) > 1 && args[1] == "keys" {
 		if len(args) > 2 && args[2] == "new" {
 			if err := keys.RunNew(args[3:], stdout, stderr, rand.Reader); !errors.Is(err, flag.ErrHelp) {
@@ -136,20 +139,37 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 	if err != nil {
 		return err
 	}
-	handler := edge.NewServer(edge.Config{
-		Brand:          cfg.Brand,
-		DocsURL:        cfg.DocsURL,
-		Logger:         log,
-		Healthy:        func() bool { return !draining.Load() && store.Usable() },
-		Telemetry:      tel,
-		RateLimit:      ratelimit.Limit{PerSecond: cfg.RatePerSecond, Burst: cfg.RateBurst},
-		RequestTimeout: cfg.RequestTimeout,
-		MaxConcurrent:  cfg.MaxConcurrent,
-		AuthFailLimit:  cfg.AuthFailLimit,
-		TrustedProxies: cfg.TrustedProxies,
-		Limiter:        fm.limiter(), // nil: in-process
-		OAuth:          tokens,
-	}, store, live, sandbox)
+	newHandler := func(docsURL, docsPath string) (http.Handler, error) {
+		ec := edge.Config{
+			Brand:          cfg.Brand,
+			DocsURL:        docsURL,
+			Logger:         log,
+			Healthy:        func() bool { return !draining.Load() && store.Usable() },
+			Telemetry:      tel,
+			RateLimit:      ratelimit.Limit{PerSecond: cfg.RatePerSecond, Burst: cfg.RateBurst},
+			RequestTimeout: cfg.RequestTimeout,
+			MaxConcurrent:  cfg.MaxConcurrent,
+			AuthFailLimit:  cfg.AuthFailLimit,
+			TrustedProxies: cfg.TrustedProxies,
+			Limiter:        fm.limiter(), // nil: in-process
+			OAuth:          tokens,
+		}
+		if err := withDocs(&ec, docsPath); err != nil {
+			return nil, err
+		}
+		return edge.NewServer(ec, store, live, sandbox), nil
+	}
+	// The demo serves its own docs and points problem types at them: their
+	// URL is known once it listens (EDGE_ADDR may name port 0).
+	demoDocs := demo != nil && cfg.DocsPath != "" && !cfg.DocsURLSet
+	late := &lateHandler{}
+	if !demoDocs {
+		h, err := newHandler(cfg.DocsURL, cfg.DocsPath)
+		if err != nil {
+			return err
+		}
+		late.set(h)
+	}
 
 	log.Info("edge starting", "version", version, "addr", cfg.Addr, "brand", cfg.Brand,
 		"demo", demo != nil, "sandbox", sandbox != nil, "tls", cfg.TLSCert != "",
@@ -163,7 +183,7 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 	}
 	return listener.Serve(ctx, listener.ServeConfig{
 		Addr:            cfg.Addr,
-		Handler:         handler,
+		Handler:         late,
 		TLSCertFile:     cfg.TLSCert,
 		TLSKeyFile:      cfg.TLSKey,
 		TLSReload:       tlsReload,
@@ -171,9 +191,19 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 		DrainDelay:      cfg.DrainDelay,
 		ShutdownTimeout: cfg.ShutdownWait,
 		OnDraining:      func() { draining.Store(true) },
+		OnTLSReload:     func(ok bool) { tel.Metrics().TLSReload(context.Background(), ok) },
 		Logger:          log,
 		OnListen: func(addr net.Addr) {
 			log.Info("edge listening", "addr", addr.String())
+			if demoDocs {
+				demo.docsURL = demoOrigin(addr, cfg.TLSCert != "") + cfg.DocsPath
+				h, err := newHandler(demo.docsURL, cfg.DocsPath)
+				if err != nil { // a broken build of the site: serve the API without it
+					log.Error("documentation site not served", "error", err)
+					h, _ = newHandler(cfg.DocsURL, "")
+				}
+				late.set(h)
+			}
 			if demo != nil {
 				demo.printBanner(stdout, addr, cfg.TLSCert != "")
 			}
@@ -292,7 +322,15 @@ func serveAdmin(ctx context.Context, addr string, tel *observability.Telemetry, 
 	}
 }
 
+// stampedVersion is the version a release build stamps in
+// (-ldflags "-X main.stampedVersion=v1.2.3", cmd/edge/image/build); empty:
+// the module version from the build info, else "dev".
+var stampedVersion string
+
 func buildVersion() string {
+	if stampedVersion != "" {
+		return stampedVersion
+	}
 	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 		return bi.Main.Version
 	}

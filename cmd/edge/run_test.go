@@ -14,19 +14,19 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
 
 // started is a run of the program in the background.
 type started struct {
-	stdout *lockedBuffer
-	stderr *lockedBuffer
+	stdout *testkit.LogBuffer
+	stderr *testkit.LogBuffer
 	done   chan error
 	cancel context.CancelFunc
 }
@@ -34,7 +34,7 @@ type started struct {
 func start(t *testing.T, env map[string]string, args ...string) *started {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &started{stdout: &lockedBuffer{}, stderr: &lockedBuffer{}, done: make(chan error, 1), cancel: cancel}
+	s := &started{stdout: &testkit.LogBuffer{}, stderr: &testkit.LogBuffer{}, done: make(chan error, 1), cancel: cancel}
 	go func() { s.done <- run(ctx, append([]string{"edge"}, args...), mapEnv(env), s.stdout, s.stderr) }()
 	t.Cleanup(func() {
 		cancel()
@@ -68,21 +68,37 @@ func (s *started) waitFor(t *testing.T, re *regexp.Regexp) []string {
 	return nil
 }
 
+// sighup sends SIGHUP to this process and waits until hup (a channel the
+// test has registered with signal.Notify) receives it: the outside event is
+// the signal's delivery. Otherwise, on a busy machine, a signal still
+// pending when the test ends (the watcher may have reloaded first) would
+// meet no handler and kill the test binary.
+func sighup(t *testing.T, hup chan os.Signal) {
+	t.Helper()
+	for len(hup) > 0 { // an earlier signal, already handled
+		<-hup
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-hup:
+	case <-time.After(testkit.EventuallyTimeout):
+		t.Fatal("SIGHUP never delivered")
+	}
+}
+
 func waitHealthy(t *testing.T, base string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
+	testkit.Eventually(t, base+"health answers ok", func() bool {
 		res, err := http.Get(base + "health")
-		if err == nil {
-			body, _ := io.ReadAll(res.Body)
-			res.Body.Close()
-			if res.StatusCode == 200 && string(body) == `{"status":"ok"}` {
-				return
-			}
+		if err != nil {
+			return false
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("%shealth never answered ok", base)
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		return res.StatusCode == 200 && string(body) == `{"status":"ok"}`
+	})
 }
 
 var (
@@ -185,16 +201,14 @@ func TestRunWithExternalPMSAndSIGHUP(t *testing.T) {
 	// Rewrite in place without changing size-stable signals the watcher may
 	// use; SIGHUP must work whether or not the watcher saw it first.
 	writeKeys(t, keysFile, secondRec)
-	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, func() bool { return call(t, base+"", second) == 200 && call(t, base+"", first) == 401 })
+	sighup(t, hup)
+	testkit.Eventually(t, "the reloaded keys are in force", func() bool { return call(t, base+"", second) == 200 && call(t, base+"", first) == 401 })
 
 	if err := os.WriteFile(keysFile, []byte(`{"keys": [ {"id": "broken"`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_ = syscall.Kill(os.Getpid(), syscall.SIGHUP)
-	eventually(t, func() bool { return strings.Contains(s.stderr.String(), "reload failed") })
+	sighup(t, hup)
+	testkit.Eventually(t, "the failed reload is logged", func() bool { return strings.Contains(s.stderr.String(), "reload failed") })
 	if got := call(t, base+"", second); got != 200 {
 		t.Errorf("after a bad reload the old key answers %d", got)
 	}
@@ -209,15 +223,20 @@ var listening = regexp.MustCompile(`"msg":"edge listening","addr":"([^"]+)"`)
 
 func waitListening(t *testing.T, s *started) string {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if m := listening.FindStringSubmatch(s.stderr.String()); m != nil {
-			return m[1]
+	defer func() {
+		if t.Failed() {
+			t.Logf("stderr: %s", s.stderr)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("never listened: %s", s.stderr.String())
-	return ""
+	}()
+	var addr string
+	testkit.Eventually(t, "the edge logs its listener", func() bool {
+		m := listening.FindStringSubmatch(s.stderr.String())
+		if m != nil {
+			addr = m[1]
+		}
+		return m != nil
+	})
+	return addr
 }
 
 func TestSettingsErrors(t *testing.T) {
@@ -307,35 +326,6 @@ func call(t *testing.T, url, key string) int {
 	t.Helper()
 	res, _ := getWithKey(t, url, key)
 	return res.StatusCode
-}
-
-func eventually(t *testing.T, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if ok() {
-			return
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-	t.Fatalf("condition never held")
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // mapEnv is an environment of exactly the variables of m, read as

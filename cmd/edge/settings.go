@@ -40,6 +40,8 @@ type settings struct {
 	AuthFailLimit            int            // failed authentications a minute per client address; 0: off
 	TrustedProxies           []netip.Prefix // whose X-Forwarded-For is believed
 	RedisURL                 string         // shared limits and snapshots; empty: in-process (fleet.go)
+	DocsPath                 string         // serve the documentation site here; empty: not served (docs.go)
+	DocsURLSet, DocsPathSet  bool           // set by the operator, not defaulted: the demo leaves them alone
 	FleetSecret              []byte         // authenticates what instances share through Redis
 	PMSMaxWalkBytes          int64          // bound on the total size of one PMS list walk
 	OAuthIssuer              string         // with OAuthAudience: access tokens on (DECISIONS 12); empty: off
@@ -57,50 +59,61 @@ func envGetter(lookup lookupEnv) func(string) string {
 	return func(k string) string { v, _ := lookup(k); return v }
 }
 
-// setting is one row of the table: variable, flag, default, help.
+// setting is one row of the table: variable, flag, default, help. The
+// table is the one place a setting is declared: `edge --help` prints it and
+// `go generate ./cmd/edge` writes the settings tables of README.md and
+// docs/operations.md from it (settings_gen.go).
 type setting struct {
 	env, flag, def, help string
+	// doc is the row's markdown meaning in the generated tables; empty:
+	// help. In it, {docs} stands for the path to docs/ from the file
+	// (links work in README.md and docs/operations.md alike). docDef is the
+	// markdown default shown there; empty: def in backquotes, or "empty"
+	// when def is "".
+	doc, docDef string
 	// emptySet: a variable set to the empty string means the empty value
 	// (EDGE_ADMIN_ADDR= disables the admin listener). Otherwise an empty
 	// variable means the default, as an unset one does.
 	emptySet      bool
 	value, source string // resolved value, and "VAR" or "--flag" for messages
+	set           bool   // given by the variable or the flag, not defaulted
 }
 
 func settingTable() []*setting {
 	return []*setting{
 		{env: "EDGE_ADDR", flag: "addr", def: ":8080", help: "public listener"},
-		{env: "EDGE_ADMIN_ADDR", flag: "admin-addr", def: "127.0.0.1:9090", help: "metrics and pprof listener; empty (or \"off\") disables it", emptySet: true},
-		{env: "EDGE_BRAND", flag: "brand", def: "", help: "brand this deployment serves (demo: aurora)"},
-		{env: "EDGE_DOCS_URL", flag: "docs-url", def: "https://developer.example.com/partner-api", help: "documentation base: problem type prefix and documentationUrl"},
-		{env: "EDGE_KEYS_FILE", flag: "keys-file", def: "", help: "API key file (demo: generated demo keys)"},
-		{env: "EDGE_CODE_SOURCE", flag: "code-source", def: "none", help: "source of the public code: none, short_code or legacy_property_code"},
-		{env: "EDGE_CACHE_TTL", flag: "cache-ttl", def: "30s", help: "how long PMS data is served without asking again; 0 disables caching"},
-		{env: "EDGE_CACHE_STALE", flag: "cache-stale", def: "5m", help: "how old data may be when served because the PMS is failing"},
-		{env: "EDGE_TLS_CERT", flag: "tls-cert", def: "", help: "TLS certificate file (HTTPS and HTTP/2 when set with the key)"},
-		{env: "EDGE_TLS_KEY", flag: "tls-key", def: "", help: "TLS private key file"},
-		{env: "PMS_BASE_URL", flag: "pms-base-url", def: "", help: "live PMS base URL (empty: the demo's embedded simulator)"},
-		{env: "PMS_SANDBOX_URL", flag: "pms-sandbox-url", def: "", help: "sandbox PMS for svc_test_ keys (empty: test keys refused)"},
-		{env: "PMS_TOKEN", flag: "pms-token", def: "", help: "bearer token the edge presents to the PMS (prefer the variable: flags show in ps)"},
+		{env: "EDGE_ADMIN_ADDR", flag: "admin-addr", def: "127.0.0.1:9090", help: "metrics and pprof listener; empty (or \"off\") disables it", emptySet: true, doc: "metrics (`/metrics`), profiling (`/debug/pprof/`), Redis state (`/fleet`) and shadow comparison (`/shadow`) listener; empty disables it (`off` too)"},
+		{env: "EDGE_BRAND", flag: "brand", def: "", help: "brand this deployment serves (demo: aurora)", doc: "the brand this deployment serves; required outside the demo", docDef: "empty; `aurora` in the demo"},
+		{env: "EDGE_DOCS_URL", flag: "docs-url", def: "https://developer.example.com/partner-api", help: "documentation base: problem type prefix and documentationUrl", doc: "problem `type` base and `documentationUrl`"},
+		{env: "EDGE_KEYS_FILE", flag: "keys-file", def: "", help: "API key file (demo: generated demo keys)", doc: "the [key file]({docs}../README.md#the-key-file); required outside the demo", docDef: "empty; demo keys in the demo"},
+		{env: "EDGE_CODE_SOURCE", flag: "code-source", def: "none", help: "source of the public code: none, short_code or legacy_property_code", doc: "`none`, `short_code` or `legacy_property_code`"},
+		{env: "EDGE_CACHE_TTL", flag: "cache-ttl", def: "30s", help: "how long PMS data is served without asking again; 0 disables caching", doc: "how long PMS data is served without asking again; `0` disables caching"},
+		{env: "EDGE_CACHE_STALE", flag: "cache-stale", def: "5m", help: "how old data may be when served because the PMS is failing", doc: "how old data may be when served because the PMS is failing (at least `EDGE_CACHE_TTL`)"},
+		{env: "EDGE_TLS_CERT", flag: "tls-cert", def: "", help: "TLS certificate file (HTTPS and HTTP/2 when set with the key)", doc: "TLS certificate file: with `EDGE_TLS_KEY`, serve HTTPS (HTTP/2 on); reloaded on change and on SIGHUP"},
+		{env: "EDGE_TLS_KEY", flag: "tls-key", def: "", help: "TLS private key file", doc: "TLS private key file (with `EDGE_TLS_CERT`)"},
+		{env: "PMS_BASE_URL", flag: "pms-base-url", def: "", help: "live PMS base URL (empty: the demo's embedded simulator)", doc: "live PMS; setting it leaves the demo (no query or fragment)", docDef: "empty: the embedded simulator (demo)"},
+		{env: "PMS_SANDBOX_URL", flag: "pms-sandbox-url", def: "", help: "sandbox PMS for svc_test_ keys (empty: test keys refused)", doc: "sandbox PMS for `svc_test_` keys; empty: test keys get `403 TEST_MODE_UNAVAILABLE`"},
+		{env: "PMS_TOKEN", flag: "pms-token", def: "", help: "bearer token the edge presents to the PMS (prefer the variable: flags show in ps)", doc: "bearer token the edge presents to the PMS (prefer the variable: flags show in `ps`)"},
 		{env: "EDGE_REQUEST_TIMEOUT", flag: "request-timeout", def: "10s", help: "overall deadline of one request; PMS calls and retries fit inside it"},
-		{env: "EDGE_PMS_TIMEOUT", flag: "pms-timeout", def: "9s", help: "deadline of one PMS call, retries included (at most EDGE_REQUEST_TIMEOUT)"},
-		{env: "EDGE_PMS_ATTEMPT_TIMEOUT", flag: "pms-attempt-timeout", def: "4s", help: "deadline of one PMS attempt"},
-		{env: "EDGE_MAX_CONCURRENT", flag: "max-concurrent", def: "1024", help: "requests in progress beyond which the edge answers 503 with Retry-After: 1 (health excepted); 0 disables the cap"},
-		{env: "EDGE_DRAIN_DELAY", flag: "drain-delay", def: "0s", help: "on shutdown, serve this long with health 503 before closing"},
-		{env: "EDGE_SHUTDOWN_TIMEOUT", flag: "shutdown-timeout", def: "15s", help: "bound on waiting for in-flight requests at shutdown"},
-		{env: "EDGE_RATE_LIMIT", flag: "rate-limit", def: "0", help: "requests per second allowed to each key (429 beyond); 0 disables limiting"},
-		{env: "EDGE_RATE_BURST", flag: "rate-burst", def: "0", help: "requests a key may make at once; 0 means the rate rounded up"},
-		{env: "EDGE_AUTH_FAIL_LIMIT", flag: "auth-fail-limit", def: "20", help: "failed authentications (401 INVALID_API_KEY) allowed per client address per minute before 429; 0 disables the throttle"},
-		{env: "EDGE_TRUSTED_PROXIES", flag: "trusted-proxies", def: "", help: "comma-separated CIDRs whose X-Forwarded-For is believed for the client address"},
-		{env: "EDGE_REDIS_URL", flag: "redis-url", def: "", help: "redis:// or rediss:// URL of the Redis (or Valkey) that instances share limits and snapshot loads through; empty keeps everything in-process"},
-		{env: "EDGE_FLEET_SECRET", flag: "fleet-secret", def: "", help: "at least 32 bytes, the same on every instance; required with EDGE_REDIS_URL: authenticates what instances share through Redis (prefer the variable: flags show in ps)"},
-		{env: "EDGE_PMS_MAX_WALK_BYTES", flag: "pms-max-walk-bytes", def: "256MiB", help: "bound on the total size of one PMS list walk (bytes, or with a unit: 64MiB, 1GiB); beyond it the walk fails (502)"},
-		{env: "EDGE_OAUTH_ISSUER", flag: "oauth-issuer", def: "", help: "OAuth 2.0 authorization server's issuer URL; with EDGE_OAUTH_AUDIENCE turns access tokens on (empty: off)"},
-		{env: "EDGE_OAUTH_AUDIENCE", flag: "oauth-audience", def: "", help: "this deployment's resource identifier (e.g. https://api.aurora.example.com/v1); tokens must name it in aud"},
-		{env: "PMS_CANDIDATE_URL", flag: "pms-candidate-url", def: "", help: "candidate PMS walked in the background and compared with the live one (GET /shadow on the admin listener); never serves a partner"},
-		{env: "PMS_CANDIDATE_TOKEN", flag: "pms-candidate-token", def: "", help: "bearer token the edge presents to the candidate PMS (prefer the variable: flags show in ps)"},
-		{env: "EDGE_LOG_FORMAT", flag: "log-format", def: "json", help: "log format: json or text"},
-		{env: "EDGE_LOG_LEVEL", flag: "log-level", def: "info", help: "log level: debug, info, warn or error"},
+		{env: "EDGE_PMS_TIMEOUT", flag: "pms-timeout", def: "9s", help: "deadline of one PMS call, retries included (at most EDGE_REQUEST_TIMEOUT)", doc: "deadline of one logical PMS call, retries included; never more than `EDGE_REQUEST_TIMEOUT` (a larger value is cut to it)"},
+		{env: "EDGE_PMS_ATTEMPT_TIMEOUT", flag: "pms-attempt-timeout", def: "4s", help: "deadline of one PMS attempt", doc: "deadline of one HTTP attempt to the PMS"},
+		{env: "EDGE_MAX_CONCURRENT", flag: "max-concurrent", def: "1024", help: "requests in progress beyond which the edge answers 503 with Retry-After: 1 (health excepted); 0 disables the cap", doc: "requests in progress beyond which the edge sheds with `503` and `Retry-After: 1` (health never shed); `0` disables the cap; see [capacity]({docs}operations.md#shedding-and-capacity)"},
+		{env: "EDGE_DRAIN_DELAY", flag: "drain-delay", def: "0s", help: "on shutdown, serve this long with health 503 before closing", doc: "on SIGTERM, keep serving this long with health at `503` so load balancers drain, before closing the listener"},
+		{env: "EDGE_SHUTDOWN_TIMEOUT", flag: "shutdown-timeout", def: "15s", help: "bound on waiting for in-flight requests at shutdown", doc: "after the drain delay, bound on waiting for requests in flight"},
+		{env: "EDGE_RATE_LIMIT", flag: "rate-limit", def: "0", help: "requests per second allowed to each key (429 beyond); 0 disables limiting", doc: "the default per-key quota in requests per second (`429` with `Retry-After` beyond); a key's own `rateLimit` in the key file overrides it and applies even when this is `0`; `0`: off; a rate a limiter cannot represent (e.g. `1e-9`) is a start-up error"},
+		{env: "EDGE_RATE_BURST", flag: "rate-burst", def: "0", help: "requests a key may make at once; 0 means the rate rounded up", doc: "requests a key may make at once under the default quota; `0`: the rate rounded up"},
+		{env: "EDGE_AUTH_FAIL_LIMIT", flag: "auth-fail-limit", def: "20", help: "failed authentications (401 INVALID_API_KEY) allowed per client address per minute before 429; 0 disables the throttle", doc: "failed authentications (`401 INVALID_API_KEY`, `INVALID_ACCESS_TOKEN`, `ACCESS_TOKEN_EXPIRED`) allowed per client address per minute before `429` with `Retry-After`, refused before any key is looked at; `0` disables the throttle"},
+		{env: "EDGE_TRUSTED_PROXIES", flag: "trusted-proxies", def: "", help: "comma-separated CIDRs whose X-Forwarded-For is believed for the client address", doc: "comma-separated CIDRs whose `X-Forwarded-For` is believed for the client address (logs, traces, throttle); otherwise the TCP peer is the client; ranges wider than /8 (IPv4) or /16 (IPv6) are refused"},
+		{env: "EDGE_REDIS_URL", flag: "redis-url", def: "", help: "redis:// or rediss:// URL of the Redis (or Valkey) that instances share limits and snapshot loads through; empty keeps everything in-process", doc: "`redis://host:port/db` (or `rediss://`): per-key limits, failed-auth throttling and snapshot loads shared by every instance naming the same Redis; see [scaling.md]({docs}scaling.md)", docDef: "empty: all state in-process"},
+		{env: "EDGE_DOCS_PATH", flag: "docs-path", def: "", help: "serve the documentation site at this path, e.g. /docs (demo: /docs; set empty to turn it off)", emptySet: true, doc: "serve the [documentation site]({docs}docsite.md) at this path (unauthenticated, cacheable, outside `/v1`); the demo serves it at `/docs` and points the docs URL there; set empty to turn it off", docDef: "empty; `/docs` in the demo"},
+		{env: "EDGE_FLEET_SECRET", flag: "fleet-secret", def: "", help: "at least 32 bytes, the same on every instance; required with EDGE_REDIS_URL: authenticates what instances share through Redis (prefer the variable: flags show in ps)", doc: "at least 32 bytes, the same on every instance: authenticates (HMAC-SHA256) what instances share through Redis; start-up fails naming it when `EDGE_REDIS_URL` is set without it (prefer the variable: flags show in `ps`)", docDef: "empty; required with `EDGE_REDIS_URL`"},
+		{env: "EDGE_PMS_MAX_WALK_BYTES", flag: "pms-max-walk-bytes", def: "256MiB", help: "bound on the total size of one PMS list walk (bytes, or with a unit: 64MiB, 1GiB); beyond it the walk fails (502)", doc: "bound on the total size of one PMS list walk (plain bytes, or `64MiB`, `1GiB`, `10MB`...); beyond it the walk fails (`502`, logged)"},
+		{env: "EDGE_OAUTH_ISSUER", flag: "oauth-issuer", def: "", help: "OAuth 2.0 authorization server's issuer URL; with EDGE_OAUTH_AUDIENCE turns access tokens on (empty: off)", doc: "the authorization server's issuer URL (compared exactly with `iss`); with `EDGE_OAUTH_AUDIENCE` (both or neither) OAuth 2.0 access tokens are accepted beside API keys; see [oauth.md]({docs}oauth.md)", docDef: "empty (tokens off)"},
+		{env: "EDGE_OAUTH_AUDIENCE", flag: "oauth-audience", def: "", help: "this deployment's resource identifier (e.g. https://api.aurora.example.com/v1); tokens must name it in aud", doc: "this deployment's resource identifier (e.g. `https://api.aurora.example.com/v1`), in every token's `aud`; with `EDGE_OAUTH_ISSUER` (both or neither)", docDef: "empty (tokens off)"},
+		{env: "PMS_CANDIDATE_URL", flag: "pms-candidate-url", def: "", help: "candidate PMS walked in the background and compared with the live one (GET /shadow on the admin listener); never serves a partner", doc: "a candidate PMS walked in the background at most once per `EDGE_CACHE_TTL`, right after the edge's own walk of the live PMS, and compared with it (`GET /shadow` on the admin listener, `partner_edge_shadow_*` metrics); it never serves a partner; see [pms-changes.md]({docs}pms-changes.md)"},
+		{env: "PMS_CANDIDATE_TOKEN", flag: "pms-candidate-token", def: "", help: "bearer token the edge presents to the candidate PMS (prefer the variable: flags show in ps)", doc: "bearer token the edge presents to the candidate PMS (prefer the variable: flags show in `ps`)"},
+		{env: "EDGE_LOG_FORMAT", flag: "log-format", def: "json", help: "log format: json or text", doc: "`json` or `text`"},
+		{env: "EDGE_LOG_LEVEL", flag: "log-level", def: "info", help: "log level: debug, info, warn or error", doc: "`debug`, `info`, `warn` or `error`"},
 	}
 }
 
@@ -117,6 +130,7 @@ func parseSettings(args []string, getenv lookupEnv, stderr io.Writer) (settings,
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: edge [flags]        run the edge (no settings: the demo)")
 		fmt.Fprintln(fs.Output(), "       edge keys new ...   mint an API key (edge keys new --help)")
+		fmt.Fprintln(fs.Output(), "       edge docs build DIR write the documentation site (edge docs build --help)")
 		fmt.Fprintln(fs.Output(), "       edge pms check ...  check a PMS against pms-internal-api.md (edge pms check --help)")
 		fmt.Fprintln(fs.Output(), "\nSettings (a flag overrides its environment variable):")
 		for _, st := range table {
@@ -135,10 +149,10 @@ func parseSettings(args []string, getenv lookupEnv, stderr io.Writer) (settings,
 	for _, st := range table {
 		st.value, st.source = st.def, st.env
 		if v, ok := getenv(st.env); ok && (v != "" || st.emptySet) {
-			st.value = v
+			st.value, st.set = v, true
 		}
 		if set[st.flag] {
-			st.value, st.source = *flagVals[st.flag], "--"+st.flag
+			st.value, st.source, st.set = *flagVals[st.flag], "--"+st.flag, true
 		}
 		get[st.env] = st
 	}
@@ -176,6 +190,9 @@ func parseSettings(args []string, getenv lookupEnv, stderr io.Writer) (settings,
 		CandidateToken:  p.str("PMS_CANDIDATE_TOKEN"),
 		FleetSecret:     p.secret("EDGE_FLEET_SECRET"),
 		PMSMaxWalkBytes: p.size("EDGE_PMS_MAX_WALK_BYTES"),
+		DocsPath:        p.docsPath("EDGE_DOCS_PATH"),
+		DocsURLSet:      get["EDGE_DOCS_URL"].set,
+		DocsPathSet:     get["EDGE_DOCS_PATH"].set,
 	}
 	p.checkBounds(&s)
 	if s.AdminAddr == "off" {

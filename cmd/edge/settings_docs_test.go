@@ -1,6 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -8,41 +12,166 @@ import (
 	"testing"
 )
 
-// Every setting run reads is listed, with a default, in README.md's and
-// docs/operations.md's settings tables, and the two give the same default
-// (issue 11, acceptance 7).
-func TestSettingsDocumented(t *testing.T) {
-	read := settingsRead(t)
-	if len(read) < 20 {
-		t.Fatalf("found only %d EDGE_ names in cmd/edge; the pattern is broken", len(read))
-	}
-	readme := defaultsTable(t, "../../README.md")
-	ops := defaultsTable(t, "../../docs/operations.md")
-	for _, name := range read {
-		r, inReadme := readme[name]
-		o, inOps := ops[name]
+var updateDocs = flag.Bool("update-docs", false, "rewrite the settings tables of README.md and docs/operations.md (go generate ./cmd/edge)")
+
+// settingsDoc is one markdown file holding a generated settings table.
+type settingsDoc struct {
+	path      string
+	withFlags bool   // a flag column (README.md)
+	docsDir   string // path from the file to docs/, for links
+}
+
+var settingsDocs = []settingsDoc{
+	{path: "../../README.md", withFlags: true, docsDir: "docs/"},
+	{path: "../../docs/operations.md", docsDir: ""},
+}
+
+const (
+	tableBegin = "<!-- settings table: generated from cmd/edge/settings.go by `go generate ./cmd/edge`; do not edit -->"
+	tableEnd   = "<!-- end of settings table -->"
+)
+
+// The settings tables in README.md and docs/operations.md are exactly what
+// settingTable renders (issue 16, acceptance 4); with -update-docs the test
+// writes them instead (go generate ./cmd/edge).
+func TestSettingsTables(t *testing.T) {
+	for _, d := range settingsDocs {
+		old, err := os.ReadFile(d.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		updated, err := spliceTable(old, renderTable(settingTable(), d))
+		if err != nil {
+			t.Fatalf("%s: %v", d.path, err)
+		}
 		switch {
-		case !inReadme || r == "":
-			t.Errorf("%s: no default in README.md's settings table", name)
-		case !inOps || o == "":
-			t.Errorf("%s: no default in docs/operations.md's settings table", name)
-		case r != o:
-			t.Errorf("%s: default %q in README.md, %q in docs/operations.md", name, r, o)
+		case bytes.Equal(old, updated):
+		case *updateDocs:
+			if err := os.WriteFile(d.path, updated, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s: settings table rewritten", d.path)
+		default:
+			t.Errorf("%s: the settings table is not the one settingTable renders; run go generate ./cmd/edge\n%s",
+				filepath.Clean(d.path), firstDiff(old, updated))
 		}
 	}
 }
 
-var (
-	settingInCode  = regexp.MustCompile(`"(EDGE_[A-Z_]+)"`)
-	settingInTable = regexp.MustCompile("`(EDGE_[A-Z_]+)`")
-)
+// renderTable is the markdown table of rows, one row a setting, closed by
+// the OpenTelemetry SDK's own variables, which the edge passes through.
+func renderTable(rows []*setting, d settingsDoc) string {
+	var b strings.Builder
+	if d.withFlags {
+		b.WriteString("| variable | flag | default | meaning |\n|---|---|---|---|\n")
+	} else {
+		b.WriteString("| variable | default | meaning |\n|---|---|---|\n")
+	}
+	for _, st := range rows {
+		def := st.docDef
+		switch {
+		case def != "":
+		case st.def == "":
+			def = "empty"
+		default:
+			def = "`" + st.def + "`"
+		}
+		meaning := st.doc
+		if meaning == "" {
+			meaning = st.help
+		}
+		meaning = strings.ReplaceAll(strings.ReplaceAll(meaning, "{docs}", d.docsDir), "docs/../", "")
+		cells := []string{"`" + st.env + "`"}
+		if d.withFlags {
+			cells = append(cells, "`--"+st.flag+"`")
+		}
+		cells = append(cells, def, meaning)
+		writeRow(&b, cells)
+	}
+	otel := []string{"`OTEL_*`"}
+	if d.withFlags {
+		otel = append(otel, "")
+	}
+	otel = append(otel, "OpenTelemetry's own", "standard SDK variables (`OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_TRACES_EXPORTER`, "+
+		"`OTEL_SERVICE_NAME`, `OTEL_TRACES_SAMPLER`, `OTEL_SDK_DISABLED`, ...); see ["+d.docsDir+"observability.md]("+d.docsDir+"observability.md)")
+	writeRow(&b, otel)
+	return b.String()
+}
 
-// settingsRead is every EDGE_ name in the non-test Go files of cmd/edge.
-func settingsRead(t *testing.T) []string {
-	t.Helper()
+// writeRow writes one table row; a | inside a cell is escaped.
+func writeRow(b *strings.Builder, cells []string) {
+	b.WriteString("|")
+	for _, c := range cells {
+		c = strings.ReplaceAll(c, "|", `\|`)
+		if c == "" {
+			b.WriteString(" |")
+			continue
+		}
+		b.WriteString(" " + c + " |")
+	}
+	b.WriteString("\n")
+}
+
+// spliceTable replaces what lies between the marker lines of doc by table.
+func spliceTable(doc []byte, table string) ([]byte, error) {
+	begin := bytes.Index(doc, []byte(tableBegin+"\n"))
+	end := bytes.Index(doc, []byte(tableEnd))
+	if begin < 0 || end < begin || bytes.Count(doc, []byte(tableBegin)) != 1 {
+		return nil, errors.New("want exactly one settings table between the lines " + tableBegin + " and " + tableEnd)
+	}
+	start := begin + len(tableBegin) + 1
+	out := make([]byte, 0, len(doc)+len(table))
+	out = append(out, doc[:start]...)
+	out = append(out, table...)
+	return append(out, doc[end:]...), nil
+}
+
+// firstDiff shows the first line where got and want differ.
+func firstDiff(got, want []byte) string {
+	g, w := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
+	for i := range max(len(g), len(w)) {
+		var gl, wl string
+		if i < len(g) {
+			gl = g[i]
+		}
+		if i < len(w) {
+			wl = w[i]
+		}
+		if gl != wl {
+			return fmt.Sprintf("line %d\n  file:      %s\n  generated: %s", i+1, gl, wl)
+		}
+	}
+	return ""
+}
+
+func TestSpliceTable(t *testing.T) {
+	doc := "intro\n" + tableBegin + "\n| old |\n" + tableEnd + "\nrest\n"
+	got, err := spliceTable([]byte(doc), "| new |\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "intro\n" + tableBegin + "\n| new |\n" + tableEnd + "\nrest\n"; string(got) != want {
+		t.Errorf("spliced:\n%s\nwant:\n%s", got, want)
+	}
+	for _, bad := range []string{"no markers\n", tableEnd + "\n" + tableBegin + "\n", doc + doc} {
+		if _, err := spliceTable([]byte(bad), "x"); err == nil {
+			t.Errorf("%q: spliced, want an error", bad)
+		}
+	}
+}
+
+// Every setting name the edge's code mentions is a row of settingTable,
+// so none is read (or named in an error) without being documented.
+func TestSettingsNamedAreInTable(t *testing.T) {
+	inTable := map[string]bool{}
+	for _, st := range settingTable() {
+		if inTable[st.env] {
+			t.Errorf("%s: two rows", st.env)
+		}
+		inTable[st.env] = true
+	}
 	files, _ := filepath.Glob("*.go")
-	seen := map[string]bool{}
-	var names []string
+	n := 0
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") {
 			continue
@@ -51,54 +180,16 @@ func settingsRead(t *testing.T) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, n := range settingInCode.FindAllStringSubmatch(string(src), -1) {
-			if !seen[n[1]] {
-				seen[n[1]] = true
-				names = append(names, n[1])
+		for _, m := range settingInCode.FindAllSubmatch(src, -1) {
+			n++
+			if !inTable[string(m[1])] {
+				t.Errorf("%s names %s, which settingTable lacks", f, m[1])
 			}
 		}
 	}
-	return names
+	if n < len(inTable) {
+		t.Fatalf("found only %d setting names in cmd/edge; the pattern is broken", n)
+	}
 }
 
-// defaultsTable reads the markdown table whose header has a "variable" and
-// a "default" column: each `EDGE_...` name in a row's first cell maps to
-// that row's default cell.
-func defaultsTable(t *testing.T, path string) map[string]string {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	col := -1
-	for _, line := range strings.Split(string(data), "\n") {
-		if !strings.HasPrefix(line, "|") {
-			col = -1
-			continue
-		}
-		cells := strings.Split(strings.Trim(line, "|"), "|")
-		for i := range cells {
-			cells[i] = strings.TrimSpace(cells[i])
-		}
-		if cells[0] == "variable" {
-			col = -1
-			for i, c := range cells {
-				if c == "default" {
-					col = i
-				}
-			}
-			continue
-		}
-		if col < 0 || col >= len(cells) {
-			continue
-		}
-		for _, n := range settingInTable.FindAllStringSubmatch(cells[0], -1) {
-			out[n[1]] = cells[col]
-		}
-	}
-	if len(out) == 0 {
-		t.Fatalf("%s: no settings table (| variable | ... | default | ...)", path)
-	}
-	return out
-}
+var settingInCode = regexp.MustCompile(`"((?:EDGE|PMS)_[A-Z_]+)"`)

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 	"github.com/partner-edge/partner-edge/upstream/shadow"
 )
@@ -58,7 +59,7 @@ func startEdge(t *testing.T, pms, keysFile string, env map[string]string) (strin
 	base := "http://" + waitListening(t, s) + "/v1/"
 	waitHealthy(t, base)
 	var admin string
-	eventually(t, func() bool {
+	testkit.Eventually(t, "the admin listener is logged", func() bool {
 		m := adminListening.FindStringSubmatch(s.stderr.String())
 		if m != nil {
 			admin = "http://" + m[1]
@@ -93,7 +94,7 @@ func TestShadowLeavesPartnerAnswersUnchanged(t *testing.T) {
 	// The candidate is walked after the first live walk: wait until the
 	// comparison is there, so the answers below are served with it done.
 	var st shadow.State
-	eventually(t, func() bool {
+	testkit.Eventually(t, "the candidate comparison is done", func() bool {
 		call(t, shadowed+"properties", key)
 		_ = json.Unmarshal([]byte(scrape(t, admin+"/shadow")), &st)
 		return len(st.Comparisons) == 1
@@ -139,7 +140,7 @@ func TestShadowLeavesPartnerAnswersUnchanged(t *testing.T) {
 	}
 	// The hanging candidate was really walked (while the answers above
 	// were served): its walk ends as a failed comparison at its deadline.
-	eventually(t, func() bool {
+	testkit.Eventually(t, "the hanging candidate's walk failed at its deadline", func() bool {
 		var st shadow.State
 		_ = json.Unmarshal([]byte(scrape(t, hungAdmin+"/shadow")), &st)
 		return len(st.Comparisons) == 1 && st.Comparisons[0].Candidate == "failed" && st.Comparisons[0].Error == "timeout"

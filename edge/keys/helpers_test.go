@@ -1,44 +1,24 @@
 package keys
 
 import (
-	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/partner-edge/partner-edge/observability/testkit"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// syncBuffer is a log sink safe for a Watch goroutine and the test at once.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// newLogger returns a logger writing every level as text into a buffer.
-func newLogger() (*slog.Logger, *syncBuffer) {
-	buf := &syncBuffer{}
-	return slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug})), buf
-}
+// newLogger returns a logger writing every level as text into a buffer
+// safe for a Watch goroutine and the test at once.
+func newLogger() (*slog.Logger, *testkit.LogBuffer) { return testkit.NewLogger() }
 
 // seeded is a deterministic stand-in for crypto/rand.Reader.
 func seeded(n uint64) *rand.ChaCha8 {

@@ -54,8 +54,9 @@ type Store struct {
 	// settle, when set (tests only: a tiny one), replaces the watch's
 	// settling delay; zero: dirwatch.DefaultSettle.
 	settle time.Duration
-	// looked, when set (tests only), is called after each look at the file
-	// that a watch event caused, whether or not it reloaded.
+	// looked, when set (tests only), is called by Watch after each look at
+	// the file that a change led to, reload or not: a test can wait for
+	// that event instead of for Watch's settling timer.
 	looked func()
 }
 

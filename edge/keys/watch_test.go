@@ -10,22 +10,26 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/partner-edge/partner-edge/observability/testkit"
 )
 
 // testSettle is the watch's settling delay in tests: tiny, so that the
-// tests wait on the file-system notification and the reload, not on it.
+// tests wait on the file-system notification and the watcher's look, not
+// on the settle timer.
 const testSettle = time.Millisecond
 
 // watching opens path and runs Watch until the test ends; it returns the
 // store, the log and the count of reload attempts.
-func watching(t *testing.T, path string) (*Store, *syncBuffer, *atomic.Int32) {
+func watching(t *testing.T, path string) (*Store, *testkit.LogBuffer, *atomic.Int32) {
+	t.Helper()
 	s, buf, reloads, _ := watchingLooks(t, path)
 	return s, buf, reloads
 }
 
-// watchingLooks is watching, with a channel that receives a value after
-// each look at the file that a watch event caused.
-func watchingLooks(t *testing.T, path string) (*Store, *syncBuffer, *atomic.Int32, <-chan struct{}) {
+// watchingLooks is watching, and also counts the watcher's looks at the
+// file after a change (reload or not).
+func watchingLooks(t *testing.T, path string) (*Store, *testkit.LogBuffer, *atomic.Int32, *atomic.Int32) {
 	t.Helper()
 	log, buf := newLogger()
 	var reloads atomic.Int32
@@ -36,15 +40,10 @@ func watchingLooks(t *testing.T, path string) (*Store, *syncBuffer, *atomic.Int3
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	ready := make(chan struct{})
-	looks := make(chan struct{}, 1)
 	s.watching = func() { close(ready) }
+	var looks atomic.Int32
+	s.looked = func() { looks.Add(1) }
 	s.settle = testSettle
-	s.looked = func() {
-		select {
-		case looks <- struct{}{}:
-		default: // one pending look is enough to tell
-		}
-	}
 	go func() { done <- s.Watch(ctx) }()
 	<-ready // the changes a test makes now must arrive as events
 	t.Cleanup(func() {
@@ -53,19 +52,14 @@ func watchingLooks(t *testing.T, path string) (*Store, *syncBuffer, *atomic.Int3
 			t.Errorf("Watch: %v", err)
 		}
 	})
-	return s, buf, &reloads, looks
+	return s, buf, &reloads, &looks
 }
 
-// eventually polls cond for up to five seconds.
+// eventually waits for an outside event: fsnotify's notification and the
+// watcher's look that follows it.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(10 * time.Millisecond) // between looks at an outside event: the file-system notification (the watch settles in testSettle)
-	}
+	testkit.Eventually(t, what, cond)
 }
 
 func found(s *Store, token string) func() bool {
@@ -179,14 +173,13 @@ func TestWatchIgnoresUnchangedContent(t *testing.T) {
 	now := time.Now()
 	must(t, os.Chtimes(path, now, now))
 	writeFile(t, filepath.Join(filepath.Dir(path), "other.txt"), []byte("x"))
-	// Wait until the watch has looked at the file after these events (later
-	// events of theirs lead to looks at the same content), then make a real
-	// change: it must be the only reload.
-	select {
-	case <-looks:
-	case <-time.After(10 * time.Second): // a bound on a file-system notification, not a timer of Watch
-		t.Fatal("the watch never looked at the file")
+	// The watcher looks at the file once these events have settled: that
+	// look must reload nothing.
+	eventually(t, "the watcher looked after the events", func() bool { return looks.Load() > 0 })
+	if n := reloads.Load(); n != 0 {
+		t.Errorf("OnReload called %d times for unchanged content, want 0; log %s", n, buf)
 	}
+	// Then a real change: it must be the only reload.
 	writeFile(t, path, marshalFile(t, freshRec))
 	eventually(t, "the new key is in force", found(s, fresh))
 	if n := reloads.Load(); n != 1 {
@@ -206,6 +199,8 @@ func TestWatchStopsOnCancel(t *testing.T) {
 	done := make(chan error, 1)
 	ready := make(chan struct{})
 	s.watching = func() { close(ready) }
+	var looks atomic.Int32
+	s.looked = func() { looks.Add(1) }
 	go func() { done <- s.Watch(ctx) }()
 	<-ready
 	cancel()
@@ -251,6 +246,8 @@ func TestWatchCatchesEarlierChange(t *testing.T) {
 	defer cancel()
 	ready := make(chan struct{})
 	s.watching = func() { close(ready) }
+	var looks atomic.Int32
+	s.looked = func() { looks.Add(1) }
 	done := make(chan error, 1)
 	go func() { done <- s.Watch(ctx) }()
 	<-ready

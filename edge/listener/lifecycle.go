@@ -62,6 +62,9 @@ type ServeConfig struct {
 	// ShutdownTimeout bounds the wait for in-flight requests after the
 	// drain delay. Zero means 15 s.
 	ShutdownTimeout time.Duration
+	// OnTLSReload is called after each reload of the TLS pair after
+	// start-up, with whether the new pair was taken. Nil: nothing.
+	OnTLSReload func(ok bool)
 	// OnDraining is called once when shutdown begins. Nil: nothing.
 	OnDraining func()
 	// OnListen is called with the bound address before serving. Nil: nothing.
@@ -98,6 +101,7 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		if certs, err = newCertStore(cfg.TLSCertFile, cfg.TLSKeyFile, log, cfg.Now); err != nil {
 			return err
 		}
+		certs.onReload = cfg.OnTLSReload
 		certs.settle, certs.onApplied = cfg.tlsSettle, cfg.onTLSLoad
 		srv.TLSConfig = newTLSConfig(certs.getCertificate)
 		srv.Handler = hsts(srv.Handler)

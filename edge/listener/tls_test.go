@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -175,7 +176,14 @@ func TestNoHSTSOverPlainHTTP(t *testing.T) {
 // handshake without a restart, whether the files changed (watch) or SIGHUP
 // asked (TLSReload); a bad new certificate is logged and the old one kept.
 func TestTLSCertificateReload(t *testing.T) {
-	e := serveTLS(t, listener.ServeConfig{})
+	var reloadsOK, reloadsFailed atomic.Int32 // ServeConfig.OnTLSReload: the metric's hook
+	e := serveTLS(t, listener.ServeConfig{OnTLSReload: func(ok bool) {
+		if ok {
+			reloadsOK.Add(1)
+		} else {
+			reloadsFailed.Add(1)
+		}
+	}})
 	if got := e.serial(t); got != 1 {
 		t.Fatalf("serial %d at start", got)
 	}
@@ -210,6 +218,9 @@ func TestTLSCertificateReload(t *testing.T) {
 	e.untilLoaded(t, func() bool { return e.serial(t) == 4 })
 	if !strings.Contains(e.logs.String(), "TLS certificate reloaded") {
 		t.Errorf("no reload logged: %s", e.logs.String())
+	}
+	if reloadsOK.Load() < 2 || reloadsFailed.Load() < 2 {
+		t.Errorf("OnTLSReload saw %d ok and %d failed reloads, want at least 2 of each", reloadsOK.Load(), reloadsFailed.Load())
 	}
 }
 

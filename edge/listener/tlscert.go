@@ -29,6 +29,7 @@ type certStore struct {
 	lastKey   []byte
 	onApplied func()        // test hook: called after each load attempt; nil: none
 	settle    time.Duration // test hook: the watch's settling delay; zero: dirwatch's default
+	onReload  func(ok bool) // ServeConfig.OnTLSReload; nil: none
 }
 
 // newCertStore loads the pair once; an error here stops start-up.
@@ -76,6 +77,9 @@ func (c *certStore) reload(force bool) error {
 	first := c.cur.Load() == nil
 	c.cur.Store(&cert)
 	if !first {
+		if c.onReload != nil {
+			c.onReload(true)
+		}
 		c.log.Info("TLS certificate reloaded", "file", c.certFile, "subject", leaf.Subject.String(),
 			"not_after", leaf.NotAfter.UTC().Format(time.RFC3339))
 	}
@@ -84,6 +88,9 @@ func (c *certStore) reload(force bool) error {
 
 func (c *certStore) reject(err error) error {
 	if c.cur.Load() != nil {
+		if c.onReload != nil {
+			c.onReload(false)
+		}
 		c.log.Error("TLS certificate reload failed; the previous certificate stays in use", "error", err)
 	}
 	return err

@@ -99,8 +99,8 @@ type Config struct {
 	// are measured with it. Nil means time.Now.
 	Now func() time.Time
 
-	// Logger receives debug records of stale serves and failed background
-	// refreshes. Nil discards them.
+	// Logger receives a debug record per stale serve, a warning per failed
+	// background refresh and an error per panicked load. Nil discards them.
 	Logger *slog.Logger
 
 	// OnOutcome, if not nil, is called once per Snapshot or Property call

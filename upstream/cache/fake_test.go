@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/partner-edge/partner-edge/mapping"
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream"
 )
 
@@ -39,31 +40,9 @@ func (f *fakeCatalog) Property(ctx context.Context, id string) (*upstream.Item, 
 	return f.property(ctx, id)
 }
 
-// clock is an injected Config.Now.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: time.Date(2026, 11, 22, 11, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-// Set moves the clock to t.
-func (c *clock) Set(t time.Time) {
-	c.mu.Lock()
-	c.t = t
-	c.mu.Unlock()
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
+// newClock is an injected Config.Now.
+func newClock() *testkit.Clock {
+	return testkit.NewClockAt(time.Date(2026, 11, 22, 11, 0, 0, 0, time.UTC))
 }
 
 // outcomes counts Config.OnOutcome reports.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/cache"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
@@ -48,26 +49,9 @@ func newStack(t *testing.T, cfg cache.Config) *stack {
 	return &stack{sim: sim, client: client, cache: c}
 }
 
-// fakeNow is an injected clock: the outage below lasts five minutes of it,
-// and no test sleeps.
-type fakeNow struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (f *fakeNow) Now() time.Time  { f.mu.Lock(); defer f.mu.Unlock(); return f.t }
-func (f *fakeNow) Set(t time.Time) { f.mu.Lock(); f.t = t; f.mu.Unlock() }
-
-func snapshotJSON(s *upstream.Snapshot) []byte {
-	var b bytes.Buffer
-	for _, it := range s.Active {
-		b.Write(it.JSON)
-	}
-	return b.Bytes()
-}
-
 func TestIntegrationStaleOnBadGateway(t *testing.T) {
-	clk := &fakeNow{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+	// An injected clock: the outage below lasts five minutes of it.
+	clk := testkit.NewClockAt(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
 	start := clk.Now()
 	st := newStack(t, cache.Config{TTL: cache.DefaultTTL, RefreshAhead: 1, Now: clk.Now})
 	ctx := context.Background()
@@ -105,9 +89,7 @@ func TestIntegrationHerdAndCancelledLeader(t *testing.T) {
 	leaderCtx, cancelLeader := context.WithCancel(context.Background())
 	leaderErr := make(chan error, 1)
 	go func() { _, err := st.cache.Snapshot(leaderCtx); leaderErr <- err }()
-	for st.sim.ListRequests() == 0 { // the leader's load has reached the PMS
-		time.Sleep(time.Millisecond)
-	}
+	testkit.Eventually(t, "the leader's load reached the PMS", func() bool { return st.sim.ListRequests() > 0 })
 
 	var wg sync.WaitGroup
 	errs := make(chan error, 100)

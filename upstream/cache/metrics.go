@@ -7,6 +7,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/partner-edge/partner-edge/observability"
 )
 
 // The vocabulary of cache lookups (the Outcome constants of config.go) is
@@ -38,7 +40,8 @@ var LookupOutcomes = []string{OutcomeHit, OutcomeMiss, OutcomeStale, OutcomeCoal
 type Metrics struct {
 	lookups    metric.Int64Counter
 	loadPanics metric.Int64Counter
-	opts       map[string][]metric.AddOption // by outcome; read-only after New
+	opts       map[string][]metric.AddOption  // by outcome; read-only after New
+	labels     map[string]*attribute.KeyValue // by outcome, for the request's CacheSlot
 	panicOpts  []metric.AddOption
 }
 
@@ -61,15 +64,20 @@ func NewMetrics(meter metric.Meter, name string) (*Metrics, error) {
 	m.panicOpts = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(pms))}
 	m.loadPanics.Add(ctx, 0, m.panicOpts...)
 	m.opts = make(map[string][]metric.AddOption, len(LookupOutcomes))
+	m.labels = make(map[string]*attribute.KeyValue, len(LookupOutcomes))
 	for _, o := range LookupOutcomes {
+		kv := AttrCacheOutcome.String(o)
+		m.labels[o] = &kv
 		m.opts[o] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(pms, attribute.String("outcome", o)))}
 		m.lookups.Add(ctx, 0, m.opts[o]...)
 	}
 	return m, nil
 }
 
-// Lookup counts one cache lookup by how it was served, and adds a
-// "cache.lookup" event (AttrCacheOutcome) to the recording span of ctx. An
+// Lookup counts one cache lookup by how it was served, adds a
+// "cache.lookup" event (AttrCacheOutcome) to the recording span of ctx,
+// and notes the outcome in the request's observability.CacheSlot, if ctx
+// has one (the request duration's partner_edge.cache.outcome label). An
 // outcome outside LookupOutcomes is ignored.
 func (m *Metrics) Lookup(ctx context.Context, outcome string) {
 	o, ok := m.opts[outcome]
@@ -77,6 +85,9 @@ func (m *Metrics) Lookup(ctx context.Context, outcome string) {
 		return
 	}
 	m.lookups.Add(ctx, 1, o...)
+	if slot, ok := ctx.Value(observability.CacheSlotKey{}).(*observability.CacheSlot); ok {
+		slot.Set(m.labels[outcome])
+	}
 	if span := trace.SpanFromContext(ctx); span.IsRecording() {
 		span.AddEvent(EventCacheLookup, trace.WithAttributes(AttrCacheOutcome.String(outcome)))
 	}

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/partner-edge/partner-edge/observability"
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/cache"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
@@ -162,7 +163,7 @@ func (o *observedStack) wantOutcome(t *testing.T, r result, outcome string) {
 // partner_edge.cache.lookups, and set as an attribute and a cache.lookup
 // event on the caller's span.
 func TestCacheOutcomesRecorded(t *testing.T) {
-	clk := &fakeNow{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+	clk := testkit.NewClockAt(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
 	start := clk.Now()
 	o := newObservedStack(t, cache.Config{TTL: time.Minute, RefreshAhead: 1, Now: clk.Now})
 	ctx := context.Background()
@@ -187,9 +188,7 @@ func TestCacheOutcomesRecorded(t *testing.T) {
 	before := o.sim.ListRequests()
 	leader := make(chan result, 1)
 	go func() { leader <- o.call(ctx) }()
-	for o.sim.ListRequests() == before { // the leader's load reached the PMS
-		time.Sleep(time.Millisecond)
-	}
+	testkit.Eventually(t, "the leader's load reached the PMS", func() bool { return o.sim.ListRequests() > before })
 	o.wantOutcome(t, o.call(ctx), cache.OutcomeCoalesced)
 	o.wantOutcome(t, <-leader, cache.OutcomeMiss)
 
@@ -203,7 +202,7 @@ func TestCacheOutcomesRecorded(t *testing.T) {
 // A hit that starts a refresh-ahead is a hit on the request's span; the
 // refresh is not a lookup.
 func TestRefreshAttemptsNotChargedToHit(t *testing.T) {
-	clk := &fakeNow{t: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+	clk := testkit.NewClockAt(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
 	o := newObservedStack(t, cache.Config{TTL: time.Minute, RefreshAhead: 0.5, Now: clk.Now})
 	ctx := context.Background()
 	o.wantOutcome(t, o.call(ctx), cache.OutcomeMiss)

@@ -114,7 +114,7 @@ func TestOneLoadPerExpiry(t *testing.T) {
 		// Refresh ahead (past 0.8 TTL): requests that saw the aging snapshot
 		// and start their refresh after another refresh stored a newer one
 		// load nothing.
-		time.Sleep(900 * time.Millisecond)
+		time.Sleep(900 * time.Millisecond) // the bubble's clock
 		c.hold(8)
 		var wg sync.WaitGroup
 		for range 8 {

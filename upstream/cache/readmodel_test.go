@@ -75,9 +75,7 @@ func TestPanickingLoad(t *testing.T) {
 		good := inner.snapshot
 		inner.snapshot = func(context.Context) (*upstream.Snapshot, error) {
 			<-release
-			var m map[string]int
-			m["boom"]++ // a bug in mapping
-			return nil, nil
+			panic("a bug in mapping")
 		}
 		panics := 0
 		c := New(inner, Config{TTL: time.Second, OnPanic: func() { panics++ }})

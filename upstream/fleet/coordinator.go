@@ -50,13 +50,22 @@ type Loaded struct {
 // own error is returned. A corrupt or oversize publication is overwritten
 // by whoever wins the lease; while another instance holds it, it means a
 // local walk.
+//
+// The zero Coordinator is usable: it loads locally (nil Store) with the
+// documented defaults, so a missing field never panics or leaves a lease
+// without expiry.
 type Coordinator struct {
+	// Store holds leases and publications. Nil: every load is local.
 	Store SnapshotStore
 	// LeaseTTL bounds a leader's walk (a crashed leader's lease expires).
+	// Zero or negative: DefaultLeaseTTL (a lease never lives forever).
 	LeaseTTL time.Duration
 	// PublishTTL is how long a publication lives (about the cache TTL).
+	// Zero or negative: DefaultPublishTTL.
 	PublishTTL time.Duration
-	// Wait bounds a loser's wait; Poll is its polling interval.
+	// Wait bounds a loser's wait; zero or negative: no wait, a loser walks
+	// the PMS itself at once. Poll is its polling interval; zero or
+	// negative: DefaultPoll.
 	Wait, Poll time.Duration
 	// Log (nil: discard) and Count (nil: none) report fallbacks; Log
 	// also gets a warning for each publication refused as forged.
@@ -69,9 +78,28 @@ type Coordinator struct {
 	waiting func() // test hook: called when a loser starts polling
 }
 
+// Defaults of the Coordinator's zero fields.
+const (
+	DefaultLeaseTTL   = 30 * time.Second
+	DefaultPublishTTL = 30 * time.Second
+	DefaultPoll       = 50 * time.Millisecond
+)
+
+// orDefault is d when positive, else def.
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
 // Load returns brand and mode's snapshot, loaded after newerThan.
 func (c *Coordinator) Load(ctx context.Context, brand, mode string, newerThan time.Time, load LoadFunc) (Loaded, error) {
 	name := SnapKey(brand, mode)
+	if c.Store == nil {
+		props, at, err := load(ctx)
+		return Loaded{Properties: props, LoadedAt: at, Source: SourceLocal}, err
+	}
 	got, err := c.fetch(ctx, name, newerThan)
 	if got != nil {
 		return *got, nil
@@ -80,7 +108,7 @@ func (c *Coordinator) Load(ctx context.Context, brand, mode string, newerThan ti
 	if err != nil && !bad && !missing(err) {
 		return c.local(ctx, name, load, err, false)
 	}
-	won, err := c.Store.Lease(ctx, name, c.LeaseTTL)
+	won, err := c.Store.Lease(ctx, name, orDefault(c.LeaseTTL, DefaultLeaseTTL))
 	if err != nil {
 		return c.local(ctx, name, load, err, false)
 	}
@@ -94,9 +122,9 @@ func (c *Coordinator) Load(ctx context.Context, brand, mode string, newerThan ti
 	if c.waiting != nil {
 		c.waiting()
 	}
-	deadline := time.NewTimer(c.Wait)
+	deadline := time.NewTimer(max(c.Wait, 0))
 	defer deadline.Stop()
-	tick := time.NewTicker(c.Poll)
+	tick := time.NewTicker(orDefault(c.Poll, DefaultPoll))
 	defer tick.Stop()
 	for {
 		select {
@@ -115,7 +143,7 @@ func (c *Coordinator) Load(ctx context.Context, brand, mode string, newerThan ti
 		}
 		// The leader may have failed (released without publishing) or
 		// died (its lease expired): take over rather than wait it out.
-		won, err := c.Store.Lease(ctx, name, c.LeaseTTL)
+		won, err := c.Store.Lease(ctx, name, orDefault(c.LeaseTTL, DefaultLeaseTTL))
 		if err != nil {
 			return c.local(ctx, name, load, err, false)
 		}
@@ -221,7 +249,7 @@ func (c *Coordinator) walk(ctx context.Context, name string, load LoadFunc) (Loa
 		return Loaded{}, err
 	}
 	if payload, err := EncodeSnapshot(props, at); err == nil {
-		_ = c.Store.Publish(ctx, name, at.UnixMilli(), payload, c.PublishTTL)
+		_ = c.Store.Publish(ctx, name, at.UnixMilli(), payload, orDefault(c.PublishTTL, DefaultPublishTTL))
 	}
 	return Loaded{Properties: props, LoadedAt: at}, nil
 }

@@ -9,16 +9,17 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream"
 )
 
-func newTestGuard(t *testing.T, tl *tel, log *logBuf) *Guard {
+func newTestGuard(t *testing.T, tl *tel, log *testkit.LogBuffer) *Guard {
 	t.Helper()
 	m, err := NewMetrics(tl.meter, "127.0.0.1", 6379)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := NewGuard(GuardConfig{CallTimeout: 50 * time.Millisecond, ConsecutiveFailures: 3, OpenTimeout: 2 * time.Second}, log.logger(), m)
+	g, err := NewGuard(GuardConfig{CallTimeout: 50 * time.Millisecond, ConsecutiveFailures: 3, OpenTimeout: 2 * time.Second}, log.Logger(), m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +33,7 @@ func ok(context.Context) error { return nil }
 
 func TestGuardOpensFailsFastAndRecovers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tl, log := newTel(t), &logBuf{}
+		tl, log := newTel(t), &testkit.LogBuffer{}
 		g := newTestGuard(t, tl, log)
 
 		for i := range 3 {
@@ -64,7 +65,7 @@ func TestGuardOpensFailsFastAndRecovers(t *testing.T) {
 			t.Fatalf("breaker gauge %d, want open", got)
 		}
 
-		time.Sleep(2*time.Second + time.Millisecond) // past the open timeout: Redis is back
+		time.Sleep(2*time.Second + time.Millisecond) // the bubble's clock: past the open timeout; Redis is back
 		if g.State() != upstream.BreakerHalfOpen {
 			t.Fatalf("state %v after the open timeout, want half-open", g.State())
 		}
@@ -78,10 +79,10 @@ func TestGuardOpensFailsFastAndRecovers(t *testing.T) {
 			t.Fatalf("breaker gauge %d, want closed", got)
 		}
 		// Logged once per transition: closed->open, open->half-open, half-open->closed.
-		if n := log.lines("redis circuit breaker"); n != 3 {
-			t.Fatalf("%d transition lines, want 3:\n%s", n, log.b.String())
+		if n := log.Count("redis circuit breaker"); n != 3 {
+			t.Fatalf("%d transition lines, want 3:\n%s", n, log.String())
 		}
-		if n := log.lines("level=WARN"); n != 1 {
+		if n := log.Count("level=WARN"); n != 1 {
 			t.Fatalf("%d WARN lines, want 1 (the opening)", n)
 		}
 	})
@@ -89,12 +90,12 @@ func TestGuardOpensFailsFastAndRecovers(t *testing.T) {
 
 func TestGuardFailedProbeReopens(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tl, log := newTel(t), &logBuf{}
+		tl, log := newTel(t), &testkit.LogBuffer{}
 		g := newTestGuard(t, tl, log)
 		for range 3 {
 			_ = g.Do(t.Context(), slow)
 		}
-		time.Sleep(2*time.Second + time.Millisecond)
+		time.Sleep(2*time.Second + time.Millisecond) // the bubble's clock: past the open timeout
 		if err := g.Do(t.Context(), slow); !errors.Is(err, ErrUnavailable) {
 			t.Fatalf("failed probe: %v", err)
 		}
@@ -106,7 +107,7 @@ func TestGuardFailedProbeReopens(t *testing.T) {
 
 func TestGuardCallerCancellationIsNotCounted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := newTestGuard(t, newTel(t), &logBuf{})
+		g := newTestGuard(t, newTel(t), &testkit.LogBuffer{})
 		for range 5 {
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Millisecond)
 			err := g.Do(ctx, slow)
@@ -123,7 +124,7 @@ func TestGuardCallerCancellationIsNotCounted(t *testing.T) {
 
 func TestGuardClassifiesReplies(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := newTestGuard(t, newTel(t), &logBuf{})
+		g := newTestGuard(t, newTel(t), &testkit.LogBuffer{})
 		for range 5 {
 			if err := g.Do(t.Context(), func(context.Context) error { return redis.Nil }); err != redis.Nil {
 				t.Fatalf("redis.Nil came back as %v", err)

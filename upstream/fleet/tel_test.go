@@ -1,11 +1,7 @@
 package fleet
 
 import (
-	"bytes"
 	"context"
-	"log/slog"
-	"strings"
-	"sync"
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -88,23 +84,3 @@ func (tl *tel) histogram(t *testing.T, name string) []metricdata.HistogramDataPo
 	}
 	return nil
 }
-
-// logBuf is a concurrency-safe log destination.
-type logBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuf) lines(substr string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Count(l.b.String(), substr)
-}
-
-func (l *logBuf) logger() *slog.Logger { return slog.New(slog.NewTextHandler(l, nil)) }

@@ -7,9 +7,11 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"sync"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -189,35 +191,36 @@ func TestFaultOversize(t *testing.T) {
 }
 
 func TestFaultLatency(t *testing.T) {
-	sim, srv := serve(t, Config{Seed: 4})
+	synctest.Test(t, testFaultLatency)
+}
+
+// Under synctest, the simulator called in process: its delays pass on the
+// bubble's clock.
+func testFaultLatency(t *testing.T) {
+	sim := New(Config{Seed: 4})
+	serve := func(ctx context.Context) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		sim.ServeHTTP(rec, httptest.NewRequestWithContext(ctx, http.MethodGet, listPath("aurora", 5, ""), nil))
+		return rec
+	}
 	sim.SetFaults(Faults{Latency: 40 * time.Millisecond, Jitter: 20 * time.Millisecond})
 	start := time.Now()
-	if status, _, _, err := do(t.Context(), srv.Client(), srv.URL+listPath("aurora", 5, "")); err != nil || status != 200 {
-		t.Fatalf("slow request: %d %v", status, err)
+	if rec := serve(t.Context()); rec.Code != 200 {
+		t.Fatalf("slow request: %d", rec.Code)
 	}
-	if d := time.Since(start); d < 40*time.Millisecond || d > 5*time.Second {
-		t.Fatalf("slow request took %v", d)
+	if d := time.Since(start); d < 40*time.Millisecond || d >= 60*time.Millisecond {
+		t.Fatalf("slow request took %v, want Latency plus at most Jitter", d)
 	}
 
-	// A client that gives up is not kept waiting, and the handler ends:
-	// srv.Close (in Cleanup, and here) waits for every handler.
+	// A client that gives up is not kept waiting: the handler ends with
+	// the request's context.
 	sim.SetFaults(Faults{Latency: time.Hour})
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
 	start = time.Now()
-	_, _, _, err := do(ctx, srv.Client(), srv.URL+listPath("aurora", 5, ""))
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("want the client's deadline, got %v", err)
-	}
-	done := make(chan struct{})
-	go func() { srv.Close(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the delayed handler outlived its cancelled request")
-	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Fatalf("cancelled request took %v", d)
+	serve(ctx)
+	if d := time.Since(start); d != 50*time.Millisecond {
+		t.Fatalf("cancelled request held the handler %v, want until its deadline (50ms)", d)
 	}
 	if sim.Requests() != 2 {
 		t.Fatalf("requests %d, want 2", sim.Requests())

@@ -5,12 +5,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
-	"time"
 
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/partner-edge/partner-edge/observability"
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
 
@@ -79,9 +79,7 @@ func TestInstrument(t *testing.T) {
 		spans := exp.GetSpans()
 		// The span ends as the handler returns, which may be just after
 		// the client has read a flushed answer.
-		for deadline := time.Now().Add(5 * time.Second); len(spans) == 0 && time.Now().Before(deadline); spans = exp.GetSpans() {
-			time.Sleep(time.Millisecond)
-		}
+		testkit.Eventually(t, tt.path+": the server span ended", func() bool { spans = exp.GetSpans(); return len(spans) > 0 })
 		if len(spans) != 1 {
 			t.Fatalf("%s: %d spans, want 1", tt.path, len(spans))
 		}

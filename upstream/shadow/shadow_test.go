@@ -107,7 +107,7 @@ func TestCandidateWalkedAtMostOncePerTTL(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(50 * time.Millisecond) // the bubble's clock
 			synctest.Wait()
 		}
 		cancel()
@@ -147,7 +147,7 @@ func TestCandidateWalksSpacedByTTL(t *testing.T) {
 		start := time.Now()
 		for time.Since(start) < 3*time.Minute {
 			_, _ = c.Property(ctx, "00000000-0000-4000-8000-000000000001")
-			time.Sleep(7 * time.Millisecond)
+			time.Sleep(7 * time.Millisecond) // the bubble's clock
 			synctest.Wait()
 		}
 		at := cand.times()
@@ -223,7 +223,7 @@ func TestShadowReportsDifferencesWithinTwoTTLs(t *testing.T) {
 		if _, err := c.Snapshot(ctx); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(2 * ttl)
+		time.Sleep(2 * ttl) // the bubble's clock
 		synctest.Wait()
 
 		got := sh.Latest()["live"]
@@ -310,9 +310,9 @@ func TestHangingCandidateNeverDelaysALoad(t *testing.T) {
 			if d := time.Since(start); d != 0 {
 				t.Fatalf("a load took %s of fake time with a hanging candidate", d)
 			}
-			time.Sleep(100 * time.Millisecond)
+			time.Sleep(100 * time.Millisecond) // the bubble's clock
 		}
-		time.Sleep(10 * time.Second)
+		time.Sleep(10 * time.Second) // the bubble's clock
 		synctest.Wait()
 		got := sh.Latest()["live"]
 		if got == nil || got.Candidate != "failed" || got.Error != upstream.Timeout.String() {

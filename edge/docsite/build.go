@@ -1,0 +1,180 @@
+package docsite
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/http/httptest"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/partner-edge/partner-edge/problem"
+)
+
+//go:embed templates/*.html assets/site.css assets/favicon.svg
+var sources embed.FS
+
+var templates = template.Must(template.New("").Funcs(template.FuncMap{
+	"statusText": http.StatusText,
+	"kebab":      func(c problem.Code) string { return path.Base(ErrorPage(c)) },
+}).ParseFS(sources, "templates/*.html"))
+
+// builder renders the pages of one Build.
+type builder struct {
+	opts Options
+	site *Site
+}
+
+// page is what the layout needs besides the page's own content.
+type page struct {
+	Addr  string // the page's address (pageHome, ErrorPage(...), ...)
+	Title string
+	b     *builder
+	Data  any
+}
+
+// Link is the URL of the page or asset at addr as written in the page p:
+// absolute under BasePath when the edge serves the site, else relative to
+// p's file (so that the written site works wherever it is put).
+func (p page) Link(addr string) string {
+	if p.b.opts.BasePath != "" {
+		return p.b.opts.BasePath + "/" + addr
+	}
+	depth := strings.Count(p.Addr, "/") // errors/<code>/index counts its folder
+	target := addr + ".html"
+	switch {
+	case addr == pageHome:
+		target = "index.html"
+	case path.Ext(addr) != "":
+		target = addr
+	}
+	return strings.Repeat("../", depth) + target
+}
+
+// Nav lists the main pages for the layout's navigation.
+func (p page) Nav() [][2]string {
+	return [][2]string{{pageHome, "Home"}, {pageReference, "API reference"}, {pageErrors, "Errors"},
+		{pageFieldErrors, "Field errors"}, {pageAuth, "Authentication"}, {pageRateLimits, "Rate limits"},
+		{pageChangelog, "Changelog"}}
+}
+
+// DocsURL is the deployment's docs_url.
+func (p page) DocsURL() string { return p.b.opts.DocsURL }
+
+// Static reports whether the site is built for a file server (relative
+// links) rather than for the edge.
+func (p page) Static() bool { return p.b.opts.BasePath == "" }
+
+// codePage is the data of one problem code's page.
+type codePage struct {
+	problem.Entry
+	TypeURI    string
+	When, Do   string
+	Example    string // status line, headers and body as the edge sends them
+	FieldCodes []string
+}
+
+func (b *builder) build() error {
+	css, err := sources.ReadFile("assets/site.css")
+	if err != nil {
+		return err
+	}
+	b.site.add(assetSiteCSS, "text/css; charset=utf-8", cspPage, css)
+	icon, err := sources.ReadFile("assets/favicon.svg")
+	if err != nil {
+		return err
+	}
+	b.site.add(assetFavicon, "image/svg+xml", cspPage, icon)
+
+	var codes []codePage
+	for _, e := range problem.All() {
+		cp, err := b.codePage(e)
+		if err != nil {
+			return err
+		}
+		codes = append(codes, cp)
+		title := string(e.Code) + ": " + e.Title
+		if err := b.render(ErrorPage(e.Code), title, "code", cp); err != nil {
+			return err
+		}
+		if b.opts.BasePath == "" {
+			// errors/<code>/index.html: the type URI on a plain file server.
+			if err := b.render(ErrorPage(e.Code)+"/index", title, "code", cp); err != nil {
+				return err
+			}
+		}
+	}
+	pages := []struct {
+		addr, title, tmpl string
+		data              any
+	}{
+		{pageHome, "Hospitality Partner API v1", "home", nil},
+		{pageErrors, "Errors", "errors", codes},
+		{pageFieldErrors, "Field-error codes", "field-errors", fieldCodes},
+		{pageAuth, "Authentication", "authentication", nil},
+		{pageRateLimits, "Rate limits", "rate-limits", nil},
+		{pageChangelog, "Changelog", "changelog", changelog},
+		{"404", "Page not found", "notfound", nil},
+	}
+	for _, pg := range pages {
+		if err := b.render(pg.addr, pg.title, pg.tmpl, pg.data); err != nil {
+			return err
+		}
+	}
+	return b.reference()
+}
+
+// render executes the page template tmpl into the file of addr.
+func (b *builder) render(addr, title, tmpl string, data any) error {
+	var buf bytes.Buffer
+	p := page{Addr: addr, Title: title, b: b, Data: data}
+	if err := templates.ExecuteTemplate(&buf, tmpl, p); err != nil {
+		return fmt.Errorf("docs: page %q: %w", addr, err)
+	}
+	name := addr + ".html"
+	if addr == pageHome {
+		name = "index.html"
+	}
+	b.site.add(name, "text/html; charset=utf-8", cspPage, buf.Bytes())
+	return nil
+}
+
+// codePage gathers the page of registry entry e; its example is written by
+// the real problem.Writer, as the edge would answer the example request.
+func (b *builder) codePage(e problem.Entry) (codePage, error) {
+	g, ok := guides[e.Code]
+	if !ok { // a code added to the registry without its guide still gets a page
+		g = guide{path: "/v1/properties", example: &problem.Error{Code: e.Code}}
+	}
+	ex := *g.example
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodGet, g.path, nil)
+	pw := problem.Writer{DocsURL: b.opts.DocsURL, Now: b.opts.Now}
+	pw.Write(rec, req, "req_4sVh2Kq8ZtR1nXw7Lp3Da9Ec", &ex)
+	res := rec.Result()
+	var ex2 strings.Builder
+	fmt.Fprintf(&ex2, "HTTP/1.1 %d %s\n", res.StatusCode, http.StatusText(res.StatusCode))
+	for _, k := range slices.Sorted(func(yield func(string) bool) {
+		for k := range res.Header {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		if k == "Content-Length" {
+			continue
+		}
+		fmt.Fprintf(&ex2, "%s: %s\n", k, strings.Join(res.Header[k], ", "))
+	}
+	fmt.Fprintf(&ex2, "\n%s", rec.Body.String())
+	cp := codePage{Entry: e, TypeURI: problem.TypeURI(b.opts.DocsURL, e.Code), When: g.when, Do: g.do, Example: ex2.String()}
+	for _, f := range ex.Errors {
+		if !slices.Contains(cp.FieldCodes, f.Code) {
+			cp.FieldCodes = append(cp.FieldCodes, f.Code)
+		}
+	}
+	return cp, nil
+}

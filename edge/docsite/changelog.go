@@ -1,0 +1,63 @@
+package docsite
+
+import "github.com/partner-edge/partner-edge/problem"
+
+// change is one entry of the changelog. Within v1 every change is additive
+// (partner-api-v1.md section 9): clients ignore unknown fields and tolerate
+// new enum values and codes.
+type change struct {
+	Title string
+	Items []string
+	// Codes are the problem codes the change introduced;
+	// TestChangelogIntroducesEveryCode holds every code of the registry to
+	// exactly one entry, so a new code cannot ship unannounced.
+	Codes []problem.Code
+}
+
+// changelog is newest first.
+var changelog = []change{
+	{
+		Title: "Documentation site and typed error responses",
+		Items: []string{
+			"This site: one page per error code at the problem's type URI, the API reference, authentication, rate limits and this changelog.",
+			"docs/openapi.yaml gives each error response a concrete schema (code, status and errors typed), so generated clients branch on code without decoding twice. The wire format is unchanged.",
+			"The traceparent request header has no pattern in the document any more: a malformed value is ignored, never refused, as it always was.",
+			"TRAILING_SLASH is listed among the 400 codes of /v1/, /v1/properties and /v1/properties/{propertyId}: tools match a path with a slash added, such as /v1/properties/, to these operations.",
+		},
+	},
+	{
+		Title: "OAuth 2.0 access tokens",
+		Items: []string{
+			"Where the brand turns them on, OAuth 2.0 access tokens (JWT, RFC 9068) from its authorization server are accepted beside API keys, as Authorization: Bearer; API keys keep working.",
+			"GET /.well-known/oauth-protected-resource/v1 (RFC 9728) names the authorization server, the audience and the scope properties:read; every 401 points at it.",
+		},
+		Codes: []problem.Code{problem.InvalidAccessToken, problem.AccessTokenExpired},
+	},
+	{
+		Title: "Rate-limit fields and failed-authentication throttling",
+		Items: []string{
+			"While per-key limiting is on, authenticated answers carry RateLimit-Policy and RateLimit (draft-ietf-httpapi-ratelimit-headers, structured fields); 429 RATE_LIMITED carries them with Retry-After.",
+			"Repeated 401 INVALID_API_KEY answers to one client address are throttled with 429 RATE_LIMITED and Retry-After.",
+			"503 SERVICE_UNAVAILABLE with Retry-After when the edge sheds load or the system behind it asks to back off.",
+		},
+	},
+	{
+		Title: "v1",
+		Items: []string{
+			"GET /v1/, /v1/health, /v1/properties and /v1/properties/{propertyId}.",
+			"API keys (svc_live_ and svc_test_), test mode served from a sandbox.",
+			"RFC 9457 problem details with a stable code on every error.",
+		},
+		Codes: []problem.Code{
+			problem.MalformedQueryString, problem.UnknownQueryParameter, problem.InvalidQueryParameter,
+			problem.InvalidPathParameter, problem.TrailingSlash, problem.InvalidPathCasing,
+			problem.MissingRequiredHeader, problem.InvalidHeader, problem.UnexpectedRequestBody,
+			problem.MissingAuthHeader, problem.InvalidAuthHeader, problem.InvalidAPIKey, problem.APIKeyExpired,
+			problem.APIKeySuspended, problem.BrandAccessDenied, problem.InsufficientScope,
+			problem.TestModeUnavailable, problem.PropertyAccessDenied, problem.RouteNotFound,
+			problem.PropertyNotFound, problem.MethodNotAllowed, problem.NotAcceptable,
+			problem.ValidationFailed, problem.RateLimited, problem.InternalError, problem.BadGateway,
+			problem.ServiceUnavailable, problem.GatewayTimeout,
+		},
+	},
+}

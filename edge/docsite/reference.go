@@ -1,0 +1,163 @@
+package docsite
+
+import (
+	"bytes"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/base64"
+	"errors"
+	"slices"
+	"strings"
+)
+
+// referenceHTML is Redocly's render of docs/openapi.yaml (.ci/docsite/render,
+// run by go generate).
+//
+//go:embed reference.html
+var referenceHTML []byte
+
+// remoteMarks are the ways an HTML page or its CSS loads something from
+// elsewhere; the served reference holds none of them.
+var remoteMarks = []string{`src="http`, `src="//`, `srcset="http`, `url(http`, `url("http`, `url('http`, `url(//`, `@import`}
+
+// cutElements removes every element that opens with open (such as
+// "<script") up to and including close, and returns what each held.
+func cutElements(html []byte, open, close string) (rest []byte, inner [][]byte) {
+	var out bytes.Buffer
+	for {
+		i := bytes.Index(html, []byte(open))
+		if i < 0 {
+			out.Write(html)
+			return out.Bytes(), inner
+		}
+		gt := bytes.IndexByte(html[i:], '>')
+		end := bytes.Index(html[i:], []byte(close))
+		if gt < 0 || end < gt {
+			out.Write(html)
+			return out.Bytes(), inner
+		}
+		out.Write(html[:i])
+		inner = append(inner, html[i+gt+1:i+end])
+		html = html[i+end+len(close):]
+	}
+}
+
+// cutRemoteLinks removes <link> elements whose href is on another host
+// (Redoc's web fonts).
+func cutRemoteLinks(html []byte) []byte {
+	var out bytes.Buffer
+	for {
+		i := bytes.Index(html, []byte("<link "))
+		if i < 0 {
+			out.Write(html)
+			return out.Bytes()
+		}
+		gt := bytes.IndexByte(html[i:], '>')
+		if gt < 0 {
+			out.Write(html)
+			return out.Bytes()
+		}
+		elem := html[i : i+gt+1]
+		out.Write(html[:i])
+		if !bytes.Contains(elem, []byte(`href="http`)) && !bytes.Contains(elem, []byte(`href="//`)) {
+			out.Write(elem)
+		}
+		html = html[i+gt+1:]
+	}
+}
+
+// styleAttrs returns the values of the style attributes in html.
+func styleAttrs(html []byte) []string {
+	var vals []string
+	for {
+		i := bytes.Index(html, []byte(` style="`))
+		if i < 0 {
+			return vals
+		}
+		html = html[i+len(` style="`):]
+		j := bytes.IndexByte(html, '"')
+		if j < 0 {
+			return vals
+		}
+		vals = append(vals, string(html[:j]))
+		html = html[j:]
+	}
+}
+
+// referenceOverride hides Redoc's parts that need its runtime (search, the
+// colour-mode and layout switches) and adds the link back to the site.
+const referenceOverride = `
+/* partner-edge: the page is served without Redoc's runtime */
+[data-testid="search-trigger"],[data-component-name="Sidebar/SidebarActions"]{display:none!important}
+.pe-back{display:block;padding:8px 16px;font:14px/1.5 system-ui,sans-serif;background:#0b3d66;color:#fff}
+.pe-back a{color:#fff}
+li.tab-success.react-tabs__tab--selected{color:#1d8127!important}
+li.tab-error.react-tabs__tab--selected{color:#b3261e!important}
+`
+
+// contrastFixes darken (or, on Redoc's dark panels, lighten) the colours of
+// Redoc's default theme that fall short of WCAG AA contrast (4.5:1), as
+// axe-core reports them (partnertest's TestPagesPassAxe).
+var contrastFixes = strings.NewReplacer(
+	"color:#e53935", "color:#b3261e", // code on light grey
+	"color:rgba(38, 50, 56, 0.5)", "color:rgba(38, 50, 56, 0.8)", // section labels on white
+	"li.tab-error{color:#d41f1c;}", "li.tab-error{color:#ff8a80;}", // tab on the dark panel
+	"li.tab-success{color:#1d8127;}", "li.tab-success{color:#7ee787;}",
+)
+
+// reference turns Redocly's render into a page that loads nothing but the
+// site's own stylesheet: Redoc's scripts (the hydration, which would load
+// its bundle from a CDN, and the colour-mode script) are removed, so the
+// server-side rendered markup is the page; its inline styles move into
+// assets/reference.css. The style attributes Redoc renders stay inline and
+// are allowed one by one by their hashes (CSP 'unsafe-hashes').
+func (b *builder) reference() error {
+	html := referenceHTML
+	if !bytes.Contains(html, []byte(`id="redoc"`)) {
+		return errors.New("docs: reference.html is not a Redocly render (run go generate ./edge/docsite)")
+	}
+	html, _ = cutElements(html, "<script", "</script>")
+	html = cutRemoteLinks(html) // web fonts: the system font serves
+	html, styles := cutElements(html, "<style", "</style>")
+	var css bytes.Buffer
+	for _, st := range styles {
+		css.Write(st)
+		css.WriteByte('\n')
+	}
+	css.WriteString(referenceOverride)
+	cssText := contrastFixes.Replace(css.String())
+	css.Reset()
+	css.WriteString(cssText)
+	p := page{Addr: pageReference, b: b}
+	html = bytes.Replace(html, []byte(`</head>`), []byte(`<link rel="stylesheet" href="`+p.Link(assetReferenceCSS)+
+		`"><link rel="icon" type="image/svg+xml" href="`+p.Link(assetFavicon)+`"></head>`), 1)
+	html = bytes.Replace(html, []byte(`<html>`), []byte(`<html lang="en">`), 1)
+	html = bytes.Replace(html, []byte(`<body>`), []byte(`<body><nav class="pe-back" aria-label="Site"><a href="`+p.Link(pageHome)+`">Partner API documentation</a> / API reference</nav>`), 1)
+	for _, mark := range remoteMarks {
+		if bytes.Contains(html, []byte(mark)) || strings.Contains(cssText, mark) {
+			return errors.New("docs: reference.html loads a remote resource: " + mark)
+		}
+	}
+	var hashes []string
+	for _, v := range styleAttrs(html) {
+		sum := sha256.Sum256([]byte(unescapeAttr(v)))
+		h := "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
+		if !slices.Contains(hashes, h) {
+			hashes = append(hashes, h)
+		}
+	}
+	styleSrc := "style-src 'self'"
+	if len(hashes) > 0 {
+		styleSrc += " 'unsafe-hashes' " + strings.Join(hashes, " ")
+	}
+	csp := "default-src 'none'; " + styleSrc + "; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+	b.site.add(assetReferenceCSS, "text/css; charset=utf-8", cspPage, css.Bytes())
+	b.site.add(pageReference+".html", "text/html; charset=utf-8", csp, html)
+	return nil
+}
+
+// unescapeAttr undoes the character references React writes in attribute
+// values: the browser hashes the value it parsed.
+func unescapeAttr(s string) string {
+	return strings.NewReplacer("&quot;", `"`, "&#x27;", "'", "&amp;", "&", "&lt;", "<", "&gt;", ">").Replace(s)
+}

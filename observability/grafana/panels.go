@@ -1,0 +1,135 @@
+package grafana
+
+import "fmt"
+
+// panels is the dashboard, top to bottom. Titles are what docs/runbooks.md
+// and the alerts' descriptions name: keep them in step.
+func panels() []*Panel {
+	zero, one := 0.0, 1.0
+	slo := func(title, rec, desc string) *Panel {
+		p := timeseries(title, desc, "percentunit",
+			prom("A", fmt.Sprintf("%s:ratio_rate5m", rec), "5m"),
+			prom("B", fmt.Sprintf("%s:ratio_rate1h", rec), "1h"),
+			prom("C", fmt.Sprintf("%s:ratio_rate1d", rec), "1d"),
+			prom("D", "0.999", "objective 99.9 %"))
+		p.FieldConfig.Defaults.Max = &one
+		return p
+	}
+	errTraces := traceLink("Traces with this code",
+		`{ resource.service.name = "partner-edge" && span.partner_edge.problem.code = "${__field.labels.code}" }`)
+	statusTraces := traceLink("Traces of this route and status",
+		`{ resource.service.name = "partner-edge" && span.http.route = "${__field.labels.http_route}" && span.http.response.status_code = ${__field.labels.http_response_status_code} }`)
+	cacheTraces := traceLink("Slow traces with this cache outcome",
+		`{ resource.service.name = "partner-edge" && span.partner_edge.cache.outcome = "${__field.labels.partner_edge_cache_outcome}" } | select(duration) | duration > 50ms`)
+	pmsTraces := traceLink("PMS calls in traces",
+		`{ resource.service.name = "partner-edge" && (name = "pms.get_hotel" || name = "pms.list_hotels") && status = error }`)
+
+	logTable := &Panel{Type: "table", Title: "Error log lines",
+		Description: "Access lines of 5xx answers (LogQL). The trace_id column opens the trace in Tempo.",
+		Datasource:  &datasource{"loki", lokiDS},
+		Targets: []Target{{RefID: "A", Datasource: &datasource{"loki", lokiDS},
+			Expr: `{app="partner-edge"} | json | msg="request" | status >= 500 | line_format "{{.status}} {{.code}} {{.route}} {{.trace_id}}"`}},
+		Transforms: []any{
+			map[string]any{"id": "extractFields", "options": map[string]any{"source": "Line", "format": "json", "replace": false}},
+			map[string]any{"id": "organize", "options": map[string]any{"includeByName": map[string]bool{
+				"Time": true, "status": true, "code": true, "route": true, "error": true, "request_id": true, "key_id": true, "trace_id": true}}},
+		},
+		FieldConfig: &fieldConfig{Overrides: []override{{
+			Matcher: map[string]any{"id": "byName", "options": "trace_id"},
+			Properties: []map[string]any{{"id": "links", "value": []link{
+				traceLink("Open trace ${__value.raw}", "${__value.raw}")}}},
+		}}},
+	}
+	logTable.GridPos.W = 24
+	traceTable := &Panel{Type: "table", Title: "Failed and slow traces",
+		Description: "TraceQL search: 5xx or slower than 1 s. Each trace id opens the trace.",
+		Datasource:  &datasource{"tempo", tempoDS},
+		Targets: []Target{{RefID: "A", Datasource: &datasource{"tempo", tempoDS}, QueryType: "traceql", Limit: 20,
+			Query: `{ resource.service.name = "partner-edge" && span.kind = server && (status = error || duration > 1s) }`}},
+	}
+	traceTable.GridPos.W = 24
+
+	breaker := timeseries("Breaker state", "0 closed, 1 half-open, 2 open, per PMS (live, test) and instance.", "none",
+		prom("A", fmt.Sprintf("max by (pms) (partner_edge_pms_breaker_state{%s})", Instance), "{{pms}}"))
+	breaker.FieldConfig.Defaults.Min, breaker.FieldConfig.Defaults.Max = &zero, ptr(2.0)
+	breaker.FieldConfig.Defaults.Mappings = stateMappings()
+	redisState := timeseries("Redis", "Redis breaker state (0 closed, 2 open: in-process fallback), fallbacks by use, errors by kind.", "none",
+		prom("A", fmt.Sprintf("max(partner_edge_redis_breaker_state{%s})", Instance), "breaker state"),
+		prom("B", rate("use", "partner_edge_redis_fallbacks_total", ""), "fallback {{use}} /s"),
+		prom("C", rate("kind", "partner_edge_redis_errors_total", ""), "error {{kind}} /s"))
+	redisState.FieldConfig.Defaults.Mappings = stateMappings()
+
+	return []*Panel{
+		row("SLOs"),
+		slo("SLO: availability", "partner_edge:slo_availability", "Share of answers not 5xx among those not 4xx (partner faults excluded), /v1/health excluded. Alerts: PartnerEdgeAvailabilityFastBurn/SlowBurn."),
+		slo("SLO: latency", "partner_edge:slo_latency", "Share of cache hits within 50 ms and misses within 1 s (2xx). Alerts: PartnerEdgeLatencyFastBurn/SlowBurn."),
+
+		row("Traffic and errors"),
+		timeseries("Traffic by route", "Answers per second by route template (unmatched: no route, including shed requests).", "reqps",
+			prom("A", rate("http_route", reqCount, ""), "{{http_route}}")),
+		timeseries("Answers by status class", "Answers per second by status; the link opens traces of that route and status.", "reqps",
+			prom("A", rate("http_route, http_response_status_code", reqCount, `http_response_status_code=~"[45].."`), "{{http_response_status_code}} {{http_route}}")).withLinks(statusTraces),
+		timeseries("Errors by code", "problem+json answers per second by problem code; the link opens traces of that code.", "reqps",
+			prom("A", rate("code", "partner_edge_problem_responses_total", ""), "{{code}}")).withLinks(errTraces).width(24),
+
+		row("Latency"),
+		timeseries("Latency by cache outcome", "p50 and p99 of answers by how the cache served them: hit (SLO 50 ms), miss, coalesced, stale (SLO 1 s).", "s",
+			prom("A", fmt.Sprintf("histogram_quantile(0.99, sum by (le, partner_edge_cache_outcome) (rate(%s{%s}[$__rate_interval])))", reqBucket, Instance), "p99 {{partner_edge_cache_outcome}}"),
+			prom("B", fmt.Sprintf("histogram_quantile(0.5, sum by (le, partner_edge_cache_outcome) (rate(%s{%s}[$__rate_interval])))", reqBucket, Instance), "p50 {{partner_edge_cache_outcome}}")).withLinks(cacheTraces),
+		heatmap("Latency heatmap", "All answers except /v1/health, by duration bucket.",
+			prom("A", fmt.Sprintf(`sum by (le) (rate(%s{http_route!="/v1/health",%s}[$__rate_interval]))`, reqBucket, Instance), "{{le}}")),
+		timeseries("Latency by route", "p99 by route template.", "s",
+			prom("A", fmt.Sprintf("histogram_quantile(0.99, sum by (le, http_route) (rate(%s{%s}[$__rate_interval])))", reqBucket, Instance), "p99 {{http_route}}")),
+		timeseries("In flight and shed", "Requests in progress (cap EDGE_MAX_CONCURRENT per instance) and requests shed with 503.", "short",
+			prom("A", fmt.Sprintf("sum by (instance) (http_server_active_requests{%s})", Instance), "in flight {{instance}}"),
+			prom("B", fmt.Sprintf("sum(rate(partner_edge_requests_shed_total{%s}[$__rate_interval]))", Instance), "shed /s")),
+
+		row("Cache and PMS"),
+		timeseries("Cache outcomes", "Cache lookups per second: hit, miss (loaded from the PMS), coalesced (waited for another load), stale (served old data because the PMS failed).", "ops",
+			prom("A", rate("pms, outcome", "partner_edge_cache_lookups_total", ""), "{{pms}} {{outcome}}")),
+		timeseries("PMS attempts by outcome", "HTTP attempts to the PMS per second by outcome; retries by the outcome that caused them.", "ops",
+			prom("A", rate("pms, outcome", "partner_edge_pms_attempt_duration_seconds_count", ""), "{{pms}} {{outcome}}"),
+			prom("B", rate("pms, outcome", "partner_edge_pms_retries_total", ""), "retry {{pms}} {{outcome}}")).withLinks(pmsTraces),
+		breaker,
+		timeseries("PMS attempt latency", "p50 and p99 of one HTTP attempt to the PMS (EDGE_PMS_ATTEMPT_TIMEOUT cuts it).", "s",
+			prom("A", fmt.Sprintf("histogram_quantile(0.99, sum by (le, pms) (rate(partner_edge_pms_attempt_duration_seconds_bucket{%s}[$__rate_interval])))", Instance), "p99 {{pms}}"),
+			prom("B", fmt.Sprintf("histogram_quantile(0.5, sum by (le, pms) (rate(partner_edge_pms_attempt_duration_seconds_bucket{%s}[$__rate_interval])))", Instance), "p50 {{pms}}")).withLinks(pmsTraces),
+		timeseries("PMS retries", "Retries per second by the outcome of the attempt that caused them.", "ops",
+			prom("A", rate("pms, outcome", "partner_edge_pms_retries_total", ""), "{{pms}} {{outcome}}")),
+		timeseries("Mapping rejections", "PMS records left out per hour, by reason (counted on every snapshot load).", "short",
+			prom("A", fmt.Sprintf("sum by (reason) (increase(partner_edge_mapping_rejections_total{%s}[1h]))", Instance), "{{reason}}")),
+
+		row("Limits, Redis, reloads"),
+		timeseries("Rate limiting and throttling", "429 RATE_LIMITED per second (per-key quotas and the failed-auth throttle) and the throttle's share; 401 INVALID_API_KEY that feed the throttle.", "reqps",
+			prom("A", fmt.Sprintf(`sum(rate(partner_edge_problem_responses_total{code="RATE_LIMITED",%s}[$__rate_interval]))`, Instance), "429 RATE_LIMITED"),
+			prom("B", fmt.Sprintf("sum(rate(partner_edge_auth_throttled_total{%s}[$__rate_interval]))", Instance), "of which failed-auth throttle"),
+			prom("C", fmt.Sprintf(`sum(rate(partner_edge_problem_responses_total{code="INVALID_API_KEY",%s}[$__rate_interval]))`, Instance), "401 INVALID_API_KEY")).withLinks(errTraces),
+		redisState,
+		timeseries("Redis command latency", "p99 of Redis commands by operation (db.client.operation.duration).", "s",
+			prom("A", fmt.Sprintf("histogram_quantile(0.99, sum by (le, db_operation_name) (rate(db_client_operation_duration_seconds_bucket{%s}[$__rate_interval])))", Instance), "p99 {{db_operation_name}}")),
+		timeseries("Key and certificate reloads", "Reloads of the key file and the TLS certificate by result; failed keeps the previous ones.", "short",
+			prom("A", fmt.Sprintf("sum by (result) (increase(partner_edge_keys_reloads_total{%s}[$__rate_interval]))", Instance), "keys {{result}}"),
+			prom("B", fmt.Sprintf("sum by (result) (increase(partner_edge_tls_reloads_total{%s}[$__rate_interval]))", Instance), "TLS {{result}}")),
+
+		row("Logs and traces"),
+		logTable,
+		traceTable,
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func heatmap(title, desc string, t Target) *Panel {
+	t.Format = "heatmap"
+	return &Panel{Type: "heatmap", Title: title, Description: desc, Targets: []Target{t},
+		Options:     map[string]any{"calculate": false, "yAxis": map[string]any{"unit": "s"}, "cellGap": 1},
+		FieldConfig: &fieldConfig{Overrides: []override{}}}
+}
+
+func stateMappings() []any {
+	return []any{map[string]any{"type": "value", "options": map[string]any{
+		"0": map[string]any{"text": "closed", "color": "green"},
+		"1": map[string]any{"text": "half-open", "color": "yellow"},
+		"2": map[string]any{"text": "open", "color": "red"},
+	}}}
+}
