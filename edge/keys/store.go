@@ -51,9 +51,6 @@ type Store struct {
 	// watching, when set (tests only), is called once Watch has set up its
 	// watch and looked at the file: changes after that raise events.
 	watching func()
-	// settle, when set (tests only: a tiny one), replaces the watch's
-	// settling delay; zero: dirwatch.DefaultSettle.
-	settle time.Duration
 	// looked, when set (tests only), is called by Watch after each look at
 	// the file that a change led to, reload or not: a test can wait for
 	// that event instead of for Watch's settling timer.

@@ -41,7 +41,6 @@ func (s *Store) Watch(ctx context.Context) error {
 				s.looked()
 			}
 		},
-		Settle: s.settle,
 		Error: func(err error) {
 			// Typically an event queue overflow: events were lost, so look.
 			s.log.Warn("key file watch error", "file", s.path, "reason", err.Error())

@@ -14,11 +14,6 @@ import (
 	"github.com/partner-edge/partner-edge/observability/testkit"
 )
 
-// testSettle is the watch's settling delay in tests: tiny, so that the
-// tests wait on the file-system notification and the watcher's look, not
-// on the settle timer.
-const testSettle = time.Millisecond
-
 // watching opens path and runs Watch until the test ends; it returns the
 // store, the log and the count of reload attempts.
 func watching(t *testing.T, path string) (*Store, *testkit.LogBuffer, *atomic.Int32) {
@@ -43,7 +38,6 @@ func watchingLooks(t *testing.T, path string) (*Store, *testkit.LogBuffer, *atom
 	s.watching = func() { close(ready) }
 	var looks atomic.Int32
 	s.looked = func() { looks.Add(1) }
-	s.settle = testSettle
 	go func() { done <- s.Watch(ctx) }()
 	<-ready // the changes a test makes now must arrive as events
 	t.Cleanup(func() {
