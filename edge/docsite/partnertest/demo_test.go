@@ -3,9 +3,10 @@
 // openapi-typescript) and a real headless Chromium call the running demo
 // (go run ./cmd/edge), with Prism validating traffic against the document.
 //
-// It is a module of its own so that the generator, the generated client's
-// runtime and chromedp stay out of the edge's go.mod; .ci/run runs it after
-// installing the pinned Node tools (.ci/partner, .ci/docsite) and Chromium.
+// It is part of the edge's module, so go test ./... runs it: one go.mod to
+// keep tidy. .ci/run installs the pinned Node tools (.ci/partner,
+// .ci/docsite) and Chromium before the tests; with CI=true a missing tool
+// fails a test, outside CI it skips it.
 package partnertest
 
 import (

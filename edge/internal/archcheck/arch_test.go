@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -32,11 +31,10 @@ type listed struct {
 // goList runs `go list -json ./...` at the module root.
 func goList(t *testing.T, root string) []listed {
 	t.Helper()
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goBin); err != nil {
-		if goBin, err = exec.LookPath("go"); err != nil {
-			t.Fatalf("no go command to list the packages: %v", err)
-		}
+	// go test puts the go command that runs it first on PATH.
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("no go command to list the packages: %v", err)
 	}
 	cmd := exec.Command(goBin, "list", "-json", "./...")
 	cmd.Dir = root
