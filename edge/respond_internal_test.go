@@ -6,11 +6,11 @@ import (
 	"time"
 
 	"github.com/partner-edge/partner-edge/mapping"
-	"github.com/partner-edge/partner-edge/problem"
 )
 
-// mapping.AppendTime, the edge's one timestamp encoder, agrees with
-// problem.TimeFormat (the problem bodies' layout) and time.Format on the contract's layout.
+// mapping.AppendTime, the edge's one timestamp encoder (property fields,
+// meta.timestamp, and problem bodies through problem.Writer.AppendTime),
+// agrees with time.Format on the contract's layout, mapping.TimeFormat.
 func TestAppendTimestamp(t *testing.T) {
 	times := []time.Time{
 		time.Date(2026, 11, 22, 9, 41, 0, 0, time.UTC),
@@ -24,7 +24,7 @@ func TestAppendTimestamp(t *testing.T) {
 		times = append(times, time.Unix(r.Int64N(250000000000)-62135596800, r.Int64N(1e9)))
 	}
 	for _, tm := range times {
-		if got, want := string(mapping.AppendTime(nil, tm)), tm.UTC().Format(problem.TimeFormat); got != want {
+		if got, want := string(mapping.AppendTime(nil, tm)), tm.UTC().Format(mapping.TimeFormat); got != want {
 			t.Fatalf("AppendTime(%v) = %s, want %s", tm, got, want)
 		}
 	}

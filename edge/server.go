@@ -12,6 +12,7 @@ import (
 
 	"github.com/partner-edge/partner-edge/edge/keys"
 	"github.com/partner-edge/partner-edge/edge/ratelimit"
+	"github.com/partner-edge/partner-edge/mapping"
 	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/problem"
 	"github.com/partner-edge/partner-edge/upstream"
@@ -134,7 +135,7 @@ func NewServer(cfg Config, ks KeyStore, live, sandbox upstream.Catalog) http.Han
 		cfg.RequestTimeout = DefaultRequestTimeout
 	}
 	s := &server{
-		responder: responder{problems: problem.Writer{DocsURL: cfg.DocsURL, Now: cfg.Now}, now: cfg.Now},
+		responder: responder{problems: problem.Writer{DocsURL: cfg.DocsURL, Now: cfg.Now, AppendTime: mapping.AppendTime}, now: cfg.Now},
 		cfg:       cfg,
 		keys:      ks,
 		catalogs:  catalogs{live: live, sandbox: sandbox},

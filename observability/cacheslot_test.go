@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
 )
 
 // slotCtx is a request context that answers its CacheSlot, as the edge's
@@ -27,21 +29,24 @@ func (c *slotCtx) Value(k any) any {
 func TestRequestDurationByCacheOutcome(t *testing.T) {
 	tel, _, _ := newTest(t, nil)
 	m := tel.Metrics()
-	live := m.PMS("live")
+	// The labels the cache sets (upstream/cache's vocabulary, made up here:
+	// observability knows none of it).
+	hit := attribute.String("partner_edge.cache.outcome", "hit")
+	miss := attribute.String("partner_edge.cache.outcome", "miss")
 	bg := context.Background()
 	for _, tc := range []struct {
-		outcomes []CacheOutcome
+		outcomes []*attribute.KeyValue
 		elapsed  time.Duration
 	}{
-		{[]CacheOutcome{CacheHit}, 2 * time.Millisecond},
-		{[]CacheOutcome{CacheHit}, 3 * time.Millisecond},
-		{[]CacheOutcome{CacheMiss, CacheHit}, 300 * time.Millisecond}, // the first wins
+		{[]*attribute.KeyValue{&hit}, 2 * time.Millisecond},
+		{[]*attribute.KeyValue{&hit}, 3 * time.Millisecond},
+		{[]*attribute.KeyValue{&miss, &hit}, 300 * time.Millisecond}, // the first wins
 		{nil, time.Millisecond},
 	} {
 		ctx := &slotCtx{Context: bg}
 		m.RequestStarted(ctx, "GET")
 		for _, o := range tc.outcomes {
-			live.Cache(ctx, o)
+			ctx.slot.Set(o)
 		}
 		m.RequestDone(ctx, "GET", "/v1/properties", 200, tc.elapsed)
 	}

@@ -29,7 +29,7 @@ func (t *Telemetry) Tracer() trace.Tracer { return t.tp.Tracer(ScopeName) }
 // attempts came before this one (0 for the first; upstream.ResendCount fits):
 // the span then carries AttrAttempt (resendCount+1) and, from the first
 // retry on, http.request.resend_count. otelhttp's client metrics are off
-// (PMSMetrics.Attempt records attempts by outcome).
+// (upstream.PMSMetrics.Attempt records attempts by outcome).
 func (t *Telemetry) Transport(base http.RoundTripper, resendCount func(context.Context) int) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport

@@ -130,7 +130,7 @@ func TestOTLPExportWhenEndpointSet(t *testing.T) {
 	_, child := tel.Tracer().Start(ctx, "pms.snapshot")
 	child.End()
 	parent.End()
-	tel.Metrics().PMS("live").Attempt(ctx, PMSOK, 20*time.Millisecond)
+	tel.Metrics().KeyReload(ctx, true)
 
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -145,8 +145,8 @@ func TestOTLPExportWhenEndpointSet(t *testing.T) {
 	if len(services) == 0 || services[0] != "edge-otlp-test" {
 		t.Errorf("resource service.name = %q", services)
 	}
-	if !slices.Contains(metrics, "partner_edge.pms.attempt.duration") {
-		t.Errorf("receiver got metrics %q, want partner_edge.pms.attempt.duration", metrics)
+	if !slices.Contains(metrics, "partner_edge.keys.reloads") {
+		t.Errorf("receiver got metrics %q, want partner_edge.keys.reloads", metrics)
 	}
 }
 

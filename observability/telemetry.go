@@ -161,6 +161,11 @@ func (t *Telemetry) TracerProvider() trace.TracerProvider { return t.tp }
 // MeterProvider returns the provider instruments are made with.
 func (t *Telemetry) MeterProvider() metric.MeterProvider { return t.mp }
 
+// Meter returns the service's meter (scope ScopeName), on which the other
+// packages make the instruments of their own vocabularies
+// (upstream.NewPMSMetrics, cache.NewMetrics, upstream.NewRejectionMetrics).
+func (t *Telemetry) Meter() metric.Meter { return t.mp.Meter(ScopeName) }
+
 // Propagator returns the W3C TraceContext + Baggage propagator.
 func (t *Telemetry) Propagator() propagation.TextMapPropagator { return t.prop }
 

@@ -29,19 +29,6 @@ const (
 	AttrAuthMethod = attribute.Key("partner_edge.auth.method")
 	// AttrProblemCode is the problem code of an error response.
 	AttrProblemCode = attribute.Key("partner_edge.problem.code")
-	// AttrCacheOutcome is hit, miss, stale or coalesced (CacheOutcome).
-	AttrCacheOutcome = attribute.Key("partner_edge.cache.outcome")
-	// AttrBreakerState is closed, half_open or open (BreakerState.String).
-	AttrBreakerState = attribute.Key("partner_edge.pms.breaker.state")
-	// AttrPMSOutcome is an attempt's outcome (PMSOutcome).
-	AttrPMSOutcome = attribute.Key("partner_edge.pms.outcome")
-)
-
-// Span event names added by the Metrics methods of the same concern, so the
-// trace tells the same story as the counters.
-const (
-	EventCacheLookup = "cache.lookup" // PMSMetrics.Cache
-	EventRetry       = "pms.retry"    // PMSMetrics.Retry
 )
 
 // newTracerProvider builds the SDK provider and names its exporter.

@@ -149,7 +149,7 @@ func TestSDKDisabled(t *testing.T) {
 	if span.IsRecording() || len(exp.GetSpans()) != 0 {
 		t.Error("spans recorded with OTEL_SDK_DISABLED=true")
 	}
-	tel.Metrics().PMS("live").Attempt(context.Background(), PMSOK, 1)
+	tel.Metrics().KeyReload(context.Background(), true)
 	rec := httptest.NewRecorder()
 	tel.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	if rec.Code != 200 || strings.Contains(rec.Body.String(), "partner_edge") {

@@ -98,6 +98,12 @@ type Writer struct {
 	DocsURL string
 	// Now returns the current time. Nil means time.Now.
 	Now func() time.Time
+	// AppendTime appends the body's timestamp, taken from Now, to b. The
+	// contract's layout (UTC, milliseconds, Z) has one home, mapping's
+	// TimeFormat and its encoder mapping.AppendTime, which the edge passes
+	// here: problem imports nothing of ours. Nil means RFC 3339 in UTC with
+	// as many fractional digits as the time has (time.RFC3339Nano).
+	AppendTime func(b []byte, t time.Time) []byte
 }
 
 // body fixes the field order and presence of partner-api-v1.md 2.6.
@@ -113,9 +119,6 @@ type body struct {
 	RequestID string       `json:"requestId"`
 	Timestamp string       `json:"timestamp"`
 }
-
-// TimeFormat is the contract's timestamp layout: UTC, milliseconds, Z.
-const TimeFormat = "2006-01-02T15:04:05.000Z"
 
 // TypeURI is the problem type of code under docsURL.
 func TypeURI(docsURL string, c Code) string {
@@ -147,7 +150,7 @@ func (pw Writer) Write(w http.ResponseWriter, r *http.Request, requestID string,
 		Code:      entry.Code,
 		Errors:    errs,
 		RequestID: requestID,
-		Timestamp: now().UTC().Format(TimeFormat),
+		Timestamp: string(pw.appendTime(make([]byte, 0, 32), now())),
 	}
 	buf, mErr := json.Marshal(b)
 	if mErr != nil { // unreachable: every field is a plain string or int
@@ -165,6 +168,13 @@ func (pw Writer) Write(w http.ResponseWriter, r *http.Request, requestID string,
 	w.WriteHeader(entry.Status)
 	_, _ = w.Write(buf)
 	return pe
+}
+
+func (pw Writer) appendTime(b []byte, t time.Time) []byte {
+	if pw.AppendTime != nil {
+		return pw.AppendTime(b, t)
+	}
+	return t.UTC().AppendFormat(b, time.RFC3339Nano)
 }
 
 // RetryAfterSeconds rounds d up to whole seconds, at least 1.

@@ -208,10 +208,16 @@ type body struct {
 	Timestamp string               `json:"timestamp"`
 }
 
+// contractTime is the contract's timestamp encoder as the edge injects it
+// (mapping.AppendTime; problem imports nothing of ours): UTC, milliseconds, Z.
+func contractTime(b []byte, t time.Time) []byte {
+	return t.UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z")
+}
+
 func TestWriter(t *testing.T) {
 	now := time.Date(2026, 11, 22, 11, 41, 0, 123987654, time.FixedZone("CET", 3600))
 	const wantTimestamp = "2026-11-22T10:41:00.123Z"
-	pw := problem.Writer{DocsURL: "https://developer.example.com/", Now: func() time.Time { return now }}
+	pw := problem.Writer{DocsURL: "https://developer.example.com/", Now: func() time.Time { return now }, AppendTime: contractTime}
 
 	tests := []struct {
 		name       string
@@ -367,19 +373,19 @@ func TestWriter(t *testing.T) {
 	}
 }
 
-// TestWriterDefaultClock: a nil Now means the wall clock, written in UTC
-// with three fractional digits.
+// TestWriterDefaultClock: a nil Now means the wall clock, and a nil
+// AppendTime writes it in UTC as time.RFC3339Nano.
 func TestWriterDefaultClock(t *testing.T) {
 	rec := httptest.NewRecorder()
-	before := time.Now().Truncate(time.Millisecond)
+	before := time.Now()
 	problem.Writer{}.Write(rec, httptest.NewRequest(http.MethodGet, "/v1/", nil), "req_x", problem.New(problem.NotAcceptable, "no"))
 	after := time.Now()
 	var b body
 	if err := json.Unmarshal(rec.Body.Bytes(), &b); err != nil {
 		t.Fatal(err)
 	}
-	ts, err := time.Parse(problem.TimeFormat, b.Timestamp)
-	if err != nil || len(b.Timestamp) != len("2006-01-02T15:04:05.000Z") {
+	ts, err := time.Parse(time.RFC3339Nano, b.Timestamp)
+	if err != nil || !strings.HasSuffix(b.Timestamp, "Z") || b.Timestamp != ts.Format(time.RFC3339Nano) {
 		t.Fatalf("timestamp %q: %v", b.Timestamp, err)
 	}
 	if ts.Before(before) || ts.After(after) {

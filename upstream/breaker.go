@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/sony/gobreaker/v2"
-
-	"github.com/partner-edge/partner-edge/observability"
 )
 
 // Defaults of BreakerConfig.
@@ -99,7 +97,7 @@ type breaker struct {
 
 // newBreaker returns the breaker of one client. metrics, when not nil,
 // records its state (closed at once, then every change).
-func newBreaker(name string, bc BreakerConfig, log *slog.Logger, metrics *observability.PMSMetrics, now func() time.Time) *breaker {
+func newBreaker(name string, bc BreakerConfig, log *slog.Logger, metrics *PMSMetrics, now func() time.Time) *breaker {
 	b := &breaker{timeout: bc.OpenTimeout, now: now}
 	b.cb = gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{
 		Name:         name,
@@ -123,7 +121,7 @@ func newBreaker(name string, bc BreakerConfig, log *slog.Logger, metrics *observ
 			}
 			log.Info("pms circuit breaker state changed", "breaker", name, "from", from.String(), "to", to.String())
 			if metrics != nil {
-				metrics.BreakerState(context.Background(), observability.ParseBreakerState(to.String()))
+				metrics.BreakerState(context.Background(), ParseBreakerState(to.String()))
 			}
 			if bc.OnStateChange != nil {
 				bc.OnStateChange(from.String(), to.String())
@@ -143,7 +141,7 @@ func newBreaker(name string, bc BreakerConfig, log *slog.Logger, metrics *observ
 		},
 	})
 	if metrics != nil {
-		metrics.BreakerState(context.Background(), observability.BreakerClosed)
+		metrics.BreakerState(context.Background(), BreakerClosed)
 	}
 	return b
 }

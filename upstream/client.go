@@ -18,8 +18,6 @@ import (
 
 	"github.com/hashicorp/go-retryablehttp"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/partner-edge/partner-edge/observability"
 )
 
 // PMS is the edge's view of one PMS: raw hotel records of a brand. Errors
@@ -64,8 +62,8 @@ var _ PMS = (*Client)(nil)
 // the idle timeout.
 type Client struct {
 	cfg     ClientConfig
-	base    string                    // base URL without trailing slash
-	metrics *observability.PMSMetrics // nil: none
+	base    string      // base URL without trailing slash
+	metrics *PMSMetrics // nil: none
 	http    *http.Client
 	breaker *breaker
 	log     *slog.Logger

@@ -10,8 +10,6 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
-
-	"github.com/partner-edge/partner-edge/observability"
 )
 
 // Defaults of ClientConfig.
@@ -98,7 +96,7 @@ type ClientConfig struct {
 	// Metrics records every attempt (duration and outcome), every retry
 	// and every breaker state change of this PMS, and adds "pms.retry"
 	// events to the call span. Nil means none.
-	Metrics *observability.PMSMetrics
+	Metrics *PMSMetrics
 
 	// Now is the client's clock: retry waits against the deadline,
 	// Retry-After dates, the breaker's open time, the hold after PMS

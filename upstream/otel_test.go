@@ -62,7 +62,11 @@ func newObserved(t *testing.T, simCfg pmsim.Config, edit func(*ClientConfig)) *o
 
 	cfg := testConfig(srv.URL)
 	cfg.Tracer = o.tel.Tracer()
-	cfg.Metrics = o.tel.Metrics().PMS("live")
+	pm, err := NewPMSMetrics(o.tel.Meter(), "live")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Metrics = pm
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return o.tel.Transport(rt, ResendCount) }
 	if edit != nil {
 		edit(&cfg)
@@ -127,7 +131,7 @@ func (o *observed) metric(t *testing.T, name string, want ...attribute.KeyValue)
 	return n
 }
 
-func attemptAttrs(outcome observability.PMSOutcome) []attribute.KeyValue {
+func attemptAttrs(outcome PMSOutcome) []attribute.KeyValue {
 	return []attribute.KeyValue{attribute.String("pms", "live"), attribute.String("outcome", string(outcome))}
 }
 
@@ -197,7 +201,7 @@ func TestTraceOfRetriedCall(t *testing.T) {
 		t.Errorf("call span: parent %s kind %v, want the caller's span, internal", call.Parent.SpanID(), call.SpanKind)
 	}
 	for k, want := range map[attribute.Key]string{
-		AttrBrand: "aurora", AttrHotelID: id, observability.AttrBreakerState: "closed"} {
+		AttrBrand: "aurora", AttrHotelID: id, AttrBreakerState: "closed"} {
 		if v, _ := spanAttr(call, k); v.AsString() != want {
 			t.Errorf("call span %s = %q, want %q", k, v.AsString(), want)
 		}
@@ -207,7 +211,7 @@ func TestTraceOfRetriedCall(t *testing.T) {
 	}
 	retries := 0
 	for _, e := range call.Events {
-		if e.Name == observability.EventRetry {
+		if e.Name == EventRetry {
 			retries++
 		}
 	}
@@ -253,13 +257,13 @@ func TestTraceOfRetriedCall(t *testing.T) {
 		}
 	}
 
-	if n := o.metric(t, "partner_edge.pms.attempt.duration", attemptAttrs(observability.PMSHTTP5xx)...); n != 2 {
+	if n := o.metric(t, "partner_edge.pms.attempt.duration", attemptAttrs(PMSHTTP5xx)...); n != 2 {
 		t.Errorf("http_5xx attempts = %d, want 2", n)
 	}
-	if n := o.metric(t, "partner_edge.pms.attempt.duration", attemptAttrs(observability.PMSOK)...); n != 1 {
+	if n := o.metric(t, "partner_edge.pms.attempt.duration", attemptAttrs(PMSOK)...); n != 1 {
 		t.Errorf("ok attempts = %d, want 1", n)
 	}
-	if n := o.metric(t, "partner_edge.pms.retries", attemptAttrs(observability.PMSHTTP5xx)...); n != 2 {
+	if n := o.metric(t, "partner_edge.pms.retries", attemptAttrs(PMSHTTP5xx)...); n != 2 {
 		t.Errorf("retries = %d, want 2", n)
 	}
 }
@@ -311,7 +315,7 @@ func TestFailingCallTelemetry(t *testing.T) {
 	if n := o.metric(t, "partner_edge.pms.attempt.duration", attribute.String("pms", "live")); n != 3 {
 		t.Errorf("attempts = %d, want 3", n)
 	}
-	if n := o.metric(t, "partner_edge.pms.attempt.duration", attemptAttrs(observability.PMSHTTP5xx)...); n != 3 {
+	if n := o.metric(t, "partner_edge.pms.attempt.duration", attemptAttrs(PMSHTTP5xx)...); n != 3 {
 		t.Errorf("http_5xx attempts = %d, want 3", n)
 	}
 	if n := o.metric(t, "partner_edge.pms.retries", attribute.String("pms", "live")); n != 2 {
@@ -327,7 +331,7 @@ func TestBreakerRejectedCallTelemetry(t *testing.T) {
 		c.Retry.MaxRetries = -1
 		c.Breaker = BreakerConfig{ConsecutiveFailures: 1, OpenTimeout: time.Hour}
 	})
-	if n := o.metric(t, "partner_edge.pms.breaker.state", attribute.String("pms", "live")); n != int64(observability.BreakerClosed) {
+	if n := o.metric(t, "partner_edge.pms.breaker.state", attribute.String("pms", "live")); n != int64(BreakerClosed) {
 		t.Fatalf("breaker gauge %d before any call, want closed", n)
 	}
 	o.sim.SetFaults(pmsim.Faults{ErrorStatus: http.StatusInternalServerError})
@@ -337,8 +341,8 @@ func TestBreakerRejectedCallTelemetry(t *testing.T) {
 	if o.client.BreakerState() != "open" {
 		t.Fatalf("breaker %s, want open", o.client.BreakerState())
 	}
-	if n := o.metric(t, "partner_edge.pms.breaker.state", attribute.String("pms", "live")); n != int64(observability.BreakerOpen) {
-		t.Errorf("breaker gauge %d, want %d (open)", n, observability.BreakerOpen)
+	if n := o.metric(t, "partner_edge.pms.breaker.state", attribute.String("pms", "live")); n != int64(BreakerOpen) {
+		t.Errorf("breaker gauge %d, want %d (open)", n, BreakerOpen)
 	}
 	o.spansNamed(t, "GET "+pmsim.RouteList, 1)
 	o.exp.Reset()
@@ -350,14 +354,14 @@ func TestBreakerRejectedCallTelemetry(t *testing.T) {
 	root.End()
 	wantKind(t, err, Unavailable)
 	call := o.spansNamed(t, SpanListHotels, 1)[0]
-	if v, _ := spanAttr(call, observability.AttrBreakerState); v.AsString() != "open" {
+	if v, _ := spanAttr(call, AttrBreakerState); v.AsString() != "open" {
 		t.Errorf("breaker state at start %q, want open", v.AsString())
 	}
 	rejected := false
 	for _, e := range call.Events {
 		if e.Name == EventBreakerRejected {
 			for _, kv := range e.Attributes {
-				rejected = rejected || (kv.Key == observability.AttrBreakerState && kv.Value.AsString() == "open")
+				rejected = rejected || (kv.Key == AttrBreakerState && kv.Value.AsString() == "open")
 			}
 		}
 	}
@@ -392,20 +396,20 @@ func TestAttemptOutcomes(t *testing.T) {
 
 	for _, tt := range []struct {
 		name    string
-		outcome observability.PMSOutcome
+		outcome PMSOutcome
 		edit    func(*ClientConfig)
 		faults  pmsim.Faults
 		cancel  bool
 		code    string // the Kind's name; "" for the caller's cancellation
 		errSpan bool
 	}{
-		{name: "not found", outcome: observability.PMSHTTP4xx, code: "not_found"},
-		{name: "connection refused", outcome: observability.PMSConnection, code: "bad_gateway", errSpan: true,
+		{name: "not found", outcome: PMSHTTP4xx, code: "not_found"},
+		{name: "connection refused", outcome: PMSConnection, code: "bad_gateway", errSpan: true,
 			edit: func(c *ClientConfig) { c.BaseURL = closedAddr }},
-		{name: "attempt timeout", outcome: observability.PMSTimeout, code: "timeout", errSpan: true,
+		{name: "attempt timeout", outcome: PMSTimeout, code: "timeout", errSpan: true,
 			edit: func(c *ClientConfig) { c.AttemptTimeout = 50 * time.Millisecond }, faults: pmsim.Faults{Latency: time.Second}},
-		{name: "caller cancelled", outcome: observability.PMSCanceled, cancel: true, faults: pmsim.Faults{Latency: time.Second}},
-		{name: "429", outcome: observability.PMSHTTP429, code: "bad_gateway", errSpan: true,
+		{name: "caller cancelled", outcome: PMSCanceled, cancel: true, faults: pmsim.Faults{Latency: time.Second}},
+		{name: "429", outcome: PMSHTTP429, code: "bad_gateway", errSpan: true,
 			faults: pmsim.Faults{ErrorStatus: http.StatusTooManyRequests}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -447,7 +451,7 @@ func TestAttemptOutcomes(t *testing.T) {
 				t.Errorf("call span status %v, want error %v", call.Status, tt.errSpan)
 			}
 			code, _ := spanAttr(call, AttrErrorKind)
-			outcome, _ := spanAttr(call, observability.AttrPMSOutcome)
+			outcome, _ := spanAttr(call, AttrPMSOutcome)
 			if code.AsString() != string(tt.code) || (tt.code == "") != (outcome.AsString() == "canceled") {
 				t.Errorf("call span problem code %q, outcome %q", code.AsString(), outcome.AsString())
 			}

@@ -14,8 +14,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
-
-	"github.com/partner-edge/partner-edge/observability"
 )
 
 // attempts is the retry policy of one HTTP request (a get, or one list
@@ -63,7 +61,7 @@ type attempts struct {
 	open    bool      // the attempt under way is not yet recorded
 	checked bool      // checkRetry has seen the attempt under way once
 	shed    error     // *sheddingError: the attempt under way got 429/503 with Retry-After
-	last    observability.PMSOutcome
+	last    PMSOutcome
 }
 
 // getAttempts takes a reset attempts from the pool, or builds one.
@@ -160,24 +158,24 @@ func (a *attempts) record(ctx context.Context, resp *http.Response, err error) {
 // attemptOutcome classifies how one attempt ended. An unusable 200 answer
 // (answerError) is "ok": the outcome describes the HTTP exchange; the call
 // span's problem code (BAD_GATEWAY) tells the rest.
-func attemptOutcome(ctx context.Context, resp *http.Response, err error) observability.PMSOutcome {
+func attemptOutcome(ctx context.Context, resp *http.Response, err error) PMSOutcome {
 	var (
 		se *statusError
 		ae *answerError
 	)
 	switch {
 	case errors.As(err, &se):
-		return observability.OutcomeOfStatus(se.status)
+		return OutcomeOfStatus(se.status)
 	case errors.As(err, &ae):
-		return observability.PMSOK
+		return PMSOK
 	case err == nil && resp != nil:
-		return observability.OutcomeOfStatus(resp.StatusCode)
+		return OutcomeOfStatus(resp.StatusCode)
 	case errors.Is(ctx.Err(), context.Canceled):
-		return observability.PMSCanceled
+		return PMSCanceled
 	case ctx.Err() != nil, errors.Is(err, context.DeadlineExceeded), isTimeout(err):
-		return observability.PMSTimeout
+		return PMSTimeout
 	}
-	return observability.PMSConnection
+	return PMSConnection
 }
 
 // handleResponse reads the answer of an attempt that got a response and

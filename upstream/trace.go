@@ -8,8 +8,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/partner-edge/partner-edge/observability"
 )
 
 // Names of the span of one logical PMS call (ClientConfig.Tracer). It is
@@ -24,12 +22,12 @@ const (
 
 // EventBreakerRejected is added to the call span when the circuit breaker
 // refused the call (open, or half-open with its probes taken), with
-// observability.AttrBreakerState. Such a call has no attempt spans.
+// AttrBreakerState. Such a call has no attempt spans.
 const EventBreakerRejected = "breaker.rejected"
 
-// Attributes of the call span, beside observability.AttrBreakerState (the
+// Attributes of the call span, beside AttrBreakerState (the
 // state when the call started), observability.AttrProblemCode (when it
-// failed: see AttrErrorKind) and observability.AttrPMSOutcome ("canceled" when the caller left).
+// failed: see AttrErrorKind) and AttrPMSOutcome ("canceled" when the caller left).
 const (
 	// AttrBrand is the brand code asked of the PMS.
 	AttrBrand = attribute.Key("partner_edge.pms.brand")
@@ -46,7 +44,7 @@ const (
 
 // breakerStateName is the state as observability names it ("half_open").
 func breakerStateName(gobreakerState string) string {
-	return observability.ParseBreakerState(gobreakerState).String()
+	return ParseBreakerState(gobreakerState).String()
 }
 
 // startCall starts the span of one logical call, with the breaker's state.
@@ -54,7 +52,7 @@ func (c *Client) startCall(ctx context.Context, name string, attrs ...attribute.
 	ctx, span := c.cfg.Tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal))
 	if span.IsRecording() {
 		span.SetAttributes(attrs...)
-		span.SetAttributes(observability.AttrBreakerState.String(breakerStateName(c.breaker.State())))
+		span.SetAttributes(AttrBreakerState.String(breakerStateName(c.breaker.State())))
 	}
 	return ctx, span
 }
@@ -68,14 +66,14 @@ func endCall(span trace.Span, cause error, err *Error) {
 		return
 	}
 	if isBreakerOpen(cause) {
-		state := observability.BreakerOpen
+		state := BreakerOpen
 		if errors.Is(cause, gobreaker.ErrTooManyRequests) {
-			state = observability.BreakerHalfOpen
+			state = BreakerHalfOpen
 		}
-		span.AddEvent(EventBreakerRejected, trace.WithAttributes(observability.AttrBreakerState.String(state.String())))
+		span.AddEvent(EventBreakerRejected, trace.WithAttributes(AttrBreakerState.String(state.String())))
 	}
 	if err.Kind == Canceled {
-		span.SetAttributes(observability.AttrPMSOutcome.String(string(observability.PMSCanceled)))
+		span.SetAttributes(AttrPMSOutcome.String(string(PMSCanceled)))
 		return
 	}
 	span.SetAttributes(AttrErrorKind.String(err.Kind.String()))

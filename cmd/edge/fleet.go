@@ -133,7 +133,7 @@ func fleetHandler(m *member) http.Handler {
 		}{Redis: "off"}
 		if m != nil {
 			st := m.client.State()
-			state.Redis, state.Breaker, state.Shared = "on", st.String(), st == observability.BreakerClosed
+			state.Redis, state.Breaker, state.Shared = "on", st.String(), st == upstream.BreakerClosed
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")

@@ -17,6 +17,7 @@ import (
 	"github.com/partner-edge/partner-edge/edge"
 	"github.com/partner-edge/partner-edge/edge/keys"
 	"github.com/partner-edge/partner-edge/observability"
+	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/fleet/redistest"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
@@ -161,7 +162,7 @@ func benchEdge(b *testing.B, redis bool) (http.Handler, *http.Request) {
 	if serve(h, w, req); w.code != http.StatusOK || w.h.Get("RateLimit") == "" {
 		b.Fatalf("setup: %d, RateLimit %q", w.code, w.h.Get("RateLimit"))
 	}
-	if redis && fm.client.State() != observability.BreakerClosed {
+	if redis && fm.client.State() != upstream.BreakerClosed {
 		b.Fatal("setup: Redis not in use")
 	}
 	return h, req

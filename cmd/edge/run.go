@@ -235,8 +235,15 @@ func newCatalog(cfg settings, baseURL string, mode keys.Mode, version string, lo
 // they end (nil: none; shadow.go).
 func newShadowedCatalog(cfg settings, baseURL string, mode keys.Mode, version string, log *slog.Logger, tel *observability.Telemetry, fm *member, sh *shadow.Shadow) (upstream.Catalog, func(), error) {
 	log = log.With("pms", string(mode))
-	pm := tel.Metrics().PMS(string(mode))
-	rejections, err := upstream.NewRejectionMetrics(tel.MeterProvider().Meter(observability.ScopeName))
+	pm, err := upstream.NewPMSMetrics(tel.Meter(), string(mode))
+	if err != nil {
+		return nil, nil, fmt.Errorf("PMS metrics: %w", err)
+	}
+	cm, err := cache.NewMetrics(tel.Meter(), string(mode))
+	if err != nil {
+		return nil, nil, fmt.Errorf("cache metrics: %w", err)
+	}
+	rejections, err := upstream.NewRejectionMetrics(tel.Meter())
 	if err != nil {
 		return nil, nil, fmt.Errorf("mapping rejection metrics: %w", err)
 	}
@@ -269,7 +276,7 @@ func newShadowedCatalog(cfg settings, baseURL string, mode keys.Mode, version st
 		Stale:       cfg.CacheStale,
 		LoadTimeout: cfg.PMSTimeout,
 		Logger:      log,
-		Metrics:     pm,
+		Metrics:     cm,
 	}
 	if fm != nil { // loads shared through Redis (fleet.go)
 		cc.Load = fm.loader(direct, mode, cfg.CacheTTL, cfg.PMSTimeout)

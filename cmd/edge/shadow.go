@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"log/slog"
 
 	"github.com/partner-edge/partner-edge/observability"
@@ -19,6 +20,10 @@ func newShadow(cfg settings, version string, log *slog.Logger, tel *observabilit
 		return nil, nil
 	}
 	log = log.With("pms", "candidate")
+	pm, err := upstream.NewPMSMetrics(tel.Meter(), "candidate")
+	if err != nil {
+		return nil, fmt.Errorf("candidate PMS metrics: %w", err)
+	}
 	sh, err := shadow.New(shadow.Config{
 		Candidate: upstream.ClientConfig{
 			BaseURL:        cfg.CandidateURL,
@@ -27,7 +32,7 @@ func newShadow(cfg settings, version string, log *slog.Logger, tel *observabilit
 			CallTimeout:    cfg.PMSTimeout,
 			AttemptTimeout: cfg.PMSAttempt,
 			MaxWalkBytes:   cfg.PMSMaxWalkBytes,
-			Metrics:        tel.Metrics().PMS("candidate"),
+			Metrics:        pm,
 			Logger:         log,
 		},
 		Brand:      cfg.Brand,

@@ -75,6 +75,13 @@ type ServeConfig struct {
 	// Now is the clock of the error log's rate limit and of certificate
 	// validity. Nil means time.Now.
 	Now func() time.Time
+
+	// tlsSettle, when set (tests only: a tiny one), replaces the certificate
+	// watch's settling delay; zero: dirwatch.DefaultSettle.
+	tlsSettle time.Duration
+	// onTLSLoad, when set (tests only), is called after every attempt to
+	// load the certificate files, changed or not.
+	onTLSLoad func()
 }
 
 // Serve listens and serves until ctx is done, then drains and shuts down
@@ -95,6 +102,7 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 			return err
 		}
 		certs.onReload = cfg.OnTLSReload
+		certs.settle, certs.onApplied = cfg.tlsSettle, cfg.onTLSLoad
 		srv.TLSConfig = newTLSConfig(certs.getCertificate)
 		srv.Handler = hsts(srv.Handler)
 	}

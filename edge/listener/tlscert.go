@@ -28,6 +28,7 @@ type certStore struct {
 	lastCert  []byte     // file contents last loaded or rejected
 	lastKey   []byte
 	onApplied func()        // test hook: called after each load attempt; nil: none
+	settle    time.Duration // test hook: the watch's settling delay; zero: dirwatch's default
 	onReload  func(ok bool) // ServeConfig.OnTLSReload; nil: none
 }
 

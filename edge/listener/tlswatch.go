@@ -23,6 +23,7 @@ func (c *certStore) watch(ctx context.Context, hup <-chan struct{}) {
 	}
 	dirwatch.Run(ctx, w, dirwatch.Loop{
 		Changed: func() { _ = c.reload(false) }, // logged by reload; unchanged files are skipped
+		Settle:  c.settle,
 		Error: func(err error) {
 			c.log.Warn("TLS certificate watch error", "reason", err.Error())
 		},

@@ -53,7 +53,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/singleflight"
 
-	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/upstream"
 )
 
@@ -74,7 +73,7 @@ type Cache struct {
 	log          *slog.Logger
 	onOutcome    func(string)
 	onPanic      func()
-	metrics      *observability.PMSMetrics // nil: none
+	metrics      *Metrics // nil: none
 	key          string
 
 	cur        atomic.Pointer[entry] // the held snapshot; nil: none
@@ -194,10 +193,10 @@ func (c *Cache) outcome(ctx context.Context, o string) {
 		return
 	}
 	if c.metrics != nil {
-		c.metrics.Cache(ctx, observability.CacheOutcome(o))
+		c.metrics.Lookup(ctx, o)
 	}
 	if span := trace.SpanFromContext(ctx); span.IsRecording() {
-		span.SetAttributes(observability.AttrCacheOutcome.String(o))
+		span.SetAttributes(AttrCacheOutcome.String(o))
 	}
 }
 

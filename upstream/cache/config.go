@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/upstream"
 )
 
@@ -121,5 +120,5 @@ type Config struct {
 	// the caller's context. Nil means no metrics. Independently of it, the
 	// outcome is set as the attribute partner_edge.cache.outcome on the
 	// caller's recording span.
-	Metrics *observability.PMSMetrics
+	Metrics *Metrics
 }

@@ -40,7 +40,14 @@ func newObservedStack(t *testing.T, cfg cache.Config) *observedStack {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = o.tel.Shutdown(context.Background()) })
-	pms := o.tel.Metrics().PMS("live")
+	pms, err := upstream.NewPMSMetrics(o.tel.Meter(), "live")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm, err := cache.NewMetrics(o.tel.Meter(), "live")
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	sim := pmsim.New(pmsim.Config{Seed: 7, Brands: 1, HotelsPerBrand: 40})
 	srv := httptest.NewServer(sim)
@@ -59,7 +66,7 @@ func newObservedStack(t *testing.T, cfg cache.Config) *observedStack {
 	}
 	t.Cleanup(client.CloseIdleConnections)
 	cfg.Key = "aurora/live"
-	cfg.Metrics = pms
+	cfg.Metrics = cm
 	c := cache.New(upstream.NewDirect(client, upstream.DirectOptions{Brand: "aurora"}), cfg)
 	t.Cleanup(c.Close)
 	o.stack = &stack{sim: sim, client: client, cache: c}
@@ -118,14 +125,14 @@ func lookupEvent(t *testing.T, s tracetest.SpanStub) string {
 	t.Helper()
 	out := ""
 	for _, e := range s.Events {
-		if e.Name != observability.EventCacheLookup {
+		if e.Name != cache.EventCacheLookup {
 			continue
 		}
 		if out != "" {
 			t.Errorf("span has more than one cache.lookup event")
 		}
 		for _, kv := range e.Attributes {
-			if kv.Key == observability.AttrCacheOutcome {
+			if kv.Key == cache.AttrCacheOutcome {
 				out = kv.Value.AsString()
 			}
 		}
@@ -143,12 +150,12 @@ func (o *observedStack) wantOutcome(t *testing.T, r result, outcome string) {
 	}
 	var attr string
 	for _, kv := range r.span.Attributes {
-		if kv.Key == observability.AttrCacheOutcome {
+		if kv.Key == cache.AttrCacheOutcome {
 			attr = kv.Value.AsString()
 		}
 	}
 	if attr != outcome {
-		t.Errorf("span attribute %s = %q, want %q", observability.AttrCacheOutcome, attr, outcome)
+		t.Errorf("span attribute %s = %q, want %q", cache.AttrCacheOutcome, attr, outcome)
 	}
 }
 
@@ -160,8 +167,8 @@ func TestCacheOutcomesRecorded(t *testing.T) {
 	start := clk.Now()
 	o := newObservedStack(t, cache.Config{TTL: time.Minute, RefreshAhead: 1, Now: clk.Now})
 	ctx := context.Background()
-	for _, out := range observability.CacheOutcomes {
-		if n := o.lookups(t, string(out)); n != 0 {
+	for _, out := range cache.LookupOutcomes {
+		if n := o.lookups(t, out); n != 0 {
 			t.Fatalf("%s = %d before any lookup", out, n)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/partner-edge/partner-edge/observability"
+	"github.com/partner-edge/partner-edge/upstream"
 )
 
 // DefaultPoolSize is the connection pool size of Config.
@@ -108,7 +109,7 @@ func (c *Client) Ping(ctx context.Context) error {
 }
 
 // State is the breaker's state now (for the admin listener).
-func (c *Client) State() observability.BreakerState { return c.guard.State() }
+func (c *Client) State() upstream.BreakerState { return c.guard.State() }
 
 // Fallback counts one answer given in-process for use because of err.
 func (c *Client) Fallback(ctx context.Context, use Use, _ error) { c.metrics.Fallback(ctx, use) }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/partner-edge/partner-edge/observability"
+	"github.com/partner-edge/partner-edge/upstream"
 )
 
 // writeRefusals are the error replies with which Redis refuses a write
@@ -47,7 +47,7 @@ type fence struct {
 	every time.Duration
 	probe func(ctx context.Context) error // a small write; nil: none (the fence falls after every)
 	log   *slog.Logger
-	gauge func(observability.BreakerState)
+	gauge func(upstream.BreakerState)
 
 	mu      sync.Mutex
 	up      bool
@@ -66,7 +66,7 @@ func (f *fence) raise(reason string, err error) {
 	f.log.Warn("redis refuses writes: shared limits and snapshots fall back to in-process until it accepts them",
 		"reply", reason, "error", err.Error())
 	if f.gauge != nil {
-		f.gauge(observability.BreakerOpen)
+		f.gauge(upstream.BreakerOpen)
 	}
 }
 
@@ -108,7 +108,7 @@ func (f *fence) pass(ctx context.Context, timeout time.Duration) error {
 	f.up = false
 	f.log.Info("redis accepts writes again: shared limits and snapshots resume")
 	if f.gauge != nil {
-		f.gauge(observability.BreakerClosed)
+		f.gauge(upstream.BreakerClosed)
 	}
 	return nil
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/sony/gobreaker/v2"
 
-	"github.com/partner-edge/partner-edge/observability"
+	"github.com/partner-edge/partner-edge/upstream"
 )
 
 // Defaults of GuardConfig.
@@ -85,7 +85,7 @@ func NewGuard(cfg GuardConfig, log *slog.Logger, metrics *Metrics) (*Guard, erro
 	g := &Guard{timeout: cfg.CallTimeout, metrics: metrics}
 	g.fence = &fence{every: cfg.OpenTimeout, log: log}
 	if metrics != nil {
-		g.fence.gauge = func(s observability.BreakerState) { metrics.BreakerState(context.Background(), s) }
+		g.fence.gauge = func(s upstream.BreakerState) { metrics.BreakerState(context.Background(), s) }
 	}
 	g.cb = gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{
 		Name:        "redis",
@@ -100,7 +100,7 @@ func NewGuard(cfg GuardConfig, log *slog.Logger, metrics *Metrics) (*Guard, erro
 			}
 			log.Log(context.Background(), level, msg, "from", from.String(), "to", to.String())
 			if metrics != nil {
-				metrics.BreakerState(context.Background(), observability.ParseBreakerState(to.String()))
+				metrics.BreakerState(context.Background(), upstream.ParseBreakerState(to.String()))
 			}
 		},
 		IsSuccessful: func(err error) bool { _, failed := classify(err); return !failed },
@@ -114,11 +114,11 @@ func NewGuard(cfg GuardConfig, log *slog.Logger, metrics *Metrics) (*Guard, erro
 
 // State is the breaker's state now (for the admin listener); while Redis
 // refuses writes (the fence is up) it is BreakerOpen whatever the breaker.
-func (g *Guard) State() observability.BreakerState {
+func (g *Guard) State() upstream.BreakerState {
 	if g.fence.isUp() {
-		return observability.BreakerOpen
+		return upstream.BreakerOpen
 	}
-	return observability.ParseBreakerState(g.cb.State().String())
+	return upstream.ParseBreakerState(g.cb.State().String())
 }
 
 // setProbe sets the write the fence probes with (Client: a short SET).

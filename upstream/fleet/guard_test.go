@@ -9,8 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/observability/testkit"
+	"github.com/partner-edge/partner-edge/upstream"
 )
 
 func newTestGuard(t *testing.T, tl *tel, log *testkit.LogBuffer) *Guard {
@@ -46,7 +46,7 @@ func TestGuardOpensFailsFastAndRecovers(t *testing.T) {
 				t.Fatalf("call %d took %v, want the 50ms call timeout", i, d)
 			}
 		}
-		if g.State() != observability.BreakerOpen {
+		if g.State() != upstream.BreakerOpen {
 			t.Fatalf("state %v after 3 timeouts, want open", g.State())
 		}
 		called := false
@@ -61,21 +61,21 @@ func TestGuardOpensFailsFastAndRecovers(t *testing.T) {
 		if got := tl.counter(t, "partner_edge.redis.errors", "kind", "rejected"); got != 1 {
 			t.Fatalf("rejected errors %d, want 1", got)
 		}
-		if got := tl.gauge(t, "partner_edge.redis.breaker.state"); got != int64(observability.BreakerOpen) {
+		if got := tl.gauge(t, "partner_edge.redis.breaker.state"); got != int64(upstream.BreakerOpen) {
 			t.Fatalf("breaker gauge %d, want open", got)
 		}
 
 		time.Sleep(2*time.Second + time.Millisecond) // the bubble's clock: past the open timeout; Redis is back
-		if g.State() != observability.BreakerHalfOpen {
+		if g.State() != upstream.BreakerHalfOpen {
 			t.Fatalf("state %v after the open timeout, want half-open", g.State())
 		}
 		if err := g.Do(t.Context(), ok); err != nil {
 			t.Fatalf("probe: %v", err)
 		}
-		if g.State() != observability.BreakerClosed {
+		if g.State() != upstream.BreakerClosed {
 			t.Fatalf("state %v after a good probe, want closed", g.State())
 		}
-		if got := tl.gauge(t, "partner_edge.redis.breaker.state"); got != int64(observability.BreakerClosed) {
+		if got := tl.gauge(t, "partner_edge.redis.breaker.state"); got != int64(upstream.BreakerClosed) {
 			t.Fatalf("breaker gauge %d, want closed", got)
 		}
 		// Logged once per transition: closed->open, open->half-open, half-open->closed.
@@ -99,7 +99,7 @@ func TestGuardFailedProbeReopens(t *testing.T) {
 		if err := g.Do(t.Context(), slow); !errors.Is(err, ErrUnavailable) {
 			t.Fatalf("failed probe: %v", err)
 		}
-		if g.State() != observability.BreakerOpen {
+		if g.State() != upstream.BreakerOpen {
 			t.Fatalf("state %v after a failed probe, want open", g.State())
 		}
 	})
@@ -116,7 +116,7 @@ func TestGuardCallerCancellationIsNotCounted(t *testing.T) {
 				t.Fatalf("caller's deadline: %v, want the caller's own error", err)
 			}
 		}
-		if g.State() != observability.BreakerClosed {
+		if g.State() != upstream.BreakerClosed {
 			t.Fatalf("state %v after the callers' own deadlines, want closed", g.State())
 		}
 	})
@@ -137,7 +137,7 @@ func TestGuardClassifiesReplies(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if g.State() != observability.BreakerClosed {
+		if g.State() != upstream.BreakerClosed {
 			t.Fatalf("state %v, want closed: no three failures in a row", g.State())
 		}
 		for range 3 {
@@ -145,7 +145,7 @@ func TestGuardClassifiesReplies(t *testing.T) {
 				t.Fatalf("closed client: %v, want ErrUnavailable", err)
 			}
 		}
-		if g.State() != observability.BreakerOpen {
+		if g.State() != upstream.BreakerOpen {
 			t.Fatalf("state %v after 3 connection failures, want open", g.State())
 		}
 	})

@@ -11,6 +11,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
 	"github.com/partner-edge/partner-edge/observability"
+	"github.com/partner-edge/partner-edge/upstream"
 )
 
 // Use names what an instance falls back for. A fixed set: a metric label.
@@ -111,7 +112,7 @@ func NewMetrics(meter metric.Meter, host string, port int) (*Metrics, error) {
 		m.fbOpts[u] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(attribute.String("use", string(u))))}
 		m.fallbacks.Add(ctx, 0, m.fbOpts[u]...)
 	}
-	m.BreakerState(ctx, observability.BreakerClosed)
+	m.BreakerState(ctx, upstream.BreakerClosed)
 	return m, nil
 }
 
@@ -163,6 +164,6 @@ func (m *Metrics) Fallback(ctx context.Context, use Use) {
 }
 
 // BreakerState records the breaker's state.
-func (m *Metrics) BreakerState(ctx context.Context, s observability.BreakerState) {
+func (m *Metrics) BreakerState(ctx context.Context, s upstream.BreakerState) {
 	m.breaker.Record(ctx, int64(s), metric.WithAttributes(m.server...))
 }

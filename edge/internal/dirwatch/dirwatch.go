@@ -23,9 +23,10 @@ import (
 	"github.com/fsnotify/fsnotify"
 )
 
-// Settle is how long Run waits after the last change before calling
-// Changed.
-const Settle = 100 * time.Millisecond
+// DefaultSettle is Loop.Settle's default: long enough for an editor's or a
+// renewal tool's write-and-rename to finish, short enough that a reload is
+// prompt.
+const DefaultSettle = 100 * time.Millisecond
 
 // Watcher is an fsnotify watch of a few directories.
 type Watcher struct {
@@ -67,6 +68,10 @@ type Loop struct {
 	// Changed is called Settle after the last change (attribute-only
 	// changes do not count) or watch error. Required.
 	Changed func()
+	// Settle is how long Run waits after the last change before calling
+	// Changed; every change restarts the wait. Zero means DefaultSettle
+	// (tests pass a tiny one so that they wait on the reload, not on it).
+	Settle time.Duration
 	// Error is called with a watch error (typically an event queue
 	// overflow: events were lost, so Changed follows). Nil: ignored.
 	Error func(error)
@@ -77,14 +82,11 @@ type Loop struct {
 	Signaled func()
 }
 
-// Run calls l's functions until ctx is done, then closes w. A nil w watches nothing: only l.Signal then calls back (a
-// watch that could not be set up). Callbacks run on Run's goroutine, one at
-// a time.
+// Run calls l's functions until ctx is done, then closes w. A nil w
+// watches nothing: only l.Signal then calls back (a watch that could not be
+// set up). Callbacks run on Run's goroutine, one at a time.
 func Run(ctx context.Context, w *Watcher, l Loop) {
 	defer w.Close()
-	if l.Signaled == nil {
-		l.Signaled = l.Changed
-	}
 	var (
 		events <-chan fsnotify.Event
 		errs   <-chan error
@@ -92,7 +94,20 @@ func Run(ctx context.Context, w *Watcher, l Loop) {
 	if w != nil {
 		events, errs = w.w.Events, w.w.Errors
 	}
-	settle := time.NewTimer(Settle)
+	l.run(ctx, events, errs)
+}
+
+// run is Run's loop over fsnotify's channels, apart from fsnotify so that
+// its debouncing can be tested with synctest and events made up in the
+// test. A nil channel delivers nothing; a closed one is dropped.
+func (l Loop) run(ctx context.Context, events <-chan fsnotify.Event, errs <-chan error) {
+	if l.Signaled == nil {
+		l.Signaled = l.Changed
+	}
+	if l.Settle <= 0 {
+		l.Settle = DefaultSettle
+	}
+	settle := time.NewTimer(l.Settle)
 	settle.Stop()
 	defer settle.Stop()
 	for {
@@ -109,7 +124,7 @@ func Run(ctx context.Context, w *Watcher, l Loop) {
 			if ev.Op == fsnotify.Chmod {
 				continue // attributes only: the content did not change
 			}
-			settle.Reset(Settle)
+			settle.Reset(l.Settle)
 		case err, ok := <-errs:
 			if !ok {
 				errs = nil
@@ -118,7 +133,7 @@ func Run(ctx context.Context, w *Watcher, l Loop) {
 			if l.Error != nil {
 				l.Error(err)
 			}
-			settle.Reset(Settle)
+			settle.Reset(l.Settle)
 		case <-settle.C:
 			l.Changed()
 		}

@@ -60,7 +60,7 @@ func baseHeader(contentType string) http.Header {
 }
 
 func meta(pagination string) string {
-	m := `{"requestId":"` + reqID + `","timestamp":"` + fixedNow.Format(problem.TimeFormat) + `"`
+	m := `{"requestId":"` + reqID + `","timestamp":"` + fixedNow.Format(mapping.TimeFormat) + `"`
 	if pagination != "" {
 		m += `,"pagination":` + pagination
 	}
@@ -94,7 +94,7 @@ func problemReply(method, path string, pe *problem.Error) reply {
 			rec.Header()[k] = vs
 		}
 	}
-	problem.Writer{DocsURL: docsURL, Now: func() time.Time { return fixedNow }}.Write(rec, req, reqID, pe)
+	problem.Writer{DocsURL: docsURL, Now: func() time.Time { return fixedNow }, AppendTime: mapping.AppendTime}.Write(rec, req, reqID, pe)
 	return reply{status: rec.Code, header: rec.Header(), body: rec.Body.Bytes()}
 }
 

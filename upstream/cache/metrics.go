@@ -1,0 +1,99 @@
+package cache
+
+import (
+	"context"
+	"strings"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/partner-edge/partner-edge/observability"
+)
+
+// The vocabulary of cache lookups (the Outcome constants of config.go) is
+// the cache's, as are its instruments and span attribute.
+
+// Span attribute and event of cache lookups.
+const (
+	// AttrCacheOutcome is hit, miss, stale or coalesced (LookupOutcomes),
+	// set on the caller's span.
+	AttrCacheOutcome = attribute.Key("partner_edge.cache.outcome")
+	// EventCacheLookup is the span event of one lookup (Metrics.Lookup).
+	EventCacheLookup = "cache.lookup"
+)
+
+// LookupOutcomes lists the outcomes of a caller's lookup, each a value of
+// the outcome label (refreshes and panics are counted apart).
+var LookupOutcomes = []string{OutcomeHit, OutcomeMiss, OutcomeStale, OutcomeCoalesced}
+
+// Metrics are the instruments of the cache of one PMS, labelled pms (live,
+// test, candidate: a fixed name from configuration). As named in OTel
+// (Prometheus name in brackets):
+//
+//   - partner_edge.cache.lookups (partner_edge_cache_lookups_total): pms,
+//     outcome (LookupOutcomes), each pre-registered at 0.
+//   - partner_edge.cache.load_panics (partner_edge_cache_load_panics_total):
+//     loads of the cache that panicked and were recovered; pms.
+//
+// Its methods are safe for concurrent use and record without allocating.
+type Metrics struct {
+	lookups    metric.Int64Counter
+	loadPanics metric.Int64Counter
+	opts       map[string][]metric.AddOption  // by outcome; read-only after New
+	labels     map[string]*attribute.KeyValue // by outcome, for the request's CacheSlot
+	panicOpts  []metric.AddOption
+}
+
+// NewMetrics makes the instruments of the cache of the PMS called name on
+// meter (cmd/edge passes the service's meter, observability.ScopeName; the
+// same instruments serve every PMS) and registers every series at 0.
+func NewMetrics(meter metric.Meter, name string) (*Metrics, error) {
+	m := &Metrics{}
+	var err error
+	if m.lookups, err = meter.Int64Counter("partner_edge.cache.lookups",
+		metric.WithUnit("{lookup}"), metric.WithDescription("Cache lookups by outcome: hit, miss, stale, coalesced.")); err != nil {
+		return nil, err
+	}
+	if m.loadPanics, err = meter.Int64Counter("partner_edge.cache.load_panics",
+		metric.WithUnit("{panic}"), metric.WithDescription("Cache loads that panicked (recovered).")); err != nil {
+		return nil, err
+	}
+	ctx := context.Background()
+	pms := attribute.String("pms", strings.TrimSpace(name))
+	m.panicOpts = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(pms))}
+	m.loadPanics.Add(ctx, 0, m.panicOpts...)
+	m.opts = make(map[string][]metric.AddOption, len(LookupOutcomes))
+	m.labels = make(map[string]*attribute.KeyValue, len(LookupOutcomes))
+	for _, o := range LookupOutcomes {
+		kv := AttrCacheOutcome.String(o)
+		m.labels[o] = &kv
+		m.opts[o] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(pms, attribute.String("outcome", o)))}
+		m.lookups.Add(ctx, 0, m.opts[o]...)
+	}
+	return m, nil
+}
+
+// Lookup counts one cache lookup by how it was served, adds a
+// "cache.lookup" event (AttrCacheOutcome) to the recording span of ctx,
+// and notes the outcome in the request's observability.CacheSlot, if ctx
+// has one (the request duration's partner_edge.cache.outcome label). An
+// outcome outside LookupOutcomes is ignored.
+func (m *Metrics) Lookup(ctx context.Context, outcome string) {
+	o, ok := m.opts[outcome]
+	if !ok {
+		return
+	}
+	m.lookups.Add(ctx, 1, o...)
+	if slot, ok := ctx.Value(observability.CacheSlotKey{}).(*observability.CacheSlot); ok {
+		slot.Set(m.labels[outcome])
+	}
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.AddEvent(EventCacheLookup, trace.WithAttributes(AttrCacheOutcome.String(outcome)))
+	}
+}
+
+// LoadPanic counts one recovered panic in a cache load.
+func (m *Metrics) LoadPanic(ctx context.Context) {
+	m.loadPanics.Add(ctx, 1, m.panicOpts...)
+}

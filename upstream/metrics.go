@@ -1,0 +1,179 @@
+package upstream
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/partner-edge/partner-edge/observability"
+)
+
+// The vocabulary of PMS calls (attempt outcomes, breaker states) is
+// upstream's, as are its instruments; observability only provides the
+// meter and the semantic-convention buckets.
+
+// Span attributes and events of PMS calls.
+const (
+	// AttrBreakerState is closed, half_open or open (BreakerState.String).
+	AttrBreakerState = attribute.Key("partner_edge.pms.breaker.state")
+	// AttrPMSOutcome is an attempt's outcome (PMSOutcome).
+	AttrPMSOutcome = attribute.Key("partner_edge.pms.outcome")
+	// EventRetry is the span event of one retry (PMSMetrics.Retry).
+	EventRetry = "pms.retry"
+)
+
+// PMSOutcome classifies one PMS attempt. A fixed set: it is a metric label.
+type PMSOutcome string
+
+const (
+	PMSOK         PMSOutcome = "ok"         // a 2xx (or 3xx) answer
+	PMSHTTP5xx    PMSOutcome = "http_5xx"   // the PMS answered 5xx
+	PMSHTTP429    PMSOutcome = "http_429"   // the PMS shed load
+	PMSHTTP4xx    PMSOutcome = "http_4xx"   // any other 4xx
+	PMSConnection PMSOutcome = "connection" // dial, TLS, reset: no HTTP answer
+	PMSTimeout    PMSOutcome = "timeout"    // the attempt's deadline passed
+	// PMSCanceled is an attempt ended by the partner's own cancellation; it
+	// never counts against the PMS (no retry, no breaker failure).
+	PMSCanceled PMSOutcome = "canceled"
+)
+
+// PMSOutcomes lists every PMSOutcome.
+var PMSOutcomes = []PMSOutcome{PMSOK, PMSHTTP5xx, PMSHTTP429, PMSHTTP4xx, PMSConnection, PMSTimeout, PMSCanceled}
+
+// OutcomeOfStatus classifies an HTTP answer of the PMS.
+func OutcomeOfStatus(status int) PMSOutcome {
+	switch {
+	case status == 429:
+		return PMSHTTP429
+	case status >= 500:
+		return PMSHTTP5xx
+	case status >= 400:
+		return PMSHTTP4xx
+	default:
+		return PMSOK
+	}
+}
+
+// BreakerState is a circuit breaker's state, recorded as a gauge value (the
+// PMS breaker's here, the Redis breaker's in upstream/fleet).
+type BreakerState int64
+
+const (
+	BreakerClosed   BreakerState = 0
+	BreakerHalfOpen BreakerState = 1
+	BreakerOpen     BreakerState = 2
+)
+
+// ParseBreakerState reads a state name: "closed", "half-open" (or
+// "half_open"), "open"; anything else is BreakerOpen, the state that draws
+// an SRE's eye.
+func ParseBreakerState(name string) BreakerState {
+	switch name {
+	case "closed":
+		return BreakerClosed
+	case "half-open", "half_open":
+		return BreakerHalfOpen
+	}
+	return BreakerOpen
+}
+
+func (s BreakerState) String() string {
+	switch s {
+	case BreakerClosed:
+		return "closed"
+	case BreakerHalfOpen:
+		return "half_open"
+	case BreakerOpen:
+		return "open"
+	}
+	return "unknown"
+}
+
+// PMSMetrics are the instruments of one PMS, labelled pms (live, test,
+// candidate: a fixed name from configuration). As named in OTel
+// (Prometheus name in brackets):
+//
+//   - partner_edge.pms.attempt.duration
+//     (partner_edge_pms_attempt_duration_seconds): histogram, seconds, one
+//     observation per PMS attempt (its _count is the number of attempts);
+//     pms, outcome (PMSOutcome).
+//   - partner_edge.pms.retries (partner_edge_pms_retries_total): attempts
+//     after the first; pms, outcome (of the attempt that caused the retry).
+//   - partner_edge.pms.breaker.state (partner_edge_pms_breaker_state): gauge,
+//     0 closed, 1 half-open, 2 open; pms.
+//
+// Its methods are safe for concurrent use and record without allocating.
+type PMSMetrics struct {
+	attempt     metric.Float64Histogram
+	retries     metric.Int64Counter
+	breaker     metric.Int64Gauge
+	attemptOpts map[PMSOutcome][]metric.RecordOption // read-only after New
+	retryOpts   map[PMSOutcome][]metric.AddOption
+	breakerOpts []metric.RecordOption
+}
+
+// NewPMSMetrics makes the instruments of the PMS called name on meter
+// (cmd/edge passes the service's meter, observability.ScopeName; the same
+// instruments serve every PMS). Call it once per PMS when wiring and keep
+// the result: it records the breaker as closed.
+func NewPMSMetrics(meter metric.Meter, name string) (*PMSMetrics, error) {
+	p := &PMSMetrics{}
+	var err error
+	if p.attempt, err = meter.Float64Histogram("partner_edge.pms.attempt.duration",
+		metric.WithUnit("s"), metric.WithDescription("Duration of each HTTP attempt to the PMS, by outcome."),
+		metric.WithExplicitBucketBoundaries(observability.DurationBuckets()...)); err != nil {
+		return nil, err
+	}
+	if p.retries, err = meter.Int64Counter("partner_edge.pms.retries",
+		metric.WithUnit("{retry}"), metric.WithDescription("PMS attempts after the first, by the outcome that caused them.")); err != nil {
+		return nil, err
+	}
+	if p.breaker, err = meter.Int64Gauge("partner_edge.pms.breaker.state",
+		metric.WithDescription("Circuit breaker state: 0 closed, 1 half-open, 2 open.")); err != nil {
+		return nil, err
+	}
+	pms := attribute.String("pms", strings.TrimSpace(name))
+	p.attemptOpts = make(map[PMSOutcome][]metric.RecordOption, len(PMSOutcomes))
+	p.retryOpts = make(map[PMSOutcome][]metric.AddOption, len(PMSOutcomes))
+	for _, o := range PMSOutcomes {
+		set := metric.WithAttributeSet(attribute.NewSet(pms, attribute.String("outcome", string(o))))
+		p.attemptOpts[o] = []metric.RecordOption{set}
+		p.retryOpts[o] = []metric.AddOption{set}
+	}
+	p.breakerOpts = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(pms))}
+	p.BreakerState(context.Background(), BreakerClosed)
+	return p, nil
+}
+
+// Attempt records one HTTP attempt to the PMS and how it ended. An outcome
+// outside PMSOutcomes is recorded as connection.
+func (p *PMSMetrics) Attempt(ctx context.Context, outcome PMSOutcome, elapsed time.Duration) {
+	o, ok := p.attemptOpts[outcome]
+	if !ok {
+		o = p.attemptOpts[PMSConnection]
+	}
+	p.attempt.Record(ctx, elapsed.Seconds(), o...)
+}
+
+// Retry counts one retry, caused by an attempt that ended with cause, and
+// adds a "pms.retry" event (AttrPMSOutcome) to the recording span of ctx
+// (the logical PMS call's).
+func (p *PMSMetrics) Retry(ctx context.Context, cause PMSOutcome) {
+	o, ok := p.retryOpts[cause]
+	if !ok {
+		o, cause = p.retryOpts[PMSConnection], PMSConnection
+	}
+	p.retries.Add(ctx, 1, o...)
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.AddEvent(EventRetry, trace.WithAttributes(AttrPMSOutcome.String(string(cause))))
+	}
+}
+
+// BreakerState records the breaker's state; call it on every transition.
+func (p *PMSMetrics) BreakerState(ctx context.Context, s BreakerState) {
+	p.breaker.Record(ctx, int64(s), p.breakerOpts...)
+}
