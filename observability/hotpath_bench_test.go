@@ -12,6 +12,7 @@ package observability_test
 
 import (
 	"context"
+	"github.com/partner-edge/partner-edge/upstream/cache"
 	"io"
 	"log/slog"
 	"net/http"
@@ -70,12 +71,16 @@ func (discardSpans) Shutdown(context.Context) error                             
 // records them: in flight up and down, the duration by route and status,
 // and a cache hit; two readers (Prometheus and a second one, as with OTLP).
 func BenchmarkRequestMetricsCachedGet(b *testing.B) {
-	m := newTel(b, nil).Metrics()
-	pms := m.PMS("live")
+	tel := newTel(b, nil)
+	m := tel.Metrics()
+	lookups, err := cache.NewMetrics(tel.Meter(), "live")
+	if err != nil {
+		b.Fatal(err)
+	}
 	ctx := context.Background()
 	measure(b, func() {
 		m.RequestStarted(ctx, http.MethodGet)
-		pms.Cache(ctx, observability.CacheHit)
+		lookups.Lookup(ctx, "hit")
 		m.RequestDone(ctx, http.MethodGet, "/v1/properties/{propertyId}", 200, 3*time.Millisecond)
 	})
 }
