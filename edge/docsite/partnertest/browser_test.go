@@ -27,6 +27,22 @@ func browser(t *testing.T) (context.Context, *consoleErrors) {
 	t.Helper()
 	path, err := exec.LookPath("chromium")
 	need(t, "Chromium (Debian package chromium)", err)
+	// Not t.TempDir: Chromium's helper processes may still write to the
+	// profile for a moment after the browser is cancelled, and TempDir's
+	// cleanup then fails the test. This cleanup, registered before the
+	// browser's (so run after it), retries and tolerates a leftover.
+	profile, err := os.MkdirTemp("", "partnertest-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for range 20 {
+			if os.RemoveAll(profile) == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond) // the outside event: Chromium's helpers exiting
+		}
+	})
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(path),
 		chromedp.Flag("headless", true),
@@ -37,7 +53,7 @@ func browser(t *testing.T) (context.Context, *consoleErrors) {
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
+		chromedp.UserDataDir(profile),
 		chromedp.WindowSize(1280, 900),
 	}
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
