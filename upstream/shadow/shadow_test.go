@@ -13,29 +13,15 @@ import (
 	"time"
 
 	"github.com/partner-edge/partner-edge/mapping"
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/cache"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
 
-// inProcess serves each request with h in the calling goroutine: no
-// socket, so clients run inside a synctest bubble on its fake clock.
-type inProcess struct{ h http.Handler }
-
-func (p inProcess) RoundTrip(r *http.Request) (*http.Response, error) {
-	rec := httptest.NewRecorder()
-	p.h.ServeHTTP(rec, r)
-	if err := r.Context().Err(); err != nil {
-		return nil, err
-	}
-	res := rec.Result()
-	res.Request = r
-	return res, nil
-}
-
 // clientConfig is a client of h served in process.
 func clientConfig(h http.Handler) upstream.ClientConfig {
-	return upstream.ClientConfig{BaseURL: "http://pms.test", Transport: inProcess{h},
+	return upstream.ClientConfig{BaseURL: "http://pms.test", Transport: testkit.InProcess{Handler: h},
 		CallTimeout: 5 * time.Second, AttemptTimeout: 2 * time.Second}
 }
 
