@@ -73,10 +73,12 @@ func TestOperatorFilesHostile(t *testing.T) {
 			case "fifo":
 				replaceByFIFO(t, path)
 			}
-			// The watcher reads the file; SIGHUP asks again (both paths).
-			time.Sleep(300 * time.Millisecond) // outside event: the edge process's watcher seeing the replaced file
+			// The watcher reads the file and refuses it (its log line is
+			// the outside event waited for); SIGHUP asks again and is
+			// refused again: both paths.
+			p.waitLogs(t, tc.refusal, 1, 100<<20)
 			_ = p.cmd.Process.Signal(syscall.SIGHUP)
-			p.waitLog(t, tc.refusal, 100<<20)
+			p.waitLogs(t, tc.refusal, 2, 100<<20)
 			if rss := p.peakRSS(t); rss > 100<<20 {
 				t.Errorf("peak RSS %d MB after the refusal; want under 100 MB", rss>>20)
 			}
@@ -187,12 +189,13 @@ func (p *edgeBin) peakRSS(t *testing.T) int64 {
 	return 0
 }
 
-// waitLog waits up to 20 s for msg in the log; the process is killed and
-// the test fails at once when its peak RSS passes maxRSS meanwhile.
-func (p *edgeBin) waitLog(t *testing.T, msg string, maxRSS int64) {
+// waitLogs waits up to 20 s for msg to be logged n times; the process is
+// killed and the test fails at once when its peak RSS passes maxRSS
+// meanwhile.
+func (p *edgeBin) waitLogs(t *testing.T, msg string, n int, maxRSS int64) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(p.stderr.String(), msg) {
+	for strings.Count(p.stderr.String(), msg) < n {
 		if rss := p.peakRSS(t); rss > maxRSS {
 			_ = p.cmd.Process.Kill()
 			t.Fatalf("peak RSS reached %d MB before %q was logged; killed", rss>>20, msg)
