@@ -46,7 +46,7 @@ func BenchmarkAccessLogSlowOutput(b *testing.B) {
 						select {
 						case <-stop:
 							return
-						case <-time.After(100 * time.Millisecond):
+						case <-time.After(100 * time.Millisecond): // the slow reader's own pace
 						}
 					}
 				}()

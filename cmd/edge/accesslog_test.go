@@ -53,7 +53,7 @@ func TestAccessLogSlowStdoutNeverBlocks(t *testing.T) {
 			}
 			read.Add(1)
 			if fast.Load() == 0 {
-				time.Sleep(100 * time.Millisecond) // 10 lines a second
+				time.Sleep(100 * time.Millisecond) // the slow reader's own pace (10 lines a second), not a timer of the edge
 			}
 		}
 	}()

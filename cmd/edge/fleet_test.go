@@ -96,7 +96,8 @@ func TestFleetOfThree(t *testing.T) {
 	t.Run("redis-fault", func(t *testing.T) {
 		load := startLoad(edges, limited, open)
 		defer load.stop()
-		time.Sleep(500 * time.Millisecond) // outside event: the load generator's traffic reaches the edge processes, Redis up
+		// Outside event: the load generator's answers from every edge process, Redis up.
+		testkit.Eventually(t, "the load is answered with Redis up", func() bool { return load.snapshot().total >= 3*len(edges) })
 		redisSrv.Stop()
 		testkit.Eventually(t, "every breaker has opened", func() bool { return allShared(t, edges, false) })
 		time.Sleep(2 * time.Second) // measured window: traffic to the edge processes while they fall back
@@ -211,7 +212,7 @@ func startLoad(edges []*edgeProc, limited, open string) *load {
 			select {
 			case <-l.done:
 				return
-			case <-time.After(pace):
+			case <-time.After(pace): // the load generator's own pace, not a timer of the edge
 			}
 			e := edges[int(next.Add(1))%len(edges)]
 			req, _ := http.NewRequest("GET", e.base+"properties?perPage=5", nil)

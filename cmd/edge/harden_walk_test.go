@@ -88,7 +88,7 @@ func TestEndlessPMSListIsBounded(t *testing.T) {
 		select {
 		case got = <-done:
 			waiting = false
-		case <-time.After(20 * time.Millisecond):
+		case <-time.After(20 * time.Millisecond): // poll interval: the process's peak RSS while its answer is awaited
 			if rss := p.peakRSS(t); rss > 400<<20 {
 				_ = p.cmd.Process.Kill()
 				t.Fatalf("peak RSS reached %d MB after %d pages of 7.6 MB; killed", rss>>20, pages.Load())

@@ -310,7 +310,7 @@ func runInImage(t *testing.T, rootfs string) {
 		case err := <-done:
 			done <- err
 			t.Fatalf("the edge in the image exited: %v", err)
-		case <-time.After(50 * time.Millisecond):
+		case <-time.After(50 * time.Millisecond): // poll interval; outside event: the container logging its address
 		}
 		if m := imageListening.FindStringSubmatch(stderr.String()); m != nil {
 			addr = m[1]

@@ -61,7 +61,7 @@ func (s *started) waitFor(t *testing.T, re *regexp.Regexp) []string {
 		select {
 		case err := <-s.done:
 			t.Fatalf("run ended early: %v\nstderr: %s", err, s.stderr.String())
-		case <-time.After(20 * time.Millisecond):
+		case <-time.After(20 * time.Millisecond): // poll interval; outside event: run printing re
 		}
 	}
 	t.Fatalf("no %s in stdout: %s\nstderr: %s", re, s.stdout.String(), s.stderr.String())

@@ -61,7 +61,7 @@ func TestHTTP2RapidReset(t *testing.T) {
 		}
 		select { // a handler that works until its request is cancelled
 		case <-r.Context().Done():
-		case <-time.After(2 * time.Second):
+		case <-time.After(2 * time.Second): // the handler's own work, a bound; cancellation is the event awaited
 		}
 	})
 	e := serveTLS(t, listener.ServeConfig{Handler: h})
