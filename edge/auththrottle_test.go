@@ -39,7 +39,7 @@ func TestAuthThrottle(t *testing.T) {
 	for i := range 30 {
 		req := request{path: "/v1/properties", key: wrongKey(t)}
 		res := h.do(req)
-		clock.Add(time.Second / 20) // 30 tries in 1.5 s
+		clock.Advance(time.Second / 20) // 30 tries in 1.5 s
 		switch res.status {
 		case 401:
 			wantProblem(t, req, res, problem.InvalidAPIKey)
@@ -82,7 +82,7 @@ func TestAuthThrottle(t *testing.T) {
 	}
 
 	// 20 a minute: one more try every 3 s (the clock is at 1.5 s).
-	clock.Add(1500 * time.Millisecond)
+	clock.Advance(1500 * time.Millisecond)
 	bad := request{path: "/v1/", key: wrongKey(t)}
 	wantProblem(t, bad, h.do(bad), problem.InvalidAPIKey)
 	res = h.do(bad)
@@ -90,7 +90,7 @@ func TestAuthThrottle(t *testing.T) {
 	if ra := res.header.Get("Retry-After"); ra != "3" {
 		t.Errorf("Retry-After %q, want 3", ra)
 	}
-	clock.Add(time.Minute)
+	clock.Advance(time.Minute)
 	wantOK(t, request{path: "/v1/", key: "live"}, h.do(request{path: "/v1/", key: "live"}))
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/partner-edge/partner-edge/edge/keys"
 	"github.com/partner-edge/partner-edge/edge/ratelimit"
 	"github.com/partner-edge/partner-edge/observability"
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/problem"
 	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
@@ -48,7 +49,7 @@ type harness struct {
 	sandbox  *pmsim.Sim        // nil when the deployment has no sandbox
 	keys     map[string]string // name -> token
 	store    *keys.Store
-	logs     *syncBuffer
+	logs     *testkit.LogBuffer
 	keysFile string
 }
 
@@ -84,7 +85,7 @@ var openAPI = sync.OnceValues(func() (*openapicheck.Checker, error) {
 
 func newHarness(t testing.TB, opts harnessOptions) *harness {
 	t.Helper()
-	h := &harness{t: t, keys: map[string]string{}, logs: &syncBuffer{}}
+	h := &harness{t: t, keys: map[string]string{}, logs: &testkit.LogBuffer{}}
 	h.live = pmsim.New(pmsim.Config{Seed: 1, HotelsPerBrand: 40, PageSize: opts.pageSize})
 	liveSrv := httptest.NewServer(instrument(h.live, opts.simTel))
 	t.Cleanup(liveSrv.Close)
@@ -419,24 +420,6 @@ func wantOK(t testing.TB, req request, res response) envelope {
 func activeIDs(t testing.TB, sim *pmsim.Sim, brand string) []string {
 	t.Helper()
 	return expectedList(t, sim, brand).ids
-}
-
-// syncBuffer is a log sink safe for concurrent writers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // short keeps failure messages readable.

@@ -19,6 +19,7 @@ import (
 	"github.com/go-jose/go-jose/v4"
 
 	"github.com/partner-edge/partner-edge/edge/ratelimit"
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/problem"
 )
 
@@ -27,7 +28,7 @@ import (
 type tokenEdge struct {
 	*harness
 	oidc    *oidcServer
-	clk     *fakeClock
+	clk     *testkit.Clock
 	fetches *countingTransport
 }
 
@@ -36,7 +37,7 @@ func newTokenEdge(t *testing.T, opts harnessOptions, keys ...jose.JSONWebKey) *t
 	oidc := startOIDC(t, "0", oauthAudience, keys...)
 	// The edge's clock starts at the real time: the server stamps tokens
 	// with it. From then on only the test moves it.
-	clk := &fakeClock{t: time.Now()}
+	clk := testkit.NewClockAt(time.Now())
 	opts, ct := tokenOpts(t, oidc.issuer, clk, opts)
 	return &tokenEdge{harness: newHarness(t, opts), oidc: oidc, clk: clk, fetches: ct}
 }
@@ -115,7 +116,7 @@ func TestRealServerAcceptance1(t *testing.T) {
 		wantOK(t, req, te.do(req))
 	})
 	t.Run("expired", func(t *testing.T) {
-		te.clk.Add(5*time.Minute + 61*time.Second) // the server's tokens live 300 s; 60 s of skew
+		te.clk.Advance(5*time.Minute + 61*time.Second) // the server's tokens live 300 s; 60 s of skew
 		req := request{path: "/v1/properties", key: tok}
 		res := te.do(req)
 		wantProblem(t, req, res, problem.AccessTokenExpired)
@@ -154,7 +155,7 @@ func TestRealServerAcceptance2(t *testing.T) {
 	// Rotation: the server now signs with k2 and still publishes k1.
 	te.oidc = te.oidc.restart(k2, k1)
 	t2 := te.oidc.token("partner-a", "properties:read", "")
-	te.clk.Add(30 * time.Second)
+	te.clk.Advance(30 * time.Second)
 	if res := get(t2); res.status != http.StatusOK {
 		t.Fatalf("k2 token: %d %s", res.status, res.body)
 	}
@@ -165,7 +166,7 @@ func TestRealServerAcceptance2(t *testing.T) {
 	// Partners send unknown kids, every second for 95 s: at most one fetch
 	// per 30 s (at 30, 60 and 90 s).
 	for range 95 {
-		te.clk.Add(time.Second)
+		te.clk.Advance(time.Second)
 		for j := range 3 {
 			req := request{path: "/v1/", key: unknownKeyToken(t, te.oidc.issuer, te.clk.Now(), "rogue-"+string(rune('a'+j)))}
 			wantProblem(t, req, te.do(req), problem.InvalidAccessToken)
@@ -182,7 +183,7 @@ func TestRealServerAcceptance2(t *testing.T) {
 			t.Fatalf("cached key with the server down: %d %s", res.status, res.body)
 		}
 	}
-	te.clk.Add(30 * time.Second)
+	te.clk.Advance(30 * time.Second)
 	before := te.fetches.jwks.Load()
 	for range 20 {
 		req := request{path: "/v1/", key: unknownKeyToken(t, te.oidc.issuer, te.clk.Now(), "rogue-down")}
@@ -201,7 +202,7 @@ func TestRealServerAcceptance2(t *testing.T) {
 
 	// k1 leaves the JWKS: refused from the next fetch on.
 	te.oidc = te.oidc.restart(k2)
-	te.clk.Add(30 * time.Second)
+	te.clk.Advance(30 * time.Second)
 	req := request{path: "/v1/", key: unknownKeyToken(t, te.oidc.issuer, te.clk.Now(), "rogue-up")}
 	wantProblem(t, req, te.do(req), problem.InvalidAccessToken)
 	req = request{path: "/v1/", key: t1}
@@ -354,7 +355,7 @@ func TestRealServerAcceptance4(t *testing.T) {
 		wantProblem(t, c.req, res, c.code)
 		wantChallenge(t, res, c.token)
 	}
-	te.clk.Add(10 * time.Minute)
+	te.clk.Advance(10 * time.Minute)
 	req = request{path: "/v1/", key: good}
 	res := te.do(req)
 	wantProblem(t, req, res, problem.AccessTokenExpired)

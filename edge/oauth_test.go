@@ -17,6 +17,7 @@ import (
 
 	"github.com/partner-edge/partner-edge/edge"
 	"github.com/partner-edge/partner-edge/edge/oauth"
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/problem"
 )
 
@@ -42,7 +43,7 @@ func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // tokenOpts turns tokens on in a harness for issuer, with its own fake
 // clock: the "live" record acts for partner-a, the "test" one for
 // partner-noscope.
-func tokenOpts(t testing.TB, issuer string, clk *fakeClock, opts harnessOptions) (harnessOptions, *countingTransport) {
+func tokenOpts(t testing.TB, issuer string, clk *testkit.Clock, opts harnessOptions) (harnessOptions, *countingTransport) {
 	t.Helper()
 	ct := &countingTransport{}
 	v, err := oauth.New(context.Background(), oauth.Config{Issuer: issuer, Audience: oauthAudience,
@@ -127,7 +128,7 @@ func wantChallenge(t testing.TB, res response, invalidToken bool) {
 // DECISIONS.md section 12.
 func TestTokensBesideKeys(t *testing.T) {
 	li := newLocalIssuer(t)
-	clk := &fakeClock{t: time.Now()}
+	clk := testkit.NewClockAt(time.Now())
 	opts, fetches := tokenOpts(t, li.srv.URL, clk, harnessOptions{})
 	h := newHarness(t, opts)
 	now := clk.Now()
@@ -200,7 +201,7 @@ func TestTokensOff(t *testing.T) {
 // count toward the failed-authentication throttle like INVALID_API_KEY.
 func TestTokenFailuresThrottled(t *testing.T) {
 	li := newLocalIssuer(t)
-	clk := &fakeClock{t: time.Now()}
+	clk := testkit.NewClockAt(time.Now())
 	opts, _ := tokenOpts(t, li.srv.URL, clk, harnessOptions{authFailLimit: 3})
 	h := newHarness(t, opts)
 	expired := accessClaims(li.srv.URL, "partner-a", "properties:read", clk.Now())
@@ -223,7 +224,7 @@ func TestStartWithIssuerDown(t *testing.T) {
 	issuer := li.srv.URL
 	tok := signWith(t, li.key, accessClaims(issuer, "partner-a", "properties:read", time.Now()), "at+jwt")
 	li.srv.Close()
-	clk := &fakeClock{t: time.Now()}
+	clk := testkit.NewClockAt(time.Now())
 	opts, _ := tokenOpts(t, issuer, clk, harnessOptions{})
 	h := newHarness(t, opts)
 	req := request{path: "/v1/properties", key: tok}

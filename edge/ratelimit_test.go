@@ -10,23 +10,14 @@ import (
 	"time"
 
 	"github.com/partner-edge/partner-edge/edge/ratelimit"
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/problem"
 )
 
-// fakeClock is a settable clock for the edge.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
+// newClock is the edge tests' clock, at a fixed instant.
+func newClock() *testkit.Clock {
+	return testkit.NewClockAt(time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC))
 }
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
-func newClock() *fakeClock { return &fakeClock{t: time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)} }
 
 // clientFrom returns a client whose connections come from the loopback
 // address ip (Linux routes all of 127.0.0.0/8 to lo): another TCP peer.
@@ -82,12 +73,12 @@ func TestRateLimit(t *testing.T) {
 	if res := h.do(request{path: "/v1/health"}); res.status != 200 || res.header.Get("Ratelimit") != "" {
 		t.Errorf("health %d %q", res.status, res.header.Get("Ratelimit"))
 	}
-	clock.Add(2 * time.Second)
+	clock.Advance(2 * time.Second)
 	req = request{path: "/v1/", key: "live"}
 	res = h.do(req)
 	wantOK(t, req, res)
 	wantHeaders(t, "after a refill", res, map[string]string{"Ratelimit": `"default";r=0;t=2`})
-	clock.Add(10 * time.Second)
+	clock.Advance(10 * time.Second)
 	res = h.do(req)
 	wantHeaders(t, "after a full refill", res, map[string]string{"Ratelimit": `"default";r=1;t=2`})
 }

@@ -150,13 +150,13 @@ func TestStaleServedWhilePMSFails(t *testing.T) {
 	}
 	h.live.SetFaults(pmsim.Faults{ErrorStatus: 500})
 	for _, age := range []time.Duration{31 * time.Second, 2 * time.Minute, 4*time.Minute + 50*time.Second} {
-		clock.Add(age - clock.Now().Sub(time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)))
+		clock.Advance(age - clock.Now().Sub(time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)))
 		res := h.do(req)
 		if res.status != 200 || dataOf(t, res.body) != dataOf(t, fresh.body) {
 			t.Fatalf("at age %s with the PMS failing: %d %s, want the stale page", age, res.status, res.body)
 		}
 	}
-	clock.Add(20 * time.Second) // 5m10s: past EDGE_CACHE_STALE
+	clock.Advance(20 * time.Second) // 5m10s: past EDGE_CACHE_STALE
 	res := h.do(req)
 	var pb struct{ Code string }
 	_ = json.Unmarshal(res.body, &pb)

@@ -49,13 +49,6 @@ func watchingLooks(t *testing.T, path string) (*Store, *testkit.LogBuffer, *atom
 	return s, buf, &reloads, &looks
 }
 
-// eventually waits for an outside event: fsnotify's notification and the
-// watcher's look that follows it.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	testkit.Eventually(t, what, cond)
-}
-
 func found(s *Store, token string) func() bool {
 	return func() bool { _, ok := s.Lookup(token); return ok }
 }
@@ -67,7 +60,7 @@ func TestWatchPicksUpWrite(t *testing.T) {
 	s, buf, _ := watching(t, path)
 
 	writeFile(t, path, marshalFile(t, oldRec, freshRec))
-	eventually(t, "the new key is in force", found(s, fresh))
+	testkit.Eventually(t, "the new key is in force", found(s, fresh))
 	if _, ok := s.Lookup(old); !ok {
 		t.Error("old key lost")
 	}
@@ -87,7 +80,7 @@ func TestWatchPicksUpRenameReplace(t *testing.T) {
 	if err := os.Rename(tmp, path); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the new key is in force", found(s, fresh))
+	testkit.Eventually(t, "the new key is in force", found(s, fresh))
 	if _, ok := s.Lookup(old); ok {
 		t.Error("replaced key still in force")
 	}
@@ -97,7 +90,7 @@ func TestWatchPicksUpRenameReplace(t *testing.T) {
 	if err := os.Rename(tmp, path); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the old key is back", found(s, old))
+	testkit.Eventually(t, "the old key is back", found(s, old))
 }
 
 // TestWatchPicksUpSymlinkSwap follows the way Kubernetes updates a mounted
@@ -122,7 +115,7 @@ func TestWatchPicksUpSymlinkSwap(t *testing.T) {
 	must(t, os.Symlink("..v2", filepath.Join(dir, "..data_tmp")))
 	must(t, os.Rename(filepath.Join(dir, "..data_tmp"), filepath.Join(dir, "..data")))
 	must(t, os.RemoveAll(filepath.Join(dir, "..v1")))
-	eventually(t, "the new key is in force", found(s, fresh))
+	testkit.Eventually(t, "the new key is in force", found(s, fresh))
 }
 
 func must(t *testing.T, err error) {
@@ -141,12 +134,12 @@ func TestWatchBadFileKeepsKeys(t *testing.T) {
 	s, buf, reloads := watching(t, path)
 
 	writeFile(t, path, []byte(`{"keys":[`))
-	eventually(t, "the failure is logged", func() bool { return strings.Contains(buf.String(), "keys reload failed") })
+	testkit.Eventually(t, "the failure is logged", func() bool { return strings.Contains(buf.String(), "keys reload failed") })
 	if _, ok := s.Lookup(old); !ok {
 		t.Fatal("old key lost after a bad file")
 	}
 	writeFile(t, path, marshalFile(t, freshRec))
-	eventually(t, "the fixed file is in force", found(s, fresh))
+	testkit.Eventually(t, "the fixed file is in force", found(s, fresh))
 	if n := strings.Count(buf.String(), "keys reload failed"); n != 1 {
 		t.Errorf("failure logged %d times, want once: %s", n, buf)
 	}
@@ -169,13 +162,13 @@ func TestWatchIgnoresUnchangedContent(t *testing.T) {
 	writeFile(t, filepath.Join(filepath.Dir(path), "other.txt"), []byte("x"))
 	// The watcher looks at the file once these events have settled: that
 	// look must reload nothing.
-	eventually(t, "the watcher looked after the events", func() bool { return looks.Load() > 0 })
+	testkit.Eventually(t, "the watcher looked after the events", func() bool { return looks.Load() > 0 })
 	if n := reloads.Load(); n != 0 {
 		t.Errorf("OnReload called %d times for unchanged content, want 0; log %s", n, buf)
 	}
 	// Then a real change: it must be the only reload.
 	writeFile(t, path, marshalFile(t, freshRec))
-	eventually(t, "the new key is in force", found(s, fresh))
+	testkit.Eventually(t, "the new key is in force", found(s, fresh))
 	if n := reloads.Load(); n != 1 {
 		t.Errorf("OnReload called %d times, want 1; log %s", n, buf)
 	}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/partner-edge/partner-edge/edge"
 	"github.com/partner-edge/partner-edge/edge/listener"
+	"github.com/partner-edge/partner-edge/observability/testkit"
 )
 
 // writeCertPair writes a self-signed ECDSA certificate for 127.0.0.1 with
@@ -65,7 +66,7 @@ type tlsEdge struct {
 	addr              string
 	certFile, keyFile string
 	reload            chan struct{}
-	logs              *syncBuffer
+	logs              *testkit.LogBuffer
 	loads             chan struct{} // a value after each load attempt (at most one pending)
 }
 
@@ -73,7 +74,7 @@ func serveTLS(t *testing.T, cfg listener.ServeConfig) *tlsEdge {
 	t.Helper()
 	dir := t.TempDir()
 	e := &tlsEdge{certFile: filepath.Join(dir, "tls.crt"), keyFile: filepath.Join(dir, "tls.key"),
-		reload: make(chan struct{}), logs: &syncBuffer{}, loads: make(chan struct{}, 1)}
+		reload: make(chan struct{}), logs: &testkit.LogBuffer{}, loads: make(chan struct{}, 1)}
 	writeCertPair(t, e.certFile, e.keyFile, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	if cfg.Handler == nil {

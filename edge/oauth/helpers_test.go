@@ -17,21 +17,15 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
+	"github.com/partner-edge/partner-edge/observability/testkit"
 )
 
 const testAudience = "https://api.aurora.example.com/v1"
 
-// clock is a fake clock the tests move by hand.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
+// newClock is the oauth tests' clock, at a fixed instant.
+func newClock() *testkit.Clock {
+	return testkit.NewClockAt(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))
 }
-
-func newClock() *clock { return &clock{now: time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-
-func (c *clock) Advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
 
 // signer is a freshly made key pair with its kid and algorithm.
 type signer struct {

@@ -15,6 +15,7 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 
 	"github.com/partner-edge/partner-edge/edge/oauth"
+	"github.com/partner-edge/partner-edge/observability/testkit"
 )
 
 // setup is a verifier in front of an issuer publishing one key of each
@@ -22,7 +23,7 @@ import (
 type setup struct {
 	is      *issuer
 	v       *oauth.Verifier
-	clk     *clock
+	clk     *testkit.Clock
 	signers map[jose.SignatureAlgorithm]*signer
 }
 
