@@ -2,15 +2,8 @@ package main
 
 import (
 	"bufio"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"os/exec"
@@ -52,7 +45,7 @@ func TestOperatorFilesHostile(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			certFile, tlsKeyFile, keysFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"), filepath.Join(dir, "keys.json")
-			writeTestCert(t, certFile, tlsKeyFile, 1)
+			testkit.WriteCertPair(t, certFile, tlsKeyFile, 1)
 			token, rec := mint(t, keys.ModeLive)
 			writeKeys(t, keysFile, rec)
 			p := startEdgeProc(t, bin, []string{
@@ -92,7 +85,7 @@ func TestOperatorFilesHostile(t *testing.T) {
 			// A later valid file still applies.
 			switch tc.target {
 			case "cert", "tlskey":
-				writeTestCert(t, certFile, tlsKeyFile, 2)
+				testkit.WriteCertPair(t, certFile, tlsKeyFile, 2)
 				_ = p.cmd.Process.Signal(syscall.SIGHUP)
 				p.eventually(t, "the valid certificate after the refusal is served", func() bool { return p.serial(t) == 2 })
 			case "keys":
@@ -239,35 +232,5 @@ func replaceByFIFO(t *testing.T, path string) {
 	}
 	if err := os.Rename(tmp, path); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// writeTestCert writes a self-signed ECDSA certificate for 127.0.0.1 with
-// serial, each file by rename.
-func writeTestCert(t *testing.T, certFile, keyFile string, serial int64) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: "partner-edge test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-		KeyUsage:    x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb, _ := x509.MarshalECPrivateKey(key)
-	for path, block := range map[string]*pem.Block{certFile: {Type: "CERTIFICATE", Bytes: der}, keyFile: {Type: "EC PRIVATE KEY", Bytes: kb}} {
-		tmp := path + ".new"
-		if err := os.WriteFile(tmp, pem.EncodeToMemory(block), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(tmp, path); err != nil {
-			t.Fatal(err)
-		}
 	}
 }

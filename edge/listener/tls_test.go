@@ -3,16 +3,9 @@ package listener_test
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"io"
 	"log/slog"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -26,40 +19,6 @@ import (
 	"github.com/partner-edge/partner-edge/edge/listener"
 	"github.com/partner-edge/partner-edge/observability/testkit"
 )
-
-// writeCertPair writes a self-signed ECDSA certificate for 127.0.0.1 with
-// the given serial, by rename as renewal tools do.
-func writeCertPair(t *testing.T, certFile, keyFile string, serial int64) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: "partner-edge test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-		KeyUsage:    x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb, _ := x509.MarshalECPrivateKey(key)
-	replaceFile(t, certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
-	replaceFile(t, keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}))
-}
-
-func replaceFile(t *testing.T, path string, content []byte) {
-	t.Helper()
-	tmp := path + ".new"
-	if err := os.WriteFile(tmp, content, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // tlsEdge serves the edge's health over TLS with a certificate of serial 1.
 type tlsEdge struct {
@@ -75,7 +34,7 @@ func serveTLS(t *testing.T, cfg listener.ServeConfig) *tlsEdge {
 	dir := t.TempDir()
 	e := &tlsEdge{certFile: filepath.Join(dir, "tls.crt"), keyFile: filepath.Join(dir, "tls.key"),
 		reload: make(chan struct{}), logs: &testkit.LogBuffer{}, loads: make(chan struct{}, 1)}
-	writeCertPair(t, e.certFile, e.keyFile, 1)
+	testkit.WriteCertPair(t, e.certFile, e.keyFile, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	if cfg.Handler == nil {
 		cfg.Handler = edge.NewServer(edge.Config{Brand: testBrand}, emptyStore(t, false), nil, nil)
@@ -189,32 +148,32 @@ func TestTLSCertificateReload(t *testing.T) {
 		t.Fatalf("serial %d at start", got)
 	}
 
-	writeCertPair(t, e.certFile, e.keyFile, 2) // a renewal replaces the files
+	testkit.WriteCertPair(t, e.certFile, e.keyFile, 2) // a renewal replaces the files
 	e.untilLoaded(t, func() bool { return e.serial(t) == 2 })
 
 	// A bad renewal: a certificate whose key does not match.
 	other := filepath.Join(t.TempDir(), "other")
-	writeCertPair(t, other+".crt", other+".key", 3)
+	testkit.WriteCertPair(t, other+".crt", other+".key", 3)
 	crt, _ := os.ReadFile(other + ".crt")
 	// The watch may have looked between the renewal's two renames: count
 	// the failures logged before this one.
 	failures := func() int { return strings.Count(e.logs.String(), "TLS certificate reload failed") }
 	before := failures()
-	replaceFile(t, e.certFile, crt)
+	testkit.ReplaceFile(t, e.certFile, crt)
 	e.untilLoaded(t, func() bool { return failures() > before })
 	e.reload <- struct{}{} // SIGHUP: same bad pair, rejected again
 	if got := e.serial(t); got != 2 {
 		t.Errorf("after a bad renewal the edge serves serial %d, want the old 2", got)
 	}
 	// Garbage is rejected the same way.
-	replaceFile(t, e.certFile, []byte("-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n"))
+	testkit.ReplaceFile(t, e.certFile, []byte("-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n"))
 	e.reload <- struct{}{}
 	if got := e.serial(t); got != 2 {
 		t.Errorf("after a garbage certificate the edge serves serial %d, want the old 2", got)
 	}
 
 	// SIGHUP picks up a good pair even with the watch not yet settled.
-	writeCertPair(t, e.certFile, e.keyFile, 4)
+	testkit.WriteCertPair(t, e.certFile, e.keyFile, 4)
 	e.reload <- struct{}{}
 	e.untilLoaded(t, func() bool { return e.serial(t) == 4 })
 	if !strings.Contains(e.logs.String(), "TLS certificate reloaded") {
