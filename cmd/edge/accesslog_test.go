@@ -83,14 +83,7 @@ func TestAccessLogSlowStdoutNeverBlocks(t *testing.T) {
 	s := &started{stderr: stderr, done: done}
 	base := "http://" + waitListening(t, s) + "/v1/"
 	waitHealthy(t, base)
-	var admin string
-	testkit.Eventually(t, "the admin listener is logged", func() bool {
-		m := adminListening.FindStringSubmatch(stderr.String())
-		if m != nil {
-			admin = "http://" + m[1]
-		}
-		return m != nil
-	})
+	admin := waitAdmin(t, stderr)
 
 	// About 300 bytes a line: 4,000 lines are far more than the buffers
 	// (256 KiB) and the pipe (64 KiB) hold, so most must be dropped, and a

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/partner-edge/partner-edge/edge/keys"
-	"github.com/partner-edge/partner-edge/observability/testkit"
 )
 
 // Issue 17 finding 5, end to end: a PMS on loopback lists a property whose
@@ -43,14 +42,7 @@ func TestOversizedPMSNameNeverServed(t *testing.T) {
 		"EDGE_REQUEST_TIMEOUT": "2m", "EDGE_PMS_TIMEOUT": "2m", "EDGE_PMS_ATTEMPT_TIMEOUT": "2m",
 	})
 	base := "http://" + waitListening(t, s) + "/v1/"
-	var admin string
-	testkit.Eventually(t, "the admin listener is logged", func() bool {
-		m := adminListening.FindStringSubmatch(s.stderr.String())
-		if m != nil {
-			admin = "http://" + m[1]
-		}
-		return m != nil
-	})
+	admin := waitAdmin(t, s.stderr)
 	res, body := getWithKey(t, base+"properties?perPage=100", token)
 	if res.StatusCode != 200 || !strings.Contains(string(body), goodID) {
 		t.Fatalf("list: %d, %.300s", res.StatusCode, body)

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/partner-edge/partner-edge/edge/keys"
-	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
 
@@ -34,14 +33,7 @@ func TestMetricsScrape(t *testing.T) {
 	})
 	base := "http://" + waitListening(t, s) + "/v1/"
 	waitHealthy(t, base)
-	var admin string
-	testkit.Eventually(t, "the admin listener is logged", func() bool {
-		m := adminListening.FindStringSubmatch(s.stderr.String())
-		if m != nil {
-			admin = "http://" + m[1]
-		}
-		return m != nil
-	})
+	admin := waitAdmin(t, s.stderr)
 
 	// One failing get: three PMS attempts (two retries), a 502.
 	sim.SetFaults(pmsim.Faults{ErrorRate: 1, ErrorStatus: 500})

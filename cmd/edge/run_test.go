@@ -239,6 +239,20 @@ func waitListening(t *testing.T, s *started) string {
 	return addr
 }
 
+// waitAdmin waits for the edge to log its admin listener in log and
+// returns the listener's base URL.
+func waitAdmin(t *testing.T, log interface{ String() string }) string {
+	t.Helper()
+	var admin string
+	testkit.Eventually(t, "the admin listener is logged", func() bool {
+		if m := adminListening.FindStringSubmatch(log.String()); m != nil {
+			admin = "http://" + m[1]
+		}
+		return admin != ""
+	})
+	return admin
+}
+
 func TestSettingsErrors(t *testing.T) {
 	for _, tc := range []struct {
 		env  map[string]string

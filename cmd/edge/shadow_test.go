@@ -58,14 +58,7 @@ func startEdge(t *testing.T, pms, keysFile string, env map[string]string) (strin
 	s := start(t, all)
 	base := "http://" + waitListening(t, s) + "/v1/"
 	waitHealthy(t, base)
-	var admin string
-	testkit.Eventually(t, "the admin listener is logged", func() bool {
-		m := adminListening.FindStringSubmatch(s.stderr.String())
-		if m != nil {
-			admin = "http://" + m[1]
-		}
-		return m != nil
-	})
+	admin := waitAdmin(t, s.stderr)
 	return base, admin
 }
 

@@ -143,13 +143,7 @@ func TestRulesAndDashboardMatchMetrics(t *testing.T) {
 	})
 	base := "http://" + waitListening(t, s) + "/v1/"
 	waitHealthy(t, base)
-	var admin string
-	testkit.Eventually(t, "the admin listener is logged", func() bool {
-		if m := adminListening.FindStringSubmatch(s.stderr.String()); m != nil {
-			admin = "http://" + m[1]
-		}
-		return admin != ""
-	})
+	admin := waitAdmin(t, s.stderr)
 
 	// A failing get (502, PMS 5xx and retries), a miss and a hit of the
 	// list, a get from the cache, an unknown route, two bad keys and the
