@@ -59,6 +59,7 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 	if err != nil {
 		return fmt.Errorf("bad settings:\n%w", err)
 	}
+	tuneGC(getenv)
 	env := envGetter(getenv)
 	log := observability.NewLogger(stderr, cfg.LogFormat, cfg.LogLevel, cfg.PMSToken)
 	version := buildVersion()
