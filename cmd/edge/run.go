@@ -59,7 +59,6 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 	if err != nil {
 		return fmt.Errorf("bad settings:\n%w", err)
 	}
-	tuneGC(getenv)
 	env := envGetter(getenv)
 	log := observability.NewLogger(stderr, cfg.LogFormat, cfg.LogLevel, cfg.PMSToken)
 	version := buildVersion()
@@ -68,6 +67,7 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 	defer wg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	tuneGC(ctx, getenv)
 
 	tel, err := observability.New(ctx, observability.Config{Getenv: env, Version: version})
 	if err != nil {
