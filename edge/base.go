@@ -1,21 +1,43 @@
 package edge
 
 import (
+	"github.com/go-chi/chi/v5"
 	"math/rand/v2"
 	"net/http"
 	"time"
 
 	"github.com/partner-edge/partner-edge/observability"
+	"go.opentelemetry.io/otel/trace"
 )
 
-// withState is the outermost middleware: it gives the request its id and
-// its one context (reqContext: the state, the caller ids, the request
-// deadline), sets the headers every response carries (DECISIONS.md section
-// 4) and echoes a valid Svc-Correlation-Id, before anything can fail.
+// withState is the outermost middleware, around the router: it starts the
+// server span (when telemetry is on), gives the request its id and its one
+// context (reqContext: the state, the caller ids, the request deadline,
+// chi's routing context, over the span's), sets the headers every response
+// carries (DECISIONS.md section 4) and echoes a valid Svc-Correlation-Id,
+// before anything can fail.
+//
+// One context and one copy of the request, where a layer each (span,
+// state, chi) made three: each http.Request.WithContext copies the request
+// and each layer's context is another link for every Value lookup.
 func (s *server) withState(next http.Handler) http.Handler {
 	d := s.cfg.RequestTimeout
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		parent := r.Context()
+		if s.tel != nil {
+			var span trace.Span
+			parent, span = s.tel.StartServerSpan(r)
+			defer span.End() // after the deferred stop below: the span covers the whole answer
+		}
 		st := &state{requestID: newRequestID()}
+		rctx, _ := s.routeCtxs.Get().(*chi.Context)
+		if rctx == nil {
+			rctx = chi.NewRouteContext()
+		}
+		rctx.Reset()
+		rctx.Routes = s.mux
+		st.route = rctx
+		defer s.routeCtxs.Put(rctx) // once the request is answered, as chi does
 		st.correlationID, st.correlationOK = correlationID(r.Header)
 		st.w.ResponseWriter = w
 		h := w.Header()
@@ -29,7 +51,7 @@ func (s *server) withState(next http.Handler) http.Handler {
 		// A request that sent traceparent, valid or not, learns the trace
 		// it was recorded under (DECISIONS.md section 4).
 		if _, sent := r.Header["Traceparent"]; sent {
-			if tp := observability.Traceparent(r.Context()); tp != "" {
+			if tp := observability.Traceparent(parent); tp != "" {
 				h["Traceparent"] = []string{tp}
 			}
 		}
@@ -41,7 +63,7 @@ func (s *server) withState(next http.Handler) http.Handler {
 		if !s.realClock {
 			started = time.Now()
 		}
-		st.ctx.Context, st.ctx.st, st.ctx.deadline = r.Context(), st, started.Add(d)
+		st.ctx.Context, st.ctx.st, st.ctx.deadline = parent, st, started.Add(d)
 		defer st.ctx.stop()
 		next.ServeHTTP(&st.w, r.WithContext(&st.ctx))
 	})

@@ -2,6 +2,7 @@ package edge
 
 import (
 	"context"
+	"github.com/go-chi/chi/v5"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -90,6 +91,9 @@ func (c *reqContext) Value(key any) any {
 		return upstream.CallerIDs{RequestID: c.st.requestID, CorrelationID: c.st.correlationID}
 	case observability.CacheSlotKey:
 		return &c.st.cache
+	}
+	if key == chi.RouteCtxKey {
+		return c.st.route
 	}
 	if t := c.timed.Load(); t != nil {
 		return t.ctx.Value(key)

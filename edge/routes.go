@@ -30,11 +30,13 @@ var v1Routes = []route{
 // (404, 400 trailing slash or casing, 405) comes first; then authentication
 // and key authorisation, the key's rate limit (when on), headers, Accept;
 // query and path checks open each handler.
-// The server span, when telemetry is on, wraps everything, so every answer
-// (404s and panics included) is traced.
+// withState wraps the router: it starts the server span, when telemetry is
+// on, so every answer (404s and panics included) is traced, and it builds
+// the request's one context, which also holds chi's routing context so
+// chi makes no copy of its own (base.go).
 func (s *server) routes() http.Handler {
 	r := chi.NewRouter()
-	r.Use(s.withState, s.resolveClient, s.accessLog, s.recoverer, canonicalPath, closeOnBody, s.shed)
+	r.Use(s.resolveClient, s.accessLog, s.recoverer, canonicalPath, closeOnBody, s.shed)
 	r.NotFound(s.notFound)
 	r.MethodNotAllowed(s.methodNotAllowed)
 
@@ -58,8 +60,6 @@ func (s *server) routes() http.Handler {
 			}
 		}
 	})
-	if s.tel == nil {
-		return r
-	}
-	return s.tel.SpanMiddleware()(r) // the request state's writer records the answer (annotateSpan)
+	s.mux = r
+	return s.withState(r)
 }

@@ -5,9 +5,11 @@
 package edge
 
 import (
+	"github.com/go-chi/chi/v5"
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/partner-edge/partner-edge/edge/keys"
@@ -115,6 +117,8 @@ type server struct {
 	// realClock: Config.Now is time.Now, so a request's start time also
 	// sets its deadline (one clock read).
 	realClock bool
+	mux       *chi.Mux  // the router, for the routing context withState gives each request
+	routeCtxs sync.Pool // of *chi.Context, reused as chi's own pool would: its slices keep their capacity
 }
 
 // NewServer returns the partner API handler. live serves svc_live_ keys;

@@ -2,6 +2,7 @@ package edge
 
 import (
 	"context"
+	"github.com/go-chi/chi/v5"
 	"net/http"
 	"time"
 
@@ -26,6 +27,7 @@ type state struct {
 	w             statusWriter
 	idHeader      [1]string               // backs the Svc-Request-Id header value
 	cache         observability.CacheSlot // the cache's answer, for the duration metric
+	route         *chi.Context            // chi's routing context, from server.routeCtxs (withState)
 	ctx           reqContext
 }
 

@@ -280,3 +280,41 @@ func TestTransportInjectsOwnBaggage(t *testing.T) {
 		t.Errorf("Traceparent = %q, want one in trace %s", tp, span.SpanContext().TraceID())
 	}
 }
+
+// A trace sampled out records no attempt span, yet the PMS still gets the
+// traceparent (the caller's trace, not sampled), tracestate and baggage,
+// and the request given to the transport is left as it was.
+func TestTransportUnsampledStillPropagates(t *testing.T) {
+	tel, exp, _ := newTest(t, map[string]string{"OTEL_TRACES_SAMPLER": "always_off"})
+	got := make(chan http.Header, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got <- r.Header.Clone() }))
+	defer srv.Close()
+	m, _ := baggage.NewMember("deployment", "eu1")
+	bag, _ := baggage.New(m)
+	ctx := baggage.ContextWithBaggage(context.Background(), bag)
+	ctx, span := tel.Tracer().Start(ctx, "call")
+	defer span.End()
+	if span.IsRecording() || !span.SpanContext().IsValid() {
+		t.Fatalf("always_off: span recording %v, valid %v; want a valid span that does not record", span.IsRecording(), span.SpanContext().IsValid())
+	}
+	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
+	resp, err := (&http.Client{Transport: tel.Transport(nil, nil)}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	h := <-got
+	sc := span.SpanContext()
+	if want := "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-00"; h.Get("Traceparent") != want {
+		t.Errorf("Traceparent = %q, want %q", h.Get("Traceparent"), want)
+	}
+	if h.Get("Baggage") != "deployment=eu1" {
+		t.Errorf("Baggage = %q, want deployment=eu1", h.Get("Baggage"))
+	}
+	if len(req.Header) != 0 {
+		t.Errorf("the caller's request was changed: %v", req.Header)
+	}
+	if n := len(exp.GetSpans()); n != 0 {
+		t.Errorf("%d spans exported, want none", n)
+	}
+}

@@ -2,16 +2,19 @@ package observability
 
 import (
 	"context"
+	"encoding/hex"
 	"io"
 	"log/slog"
 	"strconv"
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // jsonLineHandler writes, byte for byte, the JSON lines of log/slog's
-// JSONHandler with NewLogger's options (Redact as ReplaceAttr), at about
+// JSONHandler under TraceHandler with NewLogger's options (Redact as ReplaceAttr), at about
 // half its CPU, for the records the hot path logs: the access log's
 // strings, integers, booleans, durations and times. Any other record (a
 // float, a group, an Any or LogValuer that Redact leaves as it is, an empty
@@ -28,7 +31,7 @@ type jsonLineHandler struct {
 	level  slog.Leveler
 	out    *lockedWriter
 	redact func(groups []string, a slog.Attr) slog.Attr
-	slow   slog.Handler // JSONHandler with the same options, writing to out
+	slow   slog.Handler // TraceHandler over a JSONHandler with the same options, writing to out
 }
 
 type lockedWriter struct {
@@ -48,7 +51,7 @@ func newJSONLineHandler(w io.Writer, opts *slog.HandlerOptions) *jsonLineHandler
 		opts.Level = slog.LevelInfo
 	}
 	return &jsonLineHandler{level: opts.Level, out: out, redact: opts.ReplaceAttr,
-		slow: slog.NewJSONHandler(out, opts)}
+		slow: TraceHandler(slog.NewJSONHandler(out, opts))}
 }
 
 func (h *jsonLineHandler) Enabled(_ context.Context, l slog.Level) bool {
@@ -58,55 +61,36 @@ func (h *jsonLineHandler) Enabled(_ context.Context, l slog.Level) bool {
 func (h *jsonLineHandler) WithAttrs(as []slog.Attr) slog.Handler { return h.slow.WithAttrs(as) }
 func (h *jsonLineHandler) WithGroup(name string) slog.Handler    { return h.slow.WithGroup(name) }
 
-// lineAttrs holds a record's attributes after Redact without allocating
-// for up to this many.
-const lineAttrs = 16
-
 var linePool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
 
 func (h *jsonLineHandler) Handle(ctx context.Context, r slog.Record) error {
-	var buf [lineAttrs]slog.Attr
-	attrs := buf[:0]
-	fast := true
-	r.Attrs(func(a slog.Attr) bool {
-		a.Value = a.Value.Resolve()
-		a = h.redact(nil, a)
-		switch a.Value.Kind() {
-		case slog.KindString, slog.KindInt64, slog.KindUint64, slog.KindBool, slog.KindDuration, slog.KindTime:
-		default:
-			fast = false
+	if !r.Time.IsZero() {
+		if y := r.Time.Year(); y < 0 || y >= 10000 {
+			return h.slow.Handle(ctx, r) // JSONHandler's own error text
 		}
-		if a.Key == "" {
-			fast = false
-		}
-		if a.Value.Kind() == slog.KindTime {
-			if y := a.Value.Time().Year(); y < 0 || y >= 10000 {
-				fast = false // JSONHandler writes its own error text
-			}
-		}
-		attrs = append(attrs, a)
-		return fast
-	})
-	if !fast {
-		return h.slow.Handle(ctx, r)
 	}
 	bp := linePool.Get().(*[]byte)
 	b := append((*bp)[:0], '{')
 	if !r.Time.IsZero() {
-		t := r.Time.Round(0) // as JSONHandler: no monotonic reading
-		if y := t.Year(); y < 0 || y >= 10000 {
-			putLine(bp, b)
-			return h.slow.Handle(ctx, r) // JSONHandler's own error text
-		}
 		b = append(b, `"time":"`...)
-		b = t.AppendFormat(b, time.RFC3339Nano)
+		b = r.Time.Round(0).AppendFormat(b, time.RFC3339Nano) // as JSONHandler: no monotonic reading
 		b = append(b, `",`...)
 	}
 	b = append(b, `"level":`...)
 	b = appendJSONString(b, r.Level.String())
 	b = append(b, `,"msg":`...)
 	b = appendJSONString(b, h.redact(nil, slog.String(slog.MessageKey, r.Message)).Value.String())
-	for _, a := range attrs {
+	// One pass: each attribute is resolved, redacted and encoded; the
+	// first one this encoder does not write (see the type's comment) sends
+	// the whole record to JSONHandler instead.
+	fast := true
+	r.Attrs(func(a slog.Attr) bool {
+		a.Value = a.Value.Resolve()
+		a = h.redact(nil, a)
+		if a.Key == "" {
+			fast = false
+			return false
+		}
 		b = append(b, ',')
 		b = appendJSONString(b, a.Key)
 		b = append(b, ':')
@@ -122,10 +106,33 @@ func (h *jsonLineHandler) Handle(ctx context.Context, r slog.Record) error {
 		case slog.KindDuration:
 			b = strconv.AppendInt(b, int64(v.Duration()), 10)
 		case slog.KindTime:
+			t := v.Time()
+			if y := t.Year(); y < 0 || y >= 10000 {
+				fast = false // JSONHandler writes its own error text
+				return false
+			}
 			b = append(b, '"')
-			b = v.Time().AppendFormat(b, time.RFC3339Nano)
+			b = t.AppendFormat(b, time.RFC3339Nano)
 			b = append(b, '"')
+		default:
+			fast = false
+			return false
 		}
+		return true
+	})
+	if !fast {
+		putLine(bp, b)
+		return h.slow.Handle(ctx, r)
+	}
+	// trace_id and span_id last, as TraceHandler adds them, encoded in
+	// place: TraceHandler's strings would cost two allocations a line.
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		tid, sid := sc.TraceID(), sc.SpanID()
+		b = append(b, `,"`+LogTraceID+`":"`...)
+		b = hex.AppendEncode(b, tid[:])
+		b = append(b, `","`+LogSpanID+`":"`...)
+		b = hex.AppendEncode(b, sid[:])
+		b = append(b, '"')
 	}
 	b = append(b, "}\n"...)
 	_, err := h.out.Write(b)
@@ -142,6 +149,15 @@ func putLine(bp *[]byte, b []byte) {
 
 const hexDigits = "0123456789abcdef"
 
+// jsonSafe marks the bytes a JSON string holds as they are: printable
+// ASCII but '"' and '\\' (one table load per byte on the hot path).
+var jsonSafe = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // appendJSONString appends s quoted as log/slog's JSON handler quotes it
 // (encoding/json's rules without HTML escaping): \" \\ \n \r \t, \u00XX for
 // the other control characters, \ufffd for invalid UTF-8, and U+2028 and
@@ -151,11 +167,11 @@ func appendJSONString(b []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
+		if jsonSafe[c] {
+			i++
+			continue
+		}
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
 			b = append(b, s[start:i]...)
 			switch c {
 			case '"', '\\':

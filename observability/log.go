@@ -28,13 +28,11 @@ const (
 // Run should validate the format setting itself; NewLogger never fails.
 func NewLogger(w io.Writer, format string, level slog.Level, secrets ...string) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: Redact(secrets...)}
-	var h slog.Handler
 	if strings.EqualFold(format, "text") {
-		h = slog.NewTextHandler(w, opts)
-	} else {
-		h = newJSONLineHandler(w, opts) // JSONHandler's bytes, faster (jsonline.go)
+		return slog.New(TraceHandler(slog.NewTextHandler(w, opts)))
 	}
-	return slog.New(TraceHandler(h))
+	// JSONHandler's bytes, faster, trace ids included (jsonline.go).
+	return slog.New(newJSONLineHandler(w, opts))
 }
 
 // sensitiveKeys are attribute keys whose values are always hidden, compared
@@ -44,6 +42,13 @@ var sensitiveKeys = []string{"authorization", "token", "key", "api_key", "pms_to
 func sensitive(k string) bool {
 	if len(k) < 3 || len(k) > len("authorization") { // none so short or long
 		return false
+	}
+	switch k { // the usual spelling, without EqualFold's loop (hot: every attribute of every line)
+	case "authorization", "token", "key", "api_key", "pms_token":
+		return true
+	}
+	if lowerASCII(k) {
+		return false // no other spelling of a lower-case key matches
 	}
 	for _, s := range sensitiveKeys {
 		if strings.EqualFold(k, s) {
@@ -156,6 +161,17 @@ func redactKeys(s string) (string, bool) {
 	}
 	b.WriteString(s[i:])
 	return b.String(), true
+}
+
+// lowerASCII reports whether s has no upper-case letter and no byte
+// outside ASCII (where EqualFold's Unicode folding could still match).
+func lowerASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 0x80 || 'A' <= c && c <= 'Z' {
+			return false
+		}
+	}
+	return true
 }
 
 func isAlnum(c byte) bool {

@@ -59,14 +59,13 @@ func DurationBuckets() []float64 {
 //     pre-registered at 0.
 type Metrics struct {
 	reqDuration metric.Float64Histogram
-	active      metric.Int64UpDownCounter
+	active      *Counters // by methodIndex: atomic adds, observed (counters.go)
 	reloads     metric.Int64Counter
 	problems    metric.Int64Counter
 	throttled   metric.Int64Counter
 	shed        metric.Int64Counter
 	tlsReloads  metric.Int64Counter
 
-	activeOpts  map[string][]metric.AddOption // by canonical method, read-only
 	problemOpts map[string][]metric.AddOption // guarded by mu
 	reloadOpts  [2][]metric.AddOption         // failed, ok
 
@@ -91,12 +90,20 @@ var methods = []string{"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIO
 const otherMethod = "_OTHER"
 
 func canonicalMethod(m string) string {
-	for _, k := range methods {
-		if k == m {
-			return k
-		}
+	if i := methodIndex(m); i < len(methods) {
+		return methods[i]
 	}
 	return otherMethod
+}
+
+// methodIndex is m's index in methods, or len(methods) for any other.
+func methodIndex(m string) int {
+	for i, k := range methods {
+		if k == m {
+			return i
+		}
+	}
+	return len(methods)
 }
 
 func addOpts(kv ...attribute.KeyValue) []metric.AddOption {
@@ -116,8 +123,13 @@ func newMetrics(mp metric.MeterProvider) (*Metrics, error) {
 		metric.WithExplicitBucketBoundaries(DurationBuckets()...)); err != nil {
 		return nil, err
 	}
-	if m.active, err = meter.Int64UpDownCounter("http.server.active_requests",
-		metric.WithUnit("{request}"), metric.WithDescription("Number of active HTTP server requests.")); err != nil {
+	activeSets := make([]attribute.Set, len(methods)+1)
+	for i, k := range methods {
+		activeSets[i] = attribute.NewSet(semconv.HTTPRequestMethodKey.String(k))
+	}
+	activeSets[len(methods)] = attribute.NewSet(semconv.HTTPRequestMethodKey.String(otherMethod))
+	if m.active, err = NewCounters(meter, UpDown, "http.server.active_requests", "{request}",
+		"Number of active HTTP server requests.", activeSets, false); err != nil {
 		return nil, err
 	}
 	if m.reloads, err = meter.Int64Counter("partner_edge.keys.reloads",
@@ -129,11 +141,6 @@ func newMetrics(mp metric.MeterProvider) (*Metrics, error) {
 		return nil, err
 	}
 
-	m.activeOpts = make(map[string][]metric.AddOption, len(methods)+1)
-	for _, k := range methods {
-		m.activeOpts[k] = addOpts(semconv.HTTPRequestMethodKey.String(k))
-	}
-	m.activeOpts[otherMethod] = addOpts(semconv.HTTPRequestMethodKey.String(otherMethod))
 	ctx := context.Background()
 	m.problemOpts = map[string][]metric.AddOption{internalError: addOpts(attribute.String("code", internalError))}
 	if m.throttled, err = meter.Int64Counter("partner_edge.auth.throttled",
@@ -167,7 +174,7 @@ func newMetrics(mp metric.MeterProvider) (*Metrics, error) {
 // RequestDone (same method), typically first thing in the outermost
 // middleware and deferred.
 func (m *Metrics) RequestStarted(ctx context.Context, method string) {
-	m.active.Add(ctx, 1, m.activeOpts[canonicalMethod(method)]...)
+	m.active.Add(methodIndex(method), 1)
 }
 
 // RequestDone ends the in-flight count of RequestStarted and records the
@@ -179,8 +186,13 @@ func (m *Metrics) RequestStarted(ctx context.Context, method string) {
 // (upstream/cache's Metrics.Lookup), the duration carries the request's
 // cache outcome label too.
 func (m *Metrics) RequestDone(ctx context.Context, method, route string, status int, elapsed time.Duration) {
-	method = canonicalMethod(method)
-	m.active.Add(ctx, -1, m.activeOpts[method]...)
+	i := methodIndex(method)
+	m.active.Add(i, -1)
+	if i < len(methods) {
+		method = methods[i]
+	} else {
+		method = otherMethod
+	}
 	var cache attribute.KeyValue
 	if slot, ok := ctx.Value(CacheSlotKey{}).(*CacheSlot); ok {
 		cache, _ = slot.Attr()

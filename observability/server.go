@@ -60,20 +60,18 @@ func (t *Telemetry) SpanMiddleware() func(http.Handler) http.Handler {
 }
 
 func (t *Telemetry) middleware(wrap bool) func(http.Handler) http.Handler {
-	tracer := t.tp.Tracer(ScopeName)
-	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			ctx := propagation.TraceContext{}.Extract(r.Context(), traceHeaders(r.Header))
-			ctx, span := tracer.Start(ctx, spanMethod(r.Method), opts...)
-			defer span.End()
-			if !span.IsRecording() {
+			if !wrap {
+				ctx, span := t.StartServerSpan(r)
+				defer span.End()
 				next.ServeHTTP(w, r.WithContext(ctx))
 				return
 			}
-			if !wrap {
-				var kv [maxRequestAttrs]attribute.KeyValue
-				span.SetAttributes(requestAttrs(kv[:0], r)...)
+			ctx := propagation.TraceContext{}.Extract(r.Context(), traceHeaders(r.Header))
+			ctx, span := t.serverTracer.Start(ctx, spanMethod(r.Method), serverSpan...)
+			defer span.End()
+			if !span.IsRecording() {
 				next.ServeHTTP(w, r.WithContext(ctx))
 				return
 			}
@@ -83,6 +81,28 @@ func (t *Telemetry) middleware(wrap bool) func(http.Handler) http.Handler {
 			sw.end(span)
 		})
 	}
+}
+
+var serverSpan = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
+
+// StartServerSpan starts r's server span, as SpanMiddleware does, for a
+// caller that builds the request's context itself (the edge makes one
+// context per request, not one per layer): it continues a valid incoming
+// traceparent (tracestate with it), names the span by method and, when
+// the span records, sets the request's attributes. The caller ends the
+// span, and sets the answer's attributes with SetRoute and SetResponse.
+// The returned context is r's with the span in it.
+func (t *Telemetry) StartServerSpan(r *http.Request) (context.Context, trace.Span) {
+	ctx := r.Context()
+	if _, sent := r.Header["Traceparent"]; sent {
+		ctx = propagation.TraceContext{}.Extract(ctx, traceHeaders(r.Header))
+	}
+	ctx, span := t.serverTracer.Start(ctx, spanMethod(r.Method), serverSpan...)
+	if span.IsRecording() {
+		var kv [maxRequestAttrs]attribute.KeyValue
+		span.SetAttributes(requestAttrs(kv[:0], r)...)
+	}
+	return ctx, span
 }
 
 // AttrClientAddress is the semconv client.address: Middleware sets it to the

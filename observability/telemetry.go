@@ -69,16 +69,17 @@ type Config struct {
 // Telemetry holds the providers, the propagator, the instruments and the
 // Prometheus registry of one process. Build it with New; end it with Shutdown.
 type Telemetry struct {
-	tp         trace.TracerProvider
-	mp         metric.MeterProvider
-	prop       propagation.TextMapPropagator
-	metrics    *Metrics
-	registry   *prometheus.Registry
-	exporter   string
-	mu         sync.Mutex // guards shutdowns
-	shutdowns  []func(context.Context) error
-	disabled   bool
-	serviceVer string
+	tp           trace.TracerProvider
+	serverTracer trace.Tracer // tp's tracer of ScopeName, made once
+	mp           metric.MeterProvider
+	prop         propagation.TextMapPropagator
+	metrics      *Metrics
+	registry     *prometheus.Registry
+	exporter     string
+	mu           sync.Mutex // guards shutdowns
+	shutdowns    []func(context.Context) error
+	disabled     bool
+	serviceVer   string
 }
 
 // New builds the telemetry of the process from cfg.
@@ -121,6 +122,7 @@ func New(ctx context.Context, cfg Config) (*Telemetry, error) {
 	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
 		t.disabled = true
 		t.tp = tracenoop.NewTracerProvider()
+		t.serverTracer = t.tp.Tracer(ScopeName)
 		t.mp = metricnoop.NewMeterProvider()
 		t.exporter = "disabled"
 		m, err := newMetrics(t.mp)
@@ -140,6 +142,7 @@ func New(ctx context.Context, cfg Config) (*Telemetry, error) {
 		return nil, err
 	}
 	t.tp, t.exporter = tp, exporter
+	t.serverTracer = tp.Tracer(ScopeName)
 	t.shutdowns = append(t.shutdowns, tp.Shutdown)
 
 	mp, err := newMeterProvider(ctx, cfg, getenv, res, t.registry)

@@ -67,6 +67,7 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 	defer wg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	tuneGC(ctx, getenv)
 
 	tel, err := observability.New(ctx, observability.Config{Getenv: env, Version: version})
 	if err != nil {

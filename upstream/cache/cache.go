@@ -91,7 +91,10 @@ type Cache struct {
 	cancel context.CancelFunc
 	mu     sync.Mutex // guards closed and the wg.Add calls
 	closed bool
-	wg     sync.WaitGroup // running loads and refresh goroutines
+	wg     sync.WaitGroup // running loads, refresh goroutines and kept workers
+
+	work chan func()  // unbuffered: hands a load to an idle worker (workers.go)
+	idle atomic.Int32 // workers waiting on work
 }
 
 // entry is the held snapshot with its own freshness stamp.
@@ -147,6 +150,7 @@ func New(inner upstream.Catalog, cfg Config) *Cache {
 		c.log = slog.New(slog.DiscardHandler)
 	}
 	c.base, c.cancel = context.WithCancel(context.Background())
+	c.work = make(chan func())
 	return c
 }
 
@@ -212,9 +216,15 @@ func ledOutcome(led bool) string {
 // gets that end, classified.
 func (c *Cache) shared(ctx context.Context, key string, fn func(context.Context) (any, error)) (v any, led bool, err error) {
 	ran := false
-	ch := c.group.DoChan(key, func() (any, error) {
-		ran = true // read only after the result arrives on ch
-		return c.run(ctx, fn)
+	// group.Do on a worker, which DoChan would be on a new goroutine: the
+	// caller can still leave when ctx ends, and the load goes on.
+	ch := make(chan singleflight.Result, 1)
+	c.spawn(func() {
+		v, err, shared := c.group.Do(key, func() (any, error) {
+			ran = true // read only after the result arrives on ch
+			return c.run(ctx, fn)
+		})
+		ch <- singleflight.Result{Val: v, Err: err, Shared: shared}
 	})
 	select {
 	case <-ctx.Done():

@@ -38,9 +38,9 @@ var LookupOutcomes = []string{OutcomeHit, OutcomeMiss, OutcomeStale, OutcomeCoal
 //
 // Its methods are safe for concurrent use and record without allocating.
 type Metrics struct {
-	lookups    metric.Int64Counter
+	lookups    *observability.Counters // by index in LookupOutcomes: atomic adds, observed
 	loadPanics metric.Int64Counter
-	opts       map[string][]metric.AddOption  // by outcome; read-only after New
+	index      map[string]int                 // outcome's index in LookupOutcomes; read-only after New
 	labels     map[string]*attribute.KeyValue // by outcome, for the request's CacheSlot
 	panicOpts  []metric.AddOption
 }
@@ -51,10 +51,6 @@ type Metrics struct {
 func NewMetrics(meter metric.Meter, name string) (*Metrics, error) {
 	m := &Metrics{}
 	var err error
-	if m.lookups, err = meter.Int64Counter("partner_edge.cache.lookups",
-		metric.WithUnit("{lookup}"), metric.WithDescription("Cache lookups by outcome: hit, miss, stale, coalesced.")); err != nil {
-		return nil, err
-	}
 	if m.loadPanics, err = meter.Int64Counter("partner_edge.cache.load_panics",
 		metric.WithUnit("{panic}"), metric.WithDescription("Cache loads that panicked (recovered).")); err != nil {
 		return nil, err
@@ -63,13 +59,18 @@ func NewMetrics(meter metric.Meter, name string) (*Metrics, error) {
 	pms := attribute.String("pms", strings.TrimSpace(name))
 	m.panicOpts = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(pms))}
 	m.loadPanics.Add(ctx, 0, m.panicOpts...)
-	m.opts = make(map[string][]metric.AddOption, len(LookupOutcomes))
+	m.index = make(map[string]int, len(LookupOutcomes))
 	m.labels = make(map[string]*attribute.KeyValue, len(LookupOutcomes))
-	for _, o := range LookupOutcomes {
+	sets := make([]attribute.Set, len(LookupOutcomes))
+	for i, o := range LookupOutcomes {
 		kv := AttrCacheOutcome.String(o)
 		m.labels[o] = &kv
-		m.opts[o] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(pms, attribute.String("outcome", o)))}
-		m.lookups.Add(ctx, 0, m.opts[o]...)
+		m.index[o] = i
+		sets[i] = attribute.NewSet(pms, attribute.String("outcome", o))
+	}
+	if m.lookups, err = observability.NewCounters(meter, observability.Monotonic, "partner_edge.cache.lookups",
+		"{lookup}", "Cache lookups by outcome: hit, miss, stale, coalesced.", sets, true); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
@@ -80,11 +81,11 @@ func NewMetrics(meter metric.Meter, name string) (*Metrics, error) {
 // has one (the request duration's partner_edge.cache.outcome label). An
 // outcome outside LookupOutcomes is ignored.
 func (m *Metrics) Lookup(ctx context.Context, outcome string) {
-	o, ok := m.opts[outcome]
+	i, ok := m.index[outcome]
 	if !ok {
 		return
 	}
-	m.lookups.Add(ctx, 1, o...)
+	m.lookups.Add(i, 1)
 	if slot, ok := ctx.Value(observability.CacheSlotKey{}).(*observability.CacheSlot); ok {
 		slot.Set(m.labels[outcome])
 	}

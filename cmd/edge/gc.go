@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+)
+
+// The collector's target when GOGC is not set: the heap may grow by
+// gcHeadroom past what is live, or by as much as is live when that is
+// more (Go's own GOGC=100), and by at most maxGCPercent.
+//
+// Why not Go's 100 alone: the edge's live heap is usually small (the cache
+// snapshot and the connections' buffers, a few MB) and each request leaves
+// a few KB of garbage, so at 100 the collector ran dozens of times a
+// second under load, and its fixed cost per cycle (stacks, roots, its
+// workers' wake-ups, write barriers while it marks) was the largest single
+// cost of a cached answer after the system calls. bench/run measured a
+// cached get at 42.5 µs of CPU before issue 18's changes and 31.7 µs after,
+// this the largest of them (bench/README.md). Why not a fixed 400, which
+// it was first: a brand of 50,000 hotels is a live heap of about 60 MB,
+// and five times that put bench/run's brand-scale RSS at 270 MiB; with
+// the headroom rule a large live heap gets Go's default trade (RSS about
+// 124 MiB there) and a small one a collection per 48 MiB of garbage.
+const (
+	gcHeadroom   = 48 << 20
+	maxGCPercent = 800
+)
+
+// gcPercentFor is the GC percentage that lets the heap grow by
+// max(live, gcHeadroom) before the next collection, within 100 and
+// maxGCPercent.
+func gcPercentFor(live uint64) int {
+	if live == 0 {
+		return maxGCPercent
+	}
+	return int(min(max(100*uint64(gcHeadroom)/live, 100), maxGCPercent))
+}
+
+// tuneGC applies gcPercentFor to the live heap now and again after every
+// collection until ctx ends, unless the operator set GOGC (which the
+// runtime has read itself, and which wins, 100 included). GOMEMLIMIT, when
+// set, still caps the heap whatever the percentage: deployments set it
+// (docs/deploy/edge.yaml).
+//
+// It runs no goroutine of its own: a cleanup on an unreachable object runs
+// on the runtime's finalizer goroutine once a collection has found it, and
+// re-arms itself with a new object each time.
+//
+// The tuner returned is nil when GOGC is set; its stopped channel closes
+// once it has seen ctx end (tests).
+func tuneGC(ctx context.Context, getenv lookupEnv) *gcTuner {
+	if _, set := getenv("GOGC"); set {
+		return nil
+	}
+	t := &gcTuner{ctx: ctx, sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}, stopped: make(chan struct{})}
+	t.apply()
+	t.arm()
+	return t
+}
+
+type gcTuner struct {
+	ctx     context.Context
+	sample  []metrics.Sample // used by one cleanup at a time
+	stopped chan struct{}    // closed when a cleanup found ctx ended
+}
+
+func (t *gcTuner) apply() {
+	metrics.Read(t.sample)
+	live := uint64(0)
+	if t.sample[0].Value.Kind() == metrics.KindUint64 {
+		live = t.sample[0].Value.Uint64()
+	}
+	debug.SetGCPercent(gcPercentFor(live)) // cheap: a lock, no stop of the world
+}
+
+// gcSentinel is large enough not to be a tiny allocation, whose cleanup
+// could wait on its neighbours in the same block.
+type gcSentinel struct{ _ [16]byte }
+
+func (t *gcTuner) arm() {
+	runtime.AddCleanup(&gcSentinel{}, func(t *gcTuner) {
+		if t.ctx.Err() != nil {
+			close(t.stopped)
+			return
+		}
+		t.apply()
+		t.arm()
+	}, t)
+}
