@@ -148,8 +148,11 @@ func TestGoClientAgainstDemo(t *testing.T) {
 	}
 
 	info, err := c.GetApiInfoWithResponse(ctx, &goclient.GetApiInfoParams{UserAgent: ua})
-	if err != nil || info.JSON200 == nil {
-		t.Fatalf("GET /v1/: %v, status %d", err, info.StatusCode())
+	if err != nil {
+		t.Fatalf("GET /v1/: %v", err) // info is nil: no status to show
+	}
+	if info.JSON200 == nil {
+		t.Fatalf("GET /v1/: status %d", info.StatusCode())
 	}
 	mismatch("api info", strictDecode(info.Body, new(goclient.ApiInfoResponse)))
 	if info.JSON200.Data.DocumentationUrl != d.docsURL {
