@@ -73,6 +73,12 @@ func startDemo(t *testing.T) *demo {
 	if demoErr != nil {
 		t.Fatalf("demo: %v", demoErr)
 	}
+	select {
+	case <-demoDone: // Wait has returned: ProcessState is set
+		log, _ := os.ReadFile(filepath.Join(demoDir, "edge.log"))
+		t.Fatalf("the demo exited (%v); its log:\n%s", demoCmd.ProcessState, log)
+	default:
+	}
 	return theDemo
 }
 
