@@ -125,7 +125,7 @@ func (s *server) annotateSpan(r *http.Request, st *state, route string) {
 		span.SetStatus(codes.Error, string(st.code))
 	}
 	// The one ResponseWriter wrapper of the request is the state's: the
-	// server span learns the answer from it (SpanMiddleware). A partner
+	// server span (started by withState) learns the answer from it. A partner
 	// who left got nothing written, which the span records as net/http
 	// would send it (200), as before; the access log says 499.
 	status := st.w.status
