@@ -1,11 +1,11 @@
 package edge
 
 import (
-	"github.com/go-chi/chi/v5"
 	"math/rand/v2"
 	"net/http"
 	"time"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/partner-edge/partner-edge/observability"
 	"go.opentelemetry.io/otel/trace"
 )

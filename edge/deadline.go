@@ -2,11 +2,11 @@ package edge
 
 import (
 	"context"
-	"github.com/go-chi/chi/v5"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/upstream"
 )

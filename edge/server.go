@@ -5,13 +5,13 @@
 package edge
 
 import (
-	"github.com/go-chi/chi/v5"
 	"log/slog"
 	"net/http"
 	"net/netip"
 	"sync"
 	"time"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/partner-edge/partner-edge/edge/keys"
 	"github.com/partner-edge/partner-edge/edge/ratelimit"
 	"github.com/partner-edge/partner-edge/mapping"

@@ -2,10 +2,10 @@ package edge
 
 import (
 	"context"
-	"github.com/go-chi/chi/v5"
 	"net/http"
 	"time"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/partner-edge/partner-edge/edge/keys"
 	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/problem"

@@ -25,7 +25,7 @@ type Counters struct {
 
 type counterSlot struct {
 	n    atomic.Int64
-	seen atomic.Bool // reported from the first Add on (or from the start: Reported)
+	seen atomic.Bool // reported: from the first Add on, or from the start (NewCounters' reportAll)
 	opt  []metric.ObserveOption
 }
 

@@ -89,8 +89,11 @@ var methods = []string{"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIO
 
 const otherMethod = "_OTHER"
 
-func canonicalMethod(m string) string {
-	if i := methodIndex(m); i < len(methods) {
+func canonicalMethod(m string) string { return methodName(methodIndex(m)) }
+
+// methodName is the canonical method of index i (methodIndex).
+func methodName(i int) string {
+	if i < len(methods) {
 		return methods[i]
 	}
 	return otherMethod
@@ -188,11 +191,7 @@ func (m *Metrics) RequestStarted(ctx context.Context, method string) {
 func (m *Metrics) RequestDone(ctx context.Context, method, route string, status int, elapsed time.Duration) {
 	i := methodIndex(method)
 	m.active.Add(i, -1)
-	if i < len(methods) {
-		method = methods[i]
-	} else {
-		method = otherMethod
-	}
+	method = methodName(i)
 	var cache attribute.KeyValue
 	if slot, ok := ctx.Value(CacheSlotKey{}).(*CacheSlot); ok {
 		cache, _ = slot.Attr()

@@ -68,8 +68,7 @@ func (t *Telemetry) middleware(wrap bool) func(http.Handler) http.Handler {
 				next.ServeHTTP(w, r.WithContext(ctx))
 				return
 			}
-			ctx := propagation.TraceContext{}.Extract(r.Context(), traceHeaders(r.Header))
-			ctx, span := t.serverTracer.Start(ctx, spanMethod(r.Method), serverSpan...)
+			ctx, span := t.startServerSpan(r)
 			defer span.End()
 			if !span.IsRecording() {
 				next.ServeHTTP(w, r.WithContext(ctx))
@@ -93,16 +92,23 @@ var serverSpan = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer
 // span, and sets the answer's attributes with SetRoute and SetResponse.
 // The returned context is r's with the span in it.
 func (t *Telemetry) StartServerSpan(r *http.Request) (context.Context, trace.Span) {
-	ctx := r.Context()
-	if _, sent := r.Header["Traceparent"]; sent {
-		ctx = propagation.TraceContext{}.Extract(ctx, traceHeaders(r.Header))
-	}
-	ctx, span := t.serverTracer.Start(ctx, spanMethod(r.Method), serverSpan...)
+	ctx, span := t.startServerSpan(r)
 	if span.IsRecording() {
 		var kv [maxRequestAttrs]attribute.KeyValue
 		span.SetAttributes(requestAttrs(kv[:0], r)...)
 	}
 	return ctx, span
+}
+
+// startServerSpan starts r's server span, continuing a valid incoming
+// traceparent, without the request's attributes (the caller sets them
+// where it keeps them).
+func (t *Telemetry) startServerSpan(r *http.Request) (context.Context, trace.Span) {
+	ctx := r.Context()
+	if _, sent := r.Header["Traceparent"]; sent {
+		ctx = propagation.TraceContext{}.Extract(ctx, traceHeaders(r.Header))
+	}
+	return t.serverTracer.Start(ctx, spanMethod(r.Method), serverSpan...)
 }
 
 // AttrClientAddress is the semconv client.address: Middleware sets it to the
