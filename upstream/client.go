@@ -97,8 +97,8 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		base:    strings.TrimRight(u.String(), "/"),
 		metrics: cfg.Metrics,
 		http: &http.Client{
-			Transport: roundTripOnly{send},
-			Timeout:   cfg.AttemptTimeout,
+			// AttemptTimeout is roundTripOnly's: no Timeout here.
+			Transport: roundTripOnly{rt: send, timeout: cfg.AttemptTimeout},
 			// The PMS does not redirect; following one could carry the
 			// token elsewhere. A 3xx is an unexpected status.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },

@@ -158,8 +158,8 @@ type callerGoneError struct{ err error }
 func (e *callerGoneError) Error() string { return "pms call abandoned by caller: " + e.err.Error() }
 func (e *callerGoneError) Unwrap() error { return e.err }
 
-// isTimeout reports whether err is a timeout of one attempt (the
-// http.Client's per-attempt timeout, a dial or read timeout).
+// isTimeout reports whether err is a timeout of one attempt (its
+// AttemptTimeout deadline, a dial or read timeout).
 func isTimeout(err error) bool {
 	var te interface{ Timeout() bool }
 	return errors.As(err, &te) && te.Timeout()

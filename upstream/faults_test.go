@@ -234,6 +234,33 @@ func TestFaultSlowBeyondTheDeadline(t *testing.T) {
 	})
 }
 
+// stallMidBody sends the head and part of the body at once, then sends
+// nothing more until the client gives up.
+func stallMidBody(w http.ResponseWriter, r *http.Request, _ int64) bool {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", "100")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write([]byte(`{"hotels":[`))
+	http.NewResponseController(w).Flush()
+	<-r.Context().Done()
+	return true
+}
+
+// TestFaultBodyStallsPastTheAttemptTimeout: AttemptTimeout bounds reading
+// the body too, not only the wait for the head. Over a real connection
+// (the attempt deadline lives on the request's context and must reach
+// net/http's body reader): each attempt is cut, and retried, long before
+// the call's deadline. No time is asserted; the retries show the attempts
+// were cut by their own deadline.
+func TestFaultBodyStallsPastTheAttemptTimeout(t *testing.T) {
+	t.Parallel()
+	faultCase{fault: stallMidBody, socket: true, code: "timeout", attempts: 3,
+		cfg: func(c *ClientConfig) {
+			c.AttemptTimeout = 100 * time.Millisecond
+			c.CallTimeout = time.Minute
+		}}.run(t)
+}
+
 // resetMidBody sends the head and part of the body, then resets the
 // connection.
 func resetMidBody(w http.ResponseWriter, _ *http.Request, _ int64) bool {

@@ -1,6 +1,8 @@
 package upstream
 
 import (
+	"context"
+	"io"
 	"net"
 	"net/http"
 	"time"
@@ -37,8 +39,41 @@ func NewTransport() *http.Transport {
 // call, which would drop the whole shared pool on each 404 or cancelled
 // call; through this wrapper that call does nothing.
 // Client.CloseIdleConnections closes idle connections on purpose.
-type roundTripOnly struct{ rt http.RoundTripper }
+//
+// It also bounds each attempt by timeout (ClientConfig.AttemptTimeout),
+// reading the body included, the way http.Client.Timeout bounds one on a
+// bare *http.Transport: a deadline on the request's context, released
+// when the body is closed. http.Client.Timeout itself is not used: on any
+// RoundTripper net/http does not know (this one, WrapTransport's) it costs
+// a goroutine, a timer and a channel per attempt.
+type roundTripOnly struct {
+	rt      http.RoundTripper
+	timeout time.Duration
+}
 
 func (r roundTripOnly) RoundTrip(req *http.Request) (*http.Response, error) {
-	return r.rt.RoundTrip(req)
+	ctx := req.Context()
+	if d, ok := ctx.Deadline(); ok && time.Until(d) <= r.timeout {
+		return r.rt.RoundTrip(req) // the call's deadline comes first
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	resp, err := r.rt.RoundTrip(req.WithContext(ctx))
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil
+}
+
+// cancelOnClose releases an attempt's deadline when its body is closed.
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b *cancelOnClose) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
 }
