@@ -4,6 +4,12 @@
 // --body (the scripts write there what the edge answered), so both servers
 // write the same number of bytes; --route PATH=FILE (repeatable) answers
 // another body for one exact path (the query is ignored).
+//
+// With --proxy URL it is instead the floor of a Go proxy, for the miss row:
+// every request is forwarded to URL (the same path) through net/http's
+// client, and the answer's body is written back with the same fixed
+// headers. No decoding, retries, breaker, telemetry or checks: what any
+// proxy built on net/http's server and client costs at least.
 package main
 
 import (
@@ -33,7 +39,8 @@ func main() {
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:18081", "listen address (loopback)")
-	bodyFile := fs.String("body", "", "file holding the body to answer (required)")
+	bodyFile := fs.String("body", "", "file holding the body to answer (required without --proxy)")
+	proxy := fs.String("proxy", "", "forward every request to this base URL instead (the floor of a Go proxy)")
 	routes := map[string][]byte{}
 	fs.Func("route", "PATH=FILE: answer the body in FILE for this exact path (repeatable)", func(v string) error {
 		path, file, ok := strings.Cut(v, "=")
@@ -47,19 +54,26 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	body, err := os.ReadFile(*bodyFile)
-	if err != nil {
-		return err
+	var h http.Handler
+	if *proxy != "" {
+		h = forward(strings.TrimRight(*proxy, "/"))
+		fmt.Fprintf(stdout, "baseline listening on %s, forwarding to %s\n", *addr, *proxy)
+	} else {
+		body, err := os.ReadFile(*bodyFile)
+		if err != nil {
+			return err
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/", fixed(body))
+		for path, b := range routes {
+			mux.Handle("GET "+path, fixed(b))
+		}
+		h = mux
+		fmt.Fprintf(stdout, "baseline listening on %s, %d bytes per answer, %d other routes\n", *addr, len(body), len(routes))
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/", fixed(body))
-	for path, b := range routes {
-		mux.Handle("GET "+path, fixed(b))
-	}
-	srv := &http.Server{Addr: *addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Addr: *addr, Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
-	fmt.Fprintf(stdout, "baseline listening on %s, %d bytes per answer, %d other routes\n", *addr, len(body), len(routes))
 	select {
 	case err := <-errc:
 		return err
@@ -90,6 +104,40 @@ func fixed(body []byte) http.Handler {
 			h[k] = v
 		}
 		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(body)
+	})
+}
+
+// forward answers each request with the body base answers for its path,
+// fetched through net/http's client with the edge's pool settings
+// (upstream.NewTransport), bodies bounded at 1 MiB. A failed fetch is a
+// 502.
+func forward(base string) http.Handler {
+	client := &http.Client{Transport: &http.Transport{
+		MaxIdleConns: 256, MaxIdleConnsPerHost: 128, IdleConnTimeout: 90 * time.Second,
+	}}
+	ct, cc, nosniff := []string{"application/json"}, []string{"no-store"}, []string{"nosniff"}
+	rid := []string{"req_BASELINEBASELINEBASELINE"}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, base+r.URL.RequestURI(), nil)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		res, err := client.Do(req)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+		res.Body.Close()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		h := w.Header()
+		h["Content-Type"], h["Cache-Control"], h["X-Content-Type-Options"], h["Svc-Request-Id"] = ct, cc, nosniff, rid
+		w.WriteHeader(res.StatusCode)
 		_, _ = w.Write(body)
 	})
 }
