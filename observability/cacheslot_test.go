@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/partner-edge/partner-edge/observability/testkit"
 )
 
 // slotCtx is a request context that answers its CacheSlot, as the edge's
@@ -56,7 +58,7 @@ func TestRequestDurationByCacheOutcome(t *testing.T) {
 	m.TLSReload(bg, true)
 	m.TLSReload(bg, false)
 
-	fams := scrape(t, tel.MetricsHandler())
+	fams := testkit.Scrape(t, tel.MetricsHandler())
 	base := map[string]string{"http_request_method": "GET", "http_route": "/v1/properties", "http_response_status_code": "200"}
 	with := func(o string) map[string]string {
 		l := map[string]string{"partner_edge_cache_outcome": o}
@@ -65,10 +67,10 @@ func TestRequestDurationByCacheOutcome(t *testing.T) {
 		}
 		return l
 	}
-	if n := series(t, fams, "http_server_request_duration_seconds", with("hit")).GetHistogram().GetSampleCount(); n != 2 {
+	if n := testkit.Series(t, fams, "http_server_request_duration_seconds", with("hit")).GetHistogram().GetSampleCount(); n != 2 {
 		t.Errorf("hits: %d, want 2", n)
 	}
-	if n := series(t, fams, "http_server_request_duration_seconds", with("miss")).GetHistogram().GetSampleCount(); n != 1 {
+	if n := testkit.Series(t, fams, "http_server_request_duration_seconds", with("miss")).GetHistogram().GetSampleCount(); n != 1 {
 		t.Errorf("misses: %d, want 1", n)
 	}
 	var plain uint64

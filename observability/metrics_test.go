@@ -2,69 +2,18 @@ package observability
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/problem"
 )
 
-// scrape GETs h and parses the Prometheus text exposition.
-func scrape(t *testing.T, h http.Handler) map[string]*dto.MetricFamily {
-	t.Helper()
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-	if rec.Code != http.StatusOK {
-		t.Fatalf("GET /metrics: %d", rec.Code)
-	}
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(rec.Body)
-	if err != nil {
-		t.Fatalf("parse /metrics: %v", err)
-	}
-	return fams
-}
-
-// series finds the one series of family name whose labels include want.
-func series(t *testing.T, fams map[string]*dto.MetricFamily, name string, want map[string]string) *dto.Metric {
-	t.Helper()
-	f, ok := fams[name]
-	if !ok {
-		t.Fatalf("metric %s not exposed", name)
-	}
-	var found *dto.Metric
-	for _, m := range f.GetMetric() {
-		labels := map[string]string{}
-		for _, l := range m.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
-		}
-		match := true
-		for k, v := range want {
-			if labels[k] != v {
-				match = false
-			}
-		}
-		if match {
-			if found != nil {
-				t.Fatalf("%s%v matches more than one series", name, want)
-			}
-			found = m
-		}
-	}
-	if found == nil {
-		t.Fatalf("%s%v: no such series", name, want)
-	}
-	return found
-}
-
 func counter(t *testing.T, fams map[string]*dto.MetricFamily, name string, want map[string]string) float64 {
 	t.Helper()
-	return series(t, fams, name, want).GetCounter().GetValue()
+	return testkit.Series(t, fams, name, want).GetCounter().GetValue()
 }
 
 func TestPrometheusExposesEveryInstrument(t *testing.T) {
@@ -87,9 +36,9 @@ func TestPrometheusExposesEveryInstrument(t *testing.T) {
 	m.Problem(ctx, string(problem.BadGateway))
 	m.Problem(ctx, "not a code")
 
-	fams := scrape(t, tel.MetricsHandler())
+	fams := testkit.Scrape(t, tel.MetricsHandler())
 
-	h := series(t, fams, "http_server_request_duration_seconds",
+	h := testkit.Series(t, fams, "http_server_request_duration_seconds",
 		map[string]string{"http_request_method": "GET", "http_route": "/v1/properties/{propertyId}", "http_response_status_code": "502"}).GetHistogram()
 	if h.GetSampleCount() != 1 || h.GetSampleSum() < 0.029 || h.GetSampleSum() > 0.031 {
 		t.Errorf("request duration 502: count %d sum %v, want 1 and 0.03", h.GetSampleCount(), h.GetSampleSum())
@@ -97,17 +46,17 @@ func TestPrometheusExposesEveryInstrument(t *testing.T) {
 	if n := len(h.GetBucket()); n != len(DurationBuckets())+1 { // + the +Inf bucket
 		t.Errorf("request duration has %d buckets, want the %d semconv ones and +Inf", n, len(DurationBuckets()))
 	}
-	other := series(t, fams, "http_server_request_duration_seconds",
+	other := testkit.Series(t, fams, "http_server_request_duration_seconds",
 		map[string]string{"http_request_method": "_OTHER", "http_response_status_code": "404"})
 	for _, l := range other.GetLabel() {
 		if l.GetName() == "http_route" {
 			t.Errorf("unmatched request carries http_route=%q", l.GetValue())
 		}
 	}
-	if got := series(t, fams, "http_server_active_requests", map[string]string{"http_request_method": "GET"}).GetGauge().GetValue(); got != 1 {
+	if got := testkit.Series(t, fams, "http_server_active_requests", map[string]string{"http_request_method": "GET"}).GetGauge().GetValue(); got != 1 {
 		t.Errorf("active GET requests = %v, want 1", got)
 	}
-	if got := series(t, fams, "http_server_active_requests", map[string]string{"http_request_method": "_OTHER"}).GetGauge().GetValue(); got != 0 {
+	if got := testkit.Series(t, fams, "http_server_active_requests", map[string]string{"http_request_method": "_OTHER"}).GetGauge().GetValue(); got != 0 {
 		t.Errorf("active _OTHER requests = %v, want 0", got)
 	}
 
@@ -134,7 +83,7 @@ func TestRequestSetCacheIsBounded(t *testing.T) {
 	if n := len(*m.reqOpts.Load()); n != maxReqSets {
 		t.Errorf("cache holds %d sets, want %d", n, maxReqSets)
 	}
-	fams := scrape(t, tel.MetricsHandler())
+	fams := testkit.Scrape(t, tel.MetricsHandler())
 	if n := len(fams["http_server_request_duration_seconds"].GetMetric()); n != maxReqSets+50 {
 		t.Errorf("%d series recorded, want %d", n, maxReqSets+50)
 	}
@@ -163,12 +112,12 @@ func BenchmarkRequestMetrics(b *testing.B) {
 // The failed-auth throttle's counter is exposed at 0 before any refusal.
 func TestAuthThrottledCounter(t *testing.T) {
 	tel, _, _ := newTest(t, nil)
-	if got := counter(t, scrape(t, tel.MetricsHandler()), "partner_edge_auth_throttled_total", nil); got != 0 {
+	if got := counter(t, testkit.Scrape(t, tel.MetricsHandler()), "partner_edge_auth_throttled_total", nil); got != 0 {
 		t.Errorf("before any refusal: %v, want 0", got)
 	}
 	tel.Metrics().AuthThrottled(context.Background())
 	tel.Metrics().AuthThrottled(context.Background())
-	if got := counter(t, scrape(t, tel.MetricsHandler()), "partner_edge_auth_throttled_total", nil); got != 2 {
+	if got := counter(t, testkit.Scrape(t, tel.MetricsHandler()), "partner_edge_auth_throttled_total", nil); got != 2 {
 		t.Errorf("after two refusals: %v, want 2", got)
 	}
 }

@@ -2,58 +2,15 @@ package upstream
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/partner-edge/partner-edge/observability"
+	"github.com/partner-edge/partner-edge/observability/testkit"
 )
-
-// scrape GETs the service's /metrics and parses the Prometheus text.
-func scrape(t *testing.T, h http.Handler) map[string]*dto.MetricFamily {
-	t.Helper()
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(rec.Body)
-	if err != nil || rec.Code != http.StatusOK {
-		t.Fatalf("GET /metrics: %d %v", rec.Code, err)
-	}
-	return fams
-}
-
-// metricSeries finds the one series of family name whose labels include want.
-func metricSeries(t *testing.T, fams map[string]*dto.MetricFamily, name string, want map[string]string) *dto.Metric {
-	t.Helper()
-	var found *dto.Metric
-	for _, m := range fams[name].GetMetric() {
-		match := true
-		for k, v := range want {
-			has := false
-			for _, l := range m.GetLabel() {
-				has = has || (l.GetName() == k && l.GetValue() == v)
-			}
-			match = match && has
-		}
-		if match {
-			if found != nil {
-				t.Fatalf("%s%v matches more than one series", name, want)
-			}
-			found = m
-		}
-	}
-	if found == nil {
-		t.Fatalf("%s%v: no such series", name, want)
-	}
-	return found
-}
 
 func newTelemetry(t *testing.T) (*observability.Telemetry, *tracetest.InMemoryExporter) {
 	t.Helper()
@@ -87,9 +44,9 @@ func TestPMSMetricsExposed(t *testing.T) {
 	live.BreakerState(ctx, BreakerOpen)
 	live.Attempt(ctx, "bogus", time.Millisecond) // counted as connection
 
-	fams := scrape(t, tel.MetricsHandler())
+	fams := testkit.Scrape(t, tel.MetricsHandler())
 	for outcome, want := range map[string]uint64{"http_5xx": 2, "timeout": 1, "connection": 1} {
-		h := metricSeries(t, fams, "partner_edge_pms_attempt_duration_seconds", map[string]string{"pms": "live", "outcome": outcome}).GetHistogram()
+		h := testkit.Series(t, fams, "partner_edge_pms_attempt_duration_seconds", map[string]string{"pms": "live", "outcome": outcome}).GetHistogram()
 		if got := h.GetSampleCount(); got != want {
 			t.Errorf("live attempts %s = %d, want %d", outcome, got, want)
 		}
@@ -98,13 +55,13 @@ func TestPMSMetricsExposed(t *testing.T) {
 		}
 	}
 	for outcome, want := range map[string]float64{"http_5xx": 1, "timeout": 1} {
-		got := metricSeries(t, fams, "partner_edge_pms_retries_total", map[string]string{"pms": "live", "outcome": outcome}).GetCounter().GetValue()
+		got := testkit.Series(t, fams, "partner_edge_pms_retries_total", map[string]string{"pms": "live", "outcome": outcome}).GetCounter().GetValue()
 		if got != want {
 			t.Errorf("retries after %s = %v, want %v", outcome, got, want)
 		}
 	}
 	for pms, want := range map[string]float64{"live": 2, "sandbox": 0} {
-		if got := metricSeries(t, fams, "partner_edge_pms_breaker_state", map[string]string{"pms": pms}).GetGauge().GetValue(); got != want {
+		if got := testkit.Series(t, fams, "partner_edge_pms_breaker_state", map[string]string{"pms": pms}).GetGauge().GetValue(); got != want {
 			t.Errorf("breaker %s = %v, want %v", pms, got, want)
 		}
 	}

@@ -1,8 +1,8 @@
 // Package testkit holds the test helpers every package of the module
 // shares: a settable clock (Clock), a log sink safe for concurrent writers
 // (LogBuffer), a poll for events outside the test's control
-// (Eventually), and a writer of self-signed certificates replaced by rename
-// (WriteCertPair). It is for _test.go files only; no program imports it.
+// (Eventually), a writer of self-signed certificates replaced by rename
+// (WriteCertPair), and a reader of /metrics (Scrape, Series). It is for _test.go files only; no program imports it.
 //
 // Why here: the helpers must be importable from the tests of upstream,
 // observability, edge and cmd alike. Go's internal rule lets a package

@@ -2,14 +2,11 @@ package cache_test
 
 import (
 	"context"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-
 	"github.com/partner-edge/partner-edge/observability"
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream/cache"
 )
 
@@ -40,13 +37,7 @@ func TestCacheMetricsExposed(t *testing.T) {
 	sandbox.Lookup(ctx, cache.OutcomeCoalesced)
 	live.LoadPanic(ctx)
 
-	rec := httptest.NewRecorder()
-	tel.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(rec.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fams := testkit.Scrape(t, tel.MetricsHandler())
 	value := func(name string, labels ...string) float64 {
 		t.Helper()
 		want := strings.Join(labels, ",")
