@@ -33,9 +33,7 @@ func TestAccessLogSlowStdoutNeverBlocks(t *testing.T) {
 	sim := pmsim.New(pmsim.Config{Seed: 3})
 	simSrv := httptest.NewServer(sim)
 	defer simSrv.Close()
-	keysFile := filepath.Join(t.TempDir(), "keys.json")
-	key, rec := mint(t, keys.ModeLive)
-	writeKeys(t, keysFile, rec)
+	keysFile, key := liveKeyFile(t)
 
 	pr, pw, err := os.Pipe()
 	if err != nil {

@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/partner-edge/partner-edge/edge/keys"
 	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
@@ -56,9 +55,7 @@ func TestSIGTERMDrainsInFlight(t *testing.T) {
 	}
 	const inFlight = 50
 	pms, arrived := slowPMS(t, 2*time.Second)
-	keysFile := filepath.Join(t.TempDir(), "keys.json")
-	token, rec := mint(t, keys.ModeLive)
-	writeKeys(t, keysFile, rec)
+	keysFile, token := liveKeyFile(t)
 
 	bin := buildEdge(t)
 	cmd := exec.Command(bin)
@@ -176,9 +173,7 @@ func TestDefaultsServeASlowPMS(t *testing.T) {
 		t.Skip("waits on a 3 s PMS")
 	}
 	pms, arrived := slowPMS(t, 3*time.Second)
-	keysFile := filepath.Join(t.TempDir(), "keys.json")
-	token, rec := mint(t, keys.ModeLive)
-	writeKeys(t, keysFile, rec)
+	keysFile, token := liveKeyFile(t)
 	for _, ttl := range []string{"", "0"} { // cached, then every read from the PMS
 		env := map[string]string{
 			"EDGE_ADDR": "127.0.0.1:0", "EDGE_ADMIN_ADDR": "", "EDGE_BRAND": "aurora",

@@ -4,11 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/partner-edge/partner-edge/edge/keys"
 )
 
 // Issue 17 finding 5, end to end: a PMS on loopback lists a property whose
@@ -31,9 +28,7 @@ func TestOversizedPMSNameNeverServed(t *testing.T) {
 		http.NotFound(w, r)
 	}))
 	t.Cleanup(pms.Close)
-	keysFile := filepath.Join(t.TempDir(), "keys.json")
-	token, rec := mint(t, keys.ModeLive)
-	writeKeys(t, keysFile, rec)
+	keysFile, token := liveKeyFile(t)
 	s := start(t, map[string]string{
 		"EDGE_ADDR": "127.0.0.1:0", "EDGE_ADMIN_ADDR": "127.0.0.1:0", "EDGE_BRAND": "aurora",
 		"EDGE_KEYS_FILE": keysFile, "PMS_BASE_URL": pms.URL, "PMS_TOKEN": "pms-secret-token",

@@ -3,20 +3,15 @@ package main
 import (
 	"context"
 	"io"
-	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/partner-edge/partner-edge/edge/keys"
 )
 
 // Issue 17 finding 6 (DECISIONS 15): a start-up error echoes a setting's
 // value with a URL's password, and query values that look like
 // credentials, shown as xxxxx; an unparseable URL included.
 func TestStartupErrorsRedactSecrets(t *testing.T) {
-	keysFile := filepath.Join(t.TempDir(), "keys.json")
-	_, rec := mint(t, keys.ModeLive)
-	writeKeys(t, keysFile, rec)
+	keysFile, _ := liveKeyFile(t)
 	for _, tc := range []struct {
 		env    map[string]string
 		secret string

@@ -4,13 +4,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/partner-edge/partner-edge/edge/keys"
 )
 
 // endlessPMS answers every list page with about 7.6 MB of valid records and
@@ -51,9 +48,7 @@ func TestEndlessPMSListIsBounded(t *testing.T) {
 	}
 	bin := buildEdge(t)
 	pms, pages := endlessPMS(t)
-	keysFile := filepath.Join(t.TempDir(), "keys.json")
-	token, rec := mint(t, keys.ModeLive)
-	writeKeys(t, keysFile, rec)
+	keysFile, token := liveKeyFile(t)
 	p := startEdgeProc(t, bin, []string{
 		"EDGE_ADDR=127.0.0.1:0", "EDGE_ADMIN_ADDR=", "EDGE_BRAND=aurora",
 		"EDGE_KEYS_FILE=" + keysFile, "PMS_BASE_URL=" + pms.URL, "PMS_TOKEN=pms-secret-token",

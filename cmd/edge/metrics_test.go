@@ -4,14 +4,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/partner-edge/partner-edge/edge/keys"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
 
@@ -23,9 +21,7 @@ func TestMetricsScrape(t *testing.T) {
 	sim := pmsim.New(pmsim.Config{Seed: 3})
 	simSrv := httptest.NewServer(sim)
 	defer simSrv.Close()
-	keysFile := filepath.Join(t.TempDir(), "keys.json")
-	key, rec := mint(t, keys.ModeLive)
-	writeKeys(t, keysFile, rec)
+	keysFile, key := liveKeyFile(t)
 	s := start(t, map[string]string{
 		"EDGE_ADDR": "127.0.0.1:0", "EDGE_ADMIN_ADDR": "127.0.0.1:0", "EDGE_BRAND": "aurora",
 		"EDGE_KEYS_FILE": keysFile, "PMS_BASE_URL": simSrv.URL, "EDGE_CACHE_TTL": "1h", "EDGE_CACHE_STALE": "2h",

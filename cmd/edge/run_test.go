@@ -314,6 +314,16 @@ func TestKeysNew(t *testing.T) {
 	}
 }
 
+// liveKeyFile writes a key file holding one fresh live key of aurora and
+// returns its path and the key.
+func liveKeyFile(t *testing.T) (path, token string) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "keys.json")
+	token, rec := mint(t, keys.ModeLive)
+	writeKeys(t, path, rec)
+	return path, token
+}
+
 func mint(t *testing.T, mode keys.Mode) (string, keys.Record) {
 	t.Helper()
 	token, rec, err := keys.Mint(strings.NewReader(strings.Repeat(fmt.Sprint(time.Now().UnixNano()), 50)), "aurora", mode, nil)

@@ -5,13 +5,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/partner-edge/partner-edge/edge/keys"
 	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 	"github.com/partner-edge/partner-edge/upstream/shadow"
@@ -75,9 +73,7 @@ func TestShadowLeavesPartnerAnswersUnchanged(t *testing.T) {
 	defer changed.Close()
 	hanging := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
 	defer hanging.Close()
-	keysFile := filepath.Join(t.TempDir(), "keys.json")
-	key, rec := mint(t, keys.ModeLive)
-	writeKeys(t, keysFile, rec)
+	keysFile, key := liveKeyFile(t)
 
 	plain, plainAdmin := startEdge(t, live.URL, keysFile, nil)
 	shadowed, admin := startEdge(t, live.URL, keysFile, map[string]string{"PMS_CANDIDATE_URL": changed.URL})
