@@ -48,6 +48,22 @@ func (rc *raceCache) release() {
 	rc.mu.Unlock()
 }
 
+// heldReaders starts n requests for the snapshot and returns once all n
+// have looked and wait at the gate (hold); release lets them go on.
+func (rc *raceCache) heldReaders(t *testing.T, n int) *sync.WaitGroup {
+	rc.hold(n)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			if _, err := rc.Snapshot(context.Background()); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	synctest.Wait()
+	return &wg
+}
+
 // Issue 17 finding 10, deterministic: from cold, a request that saw no
 // snapshot and joins only after the first load has stored one and ended
 // takes that snapshot: one load, not two.
@@ -55,16 +71,7 @@ func TestColdLateJoinerMakesNoSecondLoad(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		inner := newVersioned(3)
 		c := newRaceCache(t, inner, Config{TTL: time.Minute})
-		c.hold(5) // five requests look, see nothing, and wait
-		var wg sync.WaitGroup
-		for range 5 {
-			wg.Go(func() {
-				if _, err := c.Snapshot(context.Background()); err != nil {
-					t.Error(err)
-				}
-			})
-		}
-		synctest.Wait()                                             // all five hold, having seen no snapshot
+		wg := c.heldReaders(t, 5)                                   // five requests look, see nothing, and wait
 		if _, err := c.Snapshot(context.Background()); err != nil { // the first load, stored and ended
 			t.Fatal(err)
 		}
@@ -90,16 +97,7 @@ func TestOneLoadPerExpiry(t *testing.T) {
 		}
 		for round := 1; round <= 3; round++ {
 			time.Sleep(1500 * time.Millisecond) // expired
-			c.hold(8)
-			var wg sync.WaitGroup
-			for range 8 {
-				wg.Go(func() {
-					if _, err := c.Snapshot(ctx); err != nil {
-						t.Error(err)
-					}
-				})
-			}
-			synctest.Wait()
+			wg := c.heldReaders(t, 8)
 			if _, err := c.Snapshot(ctx); err != nil { // reloads after the expiry
 				t.Fatal(err)
 			}
@@ -115,16 +113,7 @@ func TestOneLoadPerExpiry(t *testing.T) {
 		// and start their refresh after another refresh stored a newer one
 		// load nothing.
 		time.Sleep(900 * time.Millisecond) // the bubble's clock
-		c.hold(8)
-		var wg sync.WaitGroup
-		for range 8 {
-			wg.Go(func() {
-				if _, err := c.Snapshot(ctx); err != nil {
-					t.Error(err)
-				}
-			})
-		}
-		synctest.Wait()
+		wg := c.heldReaders(t, 8)
 		before := inner.snapCalls.Load()
 		if _, err := c.Snapshot(ctx); err != nil { // starts the one refresh
 			t.Fatal(err)
