@@ -25,9 +25,11 @@ const (
 // AttrBreakerState. Such a call has no attempt spans.
 const EventBreakerRejected = "breaker.rejected"
 
-// Attributes of the call span, beside AttrBreakerState (the
-// state when the call started), observability.AttrProblemCode (when it
-// failed: see AttrErrorKind) and AttrPMSOutcome ("canceled" when the caller left).
+// Attributes of the call span, beside AttrBreakerState (the state when the
+// call started) and AttrPMSOutcome ("canceled" when the caller left). A
+// failed call carries AttrErrorKind; the problem code is the edge's to
+// choose and is set on the server span, never here (upstream names no
+// problem code).
 const (
 	// AttrBrand is the brand code asked of the PMS.
 	AttrBrand = attribute.Key("partner_edge.pms.brand")
