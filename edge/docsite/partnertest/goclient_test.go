@@ -14,7 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/partner-edge/partner-edge/edge/docsite/partnertest/goclient"
+	"github.com/partner-edge/partner-edge/edge/docsite/partnertest/internal/goclient"
 )
 
 // The generated Go types give code, status and errors of every problem
@@ -22,7 +22,7 @@ import (
 // them without decoding the body twice (issue 20, acceptance 3).
 func TestGoClientTypesAreConcrete(t *testing.T) {
 	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, "goclient/client.gen.go", nil, 0)
+	f, err := parser.ParseFile(fset, "internal/goclient/client.gen.go", nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func typeString(e ast.Expr) string {
 // today.
 func TestGoClientIsFresh(t *testing.T) {
 	dir := t.TempDir()
-	cfg, err := os.ReadFile("goclient/oapi-codegen.yaml")
+	cfg, err := os.ReadFile("internal/goclient/oapi-codegen.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,9 +108,9 @@ func TestGoClientIsFresh(t *testing.T) {
 		t.Fatalf("%s", b)
 	}
 	fresh, _ := os.ReadFile(out)
-	committed, _ := os.ReadFile("goclient/client.gen.go")
+	committed, _ := os.ReadFile("internal/goclient/client.gen.go")
 	if !bytes.Equal(fresh, committed) {
-		t.Fatal("goclient/client.gen.go differs from oapi-codegen's output for docs/openapi.yaml: run go generate ./goclient in edge/docsite/partnertest")
+		t.Fatal("internal/goclient/client.gen.go differs from oapi-codegen's output for docs/openapi.yaml: run go generate ./internal/goclient in edge/docsite/partnertest")
 	}
 }
 
