@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
 
 	"github.com/partner-edge/partner-edge/edge"
 	"github.com/partner-edge/partner-edge/edge/keys"
@@ -21,13 +20,13 @@ func newOAuth(ctx context.Context, cfg settings, store *keys.Store, log *slog.Lo
 		return nil, nil
 	}
 	v, err := oauth.New(ctx, oauth.Config{
-		Issuer:     cfg.OAuthIssuer,
-		Audience:   cfg.OAuthAudience,
-		HTTPClient: &http.Client{},
-		Logger:     log.With("component", "oauth"),
+		Issuer:    cfg.OAuthIssuer,
+		Audience:  cfg.OAuthAudience,
+		JWKSHosts: cfg.OAuthJWKSHosts,
+		Logger:    log.With("component", "oauth"),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("bad OAuth settings (EDGE_OAUTH_ISSUER, EDGE_OAUTH_AUDIENCE): %w", err)
+		return nil, fmt.Errorf("bad OAuth settings (EDGE_OAUTH_ISSUER, EDGE_OAUTH_AUDIENCE, EDGE_OAUTH_JWKS_HOSTS): %w", err)
 	}
 	if !v.Ready() {
 		log.Warn("oauth: no signing keys yet; access tokens get 503 until the issuer answers",

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -157,5 +158,85 @@ func TestRunWithOAuth(t *testing.T) {
 		if strings.Contains(s.stderr.String(), tok) {
 			t.Error("a token reached the log")
 		}
+	}
+}
+
+// TestRunOAuthJWKSHosts (DECISIONS.md section 17) runs the program with
+// an issuer on 127.0.0.1 whose keys are elsewhere. A jwks_uri on another
+// host (127.0.0.2) is refused unless EDGE_OAUTH_JWKS_HOSTS names it; a
+// jwks_uri on the issuer's host that redirects to another host serving the
+// attacker's keys is refused whatever the setting, and the attacker's
+// token answers 401, with both URLs in the log.
+func TestRunOAuthJWKSHosts(t *testing.T) {
+	const audience = "https://api.aurora.example.com/v1"
+	legit := newTestIssuer(t) // its key signs the legitimate tokens
+	attacker := newTestIssuer(t)
+	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Fatalf("listen on 127.0.0.2 (Linux routes all of 127/8 to lo): %v", err)
+	}
+	elsewhere := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		k := legit.key
+		if r.URL.Path == "/evil" {
+			k = attacker.key
+		}
+		_ = json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{k.Public()}})
+	}))
+	elsewhere.Listener.Close()
+	elsewhere.Listener = ln
+	elsewhere.Start()
+	t.Cleanup(elsewhere.Close)
+	var issuer *httptest.Server
+	jwksURI := ""
+	issuer = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/.well-known/openid-configuration":
+			_ = json.NewEncoder(w).Encode(map[string]string{"issuer": issuer.URL, "jwks_uri": jwksURI})
+		case "/jwks":
+			http.Redirect(w, r, elsewhere.URL+"/evil", http.StatusFound)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(issuer.Close)
+	sim := httptest.NewServer(pmsim.New(pmsim.Config{Seed: 5}))
+	defer sim.Close()
+	keysFile := filepath.Join(t.TempDir(), "keys.json")
+	_, apiRec := mint(t, keys.ModeLive)
+	apiRec.ClientID = "partner-a"
+	writeKeys(t, keysFile, apiRec)
+
+	for _, c := range []struct {
+		name, jwksURI, hosts string
+		signer               *testIssuer
+		want                 int
+		log                  []string
+	}{
+		{"another host, not named", elsewhere.URL + "/keys", "", legit, 401, []string{elsewhere.URL + "/keys", "EDGE_OAUTH_JWKS_HOSTS"}},
+		{"another host, named", elsewhere.URL + "/keys", "127.0.0.2", legit, 200, nil},
+		{"redirect to another host", issuer.URL + "/jwks", "127.0.0.2", attacker, 401, []string{issuer.URL + "/jwks", elsewhere.URL + "/evil"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			jwksURI = c.jwksURI
+			s := start(t, map[string]string{
+				"EDGE_ADDR": "127.0.0.1:0", "EDGE_ADMIN_ADDR": "", "EDGE_BRAND": "aurora",
+				"EDGE_KEYS_FILE": keysFile, "PMS_BASE_URL": sim.URL,
+				"EDGE_OAUTH_ISSUER": issuer.URL, "EDGE_OAUTH_AUDIENCE": audience, "EDGE_OAUTH_JWKS_HOSTS": c.hosts,
+			})
+			base := "http://" + waitListening(t, s) + "/v1/"
+			waitHealthy(t, base)
+			if got := call(t, base+"properties", c.signer.token(t, issuer.URL, "partner-a", audience)); got != c.want {
+				t.Errorf("token: got %d, want %d", got, c.want)
+			}
+			for _, w := range c.log {
+				if !strings.Contains(s.stderr.String(), w) {
+					t.Errorf("the log does not name %s:\n%s", w, s.stderr.String())
+				}
+			}
+		})
+	}
+	if _, err := parseSettings(nil, mapEnv(map[string]string{"EDGE_OAUTH_JWKS_HOSTS": "keys.example.com, https://x.example.com"}), io.Discard); err == nil ||
+		!strings.Contains(err.Error(), "EDGE_OAUTH_JWKS_HOSTS") || !strings.Contains(err.Error(), "https://x.example.com") {
+		t.Errorf("a URL in EDGE_OAUTH_JWKS_HOSTS: %v", err)
 	}
 }

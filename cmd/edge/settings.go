@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/partner-edge/partner-edge/edge"
+	"github.com/partner-edge/partner-edge/edge/oauth"
 	"github.com/partner-edge/partner-edge/mapping"
 )
 
@@ -48,7 +49,8 @@ type settings struct {
 	PMSMaxWalkBytes          int64          // bound on the total size of one PMS list walk
 	OAuthIssuer              string         // with OAuthAudience: access tokens on (DECISIONS 12); empty: off
 	OAuthAudience            string
-	CandidateURL             string // shadow candidate PMS; empty: none (shadow.go)
+	OAuthJWKSHosts           []string // hosts besides the issuer's the jwks_uri may name (DECISIONS 17)
+	CandidateURL             string   // shadow candidate PMS; empty: none (shadow.go)
 	CandidateToken           string
 }
 
@@ -112,6 +114,7 @@ func settingTable() []*setting {
 		{env: "EDGE_PMS_MAX_WALK_BYTES", flag: "pms-max-walk-bytes", def: "256MiB", help: "bound on the total size of one PMS list walk (bytes, or with a unit: 64MiB, 1GiB); beyond it the walk fails (502)", doc: "bound on the total size of one PMS list walk (plain bytes, or `64MiB`, `1GiB`, `10MB`...); beyond it the walk fails (`502`, logged)"},
 		{env: "EDGE_OAUTH_ISSUER", flag: "oauth-issuer", def: "", help: "OAuth 2.0 authorization server's issuer URL; with EDGE_OAUTH_AUDIENCE turns access tokens on (empty: off)", doc: "the authorization server's issuer URL (compared exactly with `iss`); with `EDGE_OAUTH_AUDIENCE` (both or neither) OAuth 2.0 access tokens are accepted beside API keys; see [oauth.md]({docs}oauth.md)", docDef: "empty (tokens off)"},
 		{env: "EDGE_OAUTH_AUDIENCE", flag: "oauth-audience", def: "", help: "this deployment's resource identifier (e.g. https://api.aurora.example.com/v1); tokens must name it in aud", doc: "this deployment's resource identifier (e.g. `https://api.aurora.example.com/v1`), in every token's `aud`; with `EDGE_OAUTH_ISSUER` (both or neither)", docDef: "empty (tokens off)"},
+		{env: "EDGE_OAUTH_JWKS_HOSTS", flag: "oauth-jwks-hosts", def: "", help: "comma-separated hosts besides the issuer's that its jwks_uri may name", doc: "comma-separated hosts (names or IP addresses, no port) besides the issuer's own that its `jwks_uri` may name; a `jwks_uri` elsewhere, or a redirect of a key fetch to another origin, is refused (logged)", docDef: "empty: the issuer's host only"},
 		{env: "PMS_CANDIDATE_URL", flag: "pms-candidate-url", def: "", help: "candidate PMS walked in the background and compared with the live one (GET /shadow on the admin listener); never serves a partner", doc: "a candidate PMS walked in the background at most once per `EDGE_CACHE_TTL`, right after the edge's own walk of the live PMS, and compared with it (`GET /shadow` on the admin listener, `partner_edge_shadow_*` metrics); it never serves a partner; see [pms-changes.md]({docs}pms-changes.md)"},
 		{env: "PMS_CANDIDATE_TOKEN", flag: "pms-candidate-token", def: "", help: "bearer token the edge presents to the candidate PMS (prefer the variable: flags show in ps)", doc: "bearer token the edge presents to the candidate PMS (prefer the variable: flags show in `ps`)"},
 		{env: "EDGE_LOG_FORMAT", flag: "log-format", def: "json", help: "log format: json or text", doc: "`json` or `text`"},
@@ -190,6 +193,7 @@ func parseSettings(args []string, getenv lookupEnv, stderr io.Writer) (settings,
 		RedisURL:        p.redisURL("EDGE_REDIS_URL"),
 		OAuthIssuer:     p.exactURL("EDGE_OAUTH_ISSUER"),
 		OAuthAudience:   p.exactURL("EDGE_OAUTH_AUDIENCE"),
+		OAuthJWKSHosts:  p.hosts("EDGE_OAUTH_JWKS_HOSTS"),
 		CandidateURL:    p.pmsURL("PMS_CANDIDATE_URL"),
 		CandidateToken:  p.str("PMS_CANDIDATE_TOKEN"),
 		FleetSecret:     p.secret("EDGE_FLEET_SECRET"),
@@ -284,6 +288,16 @@ func (p *parser) cidrs(env string) []netip.Prefix {
 		p.bad(st, err.Error())
 	}
 	return ps
+}
+
+// hosts reads a comma-separated list of hosts (oauth.ParseHosts).
+func (p *parser) hosts(env string) []string {
+	st := p.get[env]
+	hs, err := oauth.ParseHosts(st.value)
+	if err != nil {
+		p.bad(st, err.Error())
+	}
+	return hs
 }
 
 func (p *parser) url(env string, required bool) string {

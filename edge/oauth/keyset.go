@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -151,8 +152,8 @@ func (v *Verifier) discover(ctx context.Context) (string, error) {
 				err = fmt.Errorf("its issuer %q is not %q", clip(doc.Issuer), v.cfg.Issuer)
 			} else if checkURL(doc.JWKSURI) != nil {
 				err = errors.New("jwks_uri is missing or not an absolute http(s) URL")
-			} else if u.Scheme == "https" && !strings.HasPrefix(doc.JWKSURI, "https://") {
-				err = errors.New("jwks_uri is not https while the issuer is") // keys must not travel in clear
+			} else {
+				err = v.checkJWKSURI(u, doc.JWKSURI)
 			}
 		}
 		if err == nil {
@@ -161,6 +162,86 @@ func (v *Verifier) discover(ctx context.Context) (string, error) {
 		errs = append(errs, fmt.Errorf("%s: %w", loc, err))
 	}
 	return "", errors.Join(errs...)
+}
+
+// checkJWKSURI applies DECISIONS.md section 17 to a discovered jwks_uri:
+// https, or http on a loopback host when the issuer is http too (tests and
+// the demo; keys must not travel in clear, and never from an https issuer);
+// on the issuer's host or one of Config.JWKSHosts. A discovery document is
+// only as trustworthy as the channel it came by, so it must not be able to
+// send the key fetch anywhere it likes.
+func (v *Verifier) checkJWKSURI(issuer *url.URL, raw string) error {
+	j, err := url.Parse(raw)
+	if err != nil {
+		return refused("jwks_uri %q does not parse", clip(raw))
+	}
+	switch {
+	case j.Scheme == "https":
+	case j.Scheme == "http" && issuer.Scheme == "http" && isLoopback(j.Hostname()):
+	default:
+		v.log.Warn("oauth: jwks_uri refused: not https", "jwks_uri", clip(raw), "issuer", v.cfg.Issuer)
+		return refused("jwks_uri %s refused: not https (http only on loopback with an http issuer)", clip(raw))
+	}
+	host := normHost(j.Hostname())
+	if host == normHost(issuer.Hostname()) {
+		return nil
+	}
+	for _, h := range v.cfg.JWKSHosts {
+		if host == normHost(h) {
+			return nil
+		}
+	}
+	v.log.Warn("oauth: jwks_uri refused: host neither the issuer's nor in EDGE_OAUTH_JWKS_HOSTS",
+		"jwks_uri", clip(raw), "issuer", v.cfg.Issuer)
+	return refused("jwks_uri %s refused: its host is neither the issuer's nor one of EDGE_OAUTH_JWKS_HOSTS", clip(raw))
+}
+
+// isLoopback reports whether host is localhost or a loopback IP address.
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// maxRedirects bounds the same-origin redirects of one fetch.
+const maxRedirects = 5
+
+// checkRedirect is the CheckRedirect of the verifier's client: a fetch
+// follows a redirect only within the origin (scheme, host and port) it was
+// sent to, so neither a discovery document nor a JWKS can be taken from
+// another host, and never over http after https. net/http's default would
+// follow any redirect, to any host, https to http included: the forged-key
+// attack of DECISIONS.md section 17.
+func (v *Verifier) checkRedirect(req *http.Request, via []*http.Request) error {
+	from := via[len(via)-1].URL
+	if !sameOrigin(from, req.URL) {
+		v.log.Warn("oauth: redirect to another origin refused", "from", clip(from.String()),
+			"to", clip(req.URL.String()), "issuer", v.cfg.Issuer)
+		return refused("redirect from %s to %s refused: another origin", clip(from.String()), clip(req.URL.String()))
+	}
+	if len(via) >= maxRedirects {
+		return refused("more than %d redirects from %s", maxRedirects, clip(via[0].URL.String()))
+	}
+	return nil
+}
+
+// sameOrigin compares scheme, host and port (RFC 6454), default ports
+// filled in.
+func sameOrigin(a, b *url.URL) bool {
+	return strings.EqualFold(a.Scheme, b.Scheme) && normHost(a.Hostname()) == normHost(b.Hostname()) &&
+		portOf(a) == portOf(b)
+}
+
+func portOf(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	if strings.EqualFold(u.Scheme, "https") {
+		return "443"
+	}
+	return "80"
 }
 
 // get fetches one document from the issuer: 200 only, bounded in size.
@@ -191,8 +272,8 @@ func (v *Verifier) get(ctx context.Context, loc string) ([]byte, error) {
 
 // clip shortens a value from the issuer for a log message.
 func clip(s string) string {
-	if len(s) > 100 {
-		return s[:100] + "…"
+	if len(s) > 200 {
+		return s[:200] + "…"
 	}
 	return s
 }

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -49,8 +50,15 @@ type Config struct {
 	// Audience is this deployment's resource identifier (EDGE_OAUTH_AUDIENCE):
 	// every token's aud must contain it. Required.
 	Audience string
-	// HTTPClient fetches the discovery document and the JWKS. Nil means a
-	// client of its own with no overall timeout (FetchTimeout bounds each fetch).
+	// JWKSHosts are the hosts besides the issuer's that the jwks_uri may
+	// name (EDGE_OAUTH_JWKS_HOSTS): host names or IP addresses, no port.
+	// Nil or empty: only the issuer's host.
+	JWKSHosts []string
+	// HTTPClient fetches the discovery document and the JWKS: its
+	// Transport, Jar and Timeout are used, never its CheckRedirect (the
+	// verifier's own redirect policy replaces it, so a caller's client can
+	// not weaken it). Nil means a client of its own with no overall timeout
+	// (FetchTimeout bounds each fetch).
 	HTTPClient *http.Client
 	// Now is the clock for claim checks and fetch pacing. Nil means time.Now.
 	Now func() time.Time
@@ -75,8 +83,49 @@ func (c Config) Validate() error {
 	if err := checkURL(c.Audience); err != nil {
 		errs = append(errs, fmt.Errorf("audience: %w", err))
 	}
+	for _, h := range c.JWKSHosts {
+		if err := checkHost(h); err != nil {
+			errs = append(errs, fmt.Errorf("JWKS host %q: %w", clip(h), err))
+		}
+	}
 	return errors.Join(errs...)
 }
+
+// ParseHosts reads a comma-separated list of hosts (EDGE_OAUTH_JWKS_HOSTS)
+// for Config.JWKSHosts: empty gives nil; blanks around entries are ignored;
+// an entry with a scheme, port or path is an error naming it.
+func ParseHosts(s string) ([]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var hosts []string
+	var errs []error
+	for h := range strings.SplitSeq(s, ",") {
+		h = strings.TrimSpace(h)
+		if err := checkHost(h); err != nil {
+			errs = append(errs, fmt.Errorf("%q: %w", clip(h), err))
+			continue
+		}
+		hosts = append(hosts, h)
+	}
+	return hosts, errors.Join(errs...)
+}
+
+// checkHost accepts a bare host name or IP address (IPv6 with or without
+// brackets): what a URL's Hostname() gives.
+func checkHost(h string) error {
+	u, err := url.Parse("https://" + h)
+	if err != nil || h == "" || u.Host != h || u.Port() != "" || u.Path != "" || u.User != nil {
+		if ip := net.ParseIP(h); ip != nil {
+			return nil // a bare IPv6 address
+		}
+		return errors.New("want a host name or IP address without scheme, port or path")
+	}
+	return nil
+}
+
+// normHost is a host as compared: lower case, without IPv6 brackets.
+func normHost(h string) string { return strings.ToLower(strings.Trim(h, "[]")) }
 
 func checkURL(s string) error {
 	u, err := url.Parse(s)
@@ -128,6 +177,20 @@ type Error struct {
 }
 
 func (e *Error) Error() string { return "access token refused: " + e.Reason }
+
+// refusedError is an issuer's answer the key-fetch policy refuses (a
+// redirect to another origin, a jwks_uri on a host not allowed, an http
+// jwks_uri off loopback) as opposed to an issuer that cannot be reached.
+// Keys behind it are never trusted, and a token no cached key verifies is
+// then Invalid (401), not Unavailable: waiting would not help, and a 503
+// would invite the attacker's client to retry.
+type refusedError struct{ reason string }
+
+func (e *refusedError) Error() string { return e.reason }
+
+func refused(format string, args ...any) error {
+	return &refusedError{reason: fmt.Sprintf(format, args...)}
+}
 
 func invalid(format string, args ...any) *Error {
 	return &Error{Kind: Invalid, Reason: fmt.Sprintf(format, args...)}

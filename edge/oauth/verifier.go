@@ -32,6 +32,7 @@ type Verifier struct {
 	lastAttempt time.Time  // of the last discovery or JWKS fetch
 	attempted   bool
 	lastOK      bool      // the last attempt got a key set
+	lastRefused bool      // the last attempt's answer was refused by policy (refusedError)
 	fetchedAt   time.Time // of the key set in force
 	fetches     atomic.Int64
 }
@@ -56,13 +57,18 @@ func New(ctx context.Context, cfg Config) (*Verifier, error) {
 	if cfg.FetchTimeout <= 0 {
 		cfg.FetchTimeout = DefaultFetchTimeout
 	}
-	v := &Verifier{cfg: cfg, client: cfg.HTTPClient, log: cfg.Logger}
-	if v.client == nil {
-		v.client = &http.Client{}
-	}
+	v := &Verifier{cfg: cfg, log: cfg.Logger}
 	if v.log == nil {
 		v.log = slog.New(slog.DiscardHandler)
 	}
+	// A copy of the caller's client with the verifier's redirect policy:
+	// safe by default, whatever client is passed (DECISIONS.md section 17).
+	client := http.Client{}
+	if cfg.HTTPClient != nil {
+		client = *cfg.HTTPClient
+	}
+	client.CheckRedirect = v.checkRedirect
+	v.client = &client
 	v.refresh(ctx, false)
 	return v, nil
 }
@@ -98,6 +104,8 @@ func (v *Verifier) refresh(ctx context.Context, onlyIfFree bool) {
 	defer cancel()
 	set, skipped, err := v.fetch(ctx)
 	v.lastOK = err == nil
+	var re *refusedError
+	v.lastRefused = errors.As(err, &re)
 	if err != nil {
 		v.log.Warn("oauth keys fetch failed; cached keys stay in force", "issuer", v.cfg.Issuer,
 			"error", err.Error(), "cached_keys", len(v.keys.Load().list()))
@@ -135,11 +143,12 @@ func (s *keySet) list() []jose.JSONWebKey {
 
 // unavailable reports, after a fetch was due or attempted, whether the issuer
 // could not supply keys: then a token no cached key verifies is not the
-// partner's fault. It returns when a fetch may be tried again.
+// partner's fault. An answer refused by policy (refusedError) is not
+// unavailability: the token is then Invalid. It returns when a fetch may be tried again.
 func (v *Verifier) unavailable() (time.Duration, bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if v.lastOK {
+	if v.lastOK || v.lastRefused {
 		return 0, false
 	}
 	return max(v.lastAttempt.Add(v.cfg.MinRefetch).Sub(v.cfg.Now()), time.Second), true
