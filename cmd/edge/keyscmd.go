@@ -147,8 +147,8 @@ func runKeys(args []string, getenv lookupEnv, stdout, stderr io.Writer) error {
 // addFlags are the grants `edge keys add` takes.
 type addFlags struct {
 	partner, brand, mode, properties, scopes, expires, clientID string
-	rate                                                         float64
-	burst                                                        int
+	rate                                                        float64
+	burst                                                       int
 }
 
 func (a *addFlags) define(fs *flag.FlagSet, getenv lookupEnv) {
