@@ -226,3 +226,51 @@ func TestKeyLifeCycleThroughTheBinary(t *testing.T) {
 		t.Errorf("check of a good file: exit %d, %q %q", code, out, errOut)
 	}
 }
+
+// The flag package stops at the first non-flag: edge keys takes flags on
+// either side of the key id, and EDGE_KEYS_FILE through run's getenv.
+func TestKeysCommandsTakeFlagsAroundTheID(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "keys.json")
+	env := mapEnv(map[string]string{"EDGE_KEYS_FILE": file, "EDGE_BRAND": "aurora"})
+	keysRun := func(args ...string) (string, error) {
+		var out strings.Builder
+		err := run(t.Context(), append([]string{"edge", "keys"}, args...), env, &out, io.Discard)
+		return out.String(), err
+	}
+	out, err := keysRun("add", "--mode", "live", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct{ ID string }
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"suspend", m.ID, "--file", file},
+		{"resume", "--file", file, m.ID},
+		{"suspend", "--", m.ID},
+		{"resume", m.ID},
+	} {
+		if _, err := keysRun(args...); err != nil {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+	for _, args := range [][]string{
+		{"suspend"},
+		{"suspend", m.ID, m.ID},
+		{"list", "extra"},
+		{"add", "--mode", "prod"},
+		{"add", "--mode", "live", "--burst", "3"},
+		{"add", "--mode", "live", "--expires", "yesterday"},
+		{"frobnicate"},
+		{},
+	} {
+		var ee *exitError
+		if _, err := keysRun(args...); !errors.As(err, &ee) || ee.code != 2 {
+			t.Errorf("%v: %v, want a usage error (status 2)", args, err)
+		}
+	}
+	if _, err := keysRun("suspend", "key_unknown"); err == nil || !strings.Contains(err.Error(), "no record with id key_unknown") {
+		t.Errorf("suspend of an unknown id: %v", err)
+	}
+}
