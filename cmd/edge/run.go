@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
@@ -38,13 +37,10 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 		return runDocs(args[2:], getenv, stdout, stderr)
 	}
 	if len(args) > 1 && args[1] == "keys" {
-		if len(args) > 2 && args[2] == "new" {
-			if err := keys.RunNew(args[3:], stdout, stderr, rand.Reader); !errors.Is(err, flag.ErrHelp) {
-				return err
-			}
-			return nil
-		}
-		return errors.New("usage: edge keys new --brand B --mode live|test [--properties id,id]")
+		return runKeys(args[2:], getenv, stdout, stderr)
+	}
+	if len(args) > 1 && args[1] == "help" {
+		return runHelp(stdout)
 	}
 	if len(args) > 1 && args[1] == "pms" {
 		if len(args) > 2 && args[2] == "check" {

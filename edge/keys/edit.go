@@ -1,0 +1,441 @@
+package keys
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/partner-edge/partner-edge/edge/internal/opfile"
+)
+
+// DefaultOverlap is how long a rotated key keeps working beside its
+// successor unless told otherwise (DECISIONS.md section 18).
+const DefaultOverlap = 24 * time.Hour
+
+// Editor changes one key file on behalf of `edge keys` (DECISIONS.md
+// section 18). Every change is a read, an edit and a write of the whole
+// file under an exclusive lock (flock on the file's path + ".lock"), so two
+// editors at once keep both their changes; the result is checked with the
+// edge's own Parse before it is written, so an edit that would not load is
+// refused and the file is left as it was; and the write is atomic (a
+// temporary file in the same directory, fsync, rename over the file, fsync
+// of the directory), so a running edge reads either the old file or the new
+// one, never a partial one, and its watch (Watch) sees the rename. The file
+// is written with mode 0600.
+//
+// A key file that is a symbolic link is resolved: the link's target is
+// rewritten, the link is kept.
+type Editor struct {
+	// Path is the key file. Required.
+	Path string
+	// Now is the clock for expiries ("--expires 720h", rotation overlaps).
+	// nil: time.Now.
+	Now func() time.Time
+	// Random is the randomness keys are minted from. nil: crypto/rand.Reader.
+	Random io.Reader
+}
+
+// NewKey is what Add mints: the grants of the new record.
+type NewKey struct {
+	Partner string
+	Brand   string // required
+	Mode    Mode   // ModeLive or ModeTest; the key's prefix follows it
+	// Properties are property ids; nil or empty: every property (["*"]).
+	Properties []string
+	// Scopes nil: properties:read only (as Mint). A non-nil empty list
+	// grants no scope.
+	Scopes []string
+	// ExpiresAt nil: the key does not expire.
+	ExpiresAt *time.Time
+	// RateLimit nil: the deployment's default quota.
+	RateLimit *RateLimit
+	// ClientID empty: no OAuth 2.0 client acts as the record.
+	ClientID string
+}
+
+// Entry is a record as `edge keys list` shows it: every field but the
+// digest, which is never shown.
+type Entry struct {
+	ID         string     `json:"id"`
+	Partner    string     `json:"partner"`
+	Brand      string     `json:"brand"`
+	Mode       Mode       `json:"mode"`
+	Properties []string   `json:"properties"`
+	Status     string     `json:"status"`
+	ExpiresAt  *time.Time `json:"expiresAt"`
+	// Expired tells whether ExpiresAt has passed (by the Editor's clock).
+	Expired bool `json:"expired"`
+	// Scopes nil: every scope (the record has no scopes field).
+	Scopes    []string   `json:"scopes,omitzero"`
+	RateLimit *RateLimit `json:"rateLimit,omitzero"`
+	ClientID  string     `json:"clientId,omitzero"`
+	// APIKey tells whether the record has an API key (a sha256); false for
+	// a record of OAuth 2.0 tokens only.
+	APIKey bool `json:"apiKey"`
+}
+
+func (e Editor) now() time.Time {
+	if e.Now == nil {
+		return time.Now()
+	}
+	return e.Now()
+}
+
+func (e Editor) random() io.Reader {
+	if e.Random == nil {
+		return rand.Reader
+	}
+	return e.Random
+}
+
+// Add mints a key with the grants of k, adds its record to the file
+// (creating the file when it does not exist) and returns the key, which is
+// shown once and stored nowhere, and the record.
+func (e Editor) Add(k NewKey) (token string, rec Record, err error) {
+	token, rec, err = Mint(e.random(), k.Brand, k.Mode, k.Properties)
+	if err != nil {
+		return "", Record{}, err
+	}
+	rec.Partner = k.Partner
+	if k.Scopes != nil {
+		rec.Scopes = k.Scopes
+	}
+	if k.ExpiresAt != nil {
+		if !k.ExpiresAt.After(e.now()) {
+			return "", Record{}, errors.New("the expiry is not in the future")
+		}
+		t := k.ExpiresAt.UTC()
+		rec.ExpiresAt = &t
+	}
+	rec.RateLimit = k.RateLimit
+	if k.ClientID != "" && !validClientID(k.ClientID) {
+		return "", Record{}, fmt.Errorf("the client id must be 1 to %d printable ASCII characters without spaces", maxClientID)
+	}
+	rec.ClientID = k.ClientID
+	err = e.edit(true, func(recs []Record) ([]Record, error) {
+		return append(recs, rec), nil
+	})
+	if err != nil {
+		return "", Record{}, err
+	}
+	return token, rec, nil
+}
+
+// List returns the file's records without their digests, in file order.
+func (e Editor) List() ([]Entry, error) {
+	path, err := e.target()
+	if err != nil {
+		return nil, err
+	}
+	recs, err := load(path, false)
+	if err != nil {
+		return nil, err
+	}
+	now := e.now()
+	out := make([]Entry, 0, len(recs))
+	for _, r := range recs {
+		out = append(out, Entry{
+			ID: r.ID, Partner: r.Partner, Brand: r.Brand, Mode: r.Mode,
+			Properties: r.Properties, Status: r.Status, ExpiresAt: r.ExpiresAt,
+			Expired: r.ExpiresAt != nil && !now.Before(*r.ExpiresAt),
+			Scopes:  r.Scopes, RateLimit: r.RateLimit, ClientID: r.ClientID,
+			APIKey: r.SHA256 != "",
+		})
+	}
+	return out, nil
+}
+
+// SetStatus sets the status of record id: StatusSuspended (the key is
+// refused with 403 API_KEY_SUSPENDED) or StatusActive.
+func (e Editor) SetStatus(id, status string) error {
+	if status != StatusActive && status != StatusSuspended {
+		return fmt.Errorf("status must be %q or %q", StatusActive, StatusSuspended)
+	}
+	return e.edit(false, func(recs []Record) ([]Record, error) {
+		i, err := find(recs, id)
+		if err != nil {
+			return nil, err
+		}
+		recs[i].Status = status
+		return recs, nil
+	})
+}
+
+// Revoke removes record id from the file: its key is unknown from then on
+// (401 API_KEY_INVALID).
+func (e Editor) Revoke(id string) error {
+	return e.edit(false, func(recs []Record) ([]Record, error) {
+		i, err := find(recs, id)
+		if err != nil {
+			return nil, err
+		}
+		return append(recs[:i], recs[i+1:]...), nil
+	})
+}
+
+// Rotate mints a successor of record id and returns its key and record.
+// The successor has the same grants as the old record (partner, brand,
+// mode, properties, status, scopes, rate limit and expiry) and takes over
+// its clientId, which only one record may hold. The old record stays until
+// overlap has passed: its expiresAt becomes now + overlap, or stays the
+// earlier time it already had. A record without an API key (OAuth 2.0
+// tokens only) has nothing to rotate.
+func (e Editor) Rotate(id string, overlap time.Duration) (token string, rec Record, err error) {
+	if overlap < 0 {
+		return "", Record{}, errors.New("the overlap must not be negative")
+	}
+	err = e.edit(false, func(recs []Record) ([]Record, error) {
+		i, err := find(recs, id)
+		if err != nil {
+			return nil, err
+		}
+		old := &recs[i]
+		if old.SHA256 == "" {
+			return nil, fmt.Errorf("%s has no API key to rotate (a record of OAuth 2.0 tokens only)", id)
+		}
+		if old.ExpiresAt != nil && !e.now().Before(*old.ExpiresAt) {
+			return nil, fmt.Errorf("%s has expired: its successor would be born expired; add a new key instead", id)
+		}
+		token, rec, err = Mint(e.random(), old.Brand, old.Mode, old.Properties)
+		if err != nil {
+			return nil, err
+		}
+		rec.Partner, rec.Status, rec.Scopes = old.Partner, old.Status, old.Scopes
+		rec.RateLimit, rec.ClientID, rec.ExpiresAt = old.RateLimit, old.ClientID, old.ExpiresAt
+		old.ClientID = ""
+		end := e.now().Add(overlap).UTC()
+		if old.ExpiresAt == nil || end.Before(*old.ExpiresAt) {
+			old.ExpiresAt = &end
+		}
+		return append(recs, rec), nil
+	})
+	if err != nil {
+		return "", Record{}, err
+	}
+	return token, rec, nil
+}
+
+// Summary describes a key file that loads.
+type Summary struct {
+	Keys, Suspended, Expired int
+}
+
+// Check loads the key file at path exactly as the edge does at start-up and
+// on reload (Open), and reports what it holds at now, or the reason it would
+// not load.
+func Check(path string, now time.Time) (Summary, error) {
+	s, err := Open(path, Options{Now: func() time.Time { return now }})
+	if err != nil {
+		return Summary{}, err
+	}
+	sum := Summary{Keys: s.Len()}
+	for _, k := range s.set.Load().all() {
+		if k.Suspended {
+			sum.Suspended++
+		}
+		if k.Expired(now) {
+			sum.Expired++
+		}
+	}
+	return sum, nil
+}
+
+// ParseExpiry reads an expiry as `edge keys add --expires` takes it: an
+// RFC 3339 time, or a Go duration (720h) counted from now. Either must lie
+// in the future.
+func ParseExpiry(s string, now time.Time) (time.Time, error) {
+	if d, err := time.ParseDuration(s); err == nil {
+		if d <= 0 {
+			return time.Time{}, errors.New("a duration must be positive")
+		}
+		return now.Add(d).UTC().Truncate(time.Second), nil // whole seconds read better in the file
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, errors.New("must be an RFC 3339 time (2027-01-31T00:00:00Z) or a duration (720h)")
+	}
+	if !t.After(now) {
+		return time.Time{}, errors.New("is not in the future")
+	}
+	return t.UTC(), nil
+}
+
+// find returns the index of record id.
+func find(recs []Record, id string) (int, error) {
+	if !idPattern.MatchString(id) {
+		return 0, fmt.Errorf("%q is not a key id (key_ followed by letters and digits)", clip(id))
+	}
+	for i, r := range recs {
+		if r.ID == id {
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("no record with id %s", id)
+}
+
+// target is the file to edit: Path, its symbolic links resolved.
+func (e Editor) target() (string, error) {
+	if e.Path == "" {
+		return "", errors.New("no key file given (EDGE_KEYS_FILE or --file)")
+	}
+	if real, err := filepath.EvalSymlinks(e.Path); err == nil {
+		return real, nil
+	}
+	return e.Path, nil // does not exist (yet): errors come from reading it
+}
+
+// edit applies change to the file's records under the lock, refuses a
+// result that would not load, and writes it atomically. create lets a
+// missing file start empty.
+func (e Editor) edit(create bool, change func([]Record) ([]Record, error)) error {
+	path, err := e.target()
+	if err != nil {
+		return err
+	}
+	if fi, err := os.Stat(filepath.Dir(path)); err != nil || !fi.IsDir() {
+		return fmt.Errorf("key file %s: its directory does not exist", path)
+	}
+	unlock, err := lock(path + ".lock")
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	recs, err := load(path, create)
+	if err != nil {
+		return err
+	}
+	if recs, err = change(recs); err != nil {
+		return err
+	}
+	data, err := render(recs)
+	if err != nil {
+		return err
+	}
+	if _, err := Parse(data); err != nil {
+		return fmt.Errorf("refused, the edited key file would not load (left unchanged): %w", err)
+	}
+	if len(data) > maxFileSize {
+		return fmt.Errorf("refused, the edited key file would be larger than %d bytes (left unchanged)", maxFileSize)
+	}
+	return writeAtomic(path, data)
+}
+
+// load reads and parses the key file as the edge does. A file that does
+// not load now is not edited: the edit could not tell what it would keep.
+func load(path string, create bool) ([]Record, error) {
+	data, err := opfile.Read(path, maxFileSize)
+	if create && errors.Is(err, os.ErrNotExist) {
+		return []Record{}, nil
+	}
+	if errors.Is(err, opfile.ErrTooLarge) {
+		return nil, fmt.Errorf("key file %s: file is larger than %d bytes", path, maxFileSize)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("key file %s: %w", path, describeFSError(err))
+	}
+	recs, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("key file %s does not load (fix it first; edge keys check shows why): %w", path, err)
+	}
+	return recs, nil
+}
+
+// render is the key file of recs: indented JSON, one trailing newline.
+func render(recs []Record) ([]byte, error) {
+	if recs == nil {
+		recs = []Record{}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(File{Keys: recs}); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// lock takes an exclusive flock on path (created, mode 0600, when missing)
+// and returns its release. The kernel releases it when the process ends,
+// so a killed editor never leaves the file locked.
+func lock(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock file %s: %w", path, describeFSError(err))
+	}
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock file %s: %w", path, err)
+	}
+	return func() { f.Close() }, nil // closing the descriptor releases the lock
+}
+
+// writeAtomic replaces path by a file holding data, mode 0600: a temporary
+// file in the same directory (rename is atomic only within a file system),
+// synced, renamed over path, and the directory synced so that the rename
+// survives a crash.
+func writeAtomic(path string, data []byte) (err error) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	tmp, err := os.CreateTemp(dir, "."+base+".*.tmp") // mode 0600
+	if err != nil {
+		return fmt.Errorf("write key file: %w", describeFSError(err))
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+			err = fmt.Errorf("write key file %s: %w (left unchanged)", path, err)
+		}
+	}()
+	if err = tmp.Chmod(0o600); err != nil {
+		return err
+	}
+	if _, err = tmp.Write(data); err != nil {
+		return err
+	}
+	if err = tmp.Sync(); err != nil {
+		return err
+	}
+	if err = tmp.Close(); err != nil {
+		return err
+	}
+	if err = os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return nil // renamed: the change is made, only its durability is unconfirmed
+	}
+	defer d.Close()
+	_ = d.Sync()
+	return nil
+}
+
+// SplitList splits a comma-separated flag value, trimming spaces and
+// dropping empty entries.
+func SplitList(s string) []string {
+	var out []string
+	for p := range strings.SplitSeq(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
