@@ -136,7 +136,7 @@ func parseSettings(args []string, getenv lookupEnv, stderr io.Writer) (settings,
 	}
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: edge [flags]        run the edge (no settings: the demo)")
-		fmt.Fprintln(fs.Output(), "       edge keys new ...   mint an API key (edge keys new --help)")
+		fmt.Fprintln(fs.Output(), "       edge keys COMMAND ...   manage the key file: add, list, suspend, resume, revoke, rotate, check, new (edge keys --help)")
 		fmt.Fprintln(fs.Output(), "       edge docs build DIR write the documentation site (edge docs build --help)")
 		fmt.Fprintln(fs.Output(), "       edge pms check ...  check a PMS against pms-internal-api.md (edge pms check --help)")
 		fmt.Fprintln(fs.Output(), "\nSettings (a flag overrides its environment variable):")
