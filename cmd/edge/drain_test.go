@@ -3,10 +3,12 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -35,15 +37,44 @@ func slowPMS(t *testing.T, latency time.Duration) (*httptest.Server, *atomic.Int
 	return srv, &arrived
 }
 
-// buildEdge builds ./cmd/edge into a temporary directory.
+// edgeBinary is ./cmd/edge built once for every test of the package that
+// runs the real program (a build and link take seconds each; TestMain
+// removes it).
+var edgeBinary struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+// buildEdge returns the path of the edge binary, built on first use.
 func buildEdge(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "edge")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	edgeBinary.once.Do(func() {
+		edgeBinary.dir, edgeBinary.err = os.MkdirTemp("", "edge-test-bin-")
+		if edgeBinary.err != nil {
+			return
+		}
+		bin := filepath.Join(edgeBinary.dir, "edge")
+		if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+			edgeBinary.err = fmt.Errorf("go build: %v\n%s", err, out)
+			return
+		}
+		edgeBinary.path = bin
+	})
+	if edgeBinary.err != nil {
+		t.Fatal(edgeBinary.err)
 	}
-	return bin
+	return edgeBinary.path
+}
+
+// TestMain removes the binary buildEdge made.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if edgeBinary.dir != "" {
+		_ = os.RemoveAll(edgeBinary.dir)
+	}
+	os.Exit(code)
 }
 
 // Issue 11, acceptance 3: a real edge process with 50 requests in flight
