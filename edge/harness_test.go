@@ -74,6 +74,8 @@ type harnessOptions struct {
 	pmsCallTimeout time.Duration
 	// accessLogSample is Config.AccessLogSample.
 	accessLogSample float64
+	// maxConcurrent is Config.MaxConcurrent (0: no shedding).
+	maxConcurrent int
 	// oauth turns access tokens on; its Clients, when nil, is the
 	// harness's key store (records get a clientId through keyOver).
 	oauth *edge.OAuth
@@ -127,7 +129,7 @@ func newHarness(t testing.TB, opts harnessOptions) *harness {
 	}
 	cfg := edge.Config{Brand: testBrand, DocsURL: testDocsURL, Logger: logger, Now: opts.now, Healthy: store.Usable, Telemetry: opts.tel,
 		RateLimit: opts.rateLimit, AuthFailLimit: opts.authFailLimit, TrustedProxies: trusted, Limiter: opts.limiter,
-		AccessLogSample: opts.accessLogSample}
+		AccessLogSample: opts.accessLogSample, MaxConcurrent: opts.maxConcurrent}
 	if opts.oauth != nil {
 		o := *opts.oauth
 		if o.Clients == nil {

@@ -101,8 +101,17 @@ const insufficientScopeChallenge = `Bearer error="insufficient_scope", scope="` 
 // authoriseToken identifies the client of an access token and returns its
 // key-file record, which is then authorised exactly as an API key is. The
 // token itself goes nowhere: not into errors, logs or traces.
+//
+// A token that must wait for a key fetch gives up its load-shedding slot
+// while it waits (oauth.BeforeWait): a slow issuer holds no other request
+// up (DECISIONS.md section 17). A verified token takes a slot again, or is
+// shed; a refused one is answered without one, as shed answers.
 func (s *server) authoriseToken(r *http.Request, token string) (*keys.Key, error) {
-	t, err := s.oauth.cfg.Verifier.Verify(r.Context(), token)
+	st := stateFrom(r.Context())
+	t, err := s.oauth.cfg.Verifier.Verify(oauth.BeforeWait(r.Context(), st.slot.release), token)
+	if err == nil && !st.slot.reacquire() {
+		return nil, s.shedError(r)
+	}
 	if err != nil {
 		var oe *oauth.Error
 		errors.As(err, &oe)

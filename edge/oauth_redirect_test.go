@@ -66,7 +66,7 @@ func TestForgedTokenBehindRedirect(t *testing.T) {
 	t.Cleanup(issuer.Close)
 	clk := testkit.NewClockAt(time.Now())
 	log, logs := testkit.NewLogger()
-	v, err := oauth.New(context.Background(), oauth.Config{Issuer: issuer.URL, Audience: oauthAudience,
+	v, err := oauth.New(context.Background(), oauth.Config{After: neverFires, Issuer: issuer.URL, Audience: oauthAudience,
 		Now: clk.Now, HTTPClient: issuer.Client(), Logger: log})
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/edge/oauth"
 	"github.com/partner-edge/partner-edge/edge/ratelimit"
 	"github.com/partner-edge/partner-edge/problem"
 )
@@ -134,11 +135,16 @@ func (s *server) authThrottled(w http.ResponseWriter, r *http.Request, bucket ra
 
 // authFailed counts err against the client address when it is a 401
 // INVALID_API_KEY (a key was presented and no such key exists), or a 401
-// INVALID_ACCESS_TOKEN or ACCESS_TOKEN_EXPIRED (DECISIONS.md section 12).
+// INVALID_ACCESS_TOKEN or ACCESS_TOKEN_EXPIRED (DECISIONS.md section 12),
+// or a token's 503 because no key could be had to verify it (section 17):
+// otherwise tokens of made-up kids sent while the issuer is slow or down
+// would cost their sender nothing.
 func (s *server) authFailed(r *http.Request, bucket ratelimit.Key, err error) {
 	var pe *problem.Error
+	var oe *oauth.Error
 	if errors.As(err, &pe) && (pe.Code == problem.InvalidAPIKey ||
-		pe.Code == problem.InvalidAccessToken || pe.Code == problem.AccessTokenExpired) {
+		pe.Code == problem.InvalidAccessToken || pe.Code == problem.AccessTokenExpired) ||
+		errors.As(err, &oe) && oe.Kind == oauth.Unavailable {
 		s.allowN(r.Context(), bucket, s.authLimit, 1)
 	}
 }

@@ -18,6 +18,9 @@ const healthPath = "/v1/health"
 // Retry-After: 1: a partner retries a second later rather than waiting in a
 // queue that only lengthens every answer. The count is a single atomic
 // integer of this server, so shedding costs no lock and no allocation.
+// A request holds its place in the request's state (shedSlot), so it can
+// give it up while it waits on something that is no work of the edge's (a
+// key fetch from a slow issuer, DECISIONS.md section 17).
 func (s *server) shed(next http.Handler) http.Handler {
 	limit := int64(s.cfg.MaxConcurrent)
 	if limit <= 0 {
@@ -31,14 +34,54 @@ func (s *server) shed(next http.Handler) http.Handler {
 		}
 		if inFlight.Add(1) > limit {
 			inFlight.Add(-1)
-			if s.metrics != nil {
-				s.metrics.Shed(r.Context())
-			}
-			s.fail(w, r, &problem.Error{Code: problem.ServiceUnavailable, RetryAfter: time.Second,
-				Detail: "The API is at capacity. Retry after the number of seconds in Retry-After."})
+			s.fail(w, r, s.shedError(r))
 			return
 		}
-		defer inFlight.Add(-1)
+		st := stateFrom(r.Context())
+		st.slot = shedSlot{inFlight: &inFlight, limit: limit, held: true}
+		defer st.slot.release()
 		next.ServeHTTP(w, r)
 	})
+}
+
+// shedError is the answer of a request over the cap, counted.
+func (s *server) shedError(r *http.Request) error {
+	if s.metrics != nil {
+		s.metrics.Shed(r.Context())
+	}
+	return &problem.Error{Code: problem.ServiceUnavailable, RetryAfter: time.Second,
+		Detail: "The API is at capacity. Retry after the number of seconds in Retry-After."}
+}
+
+// shedSlot is a request's place among the MaxConcurrent (shed). Only the
+// request's own goroutine touches it. The zero value holds nothing and
+// reacquires freely (shedding off, or a request outside /v1's chain).
+type shedSlot struct {
+	inFlight *atomic.Int64 // the server's count; nil: shedding off
+	limit    int64
+	held     bool
+}
+
+// release gives the place up (idempotent): the request waits on something
+// outside the edge and holds no one else up meanwhile.
+func (sl *shedSlot) release() {
+	if sl.held {
+		sl.inFlight.Add(-1)
+		sl.held = false
+	}
+}
+
+// reacquire takes a place again after release, and reports false when the
+// edge is at capacity: then the request is shed as it would have been on
+// arrival.
+func (sl *shedSlot) reacquire() bool {
+	if sl.inFlight == nil || sl.held {
+		return true
+	}
+	if sl.inFlight.Add(1) > sl.limit {
+		sl.inFlight.Add(-1)
+		return false
+	}
+	sl.held = true
+	return true
 }

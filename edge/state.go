@@ -27,6 +27,7 @@ type state struct {
 	w             statusWriter
 	idHeader      [1]string               // backs the Svc-Request-Id header value
 	cache         observability.CacheSlot // the cache's answer, for the duration metric
+	slot          shedSlot                // the request's place among MaxConcurrent (shed.go)
 	route         *chi.Context            // chi's routing context, from server.routeCtxs (withState)
 	ctx           reqContext
 }

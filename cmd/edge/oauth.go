@@ -12,9 +12,10 @@ import (
 
 // newOAuth turns access tokens on when EDGE_OAUTH_ISSUER and
 // EDGE_OAUTH_AUDIENCE are set (parseSettings made sure both or neither
-// are), and returns nil otherwise. The issuer's keys are fetched now; an
-// issuer that cannot be reached does not stop the edge (API keys serve; tokens
-// get 503 with Retry-After until a fetch succeeds, at most one per 30 s).
+// are), and returns nil otherwise. The issuer's keys are fetched now, waiting
+// at most 1 s (then in the background, until ctx ends); an issuer that cannot
+// be reached does not stop the edge (API keys serve; tokens get 503 with
+// Retry-After until a fetch succeeds, at most one per 30 s).
 func newOAuth(ctx context.Context, cfg settings, store *keys.Store, log *slog.Logger) (*edge.OAuth, error) {
 	if cfg.OAuthIssuer == "" {
 		return nil, nil

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -238,5 +239,47 @@ func TestRunOAuthJWKSHosts(t *testing.T) {
 	if _, err := parseSettings(nil, mapEnv(map[string]string{"EDGE_OAUTH_JWKS_HOSTS": "keys.example.com, https://x.example.com"}), io.Discard); err == nil ||
 		!strings.Contains(err.Error(), "EDGE_OAUTH_JWKS_HOSTS") || !strings.Contains(err.Error(), "https://x.example.com") {
 		t.Errorf("a URL in EDGE_OAUTH_JWKS_HOSTS: %v", err)
+	}
+}
+
+// TestRunWithHangingIssuer (DECISIONS.md section 17): an issuer that
+// accepts the connection and never answers does not hold start-up for its
+// 5 s fetch: the edge serves after the 1 s start-up wait, logs that keys
+// are fetched in the background, and answers a token 503 with Retry-After
+// and an API key 200 while the fetch hangs.
+func TestRunWithHangingIssuer(t *testing.T) {
+	const audience = "https://api.aurora.example.com/v1"
+	var hanging atomic.Int64
+	issuer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hanging.Add(1)
+		<-r.Context().Done()
+	}))
+	t.Cleanup(issuer.Close)
+	ti := newTestIssuer(t)
+	sim := httptest.NewServer(pmsim.New(pmsim.Config{Seed: 5}))
+	defer sim.Close()
+	keysFile := filepath.Join(t.TempDir(), "keys.json")
+	apiKey, apiRec := mint(t, keys.ModeLive)
+	apiRec.ClientID = "partner-a"
+	writeKeys(t, keysFile, apiRec)
+	s := start(t, map[string]string{
+		"EDGE_ADDR": "127.0.0.1:0", "EDGE_ADMIN_ADDR": "", "EDGE_BRAND": "aurora",
+		"EDGE_KEYS_FILE": keysFile, "PMS_BASE_URL": sim.URL,
+		"EDGE_OAUTH_ISSUER": issuer.URL, "EDGE_OAUTH_AUDIENCE": audience,
+	})
+	base := "http://" + waitListening(t, s) + "/v1/"
+	waitHealthy(t, base)
+	if !strings.Contains(s.stderr.String(), "fetching in the background") {
+		t.Errorf("start-up did not move the key fetch to the background:\n%s", s.stderr.String())
+	}
+	res, body := getWithKey(t, base+"properties", ti.token(t, issuer.URL, "partner-a", audience))
+	if res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") == "" {
+		t.Errorf("token while the issuer hangs: %d Retry-After %q %s", res.StatusCode, res.Header.Get("Retry-After"), body)
+	}
+	if got := call(t, base+"properties", apiKey); got != 200 {
+		t.Errorf("API key while the issuer hangs: %d", got)
+	}
+	if hanging.Load() > 2 {
+		t.Errorf("%d fetches reached the issuer, want at most 2 (start, first token)", hanging.Load())
 	}
 }

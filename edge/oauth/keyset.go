@@ -140,6 +140,9 @@ func (v *Verifier) discover(ctx context.Context) (string, error) {
 	oidc.Path = path + "/.well-known/openid-configuration"
 	var errs []error
 	for _, loc := range []string{rfc8414.String(), oidc.String()} {
+		if ctx.Err() != nil {
+			break // the fetch's time is up: no second request to a hanging issuer
+		}
 		var doc struct {
 			Issuer  string `json:"issuer"`
 			JWKSURI string `json:"jwks_uri"`
@@ -160,6 +163,9 @@ func (v *Verifier) discover(ctx context.Context) (string, error) {
 			return doc.JWKSURI, nil
 		}
 		errs = append(errs, fmt.Errorf("%s: %w", loc, err))
+	}
+	if len(errs) == 0 {
+		errs = append(errs, ctx.Err())
 	}
 	return "", errors.Join(errs...)
 }

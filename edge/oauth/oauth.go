@@ -28,8 +28,12 @@ const (
 	// next token refreshes it, so keys removed at the issuer stop working
 	// even when no token names an unknown kid.
 	DefaultMaxKeyAge = 10 * time.Minute
-	// DefaultFetchTimeout bounds one discovery or JWKS fetch.
+	// DefaultFetchTimeout bounds one fetch: discovery and JWKS together.
 	DefaultFetchTimeout = 5 * time.Second
+	// DefaultMaxWait is the longest a token waits for a key fetch under
+	// way before it is answered 503 with Retry-After, and the longest New
+	// waits for the start's fetch (DECISIONS.md section 17).
+	DefaultMaxWait = time.Second
 	// MaxTokenSize is the largest token examined at all: RFC 9068 tokens
 	// are a few hundred bytes to a couple of kilobytes; anything larger is
 	// refused before it is decoded, so a huge header costs no crypto.
@@ -72,6 +76,12 @@ type Config struct {
 	MaxKeyAge time.Duration
 	// FetchTimeout bounds one fetch. Zero means DefaultFetchTimeout.
 	FetchTimeout time.Duration
+	// MaxWait is the longest a token, or New, waits for a fetch under way.
+	// Zero means DefaultMaxWait.
+	MaxWait time.Duration
+	// After is the timer of MaxWait, as time.After: tests inject one they
+	// fire themselves. Nil means time.After.
+	After func(time.Duration) <-chan time.Time
 }
 
 // Validate checks the settings that must be right before the edge starts.

@@ -89,7 +89,7 @@ func TestKeyFetchRedirects(t *testing.T) {
 			t.Cleanup(srv.Close)
 			clk := newClock()
 			log, logs := testkit.NewLogger()
-			v, err := oauth.New(context.Background(), oauth.Config{Issuer: srv.URL, Audience: testAudience,
+			v, err := oauth.New(context.Background(), oauth.Config{After: neverFires, Issuer: srv.URL, Audience: testAudience,
 				Now: clk.Now, HTTPClient: client, Logger: log})
 			if err != nil {
 				t.Fatal(err)
@@ -137,7 +137,7 @@ func TestDiscoveryRedirectRefused(t *testing.T) {
 	t.Cleanup(srv.Close)
 	clk := newClock()
 	log, logs := testkit.NewLogger()
-	v, err := oauth.New(context.Background(), oauth.Config{Issuer: srv.URL, Audience: testAudience, Now: clk.Now, Logger: log})
+	v, err := oauth.New(context.Background(), oauth.Config{After: neverFires, Issuer: srv.URL, Audience: testAudience, Now: clk.Now, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestJWKSHosts(t *testing.T) {
 			t.Cleanup(srv.Close)
 			clk := newClock()
 			log, logs := testkit.NewLogger()
-			v, err := oauth.New(context.Background(), oauth.Config{Issuer: srv.URL, Audience: testAudience,
+			v, err := oauth.New(context.Background(), oauth.Config{After: neverFires, Issuer: srv.URL, Audience: testAudience,
 				Now: clk.Now, Logger: log, JWKSHosts: c.hosts})
 			if err != nil {
 				t.Fatal(err)

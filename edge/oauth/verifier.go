@@ -16,37 +16,61 @@ import (
 )
 
 // Verifier verifies access tokens of one issuer for one audience. Verify is
-// safe for concurrent use. Keys are fetched by New and then only on demand,
-// inside Verify: when a token names a key the set lacks, or the set is older
-// than MaxKeyAge; never more often than once per MinRefetch, whatever
-// tokens arrive. So a Verifier starts no goroutine and needs no stopping.
+// safe for concurrent use. Keys are fetched at New and then on demand: when
+// a token names a key the set lacks, or the set is older than MaxKeyAge.
+// The fetch at start is not a refetch: the first unknown kid after it may
+// fetch at once; after that, fetches start at most once per MinRefetch,
+// whatever tokens arrive (DECISIONS.md sections 12 and 17).
+//
+// Every fetch runs in a goroutine of its own, at most one at a time, bounded
+// by FetchTimeout and ended by New's context. A token that needs keys waits
+// for the fetch in flight at most MaxWait, then is Unavailable: a hanging
+// issuer holds no request for longer, and New returns after MaxWait at the
+// latest, the fetch going on in the background.
 type Verifier struct {
 	cfg    Config
 	client *http.Client
 	log    *slog.Logger
+	ctx    context.Context // New's: ends every fetch
 
-	keys atomic.Pointer[keySet] // nil until a fetch succeeded
+	keys    atomic.Pointer[keySet] // nil until a fetch succeeded
+	fetches atomic.Int64
 
-	mu          sync.Mutex // serialises fetches; guards the fields below
+	mu          sync.Mutex // guards the fields below
 	jwksURI     string     // from discovery; "" until discovery succeeded
-	lastAttempt time.Time  // of the last discovery or JWKS fetch
-	attempted   bool
-	lastOK      bool      // the last attempt got a key set
-	lastRefused bool      // the last attempt's answer was refused by policy (refusedError)
-	fetchedAt   time.Time // of the key set in force
-	fetches     atomic.Int64
+	inflight    *fetchCall // the fetch under way; nil for none
+	paced       bool       // a fetch after the start's was made: nextFetch applies
+	nextFetch   time.Time  // when paced, the earliest start of the next fetch
+	attempted   bool       // a fetch has ended
+	lastOK      bool       // the last fetch that ended got a key set
+	lastRefused bool       // its answer was refused by policy (refusedError)
+	fetchedAt   time.Time  // of the key set in force
 }
 
-// New checks cfg and fetches the issuer's keys once. Failing to reach the
-// issuer is not an error: the edge starts, logs the failure, and answers
-// tokens 503 SERVICE_UNAVAILABLE (with Retry-After) until a later fetch
-// succeeds; API keys are unaffected. Only a bad cfg is an error.
+// fetchCall is one fetch: done is closed when it has ended and its outcome
+// is in the Verifier.
+type fetchCall struct {
+	done     chan struct{}
+	deadline time.Time // when it gives up (Config.Now's clock)
+}
+
+// New checks cfg and starts fetching the issuer's keys, waiting at most
+// MaxWait for them (DECISIONS.md section 17: a hanging issuer does not delay
+// start-up). Failing to reach the issuer is not an error: the edge starts,
+// logs the failure, and answers tokens 503 SERVICE_UNAVAILABLE (with
+// Retry-After) until a later fetch succeeds; API keys are unaffected. Only a
+// bad cfg is an error. ctx bounds the Verifier's life: once it ends, the
+// fetch under way stops and no other starts (tokens then verify with the
+// keys already fetched).
 func New(ctx context.Context, cfg Config) (*Verifier, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.After == nil {
+		cfg.After = time.After
 	}
 	if cfg.MinRefetch <= 0 {
 		cfg.MinRefetch = DefaultMinRefetch
@@ -57,7 +81,10 @@ func New(ctx context.Context, cfg Config) (*Verifier, error) {
 	if cfg.FetchTimeout <= 0 {
 		cfg.FetchTimeout = DefaultFetchTimeout
 	}
-	v := &Verifier{cfg: cfg, log: cfg.Logger}
+	if cfg.MaxWait <= 0 {
+		cfg.MaxWait = DefaultMaxWait
+	}
+	v := &Verifier{cfg: cfg, log: cfg.Logger, ctx: ctx}
 	if v.log == nil {
 		v.log = slog.New(slog.DiscardHandler)
 	}
@@ -69,68 +96,92 @@ func New(ctx context.Context, cfg Config) (*Verifier, error) {
 	}
 	client.CheckRedirect = v.checkRedirect
 	v.client = &client
-	v.refresh(ctx, false)
+	v.mu.Lock()
+	call := v.startLocked(cfg.Now(), false) // the start's: not a refetch
+	v.mu.Unlock()
+	if call != nil {
+		select {
+		case <-call.done:
+		case <-cfg.After(cfg.MaxWait):
+			v.log.Warn("oauth keys not fetched within the start-up wait; fetching in the background",
+				"issuer", cfg.Issuer, "wait", cfg.MaxWait.String())
+		case <-ctx.Done():
+		}
+	}
 	return v, nil
 }
 
-// Fetches returns how many key fetches (discovery included) were attempted.
+// Fetches returns how many key fetches (discovery included) were started.
 func (v *Verifier) Fetches() int64 { return v.fetches.Load() }
 
 // Ready reports whether a key set is in force.
 func (v *Verifier) Ready() bool { return v.keys.Load() != nil }
 
-// refresh fetches the key set unless a fetch was attempted less than
-// MinRefetch ago. Callers that arrive during a fetch wait for it and then
-// use its result. With onlyIfFree, a fetch already under way is not waited
-// for (the stale-set refresh: the current keys still serve meanwhile).
-func (v *Verifier) refresh(ctx context.Context, onlyIfFree bool) {
-	if onlyIfFree {
-		if !v.mu.TryLock() {
-			return
-		}
-	} else {
-		v.mu.Lock()
+// startLocked starts a fetch in the background and returns it, or returns
+// the one under way; nil when none may start (within MinRefetch of the last
+// paced one, or the Verifier's context has ended). paced says whether this
+// fetch counts toward MinRefetch: all do but the start's. Called with mu.
+func (v *Verifier) startLocked(now time.Time, paced bool) *fetchCall {
+	if v.inflight != nil {
+		return v.inflight
 	}
-	defer v.mu.Unlock()
-	now := v.cfg.Now()
-	if v.attempted && now.Sub(v.lastAttempt) < v.cfg.MinRefetch {
-		return
+	if v.ctx.Err() != nil || (paced && v.paced && now.Before(v.nextFetch)) {
+		return nil
 	}
-	v.attempted, v.lastAttempt = true, now
+	if paced {
+		v.paced, v.nextFetch = true, now.Add(v.cfg.MinRefetch)
+	}
+	call := &fetchCall{done: make(chan struct{}), deadline: now.Add(v.cfg.FetchTimeout)}
+	v.inflight = call
 	v.fetches.Add(1)
-	// A fetch serves every waiting request, so the one that triggered it
-	// going away must not cancel it.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), v.cfg.FetchTimeout)
+	go v.run(call, v.jwksURI)
+	return call
+}
+
+// run is one fetch's goroutine: it ends within FetchTimeout, or when the
+// Verifier's context does, whichever is first. It serves every waiting
+// request, so no request's context bounds it.
+func (v *Verifier) run(call *fetchCall, jwksURI string) {
+	ctx, cancel := context.WithTimeout(v.ctx, v.cfg.FetchTimeout)
 	defer cancel()
-	set, skipped, err := v.fetch(ctx)
-	v.lastOK = err == nil
+	set, skipped, uri, err := v.fetch(ctx, jwksURI)
 	var re *refusedError
+	v.mu.Lock()
+	v.inflight = nil
+	v.attempted = true
+	v.lastOK = err == nil
 	v.lastRefused = errors.As(err, &re)
+	if err == nil {
+		v.jwksURI = uri
+		v.keys.Store(set)
+		v.fetchedAt = v.cfg.Now()
+	}
+	v.mu.Unlock()
+	close(call.done)
 	if err != nil {
 		v.log.Warn("oauth keys fetch failed; cached keys stay in force", "issuer", v.cfg.Issuer,
 			"error", err.Error(), "cached_keys", len(v.keys.Load().list()))
 		return
 	}
-	v.keys.Store(set)
-	v.fetchedAt = now
-	v.log.Info("oauth keys fetched", "issuer", v.cfg.Issuer, "jwks_uri", v.jwksURI,
+	v.log.Info("oauth keys fetched", "issuer", v.cfg.Issuer, "jwks_uri", uri,
 		"keys", len(set.keys), "skipped", skipped)
 }
 
-// fetch discovers the jwks_uri (until it is known) and reads the JWKS.
-func (v *Verifier) fetch(ctx context.Context) (*keySet, int, error) {
-	if v.jwksURI == "" {
+// fetch discovers the jwks_uri (unless known) and reads the JWKS.
+func (v *Verifier) fetch(ctx context.Context, jwksURI string) (*keySet, int, string, error) {
+	if jwksURI == "" {
 		uri, err := v.discover(ctx)
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, "", err
 		}
-		v.jwksURI = uri
+		jwksURI = uri
 	}
-	data, err := v.get(ctx, v.jwksURI)
+	data, err := v.get(ctx, jwksURI)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, "", err
 	}
-	return parseJWKS(data)
+	set, skipped, err := parseJWKS(data)
+	return set, skipped, jwksURI, err
 }
 
 // list is the set's keys; nil for no set.
@@ -141,28 +192,71 @@ func (s *keySet) list() []jose.JSONWebKey {
 	return s.keys
 }
 
+// refreshIfStale starts a fetch, without waiting for it, when the key set
+// in force is older than MaxKeyAge: the current keys serve meanwhile.
+func (v *Verifier) refreshIfStale(now time.Time) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.keys.Load() != nil && now.Sub(v.fetchedAt) >= v.cfg.MaxKeyAge {
+		v.startLocked(now, true)
+	}
+}
+
+// waitHookKey carries the function BeforeWait registers.
+type waitHookKey struct{}
+
+// BeforeWait returns a context carrying f: Verify calls f once, in its
+// caller's goroutine, just before it waits for a key fetch, and never when
+// it does not wait. The edge gives up its load-shedding slot there, so
+// requests waiting on a slow issuer hold no one else up (DECISIONS.md
+// section 17).
+func BeforeWait(ctx context.Context, f func()) context.Context {
+	return context.WithValue(ctx, waitHookKey{}, f)
+}
+
+// awaitKeys is the unknown-kid path: it starts a fetch if one may start,
+// or joins the one under way, and waits for it at most MaxWait. It reports
+// an *Error (Unavailable) when the wait ran out or the request ended first.
+func (v *Verifier) awaitKeys(ctx context.Context, now time.Time) *Error {
+	v.mu.Lock()
+	call := v.startLocked(now, true)
+	v.mu.Unlock()
+	if call == nil {
+		return nil
+	}
+	select {
+	case <-call.done:
+		return nil // its outcome is in v
+	default:
+	}
+	if f, ok := ctx.Value(waitHookKey{}).(func()); ok {
+		f()
+	}
+	select {
+	case <-call.done:
+		return nil
+	case <-v.cfg.After(v.cfg.MaxWait):
+	case <-ctx.Done():
+	}
+	return &Error{Kind: Unavailable, RetryAfter: max(call.deadline.Sub(v.cfg.Now()), time.Second),
+		Reason: "the signing keys did not arrive from the issuer within " + v.cfg.MaxWait.String()}
+}
+
 // unavailable reports, after a fetch was due or attempted, whether the issuer
 // could not supply keys: then a token no cached key verifies is not the
 // partner's fault. An answer refused by policy (refusedError) is not
-// unavailability: the token is then Invalid. It returns when a fetch may be tried again.
-func (v *Verifier) unavailable() (time.Duration, bool) {
+// unavailability: the token is then Invalid. It returns when a fetch may be
+// tried again.
+func (v *Verifier) unavailable(now time.Time) (time.Duration, bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if v.lastOK || v.lastRefused {
+	if v.inflight != nil {
+		return max(v.inflight.deadline.Sub(now), time.Second), true
+	}
+	if !v.attempted || v.lastOK || v.lastRefused {
 		return 0, false
 	}
-	return max(v.lastAttempt.Add(v.cfg.MinRefetch).Sub(v.cfg.Now()), time.Second), true
-}
-
-// stale reports whether the key set in force is older than MaxKeyAge (or
-// there is none). While a fetch is under way it reports false: that fetch
-// is the refresh.
-func (v *Verifier) stale(now time.Time) bool {
-	if !v.mu.TryLock() {
-		return false // a fetch is under way
-	}
-	defer v.mu.Unlock()
-	return v.keys.Load() == nil || now.Sub(v.fetchedAt) >= v.cfg.MaxKeyAge
+	return max(v.nextFetch.Sub(now), time.Second), true
 }
 
 // extraClaims are the RFC 9068 claims go-jose's jwt.Claims lacks.
@@ -203,17 +297,18 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*Token, error) {
 		return nil, invalid("iss is not the configured issuer")
 	}
 	now := v.cfg.Now()
-	if v.stale(now) {
-		v.refresh(ctx, true)
-	}
+	v.refreshIfStale(now)
 	alg := jose.SignatureAlgorithm(h.Algorithm)
 	keys := v.keys.Load().candidates(h.KeyID, alg)
 	if len(keys) == 0 && (h.KeyID == "" || !v.keys.Load().hasKID(h.KeyID)) {
-		v.refresh(ctx, false) // an unknown kid: perhaps a new key (paced)
+		// An unknown kid: perhaps a new key (paced, DECISIONS.md section 17).
+		if err := v.awaitKeys(ctx, now); err != nil {
+			return nil, err
+		}
 		keys = v.keys.Load().candidates(h.KeyID, alg)
 	}
 	if len(keys) == 0 {
-		if wait, down := v.unavailable(); down {
+		if wait, down := v.unavailable(v.cfg.Now()); down {
 			return nil, &Error{Kind: Unavailable, RetryAfter: wait,
 				Reason: "no signing key could be fetched from the issuer"}
 		}
