@@ -79,6 +79,9 @@ func TestFleetOfThree(t *testing.T) {
 				cluster := redistest.StartCluster(t)
 				pms = newWalkCountingPMS(t)
 				edges = startFleetWith(t, bin, 3, keyFile, pms.srv.URL, "EDGE_REDIS_CLUSTER="+cluster.Seeds())
+				if st := getFleet(t, edges[0].admin); st.Form != "cluster" || len(st.Nodes) != 3 {
+					t.Errorf("/fleet %+v; want form cluster and its three primaries", st)
+				}
 			}
 			shared := drive(t, edges, limited, open, window, 10*time.Second)
 			shared.walks = pms.walks.Load()
@@ -190,7 +193,7 @@ func throttleShared(t *testing.T, edges []*edgeProc, client string) {
 		res.Body.Close()
 		switch res.StatusCode {
 		case http.StatusTooManyRequests:
-			t.Logf("failed authentications from %s: 429 at the %dth", client, i)
+			t.Logf("failed authentications from %s: 429 at failure %d", client, i)
 			return
 		case http.StatusUnauthorized:
 		default:
