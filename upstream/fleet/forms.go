@@ -158,13 +158,13 @@ func (s Settings) Check() error {
 func CheckURL(raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
-		return errors.New("want redis://[user:password@]host:port[/db] or rediss://...")
+		return errors.New("want redis://[user:password@]host:port[/db] or rediss://")
 	}
 	if strings.Contains(u.Host, ",") {
 		return errors.New("it names one primary, not a host list: for several nodes use EDGE_REDIS_SENTINELS with EDGE_REDIS_MASTER, or EDGE_REDIS_CLUSTER")
 	}
 	if _, err := redis.ParseURL(raw); err != nil {
-		return errors.New("want redis://[user:password@]host:port[/db] or rediss://...")
+		return errors.New("want redis://[user:password@]host:port[/db] or rediss://")
 	}
 	return nil
 }
