@@ -46,6 +46,8 @@ func TestRedisFormSettings(t *testing.T) {
 		{"master without Sentinels", map[string]string{"EDGE_REDIS_MASTER": "m"}, []string{"EDGE_REDIS_MASTER", "EDGE_REDIS_SENTINELS"}},
 		{"host list in the URL", map[string]string{"EDGE_REDIS_URL": "redis://:" + pw + "@a:6379,b:6379/0"},
 			[]string{"EDGE_REDIS_URL", "one primary", "EDGE_REDIS_CLUSTER", "xxxxx"}},
+		{"comma-separated hosts before the port", map[string]string{"EDGE_REDIS_URL": "redis://a,b,c:6379/0"},
+			[]string{"EDGE_REDIS_URL", "one primary"}},
 		{"Sentinel without port", map[string]string{"EDGE_REDIS_SENTINELS": "a", "EDGE_REDIS_MASTER": "m"}, []string{"EDGE_REDIS_SENTINELS", "host:port"}},
 		{"Cluster empty item", map[string]string{"EDGE_REDIS_CLUSTER": "a:1,,b:2"}, []string{"EDGE_REDIS_CLUSTER", "host:port"}},
 		{"TLS not a bool", map[string]string{"EDGE_REDIS_CLUSTER": "a:1", "EDGE_REDIS_TLS": "yes please"}, []string{"EDGE_REDIS_TLS"}},
