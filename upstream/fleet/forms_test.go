@@ -114,3 +114,44 @@ func TestLoadTLSRefusesBadFiles(t *testing.T) {
 		}
 	}
 }
+
+// The Cluster form with an ACL user (EDGE_REDIS_USERNAME/_PASSWORD): the
+// user's calls work on every node, Nodes lists the three primaries, a
+// wrong password is an unavailable error that does not show it; Describe
+// names the form and seeds without a credential.
+func TestClusterFormWithACLUser(t *testing.T) {
+	const pw = "pw-of-the-cluster-user-3"
+	c := redistest.StartCluster(t)
+	for _, n := range c.Nodes {
+		if _, err := redistest.Query(n, nil, "ACL", "SETUSER", "edge", "on", ">"+pw, "~*", "&*", "+@all"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := Settings{Cluster: c.Seeds(), Username: "edge", Password: pw}
+	cfg, err := s.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := newConfigClient(t, cfg)
+	store := NewStore(client, 0, nil, testSecret)
+	for _, brand := range []string{"acme", "globex", "initech", "umbrella"} { // keys over several slots
+		if err := store.Publish(t.Context(), SnapKey(brand, "live"), 1, []byte(brand), time.Minute); err != nil {
+			t.Fatalf("publish %s: %v", brand, err)
+		}
+		if got, _, _, err := store.Fetch(t.Context(), SnapKey(brand, "live")); err != nil || string(got) != brand {
+			t.Fatalf("fetch %s: %q, %v", brand, got, err)
+		}
+	}
+	if n := client.Nodes(t.Context()); len(n) != 3 || client.Form() != FormCluster {
+		t.Errorf("form %s, nodes %v; want cluster and three primaries", client.Form(), n)
+	}
+	if d := s.Describe(); !strings.Contains(d, "cluster") || !strings.Contains(d, c.Nodes[0]) || strings.Contains(d, pw) {
+		t.Errorf("Describe %q", d)
+	}
+	s.Password = "not-" + pw
+	cfg, _ = s.Config()
+	err = newConfigClient(t, cfg).Ping(t.Context())
+	if err == nil || !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "WRONGPASS") || strings.Contains(err.Error(), pw) {
+		t.Errorf("wrong password: %v; want WRONGPASS, unavailable, no password", err)
+	}
+}
