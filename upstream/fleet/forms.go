@@ -216,13 +216,11 @@ func (s Settings) Config() (Config, error) {
 	}
 	cfg := Config{URL: s.URL, Master: s.Master, SentinelPassword: s.SentinelPassword,
 		Username: s.Username, Password: s.Password, TLS: s.TLS}
-	cfg.Sentinels, _ = hostList("EDGE_REDIS_SENTINELS", s.Sentinels)
-	cfg.Cluster, _ = hostList("EDGE_REDIS_CLUSTER", s.Cluster)
-	if s.Sentinels == "" {
-		cfg.Sentinels = nil
+	if s.Sentinels != "" { // Check has refused a bad list
+		cfg.Sentinels, _ = hostList("EDGE_REDIS_SENTINELS", s.Sentinels)
 	}
-	if s.Cluster == "" {
-		cfg.Cluster = nil
+	if s.Cluster != "" {
+		cfg.Cluster, _ = hostList("EDGE_REDIS_CLUSTER", s.Cluster)
 	}
 	tc, err := LoadTLS(s.CAFile, s.CertFile, s.KeyFile)
 	if err != nil {
