@@ -108,6 +108,16 @@ func (p *proc) wait(ready func(addr string) error) error {
 	}
 }
 
+// exited reports whether the process has ended.
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // kill stops the process abruptly (SIGKILL) and waits for it.
 func (p *proc) kill() {
 	p.once.Do(func() {
@@ -442,9 +452,19 @@ func (s *Sentinel) KillPrimary() string {
 	return addr
 }
 
-// Cluster is a Redis Cluster of three primaries (no replicas) on loopback.
+// Cluster is a Redis Cluster of three primaries on loopback, with or
+// without a replica each.
 type Cluster struct {
-	Nodes []string // host:port of the three primaries
+	Nodes []string // host:port of every node
+	t     testing.TB
+	procs map[string]*proc
+}
+
+// ClusterOptions choose a Cluster.
+type ClusterOptions struct {
+	// Replicas gives each primary that many replicas (0 or 1), for
+	// failover tests: a primary is failed over after the node timeout (2 s).
+	Replicas int
 }
 
 // StartCluster starts three cluster-enabled servers, joins them with
@@ -452,9 +472,15 @@ type Cluster struct {
 // every node says cluster_state:ok. They are stopped when t ends.
 func StartCluster(t testing.TB) *Cluster {
 	t.Helper()
+	return StartClusterWith(t, ClusterOptions{})
+}
+
+// StartClusterWith starts a Cluster as opts say.
+func StartClusterWith(t testing.TB, opts ClusterOptions) *Cluster {
+	t.Helper()
 	requireReal(t, "redis-cli")
-	c := &Cluster{}
-	for range 3 {
+	c := &Cluster{t: t, procs: map[string]*proc{}}
+	for range 3 * (1 + min(max(opts.Replicas, 0), 1)) {
 		dir := t.TempDir()
 		p := startProc(t, nil, func(port, busPort string) []string {
 			return []string{"--port", port, "--cluster-port", busPort, "--bind", "127.0.0.1",
@@ -462,9 +488,10 @@ func StartCluster(t testing.TB) *Cluster {
 				"--cluster-node-timeout", "2000", "--save", "", "--appendonly", "no", "--dir", dir}
 		})
 		c.Nodes = append(c.Nodes, p.addr)
+		c.procs[p.addr] = p
 	}
 	args := append([]string{"--cluster", "create"}, c.Nodes...)
-	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	args = append(args, "--cluster-replicas", strconv.Itoa(min(max(opts.Replicas, 0), 1)), "--cluster-yes")
 	if out, err := exec.Command("redis-cli", args...).CombinedOutput(); err != nil {
 		t.Fatalf("redistest: redis-cli --cluster create: %v\n%s", err, out)
 	}
@@ -472,7 +499,7 @@ func StartCluster(t testing.TB) *Cluster {
 	for _, n := range c.Nodes {
 		for {
 			info, err := Query(n, nil, "CLUSTER", "INFO")
-			if err == nil && strings.Contains(info, "cluster_state:ok") {
+			if err == nil && strings.Contains(info, "cluster_state:ok") && c.synced(n, opts.Replicas) {
 				break
 			}
 			if time.Now().After(deadline) {
@@ -482,6 +509,64 @@ func StartCluster(t testing.TB) *Cluster {
 		}
 	}
 	return c
+}
+
+// synced reports whether node n is a primary or a replica whose link to
+// its primary is up (always true without replicas).
+func (c *Cluster) synced(n string, replicas int) bool {
+	if replicas == 0 {
+		return true
+	}
+	info, err := Query(n, nil, "INFO", "replication")
+	return err == nil && (strings.Contains(info, "role:master") || strings.Contains(info, "master_link_status:up"))
+}
+
+// PrimaryOf is the address of the primary serving key's slot now, as the
+// first node that answers sees it; "" when none does.
+func (c *Cluster) PrimaryOf(key string) string {
+	for _, n := range c.Nodes {
+		if c.procs[n] != nil && c.procs[n].exited() {
+			continue
+		}
+		slot, err := Query(n, nil, "CLUSTER", "KEYSLOT", key)
+		if err != nil {
+			continue
+		}
+		s, _ := strconv.Atoi(slot)
+		nodes, err := Query(n, nil, "CLUSTER", "NODES")
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(nodes, "\n") {
+			f := strings.Fields(line)
+			if len(f) < 9 || !strings.Contains(f[2], "master") || strings.Contains(f[2], "fail") {
+				continue
+			}
+			for _, r := range f[8:] {
+				lo, hi, ok := strings.Cut(r, "-")
+				a, _ := strconv.Atoi(lo)
+				b := a
+				if ok {
+					b, _ = strconv.Atoi(hi)
+				}
+				if a <= s && s <= b {
+					addr, _, _ := strings.Cut(f[1], "@")
+					return addr
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// Kill stops the node at addr abruptly (SIGKILL).
+func (c *Cluster) Kill(addr string) {
+	c.t.Helper()
+	p, ok := c.procs[addr]
+	if !ok {
+		c.t.Fatalf("redistest: %s is no node of this cluster", addr)
+	}
+	p.kill()
 }
 
 // Seeds is the nodes comma-separated, as EDGE_REDIS_CLUSTER takes them.
