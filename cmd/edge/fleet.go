@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"sync/atomic"
 	"time"
 
@@ -31,8 +30,9 @@ const fleetRefreshAhead = 0.5
 const fleetPoll = 50 * time.Millisecond
 
 // member is this instance's membership of a fleet sharing one Redis
-// (EDGE_REDIS_URL, docs/scaling.md): fleet-wide limits and one PMS walk
-// per brand, mode and TTL. Nil without EDGE_REDIS_URL: all in-process.
+// (EDGE_REDIS_URL, _SENTINELS or _CLUSTER; docs/scaling.md): fleet-wide
+// limits and one PMS walk per brand, mode and TTL. Nil without a Redis:
+// all in-process.
 type member struct {
 	brand  string
 	client *fleet.Client
@@ -42,35 +42,43 @@ type member struct {
 }
 
 // joinFleet connects (lazily: Redis may be down at start, that is no
-// error) to the Redis of cfg.RedisURL; nil when it is empty.
+// error) to the Redis cfg.Redis names; nil when it names none. The
+// operator files (CA bundle, client certificate) are read here: one that
+// cannot be read is a start-up error; a server they do not let the edge
+// trust is a warning and the in-process fallback, as Redis down is.
 //
 // It redirects go-redis's logger, a process-wide setting of the library
 // (redis.SetLogger), to log at debug level: without it go-redis prints
 // "connection pool: failed to dial" lines on stderr while Redis is down.
 // Breaker transitions are what operators see (fleet.Guard logs them once).
 func joinFleet(ctx context.Context, cfg settings, log *slog.Logger, tel *observability.Telemetry) (*member, error) {
-	if cfg.RedisURL == "" {
+	if !cfg.Redis.Configured() {
 		return nil, nil
 	}
 	log = log.With("component", "redis")
 	redis.SetLogger(goRedisLog{log})
-	client, err := fleet.New(fleet.Config{
-		URL:    cfg.RedisURL,
-		Log:    log,
-		Meter:  tel.MeterProvider().Meter(observability.ScopeName),
-		Tracer: tel.TracerProvider(),
-	})
+	fc, err := cfg.Redis.Config()
 	if err != nil {
-		return nil, fmt.Errorf("EDGE_REDIS_URL: %w", err)
+		return nil, err
+	}
+	fc.Log, fc.Meter, fc.Tracer = log, tel.MeterProvider().Meter(observability.ScopeName), tel.TracerProvider()
+	client, err := fleet.New(fc)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", redisSetting(cfg.Redis), err)
 	}
 	m := newMember(cfg.Brand, client, cfg.FleetSecret, log)
+	where := cfg.Redis.Describe()
 	pctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	if err := client.Ping(pctx); err != nil {
+	switch err := client.Ping(pctx); {
+	case err == nil:
+		log.Info("redis reachable: limits and snapshot loads shared", "redis", where, "nodes", client.Nodes(pctx))
+	case fleet.IsTLSTrust(err):
+		log.Warn("redis TLS certificate not trusted (check EDGE_REDIS_CA_FILE); limits and snapshot loads are in-process until it is",
+			"redis", where, "error", err)
+	default: // a wrong password shows as WRONGPASS: Redis's reply never holds the password
 		log.Warn("redis unreachable at start; limits and snapshot loads are in-process until it answers",
-			"redis", redactedURL(cfg.RedisURL), "error", err)
-	} else {
-		log.Info("redis reachable: limits and snapshot loads shared", "redis", redactedURL(cfg.RedisURL))
+			"redis", where, "error", err)
 	}
 	return m, nil
 }
@@ -122,18 +130,23 @@ func (m *member) loader(d *upstream.Direct, mode keys.Mode, ttl, loadTimeout tim
 }
 
 // fleetHandler serves GET /fleet on the admin listener: whether Redis is
-// configured and its circuit breaker's state ("closed": shared; "open" or
-// "half-open": in-process fallback).
+// configured, in which form and through which node(s), and its circuit
+// breaker's state ("closed": shared; "open" or "half-open": in-process
+// fallback).
 func fleetHandler(m *member) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		state := struct {
-			Redis   string `json:"redis"`             // "off" or "on"
-			Breaker string `json:"breaker,omitempty"` // closed, half-open, open
-			Shared  bool   `json:"shared"`            // limits and loads go through Redis now
+			Redis   string   `json:"redis"`             // "off" or "on"
+			Form    string   `json:"form,omitempty"`    // primary, sentinel, cluster
+			Master  string   `json:"master,omitempty"`  // the Sentinel form's master name
+			Nodes   []string `json:"nodes,omitempty"`   // primary or current Sentinel primary; the Cluster's primaries
+			Breaker string   `json:"breaker,omitempty"` // closed, half-open, open
+			Shared  bool     `json:"shared"`            // limits and loads go through Redis now
 		}{Redis: "off"}
 		if m != nil {
 			st := m.client.State()
 			state.Redis, state.Breaker, state.Shared = "on", st.String(), st == upstream.BreakerClosed
+			state.Form, state.Master, state.Nodes = string(m.client.Form()), m.client.Master(), m.client.Nodes(r.Context())
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
@@ -148,13 +161,4 @@ func (g goRedisLog) Printf(ctx context.Context, format string, v ...any) {
 	if g.log.Enabled(ctx, slog.LevelDebug) {
 		g.log.DebugContext(ctx, "go-redis: "+fmt.Sprintf(format, v...))
 	}
-}
-
-// redactedURL is the Redis URL without its password, for logs.
-func redactedURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable)"
-	}
-	return u.Redacted()
 }

@@ -141,7 +141,7 @@ func benchEdge(b *testing.B, redis bool) (http.Handler, *http.Request) {
 	var fm *member
 	if redis {
 		srv := redistest.Start(b)
-		cfg.RedisURL, cfg.FleetSecret = srv.URL(), []byte(testFleetSecret)
+		cfg.Redis.URL, cfg.FleetSecret = srv.URL(), []byte(testFleetSecret)
 		if fm, err = joinFleet(ctx, cfg, log, tel); err != nil {
 			b.Fatal(err)
 		}

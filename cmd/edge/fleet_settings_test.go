@@ -14,13 +14,13 @@ const testFleetSecret = "test-fleet-secret-of-32-bytes-ok"
 // with a password hidden.
 func TestRedisURLSetting(t *testing.T) {
 	s, err := parseSettings(nil, mapEnv(nil), io.Discard)
-	if err != nil || s.RedisURL != "" {
-		t.Fatalf("default: %q, %v; want empty", s.RedisURL, err)
+	if err != nil || s.Redis.URL != "" {
+		t.Fatalf("default: %q, %v; want empty", s.Redis.URL, err)
 	}
 	for _, ok := range []string{"redis://127.0.0.1:6379/0", "rediss://user:pw@redis.internal:6380/2", "redis://localhost"} {
 		s, err := parseSettings(nil, mapEnv(map[string]string{"EDGE_REDIS_URL": ok, "EDGE_FLEET_SECRET": testFleetSecret}), io.Discard)
-		if err != nil || s.RedisURL != ok {
-			t.Errorf("%s: %q, %v", ok, s.RedisURL, err)
+		if err != nil || s.Redis.URL != ok {
+			t.Errorf("%s: %q, %v", ok, s.Redis.URL, err)
 		}
 	}
 	for _, tc := range []struct{ value, shown, hidden string }{
@@ -41,7 +41,7 @@ func TestRedisURLSetting(t *testing.T) {
 		}
 	}
 	s, err = parseSettings([]string{"--redis-url", "redis://10.0.0.5:6379/1"}, mapEnv(map[string]string{"EDGE_FLEET_SECRET": testFleetSecret}), io.Discard)
-	if err != nil || s.RedisURL != "redis://10.0.0.5:6379/1" {
-		t.Errorf("flag: %q, %v", s.RedisURL, err)
+	if err != nil || s.Redis.URL != "redis://10.0.0.5:6379/1" {
+		t.Errorf("flag: %q, %v", s.Redis.URL, err)
 	}
 }

@@ -30,6 +30,10 @@ import (
 //     brand's PMS with Redis, 15 or more without;
 //   - redis-server stopped under load: only 200s (and 429s of the limited
 //     key); the limits are shared again within 10 s of Redis returning.
+//
+// The shared limits and walks are checked on one primary and on a Redis
+// Cluster of three primaries (DECISIONS 16), each with the failed-auth
+// throttle shared too (throttleShared).
 func TestFleetOfThree(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the edge and runs six processes for about 30 s")
@@ -61,37 +65,54 @@ func TestFleetOfThree(t *testing.T) {
 		}
 	})
 
-	pms := newWalkCountingPMS(t)
-	edges := startFleet(t, bin, 3, keyFile, pms.srv.URL, redisSrv.URL())
-	t.Run("redis", func(t *testing.T) {
-		shared := drive(t, edges, limited, open, window, 10*time.Second)
-		shared.walks = pms.walks.Load()
-		// A walk beyond one per TTL, or an accept beyond the shared bucket,
-		// is allowed only as a counted fallback: on a busy machine a Redis
-		// call can outlast the guard's 100 ms, and the instance then walks
-		// the PMS itself or decides with its in-process limiter, one
-		// decision per counted fallback (docs/scaling.md).
-		var fallbacks, limitFallbacks int64
-		for _, e := range edges {
-			body := scrape(t, e.admin+"/metrics")
-			v, _ := value(body, `partner_edge_redis_fallbacks_total{use="snapshot"}`)
-			fallbacks += int64(v)
-			v, _ = value(body, `partner_edge_redis_fallbacks_total{use="rate_limit"}`)
-			limitFallbacks += int64(v)
-		}
-		t.Logf("with Redis (real server: %v): limited key accepted %d in %s, %d list walks in 10 s; fallbacks: %d snapshot, %d rate limit",
-			redisSrv.Real(), shared.accepted, window, shared.walks, fallbacks, limitFallbacks)
-		if int64(shared.accepted) > int64(bound)+limitFallbacks {
-			t.Errorf("fleet-wide limit accepted %d in %s, with %d counted rate-limit fallbacks; want at most %d besides those",
-				shared.accepted, window, limitFallbacks, bound)
-		}
-		if shared.walks > 6+fallbacks {
-			t.Errorf("with Redis: %d list walks, %d of them counted fallbacks; want at most 6 (one per TTL across the fleet) besides those", shared.walks, fallbacks)
-		}
-		if shared.walks < 1 {
-			t.Errorf("no list walk counted: the counter is broken")
-		}
-	})
+	// The same fleet on one primary and on a three-primary Cluster
+	// (DECISIONS 16): shared limits, throttle and walks alike. The fleet on
+	// the primary outlives its subtest: the fault test below uses it.
+	primaryPMS := newWalkCountingPMS(t)
+	edges := startFleet(t, bin, 3, keyFile, primaryPMS.srv.URL, redisSrv.URL())
+	for _, form := range []struct {
+		name, client string // subtest, and the address it poses as for the throttle
+	}{{"redis", "203.0.113.7"}, {"redis-cluster", "203.0.113.8"}} {
+		t.Run(form.name, func(t *testing.T) {
+			edges, pms := edges, primaryPMS
+			if form.name == "redis-cluster" {
+				cluster := redistest.StartCluster(t)
+				pms = newWalkCountingPMS(t)
+				edges = startFleetWith(t, bin, 3, keyFile, pms.srv.URL, "EDGE_REDIS_CLUSTER="+cluster.Seeds())
+				if st := getFleet(t, edges[0].admin); st.Form != "cluster" || len(st.Nodes) != 3 {
+					t.Errorf("/fleet %+v; want form cluster and its three primaries", st)
+				}
+			}
+			shared := drive(t, edges, limited, open, window, 10*time.Second)
+			shared.walks = pms.walks.Load()
+			// A walk beyond one per TTL, or an accept beyond the shared bucket,
+			// is allowed only as a counted fallback: on a busy machine a Redis
+			// call can outlast the guard's 100 ms, and the instance then walks
+			// the PMS itself or decides with its in-process limiter, one
+			// decision per counted fallback (docs/scaling.md).
+			var fallbacks, limitFallbacks int64
+			for _, e := range edges {
+				body := scrape(t, e.admin+"/metrics")
+				v, _ := value(body, `partner_edge_redis_fallbacks_total{use="snapshot"}`)
+				fallbacks += int64(v)
+				v, _ = value(body, `partner_edge_redis_fallbacks_total{use="rate_limit"}`)
+				limitFallbacks += int64(v)
+			}
+			t.Logf("with Redis (%s, real server: %v): limited key accepted %d in %s, %d list walks in 10 s; fallbacks: %d snapshot, %d rate limit",
+				form.name, redisSrv.Real(), shared.accepted, window, shared.walks, fallbacks, limitFallbacks)
+			if int64(shared.accepted) > int64(bound)+limitFallbacks {
+				t.Errorf("fleet-wide limit accepted %d in %s, with %d counted rate-limit fallbacks; want at most %d besides those",
+					shared.accepted, window, limitFallbacks, bound)
+			}
+			if shared.walks > 6+fallbacks {
+				t.Errorf("with Redis: %d list walks, %d of them counted fallbacks; want at most 6 (one per TTL across the fleet) besides those", shared.walks, fallbacks)
+			}
+			if shared.walks < 1 {
+				t.Errorf("no list walk counted: the counter is broken")
+			}
+			throttleShared(t, edges, form.client)
+		})
+	}
 
 	t.Run("redis-fault", func(t *testing.T) {
 		load := startLoad(edges, limited, open)
@@ -149,6 +170,37 @@ func TestFleetOfThree(t *testing.T) {
 			}
 		}
 	})
+}
+
+// throttleShared checks that failed authentications from one client
+// address (posed as through X-Forwarded-For), spread round-robin over the
+// fleet, reach the shared EDGE_AUTH_FAIL_LIMIT of 20 a minute: a 429 by
+// the 25th failure (DECISIONS 16), where three in-process throttles would
+// let 60 through.
+func throttleShared(t *testing.T, edges []*edgeProc, client string) {
+	t.Helper()
+	hc := &http.Client{Timeout: 15 * time.Second}
+	for i := 1; i <= 25; i++ {
+		e := edges[i%len(edges)]
+		req, _ := http.NewRequest("GET", e.base+"properties?perPage=5", nil)
+		req.Header.Set("Authorization", "Bearer svc_live_no-such-key-of-the-fleet-test")
+		req.Header.Set("X-Forwarded-For", client)
+		res, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		switch res.StatusCode {
+		case http.StatusTooManyRequests:
+			t.Logf("failed authentications from %s: 429 at failure %d", client, i)
+			return
+		case http.StatusUnauthorized:
+		default:
+			t.Fatalf("failed authentication %d from %s: %d; want 401 or 429", i, client, res.StatusCode)
+		}
+	}
+	t.Errorf("25 failed authentications from %s over %d instances and no 429: the throttle is not shared", client, len(edges))
 }
 
 // mintSeeded mints a live key of aurora from seed's bytes (distinct seeds:
@@ -290,17 +342,28 @@ type edgeProc struct {
 // is set), with a cache TTL of 2 s; they are stopped when t ends.
 func startFleet(t *testing.T, bin string, n int, keyFile, pmsURL, redisURL string) []*edgeProc {
 	t.Helper()
+	var redisEnv []string
+	if redisURL != "" {
+		redisEnv = []string{"EDGE_REDIS_URL=" + redisURL}
+	}
+	return startFleetWith(t, bin, n, keyFile, pmsURL, redisEnv...)
+}
+
+// startFleetWith is startFleet with the Redis named by redisEnv (any form
+// of DECISIONS 16; none: in-process) and loopback's X-Forwarded-For
+// believed (EDGE_TRUSTED_PROXIES), so a test can pose as other clients.
+func startFleetWith(t *testing.T, bin string, n int, keyFile, pmsURL string, redisEnv ...string) []*edgeProc {
+	t.Helper()
 	edges := make([]*edgeProc, n)
 	for i := range edges {
 		cmd := exec.Command(bin)
-		cmd.Env = []string{
+		cmd.Env = append([]string{
 			"EDGE_ADDR=127.0.0.1:0", "EDGE_ADMIN_ADDR=127.0.0.1:0",
 			"EDGE_BRAND=aurora", "EDGE_KEYS_FILE=" + keyFile,
 			"PMS_BASE_URL=" + pmsURL, "PMS_TOKEN=pms-secret-token",
-			"EDGE_CACHE_TTL=2s", "EDGE_AUTH_FAIL_LIMIT=20",
-			"EDGE_REDIS_URL=" + redisURL,
-		}
-		if redisURL != "" { // required with EDGE_REDIS_URL (DECISIONS 15)
+			"EDGE_CACHE_TTL=2s", "EDGE_AUTH_FAIL_LIMIT=20", "EDGE_TRUSTED_PROXIES=127.0.0.0/8",
+		}, redisEnv...)
+		if len(redisEnv) > 0 { // required with any Redis (DECISIONS 15)
 			cmd.Env = append(cmd.Env, "EDGE_FLEET_SECRET="+testFleetSecret)
 		}
 		e := &edgeProc{stderr: &testkit.LogBuffer{}}

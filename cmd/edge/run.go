@@ -112,7 +112,7 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 	}()
 	go func() { defer wg.Done(); reloadOnHangup(ctx, store, tlsReload, log) }()
 
-	fm, err := joinFleet(ctx, cfg, log, tel) // nil without EDGE_REDIS_URL
+	fm, err := joinFleet(ctx, cfg, log, tel) // nil without a Redis (EDGE_REDIS_URL, _SENTINELS, _CLUSTER)
 	if err != nil {
 		return err
 	}

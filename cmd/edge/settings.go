@@ -13,11 +13,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/partner-edge/partner-edge/edge"
 	"github.com/partner-edge/partner-edge/edge/oauth"
 	"github.com/partner-edge/partner-edge/mapping"
+	"github.com/partner-edge/partner-edge/upstream/fleet"
 )
 
 // settings are the edge's configuration (operations.md), from the
@@ -42,7 +41,7 @@ type settings struct {
 	MaxConcurrent            int
 	AuthFailLimit            int            // failed authentications a minute per client address; 0: off
 	TrustedProxies           []netip.Prefix // whose X-Forwarded-For is believed
-	RedisURL                 string         // shared limits and snapshots; empty: in-process (fleet.go)
+	Redis                    fleet.Settings // the fleet's Redis, one of three forms (DECISIONS 16); none: in-process (fleet.go)
 	DocsPath                 string         // serve the documentation site here; empty: not served (docs.go)
 	DocsURLSet, DocsPathSet  bool           // set by the operator, not defaulted: the demo leaves them alone
 	FleetSecret              []byte         // authenticates what instances share through Redis
@@ -108,9 +107,19 @@ func settingTable() []*setting {
 		{env: "EDGE_RATE_BURST", flag: "rate-burst", def: "0", help: "requests a key may make at once; 0 means the rate rounded up", doc: "requests a key may make at once under the default quota; `0`: the rate rounded up"},
 		{env: "EDGE_AUTH_FAIL_LIMIT", flag: "auth-fail-limit", def: "20", help: "failed authentications (401 INVALID_API_KEY) allowed per client address per minute before 429; 0 disables the throttle", doc: "failed authentications (`401 INVALID_API_KEY`, `INVALID_ACCESS_TOKEN`, `ACCESS_TOKEN_EXPIRED`, and a token's `503` when no signing key could be had) allowed per client address per minute before `429` with `Retry-After`, refused before any key is looked at; `0` disables the throttle"},
 		{env: "EDGE_TRUSTED_PROXIES", flag: "trusted-proxies", def: "", help: "comma-separated CIDRs whose X-Forwarded-For is believed for the client address", doc: "comma-separated CIDRs whose `X-Forwarded-For` is believed for the client address (logs, traces, throttle); otherwise the TCP peer is the client; ranges wider than /8 (IPv4) or /16 (IPv6) are refused"},
-		{env: "EDGE_REDIS_URL", flag: "redis-url", def: "", help: "redis:// or rediss:// URL of the Redis (or Valkey) that instances share limits and snapshot loads through; empty keeps everything in-process", doc: "`redis://host:port/db` (or `rediss://`): per-key limits, failed-auth throttling and snapshot loads shared by every instance naming the same Redis; see [scaling.md]({docs}scaling.md)", docDef: "empty: all state in-process"},
+		{env: "EDGE_REDIS_URL", flag: "redis-url", def: "", help: "redis:// or rediss:// URL of the one Redis (or Valkey) primary that instances share limits and snapshot loads through; empty keeps everything in-process", doc: "`redis://host:port/db` (or `rediss://`) of one primary: per-key limits, failed-auth throttling and snapshot loads shared by every instance naming the same Redis; see [scaling.md]({docs}scaling.md)", docDef: "empty: all state in-process"},
+		{env: "EDGE_REDIS_SENTINELS", flag: "redis-sentinels", def: "", help: "comma-separated host:port of the Sentinels of a Sentinel-managed Redis, instead of EDGE_REDIS_URL (with EDGE_REDIS_MASTER)", doc: "comma-separated `host:port` of Sentinels: a Sentinel-managed primary instead of `EDGE_REDIS_URL`, with `EDGE_REDIS_MASTER`; see [scaling.md]({docs}scaling.md#redis-forms-and-failover)"},
+		{env: "EDGE_REDIS_MASTER", flag: "redis-master", def: "", help: "name of the primary the Sentinels monitor (required with EDGE_REDIS_SENTINELS)", doc: "the name of the primary the Sentinels monitor; required with `EDGE_REDIS_SENTINELS`"},
+		{env: "EDGE_REDIS_SENTINEL_PASSWORD", flag: "redis-sentinel-password", def: "", help: "the Sentinels' own password, if they have one (prefer the variable: flags show in ps)", doc: "the Sentinels' own password, if they require one (never echoed; prefer the variable: flags show in `ps`)"},
+		{env: "EDGE_REDIS_CLUSTER", flag: "redis-cluster", def: "", help: "comma-separated host:port seed nodes of a Redis Cluster, instead of EDGE_REDIS_URL", doc: "comma-separated `host:port` seed nodes of a Redis Cluster instead of `EDGE_REDIS_URL`; keys one script touches share a hash tag"},
+		{env: "EDGE_REDIS_USERNAME", flag: "redis-username", def: "", help: "ACL user for the Sentinel and Cluster forms (or a URL without credentials)", doc: "ACL user of the Sentinel and Cluster forms (or of an `EDGE_REDIS_URL` without credentials); empty: the default user"},
+		{env: "EDGE_REDIS_PASSWORD", flag: "redis-password", def: "", help: "ACL password for the Sentinel and Cluster forms (prefer the variable: flags show in ps)", doc: "its password (never echoed; prefer the variable: flags show in `ps`)"},
+		{env: "EDGE_REDIS_TLS", flag: "redis-tls", def: "false", help: "true: TLS to the Sentinels and Redis, or to the Cluster's nodes (EDGE_REDIS_URL says it with rediss://)", doc: "`true`: TLS for the Sentinel and Cluster forms (`EDGE_REDIS_URL` says it with `rediss://`)"},
+		{env: "EDGE_REDIS_CA_FILE", flag: "redis-ca-file", def: "", help: "PEM bundle of the CAs trusted for Redis TLS instead of the system store", doc: "PEM bundle of the CAs trusted for Redis TLS instead of the system store (a private CA; the process's store and `SSL_CERT_FILE` stay as they are); an operator file (regular, at most 1 MiB)", docDef: "empty: the system store"},
+		{env: "EDGE_REDIS_CERT_FILE", flag: "redis-cert-file", def: "", help: "client certificate (PEM) presented to Redis over TLS, with EDGE_REDIS_KEY_FILE", doc: "client certificate (PEM) presented to Redis over TLS, with `EDGE_REDIS_KEY_FILE` (both or neither)"},
+		{env: "EDGE_REDIS_KEY_FILE", flag: "redis-key-file", def: "", help: "the client certificate's private key (PEM)", doc: "the client certificate's private key (PEM)"},
 		{env: "EDGE_DOCS_PATH", flag: "docs-path", def: "", help: "serve the documentation site at this path, e.g. /docs (demo: /docs; set empty to turn it off)", emptySet: true, doc: "serve the [documentation site]({docs}docsite.md) at this path (unauthenticated, cacheable, outside `/v1`); the demo serves it at `/docs` and points the docs URL there; set empty to turn it off", docDef: "empty; `/docs` in the demo"},
-		{env: "EDGE_FLEET_SECRET", flag: "fleet-secret", def: "", help: "at least 32 bytes, the same on every instance; required with EDGE_REDIS_URL: authenticates what instances share through Redis (prefer the variable: flags show in ps)", doc: "at least 32 bytes, the same on every instance: authenticates (HMAC-SHA256) what instances share through Redis; start-up fails naming it when `EDGE_REDIS_URL` is set without it (prefer the variable: flags show in `ps`)", docDef: "empty; required with `EDGE_REDIS_URL`"},
+		{env: "EDGE_FLEET_SECRET", flag: "fleet-secret", def: "", help: "at least 32 bytes, the same on every instance; required with any Redis (EDGE_REDIS_URL, _SENTINELS or _CLUSTER): authenticates what instances share through Redis (prefer the variable: flags show in ps)", doc: "at least 32 bytes, the same on every instance: authenticates (HMAC-SHA256) what instances share through Redis; start-up fails naming it when a Redis is named (`EDGE_REDIS_URL`, `EDGE_REDIS_SENTINELS` or `EDGE_REDIS_CLUSTER`) without it (prefer the variable: flags show in `ps`)", docDef: "empty; required with any Redis"},
 		{env: "EDGE_PMS_MAX_WALK_BYTES", flag: "pms-max-walk-bytes", def: "256MiB", help: "bound on the total size of one PMS list walk (bytes, or with a unit: 64MiB, 1GiB); beyond it the walk fails (502)", doc: "bound on the total size of one PMS list walk (plain bytes, or `64MiB`, `1GiB`, `10MB`...); beyond it the walk fails (`502`, logged)"},
 		{env: "EDGE_OAUTH_ISSUER", flag: "oauth-issuer", def: "", help: "OAuth 2.0 authorization server's issuer URL; with EDGE_OAUTH_AUDIENCE turns access tokens on (empty: off)", doc: "the authorization server's issuer URL (compared exactly with `iss`); with `EDGE_OAUTH_AUDIENCE` (both or neither) OAuth 2.0 access tokens are accepted beside API keys; see [oauth.md]({docs}oauth.md)", docDef: "empty (tokens off)"},
 		{env: "EDGE_OAUTH_AUDIENCE", flag: "oauth-audience", def: "", help: "this deployment's resource identifier (e.g. https://api.aurora.example.com/v1); tokens must name it in aud", doc: "this deployment's resource identifier (e.g. `https://api.aurora.example.com/v1`), in every token's `aud`; with `EDGE_OAUTH_ISSUER` (both or neither)", docDef: "empty (tokens off)"},
@@ -190,7 +199,7 @@ func parseSettings(args []string, getenv lookupEnv, stderr io.Writer) (settings,
 		MaxConcurrent:   p.count("EDGE_MAX_CONCURRENT"),
 		AuthFailLimit:   p.count("EDGE_AUTH_FAIL_LIMIT"),
 		TrustedProxies:  p.cidrs("EDGE_TRUSTED_PROXIES"),
-		RedisURL:        p.redisURL("EDGE_REDIS_URL"),
+		Redis:           p.redis(),
 		OAuthIssuer:     p.exactURL("EDGE_OAUTH_ISSUER"),
 		OAuthAudience:   p.exactURL("EDGE_OAUTH_AUDIENCE"),
 		OAuthJWKSHosts:  p.hosts("EDGE_OAUTH_JWKS_HOSTS"),
@@ -357,19 +366,55 @@ func (p *parser) level(env string) slog.Level {
 	return l
 }
 
-// redisURL accepts empty (no Redis) or a redis:// or rediss:// URL that
-// go-redis can use. An error names the value with any password hidden.
+// redisURL accepts empty (no Redis) or a redis:// or rediss:// URL of one
+// host that go-redis can use. An error names the value with any password
+// hidden.
 func (p *parser) redisURL(env string) string {
 	st := p.get[env]
 	if st.value == "" {
 		return ""
 	}
-	u, err := url.Parse(st.value)
-	if err == nil && (u.Scheme == "redis" || u.Scheme == "rediss") && u.Host != "" {
-		if _, err = redis.ParseURL(st.value); err == nil {
-			return st.value
-		}
+	if err := fleet.CheckURL(st.value); err != nil {
+		p.bad(st, err.Error()) // shown redacted
+		return ""
 	}
-	p.bad(st, "want redis://[user:password@]host:port[/db] or rediss://...") // shown redacted
-	return ""
+	return st.value
+}
+
+// redis maps the EDGE_REDIS_* settings to the fleet's (DECISIONS 16) and
+// adds the rules it breaks (two forms, a Sentinel without its master...)
+// to the start-up errors; passwords are never echoed. The operator files
+// are read when the edge joins the fleet (joinFleet).
+func (p *parser) redis() fleet.Settings {
+	s := fleet.Settings{
+		URL:              p.redisURL("EDGE_REDIS_URL"),
+		Sentinels:        p.str("EDGE_REDIS_SENTINELS"),
+		Master:           p.str("EDGE_REDIS_MASTER"),
+		SentinelPassword: string(p.secret("EDGE_REDIS_SENTINEL_PASSWORD")),
+		Cluster:          p.str("EDGE_REDIS_CLUSTER"),
+		Username:         p.str("EDGE_REDIS_USERNAME"),
+		Password:         string(p.secret("EDGE_REDIS_PASSWORD")),
+		TLS:              p.boolean("EDGE_REDIS_TLS"),
+		CAFile:           p.str("EDGE_REDIS_CA_FILE"),
+		CertFile:         p.str("EDGE_REDIS_CERT_FILE"),
+		KeyFile:          p.str("EDGE_REDIS_KEY_FILE"),
+	}
+	check := s
+	if p.get["EDGE_REDIS_URL"].value != "" && s.URL == "" {
+		check.URL = "redis://refused" // refused above, but still a form for the rules below
+	}
+	if err := check.Check(); err != nil {
+		p.fail(err)
+	}
+	return s
+}
+
+// boolean reads true or false (and what strconv.ParseBool takes).
+func (p *parser) boolean(env string) bool {
+	st := p.get[env]
+	b, err := strconv.ParseBool(st.value)
+	if err != nil {
+		p.bad(st, "want true or false")
+	}
+	return b
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/partner-edge/partner-edge/edge/ratelimit"
+	"github.com/partner-edge/partner-edge/upstream/fleet"
 )
 
 // minFleetSecret is the shortest EDGE_FLEET_SECRET taken (DECISIONS 15):
@@ -76,12 +77,23 @@ func (p *parser) checkBounds(s *settings) {
 				burst, ratelimit.MinRate(burst), float64(maxRate)))
 		}
 	}
-	if s.RedisURL != "" && len(s.FleetSecret) < minFleetSecret {
+	if s.Redis.Configured() && len(s.FleetSecret) < minFleetSecret {
 		src := p.get["EDGE_FLEET_SECRET"].source
 		if len(s.FleetSecret) == 0 {
-			p.fail(fmt.Errorf("%s is required when EDGE_REDIS_URL is set: a random secret of at least %d bytes shared by every instance (DECISIONS 15)", src, minFleetSecret))
+			p.fail(fmt.Errorf("%s is required when %s is set: a random secret of at least %d bytes shared by every instance (DECISIONS 15)", src, redisSetting(s.Redis), minFleetSecret))
 		} else {
 			p.fail(fmt.Errorf("%s is too short (%d bytes): want at least %d bytes", src, len(s.FleetSecret), minFleetSecret))
 		}
 	}
+}
+
+// redisSetting names the setting that names the fleet's Redis.
+func redisSetting(r fleet.Settings) string {
+	switch r.Form() {
+	case fleet.FormSentinel:
+		return "EDGE_REDIS_SENTINELS"
+	case fleet.FormCluster:
+		return "EDGE_REDIS_CLUSTER"
+	}
+	return "EDGE_REDIS_URL"
 }

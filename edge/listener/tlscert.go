@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/partner-edge/partner-edge/edge/internal/opfile"
+	"github.com/partner-edge/partner-edge/internal/opfile"
 )
 
 // certStore holds the serving certificate and replaces it when its files

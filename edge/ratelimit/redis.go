@@ -58,7 +58,7 @@ func (r *Redis) allowN(ctx context.Context, name string, l Limit, n int) (Decisi
 		return Decision{}, err
 	}
 	var res *redis_rate.Result
-	err = r.c.Do(ctx, func(ctx context.Context, rdb *redis.Client) (err error) {
+	err = r.c.Do(ctx, func(ctx context.Context, rdb redis.UniversalClient) (err error) {
 		defer func() { // redis_rate asserts the reply's shape
 			if p := recover(); p != nil {
 				err = fmt.Errorf("ratelimit: unexpected rate-limit reply: %v", p)

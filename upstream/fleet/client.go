@@ -2,11 +2,15 @@ package fleet
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -19,17 +23,39 @@ import (
 	"github.com/partner-edge/partner-edge/upstream"
 )
 
-// DefaultPoolSize is the connection pool size of Config.
+// DefaultPoolSize is the connection pool size of Config (per node).
 const DefaultPoolSize = 8
 
-// Config configures a Client.
+// clusterReload is how often a Cluster client re-reads the slot map
+// besides on MOVED and errors: a failed-over primary or a moved slot is
+// followed within DECISIONS 16's 10 s even when no call has failed.
+const clusterReload = 5 * time.Second
+
+// Config configures a Client: exactly one form (Settings.Config builds
+// it from the EDGE_REDIS_* settings and checks that).
 type Config struct {
-	// URL is redis://[user:password@]host:port/db or rediss:// (TLS), as in
-	// EDGE_REDIS_URL. It is never logged or echoed in errors.
+	// URL is redis://[user:password@]host:port/db or rediss:// (TLS) of one
+	// primary, as in EDGE_REDIS_URL. It is never logged or echoed in errors.
 	URL string
+	// Sentinels (host:port) and Master: a Sentinel-managed primary.
+	// SentinelPassword is the Sentinels' own; empty: none.
+	Sentinels        []string
+	Master           string
+	SentinelPassword string
+	// Cluster (host:port seeds): a Redis Cluster.
+	Cluster []string
+	// Username and Password are ACL credentials (empty: the default user);
+	// with URL they apply when the URL carries none.
+	Username, Password string
+	// TLS turns TLS on for the Sentinel and Cluster forms (a URL says
+	// rediss://).
+	TLS bool
+	// TLSConfig is used when TLS is on (LoadTLS builds it); nil: the system
+	// store, no client certificate.
+	TLSConfig *tls.Config
 	// Guard sets the per-call deadline and the breaker.
 	Guard GuardConfig
-	// PoolSize is the number of connections kept. Zero means
+	// PoolSize is the number of connections kept (per node). Zero means
 	// DefaultPoolSize (8): a call is one short round trip.
 	PoolSize int
 	// Log gets breaker transitions. Nil discards.
@@ -40,72 +66,148 @@ type Config struct {
 	Tracer trace.TracerProvider
 }
 
-// Client is a Redis client whose every call is guarded: a short deadline,
-// no retries, a circuit breaker; spans and metrics per command. Safe for
-// concurrent use. Close it when done.
-type Client struct {
-	rdb     *redis.Client
-	guard   *Guard
-	metrics *Metrics
+// Form is the form cfg names; FormNone when it names none.
+func (cfg Config) Form() Form {
+	switch {
+	case cfg.URL != "":
+		return FormPrimary
+	case len(cfg.Sentinels) > 0:
+		return FormSentinel
+	case len(cfg.Cluster) > 0:
+		return FormCluster
+	}
+	return FormNone
 }
 
-// New parses cfg.URL and returns a client. It does not connect: the first
-// call does (and fails fast if Redis is down).
+// Client is a Redis client whose every call is guarded: a short deadline,
+// no retries, a circuit breaker; spans and metrics per command. One
+// go-redis UniversalClient behind it: NewClient for one primary,
+// NewFailoverClient for Sentinel, NewClusterClient for a Cluster. Safe for
+// concurrent use. Close it when done.
+type Client struct {
+	rdb     redis.UniversalClient
+	form    Form
+	master  string // the Sentinel form's master name
+	guard   *Guard
+	metrics *Metrics
+	timeout time.Duration
+	node    atomic.Pointer[string] // primary and Sentinel forms: the address last connected to
+}
+
+// New returns a client of cfg's form. It does not connect: the first call
+// does (and fails fast if Redis is down).
 func New(cfg Config) (*Client, error) {
-	opts, err := redis.ParseURL(cfg.URL)
-	if err != nil {
-		return nil, errors.New("fleet: the Redis URL is not a valid redis:// or rediss:// address")
-	}
 	g, err := cfg.Guard.withDefaults()
-	if err != nil {
-		return nil, err
-	}
-	host, portStr, err := net.SplitHostPort(opts.Addr)
-	if err != nil {
-		return nil, fmt.Errorf("fleet: the Redis URL has no host:port")
-	}
-	port, _ := strconv.Atoi(portStr)
-	m, err := NewMetrics(cfg.Meter, host, port)
-	if err != nil {
-		return nil, err
-	}
-	guard, err := NewGuard(g, cfg.Log, m)
 	if err != nil {
 		return nil, err
 	}
 	if cfg.PoolSize <= 0 {
 		cfg.PoolSize = DefaultPoolSize
 	}
-	opts.PoolSize = cfg.PoolSize
-	opts.MaxRetries = -1 // the breaker and the caller's fallback are the retry
-	opts.DialTimeout = g.CallTimeout
-	opts.DialerRetries = 1
-	opts.ReadTimeout = g.CallTimeout
-	opts.WriteTimeout = g.CallTimeout
-	opts.PoolTimeout = g.CallTimeout
-	opts.ContextTimeoutEnabled = true // honour the per-call deadline
-	opts.Protocol = 2                 // no HELLO round trip; works on every Redis and Valkey
-	opts.DisableIdentity = true       // no CLIENT SETINFO on connect
-	opts.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-	rdb := redis.NewClient(opts)
+	tlsOn := func() *tls.Config {
+		if !cfg.TLS {
+			return nil
+		}
+		if cfg.TLSConfig != nil {
+			return cfg.TLSConfig.Clone()
+		}
+		return &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	c := &Client{form: cfg.Form(), timeout: g.CallTimeout, master: cfg.Master}
+	var (
+		rdb  redis.UniversalClient
+		addr string // server.address and server.port of the instruments
+		db   int
+	)
+	switch c.form {
+	case FormPrimary:
+		if err := CheckURL(cfg.URL); err != nil {
+			return nil, errors.New("fleet: the Redis URL is not a valid redis:// or rediss:// address of one host")
+		}
+		opts, _ := redis.ParseURL(cfg.URL)
+		if opts.Username == "" && opts.Password == "" {
+			opts.Username, opts.Password = cfg.Username, cfg.Password
+		}
+		if opts.TLSConfig != nil && cfg.TLSConfig != nil { // rediss://: go-redis set ServerName
+			opts.TLSConfig.RootCAs = cfg.TLSConfig.RootCAs
+			opts.TLSConfig.Certificates = cfg.TLSConfig.Certificates
+		}
+		opts.PoolSize = cfg.PoolSize
+		opts.MaxRetries = -1 // the breaker and the caller's fallback are the retry
+		opts.DialTimeout = g.CallTimeout
+		opts.DialerRetries = 1
+		opts.ReadTimeout = g.CallTimeout
+		opts.WriteTimeout = g.CallTimeout
+		opts.PoolTimeout = g.CallTimeout
+		opts.ContextTimeoutEnabled = true // honour the per-call deadline
+		opts.Protocol = 2                 // no HELLO round trip; works on every Redis and Valkey
+		opts.DisableIdentity = true       // no CLIENT SETINFO on connect
+		opts.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+		rdb, addr, db = redis.NewClient(opts), opts.Addr, opts.DB
+	case FormSentinel:
+		if cfg.Master == "" {
+			return nil, errors.New("fleet: a Sentinel form needs the master name")
+		}
+		rdb = redis.NewFailoverClient(&redis.FailoverOptions{
+			MasterName: cfg.Master, SentinelAddrs: cfg.Sentinels, SentinelPassword: cfg.SentinelPassword,
+			Username: cfg.Username, Password: cfg.Password, TLSConfig: tlsOn(),
+			PoolSize: cfg.PoolSize, MaxRetries: -1,
+			// Each dial asks a Sentinel for the primary first: after a
+			// promotion, the first dial reaches the new one.
+			DialTimeout: g.CallTimeout, DialerRetries: 1, ReadTimeout: g.CallTimeout,
+			WriteTimeout: g.CallTimeout, PoolTimeout: g.CallTimeout, ContextTimeoutEnabled: true,
+			Protocol: 2, DisableIdentity: true,
+		})
+		addr = cfg.Sentinels[0]
+	case FormCluster:
+		rdb = redis.NewClusterClient(&redis.ClusterOptions{
+			Addrs: cfg.Cluster, Username: cfg.Username, Password: cfg.Password, TLSConfig: tlsOn(),
+			PoolSize: cfg.PoolSize, MaxRetries: -1, // MOVED and ASK are still followed (MaxRedirects)
+			DialTimeout: g.CallTimeout, DialerRetries: 1, ReadTimeout: g.CallTimeout,
+			WriteTimeout: g.CallTimeout, PoolTimeout: g.CallTimeout, ContextTimeoutEnabled: true,
+			Protocol: 2, DisableIdentity: true, ClusterStateReloadInterval: clusterReload,
+			MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
+		})
+		addr = cfg.Cluster[0]
+	default:
+		return nil, errors.New("fleet: no Redis named (URL, Sentinels with Master, or Cluster)")
+	}
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		_ = rdb.Close()
+		return nil, fmt.Errorf("fleet: the Redis address has no host:port")
+	}
+	port, _ := strconv.Atoi(portStr)
+	m, err := NewMetrics(cfg.Meter, host, port)
+	if err == nil {
+		c.guard, err = NewGuard(g, cfg.Log, m)
+	}
+	if err != nil {
+		_ = rdb.Close()
+		return nil, err
+	}
 	tp := cfg.Tracer
 	if tp == nil {
 		tp = noop.NewTracerProvider()
 	}
-	rdb.AddHook(newOTelHook(tp.Tracer(observability.ScopeName), m, host, port, opts.DB))
-	guard.setProbe(func(ctx context.Context) error { return rdb.Set(ctx, probeKey, "1", time.Second).Err() })
-	return &Client{rdb: rdb, guard: guard, metrics: m}, nil
+	rdb.AddHook(newOTelHook(tp.Tracer(observability.ScopeName), m, host, port, db))
+	if c.form != FormCluster {
+		rdb.AddHook(nodeHook{c}) // the Cluster's nodes are read from its slot map (Nodes)
+	}
+	c.guard.setProbe(func(ctx context.Context) error { return rdb.Set(ctx, probeKey, "1", time.Second).Err() })
+	c.rdb, c.metrics = rdb, m
+	return c, nil
 }
 
 // Do runs fn on the Redis client through the guard (see Guard.Do): fn must
 // use the ctx it is given.
-func (c *Client) Do(ctx context.Context, fn func(ctx context.Context, rdb *redis.Client) error) error {
+func (c *Client) Do(ctx context.Context, fn func(ctx context.Context, rdb redis.UniversalClient) error) error {
 	return c.guard.Do(ctx, func(ctx context.Context) error { return fn(ctx, c.rdb) })
 }
 
 // Ping checks Redis through the guard.
 func (c *Client) Ping(ctx context.Context) error {
-	return c.Do(ctx, func(ctx context.Context, rdb *redis.Client) error { return rdb.Ping(ctx).Err() })
+	return c.Do(ctx, func(ctx context.Context, rdb redis.UniversalClient) error { return rdb.Ping(ctx).Err() })
 }
 
 // State is the breaker's state now (for the admin listener).
@@ -116,3 +218,58 @@ func (c *Client) Fallback(ctx context.Context, use Use, _ error) { c.metrics.Fal
 
 // Close closes the connections.
 func (c *Client) Close() error { return c.rdb.Close() }
+
+// Form is the form of Redis the client reaches.
+func (c *Client) Form() Form { return c.form }
+
+// Master is the Sentinel form's master name ("" in the other forms).
+func (c *Client) Master() string { return c.master }
+
+// Nodes are the addresses the client works with now, for /fleet: the
+// primary's address last connected to (one primary; Sentinel: the
+// primary Sentinel named, so after a promotion the new one once a call
+// has reached it), or the Cluster's primaries from its slot map (read
+// within the call timeout; empty while no node answers). Nil before the
+// first connection.
+func (c *Client) Nodes(ctx context.Context) []string {
+	if cc, ok := c.rdb.(*redis.ClusterClient); ok {
+		ctx, cancel := context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+		var mu sync.Mutex
+		var nodes []string
+		_ = cc.ForEachMaster(ctx, func(_ context.Context, n *redis.Client) error {
+			mu.Lock()
+			defer mu.Unlock()
+			nodes = append(nodes, n.Options().Addr)
+			return nil
+		})
+		slices.Sort(nodes)
+		return nodes
+	}
+	if p := c.node.Load(); p != nil {
+		return []string{*p}
+	}
+	return nil
+}
+
+// nodeHook records the address of each new connection of a primary or
+// Sentinel-form client: the Sentinel form resolves the primary inside its
+// dialer, so the connection's remote address is the one place it shows.
+type nodeHook struct{ c *Client }
+
+func (h nodeHook) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := next(ctx, network, addr)
+		if err == nil && conn.RemoteAddr() != nil {
+			a := conn.RemoteAddr().String()
+			h.c.node.Store(&a)
+		}
+		return conn, err
+	}
+}
+
+func (h nodeHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (h nodeHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}

@@ -38,7 +38,7 @@ func TestClientSurvivesRedisRestart(t *testing.T) {
 	c := newTestClient(t, srv.URL(), tl, log)
 	ctx := t.Context()
 	fromRedis := func() bool {
-		err := c.Do(ctx, func(ctx context.Context, rdb *redis.Client) error {
+		err := c.Do(ctx, func(ctx context.Context, rdb redis.UniversalClient) error {
 			return rdb.Incr(ctx, "pe:test:calls").Err()
 		})
 		if err != nil {

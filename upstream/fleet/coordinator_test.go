@@ -71,45 +71,46 @@ func TestCodecRoundTrip(t *testing.T) {
 }
 
 func TestCoordinatorsRacingMakeOneWalk(t *testing.T) {
-	srv := redistest.Start(t)
-	p := &pms{gate: make(chan struct{})}
-	a := newCoordinator(NewStore(newTestClient(t, srv.URL(), nil, nil), 0, nil, testSecret))
-	b := newCoordinator(NewStore(newTestClient(t, srv.URL(), nil, nil), 0, nil, testSecret))
-	b.waiting = func() { close(p.gate) } // the leader's walk ends once b waits
-	a.waiting = b.waiting
+	eachForm(t, func(t *testing.T, f form) {
+		p := &pms{gate: make(chan struct{})}
+		a := newCoordinator(NewStore(f.client(t), 0, nil, testSecret))
+		b := newCoordinator(NewStore(f.client(t), 0, nil, testSecret))
+		b.waiting = func() { close(p.gate) } // the leader's walk ends once b waits
+		a.waiting = b.waiting
 
-	type res struct {
-		l   Loaded
-		err error
-	}
-	results := make(chan res, 2)
-	for _, c := range []*Coordinator{a, b} {
-		go func() {
-			l, err := c.Load(t.Context(), "acme", "live", time.Time{}, p.load)
-			results <- res{l, err}
-		}()
-	}
-	sources := map[Source]int{}
-	for range 2 {
-		r := <-results
-		if r.err != nil || len(r.l.Properties) != 2 || !r.l.LoadedAt.Equal(loadedAt) {
-			t.Fatalf("load: %+v, %v", r.l, r.err)
+		type res struct {
+			l   Loaded
+			err error
 		}
-		sources[r.l.Source]++
-	}
-	if p.walks.Load() != 1 || sources[SourceLeader] != 1 || sources[SourceShared] != 1 {
-		t.Fatalf("walks %d, sources %v; want one walk, one leader, one shared", p.walks.Load(), sources)
-	}
-	// A third instance later takes the publication without a walk or lease.
-	c := newCoordinator(NewStore(newTestClient(t, srv.URL(), nil, nil), 0, nil, testSecret))
-	l, err := c.Load(t.Context(), "acme", "live", loadedAt.Add(-time.Second), p.load)
-	if err != nil || l.Source != SourceShared || p.walks.Load() != 1 {
-		t.Fatalf("late instance: %v, %v, walks %d", l.Source, err, p.walks.Load())
-	}
-	// One asking for something newer than the publication leads a walk.
-	if l, _ := c.Load(t.Context(), "acme", "live", loadedAt, p.load); l.Source != SourceLeader || p.walks.Load() != 2 {
-		t.Fatalf("newer wanted: %v, walks %d", l.Source, p.walks.Load())
-	}
+		results := make(chan res, 2)
+		for _, c := range []*Coordinator{a, b} {
+			go func() {
+				l, err := c.Load(t.Context(), "acme", "live", time.Time{}, p.load)
+				results <- res{l, err}
+			}()
+		}
+		sources := map[Source]int{}
+		for range 2 {
+			r := <-results
+			if r.err != nil || len(r.l.Properties) != 2 || !r.l.LoadedAt.Equal(loadedAt) {
+				t.Fatalf("load: %+v, %v", r.l, r.err)
+			}
+			sources[r.l.Source]++
+		}
+		if p.walks.Load() != 1 || sources[SourceLeader] != 1 || sources[SourceShared] != 1 {
+			t.Fatalf("walks %d, sources %v; want one walk, one leader, one shared", p.walks.Load(), sources)
+		}
+		// A third instance later takes the publication without a walk or lease.
+		c := newCoordinator(NewStore(f.client(t), 0, nil, testSecret))
+		l, err := c.Load(t.Context(), "acme", "live", loadedAt.Add(-time.Second), p.load)
+		if err != nil || l.Source != SourceShared || p.walks.Load() != 1 {
+			t.Fatalf("late instance: %v, %v, walks %d", l.Source, err, p.walks.Load())
+		}
+		// One asking for something newer than the publication leads a walk.
+		if l, _ := c.Load(t.Context(), "acme", "live", loadedAt, p.load); l.Source != SourceLeader || p.walks.Load() != 2 {
+			t.Fatalf("newer wanted: %v, walks %d", l.Source, p.walks.Load())
+		}
+	})
 }
 
 func TestCoordinatorRedisDownLoadsLocally(t *testing.T) {

@@ -1,5 +1,7 @@
 // Package fleet holds the building blocks that let several edge instances
-// share one Redis (or Valkey): a guarded client (per-call deadline, circuit
+// share one Redis (or Valkey) in any form operators run it (DECISIONS 16:
+// one primary, Sentinel, Cluster; TLS with a private CA, ACL users;
+// Settings and forms.go): a guarded client (per-call deadline, circuit
 // breaker, metrics, spans) and a lease-and-publish store with a coordinator
 // so that one instance per brand and mode walks the PMS per TTL. The
 // fleet-wide rate limiter is the edge's (edge/ratelimit.Redis, on this
@@ -17,5 +19,7 @@
 //	pe:snap:<brand>:<mode>:lease  the load lease
 //
 // Parts of a key that are long or hold characters outside [A-Za-z0-9._-]
-// are replaced by a hash (see KeyPart).
+// are replaced by a hash (see KeyPart). Every command and script here
+// touches one key, so none is CROSSSLOT in a Cluster; a script that
+// touches several must give them one hash tag ({...}).
 package fleet

@@ -67,7 +67,7 @@ func NewStore(c *Client, maxPayload int, now func() time.Time, secret []byte) *S
 // Lease takes name's lease for ttl if nobody holds it (SET NX PX).
 func (s *Store) Lease(ctx context.Context, name string, ttl time.Duration) (bool, error) {
 	var won bool
-	err := s.c.Do(ctx, func(ctx context.Context, rdb *redis.Client) (err error) {
+	err := s.c.Do(ctx, func(ctx context.Context, rdb redis.UniversalClient) (err error) {
 		won, err = rdb.SetNX(ctx, name+":lease", s.token, ttl).Result()
 		return err
 	})
@@ -78,7 +78,7 @@ var releaseScript = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] th
 
 // Release gives up name's lease if this store holds it.
 func (s *Store) Release(ctx context.Context, name string) error {
-	return s.c.Do(ctx, func(ctx context.Context, rdb *redis.Client) error {
+	return s.c.Do(ctx, func(ctx context.Context, rdb redis.UniversalClient) error {
 		return releaseScript.Run(ctx, rdb, []string{name + ":lease"}, s.token).Err()
 	})
 }
@@ -94,7 +94,7 @@ func (s *Store) Publish(ctx context.Context, name string, version int64, payload
 	binary.BigEndian.PutUint64(frame[9:17], uint64(s.now().UnixMilli()))
 	frame = append(frame, s.mac(name, frame[:frameHeader], payload)...)
 	frame = append(frame, payload...)
-	return s.c.Do(ctx, func(ctx context.Context, rdb *redis.Client) error {
+	return s.c.Do(ctx, func(ctx context.Context, rdb redis.UniversalClient) error {
 		return rdb.Set(ctx, name+":data", frame, ttl).Err()
 	})
 }
@@ -114,7 +114,7 @@ func (s *Store) mac(name string, header, payload []byte) []byte {
 // verify ErrUnauthenticated, none ErrNotFound.
 func (s *Store) Fetch(ctx context.Context, name string) ([]byte, int64, time.Time, error) {
 	var b []byte
-	err := s.c.Do(ctx, func(ctx context.Context, rdb *redis.Client) (err error) {
+	err := s.c.Do(ctx, func(ctx context.Context, rdb redis.UniversalClient) (err error) {
 		b, err = rdb.GetRange(ctx, name+":data", 0, int64(frameHeader+frameMAC+s.maxPayload)).Bytes()
 		return err
 	})

@@ -1,0 +1,583 @@
+package redistest
+
+import (
+	"bufio"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The forms operators run (DECISIONS 16): a TLS-only server with a CA made
+// in the test, ACL users, Sentinel, Cluster. Always real redis-server
+// processes: where it is missing, the test fails under CI=true and is
+// skipped otherwise (miniredis has no TLS, Sentinel or Cluster).
+
+// requireReal fails (CI=true) or skips t when redis-server or redis-cli is
+// missing.
+func requireReal(t testing.TB, tools ...string) {
+	t.Helper()
+	for _, tool := range append([]string{"redis-server"}, tools...) {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("redistest: %s not found on PATH (CI=true needs it): install the Debian package %s", tool, DebianPackage)
+			}
+			t.Skipf("redistest: %s not found on PATH; install the Debian package %s", tool, DebianPackage)
+		}
+	}
+}
+
+// proc is one redis-server process (server or Sentinel).
+type proc struct {
+	addr string
+	cmd  *exec.Cmd
+	out  *syncWriter
+	done chan struct{}
+	once sync.Once
+}
+
+// startProc starts redis-server with args and waits until ready (nil:
+// PING over plain TCP) answers; it retries on another port when the one
+// it got was taken meanwhile. portArgs gets the chosen port(s).
+func startProc(t testing.TB, ready func(addr string) error, args func(port, port2 string) []string) *proc {
+	t.Helper()
+	var lastErr error
+	for range 5 { // a free port can be taken between probe and start
+		addr, err := freePort()
+		if err != nil {
+			t.Fatalf("redistest: %v", err)
+		}
+		addr2, err := freePort()
+		if err != nil {
+			t.Fatalf("redistest: %v", err)
+		}
+		_, port, _ := net.SplitHostPort(addr)
+		_, port2, _ := net.SplitHostPort(addr2)
+		p := &proc{addr: addr, out: &syncWriter{}, done: make(chan struct{})}
+		p.cmd = exec.Command("redis-server", args(port, port2)...)
+		p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+		if err := p.cmd.Start(); err != nil {
+			t.Fatalf("redistest: start redis-server: %v", err)
+		}
+		go func() { _ = p.cmd.Wait(); close(p.done) }()
+		if ready == nil {
+			ready = func(addr string) error { _, err := Query(addr, nil, "PING"); return err }
+		}
+		if lastErr = p.wait(ready); lastErr == nil {
+			t.Cleanup(p.kill)
+			return p
+		}
+		p.kill()
+	}
+	t.Fatalf("redistest: %v", lastErr)
+	return nil
+}
+
+func (p *proc) wait(ready func(addr string) error) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := ready(p.addr)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-p.done:
+			return fmt.Errorf("redis-server on %s exited: %s", p.addr, strings.TrimSpace(p.out.String()))
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("redis-server on %s not ready: %v", p.addr, err)
+		}
+		time.Sleep(20 * time.Millisecond) // polling the process we started, an outside event
+	}
+}
+
+// exited reports whether the process has ended.
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// kill stops the process abruptly (SIGKILL) and waits for it.
+func (p *proc) kill() {
+	p.once.Do(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	})
+}
+
+// Query sends one command over a fresh connection (TLS when tc is set)
+// and returns its reply: a simple or bulk string as is, an integer in
+// decimal, an array as its elements one per line (nested arrays
+// flattened); an error reply is an error. For tests' set-up and checks.
+func Query(addr string, tc *tls.Config, args ...string) (string, error) {
+	d := &net.Dialer{Timeout: 2 * time.Second}
+	var c net.Conn
+	var err error
+	if tc != nil {
+		c, err = tls.DialWithDialer(d, "tcp", addr, tc)
+	} else {
+		c, err = d.Dial("tcp", addr)
+	}
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	req := fmt.Sprintf("*%d\r\n", len(args))
+	for _, a := range args {
+		req += fmt.Sprintf("$%d\r\n%s\r\n", len(a), a)
+	}
+	if _, err := io.WriteString(c, req); err != nil {
+		return "", err
+	}
+	var lines []string
+	if err := readReply(bufio.NewReader(c), &lines); err != nil {
+		return "", err
+	}
+	return strings.Join(lines, "\n"), nil
+}
+
+func readReply(r *bufio.Reader, out *[]string) error {
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return err
+	}
+	line = strings.TrimRight(line, "\r\n")
+	if line == "" {
+		return errors.New("empty reply")
+	}
+	switch line[0] {
+	case '+', ':':
+		*out = append(*out, line[1:])
+	case '-':
+		return errors.New(line[1:])
+	case '$':
+		n, _ := strconv.Atoi(line[1:])
+		if n < 0 {
+			*out = append(*out, "")
+			return nil
+		}
+		b := make([]byte, n+2)
+		if _, err := io.ReadFull(r, b); err != nil {
+			return err
+		}
+		*out = append(*out, string(b[:n]))
+	case '*':
+		n, _ := strconv.Atoi(line[1:])
+		for range n {
+			if err := readReply(r, out); err != nil {
+				return err
+			}
+		}
+	default:
+		return fmt.Errorf("unexpected reply %q", line)
+	}
+	return nil
+}
+
+// CA is a certificate authority made in the test, with its PEM file.
+type CA struct {
+	File string // the CA certificate, PEM
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	dir  string
+}
+
+// NewCA makes a CA named name; its certificate is written to dir.
+func NewCA(t testing.TB, dir, name string) *CA {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, _ := x509.ParseCertificate(der)
+	ca := &CA{File: filepath.Join(dir, name+"-ca.pem"), cert: cert, key: key, dir: dir}
+	writePEM(t, ca.File, "CERTIFICATE", der)
+	return ca
+}
+
+// Issue writes a certificate for name signed by the CA (a server
+// certificate for 127.0.0.1 and localhost, usable by clients as well)
+// and its key; it returns the two file paths.
+func (ca *CA) Issue(t testing.TB, name string) (certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
+	tmpl := &x509.Certificate{
+		SerialNumber: serial, Subject: pkix.Name{CommonName: name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(ca.dir, name+".pem"), filepath.Join(ca.dir, name+"-key.pem")
+	writePEM(t, certFile, "CERTIFICATE", der)
+	writePEM(t, keyFile, "EC PRIVATE KEY", kder)
+	return certFile, keyFile
+}
+
+// Pool is a pool holding the CA alone.
+func (ca *CA) Pool() *x509.CertPool {
+	p := x509.NewCertPool()
+	p.AddCert(ca.cert)
+	return p
+}
+
+func writePEM(t testing.TB, path, typ string, der []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// User is an ACL user created on a server: every key and command.
+type User struct{ Name, Password string }
+
+func (u User) args() []string {
+	return []string{"--user", u.Name, "on", ">" + u.Password, "~*", "&*", "+@all"}
+}
+
+// TLSOptions choose a TLS server.
+type TLSOptions struct {
+	// ClientCerts requires a client certificate signed by the CA
+	// (--tls-auth-clients yes); false: optional.
+	ClientCerts bool
+	// Users are ACL users besides the default one.
+	Users []User
+	// NoDefaultUser turns the default user off: only Users may connect.
+	NoDefaultUser bool
+}
+
+// TLSServer is a TLS-only redis-server (--port 0) whose certificate a CA
+// made in the test signed.
+type TLSServer struct {
+	Addr string // 127.0.0.1:port, TLS only
+	CA   *CA
+	// ClientCert and ClientKey are files of a client certificate the CA
+	// signed.
+	ClientCert, ClientKey string
+	p                     *proc
+}
+
+// StartTLS starts a TLS-only server for t, stopped when t ends.
+func StartTLS(t testing.TB, opts TLSOptions) *TLSServer {
+	t.Helper()
+	requireReal(t)
+	dir := t.TempDir()
+	s := &TLSServer{CA: NewCA(t, dir, "redis-test")}
+	certFile, keyFile := s.CA.Issue(t, "server")
+	s.ClientCert, s.ClientKey = s.CA.Issue(t, "client")
+	clientPair, err := tls.LoadX509KeyPair(s.ClientCert, s.ClientKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := &tls.Config{RootCAs: s.CA.Pool(), Certificates: []tls.Certificate{clientPair}, MinVersion: tls.VersionTLS12}
+	auth := "optional"
+	if opts.ClientCerts {
+		auth = "yes"
+	}
+	ready := func(addr string) error {
+		_, err := Query(addr, tc, "PING")
+		if err != nil && strings.HasPrefix(err.Error(), "NOAUTH") {
+			return nil // the default user is off: TLS answered
+		}
+		return err
+	}
+	s.p = startProc(t, ready, func(port, _ string) []string {
+		args := []string{"--port", "0", "--tls-port", port, "--bind", "127.0.0.1",
+			"--tls-cert-file", certFile, "--tls-key-file", keyFile, "--tls-ca-cert-file", s.CA.File,
+			"--tls-auth-clients", auth, "--save", "", "--appendonly", "no", "--dir", dir}
+		for _, u := range opts.Users {
+			args = append(args, u.args()...)
+		}
+		if opts.NoDefaultUser {
+			args = append(args, "--user", "default", "off")
+		}
+		return args
+	})
+	s.Addr = s.p.addr
+	return s
+}
+
+// URL is the rediss:// address of database 0 (no credentials).
+func (s *TLSServer) URL() string { return "rediss://" + s.Addr + "/0" }
+
+// AddUser creates an ACL user on the running plain server (real only).
+func (s *Server) AddUser(u User) {
+	s.t.Helper()
+	if s.mini != nil {
+		s.t.Fatalf("redistest: AddUser needs the real server")
+	}
+	args := append([]string{"ACL", "SETUSER", u.Name}, u.args()[2:]...)
+	if _, err := Query(s.addr, nil, args...); err != nil {
+		s.t.Fatalf("redistest: ACL SETUSER: %v", err)
+	}
+}
+
+// SentinelMaster is the name the Sentinels of StartSentinel monitor.
+const SentinelMaster = "pe-primary"
+
+// Sentinel is one primary, one replica and three Sentinels on loopback,
+// tuned so that a failover takes a few seconds (down after 1 s).
+type Sentinel struct {
+	Sentinels []string // host:port of the three Sentinels
+	t         testing.TB
+	nodes     map[string]*proc // by address: the primary and the replica
+	primary   string           // the address started as primary
+}
+
+// StartSentinel starts the five processes for t and waits until each
+// Sentinel knows the replica and the two other Sentinels (a failover
+// needs that quorum). They are stopped when t ends.
+func StartSentinel(t testing.TB) *Sentinel {
+	t.Helper()
+	requireReal(t)
+	s := &Sentinel{t: t, nodes: map[string]*proc{}}
+	serverArgs := func(dir string, extra ...string) func(port, _ string) []string {
+		return func(port, _ string) []string {
+			return append([]string{"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+				"--dir", dir}, extra...)
+		}
+	}
+	primary := startProc(t, nil, serverArgs(t.TempDir()))
+	s.primary = primary.addr
+	s.nodes[primary.addr] = primary
+	host, port, _ := net.SplitHostPort(primary.addr)
+	replicaReady := func(addr string) error {
+		info, err := Query(addr, nil, "INFO", "replication")
+		if err == nil && !strings.Contains(info, "master_link_status:up") {
+			err = errors.New("replica link not up")
+		}
+		return err
+	}
+	replica := startProc(t, replicaReady, serverArgs(t.TempDir(), "--replicaof", host, port))
+	s.nodes[replica.addr] = replica
+	for range 3 {
+		dir := t.TempDir()
+		sp := startProc(t, nil, func(sport, _ string) []string {
+			conf := filepath.Join(dir, "sentinel.conf")
+			text := fmt.Sprintf("port %s\nbind 127.0.0.1\ndir %s\n"+
+				"sentinel monitor %s %s %s 2\n"+
+				"sentinel down-after-milliseconds %[3]s 1000\n"+
+				"sentinel failover-timeout %[3]s 4000\n"+
+				"sentinel parallel-syncs %[3]s 1\n", sport, dir, SentinelMaster, host, port)
+			if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return []string{conf, "--sentinel"}
+		})
+		s.Sentinels = append(s.Sentinels, sp.addr)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for _, sa := range s.Sentinels {
+		for {
+			info, err := Query(sa, nil, "SENTINEL", "MASTER", SentinelMaster)
+			if err == nil && strings.Contains(info, "num-slaves\n1") && strings.Contains(info, "num-other-sentinels\n2") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("redistest: Sentinel %s does not know the replica and the other Sentinels: %q, %v", sa, info, err)
+			}
+			time.Sleep(100 * time.Millisecond) // polling the Sentinels we started, an outside event
+		}
+	}
+	return s
+}
+
+// Primary is the address of the primary the Sentinels name now.
+func (s *Sentinel) Primary() string {
+	s.t.Helper()
+	for _, sa := range s.Sentinels {
+		if r, err := Query(sa, nil, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", SentinelMaster); err == nil {
+			if hp := strings.Split(r, "\n"); len(hp) == 2 {
+				return net.JoinHostPort(hp[0], hp[1])
+			}
+		}
+	}
+	s.t.Fatalf("redistest: no Sentinel names the primary")
+	return ""
+}
+
+// KillPrimary stops the current primary abruptly (SIGKILL) and returns
+// its address.
+func (s *Sentinel) KillPrimary() string {
+	s.t.Helper()
+	addr := s.Primary()
+	p, ok := s.nodes[addr]
+	if !ok {
+		s.t.Fatalf("redistest: the primary %s is none of ours", addr)
+	}
+	p.kill()
+	return addr
+}
+
+// Cluster is a Redis Cluster of three primaries on loopback, with or
+// without a replica each.
+type Cluster struct {
+	Nodes []string // host:port of every node
+	t     testing.TB
+	procs map[string]*proc
+}
+
+// ClusterOptions choose a Cluster.
+type ClusterOptions struct {
+	// Replicas gives each primary that many replicas (0 or 1), for
+	// failover tests: a primary is failed over after the node timeout (2 s).
+	Replicas int
+}
+
+// StartCluster starts three cluster-enabled servers, joins them with
+// redis-cli --cluster create (slots spread over the three) and waits until
+// every node says cluster_state:ok. They are stopped when t ends.
+func StartCluster(t testing.TB) *Cluster {
+	t.Helper()
+	return StartClusterWith(t, ClusterOptions{})
+}
+
+// StartClusterWith starts a Cluster as opts say.
+func StartClusterWith(t testing.TB, opts ClusterOptions) *Cluster {
+	t.Helper()
+	requireReal(t, "redis-cli")
+	c := &Cluster{t: t, procs: map[string]*proc{}}
+	for range 3 * (1 + min(max(opts.Replicas, 0), 1)) {
+		dir := t.TempDir()
+		p := startProc(t, nil, func(port, busPort string) []string {
+			return []string{"--port", port, "--cluster-port", busPort, "--bind", "127.0.0.1",
+				"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(dir, "nodes.conf"),
+				"--cluster-node-timeout", "2000", "--save", "", "--appendonly", "no", "--dir", dir}
+		})
+		c.Nodes = append(c.Nodes, p.addr)
+		c.procs[p.addr] = p
+	}
+	args := append([]string{"--cluster", "create"}, c.Nodes...)
+	args = append(args, "--cluster-replicas", strconv.Itoa(min(max(opts.Replicas, 0), 1)), "--cluster-yes")
+	if out, err := exec.Command("redis-cli", args...).CombinedOutput(); err != nil {
+		t.Fatalf("redistest: redis-cli --cluster create: %v\n%s", err, out)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for _, n := range c.Nodes {
+		for {
+			info, err := Query(n, nil, "CLUSTER", "INFO")
+			if err == nil && strings.Contains(info, "cluster_state:ok") && c.synced(n, opts.Replicas) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("redistest: cluster node %s not ok: %q, %v", n, info, err)
+			}
+			time.Sleep(50 * time.Millisecond) // polling the nodes we started, an outside event
+		}
+	}
+	return c
+}
+
+// synced reports whether node n is a primary or a replica whose link to
+// its primary is up (always true without replicas).
+func (c *Cluster) synced(n string, replicas int) bool {
+	if replicas == 0 {
+		return true
+	}
+	info, err := Query(n, nil, "INFO", "replication")
+	return err == nil && (strings.Contains(info, "role:master") || strings.Contains(info, "master_link_status:up"))
+}
+
+// PrimaryOf is the address of the primary serving key's slot now, as the
+// first node that answers sees it; "" when none does.
+func (c *Cluster) PrimaryOf(key string) string {
+	for _, n := range c.Nodes {
+		if c.procs[n] != nil && c.procs[n].exited() {
+			continue
+		}
+		slot, err := Query(n, nil, "CLUSTER", "KEYSLOT", key)
+		if err != nil {
+			continue
+		}
+		s, _ := strconv.Atoi(slot)
+		nodes, err := Query(n, nil, "CLUSTER", "NODES")
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(nodes, "\n") {
+			f := strings.Fields(line)
+			if len(f) < 9 || !strings.Contains(f[2], "master") || strings.Contains(f[2], "fail") {
+				continue
+			}
+			for _, r := range f[8:] {
+				lo, hi, ok := strings.Cut(r, "-")
+				a, _ := strconv.Atoi(lo)
+				b := a
+				if ok {
+					b, _ = strconv.Atoi(hi)
+				}
+				if a <= s && s <= b {
+					addr, _, _ := strings.Cut(f[1], "@")
+					return addr
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// Kill stops the node at addr abruptly (SIGKILL).
+func (c *Cluster) Kill(addr string) {
+	c.t.Helper()
+	p, ok := c.procs[addr]
+	if !ok {
+		c.t.Fatalf("redistest: %s is no node of this cluster", addr)
+	}
+	p.kill()
+}
+
+// Seeds is the nodes comma-separated, as EDGE_REDIS_CLUSTER takes them.
+func (c *Cluster) Seeds() string { return strings.Join(c.Nodes, ",") }
+
+// Flush deletes every key on every node.
+func (c *Cluster) Flush(t testing.TB) {
+	t.Helper()
+	for _, n := range c.Nodes {
+		if _, err := Query(n, nil, "FLUSHALL"); err != nil {
+			t.Fatalf("redistest: FLUSHALL on %s: %v", n, err)
+		}
+	}
+}
