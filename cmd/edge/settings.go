@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/partner-edge/partner-edge/edge"
+	"github.com/partner-edge/partner-edge/edge/listener"
 	"github.com/partner-edge/partner-edge/edge/oauth"
 	"github.com/partner-edge/partner-edge/mapping"
 	"github.com/partner-edge/partner-edge/upstream/fleet"
@@ -398,6 +399,7 @@ func (p *parser) redis() fleet.Settings {
 		CAFile:           p.str("EDGE_REDIS_CA_FILE"),
 		CertFile:         p.str("EDGE_REDIS_CERT_FILE"),
 		KeyFile:          p.str("EDGE_REDIS_KEY_FILE"),
+		ReadFile:         listener.ReadTLSFile,
 	}
 	check := s
 	if p.get["EDGE_REDIS_URL"].value != "" && s.URL == "" {

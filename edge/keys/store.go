@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/partner-edge/partner-edge/internal/opfile"
+	"github.com/partner-edge/partner-edge/edge/internal/opfile"
 )
 
 // maxFileSize bounds how much of a key file is read: far above any real key

@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/partner-edge/partner-edge/internal/opfile"
+	"github.com/partner-edge/partner-edge/edge/internal/opfile"
 )
 
 // certStore holds the serving certificate and replaces it when its files
@@ -95,3 +95,10 @@ func (c *certStore) reject(err error) error {
 	}
 	return err
 }
+
+// ReadTLSFile reads TLS material an operator points the edge at (a
+// certificate, a key, a CA bundle) as the listener reads its own: a regular
+// file after links, at most 1 MiB, never blocking (docs/contract.md section
+// 15). cmd/edge hands it to the Redis TLS settings too, so every operator
+// TLS file is read by one reader.
+func ReadTLSFile(path string) ([]byte, error) { return opfile.Read(path, opfile.MaxTLSFile) }

@@ -11,8 +11,6 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/partner-edge/partner-edge/internal/opfile"
 )
 
 // Form is how the fleet reaches its Redis (DECISIONS 16). A fixed set:
@@ -56,6 +54,13 @@ type Settings struct {
 	// both or neither, are a client certificate. Operator files
 	// (DECISIONS 15): regular, at most 1 MiB each.
 	CAFile, CertFile, KeyFile string
+	// ReadFile reads CAFile, CertFile and KeyFile. cmd/edge passes
+	// edge/listener.ReadTLSFile, the operator-file reader of TLS material
+	// (regular files only, at most 1 MiB, never blocking: docs/contract.md
+	// section 15); it is injected because upstream may not import edge.
+	// Required when any of the three files is set: nil is an error, never
+	// an unbounded read.
+	ReadFile func(path string) ([]byte, error)
 }
 
 // Form is the form the settings name (FormNone when none; Check says
@@ -222,7 +227,7 @@ func (s Settings) Config() (Config, error) {
 	if s.Cluster != "" {
 		cfg.Cluster, _ = hostList("EDGE_REDIS_CLUSTER", s.Cluster)
 	}
-	tc, err := LoadTLS(s.CAFile, s.CertFile, s.KeyFile)
+	tc, err := LoadTLS(s.ReadFile, s.CAFile, s.CertFile, s.KeyFile)
 	if err != nil {
 		return Config{}, err
 	}
@@ -231,17 +236,20 @@ func (s Settings) Config() (Config, error) {
 }
 
 // LoadTLS reads the CA bundle (caFile) and the client certificate
-// (certFile, keyFile) as operator files and returns the TLS configuration
+// (certFile, keyFile) with read (required when a file is named) and returns the TLS configuration
 // that trusts exactly those CAs (nil pool: the system store) and presents
 // that certificate. All empty: nil (go-redis's defaults). The process's
 // system store and SSL_CERT_FILE are never touched.
-func LoadTLS(caFile, certFile, keyFile string) (*tls.Config, error) {
+func LoadTLS(read func(string) ([]byte, error), caFile, certFile, keyFile string) (*tls.Config, error) {
 	if caFile == "" && certFile == "" && keyFile == "" {
 		return nil, nil
 	}
+	if read == nil {
+		return nil, errors.New("EDGE_REDIS_CA_FILE, EDGE_REDIS_CERT_FILE, EDGE_REDIS_KEY_FILE: no operator-file reader to read them with")
+	}
 	tc := &tls.Config{MinVersion: tls.VersionTLS12}
 	if caFile != "" {
-		pem, err := opfile.Read(caFile, opfile.MaxTLSFile)
+		pem, err := read(caFile)
 		if err != nil {
 			return nil, fmt.Errorf("EDGE_REDIS_CA_FILE: %w", err)
 		}
@@ -252,11 +260,11 @@ func LoadTLS(caFile, certFile, keyFile string) (*tls.Config, error) {
 		tc.RootCAs = pool
 	}
 	if certFile != "" || keyFile != "" {
-		certPEM, err := opfile.Read(certFile, opfile.MaxTLSFile)
+		certPEM, err := read(certFile)
 		if err != nil {
 			return nil, fmt.Errorf("EDGE_REDIS_CERT_FILE: %w", err)
 		}
-		keyPEM, err := opfile.Read(keyFile, opfile.MaxTLSFile)
+		keyPEM, err := read(keyFile)
 		if err != nil {
 			return nil, fmt.Errorf("EDGE_REDIS_KEY_FILE: %w", err)
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partner-edge/partner-edge/edge/listener"
 	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/fleet/redistest"
 )
@@ -27,7 +28,7 @@ func TestTLSPrivateCAAndACL(t *testing.T) {
 	const pw = "pw-of-the-edge-user-9"
 	srv := redistest.StartTLS(t, redistest.TLSOptions{ClientCerts: true, NoDefaultUser: true,
 		Users: []redistest.User{{Name: "edge", Password: pw}}})
-	good := Settings{URL: srv.URL(), CAFile: srv.CA.File, CertFile: srv.ClientCert, KeyFile: srv.ClientKey,
+	good := Settings{ReadFile: listener.ReadTLSFile, URL: srv.URL(), CAFile: srv.CA.File, CertFile: srv.ClientCert, KeyFile: srv.ClientKey,
 		Username: "edge", Password: pw}
 	client := func(t *testing.T, s Settings) *Client {
 		cfg, err := s.Config()
@@ -62,9 +63,9 @@ func TestTLSPrivateCAAndACL(t *testing.T) {
 		trust    bool   // a certificate-trust failure
 		contains string // in the error
 	}{
-		{"system store (no CA file)", Settings{URL: srv.URL(), CertFile: srv.ClientCert, KeyFile: srv.ClientKey, Username: "edge", Password: pw}, true, ""},
-		{"wrong CA", Settings{URL: srv.URL(), CAFile: other.File, CertFile: srv.ClientCert, KeyFile: srv.ClientKey, Username: "edge", Password: pw}, true, ""},
-		{"wrong password", Settings{URL: srv.URL(), CAFile: srv.CA.File, CertFile: srv.ClientCert, KeyFile: srv.ClientKey, Username: "edge", Password: "not-" + pw}, false, "WRONGPASS"},
+		{"system store (no CA file)", Settings{ReadFile: listener.ReadTLSFile, URL: srv.URL(), CertFile: srv.ClientCert, KeyFile: srv.ClientKey, Username: "edge", Password: pw}, true, ""},
+		{"wrong CA", Settings{ReadFile: listener.ReadTLSFile, URL: srv.URL(), CAFile: other.File, CertFile: srv.ClientCert, KeyFile: srv.ClientKey, Username: "edge", Password: pw}, true, ""},
+		{"wrong password", Settings{ReadFile: listener.ReadTLSFile, URL: srv.URL(), CAFile: srv.CA.File, CertFile: srv.ClientCert, KeyFile: srv.ClientKey, Username: "edge", Password: "not-" + pw}, false, "WRONGPASS"},
 	} {
 		c := client(t, tc.s)
 		err := c.Ping(t.Context()) // the first: what start-up logs
@@ -96,10 +97,10 @@ func TestLoadTLSRefusesBadFiles(t *testing.T) {
 	if err := os.WriteFile(junk, []byte("not pem"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if tc, err := LoadTLS(ca.File, cert, key); err != nil || tc.RootCAs == nil || len(tc.Certificates) != 1 {
+	if tc, err := LoadTLS(listener.ReadTLSFile, ca.File, cert, key); err != nil || tc.RootCAs == nil || len(tc.Certificates) != 1 {
 		t.Fatalf("good files: %v, %v", tc, err)
 	}
-	if tc, err := LoadTLS("", "", ""); tc != nil || err != nil {
+	if tc, err := LoadTLS(listener.ReadTLSFile, "", "", ""); tc != nil || err != nil {
 		t.Errorf("no files: %v, %v; want nil, nil", tc, err)
 	}
 	for _, bad := range []struct{ ca, cert, key, named string }{
@@ -109,7 +110,7 @@ func TestLoadTLSRefusesBadFiles(t *testing.T) {
 		{"", cert, ca.File, "EDGE_REDIS_CERT_FILE"},
 		{"", cert, filepath.Join(dir, "missing.pem"), "EDGE_REDIS_KEY_FILE"},
 	} {
-		if _, err := LoadTLS(bad.ca, bad.cert, bad.key); err == nil || !strings.Contains(err.Error(), bad.named) {
+		if _, err := LoadTLS(listener.ReadTLSFile, bad.ca, bad.cert, bad.key); err == nil || !strings.Contains(err.Error(), bad.named) {
 			t.Errorf("%+v: %v; want an error naming %s", bad, err, bad.named)
 		}
 	}
