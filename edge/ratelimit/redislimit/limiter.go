@@ -377,8 +377,9 @@ func (l *Limiter) loop(ctx context.Context) {
 	}
 }
 
-// refillOnce tops up every bucket asked for since the last refill to
-// twice what it was asked for then (at most its burst), looks at every
+// refillOnce tops up every bucket asked for since the last refill, and
+// holding less than was asked for, to twice what was asked for (at most
+// its burst), looks at every
 // bucket only peeked at that was not full at the last look, and forgets the buckets unused for a lease whose
 // tokens are spent or void. One pipelined call per Batch buckets; a
 // failure leaves the buckets to the request path (and its fallback).
@@ -408,6 +409,10 @@ func (l *Limiter) refillOnce(ctx context.Context) {
 		case look:
 			asks = append(asks, ask{name: e.name, lim: e.lim})
 			es = append(es, e)
+		case e.tokens >= takes:
+			// Holds as much as was asked for in the last interval: enough
+			// for the next (should it run dry, the request path asks).
+			// A key used now and then costs no refill after each call.
 		case want > 0:
 			asks = append(asks, ask{name: e.name, lim: e.lim, want: want})
 			es = append(es, e)

@@ -255,3 +255,27 @@ func TestBucketsNamedAndBounded(t *testing.T) {
 		}
 	})
 }
+
+// A key used now and then (twice a second here, less than once a refill
+// interval) costs about one round trip every other request: a call takes
+// a unit ahead of need, spent by the next request within the lease, and
+// the refill after a call asks nothing while that unit is held.
+func TestSparseKeyCallsEveryOtherRequest(t *testing.T) {
+	srv := redistest.Start(t)
+	synctest.Test(t, func(t *testing.T) {
+		l, c := newLimiter(t, srv.URL(), "aurora")
+		key, lim := ratelimit.Key{Kind: ratelimit.APIKey, ID: "key_1"}, ratelimit.Limit{PerSecond: 10, Burst: 10}
+		const n = 20
+		time.Sleep(DefaultRefill / 2) // requests between refills, never at the same instant
+		for i := range n {
+			if d := allow(t, l, key, lim, 1); !d.Allowed {
+				t.Fatalf("request %d refused: %+v", i, d)
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		t.Logf("%d round trips for %d requests", c.calls.Load(), n)
+		if got := c.calls.Load(); got > n/2+2 {
+			t.Errorf("%d round trips for %d requests; want at most %d", got, n, n/2+2)
+		}
+	})
+}
