@@ -38,6 +38,11 @@ const (
 	DefaultRefill = 100 * time.Millisecond
 	DefaultLease  = time.Second
 	DefaultBatch  = 500
+
+	// FullAddressKept is how long a client address whose bucket was full
+	// at the last look (no failed authentication seen) is remembered
+	// without calls: until then its peeks cost no round trip.
+	FullAddressKept = 30 * time.Second
 )
 
 // Client is what the limiter needs of the fleet's Redis (fleet.Client):
@@ -224,8 +229,9 @@ func (l *Limiter) AllowN(ctx context.Context, key ratelimit.Key, lim ratelimit.L
 			if c.err != nil {
 				return ratelimit.Decision{}, c.err
 			}
+			// Its units may all have gone to other waiters: look again
+			// (and ask again while the bucket, as now seen, has some).
 			e.mu.Lock()
-			asked = true
 			continue
 		}
 		// A peek only looks. A quota takes some units ahead of need (what
@@ -400,7 +406,13 @@ func (l *Limiter) refillOnce(ctx context.Context) {
 		look := e.kind == ratelimit.Address || takes == 0 // never ahead of need for an address (AllowN)
 		switch {
 		case takes == 0 && peeks == 0:
-			if now-e.used >= int64(l.lease) && e.call == nil && e.tokens == 0 {
+			keep := l.lease
+			if e.kind == ratelimit.Address && e.seen != 0 && e.left >= e.lim.Burst {
+				// An address with no failure seen: its full look is what
+				// lets its peeks go without a call (AllowN), kept longer.
+				keep = max(keep, FullAddressKept)
+			}
+			if now-e.used >= int64(keep) && e.call == nil && e.tokens == 0 {
 				delete(l.entries, k)
 			}
 		case look && e.seen != 0 && e.left >= e.lim.Burst:
