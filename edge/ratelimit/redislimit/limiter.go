@@ -227,6 +227,9 @@ func (l *Limiter) AllowN(ctx context.Context, key ratelimit.Key, lim ratelimit.L
 				return ratelimit.Decision{}, ctx.Err()
 			}
 			if c.err != nil {
+				if ctx.Err() == nil {
+					l.c.Fallback(ctx, use(key.Kind), c.err)
+				}
 				return ratelimit.Decision{}, c.err
 			}
 			// Its units may all have gone to other waiters: look again
