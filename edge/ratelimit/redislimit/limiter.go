@@ -97,6 +97,7 @@ type Limiter struct {
 	mu      sync.RWMutex
 	entries map[ratelimit.Key]*entry
 
+	scratch    []keyed      // refillOnce's list of entries, reused (the loop's only)
 	nextRefill atomic.Int64 // Unix ns of the next refill, for RetryAfter
 	stop       context.CancelFunc
 	done       chan struct{}
@@ -370,6 +371,25 @@ func (l *Limiter) evict() {
 	}
 }
 
+// keyed is an entry and its key, listed by refillOnce.
+type keyed struct {
+	k ratelimit.Key
+	e *entry
+}
+
+// idle reports whether e, unused since the last refill, may be forgotten
+// at now: unused for a lease (an address full at its last look: for
+// FullAddressKept), no call in flight, no tokens held. e.mu is held.
+func (l *Limiter) idle(e *entry, now int64) bool {
+	keep := l.lease
+	if e.kind == ratelimit.Address && e.seen != 0 && e.left >= e.lim.Burst {
+		// An address with no failure seen: its full look is what lets
+		// its peeks go without a call (AllowN), kept longer.
+		keep = max(keep, FullAddressKept)
+	}
+	return now-e.used >= int64(keep) && e.call == nil && e.tokens == 0
+}
+
 // loop refills every l.refill until ctx ends.
 func (l *Limiter) loop(ctx context.Context) {
 	defer close(l.done)
@@ -397,8 +417,17 @@ func (l *Limiter) refillOnce(ctx context.Context) {
 	now := at.UnixNano()
 	var asks []ask
 	var es []*entry
-	l.mu.Lock()
+	// The entries are listed under the read lock and visited without it:
+	// the request path never waits for a pass over every bucket.
+	l.mu.RLock()
+	all := l.scratch[:0]
 	for k, e := range l.entries {
+		all = append(all, keyed{k, e})
+	}
+	l.mu.RUnlock()
+	var idle []keyed
+	for _, ke := range all {
+		e := ke.e
 		e.mu.Lock()
 		takes, peeks := e.takes, e.peeks
 		e.rate, e.takes, e.peeks = takes, 0, 0
@@ -409,14 +438,8 @@ func (l *Limiter) refillOnce(ctx context.Context) {
 		look := e.kind == ratelimit.Address || takes == 0 // never ahead of need for an address (AllowN)
 		switch {
 		case takes == 0 && peeks == 0:
-			keep := l.lease
-			if e.kind == ratelimit.Address && e.seen != 0 && e.left >= e.lim.Burst {
-				// An address with no failure seen: its full look is what
-				// lets its peeks go without a call (AllowN), kept longer.
-				keep = max(keep, FullAddressKept)
-			}
-			if now-e.used >= int64(keep) && e.call == nil && e.tokens == 0 {
-				delete(l.entries, k)
+			if l.idle(e, now) {
+				idle = append(idle, ke)
 			}
 		case look && e.seen != 0 && e.left >= e.lim.Burst:
 			// Full at the last look: a peek needs nothing refreshed, and a
@@ -434,7 +457,19 @@ func (l *Limiter) refillOnce(ctx context.Context) {
 		}
 		e.mu.Unlock()
 	}
-	l.mu.Unlock()
+	clear(all)
+	l.scratch = all[:0]
+	if len(idle) > 0 {
+		l.mu.Lock()
+		for _, ke := range idle {
+			ke.e.mu.Lock()
+			if l.entries[ke.k] == ke.e && ke.e.takes+ke.e.peeks == 0 && l.idle(ke.e, now) {
+				delete(l.entries, ke.k)
+			}
+			ke.e.mu.Unlock()
+		}
+		l.mu.Unlock()
+	}
 	if l.redisClock {
 		at = time.Time{}
 	}
