@@ -9,7 +9,10 @@ import (
 
 	"github.com/partner-edge/partner-edge/edge"
 	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/edge/ratelimit/redislimit"
 	"github.com/partner-edge/partner-edge/problem"
+	"github.com/partner-edge/partner-edge/upstream/fleet"
+	"github.com/partner-edge/partner-edge/upstream/fleet/redistest"
 )
 
 // countingStore counts the lookups that reach the key store.
@@ -162,4 +165,48 @@ func logHas(t *testing.T, h *harness, field, value string) bool {
 		}
 	}
 	return false
+}
+
+// Issue 27, acceptance 2: with EDGE_AUTH_FAIL_LIMIT=20 and three instances
+// sharing the throttle through one real redis-server (redislimit, each
+// instance on its own client), one address sending wrong keys to the
+// instances in turn gets 429 by its 25th failure within the minute, and
+// from then on from every instance. The clock stands still (it is given
+// to the script too): Redis refills nothing, so the count is exact.
+func TestAuthThrottleAcrossFleet(t *testing.T) {
+	srv := redistest.Start(t)
+	clock := newClock()
+	var hs []*harness
+	for range 3 {
+		c, err := fleet.New(fleet.Config{URL: srv.URL(), Guard: fleet.GuardConfig{CallTimeout: 5 * time.Second}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		lim := redislimit.New(redislimit.Config{Client: c, Brand: "aurora", Now: clock.Now})
+		t.Cleanup(lim.Close)
+		hs = append(hs, newHarness(t, harnessOptions{now: clock.Now, authFailLimit: 20, limiter: lim}))
+	}
+	first := 0
+	for i := range 30 {
+		req := request{path: "/v1/properties", key: wrongKey(t)}
+		res := hs[i%3].do(req)
+		switch res.status {
+		case 401:
+			if first > 0 {
+				t.Errorf("try %d (instance %d): 401 after the first 429 (try %d)", i+1, i%3, first)
+			}
+		case 429:
+			wantProblem(t, req, res, problem.RateLimited)
+			if first == 0 {
+				first = i + 1
+			}
+		default:
+			t.Fatalf("try %d: status %d", i+1, res.status)
+		}
+	}
+	t.Logf("first 429 at failure %d", first)
+	if first < 21 || first > 25 {
+		t.Errorf("first 429 at try %d; want from the 21st to the 25th", first)
+	}
 }

@@ -78,7 +78,7 @@ type Config struct {
 	// (cmd/edge's default is 20).
 	AuthFailLimit int
 	// Limiter keeps the buckets of both the per-key quotas and the
-	// failed-auth throttle; one over Redis (ratelimit.Redis) shares them
+	// failed-auth throttle; one over Redis (redislimit.Limiter) shares them
 	// across a fleet. Nil means an in-process ratelimit.Local on Now. When
 	// it returns an error, the edge decides with an in-process
 	// ratelimit.Local instead.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/partner-edge/partner-edge/edge/keys"
 	"github.com/partner-edge/partner-edge/edge/ratelimit"
+	"github.com/partner-edge/partner-edge/edge/ratelimit/redislimit"
 	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/cache"
@@ -36,7 +37,7 @@ const fleetPoll = 50 * time.Millisecond
 type member struct {
 	brand  string
 	client *fleet.Client
-	lim    *ratelimit.Redis
+	lim    *redislimit.Limiter // its refill runs until close
 	store  *fleet.Store
 	log    *slog.Logger
 }
@@ -85,11 +86,14 @@ func joinFleet(ctx context.Context, cfg settings, log *slog.Logger, tel *observa
 
 // newMember is the membership of brand's instances through client.
 func newMember(brand string, client *fleet.Client, secret []byte, log *slog.Logger) *member {
-	return &member{brand: brand, client: client, lim: ratelimit.NewRedis(client, brand),
+	return &member{brand: brand, client: client, lim: redislimit.New(redislimit.Config{Client: client, Brand: brand}),
 		store: fleet.NewStore(client, 0, nil, secret), log: log}
 }
 
-func (m *member) close() { _ = m.client.Close() }
+func (m *member) close() {
+	m.lim.Close()
+	_ = m.client.Close()
+}
 
 // limiter is the edge's Limiter over Redis; nil for no member.
 func (m *member) limiter() ratelimit.Limiter {

@@ -1,9 +1,11 @@
 // Package ratelimit is the edge's one family of rate limits: a Limit (a
 // token bucket: PerSecond and Burst), the Decision a Limiter gives for one
 // call, bucket keys typed by kind (an API key's quota or a client address's
-// failed authentications), the in-process GCRA limiter (Local) and the
-// fleet-wide one over Redis (Redis). The key file's rateLimit, the
-// deployment's default quota and the failed-auth throttle are all Limits.
+// failed authentications) and the in-process GCRA limiter (Local). The
+// fleet-wide one over Redis is its sub-package redislimit, apart so that
+// this package (and the key file's, which uses Limit) imports nothing of
+// Redis or upstream. The key file's rateLimit, the deployment's default
+// quota and the failed-auth throttle are all Limits.
 package ratelimit
 
 import (
@@ -91,10 +93,10 @@ type Key struct {
 // Limiter keeps token buckets by Key: the per-key quotas and the
 // failed-authentication throttle share one Limiter, each bucket with
 // its own Limit. A Limiter over a shared store puts its own prefix and
-// the brand before them (Redis). The in-process Local
-// is the default; a fleet shares buckets through a Limiter over Redis (for
-// example GCRA with github.com/go-redis/redis_rate/v10, whose AllowN has
-// exactly these semantics, n = 0 included).
+// the brand before them (redislimit). The in-process Local
+// is the default; a fleet shares buckets through redislimit.Limiter, whose
+// instances each answer from a share of a bucket taken from Redis ahead of
+// need.
 //
 // AllowN takes n units from the bucket key under l, if the bucket holds
 // them, and reports the bucket's state after the call. n = 0 takes nothing:

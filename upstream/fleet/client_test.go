@@ -29,7 +29,7 @@ func newTestClient(t *testing.T, url string, tl *tel, log *testkit.LogBuffer) *C
 	return c
 }
 
-// A user of the client (the edge's ratelimit.Redis) counts a fallback on
+// A user of the client (the edge's redislimit.Limiter) counts a fallback on
 // each error and decides in-process; the client must err at once while
 // Redis is down and answer again once it is back.
 func TestClientSurvivesRedisRestart(t *testing.T) {

@@ -4,8 +4,8 @@
 // Settings and forms.go): a guarded client (per-call deadline, circuit
 // breaker, metrics, spans) and a lease-and-publish store with a coordinator
 // so that one instance per brand and mode walks the PMS per TTL. The
-// fleet-wide rate limiter is the edge's (edge/ratelimit.Redis, on this
-// client); its in-process fallback is the edge's too (ratelimit.Local).
+// fleet-wide rate limiter is the edge's (edge/ratelimit/redislimit, on
+// this client); its in-process fallback is the edge's too (ratelimit.Local).
 //
 // Contract for callers: every method returns quickly (within the call
 // timeout, or at once while the breaker is open) and an error means "use
@@ -13,8 +13,8 @@
 //
 // Key names (all namespaced, none holds a secret):
 //
-//	pe:rl:<brand>:<keyID>      per-key rate limit (edge/ratelimit; stored by redis_rate as rate:pe:rl:...)
-//	pe:fa:<brand>:<address>    failed-authentication throttle per client address (edge/ratelimit)
+//	pe:quota:<brand>:<keyID>      per-key quota (edge/ratelimit/redislimit: a GCRA bucket's TAT)
+//	pe:authfail:<brand>:<address> failed-authentication throttle per client address (redislimit)
 //	pe:snap:<brand>:<mode>:data   the published snapshot
 //	pe:snap:<brand>:<mode>:lease  the load lease
 //

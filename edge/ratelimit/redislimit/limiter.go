@@ -1,0 +1,518 @@
+// Package redislimit is the fleet-wide ratelimit.Limiter: every instance of
+// a brand shares each bucket (an API key's quota, a client address's
+// failed authentications) through one GCRA bucket in Redis, yet a
+// rate-limited request makes no Redis round trip in the common case
+// (DECISIONS.md section 16).
+//
+// Each instance takes a share of a bucket's units from Redis ahead of need
+// (a lease: tokens granted by the bucket, spendable here for Lease) and
+// answers from it. A background refill, every Refill, tops up the share of
+// each bucket used since the last one, sized by what it was asked for, in
+// one pipelined round trip for all of them, and looks at the buckets that
+// were only peeked at. Between refills an instance decides alone: from its
+// tokens, or, when it has none and the bucket had none left at the last
+// look, a refusal. Only a bucket this instance has not seen lately (a new
+// key, an address's first failure) or a share spent faster than it grew
+// costs a synchronous call, one per bucket at a time.
+//
+// Tokens once granted are never returned: an instance that stops loses
+// them (the fleet then admits a little less, never more), and tokens held
+// past Lease are void. docs/scaling.md derives the accuracy bound.
+package redislimit
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/partner-edge/partner-edge/edge/ratelimit"
+	"github.com/partner-edge/partner-edge/upstream/fleet"
+)
+
+// Defaults of Config.
+const (
+	DefaultRefill = 100 * time.Millisecond
+	DefaultLease  = time.Second
+	DefaultBatch  = 500
+
+	// FullAddressKept is how long a client address whose bucket was full
+	// at the last look (no failed authentication seen) is remembered
+	// without calls: until then its peeks cost no round trip.
+	FullAddressKept = 30 * time.Second
+)
+
+// Client is what the limiter needs of the fleet's Redis (fleet.Client):
+// calls through its guard (a short deadline, the circuit breaker) and a
+// count of the answers given in-process instead.
+type Client interface {
+	Do(ctx context.Context, fn func(ctx context.Context, rdb redis.UniversalClient) error) error
+	fleet.Fallbacks
+}
+
+// Config configures a Limiter.
+type Config struct {
+	// Client is the fleet's Redis; required.
+	Client Client
+	// Brand prefixes every bucket name: brands sharing a Redis never share
+	// a bucket.
+	Brand string
+	// Now is the clock. Nil means time.Now here and Redis's own clock
+	// (TIME) inside the script, so the fleet's buckets run on one clock
+	// whatever the instances' skew; set, the script is given this clock's
+	// time (tests; a fleet whose clocks agree).
+	Now func() time.Time
+	// Refill is the interval of the background refill; zero means
+	// DefaultRefill (100 ms). Redis receives at most about two calls per
+	// bucket in use per instance per Refill.
+	Refill time.Duration
+	// Lease is how long granted tokens stay spendable; zero means
+	// DefaultLease (1 s). A bucket unused for a Lease is forgotten.
+	Lease time.Duration
+	// MaxEntries bounds the buckets remembered; zero means
+	// ratelimit.DefaultEntries. Past it, the tenth least recently used is
+	// forgotten (its tokens lost).
+	MaxEntries int
+	// Batch is how many buckets one pipelined refill call carries; zero
+	// means DefaultBatch (500).
+	Batch int
+}
+
+// Limiter is the fleet-wide ratelimit.Limiter. It runs one background
+// goroutine (the refill) until Close. Safe for concurrent use.
+type Limiter struct {
+	c          Client
+	brand      string
+	now        func() time.Time
+	redisClock bool // the script reads Redis's TIME
+	refill     time.Duration
+	lease      time.Duration
+	stale      time.Duration // a look at a bucket older than this is not trusted
+	max        int
+	batch      int
+
+	mu      sync.RWMutex
+	entries map[ratelimit.Key]*entry
+
+	scratch    []keyed      // refillOnce's list of entries, reused (the loop's only)
+	nextRefill atomic.Int64 // Unix ns of the next refill, for RetryAfter
+	stop       context.CancelFunc
+	done       chan struct{}
+	closeOnce  sync.Once
+}
+
+// entry is this instance's view of one bucket.
+type entry struct {
+	name string // the bucket's Redis key
+	kind ratelimit.Kind
+
+	mu      sync.Mutex
+	lim     ratelimit.Limit // the last call's
+	tokens  int             // units granted here and not spent
+	expires int64           // Unix ns after which tokens are void
+	seen    int64           // Unix ns of the last reply; 0: none
+	left    int             // units the bucket held after that reply
+	reset   time.Duration   // until it was full again, from seen
+	takes   int             // units asked for (n >= 1) since the last refill
+	peeks   int             // looks (n = 0) since the last refill
+	rate    int             // takes in the last refill interval
+	used    int64           // Unix ns of the last call
+	call    *call           // the synchronous call in flight; nil: none
+}
+
+// call is a synchronous Redis call of one entry; done is closed when err
+// is set.
+type call struct {
+	done chan struct{}
+	err  error
+}
+
+// New returns a Limiter and starts its refill; Close stops it.
+func New(cfg Config) *Limiter {
+	l := &Limiter{c: cfg.Client, brand: cfg.Brand, now: cfg.Now, refill: cfg.Refill, lease: cfg.Lease,
+		max: cfg.MaxEntries, batch: cfg.Batch, entries: map[ratelimit.Key]*entry{}, done: make(chan struct{})}
+	if l.now == nil {
+		l.now, l.redisClock = time.Now, true
+	}
+	if l.refill <= 0 {
+		l.refill = DefaultRefill
+	}
+	if l.lease <= 0 {
+		l.lease = DefaultLease
+	}
+	l.lease = max(l.lease, 2*l.refill)
+	l.stale = 2 * l.refill
+	if l.max <= 0 {
+		l.max = ratelimit.DefaultEntries
+	}
+	if l.batch <= 0 {
+		l.batch = DefaultBatch
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	l.stop = stop
+	l.nextRefill.Store(l.now().Add(l.refill).UnixNano())
+	go l.loop(ctx)
+	return l
+}
+
+// Close stops the refill and waits for it. Tokens held are not returned:
+// they are lost, as an instance that dies loses them.
+func (l *Limiter) Close() {
+	l.closeOnce.Do(func() {
+		l.stop()
+		<-l.done
+	})
+}
+
+// Len is the number of buckets remembered.
+func (l *Limiter) Len() int {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return len(l.entries)
+}
+
+// AllowN implements ratelimit.Limiter with the share of key's bucket this
+// instance holds: n units come from its tokens; a peek (n = 0) is allowed
+// while it holds a token or the bucket had one at the last look. With
+// neither, it refuses without asking Redis when the last look (at most
+// two refills old) found the bucket short, and otherwise asks Redis for n
+// units and some ahead of need, once at a time per bucket. Remaining is
+// the tokens held plus what the bucket held at the last look: it never
+// rises between two replies of Redis. An error (Redis unavailable) is
+// counted as a fallback; the edge then decides in-process.
+func (l *Limiter) AllowN(ctx context.Context, key ratelimit.Key, lim ratelimit.Limit, n int) (ratelimit.Decision, error) {
+	if !lim.Valid() {
+		return ratelimit.Decision{Allowed: true, Remaining: max(lim.Burst, 0)}, nil
+	}
+	n = max(n, 0)
+	need := max(n, 1)
+	e := l.entry(key)
+	e.mu.Lock()
+	if n > 0 {
+		e.takes += n
+	} else {
+		e.peeks++
+	}
+	e.lim = lim
+	asked := false
+	for {
+		now := l.now().UnixNano()
+		e.used = now
+		if e.tokens > 0 && now >= e.expires {
+			e.tokens = 0
+		}
+		fresh := e.seen != 0 && now-e.seen < int64(l.stale)
+		// A bucket full at the last look, however old, allows a peek: it
+		// is an address with no failure seen, and a failure here goes to
+		// Redis anyway (no tokens are taken ahead for a peek).
+		full := e.seen != 0 && e.left >= lim.Burst
+		if e.tokens >= need || (n == 0 && (fresh || full) && e.left >= 1) {
+			e.tokens -= n
+			d := l.decision(e, now, true)
+			e.mu.Unlock()
+			return d, nil
+		}
+		if asked || (fresh && e.tokens+e.left < need) || need > lim.Burst {
+			d := l.decision(e, now, false)
+			e.mu.Unlock()
+			return d, nil
+		}
+		if c := e.call; c != nil { // another request is asking: its answer serves this one
+			e.mu.Unlock()
+			select {
+			case <-c.done:
+			case <-ctx.Done():
+				return ratelimit.Decision{}, ctx.Err()
+			}
+			if c.err != nil {
+				if ctx.Err() == nil {
+					l.c.Fallback(ctx, use(key.Kind), c.err)
+				}
+				return ratelimit.Decision{}, c.err
+			}
+			// Its units may all have gone to other waiters: look again
+			// (and ask again while the bucket, as now seen, has some).
+			e.mu.Lock()
+			continue
+		}
+		// A peek only looks. A quota takes some units ahead of need (what
+		// was asked for here in a refill interval); the failed-auth
+		// throttle none, so that an address's budget is never held by an
+		// instance it does not fail at.
+		want := 0
+		switch {
+		case n > 0 && key.Kind == ratelimit.APIKey:
+			want = min(n-e.tokens+max(e.rate, e.takes), lim.Burst)
+		case n > 0:
+			want = n - e.tokens
+		}
+		c := &call{done: make(chan struct{})}
+		e.call = c
+		e.mu.Unlock()
+		at := l.now()
+		r, err := l.take(ctx, ask{name: e.name, lim: lim, want: want}, at)
+		e.mu.Lock()
+		e.call = nil
+		c.err = err
+		close(c.done)
+		if err != nil {
+			e.mu.Unlock()
+			if ctx.Err() == nil {
+				l.c.Fallback(ctx, use(key.Kind), err)
+			}
+			return ratelimit.Decision{}, err
+		}
+		e.apply(r, at.UnixNano(), l.lease)
+		asked = true
+	}
+}
+
+// decision is what e tells at now: allowed or not, with the RateLimit
+// fields of this instance.
+func (l *Limiter) decision(e *entry, now int64, allowed bool) ratelimit.Decision {
+	d := ratelimit.Decision{Allowed: allowed, Remaining: max(e.tokens+e.left, 0),
+		ResetAfter: time.Duration(max(e.seen+int64(e.reset)-now, 0))}
+	if !allowed || d.Remaining < 1 {
+		d.RetryAfter = l.retryAfter(e, now)
+	}
+	return d
+}
+
+// retryAfter is how long until this instance may allow one more unit of
+// e: the first refill at or after the bucket (as last seen) holds one.
+func (l *Limiter) retryAfter(e *entry, now int64) time.Duration {
+	unit := e.seen + int64(e.reset) - int64(e.lim.Burst-1)*int64(e.lim.Interval())
+	at, step := l.nextRefill.Load(), int64(l.refill)
+	if at < now {
+		at = now + step
+	}
+	if unit > at {
+		at += (unit - at + step - 1) / step * step
+	}
+	return time.Duration(at - now)
+}
+
+// apply records a reply of Redis sent at at.
+func (e *entry) apply(r reply, at int64, lease time.Duration) {
+	if r.got > 0 {
+		e.tokens += r.got
+		e.expires = at + int64(lease)
+	}
+	if at >= e.seen {
+		e.seen, e.left, e.reset = at, r.left, r.reset
+	}
+}
+
+// take asks Redis for a.want units of one bucket, through the guard.
+func (l *Limiter) take(ctx context.Context, a ask, at time.Time) (reply, error) {
+	if l.redisClock {
+		at = time.Time{}
+	}
+	var r reply
+	err := l.c.Do(ctx, func(ctx context.Context, rdb redis.UniversalClient) error {
+		rs, _, err := run(ctx, rdb, []ask{a}, at)
+		if err == nil {
+			r = rs[0]
+		}
+		return err
+	})
+	return r, err
+}
+
+// entry returns key's entry, made when new (forgetting the least recently
+// used tenth when MaxEntries are held).
+func (l *Limiter) entry(key ratelimit.Key) *entry {
+	l.mu.RLock()
+	e := l.entries[key]
+	l.mu.RUnlock()
+	if e != nil {
+		return e
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e = l.entries[key]; e != nil {
+		return e
+	}
+	if len(l.entries) >= l.max {
+		l.evict()
+	}
+	e = &entry{name: redisName(l.brand, key), kind: key.Kind}
+	l.entries[key] = e
+	return e
+}
+
+// evict forgets the tenth (at least one) of the entries least recently
+// used; l.mu is held.
+func (l *Limiter) evict() {
+	type aged struct {
+		key  ratelimit.Key
+		used int64
+	}
+	all := make([]aged, 0, len(l.entries))
+	for k, e := range l.entries {
+		e.mu.Lock()
+		all = append(all, aged{k, e.used})
+		e.mu.Unlock()
+	}
+	slices.SortFunc(all, func(a, b aged) int {
+		switch {
+		case a.used < b.used:
+			return -1
+		case a.used > b.used:
+			return 1
+		}
+		return 0
+	})
+	for _, a := range all[:max(1, min(len(all), l.max/10))] {
+		delete(l.entries, a.key)
+	}
+}
+
+// keyed is an entry and its key, listed by refillOnce.
+type keyed struct {
+	k ratelimit.Key
+	e *entry
+}
+
+// idle reports whether e, unused since the last refill, may be forgotten
+// at now: unused for a lease (an address full at its last look: for
+// FullAddressKept), no call in flight, no tokens held. e.mu is held.
+func (l *Limiter) idle(e *entry, now int64) bool {
+	keep := l.lease
+	if e.kind == ratelimit.Address && e.seen != 0 && e.left >= e.lim.Burst {
+		// An address with no failure seen: its full look is what lets
+		// its peeks go without a call (AllowN), kept longer.
+		keep = max(keep, FullAddressKept)
+	}
+	return now-e.used >= int64(keep) && e.call == nil && e.tokens == 0
+}
+
+// loop refills every l.refill until ctx ends.
+func (l *Limiter) loop(ctx context.Context) {
+	defer close(l.done)
+	t := time.NewTicker(l.refill)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		l.nextRefill.Store(l.now().Add(l.refill).UnixNano())
+		l.refillOnce(ctx)
+	}
+}
+
+// refillOnce tops up every bucket asked for since the last refill, and
+// holding less than was asked for, to twice what was asked for (at most
+// its burst), looks at every
+// bucket only peeked at that was not full at the last look, and forgets the buckets unused for a lease whose
+// tokens are spent or void. One pipelined call per Batch buckets; a
+// failure leaves the buckets to the request path (and its fallback).
+func (l *Limiter) refillOnce(ctx context.Context) {
+	at := l.now()
+	now := at.UnixNano()
+	var asks []ask
+	var es []*entry
+	// The entries are listed under the read lock and visited without it:
+	// the request path never waits for a pass over every bucket.
+	l.mu.RLock()
+	all := l.scratch[:0]
+	for k, e := range l.entries {
+		all = append(all, keyed{k, e})
+	}
+	l.mu.RUnlock()
+	var idle []keyed
+	for _, ke := range all {
+		e := ke.e
+		e.mu.Lock()
+		takes, peeks := e.takes, e.peeks
+		e.rate, e.takes, e.peeks = takes, 0, 0
+		if e.tokens > 0 && now >= e.expires {
+			e.tokens = 0
+		}
+		want := min(max(2*takes-e.tokens, 0), e.lim.Burst)
+		look := e.kind == ratelimit.Address || takes == 0 // never ahead of need for an address (AllowN)
+		switch {
+		case takes == 0 && peeks == 0:
+			if l.idle(e, now) {
+				idle = append(idle, ke)
+			}
+		case look && e.seen != 0 && e.left >= e.lim.Burst:
+			// Full at the last look: a peek needs nothing refreshed, and a
+			// failure goes to Redis anyway (AllowN).
+		case look:
+			asks = append(asks, ask{name: e.name, lim: e.lim})
+			es = append(es, e)
+		case e.tokens >= takes:
+			// Holds as much as was asked for in the last interval: enough
+			// for the next (should it run dry, the request path asks).
+			// A key used now and then costs no refill after each call.
+		case want > 0:
+			asks = append(asks, ask{name: e.name, lim: e.lim, want: want})
+			es = append(es, e)
+		}
+		e.mu.Unlock()
+	}
+	clear(all)
+	l.scratch = all[:0]
+	if len(idle) > 0 {
+		l.mu.Lock()
+		for _, ke := range idle {
+			ke.e.mu.Lock()
+			if l.entries[ke.k] == ke.e && ke.e.takes+ke.e.peeks == 0 && l.idle(ke.e, now) {
+				delete(l.entries, ke.k)
+			}
+			ke.e.mu.Unlock()
+		}
+		l.mu.Unlock()
+	}
+	if l.redisClock {
+		at = time.Time{}
+	}
+	for i := 0; i < len(asks); i += l.batch {
+		j := min(i+l.batch, len(asks))
+		var replies []reply
+		var ok []bool
+		err := l.c.Do(ctx, func(ctx context.Context, rdb redis.UniversalClient) (err error) {
+			replies, ok, err = run(ctx, rdb, asks[i:j], at)
+			return err
+		})
+		if err != nil {
+			return
+		}
+		for k, r := range replies {
+			if ok[k] {
+				e := es[i+k]
+				e.mu.Lock()
+				e.apply(r, now, l.lease)
+				e.mu.Unlock()
+			}
+		}
+	}
+}
+
+// redisName names a bucket in Redis: pe:quota:<brand>:<key id> for an API
+// key's quota, pe:authfail:<brand>:<address> for the failed-auth
+// throttle; each part long or outside [A-Za-z0-9._-] is hashed
+// (fleet.KeyPart). (Before the lease, redis_rate kept its buckets under
+// rate:pe:rl: and rate:pe:fa:, in another format: new names keep a
+// rolling upgrade from reading one as the other.)
+func redisName(brand string, key ratelimit.Key) string {
+	prefix := "pe:quota:"
+	if key.Kind == ratelimit.Address {
+		prefix = "pe:authfail:"
+	}
+	return prefix + fleet.KeyPart(brand) + ":" + fleet.KeyPart(key.ID)
+}
+
+// use is the fleet's fallback counter's name of a kind of bucket.
+func use(k ratelimit.Kind) fleet.Use {
+	if k == ratelimit.Address {
+		return fleet.UseAuthThrottle
+	}
+	return fleet.UseRateLimit
+}
