@@ -192,7 +192,7 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			serveAdmin(ctx, cfg.AdminAddr, tel, fleetHandler(fm), shadow.Handler(sh), log)
+			serveAdmin(ctx, cfg.AdminAddr, tel, redactArgs(args), fleetHandler(fm), shadow.Handler(sh), log)
 		}()
 	}
 	return listener.Serve(ctx, listener.ServeConfig{
@@ -317,10 +317,11 @@ func reloadOnHangup(ctx context.Context, store *keys.Store, tlsReload chan<- str
 
 // serveAdmin serves /metrics, /debug/pprof/, /fleet (the Redis state,
 // fleet.go) and /shadow (the candidate comparison, shadow.go) until ctx is done. The admin listener is auxiliary: failing to
-// bind it is logged, never fatal.
-func serveAdmin(ctx context.Context, addr string, tel *observability.Telemetry, fleetState, shadowState http.Handler, log *slog.Logger) {
+// bind it is logged, never fatal. /debug/pprof/cmdline shows cmdline, the
+// command line with its secrets redacted (redactArgs).
+func serveAdmin(ctx context.Context, addr string, tel *observability.Telemetry, cmdline []string, fleetState, shadowState http.Handler, log *slog.Logger) {
 	mux := http.NewServeMux()
-	mux.Handle("/", observability.AdminHandler(tel.MetricsHandler()))
+	mux.Handle("/", observability.AdminHandler(tel.MetricsHandler(), cmdline))
 	mux.Handle("GET /fleet", fleetState)
 	mux.Handle("GET /shadow", shadowState)
 	err := listener.Serve(ctx, listener.ServeConfig{
