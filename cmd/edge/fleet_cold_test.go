@@ -2,11 +2,15 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
+	"net/http"
 	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/partner-edge/partner-edge/edge/keys"
 	"github.com/partner-edge/partner-edge/observability"
@@ -92,4 +96,59 @@ func TestColdFleetWalksOnce(t *testing.T) {
 			}
 		}
 	}
+}
+
+// Issue 28, finding 8: an edge that gets no request at all still shows, at
+// /fleet on its admin listener, that Redis is unavailable within 5 s of
+// Redis refusing writes (min-replicas-to-write with no replica:
+// NOREPLICAS), and shared again within 5 s of Redis accepting them.
+func TestIdleFleetShowsRedisRefusingWrites(t *testing.T) {
+	srv := redistest.Start(t)
+	if !srv.Real() {
+		t.Skip("miniredis has no min-replicas-to-write (CI runs the real server)")
+	}
+	pms, _ := slowPMS(t, 0)
+	keysFile, _ := liveKeyFile(t)
+	s := start(t, map[string]string{
+		"EDGE_ADDR": "127.0.0.1:0", "EDGE_ADMIN_ADDR": "127.0.0.1:0", "EDGE_BRAND": "aurora",
+		"EDGE_KEYS_FILE": keysFile, "PMS_BASE_URL": pms.URL, "PMS_TOKEN": "pms-secret-token",
+		"EDGE_REDIS_URL": srv.URL(), "EDGE_FLEET_SECRET": testFleetSecret,
+	})
+	admin := waitAdmin(t, s.stderr)
+	shared := func() bool {
+		res, err := http.Get(admin + "/fleet")
+		if err != nil {
+			t.Fatalf("GET /fleet: %v", err)
+		}
+		defer res.Body.Close()
+		var st struct {
+			Redis  string `json:"redis"`
+			Shared bool   `json:"shared"`
+		}
+		if err := json.NewDecoder(res.Body).Decode(&st); err != nil || st.Redis != "on" {
+			t.Fatalf("/fleet: %+v, %v", st, err)
+		}
+		return st.Shared
+	}
+	within := func(want bool, what string) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for shared() != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: /fleet still says shared:%v after 5 s", what, !want)
+			}
+			time.Sleep(50 * time.Millisecond) // poll interval; outside event: the edge's probe
+		}
+	}
+	within(true, "at start")
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	if err := rdb.ConfigSet(t.Context(), "min-replicas-to-write", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	within(false, "Redis refusing writes, no request")
+	if err := rdb.ConfigSet(t.Context(), "min-replicas-to-write", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	within(true, "Redis accepting writes again, no request")
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/cache"
+	"github.com/partner-edge/partner-edge/upstream/fleet"
 	"github.com/partner-edge/partner-edge/upstream/shadow"
 )
 
@@ -121,7 +122,13 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 		return err
 	}
 	if fm != nil {
-		defer fm.close()
+		// /fleet follows Redis even while no request arrives (DECISIONS.md
+		// section 17): a small write every second through the guard,
+		// stopped before the client is closed.
+		wctx, stopWatch := context.WithCancel(ctx)
+		watched := make(chan struct{})
+		go func() { defer close(watched); fm.client.Watch(wctx, fleet.DefaultHealthEvery) }()
+		defer func() { stopWatch(); <-watched; fm.close() }()
 	}
 	sh, err := newShadow(cfg, version, log, tel) // nil without PMS_CANDIDATE_URL
 	if err != nil {
