@@ -16,7 +16,7 @@ import (
 // accessLog records each request once it is answered: its metrics, the
 // attributes of its server span (named here by route template), and one log
 // line. It never records a key or any Authorization value: only the key's
-// public id. It runs inside chi, where the matched route is still known.
+// public id, for refusals too once the key is identified. It runs inside chi, where the matched route is still known.
 func (s *server) accessLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
@@ -62,8 +62,8 @@ func (s *server) accessLog(next http.Handler) http.Handler {
 		if st.correlationID != "" {
 			attrs = append(attrs, slog.String("correlation_id", st.correlationID))
 		}
-		if st.key != nil {
-			attrs = append(attrs, slog.String("key_id", st.key.ID))
+		if st.keyID != "" {
+			attrs = append(attrs, slog.String("key_id", st.keyID))
 		}
 		if st.authMethod != "" {
 			attrs = append(attrs, slog.String("auth_method", st.authMethod))
@@ -112,8 +112,8 @@ func (s *server) annotateSpan(r *http.Request, st *state, route string) {
 	if st.correlationID != "" {
 		attrs = append(attrs, observability.AttrCorrelationID.String(st.correlationID))
 	}
-	if st.key != nil {
-		attrs = append(attrs, observability.AttrKeyID.String(st.key.ID))
+	if st.keyID != "" {
+		attrs = append(attrs, observability.AttrKeyID.String(st.keyID))
 	}
 	if st.authMethod != "" {
 		attrs = append(attrs, observability.AttrAuthMethod.String(st.authMethod))

@@ -79,6 +79,7 @@ func (s *server) authorise(r *http.Request) (*keys.Key, error) {
 	if !found {
 		return nil, unauthorized(problem.InvalidAPIKey, challengeInvalid, "The API key is malformed or unknown.")
 	}
+	st.keyID = key.ID
 	if err := s.authoriseKey(r, key); err != nil {
 		return nil, err
 	}

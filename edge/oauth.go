@@ -131,6 +131,7 @@ func (s *server) authoriseToken(r *http.Request, token string) (*keys.Key, error
 		return nil, withCause(unauthorized(problem.InvalidAccessToken, challengeInvalid,
 			"The access token's client is not registered with this API."), errors.New("access token of a client without a key-file record"))
 	}
+	stateFrom(r.Context()).keyID = key.ID
 	if err := s.authoriseKey(r, key); err != nil {
 		return nil, err
 	}

@@ -14,6 +14,6 @@
 //	m := tel.Metrics()                               // instruments, created once
 //	handler := tel.Middleware()(router)              // server span per request
 //	rt := tel.Transport(base, upstream.ResendCount)  // client span per attempt
-//	admin := observability.AdminHandler(tel.MetricsHandler())
+//	admin := observability.AdminHandler(tel.MetricsHandler(), redactedArgs)
 //	log := observability.NewLogger(stderr, "json", slog.LevelInfo, pmsToken)
 package observability

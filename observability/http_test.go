@@ -202,7 +202,7 @@ func TestSetRoute(t *testing.T) {
 func TestAdminHandler(t *testing.T) {
 	tel, _, _ := newTest(t, nil)
 	tel.Metrics().KeyReload(context.Background(), true)
-	admin := AdminHandler(tel.MetricsHandler())
+	admin := AdminHandler(tel.MetricsHandler(), []string{"edge", "--brand", "aurora"})
 	for _, tt := range []struct {
 		path string
 		code int
@@ -211,7 +211,7 @@ func TestAdminHandler(t *testing.T) {
 		{"/metrics", 200, `partner_edge_keys_reloads_total{`},
 		{"/debug/pprof/", 200, "goroutine"},
 		{"/debug/pprof/goroutine?debug=1", 200, "goroutine profile"},
-		{"/debug/pprof/cmdline", 200, ""},
+		{"/debug/pprof/cmdline", 200, "edge\x00--brand\x00aurora"},
 		{"/v1/properties", 404, ""},
 		{"/", 404, ""},
 	} {
@@ -222,9 +222,9 @@ func TestAdminHandler(t *testing.T) {
 		}
 	}
 	rec := httptest.NewRecorder()
-	AdminHandler(nil).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	AdminHandler(nil, nil).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	if rec.Code != 404 {
-		t.Errorf("AdminHandler(nil) serves /metrics: %d", rec.Code)
+		t.Errorf("AdminHandler(nil, nil) serves /metrics: %d", rec.Code)
 	}
 }
 

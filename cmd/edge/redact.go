@@ -37,3 +37,35 @@ func redactSetting(value string) string {
 	}
 	return credentialQuery.ReplaceAllString(v, "${1}"+redacted)
 }
+
+// secretFlag matches the names of the flags whose values are secrets:
+// --pms-token, --pms-candidate-token, --fleet-secret, and any later flag
+// named for a token, secret or password.
+var secretFlag = regexp.MustCompile(`(?i)token|secret|passw`)
+
+// redactArgs is the command line as /debug/pprof/cmdline shows it
+// (DECISIONS.md section 17): the value of every secret flag, as
+// --flag=value or --flag value, becomes xxxxx, and every other argument is
+// redacted as a setting is (a URL's password, credential-like query
+// parameters). args is not modified.
+func redactArgs(args []string) []string {
+	out := make([]string, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		out[i] = redactSetting(a)
+		if i == 0 || !strings.HasPrefix(a, "-") || a == "-" || a == "--" {
+			continue
+		}
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !secretFlag.MatchString(name) {
+			continue
+		}
+		if hasValue {
+			out[i] = a[:strings.IndexByte(a, '=')+1] + redacted
+		} else if i+1 < len(args) {
+			i++
+			out[i] = redacted
+		}
+	}
+	return out
+}

@@ -25,6 +25,7 @@ import (
 	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/cache"
+	"github.com/partner-edge/partner-edge/upstream/fleet"
 	"github.com/partner-edge/partner-edge/upstream/shadow"
 )
 
@@ -117,7 +118,13 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 		return err
 	}
 	if fm != nil {
-		defer fm.close()
+		// /fleet follows Redis even while no request arrives (DECISIONS.md
+		// section 17): a small write every second through the guard,
+		// stopped before the client is closed.
+		wctx, stopWatch := context.WithCancel(ctx)
+		watched := make(chan struct{})
+		go func() { defer close(watched); fm.client.Watch(wctx, fleet.DefaultHealthEvery) }()
+		defer func() { stopWatch(); <-watched; fm.close() }()
 	}
 	sh, err := newShadow(cfg, version, log, tel) // nil without PMS_CANDIDATE_URL
 	if err != nil {
@@ -188,7 +195,7 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			serveAdmin(ctx, cfg.AdminAddr, tel, fleetHandler(fm), shadow.Handler(sh), log)
+			serveAdmin(ctx, cfg.AdminAddr, tel, redactArgs(args), fleetHandler(fm), shadow.Handler(sh), log)
 		}()
 	}
 	return listener.Serve(ctx, listener.ServeConfig{
@@ -313,10 +320,11 @@ func reloadOnHangup(ctx context.Context, store *keys.Store, tlsReload chan<- str
 
 // serveAdmin serves /metrics, /debug/pprof/, /fleet (the Redis state,
 // fleet.go) and /shadow (the candidate comparison, shadow.go) until ctx is done. The admin listener is auxiliary: failing to
-// bind it is logged, never fatal.
-func serveAdmin(ctx context.Context, addr string, tel *observability.Telemetry, fleetState, shadowState http.Handler, log *slog.Logger) {
+// bind it is logged, never fatal. /debug/pprof/cmdline shows cmdline, the
+// command line with its secrets redacted (redactArgs).
+func serveAdmin(ctx context.Context, addr string, tel *observability.Telemetry, cmdline []string, fleetState, shadowState http.Handler, log *slog.Logger) {
 	mux := http.NewServeMux()
-	mux.Handle("/", observability.AdminHandler(tel.MetricsHandler()))
+	mux.Handle("/", observability.AdminHandler(tel.MetricsHandler(), cmdline))
 	mux.Handle("GET /fleet", fleetState)
 	mux.Handle("GET /shadow", shadowState)
 	err := listener.Serve(ctx, listener.ServeConfig{

@@ -3,9 +3,12 @@ package listener
 import (
 	"bytes"
 	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,7 +19,8 @@ import (
 // certStore holds the serving certificate and replaces it when its files
 // change (watch) or when asked (SIGHUP). A new pair that fails to load,
 // whose key does not match, or that is not valid now, is rejected and
-// logged; the certificate in use stays.
+// logged, naming the refused file (tlsRefusal); the certificate in use
+// stays.
 type certStore struct {
 	certFile, keyFile string
 	log               *slog.Logger
@@ -57,10 +61,13 @@ func (c *certStore) reload(force bool) error {
 	}
 	// Bounded, regular files only, never blocking (DECISIONS 15): a link
 	// to /dev/zero or a FIFO is refused like a malformed file.
-	certPEM, err1 := opfile.Read(c.certFile, opfile.MaxTLSFile)
-	keyPEM, err2 := opfile.Read(c.keyFile, opfile.MaxTLSFile)
-	if err := errors.Join(err1, err2); err != nil {
-		return c.reject(fmt.Errorf("read TLS certificate files: %w", err))
+	certPEM, err := opfile.Read(c.certFile, opfile.MaxTLSFile)
+	if err != nil {
+		return c.reject(&tlsRefusal{what: refusedCert, file: c.certFile, err: err})
+	}
+	keyPEM, err := opfile.Read(c.keyFile, opfile.MaxTLSFile)
+	if err != nil {
+		return c.reject(&tlsRefusal{what: refusedKey, file: c.keyFile, err: err})
 	}
 	if !force && bytes.Equal(certPEM, c.lastCert) && bytes.Equal(keyPEM, c.lastKey) {
 		return nil
@@ -68,11 +75,11 @@ func (c *certStore) reload(force bool) error {
 	c.lastCert, c.lastKey = certPEM, keyPEM
 	cert, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
-		return c.reject(fmt.Errorf("TLS certificate %s with key %s: %w", c.certFile, c.keyFile, err))
+		return c.reject(c.diagnose(certPEM, keyPEM, err))
 	}
 	leaf := cert.Leaf // set by X509KeyPair
 	if now := c.now(); leaf == nil || now.After(leaf.NotAfter) || now.Before(leaf.NotBefore) {
-		return c.reject(fmt.Errorf("TLS certificate %s is not valid now", c.certFile))
+		return c.reject(&tlsRefusal{what: refusedCert, file: c.certFile, err: errors.New("not valid now")})
 	}
 	first := c.cur.Load() == nil
 	c.cur.Store(&cert)
@@ -86,14 +93,95 @@ func (c *certStore) reload(force bool) error {
 	return nil
 }
 
-func (c *certStore) reject(err error) error {
+func (c *certStore) reject(r *tlsRefusal) error {
 	if c.cur.Load() != nil {
 		if c.onReload != nil {
 			c.onReload(false)
 		}
-		c.log.Error("TLS certificate reload failed; the previous certificate stays in use", "error", err)
+		attrs := []any{"refused", r.what, "file", r.file}
+		if r.what == refusedPair {
+			attrs = append(attrs, "key_file", r.keyFile)
+		}
+		c.log.Error("TLS certificate reload failed; the previous certificate stays in use", append(attrs, "error", r.Error())...)
 	}
-	return err
+	return r
+}
+
+// What a refused load refused (DECISIONS.md section 17: the log says
+// whether the certificate or the key was refused, and names the file).
+const (
+	refusedCert = "certificate" // the certificate file: unreadable, no certificate, or not valid now
+	refusedKey  = "key"         // the key file: unreadable or no private key
+	refusedPair = "pair"        // each file is good alone, but the key is not the certificate's
+)
+
+// tlsRefusal is why a certificate load was refused: what (refusedCert,
+// refusedKey or refusedPair) and the file; keyFile is set for a pair.
+type tlsRefusal struct {
+	what, file, keyFile string
+	err                 error
+}
+
+func (r *tlsRefusal) Error() string {
+	switch r.what {
+	case refusedCert:
+		return fmt.Sprintf("TLS certificate file %s refused: %v", r.file, r.err)
+	case refusedKey:
+		return fmt.Sprintf("TLS key file %s refused: %v", r.file, r.err)
+	}
+	return fmt.Sprintf("TLS certificate file %s and key file %s refused together: %v", r.file, r.keyFile, r.err)
+}
+
+func (r *tlsRefusal) Unwrap() error { return r.err }
+
+// diagnose says which file made tls.X509KeyPair fail (err): the
+// certificate when its first certificate block is missing or does not
+// parse, else the key when no private key block parses, else the pair.
+func (c *certStore) diagnose(certPEM, keyPEM []byte, err error) *tlsRefusal {
+	if certErr := firstCertificate(certPEM); certErr != nil {
+		return &tlsRefusal{what: refusedCert, file: c.certFile, err: certErr}
+	}
+	if keyErr := firstPrivateKey(keyPEM); keyErr != nil {
+		return &tlsRefusal{what: refusedKey, file: c.keyFile, err: keyErr}
+	}
+	return &tlsRefusal{what: refusedPair, file: c.certFile, keyFile: c.keyFile, err: err}
+}
+
+// firstCertificate checks the first CERTIFICATE block of a PEM file, the
+// one tls.X509KeyPair makes the leaf.
+func firstCertificate(data []byte) error {
+	for {
+		var b *pem.Block
+		if b, data = pem.Decode(data); b == nil {
+			return errors.New("no CERTIFICATE PEM block")
+		}
+		if b.Type == "CERTIFICATE" {
+			_, err := x509.ParseCertificate(b.Bytes)
+			return err
+		}
+	}
+}
+
+// firstPrivateKey checks the first private key block of a PEM file, in the
+// encodings tls.X509KeyPair accepts (PKCS #1, PKCS #8, SEC 1).
+func firstPrivateKey(data []byte) error {
+	for {
+		var b *pem.Block
+		if b, data = pem.Decode(data); b == nil {
+			return errors.New("no PRIVATE KEY PEM block")
+		}
+		if b.Type != "PRIVATE KEY" && !strings.HasSuffix(b.Type, " PRIVATE KEY") {
+			continue
+		}
+		if _, err := x509.ParsePKCS1PrivateKey(b.Bytes); err == nil {
+			return nil
+		}
+		if _, err := x509.ParseECPrivateKey(b.Bytes); err == nil {
+			return nil
+		}
+		_, err := x509.ParsePKCS8PrivateKey(b.Bytes)
+		return err
+	}
 }
 
 // ReadTLSFile reads TLS material an operator points the edge at (a

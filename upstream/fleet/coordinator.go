@@ -40,14 +40,16 @@ type Loaded struct {
 // Coordinator shares one PMS walk per brand and mode among the fleet:
 //
 //  1. a publication loaded after newerThan is taken as is;
-//  2. else whoever wins the lease walks the PMS, publishes and releases;
+//  2. else whoever wins the lease looks for a publication once more, and
+//     without one walks the PMS, publishes and releases;
 //  3. a loser polls the publication every Poll until one loaded after
 //     newerThan appears or Wait passes, then walks the PMS itself; while
 //     polling it retries the lease, so a leader that failed (or died: its
 //     lease expires after LeaseTTL) is replaced at once.
 //
-// Any Redis failure means a local walk, never an error: only the PMS walk's
-// own error is returned. A corrupt or oversize publication is overwritten
+// Redis unavailable (the breaker open, the fence up) means a local walk,
+// never an error: only the PMS walk's own error is returned. One call that
+// fails while Redis counts as up is asked again at the next Poll (Load). A corrupt or oversize publication is overwritten
 // by whoever wins the lease; while another instance holds it, it means a
 // local walk.
 //
@@ -75,7 +77,7 @@ type Coordinator struct {
 	// in the future, beyond MaxSkew, is refused). Nil means time.Now.
 	Now func() time.Time
 
-	waiting func() // test hook: called when a loser starts polling
+	waiting func() // test hook: called when a Load first waits (a loser starts polling)
 }
 
 // Defaults of the Coordinator's zero fields.
@@ -84,6 +86,9 @@ const (
 	DefaultPublishTTL = 30 * time.Second
 	DefaultPoll       = 50 * time.Millisecond
 )
+
+// publishAttempts bounds the leader's attempts to publish its walk.
+const publishAttempts = 3
 
 // orDefault is d when positive, else def.
 func orDefault(d, def time.Duration) time.Duration {
@@ -94,67 +99,122 @@ func orDefault(d, def time.Duration) time.Duration {
 }
 
 // Load returns brand and mode's snapshot, loaded after newerThan.
+//
+// One walk per cold fleet holds by construction (DECISIONS.md section 17),
+// not by timing: the lease is the only permission to walk while Redis
+// works, and whoever wins it looks for a publication again before walking
+// (the leader before it may have published and released between this
+// instance's look and its lease). A call that fails while Redis counts as
+// up (a timeout on a busy machine: transient) is asked again at the next
+// Poll instead of walking at once; only the breaker or the fence (Redis
+// known unavailable), an unusable publication held by another, or Wait
+// passing mean a walk without the lease.
 func (c *Coordinator) Load(ctx context.Context, brand, mode string, newerThan time.Time, load LoadFunc) (Loaded, error) {
 	name := SnapKey(brand, mode)
 	if c.Store == nil {
 		props, at, err := load(ctx)
 		return Loaded{Properties: props, LoadedAt: at, Source: SourceLocal}, err
 	}
-	got, err := c.fetch(ctx, name, newerThan)
-	if got != nil {
-		return *got, nil
-	}
-	bad := badPublication(err)
-	if err != nil && !bad && !missing(err) {
-		return c.local(ctx, name, load, err, false)
-	}
-	won, err := c.Store.Lease(ctx, name, orDefault(c.LeaseTTL, DefaultLeaseTTL))
-	if err != nil {
-		return c.local(ctx, name, load, err, false)
-	}
-	if won {
-		// The leader overwrites a corrupt or oversize publication.
-		return c.lead(ctx, name, load)
-	}
-	if bad { // someone else leads; do not wait on a publication we cannot read
-		return c.local(ctx, name, load, errors.New("unreadable publication"), false)
-	}
-	if c.waiting != nil {
-		c.waiting()
-	}
-	deadline := time.NewTimer(max(c.Wait, 0))
-	defer deadline.Stop()
-	tick := time.NewTicker(orDefault(c.Poll, DefaultPoll))
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return Loaded{}, ctx.Err()
-		case <-deadline.C:
-			return c.local(ctx, name, load, errors.New("no publication in time"), true)
-		case <-tick.C:
+	w := c.newWaiter()
+	defer w.stop()
+	for first := true; ; first = false {
+		if !first {
+			if err := w.next(ctx); err != nil {
+				if ctx.Err() != nil {
+					return Loaded{}, ctx.Err()
+				}
+				return c.local(ctx, name, load, err, true)
+			}
 		}
 		got, err := c.fetch(ctx, name, newerThan)
+		switch {
+		case got != nil:
+			return *got, nil
+		case transient(err):
+			continue // no answer: a publication may be there; ask again
+		case err != nil && !missing(err) && !badPublication(err):
+			return c.local(ctx, name, load, err, false)
+		}
+		bad := badPublication(err)
+		won, err := c.Store.Lease(ctx, name, orDefault(c.LeaseTTL, DefaultLeaseTTL))
+		switch {
+		case transient(err):
+			continue // the lease may be ours (Lease takes it again) or another's
+		case err != nil:
+			return c.local(ctx, name, load, err, false)
+		case won && bad:
+			return c.lead(ctx, name, load) // the leader overwrites an unusable publication
+		case won:
+			return c.recheck(ctx, w, name, newerThan, load)
+		case bad: // someone else leads; do not wait on a publication we cannot read
+			return c.local(ctx, name, load, errors.New("unreadable publication"), false)
+		}
+		// Another instance leads: wait for its publication. It may fail
+		// (released without publishing) or die (its lease expires after
+		// LeaseTTL): the next round takes the lease over rather than wait
+		// it out.
+	}
+}
+
+// recheck runs with the lease won: a publication may have landed between
+// the last look and the lease (its leader published and released), so it
+// looks once more, and walks only when there is none.
+func (c *Coordinator) recheck(ctx context.Context, w *waiter, name string, newerThan time.Time, load LoadFunc) (Loaded, error) {
+	for {
+		got, err := c.fetch(ctx, name, newerThan)
 		if got != nil {
+			_ = c.Store.Release(context.WithoutCancel(ctx), name)
 			return *got, nil
 		}
-		if err != nil && !missing(err) {
-			return c.local(ctx, name, load, err, false)
+		if !transient(err) {
+			return c.lead(ctx, name, load)
 		}
-		// The leader may have failed (released without publishing) or
-		// died (its lease expired): take over rather than wait it out.
-		won, err := c.Store.Lease(ctx, name, orDefault(c.LeaseTTL, DefaultLeaseTTL))
-		if err != nil {
-			return c.local(ctx, name, load, err, false)
-		}
-		if won {
-			// A publication may have landed between the fetch and the lease.
-			if got, _ := c.fetch(ctx, name, newerThan); got != nil {
+		// No answer: holding the lease, ask again rather than walk
+		// beside a publication that may be there.
+		if err := w.next(ctx); err != nil {
+			if ctx.Err() != nil {
 				_ = c.Store.Release(context.WithoutCancel(ctx), name)
-				return *got, nil
+				return Loaded{}, ctx.Err()
 			}
 			return c.lead(ctx, name, load)
 		}
+	}
+}
+
+// waiter paces a Load's rounds: one per Poll, until Wait has passed since
+// the first round waited. The test hook waiting runs when it first waits.
+type waiter struct {
+	c        *Coordinator
+	deadline *time.Timer
+	tick     *time.Ticker
+}
+
+func (c *Coordinator) newWaiter() *waiter { return &waiter{c: c} }
+
+// next waits for the next round; an error when Wait has passed (or ctx
+// is done).
+func (w *waiter) next(ctx context.Context) error {
+	if w.deadline == nil {
+		if w.c.waiting != nil {
+			w.c.waiting()
+		}
+		w.deadline = time.NewTimer(max(w.c.Wait, 0))
+		w.tick = time.NewTicker(orDefault(w.c.Poll, DefaultPoll))
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-w.deadline.C:
+		return errors.New("no publication in time")
+	case <-w.tick.C:
+		return nil
+	}
+}
+
+func (w *waiter) stop() {
+	if w.deadline != nil {
+		w.deadline.Stop()
+		w.tick.Stop()
 	}
 }
 
@@ -249,7 +309,14 @@ func (c *Coordinator) walk(ctx context.Context, name string, load LoadFunc) (Loa
 		return Loaded{}, err
 	}
 	if payload, err := EncodeSnapshot(props, at); err == nil {
-		_ = c.Store.Publish(ctx, name, at.UnixMilli(), payload, orDefault(c.PublishTTL, DefaultPublishTTL))
+		// A publish that timed out while Redis counts as up is sent again
+		// (a few times): the others wait for it, and without it one of
+		// them takes the lease over and walks again.
+		for range publishAttempts {
+			if err := c.Store.Publish(ctx, name, at.UnixMilli(), payload, orDefault(c.PublishTTL, DefaultPublishTTL)); !transient(err) {
+				break
+			}
+		}
 	}
 	return Loaded{Properties: props, LoadedAt: at}, nil
 }

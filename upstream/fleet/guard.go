@@ -139,7 +139,7 @@ func (g *Guard) Do(ctx context.Context, fn func(ctx context.Context) error) erro
 	}
 	if err := g.fence.pass(ctx, g.timeout); err != nil {
 		g.count(ErrRejected)
-		return err
+		return &shutOff{err}
 	}
 	_, err := g.cb.Execute(func() (struct{}, error) {
 		cctx, cancel := context.WithTimeout(ctx, g.timeout)
@@ -159,7 +159,7 @@ func (g *Guard) Do(ctx context.Context, fn func(ctx context.Context) error) erro
 	}
 	if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
 		g.count(ErrRejected)
-		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		return &shutOff{fmt.Errorf("%w: %w", ErrUnavailable, err)}
 	}
 	kind, failed := classify(err)
 	if kind != "" {
@@ -178,6 +178,23 @@ func (g *Guard) count(k ErrorKind) {
 	if g.metrics != nil {
 		g.metrics.Error(context.Background(), k)
 	}
+}
+
+// shutOff is a call the guard did not send: the breaker is open or the
+// fence is up, Redis is known to be unavailable. Any other ErrUnavailable
+// is one call that failed while Redis counted as up (a timeout on a busy
+// machine): the coordinator may retry it (transient).
+type shutOff struct{ err error }
+
+func (e *shutOff) Error() string { return e.err.Error() }
+func (e *shutOff) Unwrap() error { return e.err }
+
+// transient reports whether err is one failed Redis call while Redis
+// counts as up: ErrUnavailable, but not a refusal by the breaker or the
+// fence.
+func transient(err error) bool {
+	var so *shutOff
+	return errors.Is(err, ErrUnavailable) && !errors.As(err, &so)
 }
 
 // callerGone is the caller's own cancellation: it says nothing about Redis.

@@ -40,6 +40,11 @@ func (h *otelHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		op := h.opName(cmd.Name())
 		start := time.Now()
+		if ctx.Value(noSpanKey{}) != nil { // Watch's probes: metrics only
+			err := next(ctx, cmd)
+			h.metrics.Command(ctx, op, errorType(err), time.Since(start))
+			return err
+		}
 		ctx, span := h.tracer.Start(ctx, op, trace.WithSpanKind(trace.SpanKindClient),
 			trace.WithAttributes(h.base...), trace.WithAttributes(semconv.DBOperationName(op)))
 		err := next(ctx, cmd)
@@ -52,6 +57,14 @@ func (h *otelHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		h.metrics.Command(ctx, op, errType, time.Since(start))
 		return err
 	}
+}
+
+// noSpanKey marks a context whose commands get no span (withoutSpan).
+type noSpanKey struct{}
+
+// withoutSpan is ctx with its commands' spans turned off.
+func withoutSpan(ctx context.Context) context.Context {
+	return context.WithValue(ctx, noSpanKey{}, true)
 }
 
 func (h *otelHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {

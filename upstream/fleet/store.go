@@ -64,11 +64,22 @@ func NewStore(c *Client, maxPayload int, now func() time.Time, secret []byte) *S
 	return &Store{c: c, token: hex.EncodeToString(b[:]), maxPayload: maxPayload, now: now, secret: bytes.Clone(secret)}
 }
 
-// Lease takes name's lease for ttl if nobody holds it (SET NX PX).
+// leaseScript takes a lease for ARGV[1] (the store's token) for ARGV[2]
+// ms when nobody holds it, or when ARGV[1] already does: a lease whose
+// reply was lost (the call timed out after Redis set it) is still this
+// store's to use, not a lock held against itself until it expires.
+var leaseScript = redis.NewScript(`local v = redis.call("GET", KEYS[1])
+if v and v ~= ARGV[1] then return 0 end
+redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2])
+return 1`)
+
+// Lease takes name's lease for ttl if nobody else holds it; taking it
+// again while holding it extends it.
 func (s *Store) Lease(ctx context.Context, name string, ttl time.Duration) (bool, error) {
 	var won bool
-	err := s.c.Do(ctx, func(ctx context.Context, rdb redis.UniversalClient) (err error) {
-		won, err = rdb.SetNX(ctx, name+":lease", s.token, ttl).Result()
+	err := s.c.Do(ctx, func(ctx context.Context, rdb redis.UniversalClient) error {
+		n, err := leaseScript.Run(ctx, rdb, []string{name + ":lease"}, s.token, max(ttl.Milliseconds(), 1)).Int()
+		won = n == 1
 		return err
 	})
 	return won, err

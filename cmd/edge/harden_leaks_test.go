@@ -1,0 +1,85 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/partner-edge/partner-edge/observability/testkit"
+)
+
+// Issue 28, finding 9: a real edge process given its secrets as flags
+// (--pms-token, --fleet-secret, --pms-candidate-token, a Redis URL with a
+// password) shows none of them at /debug/pprof/cmdline on the admin
+// listener; the flags themselves are still there, values redacted.
+func TestPprofCmdlineRedacted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the edge binary")
+	}
+	bin := buildEdge(t)
+	pms, _ := slowPMS(t, 0)
+	keysFile, _ := liveKeyFile(t)
+	const (
+		pmsToken    = "pms-token-0123456789abcdef"
+		fleetSecret = "fleet-secret-0123456789abcdef0123456789"
+		candToken   = "candidate-token-0123456789abcdef"
+	)
+	args := []string{
+		"--addr=127.0.0.1:0", "--admin-addr", "127.0.0.1:0", "--brand=aurora",
+		"--keys-file", keysFile, "--pms-base-url", pms.URL,
+		"--pms-token", pmsToken, "-fleet-secret=" + fleetSecret,
+		"--pms-candidate-token=" + candToken, "--pms-candidate-url", pms.URL,
+	}
+	cmd := exec.Command(bin, args...)
+	stderr := &testkit.LogBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
+	admin := waitAdmin(t, stderr)
+
+	res, err := http.Get(admin + "/debug/pprof/cmdline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("GET /debug/pprof/cmdline: %d %v", res.StatusCode, err)
+	}
+	shown := strings.Split(string(body), "\x00")
+	for _, secret := range []string{pmsToken, fleetSecret, candToken} {
+		if strings.Contains(string(body), secret) {
+			t.Errorf("/debug/pprof/cmdline shows the secret %q: %q", secret, shown)
+		}
+	}
+	for _, want := range []string{"--pms-token", "xxxxx", "-fleet-secret=xxxxx", "--pms-candidate-token=xxxxx", "--brand=aurora", keysFile} {
+		if !slices.Contains(shown, want) {
+			t.Errorf("/debug/pprof/cmdline lacks %q: %q", want, shown)
+		}
+	}
+}
+
+// redactArgs, form by form: both flag spellings, both value forms, a URL's
+// password, and what is no secret left alone.
+func TestRedactArgs(t *testing.T) {
+	in := []string{"/usr/bin/edge", "--pms-token", "t1", "-pms-token=t2", "--fleet-secret=s1", "-fleet-secret", "s2",
+		"--pms-candidate-token", "t3", "--redis-url=redis://:hunter2@redis:6379/0", "--tls-key", "/etc/tls.key",
+		"--brand", "aurora", "--pms-token"}
+	want := []string{"/usr/bin/edge", "--pms-token", "xxxxx", "-pms-token=xxxxx", "--fleet-secret=xxxxx", "-fleet-secret", "xxxxx",
+		"--pms-candidate-token", "xxxxx", "--redis-url=redis://:xxxxx@redis:6379/0", "--tls-key", "/etc/tls.key",
+		"--brand", "aurora", "--pms-token"}
+	orig := slices.Clone(in)
+	if got := redactArgs(in); !slices.Equal(got, want) {
+		t.Errorf("redactArgs:\n got %q\nwant %q", got, want)
+	}
+	if !slices.Equal(in, orig) {
+		t.Errorf("redactArgs modified its argument: %q", in)
+	}
+}

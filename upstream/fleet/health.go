@@ -1,0 +1,43 @@
+package fleet
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// DefaultHealthEvery is how often Watch probes Redis.
+const DefaultHealthEvery = time.Second
+
+// Watch probes Redis every every (zero or negative: DefaultHealthEvery)
+// until ctx is done: one small write, the probe key's SET, authenticated
+// as every call is, through the guard. The breaker and the fence, and so
+// State and the admin listener's /fleet, then follow Redis even while no
+// request arrives (DECISIONS.md section 17: within 5 s): a write refusal
+// raises the fence at once, a Redis that does not answer opens the breaker
+// after ConsecutiveFailures probes, and a probe let through while they
+// stand brings them down once Redis is back. The probes make no spans
+// (one trace a second would bury the others); their metrics are recorded.
+func (c *Client) Watch(ctx context.Context, every time.Duration) {
+	watch(ctx, orDefault(every, DefaultHealthEvery), func(ctx context.Context) {
+		_ = c.Do(withoutSpan(ctx), func(ctx context.Context, rdb redis.UniversalClient) error {
+			return rdb.Set(ctx, probeKey, "1", time.Second).Err()
+		})
+	})
+}
+
+// watch calls probe every every until ctx is done; a probe that outlasts
+// every delays the next one (the ticker drops the missed ticks).
+func watch(ctx context.Context, every time.Duration, probe func(context.Context)) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			probe(ctx)
+		}
+	}
+}
