@@ -296,7 +296,7 @@ func startFleet(t *testing.T, bin string, n int, keyFile, pmsURL, redisURL strin
 		cmd.Env = []string{
 			"EDGE_ADDR=127.0.0.1:0", "EDGE_ADMIN_ADDR=127.0.0.1:0",
 			"EDGE_BRAND=aurora", "EDGE_KEYS_FILE=" + keyFile,
-			"PMS_BASE_URL=" + pmsURL, "PMS_TOKEN=pms-secret-token",
+			"PMS_BASE_URL=" + pmsURL, "EDGE_DOCS_URL=" + testDocsURL, "PMS_TOKEN=pms-secret-token",
 			"EDGE_CACHE_TTL=2s", "EDGE_AUTH_FAIL_LIMIT=20",
 			"EDGE_REDIS_URL=" + redisURL,
 		}
