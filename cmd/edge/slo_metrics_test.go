@@ -193,7 +193,7 @@ func TestRulesAndDashboardMatchMetrics(t *testing.T) {
 		t.Fatalf("only %d PromQL expressions in the dashboard", len(dashExprs))
 	}
 	// Grafana's variables, as Grafana would fill them in.
-	fill := strings.NewReplacer("$__rate_interval", "5m", "$instance", ".+")
+	fill := strings.NewReplacer("$__rate_interval", "5m", "$instance", ".+", "$job", ".+")
 	for _, expr := range append(exprs, dashExprs...) {
 		missing, err := exp.checkExpr(fill.Replace(expr), records)
 		if err != nil {
