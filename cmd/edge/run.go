@@ -195,6 +195,9 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 	if cfg.DocsURL == "" && !demoDocs {
 		cfg.DocsURL = docsite.DefaultDocsURL
 	}
+	if demo != nil && !demoDocs && cfg.DocsPath != "" {
+		demo.docsURL = cfg.DocsURL // EDGE_PUBLIC_URL or EDGE_DOCS_URL given: the banner says where
+	}
 	late := &lateHandler{}
 	if !demoDocs {
 		h, err := newHandler(cfg.DocsURL, cfg.DocsPath)
