@@ -227,3 +227,22 @@ func TestListenerBindFailure(t *testing.T) {
 		t.Errorf("EDGE_ADMIN_ADDR empty, yet the admin listener started: %s", s.stderr)
 	}
 }
+
+// edge docs build defaults its docs URL the way the edge serves it:
+// EDGE_DOCS_URL, else EDGE_PUBLIC_URL + EDGE_DOCS_PATH (/docs when unset or
+// off), else the documentation default.
+func TestDocsBuildURL(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{nil, "https://developer.example.com/partner-api"},
+		{map[string]string{"EDGE_PUBLIC_URL": "https://api.aurora.example.com/"}, "https://api.aurora.example.com/docs"},
+		{map[string]string{"EDGE_PUBLIC_URL": "https://api.aurora.example.com", "EDGE_DOCS_PATH": "/developer/"}, "https://api.aurora.example.com/developer"},
+		{map[string]string{"EDGE_PUBLIC_URL": "https://api.aurora.example.com", "EDGE_DOCS_URL": "https://docs.example.test/p"}, "https://docs.example.test/p"},
+	} {
+		if got := docsBuildURL(mapEnv(tc.env)); got != tc.want {
+			t.Errorf("%v: %q, want %q", tc.env, got, tc.want)
+		}
+	}
+}
