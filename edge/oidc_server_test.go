@@ -34,22 +34,36 @@ type oidcServer struct {
 
 // needOIDC fails the test under CI=true when the authorization server
 // cannot run (no node, or node_modules not installed), and skips it
-// otherwise, saying why either way.
+// otherwise, saying why either way (go test -v shows the reason; .ci/run
+// sets CI=true, so there a missing install is a failure, never a skip).
 func needOIDC(t testing.TB) {
 	t.Helper()
-	why := ""
-	if _, err := exec.LookPath("node"); err != nil {
-		why = "node is not installed (apt-get install nodejs npm)"
-	} else if _, err := os.Stat(filepath.Join(oidcDir, "node_modules", "oidc-provider")); err != nil {
-		why = "oidc-provider is not installed: run npm ci --prefix .ci/oidc"
+	requireTool(t, oidcMissing(exec.LookPath, oidcDir), os.Getenv("CI") == "true")
+}
+
+// oidcMissing says why the authorization server cannot run from dir, or ""
+// when it can. lookPath is exec.LookPath.
+func oidcMissing(lookPath func(string) (string, error), dir string) string {
+	if _, err := lookPath("node"); err != nil {
+		return "node is not installed (apt-get install nodejs npm)"
 	}
-	if why == "" {
-		return
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "oidc-provider")); err != nil {
+		return "oidc-provider is not installed: run npm ci --prefix .ci/oidc (go test -v shows each skipped test)"
 	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("the real authorization server cannot start: %s", why)
+	return ""
+}
+
+// requireTool fails t when why is not empty and ci is set, and skips it
+// when only why is: a tool CI installs is never silently missing there.
+func requireTool(t testing.TB, why string, ci bool) {
+	t.Helper()
+	switch {
+	case why == "":
+	case ci:
+		t.Fatalf("CI=true and the real authorization server cannot start: %s", why)
+	default:
+		t.Skipf("SKIP (no authorization server): %s; with CI=true this fails", why)
 	}
-	t.Skipf("no authorization server: %s", why)
 }
 
 // rsaJWK makes a fresh RS256 signing key, private (for the server's JWKS).

@@ -71,7 +71,9 @@ const minSecret = 8
 //     svc_test_ followed by 24 or more letters and digits) and every
 //     occurrence of one of secrets (ignored when shorter than 8 bytes).
 //
-// Each becomes "[REDACTED]".
+// Each becomes "[REDACTED]". Redact also writes every time.Duration as
+// its Go text ("30s", "83µs"), not slog's raw nanoseconds
+// ("interval":30000000000), which a person reading a log cannot take in.
 func Redact(secrets ...string) func(groups []string, a slog.Attr) slog.Attr {
 	var own []string
 	for _, s := range secrets {
@@ -98,6 +100,8 @@ func Redact(secrets ...string) func(groups []string, a slog.Attr) slog.Attr {
 			}
 		}
 		switch a.Value.Kind() {
+		case slog.KindDuration:
+			return slog.String(a.Key, a.Value.Duration().String())
 		case slog.KindString:
 			if s, ok := redactString(a.Value.String(), own); ok {
 				return slog.String(a.Key, s)

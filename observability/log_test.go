@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 )
 
 const (
@@ -147,6 +148,36 @@ func TestRedactLevelUnchanged(t *testing.T) {
 			g, w := got.String(), want.String()
 			if g[strings.Index(g, "level"):] != w[strings.Index(w, "level"):] {
 				t.Errorf("%s %v: got %q, want %q", format, l, g, w)
+			}
+		}
+	}
+}
+
+// Issue 29, finding 8: durations are logged as text ("30s"), not raw
+// nanoseconds ("interval":30000000000), by the JSON logger's fast path, by
+// its fallback (a record with a float goes to JSONHandler), and as text.
+func TestDurationsLoggedAsText(t *testing.T) {
+	for _, format := range []string{"json", "text"} {
+		for _, withFloat := range []bool{false, true} {
+			var buf bytes.Buffer
+			log := NewLogger(&buf, format, slog.LevelInfo)
+			args := []any{"interval", 30 * time.Second, "took", 83 * time.Microsecond}
+			if withFloat {
+				args = append(args, "ratio", 0.5)
+			}
+			log.Info("shadow on", args...)
+			line := buf.String()
+			want := []string{`"interval":"30s"`, `"took":"83µs"`}
+			if format == "text" {
+				want = []string{"interval=30s", "took=83µs"}
+			}
+			for _, w := range want {
+				if !strings.Contains(line, w) {
+					t.Errorf("%s (float %v): %q lacks %s", format, withFloat, line, w)
+				}
+			}
+			if strings.Contains(line, "30000000000") {
+				t.Errorf("%s: raw nanoseconds in %q", format, line)
 			}
 		}
 	}

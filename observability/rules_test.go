@@ -51,7 +51,8 @@ func TestPromtoolRules(t *testing.T) {
 var heading = regexp.MustCompile(`(?m)^#{2,3} (\S+)\s*$`)
 
 // Every alert has a summary, a description and a runbook_url naming a
-// section of docs/runbooks.md, and is exercised by the promtool tests.
+// section of docs/runbooks.md (under runbook_base when Prometheus has that
+// external label), and is exercised by the promtool tests.
 func TestAlertsHaveRunbooks(t *testing.T) {
 	rgs, errs := rulefmt.ParseFile(filepath.Join(rulesDir, "rules.yaml"), false, model.UTF8Validation, parser.NewParser(parser.Options{}), slog.New(slog.DiscardHandler))
 	if len(errs) > 0 {
@@ -73,7 +74,9 @@ func TestAlertsHaveRunbooks(t *testing.T) {
 		}
 		tests = append(tests, b...)
 	}
-	const base = "https://github.com/partner-edge/partner-edge/blob/main/docs/runbooks.md#"
+	// Repository-relative, made absolute by Prometheus's external label
+	// runbook_base when set: no placeholder host.
+	const base = "{{ with $externalLabels.runbook_base }}{{ . }}/{{ end }}docs/runbooks.md#"
 	alerts := 0
 	for _, g := range rgs.Groups {
 		for _, r := range g.Rules {

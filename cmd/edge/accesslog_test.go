@@ -61,7 +61,7 @@ func TestAccessLogSlowStdoutNeverBlocks(t *testing.T) {
 	done := make(chan error, 1)
 	env := map[string]string{
 		"EDGE_ADDR": "127.0.0.1:0", "EDGE_ADMIN_ADDR": "127.0.0.1:0", "EDGE_BRAND": "aurora",
-		"EDGE_KEYS_FILE": keysFile, "PMS_BASE_URL": simSrv.URL, "EDGE_CACHE_TTL": "1h", "EDGE_CACHE_STALE": "2h",
+		"EDGE_KEYS_FILE": keysFile, "PMS_BASE_URL": simSrv.URL, "EDGE_DOCS_URL": testDocsURL, "EDGE_CACHE_TTL": "1h", "EDGE_CACHE_STALE": "2h",
 	}
 	go func() { done <- run(ctx, []string{"edge"}, mapEnv(env), pw, stderr) }()
 	defer func() {
@@ -127,7 +127,7 @@ func TestAccessLogFileWrittenAtShutdown(t *testing.T) {
 	logFile := filepath.Join(dir, "access.log")
 	s := start(t, map[string]string{
 		"EDGE_ADDR": "127.0.0.1:0", "EDGE_ADMIN_ADDR": "off", "EDGE_BRAND": "aurora",
-		"EDGE_KEYS_FILE": keysFile, "PMS_BASE_URL": simSrv.URL, "EDGE_ACCESS_LOG": logFile,
+		"EDGE_KEYS_FILE": keysFile, "PMS_BASE_URL": simSrv.URL, "EDGE_DOCS_URL": testDocsURL, "EDGE_ACCESS_LOG": logFile,
 	})
 	base := "http://" + waitListening(t, s) + "/v1/"
 	for range 5 {

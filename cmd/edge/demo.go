@@ -33,12 +33,7 @@ type demoEnv struct {
 // by the operator is used as is; otherwise demo keys are minted.
 func startDemo(ctx context.Context, cfg *settings, getenv func(string) string, log *slog.Logger) (*demoEnv, error) {
 	d := &demoEnv{}
-	if cfg.Brand == "" {
-		cfg.Brand = "aurora"
-	}
-	if !cfg.DocsPathSet {
-		cfg.DocsPath = "/docs" // operations.md: EDGE_DOCS_PATH is /docs in the demo
-	}
+	demoDefaults(cfg)
 	var err error
 	if d.tel, err = observability.New(ctx, observability.Config{ServiceName: "pmsim", Getenv: getenv}); err != nil {
 		return nil, err
@@ -60,6 +55,22 @@ func startDemo(ctx context.Context, cfg *settings, getenv func(string) string, l
 	}
 	log.Info("demo started", "live_pms", cfg.PMSBaseURL, "sandbox_pms", cfg.PMSSandbox, "keys_file", cfg.KeysFile)
 	return d, nil
+}
+
+// demoAddr is where the demo listens unless EDGE_ADDR says otherwise: on
+// loopback only, as its keys are printed on the terminal and work for
+// anyone who can reach the port (DECISIONS.md section 18).
+const demoAddr = "127.0.0.1:8080"
+
+// demoDefaults fills in what the demo defaults differently from a
+// deployment: the brand and the listen address.
+func demoDefaults(cfg *settings) {
+	if cfg.Brand == "" {
+		cfg.Brand = "aurora"
+	}
+	if !cfg.AddrSet {
+		cfg.Addr = demoAddr
+	}
 }
 
 func (d *demoEnv) serveSim(sim *pmsim.Sim) (string, error) {

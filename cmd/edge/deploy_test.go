@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -275,6 +277,60 @@ func TestDeployManifests(t *testing.T) {
 	}
 	if named["metrics"] != admin {
 		t.Errorf("the metrics port %d is not EDGE_ADMIN_ADDR's %d", named["metrics"], admin)
+	}
+}
+
+// Issue 29, finding 7: the Deployment trusts X-Forwarded-For only from the
+// ingress (the https port admits the ingress namespace alone, and the
+// trusted range is not 10.0.0.0/8), spreads pods across hosts as well as
+// zones, and names its image by digest.
+func TestDeployManifestsNarrowed(t *testing.T) {
+	m := decodeManifests(t)
+	pod := m.deploy.Spec.Template.Spec
+	c := pod.Containers[0]
+	env := map[string]string{}
+	for _, e := range c.Env {
+		env[e.Name] = e.Value
+	}
+	for _, p := range strings.Split(env["EDGE_TRUSTED_PROXIES"], ",") {
+		pfx, err := netip.ParsePrefix(strings.TrimSpace(p))
+		if err != nil || pfx.Bits() < 12 {
+			t.Errorf("EDGE_TRUSTED_PROXIES %q: %q is wider than a cluster's pod range", env["EDGE_TRUSTED_PROXIES"], p)
+		}
+	}
+	httpsFrom := 0
+	for _, r := range m.netpol.Spec.Ingress {
+		https := slices.ContainsFunc(r.Ports, func(p networkingv1.NetworkPolicyPort) bool {
+			return p.Port != nil && p.Port.String() == "https"
+		})
+		if !https {
+			continue
+		}
+		if len(r.From) == 0 {
+			t.Errorf("the https port is open to every pod: X-Forwarded-For from any of them would be believed")
+		}
+		for _, f := range r.From {
+			if f.NamespaceSelector == nil || len(f.NamespaceSelector.MatchLabels) == 0 || f.IPBlock != nil {
+				t.Errorf("https admits %+v, not the ingress namespace", f)
+			}
+			httpsFrom++
+		}
+	}
+	if httpsFrom == 0 {
+		t.Errorf("no rule admits the ingress on https")
+	}
+	keys := map[string]bool{}
+	for _, tsc := range pod.TopologySpreadConstraints {
+		keys[tsc.TopologyKey] = true
+		if sel := tsc.LabelSelector; sel == nil || sel.MatchLabels["app.kubernetes.io/name"] != "partner-edge" {
+			t.Errorf("spread on %s selects %v, not the edge's pods", tsc.TopologyKey, sel)
+		}
+	}
+	if !keys["kubernetes.io/hostname"] || !keys["topology.kubernetes.io/zone"] {
+		t.Errorf("pods spread over %v, want hosts and zones", keys)
+	}
+	if !regexp.MustCompile(`^[^@\s]+@sha256:[0-9a-f]{64}$`).MatchString(c.Image) {
+		t.Errorf("image %q is not pinned by digest", c.Image)
 	}
 }
 

@@ -27,10 +27,7 @@ func runDocs(args []string, getenv lookupEnv, stdout, stderr io.Writer) error {
 	}
 	fs := flag.NewFlagSet("edge docs build", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	def, _ := getenv("EDGE_DOCS_URL")
-	if def == "" {
-		def = docsite.DefaultDocsURL
-	}
+	def := docsBuildURL(getenv)
 	docsURL := fs.String("docs-url", def, "where DIR will be published: the problem type base (env EDGE_DOCS_URL)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), usage)
@@ -60,12 +57,30 @@ func runDocs(args []string, getenv lookupEnv, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// docsPath accepts empty (no site) or an absolute, clean path outside /v1
-// (and not "/" itself, which holds /v1).
+// docsBuildURL is the default docs URL of edge docs build: EDGE_DOCS_URL,
+// else EDGE_PUBLIC_URL + EDGE_DOCS_PATH (or /docs) as the edge would serve
+// it, else docsite.DefaultDocsURL.
+func docsBuildURL(getenv lookupEnv) string {
+	if v, _ := getenv("EDGE_DOCS_URL"); v != "" {
+		return v
+	}
+	pub, _ := getenv("EDGE_PUBLIC_URL")
+	if pub == "" {
+		return docsite.DefaultDocsURL
+	}
+	dp, set := getenv("EDGE_DOCS_PATH")
+	if !set || dp == "" || dp == "off" {
+		dp = "/docs"
+	}
+	return strings.TrimRight(pub, "/") + "/" + strings.Trim(dp, "/")
+}
+
+// docsPath accepts "off" or empty (no site) or an absolute, clean path
+// outside /v1 (and not "/" itself, which holds /v1).
 func (p *parser) docsPath(env string) string {
 	st := p.get[env]
 	v := st.value
-	if v == "" {
+	if v == "" || v == "off" {
 		return ""
 	}
 	v = strings.TrimRight(v, "/")
@@ -78,6 +93,43 @@ func (p *parser) docsPath(env string) string {
 		p.bad(st, "want a plain path: no {, }, *, %, ? or #")
 	}
 	return v
+}
+
+// publicURL accepts empty or an absolute http(s) URL without query,
+// fragment or credentials; a trailing slash is dropped, as the docs path is
+// appended to it.
+func (p *parser) publicURL(env string) string {
+	st := p.get[env]
+	if st.value == "" {
+		return ""
+	}
+	u, err := url.Parse(st.value)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
+		u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.User != nil {
+		p.bad(st, "want the absolute http or https URL partners call, without query or fragment")
+		return ""
+	}
+	return strings.TrimRight(st.value, "/")
+}
+
+// resolveDocsURL settles docs_url (DECISIONS.md section 18): EDGE_DOCS_URL
+// when set, else EDGE_PUBLIC_URL + EDGE_DOCS_PATH, so that every problem
+// type and documentationUrl opens on the edge itself. Outside the demo a
+// docs URL nobody gave is a start-up error: the old default pointed at a
+// placeholder host and every link was dead. In the demo it stays empty
+// here: run points it at the demo's own address once it listens, or at
+// docsite.DefaultDocsURL when the site is off.
+func (p *parser) resolveDocsURL(s *settings) {
+	switch {
+	case s.DocsURL != "":
+	case s.PublicURL != "" && s.DocsPath != "":
+		s.DocsURL = s.PublicURL + s.DocsPath
+	case s.PMSBaseURL == "": // the demo
+	case s.PublicURL == "":
+		p.fail(errors.New("EDGE_PUBLIC_URL (the URL partners call) or EDGE_DOCS_URL is required when PMS_BASE_URL is set: problem types and documentationUrl are built from it"))
+	default:
+		p.fail(errors.New("EDGE_DOCS_PATH is off: set EDGE_DOCS_URL to where the documentation site is published"))
+	}
 }
 
 // withDocs adds the documentation site to ec when docsPath is set, built

@@ -94,7 +94,7 @@ func TestSIGTERMDrainsInFlight(t *testing.T) {
 		"EDGE_ADDR=127.0.0.1:0",
 		"EDGE_ADMIN_ADDR=", // empty: no admin listener (operations.md)
 		"EDGE_BRAND=aurora", "EDGE_KEYS_FILE=" + keysFile,
-		"PMS_BASE_URL=" + pms.URL, "PMS_TOKEN=pms-secret-token",
+		"PMS_BASE_URL=" + pms.URL, "EDGE_DOCS_URL=" + testDocsURL, "PMS_TOKEN=pms-secret-token",
 		"EDGE_CACHE_TTL=0",    // every request waits on the slow PMS
 		"EDGE_DRAIN_DELAY=1s", // health 503 while still serving
 	}
@@ -208,7 +208,7 @@ func TestDefaultsServeASlowPMS(t *testing.T) {
 	for _, ttl := range []string{"", "0"} { // cached, then every read from the PMS
 		env := map[string]string{
 			"EDGE_ADDR": "127.0.0.1:0", "EDGE_ADMIN_ADDR": "", "EDGE_BRAND": "aurora",
-			"EDGE_KEYS_FILE": keysFile, "PMS_BASE_URL": pms.URL, "PMS_TOKEN": "pms-secret-token",
+			"EDGE_KEYS_FILE": keysFile, "PMS_BASE_URL": pms.URL, "EDGE_DOCS_URL": testDocsURL, "PMS_TOKEN": "pms-secret-token",
 		}
 		if ttl != "" {
 			env["EDGE_CACHE_TTL"] = ttl

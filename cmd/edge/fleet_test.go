@@ -360,7 +360,7 @@ func startFleetWith(t *testing.T, bin string, n int, keyFile, pmsURL string, red
 		cmd.Env = append([]string{
 			"EDGE_ADDR=127.0.0.1:0", "EDGE_ADMIN_ADDR=127.0.0.1:0",
 			"EDGE_BRAND=aurora", "EDGE_KEYS_FILE=" + keyFile,
-			"PMS_BASE_URL=" + pmsURL, "PMS_TOKEN=pms-secret-token",
+			"PMS_BASE_URL=" + pmsURL, "EDGE_DOCS_URL=" + testDocsURL, "PMS_TOKEN=pms-secret-token",
 			"EDGE_CACHE_TTL=2s", "EDGE_AUTH_FAIL_LIMIT=20", "EDGE_TRUSTED_PROXIES=127.0.0.0/8",
 		}, redisEnv...)
 		if len(redisEnv) > 0 { // required with any Redis (DECISIONS 15)

@@ -50,7 +50,7 @@ func TestOperatorFilesHostile(t *testing.T) {
 			writeKeys(t, keysFile, rec)
 			p := startEdgeProc(t, bin, []string{
 				"EDGE_ADDR=127.0.0.1:0", "EDGE_ADMIN_ADDR=", "EDGE_BRAND=aurora",
-				"EDGE_KEYS_FILE=" + keysFile, "PMS_BASE_URL=" + pms.URL, "PMS_TOKEN=pms-secret-token",
+				"EDGE_KEYS_FILE=" + keysFile, "PMS_BASE_URL=" + pms.URL, "EDGE_DOCS_URL=" + testDocsURL, "PMS_TOKEN=pms-secret-token",
 				"EDGE_TLS_CERT=" + certFile, "EDGE_TLS_KEY=" + tlsKeyFile, "EDGE_SHUTDOWN_TIMEOUT=2s",
 			})
 			if got := p.serial(t); got != 1 {

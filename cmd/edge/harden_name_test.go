@@ -31,7 +31,7 @@ func TestOversizedPMSNameNeverServed(t *testing.T) {
 	keysFile, token := liveKeyFile(t)
 	s := start(t, map[string]string{
 		"EDGE_ADDR": "127.0.0.1:0", "EDGE_ADMIN_ADDR": "127.0.0.1:0", "EDGE_BRAND": "aurora",
-		"EDGE_KEYS_FILE": keysFile, "PMS_BASE_URL": pms.URL, "PMS_TOKEN": "pms-secret-token",
+		"EDGE_KEYS_FILE": keysFile, "PMS_BASE_URL": pms.URL, "EDGE_DOCS_URL": testDocsURL, "PMS_TOKEN": "pms-secret-token",
 		// Decoding 7 MB under -race on a loaded machine can outlast the
 		// default 10 s deadline; this test is about the rejection, not time.
 		"EDGE_REQUEST_TIMEOUT": "2m", "EDGE_PMS_TIMEOUT": "2m", "EDGE_PMS_ATTEMPT_TIMEOUT": "2m",

@@ -51,7 +51,7 @@ func TestEndlessPMSListIsBounded(t *testing.T) {
 	keysFile, token := liveKeyFile(t)
 	p := startEdgeProc(t, bin, []string{
 		"EDGE_ADDR=127.0.0.1:0", "EDGE_ADMIN_ADDR=", "EDGE_BRAND=aurora",
-		"EDGE_KEYS_FILE=" + keysFile, "PMS_BASE_URL=" + pms.URL, "PMS_TOKEN=pms-secret-token",
+		"EDGE_KEYS_FILE=" + keysFile, "PMS_BASE_URL=" + pms.URL, "EDGE_DOCS_URL=" + testDocsURL, "PMS_TOKEN=pms-secret-token",
 		// Room for the whole walk on a busy machine: the bound, not the
 		// deadline, must end it.
 		"EDGE_REQUEST_TIMEOUT=60s", "EDGE_PMS_TIMEOUT=60s", "EDGE_PMS_ATTEMPT_TIMEOUT=30s",

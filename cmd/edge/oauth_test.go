@@ -119,7 +119,7 @@ func TestRunWithOAuth(t *testing.T) {
 	for _, issuer := range []string{ti.srv.URL, down.URL} {
 		s := start(t, map[string]string{
 			"EDGE_ADDR": "127.0.0.1:0", "EDGE_ADMIN_ADDR": "", "EDGE_BRAND": "aurora",
-			"EDGE_KEYS_FILE": keysFile, "PMS_BASE_URL": sim.URL,
+			"EDGE_KEYS_FILE": keysFile, "PMS_BASE_URL": sim.URL, "EDGE_DOCS_URL": testDocsURL,
 			"EDGE_OAUTH_ISSUER": issuer, "EDGE_OAUTH_AUDIENCE": audience,
 		})
 		addr := waitListening(t, s)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/partner-edge/partner-edge/edge"
+	"github.com/partner-edge/partner-edge/edge/docsite"
 	"github.com/partner-edge/partner-edge/edge/keys"
 	"github.com/partner-edge/partner-edge/edge/listener"
 	"github.com/partner-edge/partner-edge/edge/ratelimit"
@@ -59,6 +60,20 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 	env := envGetter(getenv)
 	log := observability.NewLogger(stderr, cfg.LogFormat, cfg.LogLevel, cfg.PMSToken)
 	version := buildVersion()
+	if cfg.PMSBaseURL == "" {
+		demoDefaults(&cfg)
+	}
+	// Both listeners bind before anything starts: one that cannot is a
+	// start-up error naming its setting (DECISIONS.md section 18), never an
+	// edge serving on without metrics.
+	publicLn, adminLn, err := bindListeners(cfg)
+	if err != nil {
+		return err
+	}
+	defer publicLn.Close() // listener.Serve closes them too; a second Close is harmless
+	if adminLn != nil {
+		defer adminLn.Close()
+	}
 
 	var wg sync.WaitGroup // every goroutine of run ends before run returns
 	defer wg.Wait()
@@ -176,9 +191,16 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 		}
 		return edge.NewServer(ec, store, live, sandbox), nil
 	}
-	// The demo serves its own docs and points problem types at them: their
-	// URL is known once it listens (EDGE_ADDR may name port 0).
-	demoDocs := demo != nil && cfg.DocsPath != "" && !cfg.DocsURLSet
+	// Without a docs URL given, the demo serves its own docs and points
+	// problem types at them: their URL is known once it listens (EDGE_ADDR
+	// may name port 0). With the site off too, the placeholder default.
+	demoDocs := demo != nil && cfg.DocsPath != "" && cfg.DocsURL == ""
+	if cfg.DocsURL == "" && !demoDocs {
+		cfg.DocsURL = docsite.DefaultDocsURL
+	}
+	if demo != nil && !demoDocs && cfg.DocsPath != "" {
+		demo.docsURL = cfg.DocsURL // EDGE_PUBLIC_URL or EDGE_DOCS_URL given: the banner says where
+	}
 	late := &lateHandler{}
 	if !demoDocs {
 		h, err := newHandler(cfg.DocsURL, cfg.DocsPath)
@@ -191,15 +213,16 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 	log.Info("edge starting", "version", version, "addr", cfg.Addr, "brand", cfg.Brand,
 		"demo", demo != nil, "sandbox", sandbox != nil, "tls", cfg.TLSCert != "",
 		"traces_exporter", tel.TracesExporter(), "redis", fm != nil, "oauth", tokens != nil)
-	if cfg.AdminAddr != "" {
+	if adminLn != nil {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			serveAdmin(ctx, cfg.AdminAddr, tel, redactArgs(args), fleetHandler(fm), shadow.Handler(sh), log)
+			serveAdmin(ctx, adminLn, cfg.AdminAddr, tel, redactArgs(args), fleetHandler(fm), shadow.Handler(sh), log)
 		}()
 	}
 	return listener.Serve(ctx, listener.ServeConfig{
 		Addr:            cfg.Addr,
+		Listener:        publicLn,
 		Handler:         late,
 		TLSCertFile:     cfg.TLSCert,
 		TLSKeyFile:      cfg.TLSKey,
@@ -217,7 +240,7 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 				h, err := newHandler(demo.docsURL, cfg.DocsPath)
 				if err != nil { // a broken build of the site: serve the API without it
 					log.Error("documentation site not served", "error", err)
-					h, _ = newHandler(cfg.DocsURL, "")
+					h, _ = newHandler(docsite.DefaultDocsURL, "")
 				}
 				late.set(h)
 			}
@@ -318,25 +341,46 @@ func reloadOnHangup(ctx context.Context, store *keys.Store, tlsReload chan<- str
 	}
 }
 
+// bindListeners binds the public listener (EDGE_ADDR) and, unless
+// EDGE_ADMIN_ADDR is empty, the admin one (nil otherwise). An error names
+// the setting that could not be bound.
+func bindListeners(cfg settings) (public, admin net.Listener, err error) {
+	public, err = net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("EDGE_ADDR: cannot listen on %s: %w", cfg.Addr, err)
+	}
+	if cfg.AdminAddr == "" {
+		return public, nil, nil
+	}
+	admin, err = net.Listen("tcp", cfg.AdminAddr)
+	if err != nil {
+		_ = public.Close()
+		return nil, nil, fmt.Errorf("EDGE_ADMIN_ADDR: cannot listen on %s (set it empty or off to run without the admin listener): %w", cfg.AdminAddr, err)
+	}
+	return public, admin, nil
+}
+
 // serveAdmin serves /metrics, /debug/pprof/, /fleet (the Redis state,
-// fleet.go) and /shadow (the candidate comparison, shadow.go) until ctx is done. The admin listener is auxiliary: failing to
-// bind it is logged, never fatal. /debug/pprof/cmdline shows cmdline, the
-// command line with its secrets redacted (redactArgs).
-func serveAdmin(ctx context.Context, addr string, tel *observability.Telemetry, cmdline []string, fleetState, shadowState http.Handler, log *slog.Logger) {
+// fleet.go) and /shadow (the candidate comparison, shadow.go) on ln (bound
+// to EDGE_ADMIN_ADDR by bindListeners) until ctx is done.
+// /debug/pprof/cmdline shows cmdline, the command line with its secrets
+// redacted (redactArgs).
+func serveAdmin(ctx context.Context, ln net.Listener, addr string, tel *observability.Telemetry, cmdline []string, fleetState, shadowState http.Handler, log *slog.Logger) {
 	mux := http.NewServeMux()
 	mux.Handle("/", observability.AdminHandler(tel.MetricsHandler(), cmdline))
 	mux.Handle("GET /fleet", fleetState)
 	mux.Handle("GET /shadow", shadowState)
 	err := listener.Serve(ctx, listener.ServeConfig{
-		Addr:    addr,
-		Handler: mux,
+		Addr:     addr,
+		Listener: ln,
+		Handler:  mux,
 		// /debug/pprof/profile streams for 30 s by default.
 		RequestTimeout: time.Minute,
 		Logger:         log,
 		OnListen:       func(a net.Addr) { log.Info("admin listening", "addr", a.String()) },
 	})
 	if err != nil {
-		log.Warn("admin listener unavailable; metrics and pprof are off", "error", err)
+		log.Error("admin listener stopped; metrics and pprof are off", "error", err)
 	}
 }
 

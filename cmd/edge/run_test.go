@@ -188,7 +188,7 @@ func TestRunWithExternalPMSAndSIGHUP(t *testing.T) {
 	writeKeys(t, keysFile, firstRec)
 	s := start(t, map[string]string{
 		"EDGE_ADDR": "127.0.0.1:0", "EDGE_ADMIN_ADDR": "", "EDGE_BRAND": "aurora",
-		"EDGE_KEYS_FILE": keysFile, "PMS_BASE_URL": sim.URL, "PMS_TOKEN": "pms-secret-token",
+		"EDGE_KEYS_FILE": keysFile, "PMS_BASE_URL": sim.URL, "EDGE_DOCS_URL": testDocsURL, "PMS_TOKEN": "pms-secret-token",
 	})
 	addr := waitListening(t, s)
 	base := "http://" + addr + "/v1/"
@@ -269,7 +269,7 @@ func TestSettingsErrors(t *testing.T) {
 		{env: map[string]string{"EDGE_LOG_LEVEL": "loud"}, want: []string{"EDGE_LOG_LEVEL", `"loud"`}},
 		{env: map[string]string{"EDGE_RATE_LIMIT": "fast"}, want: []string{"EDGE_RATE_LIMIT", `"fast"`}},
 		{args: []string{"--rate-burst", "-3"}, want: []string{"--rate-burst", `"-3"`}},
-		{env: map[string]string{"PMS_BASE_URL": "http://pms:9000", "EDGE_BRAND": "aurora", "EDGE_KEYS_FILE": "/nonexistent/keys.json"}, want: []string{"EDGE_KEYS_FILE", "/nonexistent/keys.json"}},
+		{env: map[string]string{"PMS_BASE_URL": "http://pms:9000", "EDGE_BRAND": "aurora", "EDGE_KEYS_FILE": "/nonexistent/keys.json", "EDGE_DOCS_URL": testDocsURL}, want: []string{"EDGE_KEYS_FILE", "/nonexistent/keys.json"}},
 	} {
 		var stderr strings.Builder
 		err := run(context.Background(), append([]string{"edge"}, tc.args...), mapEnv(tc.env), io.Discard, &stderr)
@@ -357,3 +357,8 @@ func call(t *testing.T, url, key string) int {
 func mapEnv(m map[string]string) lookupEnv {
 	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 }
+
+// testDocsURL is the EDGE_DOCS_URL of the tests that start the edge outside
+// the demo and do not follow its links: outside the demo a docs URL (or
+// EDGE_PUBLIC_URL) is required (DECISIONS.md section 18).
+const testDocsURL = "https://developer.example.com/partner-api"

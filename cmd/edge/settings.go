@@ -43,8 +43,9 @@ type settings struct {
 	AuthFailLimit            int            // failed authentications a minute per client address; 0: off
 	TrustedProxies           []netip.Prefix // whose X-Forwarded-For is believed
 	Redis                    fleet.Settings // the fleet's Redis, one of three forms (DECISIONS 16); none: in-process (fleet.go)
-	DocsPath                 string         // serve the documentation site here; empty: not served (docs.go)
-	DocsURLSet, DocsPathSet  bool           // set by the operator, not defaulted: the demo leaves them alone
+	DocsPath                 string         // serve the documentation site here (default /docs); empty: not served (docs.go)
+	PublicURL                string         // the URL partners call: the base of DocsURL; empty: none given (docs.go)
+	AddrSet                  bool           // EDGE_ADDR given by the operator: the demo keeps it (demo.go)
 	FleetSecret              []byte         // authenticates what instances share through Redis
 	PMSMaxWalkBytes          int64          // bound on the total size of one PMS list walk
 	OAuthIssuer              string         // with OAuthAudience: access tokens on (DECISIONS 12); empty: off
@@ -85,10 +86,11 @@ type setting struct {
 
 func settingTable() []*setting {
 	return []*setting{
-		{env: "EDGE_ADDR", flag: "addr", def: ":8080", help: "public listener"},
-		{env: "EDGE_ADMIN_ADDR", flag: "admin-addr", def: "127.0.0.1:9090", help: "metrics and pprof listener; empty (or \"off\") disables it", emptySet: true, doc: "metrics (`/metrics`), profiling (`/debug/pprof/`), Redis state (`/fleet`) and shadow comparison (`/shadow`) listener; empty disables it (`off` too)"},
+		{env: "EDGE_ADDR", flag: "addr", def: ":8080", help: "public listener (demo: 127.0.0.1:8080); failing to bind it stops start-up", doc: "public listener; failing to bind it stops start-up", docDef: "`:8080`; `127.0.0.1:8080` in the demo"},
+		{env: "EDGE_PUBLIC_URL", flag: "public-url", def: "", help: "the URL partners call, e.g. https://api.aurora.example.com: the docs URL is it + EDGE_DOCS_PATH; required outside the demo unless EDGE_DOCS_URL is set", doc: "the URL partners call (e.g. `https://api.aurora.example.com`); the docs URL is it + `EDGE_DOCS_PATH`, so every problem `type` and `documentationUrl` opens on the edge itself; outside the demo start-up fails naming both when neither it nor `EDGE_DOCS_URL` is set", docDef: "the demo's own URL in the demo; required outside it unless `EDGE_DOCS_URL` is set"},
+		{env: "EDGE_ADMIN_ADDR", flag: "admin-addr", def: "127.0.0.1:9090", help: "metrics and pprof listener; empty (or \"off\") disables it; failing to bind it stops start-up", emptySet: true, doc: "metrics (`/metrics`), profiling (`/debug/pprof/`), Redis state (`/fleet`) and shadow comparison (`/shadow`) listener; empty disables it (`off` too); failing to bind it stops start-up"},
 		{env: "EDGE_BRAND", flag: "brand", def: "", help: "brand this deployment serves (demo: aurora)", doc: "the brand this deployment serves; required outside the demo", docDef: "empty; `aurora` in the demo"},
-		{env: "EDGE_DOCS_URL", flag: "docs-url", def: "https://developer.example.com/partner-api", help: "documentation base: problem type prefix and documentationUrl", doc: "problem `type` base and `documentationUrl`"},
+		{env: "EDGE_DOCS_URL", flag: "docs-url", def: "", help: "documentation base: problem type prefix and documentationUrl (default: EDGE_PUBLIC_URL + EDGE_DOCS_PATH)", doc: "`docs_url`: problem `type` base and `documentationUrl`, where the documentation site is published when not by the edge itself", docDef: "`EDGE_PUBLIC_URL` + `EDGE_DOCS_PATH`"},
 		{env: "EDGE_KEYS_FILE", flag: "keys-file", def: "", help: "API key file (demo: generated demo keys)", doc: "the [key file]({docs}../README.md#the-key-file); required outside the demo", docDef: "empty; demo keys in the demo"},
 		{env: "EDGE_CODE_SOURCE", flag: "code-source", def: "none", help: "source of the public code: none, short_code or legacy_property_code", doc: "`none`, `short_code` or `legacy_property_code`"},
 		{env: "EDGE_CACHE_TTL", flag: "cache-ttl", def: "30s", help: "how long PMS data is served without asking again; 0 disables caching", doc: "how long PMS data is served without asking again; `0` disables caching"},
@@ -119,7 +121,7 @@ func settingTable() []*setting {
 		{env: "EDGE_REDIS_CA_FILE", flag: "redis-ca-file", def: "", help: "PEM bundle of the CAs trusted for Redis TLS instead of the system store", doc: "PEM bundle of the CAs trusted for Redis TLS instead of the system store (a private CA; the process's store and `SSL_CERT_FILE` stay as they are); an operator file (regular, at most 1 MiB)", docDef: "empty: the system store"},
 		{env: "EDGE_REDIS_CERT_FILE", flag: "redis-cert-file", def: "", help: "client certificate (PEM) presented to Redis over TLS, with EDGE_REDIS_KEY_FILE", doc: "client certificate (PEM) presented to Redis over TLS, with `EDGE_REDIS_KEY_FILE` (both or neither)"},
 		{env: "EDGE_REDIS_KEY_FILE", flag: "redis-key-file", def: "", help: "the client certificate's private key (PEM)", doc: "the client certificate's private key (PEM)"},
-		{env: "EDGE_DOCS_PATH", flag: "docs-path", def: "", help: "serve the documentation site at this path, e.g. /docs (demo: /docs; set empty to turn it off)", emptySet: true, doc: "serve the [documentation site]({docs}docsite.md) at this path (unauthenticated, cacheable, outside `/v1`); the demo serves it at `/docs` and points the docs URL there; set empty to turn it off", docDef: "empty; `/docs` in the demo"},
+		{env: "EDGE_DOCS_PATH", flag: "docs-path", def: "/docs", help: "serve the documentation site at this path; off (or empty) turns it off", emptySet: true, doc: "serve the [documentation site]({docs}docsite.md) at this path (unauthenticated, cacheable, outside `/v1`); `off` (or empty) turns it off, and then `EDGE_DOCS_URL` must say where the site is published", docDef: "`/docs`; `off` disables"},
 		{env: "EDGE_FLEET_SECRET", flag: "fleet-secret", def: "", help: "at least 32 bytes, the same on every instance; required with any Redis (EDGE_REDIS_URL, _SENTINELS or _CLUSTER): authenticates what instances share through Redis (prefer the variable: flags show in ps)", doc: "at least 32 bytes, the same on every instance: authenticates (HMAC-SHA256) what instances share through Redis; start-up fails naming it when a Redis is named (`EDGE_REDIS_URL`, `EDGE_REDIS_SENTINELS` or `EDGE_REDIS_CLUSTER`) without it (prefer the variable: flags show in `ps`)", docDef: "empty; required with any Redis"},
 		{env: "EDGE_PMS_MAX_WALK_BYTES", flag: "pms-max-walk-bytes", def: "256MiB", help: "bound on the total size of one PMS list walk (bytes, or with a unit: 64MiB, 1GiB); beyond it the walk fails (502)", doc: "bound on the total size of one PMS list walk (plain bytes, or `64MiB`, `1GiB`, `10MB`...); beyond it the walk fails (`502`, logged)"},
 		{env: "EDGE_OAUTH_ISSUER", flag: "oauth-issuer", def: "", help: "OAuth 2.0 authorization server's issuer URL; with EDGE_OAUTH_AUDIENCE turns access tokens on (empty: off)", doc: "the authorization server's issuer URL (compared exactly with `iss`); with `EDGE_OAUTH_AUDIENCE` (both or neither) OAuth 2.0 access tokens are accepted beside API keys; see [oauth.md]({docs}oauth.md)", docDef: "empty (tokens off)"},
@@ -178,7 +180,8 @@ func parseSettings(args []string, getenv lookupEnv, stderr io.Writer) (settings,
 		Addr:            p.str("EDGE_ADDR"),
 		AdminAddr:       p.str("EDGE_ADMIN_ADDR"),
 		Brand:           p.str("EDGE_BRAND"),
-		DocsURL:         p.url("EDGE_DOCS_URL", true),
+		DocsURL:         p.url("EDGE_DOCS_URL", false),
+		PublicURL:       p.publicURL("EDGE_PUBLIC_URL"),
 		KeysFile:        p.str("EDGE_KEYS_FILE"),
 		CodeSource:      p.codeSource("EDGE_CODE_SOURCE"),
 		CacheTTL:        p.duration("EDGE_CACHE_TTL"),
@@ -209,13 +212,13 @@ func parseSettings(args []string, getenv lookupEnv, stderr io.Writer) (settings,
 		FleetSecret:     p.secret("EDGE_FLEET_SECRET"),
 		PMSMaxWalkBytes: p.size("EDGE_PMS_MAX_WALK_BYTES"),
 		DocsPath:        p.docsPath("EDGE_DOCS_PATH"),
-		DocsURLSet:      get["EDGE_DOCS_URL"].set,
-		DocsPathSet:     get["EDGE_DOCS_PATH"].set,
+		AddrSet:         get["EDGE_ADDR"].set,
 
 		AccessLog:       p.str("EDGE_ACCESS_LOG"),
 		AccessLogSample: p.float("EDGE_ACCESS_LOG_SAMPLE"),
 	}
 	p.checkBounds(&s)
+	p.resolveDocsURL(&s)
 	if s.AdminAddr == "off" {
 		s.AdminAddr = ""
 	}

@@ -48,7 +48,7 @@ func startEdge(t *testing.T, pms, keysFile string, env map[string]string) (strin
 	t.Helper()
 	all := map[string]string{
 		"EDGE_ADDR": "127.0.0.1:0", "EDGE_ADMIN_ADDR": "127.0.0.1:0", "EDGE_BRAND": "aurora",
-		"EDGE_KEYS_FILE": keysFile, "PMS_BASE_URL": pms, "EDGE_CACHE_TTL": "1s", "EDGE_CACHE_STALE": "1m",
+		"EDGE_KEYS_FILE": keysFile, "PMS_BASE_URL": pms, "EDGE_DOCS_URL": testDocsURL, "EDGE_CACHE_TTL": "1s", "EDGE_CACHE_STALE": "1m",
 	}
 	for k, v := range env {
 		all[k] = v

@@ -132,7 +132,7 @@ func TestRulesAndDashboardMatchMetrics(t *testing.T) {
 	keysFile, key := liveKeyFile(t)
 	s := start(t, map[string]string{
 		"EDGE_ADDR": "127.0.0.1:0", "EDGE_ADMIN_ADDR": "127.0.0.1:0", "EDGE_BRAND": "aurora",
-		"EDGE_KEYS_FILE": keysFile, "PMS_BASE_URL": simSrv.URL, "EDGE_CACHE_TTL": "1h", "EDGE_CACHE_STALE": "2h",
+		"EDGE_KEYS_FILE": keysFile, "PMS_BASE_URL": simSrv.URL, "EDGE_DOCS_URL": testDocsURL, "EDGE_CACHE_TTL": "1h", "EDGE_CACHE_STALE": "2h",
 		"EDGE_PMS_ATTEMPT_TIMEOUT": "300ms", "EDGE_PMS_TIMEOUT": "2s",
 		"EDGE_REDIS_URL": redisSrv.URL(), "EDGE_AUTH_FAIL_LIMIT": "1",
 		"EDGE_FLEET_SECRET": strings.Repeat("f", 32), // required with Redis
@@ -193,7 +193,7 @@ func TestRulesAndDashboardMatchMetrics(t *testing.T) {
 		t.Fatalf("only %d PromQL expressions in the dashboard", len(dashExprs))
 	}
 	// Grafana's variables, as Grafana would fill them in.
-	fill := strings.NewReplacer("$__rate_interval", "5m", "$instance", ".+")
+	fill := strings.NewReplacer("$__rate_interval", "5m", "$instance", ".+", "$job", ".+")
 	for _, expr := range append(exprs, dashExprs...) {
 		missing, err := exp.checkExpr(fill.Replace(expr), records)
 		if err != nil {

@@ -34,8 +34,13 @@ const (
 // ServeConfig configures Serve.
 type ServeConfig struct {
 	// Addr is the listen address, e.g. ":8080"; port 0 picks a free port.
-	Addr    string
-	Handler http.Handler
+	Addr string
+	// Listener, when set, is served instead of listening on Addr (which
+	// then only names it in errors and logs): a caller that binds before
+	// it starts anything else fails early, naming its setting. Serve
+	// closes it. Nil: Serve listens on Addr.
+	Listener net.Listener
+	Handler  http.Handler
 	// TLSCertFile and TLSKeyFile, when both set, serve HTTPS with HTTP/2:
 	// TLS 1.2 with AEAD suites only, or TLS 1.3, and Strict-Transport-Security
 	// on every answer. The pair is reloaded without a restart when the files
@@ -89,6 +94,9 @@ type ServeConfig struct {
 // an oversized request head (over 8 KB) take turns, GOMAXPROCS at a time,
 // so that a flood of them cannot starve health checks (headGate).
 func Serve(ctx context.Context, cfg ServeConfig) error {
+	if cfg.Listener != nil { // closed on every return; a second Close is harmless
+		defer func() { _ = cfg.Listener.Close() }()
+	}
 	if (cfg.TLSCertFile == "") != (cfg.TLSKeyFile == "") {
 		return errors.New("TLS needs both a certificate and a key")
 	}
@@ -106,9 +114,12 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		srv.TLSConfig = newTLSConfig(certs.getCertificate)
 		srv.Handler = hsts(srv.Handler)
 	}
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	ln := cfg.Listener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", cfg.Addr); err != nil {
+			return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+		}
 	}
 	ln = newHeadGate(runtime.GOMAXPROCS(0), bigHead).listener(ln)
 	if cfg.OnListen != nil {

@@ -17,16 +17,23 @@ const File = "partner-edge.json"
 
 // Datasource variables: the dashboard asks for a Prometheus, a Loki and a
 // Tempo data source when imported, and links panels to traces through the
-// Tempo one.
+// Tempo one. Named as github.com/grafana/dashboard-linter wants them
+// (<type>_datasource).
 const (
-	promDS  = "${datasource}"
-	lokiDS  = "${loki}"
-	tempoDS = "${tempo}"
+	promDS  = "${prometheus_datasource}"
+	lokiDS  = "${loki_datasource}"
+	tempoDS = "${tempo_datasource}"
 )
 
-// Instance is the variable every PromQL expression filters by: the
-// Prometheus target label, added at scrape time (not in /metrics itself).
-const Instance = `instance=~"$instance"`
+// Instance is the selector every PromQL expression filters by: the
+// Prometheus target labels job and instance, added at scrape time (not in
+// /metrics itself). job first: two deployments sharing a Prometheus never
+// mix on a panel; instance within one.
+const Instance = `job=~"$job",instance=~"$instance"`
+
+// Job selects the recorded SLO series, which keep job (rules.yaml: by
+// (job)) but no instance: an SLO is the deployment's, not one instance's.
+const Job = `job=~"$job"`
 
 type dashboard struct {
 	Title         string         `json:"title"`
@@ -165,7 +172,7 @@ func Dashboard() ([]byte, error) {
 		Tags:          []string{"partner-edge"},
 		SchemaVersion: 39,
 		Version:       1,
-		Editable:      true,
+		Editable:      false, // provisioned from partner-edge.json: change panels.go, not the UI
 		GraphTooltip:  1,
 		Refresh:       "30s",
 		Time:          timeRange{"now-6h", "now"},
@@ -173,11 +180,16 @@ func Dashboard() ([]byte, error) {
 		Links: []any{map[string]any{"title": "Runbooks", "type": "link", "targetBlank": true,
 			"url": "https://github.com/partner-edge/partner-edge/blob/main/docs/runbooks.md"}},
 		Templating: templating{List: []variable{
-			{Name: "datasource", Label: "Prometheus", Type: "datasource", Query: "prometheus", Current: map[string]any{}},
-			{Name: "loki", Label: "Loki", Type: "datasource", Query: "loki", Current: map[string]any{}},
-			{Name: "tempo", Label: "Tempo", Type: "datasource", Query: "tempo", Current: map[string]any{}},
-			{Name: "instance", Label: "instance", Type: "query", Datasource: &datasource{"prometheus", promDS},
-				Query: "label_values(http_server_active_requests, instance)", Refresh: 2,
+			{Name: "prometheus_datasource", Label: "Prometheus data source", Type: "datasource", Query: "prometheus", Current: map[string]any{}},
+			{Name: "loki_datasource", Label: "Loki data source", Type: "datasource", Query: "loki", Current: map[string]any{}},
+			{Name: "tempo_datasource", Label: "Tempo data source", Type: "datasource", Query: "tempo", Current: map[string]any{}},
+			// job: the scrape job of one deployment (a brand). Every query
+			// filters by it, so deployments sharing a Prometheus do not mix.
+			{Name: "job", Label: "Job", Type: "query", Datasource: &datasource{"prometheus", promDS},
+				Query: "label_values(http_server_active_requests, job)", Refresh: 2,
+				IncludeAll: true, Multi: true, AllValue: ".+", Current: map[string]any{"text": "All", "value": "$__all"}},
+			{Name: "instance", Label: "Instance", Type: "query", Datasource: &datasource{"prometheus", promDS},
+				Query: `label_values(http_server_active_requests{job=~"$job"}, instance)`, Refresh: 2,
 				IncludeAll: true, Multi: true, AllValue: ".+", Current: map[string]any{"text": "All", "value": "$__all"}},
 		}},
 	}

@@ -8,9 +8,9 @@ func panels() []*Panel {
 	zero, one := 0.0, 1.0
 	slo := func(title, rec, desc string) *Panel {
 		p := timeseries(title, desc, "percentunit",
-			prom("A", fmt.Sprintf("%s:ratio_rate5m", rec), "5m"),
-			prom("B", fmt.Sprintf("%s:ratio_rate1h", rec), "1h"),
-			prom("C", fmt.Sprintf("%s:ratio_rate1d", rec), "1d"),
+			prom("A", fmt.Sprintf("%s:ratio_rate5m{%s}", rec, Job), "5m {{job}}"),
+			prom("B", fmt.Sprintf("%s:ratio_rate1h{%s}", rec, Job), "1h {{job}}"),
+			prom("C", fmt.Sprintf("%s:ratio_rate1d{%s}", rec, Job), "1d {{job}}"),
 			prom("D", "0.999", "objective 99.9 %"))
 		p.FieldConfig.Defaults.Max = &one
 		return p
@@ -110,6 +110,15 @@ func panels() []*Panel {
 		timeseries("Key and certificate reloads", "Reloads of the key file and the TLS certificate by result; failed keeps the previous ones.", "short",
 			prom("A", fmt.Sprintf("sum by (result) (increase(partner_edge_keys_reloads_total{%s}[$__rate_interval]))", Instance), "keys {{result}}"),
 			prom("B", fmt.Sprintf("sum by (result) (increase(partner_edge_tls_reloads_total{%s}[$__rate_interval]))", Instance), "TLS {{result}}")),
+
+		row("Shadow candidate PMS and the access log"),
+		timeseries("Shadow differences", "Properties partners would see differently from the candidate PMS (PMS_CANDIDATE_URL) in the latest comparison, by kind; removed and rejected page as PartnerEdgeShadowLoses. Empty without a candidate.", "short",
+			prom("A", fmt.Sprintf("max by (mode, kind) (partner_edge_shadow_differences{%s})", Instance), "{{mode}} {{kind}}")),
+		timeseries("Shadow walks and last comparison", "Walks of the candidate per second by result, and the age of the latest successful comparison (PartnerEdgeShadowStale past 10 minutes).", "short",
+			prom("A", rate("mode, result", "partner_edge_shadow_walks_total", ""), "walks {{mode}} {{result}} /s"),
+			prom("B", fmt.Sprintf("time() - max by (mode) (partner_edge_shadow_last_comparison_timestamp_seconds{%s})", Instance), "seconds since comparison {{mode}}")),
+		timeseries("Dropped log lines", "Access-log lines dropped because EDGE_ACCESS_LOG's output could not keep up (PartnerEdgeAccessLogDropped): requests answered but not logged.", "short",
+			prom("A", fmt.Sprintf("sum by (instance, log) (increase(partner_edge_log_dropped_total{%s}[$__rate_interval]))", Instance), "{{log}} {{instance}}")).width(24),
 
 		row("Logs and traces"),
 		logTable,

@@ -111,6 +111,11 @@ type Answers struct {
 	// Statuses counts every attempt by HTTP status ("error" for an
 	// attempt with no answer), retries included.
 	Statuses map[string]int `json:"statuses"`
+	// TransientGets counts the gets that still failed after the edge's
+	// own retries with what pms-internal-api.md allows a PMS to answer now
+	// and then (a 5xx, a 429, no answer): a flaky PMS, not a broken rule,
+	// unless no get succeeded at all.
+	TransientGets int `json:"transientGets"`
 }
 
 // Records counts the records of the walk.
@@ -180,7 +185,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 
 	r.Violations = v.list
-	r.Records = Records{Walked: len(props) + len(rejected), Mapped: len(props), Rejected: len(rejected)}
+	// A record on two overlapping pages is one record (the paging rule
+	// reports the overlap): counted, and listed as rejected, once.
+	rejected = uniqueRejections(rejected)
+	r.Records = Records{Walked: len(items) + len(rejected), Mapped: len(items), Rejected: len(rejected)}
 	for _, rj := range rejected {
 		r.Rejected[rj.Reason] = append(r.Rejected[rj.Reason], rj.HotelID)
 	}
@@ -207,6 +215,22 @@ func (r *Report) Compare(base *Result, file string) {
 	if d.Breaking() {
 		r.OK = false
 	}
+}
+
+// uniqueRejections keeps the first rejection of each hotel id, compared
+// as the paging rule compares them (case-insensitively).
+func uniqueRejections(rs []*mapping.Rejection) []*mapping.Rejection {
+	seen := make(map[string]bool, len(rs))
+	out := rs[:0:0]
+	for _, rj := range rs {
+		k := strings.ToLower(rj.HotelID)
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		out = append(out, rj)
+	}
+	return out
 }
 
 func orNone(cs mapping.CodeSource) mapping.CodeSource {
@@ -391,15 +415,23 @@ func checkGets(ctx context.Context, client *upstream.Client, cfg Config, items [
 		return
 	}
 	get := upstream.NewDirect(client, upstream.DirectOptions{Brand: cfg.Brand, CodeSource: cfg.CodeSource})
+	succeeded := 0
+	var transient []string
 	for _, it := range items[:min(n, len(items))] {
 		where := "GET " + listPath(cfg.Brand) + "/" + it.ID
+		before := len(rec.exchanges())
 		got, err := get.Property(ctx, it.ID)
 		switch {
 		case upstream.KindOf(err) == upstream.NotFound:
 			v.add(RuleGet, "", "a listed property is not found, or not mappable, on the get route (section 3)", where)
+		case err != nil && transientFailure(err, rec.exchanges()[before:]):
+			// The client already retried as the edge does (same policy,
+			// budget and deadlines); what is left is a PMS's bad moment.
+			transient = append(transient, where)
 		case err != nil:
 			v.add(RuleGet, "", "the get route failed: "+err.Error(), where)
 		default:
+			succeeded++
 			if fields := changedFields(it.JSON, got.JSON); len(fields) > 0 {
 				for _, f := range fields {
 					v.add(RuleGet, f, "the get route maps to another value than the list (section 3)", where)
@@ -407,7 +439,14 @@ func checkGets(ctx context.Context, client *upstream.Client, cfg Config, items [
 			}
 		}
 	}
-	if _, err := get.Property(ctx, unknownID); upstream.KindOf(err) != upstream.NotFound {
+	a.TransientGets = len(transient)
+	if succeeded == 0 && len(transient) > 0 {
+		for _, where := range transient {
+			v.add(RuleGet, "", "every get failed with a 5xx, 429 or no answer, after the edge's retries (section 3)", where)
+		}
+	}
+	before := len(rec.exchanges())
+	if _, err := get.Property(ctx, unknownID); upstream.KindOf(err) != upstream.NotFound && !transientFailure(err, rec.exchanges()[before:]) {
 		v.add(RuleGet, "", fmt.Sprintf("an unknown hotel did not answer 404 (section 3): %v", err),
 			"GET "+listPath(cfg.Brand)+"/"+unknownID)
 	}
@@ -436,6 +475,23 @@ func checkGets(ctx context.Context, client *upstream.Client, cfg Config, items [
 			v.add(RuleShape, p.field, schemaMessage(p, true), where)
 		}
 	}
+}
+
+// transientFailure reports whether a call that failed with err, whose
+// attempts were xs, failed as a PMS may now and then (pms-internal-api.md:
+// a 5xx or 429, or no answer; or the client's breaker or deadline after
+// such answers), which the edge retries or serves stale over, rather than
+// by breaking a rule.
+func transientFailure(err error, xs []*exchange) bool {
+	switch upstream.KindOf(err) {
+	case upstream.Unavailable, upstream.Timeout:
+		return true
+	}
+	if len(xs) == 0 {
+		return false
+	}
+	last := xs[len(xs)-1]
+	return last.status == 0 || last.status == http.StatusTooManyRequests || (last.status >= 500 && last.status <= 599)
 }
 
 // schemaMessage is the message of one schema problem: the same for every

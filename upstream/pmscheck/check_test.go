@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -113,5 +115,103 @@ func TestSaveLoad(t *testing.T) {
 		if _, err := LoadResult(strings.NewReader(bad)); err == nil {
 			t.Errorf("%s loaded", bad)
 		}
+	}
+}
+
+// failGets answers 500 to every get whose path fails picks, and passes the
+// rest (the list included) to next.
+func failGets(next http.Handler, fails func(path string) bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Count(r.URL.Path, "/") == 6 && fails(r.URL.Path) { // /internal/v2/brands/b/hotels/id
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusInternalServerError)
+			_, _ = w.Write([]byte(`{"error":"internal_server_error"}`))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// Issue 29, finding 8: a get that still answers 500 after the edge's own
+// retries is a flaky PMS, counted and noted, not a broken rule (the old
+// check printed BROKEN [get] and failed); only when no get succeeds at all
+// is the get route broken.
+func TestCheckTransientGetsAreNotBroken(t *testing.T) {
+	sim := pmsim.New(pmsim.Config{Seed: 1})
+	fast := upstream.ClientConfig{Retry: upstream.RetryConfig{WaitMin: 1, WaitMax: 1}}
+	var first string
+	one := failGets(sim, func(p string) bool {
+		if first == "" && !strings.HasSuffix(p, unknownID) {
+			first = p
+		}
+		return p == first
+	})
+	srv := httptest.NewServer(one)
+	defer srv.Close()
+	cfg := Config{Client: fast, Brand: "aurora"}
+	cfg.Client.BaseURL = srv.URL
+	r, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.OK || r.Answers.TransientGets != 1 || r.Answers.Statuses["500"] != 3 {
+		t.Errorf("one get always 500: ok %v, transient %d, statuses %v, violations %+v",
+			r.OK, r.Answers.TransientGets, r.Answers.Statuses, r.Violations)
+	}
+	var text bytes.Buffer
+	if err := r.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(text.String(), "BROKEN") || !strings.Contains(text.String(), "1 get(s) still failed") {
+		t.Errorf("report:\n%s", text.String())
+	}
+
+	all := httptest.NewServer(failGets(sim, func(p string) bool { return !strings.HasSuffix(p, unknownID) }))
+	defer all.Close()
+	cfg.Client.BaseURL = all.URL
+	if r, err = Run(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	if r.OK || len(r.Violations) != 1 || r.Violations[0].Rule != RuleGet || r.Violations[0].Count != DefaultGets {
+		t.Errorf("every get 500: ok %v, violations %+v", r.OK, r.Violations)
+	}
+}
+
+// Issue 29, finding 8: a rejected record on two overlapping pages is one
+// rejected record (the overlap is the paging rule's), not two.
+func TestCheckOverlapRejectsOnce(t *testing.T) {
+	recs := pmsim.New(pmsim.Config{Seed: 1}).Records("aurora")
+	bad := []byte(`{"hotel_id":"not-a-uuid","display_name":"Bad"}`)
+	pages := map[string]string{
+		"":   fmt.Sprintf(`{"hotels":[%s,%s],"nextCursor":"c2"}`, recs[0], bad),
+		"c2": fmt.Sprintf(`{"hotels":[%s,%s],"nextCursor":null}`, bad, recs[1]),
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		page, ok := pages[r.URL.Query().Get("cursor")]
+		if !ok || r.URL.Path != listPath("aurora") {
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = w.Write([]byte(`{"error":"hotel_not_found"}`))
+			return
+		}
+		_, _ = w.Write([]byte(page))
+	}))
+	defer srv.Close()
+	r, err := Run(context.Background(), Config{Client: upstream.ClientConfig{BaseURL: srv.URL}, Brand: "aurora", Gets: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rejected []string
+	for _, ids := range r.Rejected {
+		rejected = append(rejected, ids...)
+	}
+	if r.Records != (Records{Walked: 3, Mapped: 2, Rejected: 1}) || !slices.Equal(rejected, []string{"not-a-uuid"}) {
+		t.Errorf("records %+v, rejected %v; want 3 walked, 2 mapped, 1 rejected once", r.Records, r.Rejected)
+	}
+	if !slices.ContainsFunc(r.Violations, func(v Violation) bool { return v.Rule == RulePaging }) {
+		t.Errorf("the overlap is not reported: %+v", r.Violations)
+	}
+	if len(r.Result.Rejected) != 1 {
+		t.Errorf("the saved result lists %d rejections, want 1", len(r.Result.Rejected))
 	}
 }

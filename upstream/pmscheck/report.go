@@ -20,6 +20,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "PMS check of %s (brand %s, %s, code source %s)\n\n", r.PMS, r.Brand, r.Mode, r.CodeSource)
 	fmt.Fprintf(&b, "Answers: %d list page(s), %d get(s); attempts by status: %s\n",
 		r.Answers.ListPages, r.Answers.Gets, statuses(r.Answers.Statuses))
+	if n := r.Answers.TransientGets; n > 0 {
+		fmt.Fprintf(&b, "  note: %d get(s) still failed with a 5xx, 429 or no answer after the edge's retries: a flaky PMS, not a broken rule\n", n)
+	}
 	if len(r.Violations) == 0 {
 		fmt.Fprintf(&b, "Contract: every answer follows pms-internal-api.md\n")
 	} else {
