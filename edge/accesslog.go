@@ -88,7 +88,7 @@ func sampledOut(sample float64, status int) bool {
 	return sample > 0 && sample < 1 && status < 400 && rand.Float64() >= sample
 }
 
-// Request fields written to the log are clipped (DECISIONS.md section 10):
+// Request fields written to the log are clipped (docs/contract.md section 10):
 // a method is a token of a few letters, an error a sentence or two. The
 // other fields are the edge's own (route template, ids) or validated
 // before they are kept (correlation id).

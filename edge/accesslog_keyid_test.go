@@ -32,7 +32,7 @@ func accessLine(t testing.TB, logs *testkit.LogBuffer, requestID string) map[str
 }
 
 // TestRefusalsLogKeyID: every access-log line of a request whose key or
-// token was identified names the key, refusals included (DECISIONS.md
+// token was identified names the key, refusals included (docs/contract.md
 // section 17): after a key is suspended, the log says which key still
 // calls. Requests whose credential was not identified name none.
 func TestRefusalsLogKeyID(t *testing.T) {

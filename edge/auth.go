@@ -25,7 +25,7 @@ const (
 
 // authenticate checks the Bearer API key (401), then key-level authorisation
 // (403): suspension, brand, scope and test-mode availability, in that order
-// (DECISIONS.md sections 2 and 3). The key goes into the request state.
+// (docs/contract.md sections 2 and 3). The key goes into the request state.
 // First of all, a client address past its failed authentications is
 // refused (ratelimit.go), and a 401 INVALID_API_KEY counts against it.
 func (s *server) authenticate(next http.Handler) http.Handler {
@@ -67,7 +67,7 @@ func (s *server) authorise(r *http.Request) (*keys.Key, error) {
 			"The Authorization header must be sent once, as 'Bearer <API key>'.")
 	}
 	st := stateFrom(r.Context())
-	if s.oauth != nil && !keys.HasKeyPrefix(token) { // DECISIONS.md section 12: a token
+	if s.oauth != nil && !keys.HasKeyPrefix(token) { // docs/contract.md section 12: a token
 		st.authMethod = authMethodOAuth
 		return s.authoriseToken(r, token)
 	}
@@ -88,7 +88,7 @@ func (s *server) authorise(r *http.Request) (*keys.Key, error) {
 
 // authoriseKey is the one authorisation of a key record, whether an API key
 // or an access token's client found it: expiry, suspension, brand, scopes,
-// test mode (DECISIONS.md sections 3 and 12).
+// test mode (docs/contract.md sections 3 and 12).
 func (s *server) authoriseKey(r *http.Request, key *keys.Key) error {
 	switch {
 	case key.Expired(stateFrom(r.Context()).start):

@@ -9,7 +9,7 @@ import (
 	"github.com/partner-edge/partner-edge/problem"
 )
 
-// DECISIONS.md section 3.
+// docs/contract.md section 3.
 func TestAuthentication(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
 	live := h.keys["live"]

@@ -14,7 +14,7 @@ import (
 // server span (when telemetry is on), gives the request its id and its one
 // context (reqContext: the state, the caller ids, the request deadline,
 // chi's routing context, over the span's), sets the headers every response
-// carries (DECISIONS.md section 4) and echoes a valid Svc-Correlation-Id,
+// carries (docs/contract.md section 4) and echoes a valid Svc-Correlation-Id,
 // before anything can fail.
 //
 // One context and one copy of the request, where a layer each (span,
@@ -49,7 +49,7 @@ func (s *server) withState(next http.Handler) http.Handler {
 			h["Svc-Correlation-Id"] = r.Header["Svc-Correlation-Id"]
 		}
 		// A request that sent traceparent, valid or not, learns the trace
-		// it was recorded under (DECISIONS.md section 4).
+		// it was recorded under (docs/contract.md section 4).
 		if _, sent := r.Header["Traceparent"]; sent {
 			if tp := observability.Traceparent(parent); tp != "" {
 				h["Traceparent"] = []string{tp}

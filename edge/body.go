@@ -17,7 +17,7 @@ func announcesBody(r *http.Request) bool {
 // closeOnBody marks an HTTP/1 connection for closing after the answer when
 // the request announced a body: no route takes one, and with
 // "Connection: close" net/http does not read the unwanted body before
-// answering (DECISIONS.md section 10). Once answered, the connection's read
+// answering (docs/contract.md section 10). Once answered, the connection's read
 // deadline is set in the past, so net/http's drain of the body after the
 // handler fails at once instead of waiting for a trickled body. This
 // covers every request that carried both Content-Length and

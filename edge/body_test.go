@@ -47,7 +47,7 @@ func (h *harness) exchange(head, body string, waitClose bool) (res *http.Respons
 	return res, resBody, err != nil && !errors.Is(err, os.ErrDeadlineExceeded)
 }
 
-// DECISIONS.md section 10: an announced body is refused without reading
+// docs/contract.md section 10: an announced body is refused without reading
 // it, and the connection is closed.
 func TestAnnouncedBodyClosesConnection(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
@@ -91,7 +91,7 @@ func TestAnnouncedBodyClosesConnection(t *testing.T) {
 	}
 }
 
-// DECISIONS.md section 10: an HTTP/2 stream that carries DATA without a
+// docs/contract.md section 10: an HTTP/2 stream that carries DATA without a
 // length is a body like any other.
 func TestHTTP2BodyRefused(t *testing.T) {
 	h := newHarness(t, harnessOptions{})

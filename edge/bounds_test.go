@@ -25,7 +25,7 @@ func unknownQuery(size int) (string, int) {
 	return b.String(), n
 }
 
-// DECISIONS.md section 10: a 400 lists at most 20 entries and says the
+// docs/contract.md section 10: a 400 lists at most 20 entries and says the
 // total; no answer grows with the request.
 func TestBoundedAnswers(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
@@ -92,7 +92,7 @@ func TestBoundedAnswers(t *testing.T) {
 	})
 }
 
-// DECISIONS.md section 10: request fields written to the log are clipped.
+// docs/contract.md section 10: request fields written to the log are clipped.
 func TestAccessLogClipsRequestFields(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
 	method := strings.Repeat("M", 60000)

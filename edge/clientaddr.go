@@ -32,7 +32,7 @@ func ParseTrustedProxies(s string) ([]netip.Prefix, error) {
 			p = netip.PrefixFrom(p.Addr().Unmap(), max(p.Bits()-96, 0))
 		}
 		if min := minTrustedBits(p.Addr()); p.Bits() < min {
-			return nil, fmt.Errorf("%q is wider than /%d: a trusted range that large lets anyone forge X-Forwarded-For (DECISIONS 15)", entry, min)
+			return nil, fmt.Errorf("%q is wider than /%d: a trusted range that large lets anyone forge X-Forwarded-For (docs/contract.md section 15)", entry, min)
 		}
 		out = append(out, p.Masked())
 	}
@@ -40,7 +40,7 @@ func ParseTrustedProxies(s string) ([]netip.Prefix, error) {
 }
 
 // minTrustedBits is the shortest trusted-proxy prefix taken: /8 for IPv4,
-// /16 for IPv6 (DECISIONS 15).
+// /16 for IPv6 (docs/contract.md section 15).
 func minTrustedBits(a netip.Addr) int {
 	if a.Is4() {
 		return 8
@@ -64,7 +64,7 @@ func (c clientAddr) String() string {
 }
 
 // ClientAddress returns the request's client address as the edge resolved
-// it (DECISIONS.md section 10: X-Forwarded-For believed only from trusted
+// it (docs/contract.md section 10: X-Forwarded-For believed only from trusted
 // proxies), or "" outside the edge. Logs, traces and the failed-auth
 // throttle use it.
 func ClientAddress(ctx context.Context) string { return stateFrom(ctx).client.String() }

@@ -20,10 +20,10 @@ var producedCodes sync.Map
 
 // notProducibleInV1 are codes no v1 request can produce yet, with why.
 var notProducibleInV1 = map[problem.Code]string{
-	problem.PropertyAccessDenied: "no v1 route is property-scoped (DECISIONS.md section 3)",
+	problem.PropertyAccessDenied: "no v1 route is property-scoped (docs/contract.md section 3)",
 }
 
-// TestMain checks, after a full run, that every other code of DECISIONS.md
+// TestMain checks, after a full run, that every other code of docs/contract.md
 // section 7 was produced by at least one request of the suite.
 func TestMain(m *testing.M) {
 	code := m.Run()

@@ -13,7 +13,7 @@ import (
 )
 
 // internalNames are the PMS's field names and address: none may reach a
-// partner (DECISIONS.md section 6) unless the partner sent it first.
+// partner (docs/contract.md section 6) unless the partner sent it first.
 var internalNames = []string{"hotel_id", "brand_code", "display_name", "short_code", "legacy_property_code",
 	"lifecycle", "time_zone", "created_at", "last_modified_ms", `"internal"`, "127.0.0.1", "localhost"}
 

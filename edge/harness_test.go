@@ -333,7 +333,7 @@ type problemBody struct {
 }
 
 // wantProblem checks res is the problem code with every field of
-// partner-api-v1.md 2.6 present and consistent, and returns it.
+// docs/partner-api.md section 2.6 present and consistent, and returns it.
 func wantProblem(t testing.TB, req request, res response, code problem.Code) problemBody {
 	t.Helper()
 	entry := problem.Lookup(code)

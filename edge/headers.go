@@ -9,7 +9,7 @@ import (
 )
 
 // checkHeaders validates User-Agent and Svc-Correlation-Id, then refuses a
-// declared body (DECISIONS.md section 4). All header problems are listed at
+// declared body (docs/contract.md section 4). All header problems are listed at
 // once; a missing User-Agent makes the code MISSING_REQUIRED_HEADER.
 func (s *server) checkHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -76,7 +76,7 @@ func printableASCII(s string) bool {
 
 // checkAccept answers 406 NOT_ACCEPTABLE unless the request accepts
 // application/json: no Accept, or a media range of */*, application/* or
-// application/json (any parameters) with q > 0 (DECISIONS.md section 4).
+// application/json (any parameters) with q > 0 (docs/contract.md section 4).
 func (s *server) checkAccept(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if vs, ok := r.Header["Accept"]; ok && !acceptsJSON(vs) {

@@ -8,7 +8,7 @@ import (
 	"github.com/partner-edge/partner-edge/problem"
 )
 
-// DECISIONS.md section 4.
+// docs/contract.md section 4.
 func TestRequestHeaders(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
 	for _, tc := range []struct {

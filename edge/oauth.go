@@ -12,7 +12,7 @@ import (
 	"github.com/partner-edge/partner-edge/problem"
 )
 
-// OAuth turns on OAuth 2.0 access tokens beside API keys (DECISIONS.md
+// OAuth turns on OAuth 2.0 access tokens beside API keys (docs/contract.md
 // section 12).
 type OAuth struct {
 	// Issuer is the authorization server's issuer URL, listed in the
@@ -104,7 +104,7 @@ const insufficientScopeChallenge = `Bearer error="insufficient_scope", scope="` 
 //
 // A token that must wait for a key fetch gives up its load-shedding slot
 // while it waits (oauth.BeforeWait): a slow issuer holds no other request
-// up (DECISIONS.md section 17). A verified token takes a slot again, or is
+// up (docs/contract.md section 17). A verified token takes a slot again, or is
 // shed; a refused one is answered without one, as shed answers.
 func (s *server) authoriseToken(r *http.Request, token string) (*keys.Key, error) {
 	st := stateFrom(r.Context())

@@ -299,7 +299,7 @@ func TestRealServerAcceptance3(t *testing.T) {
 	// The genuine token, still fine; the forgeries caused one key fetch
 	// between them: the fetch at start is not a refetch, so the first
 	// unknown kid fetches at once, and the others fall within the 30 s
-	// that follow it (DECISIONS.md section 17).
+	// that follow it (docs/contract.md section 17).
 	req := request{path: "/v1/properties", key: real}
 	wantOK(t, req, te.do(req))
 	if n := te.fetches.all.Load() - before; n != 1 {

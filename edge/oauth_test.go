@@ -130,7 +130,7 @@ func wantChallenge(t testing.TB, res response, invalidToken bool) {
 
 // TestTokensBesideKeys runs the token path against a local issuer: one
 // authorisation path for keys and tokens, the codes and headers of
-// DECISIONS.md section 12.
+// docs/contract.md section 12.
 func TestTokensBesideKeys(t *testing.T) {
 	li := newLocalIssuer(t)
 	clk := testkit.NewClockAt(time.Now())

@@ -7,7 +7,7 @@ import (
 
 // canonicalPath decodes the percent-encoded unreserved characters of the
 // path (RFC 3986 section 6.2.2.2: letters, digits, - . _ ~) before chi
-// routes it, so /v1/propert%69es is /v1/properties (DECISIONS.md section
+// routes it, so /v1/propert%69es is /v1/properties (docs/contract.md section
 // 10). Every other percent-encoding stays encoded in RawPath, which chi
 // routes on when it is set: an encoded '/' (%2F) is never a separator, so
 // its segment matches no route or is an invalid propertyId.

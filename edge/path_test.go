@@ -10,7 +10,7 @@ import (
 	"github.com/partner-edge/partner-edge/problem"
 )
 
-// DECISIONS.md section 10: unreserved characters are decoded before
+// docs/contract.md section 10: unreserved characters are decoded before
 // routing; an encoded '/' or other reserved character never separates.
 func TestPercentEncodedPaths(t *testing.T) {
 	h := newHarness(t, harnessOptions{})

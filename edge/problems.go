@@ -18,7 +18,7 @@ type upstreamProblem struct {
 }
 
 // upstreamProblems is the one table from upstream.Kind to what a partner
-// sees (DECISIONS.md 7, 10 and 11). upstream.Canceled is absent: a partner
+// sees (docs/contract.md section 7, 10 and 11). upstream.Canceled is absent: a partner
 // who left gets no answer (see problemOf). A kind absent from the table
 // answers as upstream.Internal.
 var upstreamProblems = map[upstream.Kind]upstreamProblem{

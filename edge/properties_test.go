@@ -101,7 +101,7 @@ func TestPagination(t *testing.T) {
 
 var propertyKeys = []string{"object", "id", "name", "code", "status", "timezone", "createdAt", "updatedAt"}
 
-// DECISIONS.md section 6 and pms-internal-api.md sections 5 and 6, as
+// docs/contract.md section 6 and docs/pms-api.md sections 5 and 6, as
 // partners see them.
 func TestPropertyBodies(t *testing.T) {
 	h := newHarness(t, harnessOptions{})

@@ -29,7 +29,7 @@ type queryValues [maxParams]int64
 
 // parseQuery validates raw against the allow-list params (at most
 // maxParams) and returns the value of each param (its default when absent).
-// The checks run in the order of DECISIONS.md section 5: unparseable (400
+// The checks run in the order of docs/contract.md section 5: unparseable (400
 // MALFORMED_QUERY_STRING), unknown names (400), malformed or repeated values
 // (400), out of range (422); every problem of the first failing class is
 // listed (at most problem.MaxErrors of them, with their total). The work is

@@ -7,7 +7,7 @@ import (
 	"github.com/partner-edge/partner-edge/problem"
 )
 
-// DECISIONS.md section 5.
+// docs/contract.md section 5.
 func TestQueryParameters(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
 	id := activeIDs(t, h.live, testBrand)[0]

@@ -41,7 +41,7 @@ func (s *server) allowN(ctx context.Context, key ratelimit.Key, l ratelimit.Limi
 }
 
 // rateLimit counts every authenticated request against its key's quota
-// (DECISIONS.md section 10). Every answer from here on, 200 or error, carries
+// (docs/contract.md section 10). Every answer from here on, 200 or error, carries
 // RateLimit-Policy and RateLimit (draft-ietf-httpapi-ratelimit-headers-10,
 // structured fields); over the quota the answer is 429 RATE_LIMITED with
 // Retry-After equal to RateLimit's t. A key without a quota (no rateLimit
@@ -114,7 +114,7 @@ func authFailLimit(n int) (ratelimit.Limit, bool) {
 }
 
 // authThrottled answers 429 RATE_LIMITED, with Retry-After, to a client
-// address that has used up its failed authentications (DECISIONS.md section
+// address that has used up its failed authentications (docs/contract.md section
 // 10), before any key is looked at, and reports whether it did. It only
 // peeks at the address's bucket: failures alone fill it (authFailed).
 func (s *server) authThrottled(w http.ResponseWriter, r *http.Request, bucket ratelimit.Key) bool {
@@ -135,7 +135,7 @@ func (s *server) authThrottled(w http.ResponseWriter, r *http.Request, bucket ra
 
 // authFailed counts err against the client address when it is a 401
 // INVALID_API_KEY (a key was presented and no such key exists), or a 401
-// INVALID_ACCESS_TOKEN or ACCESS_TOKEN_EXPIRED (DECISIONS.md section 12),
+// INVALID_ACCESS_TOKEN or ACCESS_TOKEN_EXPIRED (docs/contract.md section 12),
 // or a token's 503 because no key could be had to verify it (section 17):
 // otherwise tokens of made-up kids sent while the issuer is slow or down
 // would cost their sender nothing.

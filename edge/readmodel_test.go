@@ -133,7 +133,7 @@ func dataOf(t *testing.T, body []byte) string {
 	return string(env.Data)
 }
 
-// DECISIONS 9 and 11 at the edge, on an injected clock: past the TTL, while
+// docs/contract.md section 9 and 11 at the edge, on an injected clock: past the TTL, while
 // the PMS fails, the last snapshot is served unchanged until it is
 // EDGE_CACHE_STALE old; after that the PMS failure is answered.
 func TestStaleServedWhilePMSFails(t *testing.T) {
@@ -165,7 +165,7 @@ func TestStaleServedWhilePMSFails(t *testing.T) {
 	}
 }
 
-// DECISIONS 10: a PMS 404 on the list route is a PMS failure (a wrong base
+// docs/contract.md section 10: a PMS 404 on the list route is a PMS failure (a wrong base
 // address or route), never an empty list: 502 BAD_GATEWAY.
 func TestListNotFoundIsBadGateway(t *testing.T) {
 	h := newHarness(t, harnessOptions{catalogs: cached(t, time.Minute)})

@@ -6,7 +6,7 @@ import (
 	"github.com/go-chi/chi/v5"
 )
 
-// route is one route of v1 (DECISIONS.md section 1).
+// route is one route of v1 (docs/contract.md section 1).
 type route struct {
 	pattern string
 	auth    bool // behind authentication and the request checks
@@ -25,7 +25,7 @@ var v1Routes = []route{
 }
 
 // routes is the one place every route is registered. Middleware order is
-// the order of checks of DECISIONS.md section 2: the path is made canonical
+// the order of checks of docs/contract.md section 2: the path is made canonical
 // and an announced body marks the connection for closing; chi's routing
 // (404, 400 trailing slash or casing, 405) comes first; then authentication
 // and key authorisation, the key's rate limit (when on), headers, Accept;

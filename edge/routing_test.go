@@ -9,7 +9,7 @@ import (
 	"github.com/partner-edge/partner-edge/problem"
 )
 
-// DECISIONS.md section 1.
+// docs/contract.md section 1.
 func TestRoutes(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
 	id := activeIDs(t, h.live, testBrand)[0]
@@ -106,7 +106,7 @@ func TestRoutes(t *testing.T) {
 	})
 }
 
-// DECISIONS.md section 2: the first failing check answers.
+// docs/contract.md section 2: the first failing check answers.
 func TestOrderOfChecks(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
 	badUA := map[string][]string{"User-Agent": {"x"}}
@@ -135,7 +135,7 @@ func TestOrderOfChecks(t *testing.T) {
 	}
 }
 
-// DECISIONS.md sections 1, 2 and 8: health skips steps 2 to 5.
+// docs/contract.md sections 1, 2 and 8: health skips steps 2 to 5.
 func TestHealth(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
 	for _, req := range []request{

@@ -88,7 +88,7 @@ type Config struct {
 	// client address.
 	TrustedProxies []netip.Prefix
 	// OAuth turns on OAuth 2.0 access tokens beside API keys, and the
-	// RFC 9728 metadata route (DECISIONS.md section 12). Nil: tokens off; a
+	// RFC 9728 metadata route (docs/contract.md section 12). Nil: tokens off; a
 	// bearer credential without the API-key prefix is then 401 INVALID_API_KEY.
 	OAuth *OAuth
 }

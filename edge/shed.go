@@ -20,7 +20,7 @@ const healthPath = "/v1/health"
 // integer of this server, so shedding costs no lock and no allocation.
 // A request holds its place in the request's state (shedSlot), so it can
 // give it up while it waits on something that is no work of the edge's (a
-// key fetch from a slow issuer, DECISIONS.md section 17).
+// key fetch from a slow issuer, docs/contract.md section 17).
 func (s *server) shed(next http.Handler) http.Handler {
 	limit := int64(s.cfg.MaxConcurrent)
 	if limit <= 0 {

@@ -20,7 +20,7 @@ type state struct {
 	correlationID string    // the caller's, when valid; "" otherwise
 	correlationOK bool      // no Svc-Correlation-Id, or a valid one
 	key           *keys.Key
-	keyID         string       // the key's (or token client's) id once identified, before authorisation: refusals log it too (DECISIONS.md section 17)
+	keyID         string       // the key's (or token client's) id once identified, before authorisation: refusals log it too (docs/contract.md section 17)
 	authMethod    string       // authMethodAPIKey or authMethodOAuth, once a credential was sent
 	client        clientAddr   // resolved client address (clientaddr.go)
 	code          problem.Code // the problem answered, if any

@@ -10,7 +10,7 @@ import (
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
 
-// PMS failures as partners see them (DECISIONS.md section 7): no 5xx body
+// PMS failures as partners see them (docs/contract.md section 7): no 5xx body
 // names the PMS, its address or a Go error.
 func TestUpstreamFailures(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
@@ -66,7 +66,7 @@ func TestUpstreamFailures(t *testing.T) {
 		// The sandbox has its own breaker and keeps serving test keys.
 		req = request{path: "/v1/properties", key: "test"}
 		wantOK(t, req, h.do(req))
-		// Health does not follow the PMS (DECISIONS.md section 8).
+		// Health does not follow the PMS (docs/contract.md section 8).
 		if res := h.do(request{path: "/v1/health"}); res.status != 200 {
 			t.Errorf("health %d with the circuit open", res.status)
 		}

@@ -14,7 +14,7 @@ func (p Property) MarshalJSON() ([]byte, error) {
 }
 
 // AppendJSON appends the public representation, in the field order of
-// partner-api-v1.md 2.1, byte for byte what encoding/json writes for it
+// docs/partner-api.md section 2.1, byte for byte what encoding/json writes for it
 // (HTML-safe string escaping), without reflection or a second compacting
 // pass. Callers on the hot path encode once per PMS load and keep the
 // bytes.

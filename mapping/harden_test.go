@@ -7,7 +7,7 @@ import (
 )
 
 // tooLongCases: a name over 256 characters or a code over 64 makes the
-// record unmappable (DECISIONS 15); at the maximum, counted in characters
+// record unmappable (docs/contract.md section 15); at the maximum, counted in characters
 // (not bytes), it maps.
 func tooLongCases() []mapCase {
 	shortCode := &Options{Brand: "aurora", CodeSource: CodeSourceShortCode}

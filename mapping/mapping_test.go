@@ -688,7 +688,7 @@ func FuzzMapRaw(f *testing.F) {
 }
 
 // publicKeys are the fields of a property in the contract
-// (partner-api-v1.md 2.1): whatever the PMS sends, no other key, and so no
+// (docs/partner-api.md section 2.1): whatever the PMS sends, no other key, and so no
 // internal field name, reaches the partner.
 var publicKeys = []string{"object", "id", "name", "code", "status", "timezone", "createdAt", "updatedAt"}
 

@@ -48,7 +48,7 @@ const (
 	StatusInactive = "inactive"
 )
 
-// Property is the public Property of partner-api-v1.md 2.1.
+// Property is the public Property of docs/partner-api.md section 2.1.
 type Property struct {
 	ID        string
 	Name      string
@@ -112,7 +112,7 @@ func Map(rec HotelRecord, opts Options) (Property, error) {
 	}, nil
 }
 
-// Longest name and code served, in characters (DECISIONS 15;
+// Longest name and code served, in characters (docs/contract.md section 15;
 // docs/openapi.yaml states them as maxLength): a longer one makes the record
 // unmappable (ReasonTooLong), so a PMS cannot make the edge serve
 // megabytes per property.

@@ -1,5 +1,5 @@
 // Package mapping turns the PMS's internal hotel records into the curated
-// public Property (pms-internal-api.md sections 5 to 8). It is pure: no I/O,
+// public Property (docs/pms-api.md sections 5 to 8). It is pure: no I/O,
 // no clock, no logging; rejections are returned for the caller to log and
 // count.
 package mapping

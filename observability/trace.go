@@ -25,7 +25,7 @@ const (
 	// AttrKeyID is the public id of the API key (key_...), never the key.
 	AttrKeyID = attribute.Key("partner_edge.key_id")
 	// AttrAuthMethod is how the request authenticated: api_key or oauth
-	// (DECISIONS.md section 12).
+	// (docs/contract.md section 12).
 	AttrAuthMethod = attribute.Key("partner_edge.auth.method")
 	// AttrProblemCode is the problem code of an error response.
 	AttrProblemCode = attribute.Key("partner_edge.problem.code")
@@ -123,7 +123,7 @@ func samplerFromEnv(getenv func(string) string) (sdktrace.Sampler, error) {
 
 // Traceparent formats the span context of ctx as a W3C traceparent value,
 // "00-<trace id>-<span id>-<flags>", for the Traceparent response header
-// (DECISIONS.md section 4). It is "" when ctx holds no valid span context.
+// (docs/contract.md section 4). It is "" when ctx holds no valid span context.
 // Call it with the server span's context (inside Middleware).
 func Traceparent(ctx context.Context) string {
 	sc := trace.SpanContextFromContext(ctx)

@@ -5,7 +5,7 @@ import (
 	"unicode/utf8"
 )
 
-// MaxErrors is the most errors entries a problem lists (DECISIONS.md
+// MaxErrors is the most errors entries a problem lists (docs/contract.md
 // section 10); the detail then says how many were found in all.
 const MaxErrors = 20
 

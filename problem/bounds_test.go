@@ -39,7 +39,7 @@ func TestClip(t *testing.T) {
 	}
 }
 
-// DECISIONS.md section 10: at most 20 entries, the total in detail, and a
+// docs/contract.md section 10: at most 20 entries, the total in detail, and a
 // body of a few KB whatever the request echoed.
 func TestWriterBoundsAnswer(t *testing.T) {
 	var errs []problem.FieldError

@@ -6,7 +6,7 @@ import "net/http"
 // Partners branch on it; it never changes once published.
 type Code string
 
-// The codes of v1 (DECISIONS.md section 7).
+// The codes of v1 (docs/contract.md section 7).
 const (
 	MalformedQueryString  Code = "MALFORMED_QUERY_STRING"
 	UnknownQueryParameter Code = "UNKNOWN_QUERY_PARAMETER"
@@ -21,8 +21,8 @@ const (
 	InvalidAuthHeader     Code = "INVALID_AUTH_HEADER"
 	InvalidAPIKey         Code = "INVALID_API_KEY"
 	APIKeyExpired         Code = "API_KEY_EXPIRED"
-	InvalidAccessToken    Code = "INVALID_ACCESS_TOKEN" // DECISIONS.md section 12
-	AccessTokenExpired    Code = "ACCESS_TOKEN_EXPIRED" // DECISIONS.md section 12
+	InvalidAccessToken    Code = "INVALID_ACCESS_TOKEN" // docs/contract.md section 12
+	AccessTokenExpired    Code = "ACCESS_TOKEN_EXPIRED" // docs/contract.md section 12
 	APIKeySuspended       Code = "API_KEY_SUSPENDED"
 	BrandAccessDenied     Code = "BRAND_ACCESS_DENIED"
 	InsufficientScope     Code = "INSUFFICIENT_SCOPE"
@@ -40,8 +40,8 @@ const (
 	GatewayTimeout        Code = "GATEWAY_TIMEOUT"
 )
 
-// Field-error codes (partner-api-v1.md section 7.4, plus UNKNOWN_PARAMETER
-// from DECISIONS.md section 5).
+// Field-error codes (docs/partner-api.md section 7.4, plus UNKNOWN_PARAMETER
+// from docs/contract.md section 5).
 const (
 	FieldRequired         = "REQUIRED"
 	FieldInvalidFormat    = "INVALID_FORMAT"
@@ -145,5 +145,5 @@ func Lookup(c Code) Entry {
 // Known reports whether c is a registered code.
 func Known(c Code) bool { _, ok := byCode[c]; return ok }
 
-// All returns every registered entry, in the order of DECISIONS.md section 7.
+// All returns every registered entry, in the order of docs/contract.md section 7.
 func All() []Entry { return append([]Entry(nil), registry...) }

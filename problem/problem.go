@@ -17,7 +17,7 @@ import (
 	"time"
 )
 
-// FieldError is one field-level problem (partner-api-v1.md 2.7).
+// FieldError is one field-level problem (docs/partner-api.md section 2.7).
 type FieldError struct {
 	Field  string `json:"field"`
 	Code   string `json:"code"`
@@ -106,7 +106,7 @@ type Writer struct {
 	AppendTime func(b []byte, t time.Time) []byte
 }
 
-// body fixes the field order and presence of partner-api-v1.md 2.6.
+// body fixes the field order and presence of docs/partner-api.md section 2.6.
 type body struct {
 	Type      string       `json:"type"`
 	Title     string       `json:"title"`

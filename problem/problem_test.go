@@ -15,7 +15,7 @@ import (
 	"github.com/partner-edge/partner-edge/problem"
 )
 
-// decisions is the table of DECISIONS.md section 7, in its order, written
+// decisions is the table of docs/contract.md section 7, in its order, written
 // out by hand so a typo in a constant or a status is caught.
 var decisions = []struct {
 	code   string
@@ -56,14 +56,14 @@ var decisions = []struct {
 func TestRegistryMatchesDecisions(t *testing.T) {
 	all := problem.All()
 	if len(all) != len(decisions) {
-		t.Fatalf("registry has %d entries, DECISIONS.md section 7 has %d", len(all), len(decisions))
+		t.Fatalf("registry has %d entries, docs/contract.md section 7 has %d", len(all), len(decisions))
 	}
 	seenCode := map[problem.Code]bool{}
 	seenTitle := map[string]problem.Code{}
 	for i, e := range all {
 		d := decisions[i]
 		if string(e.Code) != d.code || e.Status != d.status {
-			t.Errorf("entry %d = %s %d, want %s %d (order and status of DECISIONS.md)", i, e.Code, e.Status, d.code, d.status)
+			t.Errorf("entry %d = %s %d, want %s %d (order and status of docs/contract.md)", i, e.Code, e.Status, d.code, d.status)
 		}
 		if seenCode[e.Code] {
 			t.Errorf("code %s registered twice", e.Code)
@@ -170,7 +170,7 @@ func TestRetryAfterSeconds(t *testing.T) {
 	}
 }
 
-// fields is the order of partner-api-v1.md 2.6.
+// fields is the order of docs/partner-api.md section 2.6.
 var fields = []string{"type", "title", "status", "detail", "moreInfo", "instance", "code", "errors", "requestId", "timestamp"}
 
 // topLevelKeys returns the keys of a JSON object in the order written.

@@ -33,7 +33,7 @@ type PMS interface {
 
 var _ PMS = (*Client)(nil)
 
-// Client calls one PMS (pms-internal-api.md) with the resilience of issue 3.
+// Client calls one PMS (docs/pms-api.md) with the resilience of issue 3.
 // Each logical call (ListHotels, GetHotel) runs through, outermost first:
 //
 //  1. the call's deadline (CallTimeout, or the caller's if earlier): it
@@ -52,7 +52,7 @@ var _ PMS = (*Client)(nil)
 // children. With ClientConfig.Metrics, every attempt, retry and breaker
 // change is recorded.
 //
-// PMS shedding (DECISIONS.md 10): a 503 or 429 whose Retry-After the call
+// PMS shedding (docs/contract.md section 10): a 503 or 429 whose Retry-After the call
 // cannot wait out fails the call as Unavailable with that Retry-After
 // (clamped to 1..60 s), and no call is made to this PMS before it has
 // passed.
@@ -281,7 +281,7 @@ func (c *Client) ListHotels(ctx context.Context, brand string) ([]json.RawMessag
 			var se *statusError
 			if errors.As(err, &se) && se.status == http.StatusNotFound {
 				// An unknown brand lists as empty: a 404 here is a wrong
-				// base address or route (DECISIONS.md 10).
+				// base address or route (docs/contract.md section 10).
 				c.log.Error("pms list route answered 404: configuration fault, check the PMS base URL",
 					"brand", brand)
 			}

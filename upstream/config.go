@@ -49,7 +49,7 @@ type ClientConfig struct {
 	// Zero means DefaultMaxBodyBytes (8 MiB).
 	MaxBodyBytes int64
 	// MaxWalkBytes bounds the bodies of one list walk together
-	// (EDGE_PMS_MAX_WALK_BYTES, DECISIONS 15): MaxPages x MaxBodyBytes
+	// (EDGE_PMS_MAX_WALK_BYTES, docs/contract.md section 15): MaxPages x MaxBodyBytes
 	// alone allows about 8 GiB. A longer walk is a failure. Zero means
 	// DefaultMaxWalkBytes (256 MiB).
 	MaxWalkBytes int64
@@ -140,7 +140,7 @@ type RetryConfig struct {
 func (cfg ClientConfig) withDefaults() (ClientConfig, *url.URL, error) {
 	u, err := url.Parse(cfg.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		// Not echoed: it may hold a password or a token (DECISIONS 15).
+		// Not echoed: it may hold a password or a token (docs/contract.md section 15).
 		return cfg, nil, errors.New("upstream: BaseURL: want an absolute http or https URL without query or fragment")
 	}
 	if cfg.Version == "" {

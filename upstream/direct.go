@@ -72,7 +72,7 @@ func (d *Direct) Snapshot(ctx context.Context) (*Snapshot, error) {
 }
 
 // Property gets one record and maps it. An unmappable record, or one of
-// another brand, is NotFound (pms-internal-api.md section 6); a record
+// another brand, is NotFound (docs/pms-api.md section 6); a record
 // whose id is not the one asked for is BadGateway.
 func (d *Direct) Property(ctx context.Context, id string) (*Item, error) {
 	raw, err := d.pms.GetHotel(ctx, d.opts.Brand, id)

@@ -138,7 +138,7 @@ func (e *answerError) Error() string {
 func (e *answerError) Unwrap() error { return e.err }
 
 // sheddingError: the PMS answered 503 or 429 with a Retry-After too long
-// to wait within the call (DECISIONS.md section 10).
+// to wait within the call (docs/contract.md section 10).
 type sheddingError struct {
 	status int
 	wait   time.Duration
@@ -176,7 +176,7 @@ func isCertError(err error) bool {
 	return errors.As(err, &cve) || errors.As(err, &ua) || errors.As(err, &hn) || errors.As(err, &ci)
 }
 
-// Retry-After bounds sent to partners for PMS shedding (DECISIONS.md 10).
+// Retry-After bounds sent to partners for PMS shedding (docs/contract.md section 10).
 const (
 	minShedWait = time.Second
 	maxShedWait = 60 * time.Second

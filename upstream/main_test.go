@@ -30,7 +30,7 @@ func record(id, brand, lifecycle, created string) json.RawMessage {
 // hotelID is the n-th test UUID.
 func hotelID(n int) string { return fmt.Sprintf("%08x-0000-4000-8000-%012x", n, n) }
 
-// fakePMS is a PMS on loopback implementing pms-internal-api.md sections 2
+// fakePMS is a PMS on loopback implementing docs/pms-api.md sections 2
 // and 3 over a fixed list, with a hook to misbehave. Cursors are offsets.
 type fakePMS struct {
 	hotels []json.RawMessage

@@ -27,7 +27,7 @@ import (
 // The policy:
 //   - retried: connection failures (dial errors, resets, EOF, also mid-body),
 //     per-attempt timeouts, and statuses 429, 500, 502, 503, 504. 500 is
-//     retried because pms-internal-api.md section 4 declares every 5xx
+//     retried because docs/pms-api.md section 4 declares every 5xx
 //     transient; 501 and other statuses are not.
 //   - never retried: other statuses (404 and every other 4xx), a 200 whose
 //     body is unusable (answerError: the same request would get the same

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// Issue 17 finding 4 (DECISIONS 15): a list walk stops, BAD_GATEWAY, as
+// Issue 17 finding 4 (docs/contract.md section 15): a list walk stops, BAD_GATEWAY, as
 // soon as its pages together pass MaxWalkBytes, whatever the page count.
 func TestListHotelsWalkBytesIsBadGateway(t *testing.T) {
 	f := newFakePMS(t, nil)

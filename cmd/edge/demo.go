@@ -59,7 +59,7 @@ func startDemo(ctx context.Context, cfg *settings, getenv func(string) string, l
 
 // demoAddr is where the demo listens unless EDGE_ADDR says otherwise: on
 // loopback only, as its keys are printed on the terminal and work for
-// anyone who can reach the port (DECISIONS.md section 18).
+// anyone who can reach the port (docs/contract.md section 18).
 const demoAddr = "127.0.0.1:8080"
 
 // demoDefaults fills in what the demo defaults differently from a

@@ -16,7 +16,7 @@ import (
 )
 
 // runDocs is "edge docs build [--docs-url URL] DIR": it writes the
-// documentation site (DECISIONS.md 13) into DIR for any static file server.
+// documentation site (docs/contract.md section 13) into DIR for any static file server.
 // The docs URL (flag, else EDGE_DOCS_URL, else operations.md's default) is
 // the base of the problem type URIs in the example bodies: the address
 // where DIR will be published.
@@ -112,7 +112,7 @@ func (p *parser) publicURL(env string) string {
 	return strings.TrimRight(st.value, "/")
 }
 
-// resolveDocsURL settles docs_url (DECISIONS.md section 18): EDGE_DOCS_URL
+// resolveDocsURL settles docs_url (docs/contract.md section 18): EDGE_DOCS_URL
 // when set, else EDGE_PUBLIC_URL + EDGE_DOCS_PATH, so that every problem
 // type and documentationUrl opens on the edge itself. Outside the demo a
 // docs URL nobody gave is a start-up error: the old default pointed at a

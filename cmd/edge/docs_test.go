@@ -40,7 +40,7 @@ var h1 = regexp.MustCompile(`(?s)<h1[^>]*>(.*?)</h1>`)
 // The demo serves its documentation at /docs and points every problem type
 // and documentationUrl there: a real answer's type opens, unauthenticated,
 // with a heading naming the code, public caching and a strict CSP
-// (DECISIONS.md 13).
+// (docs/contract.md section 13).
 func TestDemoServesItsDocs(t *testing.T) {
 	s := start(t, map[string]string{"EDGE_ADDR": "127.0.0.1:0", "EDGE_ADMIN_ADDR": "off"})
 	base := s.waitFor(t, urlLine)[1]

@@ -20,7 +20,7 @@ import (
 	"github.com/partner-edge/partner-edge/upstream/fleet/redistest"
 )
 
-// Issue 28, finding 8 (DECISIONS.md section 17: a cold fleet walks once):
+// Issue 28, finding 8 (docs/contract.md section 17: a cold fleet walks once):
 // three instances started together on one real Redis, each wired as run
 // wires it (the production Redis client and guard, the fleet loader, the
 // cache), are hit at once by 64 gets each: the PMS is walked exactly once

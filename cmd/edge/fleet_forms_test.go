@@ -38,7 +38,7 @@ func getFleet(t *testing.T, admin string) fleetState {
 	return st
 }
 
-// DECISIONS 16, failover is routine: three edge processes on a
+// docs/contract.md section 16, failover is routine: three edge processes on a
 // Sentinel-managed Redis (one primary, one replica, three Sentinels) under
 // steady load; the primary is killed (SIGKILL). Sentinel promotes the
 // replica, every instance shares again within 10 s of the promotion and
@@ -113,7 +113,7 @@ func TestFleetFollowsSentinelFailover(t *testing.T) {
 	}
 }
 
-// DECISIONS 16, TLS: an edge reaches a TLS-only Redis whose certificate a
+// docs/contract.md section 16, TLS: an edge reaches a TLS-only Redis whose certificate a
 // private CA signed through EDGE_REDIS_CA_FILE, with a client certificate
 // and an ACL user, and shares through it; an edge given another CA starts
 // with a clear warning and serves from its in-process fallback; one given

@@ -32,7 +32,7 @@ import (
 //     key); the limits are shared again within 10 s of Redis returning.
 //
 // The shared limits and walks are checked on one primary and on a Redis
-// Cluster of three primaries (DECISIONS 16), each with the failed-auth
+// Cluster of three primaries (docs/contract.md section 16), each with the failed-auth
 // throttle shared too (throttleShared).
 func TestFleetOfThree(t *testing.T) {
 	if testing.Short() {
@@ -66,7 +66,7 @@ func TestFleetOfThree(t *testing.T) {
 	})
 
 	// The same fleet on one primary and on a three-primary Cluster
-	// (DECISIONS 16): shared limits, throttle and walks alike. The fleet on
+	// (docs/contract.md section 16): shared limits, throttle and walks alike. The fleet on
 	// the primary outlives its subtest: the fault test below uses it.
 	primaryPMS := newWalkCountingPMS(t)
 	edges := startFleet(t, bin, 3, keyFile, primaryPMS.srv.URL, redisSrv.URL())
@@ -175,7 +175,7 @@ func TestFleetOfThree(t *testing.T) {
 // throttleShared checks that failed authentications from one client
 // address (posed as through X-Forwarded-For), spread round-robin over the
 // fleet, reach the shared EDGE_AUTH_FAIL_LIMIT of 20 a minute: a 429 by
-// the 25th failure (DECISIONS 16), where three in-process throttles would
+// the 25th failure (docs/contract.md section 16), where three in-process throttles would
 // let 60 through.
 func throttleShared(t *testing.T, edges []*edgeProc, client string) {
 	t.Helper()
@@ -350,7 +350,7 @@ func startFleet(t *testing.T, bin string, n int, keyFile, pmsURL, redisURL strin
 }
 
 // startFleetWith is startFleet with the Redis named by redisEnv (any form
-// of DECISIONS 16; none: in-process) and loopback's X-Forwarded-For
+// of docs/contract.md section 16; none: in-process) and loopback's X-Forwarded-For
 // believed (EDGE_TRUSTED_PROXIES), so a test can pose as other clients.
 func startFleetWith(t *testing.T, bin string, n int, keyFile, pmsURL string, redisEnv ...string) []*edgeProc {
 	t.Helper()
@@ -363,7 +363,7 @@ func startFleetWith(t *testing.T, bin string, n int, keyFile, pmsURL string, red
 			"PMS_BASE_URL=" + pmsURL, "EDGE_DOCS_URL=" + testDocsURL, "PMS_TOKEN=pms-secret-token",
 			"EDGE_CACHE_TTL=2s", "EDGE_AUTH_FAIL_LIMIT=20", "EDGE_TRUSTED_PROXIES=127.0.0.0/8",
 		}, redisEnv...)
-		if len(redisEnv) > 0 { // required with any Redis (DECISIONS 15)
+		if len(redisEnv) > 0 { // required with any Redis (docs/contract.md section 15)
 			cmd.Env = append(cmd.Env, "EDGE_FLEET_SECRET="+testFleetSecret)
 		}
 		e := &edgeProc{stderr: &testkit.LogBuffer{}}

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// Issue 17 finding 6 (DECISIONS 15): a start-up error echoes a setting's
+// Issue 17 finding 6 (docs/contract.md section 15): a start-up error echoes a setting's
 // value with a URL's password, and query values that look like
 // credentials, shown as xxxxx; an unparseable URL included.
 func TestStartupErrorsRedactSecrets(t *testing.T) {
@@ -45,7 +45,7 @@ func TestStartupErrorsRedactSecrets(t *testing.T) {
 	}
 }
 
-// Issue 17 finding 8 (DECISIONS 15): a rate the limiter cannot represent
+// Issue 17 finding 8 (docs/contract.md section 15): a rate the limiter cannot represent
 // is a start-up error naming the setting, never "no limit".
 func TestUnrepresentableRateRefused(t *testing.T) {
 	for _, v := range []string{"1e-9", "1e-12", "2e6"} {
@@ -69,7 +69,7 @@ func TestUnrepresentableRateRefused(t *testing.T) {
 	}
 }
 
-// Issue 17 finding 9 (DECISIONS 15): trusted-proxy ranges shorter than /8
+// Issue 17 finding 9 (docs/contract.md section 15): trusted-proxy ranges shorter than /8
 // (IPv4) or /16 (IPv6) are refused, naming the setting.
 func TestTrustedProxiesTooWideRefused(t *testing.T) {
 	for _, v := range []string{"0.0.0.0/0,::/0", "0.0.0.0/0", "::/0", "10.0.0.0/7", "2001::/15", "::ffff:0.0.0.0/96"} {
@@ -85,7 +85,7 @@ func TestTrustedProxiesTooWideRefused(t *testing.T) {
 	}
 }
 
-// Issue 17 finding 3 (DECISIONS 15): with EDGE_REDIS_URL, EDGE_FLEET_SECRET
+// Issue 17 finding 3 (docs/contract.md section 15): with EDGE_REDIS_URL, EDGE_FLEET_SECRET
 // of at least 32 bytes is required; the error names the variable and never
 // prints the secret.
 func TestFleetSecretRequired(t *testing.T) {
@@ -110,7 +110,7 @@ func TestFleetSecretRequired(t *testing.T) {
 	}
 }
 
-// Issue 17 finding 4 (DECISIONS 15): EDGE_PMS_MAX_WALK_BYTES, default
+// Issue 17 finding 4 (docs/contract.md section 15): EDGE_PMS_MAX_WALK_BYTES, default
 // 256MiB, in bytes or with a unit.
 func TestMaxWalkBytesSetting(t *testing.T) {
 	s, err := parseSettings(nil, mapEnv(nil), io.Discard)

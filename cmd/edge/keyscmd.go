@@ -18,7 +18,7 @@ import (
 
 const keysUsage = `usage: edge keys COMMAND [flags] [ID]
 
-Commands (DECISIONS.md section 18; every one takes --file, default EDGE_KEYS_FILE):
+Commands (docs/contract.md section 18; every one takes --file, default EDGE_KEYS_FILE):
   add      mint a key, print it once, add its record to the file (created when missing)
              --brand B (default EDGE_BRAND) --mode live|test [--partner NAME]
              [--properties id,id|*] [--scopes s,s] [--expires RFC3339|DURATION]
@@ -292,7 +292,7 @@ func runHelp(stdout io.Writer) error {
        edge keys COMMAND    manage the key file: add, list, suspend, resume, revoke,
                             rotate, check, new (edge keys --help)
        edge docs build DIR  write the documentation site (edge docs build --help)
-       edge pms check ...   check a PMS against pms-internal-api.md (edge pms check --help)
+       edge pms check ...   check a PMS against docs/pms-api.md (edge pms check --help)
        edge help            this text
 `)
 	return err

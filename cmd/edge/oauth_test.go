@@ -23,7 +23,7 @@ import (
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
 
-// DECISIONS 12: one OAuth setting without the other stops start-up with a
+// docs/contract.md section 12: one OAuth setting without the other stops start-up with a
 // message naming the missing one.
 func TestOAuthSettingsBothOrNeither(t *testing.T) {
 	for _, tc := range []struct {
@@ -162,7 +162,7 @@ func TestRunWithOAuth(t *testing.T) {
 	}
 }
 
-// TestRunOAuthJWKSHosts (DECISIONS.md section 17) runs the program with
+// TestRunOAuthJWKSHosts (docs/contract.md section 17) runs the program with
 // an issuer on 127.0.0.1 whose keys are elsewhere. A jwks_uri on another
 // host (127.0.0.2) is refused unless EDGE_OAUTH_JWKS_HOSTS names it; a
 // jwks_uri on the issuer's host that redirects to another host serving the
@@ -242,7 +242,7 @@ func TestRunOAuthJWKSHosts(t *testing.T) {
 	}
 }
 
-// TestRunWithHangingIssuer (DECISIONS.md section 17): an issuer that
+// TestRunWithHangingIssuer (docs/contract.md section 17): an issuer that
 // accepts the connection and never answers does not hold start-up for its
 // 5 s fetch: the edge serves after the 1 s start-up wait, logs that keys
 // are fetched in the background, and answers a token 503 with Retry-After

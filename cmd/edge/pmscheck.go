@@ -52,8 +52,8 @@ type checkOptions struct {
 	maxWalkBytes        int64 // EDGE_PMS_MAX_WALK_BYTES, as the edge
 }
 
-// runPMSCheck is edge pms check (DECISIONS.md 14): it walks a PMS with the
-// edge's client, checks every answer against pms-internal-api.md, maps
+// runPMSCheck is edge pms check (docs/contract.md section 14): it walks a PMS with the
+// edge's client, checks every answer against docs/pms-api.md, maps
 // every record and reports. Exit status: nil (0) when the PMS keeps the
 // contract and no baseline property is lost; an error (1) otherwise;
 // usage errors are *exitError with code 2.
@@ -181,8 +181,8 @@ func parseCheck(args []string, getenv lookupEnv, stderr io.Writer) (checkOptions
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: edge pms check [--json] [--save FILE] [--baseline FILE] [--sandbox | --candidate]")
 		fmt.Fprintln(fs.Output(), "\nWalks the PMS with the edge's own client, checks every answer against")
-		fmt.Fprintln(fs.Output(), "pms-internal-api.md, maps every record and reports what partners would see.")
-		fmt.Fprintln(fs.Output(), "Exit status: 0 OK; 1 an answer breaks pms-internal-api.md, or a baseline")
+		fmt.Fprintln(fs.Output(), "docs/pms-api.md, maps every record and reports what partners would see.")
+		fmt.Fprintln(fs.Output(), "Exit status: 0 OK; 1 an answer breaks docs/pms-api.md, or a baseline")
 		fmt.Fprintln(fs.Output(), "property is gone or now rejected; 2 usage error. With no PMS_BASE_URL the")
 		fmt.Fprintln(fs.Output(), "demo's embedded simulator is checked. See docs/pms-changes.md.")
 		fmt.Fprintln(fs.Output(), "\nFlags:")

@@ -12,7 +12,7 @@ const redacted = "xxxxx"
 // credential (token, key, secret, password, signature...) and its value.
 var credentialQuery = regexp.MustCompile(`(?i)([?&;][^=&;#]*(?:token|key|secret|passw|pwd|pass|auth|sig|credential|session|cookie)[^=&;#]*=)([^&;#]*)`)
 
-// redactSetting is value as a start-up error may print it (DECISIONS 15):
+// redactSetting is value as a start-up error may print it (docs/contract.md section 15):
 // a URL's password (or a userinfo without one: a token before the @) and
 // the values of query parameters that look like credentials become xxxxx.
 // It works on the raw text, so a URL that does not parse is redacted too;
@@ -44,7 +44,7 @@ func redactSetting(value string) string {
 var secretFlag = regexp.MustCompile(`(?i)token|secret|passw`)
 
 // redactArgs is the command line as /debug/pprof/cmdline shows it
-// (DECISIONS.md section 17): the value of every secret flag, as
+// (docs/contract.md section 17): the value of every secret flag, as
 // --flag=value or --flag value, becomes xxxxx, and every other argument is
 // redacted as a setting is (a URL's password, credential-like query
 // parameters). args is not modified.

@@ -8,7 +8,7 @@ import (
 	"github.com/partner-edge/partner-edge/upstream/fleet"
 )
 
-// DECISIONS 16: exactly one of three forms names the fleet's Redis; each
+// docs/contract.md section 16: exactly one of three forms names the fleet's Redis; each
 // is taken with its partner settings, and every mistake is a start-up
 // error naming the settings, never showing a password.
 func TestRedisFormSettings(t *testing.T) {
@@ -71,7 +71,7 @@ func TestRedisFormSettings(t *testing.T) {
 			t.Errorf("%s: error %q shows a password", tc.name, msg)
 		}
 	}
-	// Every form needs EDGE_FLEET_SECRET (DECISIONS 15).
+	// Every form needs EDGE_FLEET_SECRET (docs/contract.md section 15).
 	for setting, env := range map[string]map[string]string{
 		"EDGE_REDIS_URL":       {"EDGE_REDIS_URL": "redis://a:6379"},
 		"EDGE_REDIS_SENTINELS": {"EDGE_REDIS_SENTINELS": "a:26379", "EDGE_REDIS_MASTER": "m", "EDGE_REDIS_PASSWORD": pw},

@@ -64,7 +64,7 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 		demoDefaults(&cfg)
 	}
 	// Both listeners bind before anything starts: one that cannot is a
-	// start-up error naming its setting (DECISIONS.md section 18), never an
+	// start-up error naming its setting (docs/contract.md section 18), never an
 	// edge serving on without metrics.
 	publicLn, adminLn, err := bindListeners(cfg)
 	if err != nil {
@@ -133,7 +133,7 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 		return err
 	}
 	if fm != nil {
-		// /fleet follows Redis even while no request arrives (DECISIONS.md
+		// /fleet follows Redis even while no request arrives (docs/contract.md
 		// section 17): a small write every second through the guard,
 		// stopped before the client is closed.
 		wctx, stopWatch := context.WithCancel(ctx)

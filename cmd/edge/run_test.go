@@ -360,5 +360,5 @@ func mapEnv(m map[string]string) lookupEnv {
 
 // testDocsURL is the EDGE_DOCS_URL of the tests that start the edge outside
 // the demo and do not follow its links: outside the demo a docs URL (or
-// EDGE_PUBLIC_URL) is required (DECISIONS.md section 18).
+// EDGE_PUBLIC_URL) is required (docs/contract.md section 18).
 const testDocsURL = "https://developer.example.com/partner-api"

@@ -42,15 +42,15 @@ type settings struct {
 	MaxConcurrent            int
 	AuthFailLimit            int            // failed authentications a minute per client address; 0: off
 	TrustedProxies           []netip.Prefix // whose X-Forwarded-For is believed
-	Redis                    fleet.Settings // the fleet's Redis, one of three forms (DECISIONS 16); none: in-process (fleet.go)
+	Redis                    fleet.Settings // the fleet's Redis, one of three forms (docs/contract.md section 16); none: in-process (fleet.go)
 	DocsPath                 string         // serve the documentation site here (default /docs); empty: not served (docs.go)
 	PublicURL                string         // the URL partners call: the base of DocsURL; empty: none given (docs.go)
 	AddrSet                  bool           // EDGE_ADDR given by the operator: the demo keeps it (demo.go)
 	FleetSecret              []byte         // authenticates what instances share through Redis
 	PMSMaxWalkBytes          int64          // bound on the total size of one PMS list walk
-	OAuthIssuer              string         // with OAuthAudience: access tokens on (DECISIONS 12); empty: off
+	OAuthIssuer              string         // with OAuthAudience: access tokens on (docs/contract.md section 12); empty: off
 	OAuthAudience            string
-	OAuthJWKSHosts           []string // hosts besides the issuer's the jwks_uri may name (DECISIONS 17)
+	OAuthJWKSHosts           []string // hosts besides the issuer's the jwks_uri may name (docs/contract.md section 17)
 	CandidateURL             string   // shadow candidate PMS; empty: none (shadow.go)
 	CandidateToken           string
 }
@@ -150,7 +150,7 @@ func parseSettings(args []string, getenv lookupEnv, stderr io.Writer) (settings,
 		fmt.Fprintln(fs.Output(), "usage: edge [flags]        run the edge (no settings: the demo)")
 		fmt.Fprintln(fs.Output(), "       edge keys COMMAND ...   manage the key file: add, list, suspend, resume, revoke, rotate, check, new (edge keys --help)")
 		fmt.Fprintln(fs.Output(), "       edge docs build DIR write the documentation site (edge docs build --help)")
-		fmt.Fprintln(fs.Output(), "       edge pms check ...  check a PMS against pms-internal-api.md (edge pms check --help)")
+		fmt.Fprintln(fs.Output(), "       edge pms check ...  check a PMS against docs/pms-api.md (edge pms check --help)")
 		fmt.Fprintln(fs.Output(), "\nSettings (a flag overrides its environment variable):")
 		for _, st := range table {
 			fmt.Fprintf(fs.Output(), "  --%s, %s (default %q)\n        %s\n", st.flag, st.env, st.def, st.help)
@@ -238,9 +238,9 @@ func parseSettings(args []string, getenv lookupEnv, stderr io.Writer) (settings,
 	case s.AccessLogSample <= 0 || s.AccessLogSample > 1:
 		p.fail(fmt.Errorf("invalid EDGE_ACCESS_LOG_SAMPLE %v: want a fraction above 0 and at most 1", s.AccessLogSample))
 	case s.OAuthIssuer != "" && s.OAuthAudience == "":
-		p.fail(errors.New("EDGE_OAUTH_AUDIENCE is required when EDGE_OAUTH_ISSUER is set (DECISIONS 12: both or neither)"))
+		p.fail(errors.New("EDGE_OAUTH_AUDIENCE is required when EDGE_OAUTH_ISSUER is set (docs/contract.md section 12: both or neither)"))
 	case s.OAuthAudience != "" && s.OAuthIssuer == "":
-		p.fail(errors.New("EDGE_OAUTH_ISSUER is required when EDGE_OAUTH_AUDIENCE is set (DECISIONS 12: both or neither)"))
+		p.fail(errors.New("EDGE_OAUTH_ISSUER is required when EDGE_OAUTH_AUDIENCE is set (docs/contract.md section 12: both or neither)"))
 	case s.CacheStale < s.CacheTTL:
 		p.fail(fmt.Errorf("EDGE_CACHE_STALE (%s) must be at least EDGE_CACHE_TTL (%s)", s.CacheStale, s.CacheTTL))
 	}
@@ -385,7 +385,7 @@ func (p *parser) redisURL(env string) string {
 	return st.value
 }
 
-// redis maps the EDGE_REDIS_* settings to the fleet's (DECISIONS 16) and
+// redis maps the EDGE_REDIS_* settings to the fleet's (docs/contract.md section 16) and
 // adds the rules it breaks (two forms, a Sentinel without its master...)
 // to the start-up errors; passwords are never echoed. The operator files
 // are read when the edge joins the fleet (joinFleet).

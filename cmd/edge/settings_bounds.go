@@ -11,7 +11,7 @@ import (
 	"github.com/partner-edge/partner-edge/upstream/fleet"
 )
 
-// minFleetSecret is the shortest EDGE_FLEET_SECRET taken (DECISIONS 15):
+// minFleetSecret is the shortest EDGE_FLEET_SECRET taken (docs/contract.md section 15):
 // an HMAC-SHA256 key of at least the hash's own size.
 const minFleetSecret = 32
 
@@ -62,7 +62,7 @@ func (p *parser) secret(env string) []byte {
 }
 
 // checkBounds refuses what would not be enforced as configured
-// (DECISIONS 15): a default quota the limiter cannot represent (it would
+// (docs/contract.md section 15): a default quota the limiter cannot represent (it would
 // mean no limit at all), and a fleet in Redis without a secret to
 // authenticate what it shares.
 func (p *parser) checkBounds(s *settings) {
@@ -80,7 +80,7 @@ func (p *parser) checkBounds(s *settings) {
 	if s.Redis.Configured() && len(s.FleetSecret) < minFleetSecret {
 		src := p.get["EDGE_FLEET_SECRET"].source
 		if len(s.FleetSecret) == 0 {
-			p.fail(fmt.Errorf("%s is required when %s is set: a random secret of at least %d bytes shared by every instance (DECISIONS 15)", src, redisSetting(s.Redis), minFleetSecret))
+			p.fail(fmt.Errorf("%s is required when %s is set: a random secret of at least %d bytes shared by every instance (docs/contract.md section 15)", src, redisSetting(s.Redis), minFleetSecret))
 		} else {
 			p.fail(fmt.Errorf("%s is too short (%d bytes): want at least %d bytes", src, len(s.FleetSecret), minFleetSecret))
 		}

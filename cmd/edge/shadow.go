@@ -9,7 +9,7 @@ import (
 	"github.com/partner-edge/partner-edge/upstream/shadow"
 )
 
-// newShadow builds the shadow candidate of PMS_CANDIDATE_URL (DECISIONS.md
+// newShadow builds the shadow candidate of PMS_CANDIDATE_URL (docs/contract.md
 // 14); nil when it is empty. The candidate has its own client (its own
 // breaker, retry budget and connections, metrics labelled pms=candidate)
 // with the edge's PMS deadlines; it is walked at most once per cache TTL,

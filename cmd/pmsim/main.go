@@ -1,4 +1,4 @@
-// Command pmsim serves the simulated internal PMS API (pms-internal-api.md)
+// Command pmsim serves the simulated internal PMS API (docs/pms-api.md)
 // on its own, for load tests and demos, with seeded data and optional faults.
 // Run "pmsim --help" for the flags.
 package main

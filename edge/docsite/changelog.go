@@ -3,7 +3,7 @@ package docsite
 import "github.com/partner-edge/partner-edge/problem"
 
 // change is one entry of the changelog. Within v1 every change is additive
-// (partner-api-v1.md section 9): clients ignore unknown fields and tolerate
+// (docs/partner-api.md section 9): clients ignore unknown fields and tolerate
 // new enum values and codes.
 type change struct {
 	Title string

@@ -1,4 +1,4 @@
-// Package docsite builds the partner documentation site (DECISIONS.md
+// Package docsite builds the partner documentation site (docs/contract.md
 // section 13) from the project's sources of truth, so the site cannot drift
 // from what the edge does:
 //

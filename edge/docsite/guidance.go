@@ -211,7 +211,7 @@ var guides = map[problem.Code]guide{
 	},
 }
 
-// fieldCode is one field-error code (partner-api-v1.md 7.4, DECISIONS.md 5).
+// fieldCode is one field-error code (docs/partner-api.md section 7.4, docs/contract.md section 5).
 type fieldCode struct {
 	Code, Meaning string
 	In            []problem.Code // problem codes whose errors carry it in v1

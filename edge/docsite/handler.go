@@ -12,9 +12,9 @@ import (
 // Cache lifetimes. Pages and the reference change only with a new release
 // of the edge, so a day of caching is harmless and spares the edge; the
 // ETag makes revalidation cheap. These pages are outside /v1: the
-// contract's Cache-Control: no-store (DECISIONS.md 4) is for API answers,
+// contract's Cache-Control: no-store (docs/contract.md section 4) is for API answers,
 // which carry per-key data; the documentation is public and the same for
-// everyone (DECISIONS.md 13: "cacheable").
+// everyone (docs/contract.md section 13: "cacheable").
 const (
 	cachePage = "public, max-age=86400"
 	cacheMiss = "public, max-age=300"

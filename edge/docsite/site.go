@@ -33,7 +33,7 @@ type Options struct {
 	Now func() time.Time
 }
 
-// exampleTime is the timestamp of the example bodies (DECISIONS.md 6's).
+// exampleTime is the timestamp of the example bodies (docs/contract.md section 6's).
 var exampleTime = time.Date(2026, 11, 22, 9, 41, 0, 0, time.UTC)
 
 // file is one file of the site with the headers it is served with.

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// clientId (DECISIONS.md section 12): optional; a record may have it
+// clientId (docs/contract.md section 12): optional; a record may have it
 // instead of sha256 or beside it, never neither; unique; strict parsing
 // stays.
 func TestParseClientID(t *testing.T) {

@@ -17,10 +17,10 @@ import (
 )
 
 // DefaultOverlap is how long a rotated key keeps working beside its
-// successor unless told otherwise (DECISIONS.md section 18).
+// successor unless told otherwise (docs/contract.md section 18).
 const DefaultOverlap = 24 * time.Hour
 
-// Editor changes one key file on behalf of `edge keys` (DECISIONS.md
+// Editor changes one key file on behalf of `edge keys` (docs/contract.md
 // section 18). Every change is a read, an edit and a write of the whole
 // file under an exclusive lock (flock on the file's path + ".lock"), so two
 // editors at once keep both their changes; the result is checked with the

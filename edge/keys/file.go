@@ -56,7 +56,7 @@ type Record struct {
 	// default applies.
 	RateLimit *RateLimit `json:"rateLimit,omitzero"`
 	// ClientID is the OAuth 2.0 client whose access tokens act as this
-	// record (DECISIONS.md section 12); empty: API key only. Every record
+	// record (docs/contract.md section 12); empty: API key only. Every record
 	// has a SHA256, a ClientID or both.
 	ClientID string `json:"clientId,omitzero"`
 }

@@ -12,7 +12,7 @@ const (
 )
 
 // minSecretLen is the least number of [A-Za-z0-9] characters after the
-// prefix (DECISIONS.md section 3).
+// prefix (docs/contract.md section 3).
 const minSecretLen = 24
 
 const (
@@ -34,7 +34,7 @@ func ValidFormat(token string) bool {
 
 // HasKeyPrefix reports whether token starts like an API key (svc_live_ or
 // svc_test_), well-formed or not: such a credential is always taken as an
-// API key, never as an access token (DECISIONS.md section 12).
+// API key, never as an access token (docs/contract.md section 12).
 func HasKeyPrefix(token string) bool {
 	return strings.HasPrefix(token, PrefixLive) || strings.HasPrefix(token, PrefixTest)
 }

@@ -47,7 +47,7 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// FuzzValidFormat: ValidFormat agrees with the rule of DECISIONS.md
+// FuzzValidFormat: ValidFormat agrees with the rule of docs/contract.md
 // section 3, and a key of a valid format has a digest that fits the
 // bounded buffer.
 func FuzzValidFormat(f *testing.F) {

@@ -57,7 +57,7 @@ func parseRateLimit(raw json.RawMessage) (*RateLimit, error) {
 	case *w.Burst < 1 || *w.Burst > maxBurst || *w.Burst != math.Trunc(*w.Burst):
 		return nil, errors.New("burst must be a whole number from 1 to 1000000")
 	case !representable(*w.PerSecond, *w.Burst):
-		// The limiter would take this for "no limit" (DECISIONS 15).
+		// The limiter would take this for "no limit" (docs/contract.md section 15).
 		return nil, fmt.Errorf("perSecond %g is too small for burst %g: a limiter cannot represent it; want more than %g",
 			*w.PerSecond, *w.Burst, ratelimit.MinRate(int(*w.Burst)))
 	}

@@ -17,7 +17,7 @@ import (
 
 // maxFileSize bounds how much of a key file is read: far above any real key
 // file (about 400 bytes a key), small enough that a wrong path (a log file)
-// cannot exhaust memory (DECISIONS 15: 16 MiB).
+// cannot exhaust memory (docs/contract.md section 15: 16 MiB).
 const maxFileSize = opfile.MaxKeyFile
 
 // Options configures a Store. The zero value is usable.
@@ -60,7 +60,7 @@ type Store struct {
 // keySet is one loaded key file; never modified once published.
 type keySet struct {
 	byDigest map[[sha256.Size]byte]*Key
-	byClient map[string]*Key // records with a clientId (DECISIONS.md section 12)
+	byClient map[string]*Key // records with a clientId (docs/contract.md section 12)
 	n        int             // records in force
 }
 
@@ -181,7 +181,7 @@ func (s *Store) reload(force bool) (bool, error) {
 // read returns the file's content and its SHA-256.
 func (s *Store) read() ([]byte, [sha256.Size]byte, error) {
 	// A regular file only (links followed), never blocking: a FIFO or a
-	// device is refused like a malformed file (DECISIONS 15).
+	// device is refused like a malformed file (docs/contract.md section 15).
 	data, err := opfile.Read(s.path, maxFileSize)
 	if errors.Is(err, opfile.ErrTooLarge) {
 		return nil, [sha256.Size]byte{}, fmt.Errorf("file is larger than %d bytes", maxFileSize)

@@ -44,7 +44,7 @@ func serve(t testing.TB, ctx context.Context, cfg listener.ServeConfig) (string,
 	return "", nil
 }
 
-// DECISIONS.md section 8: health turns 503 once shutdown begins, while the
+// docs/contract.md section 8: health turns 503 once shutdown begins, while the
 // server still answers during the drain delay; in-flight work completes.
 func TestDrain(t *testing.T) {
 	var draining atomic.Bool

@@ -59,7 +59,7 @@ func (c *certStore) reload(force bool) error {
 	if c.onApplied != nil {
 		defer c.onApplied()
 	}
-	// Bounded, regular files only, never blocking (DECISIONS 15): a link
+	// Bounded, regular files only, never blocking (docs/contract.md section 15): a link
 	// to /dev/zero or a FIFO is refused like a malformed file.
 	certPEM, err := opfile.Read(c.certFile, opfile.MaxTLSFile)
 	if err != nil {
@@ -107,7 +107,7 @@ func (c *certStore) reject(r *tlsRefusal) error {
 	return r
 }
 
-// What a refused load refused (DECISIONS.md section 17: the log says
+// What a refused load refused (docs/contract.md section 17: the log says
 // whether the certificate or the key was refused, and names the file).
 const (
 	refusedCert = "certificate" // the certificate file: unreadable, no certificate, or not valid now

@@ -28,7 +28,7 @@ func unavailableAfter(t *testing.T, err error) time.Duration {
 // TestUnknownKidRefetchAtMostEvery30s: whatever tokens arrive, the JWKS is
 // fetched at most once per 30 s of the injected clock, and a new key is
 // picked up by the first fetch allowed. The fetch at start does not count:
-// the first unknown kid fetches at once (DECISIONS.md section 17).
+// the first unknown kid fetches at once (docs/contract.md section 17).
 func TestUnknownKidRefetchAtMostEvery30s(t *testing.T) {
 	s := newSetup(t)
 	ctx := context.Background()

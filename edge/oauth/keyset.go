@@ -18,7 +18,7 @@ import (
 	"github.com/go-jose/go-jose/v4"
 )
 
-// allowedAlgs are the only signature algorithms accepted (DECISIONS.md
+// allowedAlgs are the only signature algorithms accepted (docs/contract.md
 // section 12): asymmetric, so the public JWKS can never be used as a MAC
 // secret, and "none" is impossible.
 var allowedAlgs = []jose.SignatureAlgorithm{jose.RS256, jose.PS256, jose.ES256, jose.EdDSA}
@@ -170,7 +170,7 @@ func (v *Verifier) discover(ctx context.Context) (string, error) {
 	return "", errors.Join(errs...)
 }
 
-// checkJWKSURI applies DECISIONS.md section 17 to a discovered jwks_uri:
+// checkJWKSURI applies docs/contract.md section 17 to a discovered jwks_uri:
 // https, or http on a loopback host when the issuer is http too (tests and
 // the demo; keys must not travel in clear, and never from an https issuer);
 // on the issuer's host or one of Config.JWKSHosts. A discovery document is
@@ -219,7 +219,7 @@ const maxRedirects = 5
 // sent to, so neither a discovery document nor a JWKS can be taken from
 // another host, and never over http after https. net/http's default would
 // follow any redirect, to any host, https to http included: the forged-key
-// attack of DECISIONS.md section 17.
+// attack of docs/contract.md section 17.
 func (v *Verifier) checkRedirect(req *http.Request, via []*http.Request) error {
 	from := via[len(via)-1].URL
 	if !sameOrigin(from, req.URL) {

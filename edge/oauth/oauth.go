@@ -1,6 +1,6 @@
 // Package oauth verifies OAuth 2.0 JWT access tokens (RFC 9068) as RFC 8725
 // advises, against the signing keys an authorization server publishes
-// (DECISIONS.md section 12). JOSE itself (JWS parsing, signature
+// (docs/contract.md section 12). JOSE itself (JWS parsing, signature
 // verification, JWK decoding, claim checks) is github.com/go-jose/go-jose/v4;
 // this package decides which keys to trust, when to fetch them, and what a
 // token must carry.
@@ -22,7 +22,7 @@ import (
 const (
 	// DefaultMinRefetch is the least time between two fetches of the key
 	// set: a token with an unknown kid causes at most one fetch per period,
-	// whatever partners send (DECISIONS.md section 12).
+	// whatever partners send (docs/contract.md section 12).
 	DefaultMinRefetch = 30 * time.Second
 	// DefaultMaxKeyAge is how long a fetched key set is used before the
 	// next token refreshes it, so keys removed at the issuer stop working
@@ -32,7 +32,7 @@ const (
 	DefaultFetchTimeout = 5 * time.Second
 	// DefaultMaxWait is the longest a token waits for a key fetch under
 	// way before it is answered 503 with Retry-After, and the longest New
-	// waits for the start's fetch (DECISIONS.md section 17).
+	// waits for the start's fetch (docs/contract.md section 17).
 	DefaultMaxWait = time.Second
 	// MaxTokenSize is the largest token examined at all: RFC 9068 tokens
 	// are a few hundred bytes to a couple of kilobytes; anything larger is

@@ -37,7 +37,7 @@ func jwksHandler(keys ...jose.JSONWebKey) http.Handler {
 	})
 }
 
-// TestKeyFetchRedirects (DECISIONS.md section 17): discovery and JWKS
+// TestKeyFetchRedirects (docs/contract.md section 17): discovery and JWKS
 // fetches follow a redirect only within their origin, whatever client the
 // caller passes; a refused redirect is logged naming both URLs, and a
 // token of the keys behind it is Invalid (401), not Unavailable.

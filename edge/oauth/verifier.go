@@ -20,7 +20,7 @@ import (
 // a token names a key the set lacks, or the set is older than MaxKeyAge.
 // The fetch at start is not a refetch: the first unknown kid after it may
 // fetch at once; after that, fetches start at most once per MinRefetch,
-// whatever tokens arrive (DECISIONS.md sections 12 and 17).
+// whatever tokens arrive (docs/contract.md sections 12 and 17).
 //
 // Every fetch runs in a goroutine of its own, at most one at a time, bounded
 // by FetchTimeout and ended by New's context. A token that needs keys waits
@@ -55,7 +55,7 @@ type fetchCall struct {
 }
 
 // New checks cfg and starts fetching the issuer's keys, waiting at most
-// MaxWait for them (DECISIONS.md section 17: a hanging issuer does not delay
+// MaxWait for them (docs/contract.md section 17: a hanging issuer does not delay
 // start-up). Failing to reach the issuer is not an error: the edge starts,
 // logs the failure, and answers tokens 503 SERVICE_UNAVAILABLE (with
 // Retry-After) until a later fetch succeeds; API keys are unaffected. Only a
@@ -89,7 +89,7 @@ func New(ctx context.Context, cfg Config) (*Verifier, error) {
 		v.log = slog.New(slog.DiscardHandler)
 	}
 	// A copy of the caller's client with the verifier's redirect policy:
-	// safe by default, whatever client is passed (DECISIONS.md section 17).
+	// safe by default, whatever client is passed (docs/contract.md section 17).
 	client := http.Client{}
 	if cfg.HTTPClient != nil {
 		client = *cfg.HTTPClient
@@ -208,7 +208,7 @@ type waitHookKey struct{}
 // BeforeWait returns a context carrying f: Verify calls f once, in its
 // caller's goroutine, just before it waits for a key fetch, and never when
 // it does not wait. The edge gives up its load-shedding slot there, so
-// requests waiting on a slow issuer hold no one else up (DECISIONS.md
+// requests waiting on a slow issuer hold no one else up (docs/contract.md
 // section 17).
 func BeforeWait(ctx context.Context, f func()) context.Context {
 	return context.WithValue(ctx, waitHookKey{}, f)
@@ -301,7 +301,7 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*Token, error) {
 	alg := jose.SignatureAlgorithm(h.Algorithm)
 	keys := v.keys.Load().candidates(h.KeyID, alg)
 	if len(keys) == 0 && (h.KeyID == "" || !v.keys.Load().hasKID(h.KeyID)) {
-		// An unknown kid: perhaps a new key (paced, DECISIONS.md section 17).
+		// An unknown kid: perhaps a new key (paced, docs/contract.md section 17).
 		if err := v.awaitKeys(ctx, now); err != nil {
 			return nil, err
 		}
@@ -361,7 +361,7 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*Token, error) {
 }
 
 // typeAllowed: RFC 9068 section 2.1 says at+jwt (application/at+jwt in
-// full, case-insensitive, RFC 7515 section 4.1.9); DECISIONS.md section 12
+// full, case-insensitive, RFC 7515 section 4.1.9); docs/contract.md section 12
 // also accepts JWT and no typ, which issuers that predate RFC 9068 send.
 // Anything else (an ID token's or a logout token's type) is refused.
 func typeAllowed(typ any) bool {

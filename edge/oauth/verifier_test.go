@@ -187,7 +187,7 @@ func TestForgedTokensRefused(t *testing.T) {
 	}
 	// The unknown kids above caused one fetch between them: the first
 	// after start may fetch at once, the others fall within the 30 s that
-	// follow it (DECISIONS.md section 17).
+	// follow it (docs/contract.md section 17).
 	if got := s.is.jwksHits.Load(); got != 2 {
 		t.Errorf("JWKS fetched %d times, want 2", got)
 	}

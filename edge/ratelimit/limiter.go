@@ -48,7 +48,7 @@ func (l Limit) Valid() bool {
 
 // MinRate is the rate at or below which a Limit of burst cannot be Valid:
 // its bucket would take more than 1e18 ns to refill. A configured rate at
-// or below it must be refused, never taken as "no limit" (DECISIONS 15).
+// or below it must be refused, never taken as "no limit" (docs/contract.md section 15).
 func MinRate(burst int) float64 {
 	return float64(time.Second) * float64(burst+1) / 1e18
 }

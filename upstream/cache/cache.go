@@ -1,4 +1,4 @@
-// Package cache is the read model of one (brand, mode) (DECISIONS.md 9 and
+// Package cache is the read model of one (brand, mode) (docs/contract.md section 9 and
 // 11): a decorator of upstream.Catalog that holds one snapshot of the
 // brand, loaded by the list walk, and answers both routes from it.
 //

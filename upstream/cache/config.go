@@ -9,7 +9,7 @@ import (
 )
 
 // Defaults of Config. They match EDGE_CACHE_TTL and EDGE_CACHE_STALE
-// (DECISIONS.md section 9); a zero TTL is not defaulted, because zero means
+// (docs/contract.md section 9); a zero TTL is not defaulted, because zero means
 // "no cache" (see Config.TTL).
 const (
 	DefaultTTL          = 30 * time.Second

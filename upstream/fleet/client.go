@@ -28,7 +28,7 @@ const DefaultPoolSize = 8
 
 // clusterReload is how often a Cluster client re-reads the slot map
 // besides on MOVED and errors: a failed-over primary or a moved slot is
-// followed within DECISIONS 16's 10 s even when no call has failed.
+// followed within docs/contract.md section 16's 10 s even when no call has failed.
 const clusterReload = 5 * time.Second
 
 // Config configures a Client: exactly one form (Settings.Config builds

@@ -100,7 +100,7 @@ func orDefault(d, def time.Duration) time.Duration {
 
 // Load returns brand and mode's snapshot, loaded after newerThan.
 //
-// One walk per cold fleet holds by construction (DECISIONS.md section 17),
+// One walk per cold fleet holds by construction (docs/contract.md section 17),
 // not by timing: the lease is the only permission to walk while Redis
 // works, and whoever wins it looks for a publication again before walking
 // (the leader before it may have published and released between this
@@ -227,7 +227,7 @@ func (c *Coordinator) lead(ctx context.Context, name string, load LoadFunc) (Loa
 }
 
 // MaxSkew is how far in the future a publication's load time may be
-// (clocks of instances differ a little; DECISIONS 15: 5 s).
+// (clocks of instances differ a little; docs/contract.md section 15: 5 s).
 const MaxSkew = 5 * time.Second
 
 // errFromFuture is a publication whose load time is beyond MaxSkew ahead:
@@ -277,7 +277,7 @@ func (c *Coordinator) fetch(ctx context.Context, name string, newerThan time.Tim
 	return &Loaded{Properties: props, LoadedAt: at, Source: SourceShared}, nil
 }
 
-// refused logs a publication refused as forged (DECISIONS 15).
+// refused logs a publication refused as forged (docs/contract.md section 15).
 func (c *Coordinator) refused(ctx context.Context, name string, why error) {
 	if c.Log != nil {
 		c.Log.WarnContext(ctx, "shared snapshot refused; loading from the PMS", "snapshot", name, "reason", why.Error())

@@ -1,5 +1,5 @@
 // Package fleet holds the building blocks that let several edge instances
-// share one Redis (or Valkey) in any form operators run it (DECISIONS 16:
+// share one Redis (or Valkey) in any form operators run it (docs/contract.md section 16:
 // one primary, Sentinel, Cluster; TLS with a private CA, ACL users;
 // Settings and forms.go): a guarded client (per-call deadline, circuit
 // breaker, metrics, spans) and a lease-and-publish store with a coordinator

@@ -8,7 +8,7 @@ import (
 	"github.com/partner-edge/partner-edge/upstream/fleet/redistest"
 )
 
-// DECISIONS 16, failover is routine: when a Cluster fails over the primary
+// docs/contract.md section 16, failover is routine: when a Cluster fails over the primary
 // of the snapshot's slot (killed; its replica promoted after the node
 // timeout), the client with its default guard follows within 10 s of the
 // promotion without a restart, and Nodes names the new primary.

@@ -18,7 +18,7 @@ import (
 // while it may still answer reads: out of memory under noeviction, a
 // read-only replica, an ACL without the permission, lost credentials, a
 // failed save, missing replicas. Any of them means the shared state cannot
-// be kept (DECISIONS 15): Redis counts as unavailable.
+// be kept (docs/contract.md section 15): Redis counts as unavailable.
 var writeRefusals = []string{"OOM", "READONLY", "NOPERM", "NOAUTH", "WRONGPASS", "MISCONF", "NOREPLICAS"}
 
 // refusal returns the first word of err when it is a write refusal.

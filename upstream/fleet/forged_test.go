@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// DECISIONS 15: a publication is used only when its HMAC verifies under the
+// docs/contract.md section 15: a publication is used only when its HMAC verifies under the
 // fleet secret and its load time is not beyond MaxSkew ahead; anything else
 // means a walk of the PMS, whose result overwrites it.
 func TestForgedPublicationsRefused(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Form is how the fleet reaches its Redis (DECISIONS 16). A fixed set:
+// Form is how the fleet reaches its Redis (docs/contract.md section 16). A fixed set:
 // /fleet shows it.
 type Form string
 
@@ -52,7 +52,7 @@ type Settings struct {
 	// Redis instead of the system store; empty: the system store.
 	// CertFile and KeyFile (EDGE_REDIS_CERT_FILE, EDGE_REDIS_KEY_FILE),
 	// both or neither, are a client certificate. Operator files
-	// (DECISIONS 15): regular, at most 1 MiB each.
+	// (docs/contract.md section 15): regular, at most 1 MiB each.
 	CAFile, CertFile, KeyFile string
 	// ReadFile reads CAFile, CertFile and KeyFile. cmd/edge passes
 	// edge/listener.ReadTLSFile, the operator-file reader of TLS material
@@ -82,7 +82,7 @@ func (s Settings) Configured() bool {
 	return s.URL != "" || s.Sentinels != "" || s.Master != "" || s.Cluster != ""
 }
 
-// Check returns every rule of DECISIONS 16 the settings break, each error
+// Check returns every rule of docs/contract.md section 16 the settings break, each error
 // naming the settings: exactly one form, a Sentinel with its master name,
 // one host in a URL, host:port lists, credentials and TLS where they
 // apply, a certificate with its key. It reads no file (Config does).

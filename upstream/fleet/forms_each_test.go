@@ -9,7 +9,7 @@ import (
 	"github.com/partner-edge/partner-edge/upstream/fleet/redistest"
 )
 
-// form is one of the forms of Redis a test runs against (DECISIONS 16).
+// form is one of the forms of Redis a test runs against (docs/contract.md section 16).
 type form struct {
 	// client is a new guarded client: one instance of the fleet.
 	client func(t *testing.T) *Client

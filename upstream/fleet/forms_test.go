@@ -13,7 +13,7 @@ import (
 	"github.com/partner-edge/partner-edge/upstream/fleet/redistest"
 )
 
-// TLS with a private CA (DECISIONS 16): the CA of EDGE_REDIS_CA_FILE is
+// TLS with a private CA (docs/contract.md section 16): the CA of EDGE_REDIS_CA_FILE is
 // trusted for Redis alone (the process's system store stays as it is and
 // does not trust it); a client certificate and an ACL user work; a wrong
 // CA or password is an error that opens the way to the fallback, and the
@@ -86,7 +86,7 @@ func TestTLSPrivateCAAndACL(t *testing.T) {
 	}
 }
 
-// Operator files (DECISIONS 15): the CA bundle and the client certificate
+// Operator files (docs/contract.md section 15): the CA bundle and the client certificate
 // are read only when regular and small; a file without a certificate, or
 // a certificate without its key, is refused naming the setting.
 func TestLoadTLSRefusesBadFiles(t *testing.T) {

@@ -14,7 +14,7 @@ const DefaultHealthEvery = time.Second
 // until ctx is done: one small write, the probe key's SET, authenticated
 // as every call is, through the guard. The breaker and the fence, and so
 // State and the admin listener's /fleet, then follow Redis even while no
-// request arrives (DECISIONS.md section 17: within 5 s): a write refusal
+// request arrives (docs/contract.md section 17: within 5 s): a write refusal
 // raises the fence at once, a Redis that does not answer opens the breaker
 // after ConsecutiveFailures probes, and a probe let through while they
 // stand brings them down once Redis is back. The probes make no spans

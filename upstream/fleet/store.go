@@ -23,7 +23,7 @@ var (
 	ErrTooLarge = errors.New("fleet: published snapshot too large")
 	// ErrUnauthenticated is a publication whose HMAC does not verify under
 	// the store's secret: written by someone without EDGE_FLEET_SECRET (or
-	// by an instance with another one, or before DECISIONS 15).
+	// by an instance with another one, or before docs/contract.md section 15).
 	ErrUnauthenticated = errors.New("fleet: published snapshot not authenticated (EDGE_FLEET_SECRET)")
 )
 

@@ -1,5 +1,5 @@
-// Package pmscheck checks a PMS against pms-internal-api.md and the edge's
-// mapping (DECISIONS.md 14, edge pms check): it walks the PMS with the
+// Package pmscheck checks a PMS against docs/pms-api.md and the edge's
+// mapping (docs/contract.md section 14, edge pms check): it walks the PMS with the
 // edge's own client (upstream.Client: same paging, retries, bounds and
 // deadlines) and its own walk-and-map (upstream.Direct), records every
 // answer on the way through the client's transport, checks each one
@@ -53,19 +53,19 @@ const unknownID = "00000000-0000-4000-8000-00000000dead"
 
 // fieldsSeenMin: a field the mapping reads that is absent from every one of
 // at least this many records was renamed or removed, not merely missing on
-// "a few bad records" (pms-internal-api.md section 5).
+// "a few bad records" (docs/pms-api.md section 5).
 const fieldsSeenMin = 10
 
 // Rules a Violation may break.
 const (
 	RuleStatus = "status" // an HTTP status the API does not give for this request
-	RuleShape  = "shape"  // an answer's JSON does not match pms-internal-api.md (schema/)
+	RuleShape  = "shape"  // an answer's JSON does not match docs/pms-api.md (schema/)
 	RulePaging = "paging" // cursors and pages (section 2)
 	RuleGet    = "get"    // the get route disagrees with the list (section 3)
 	RuleWalk   = "walk"   // the edge's own walk failed: partners would get 502/503/504
 )
 
-// Violation is one way the PMS breaks pms-internal-api.md, with how often
+// Violation is one way the PMS breaks docs/pms-api.md, with how often
 // and where.
 type Violation struct {
 	Rule  string `json:"rule"`
@@ -85,11 +85,11 @@ type Report struct {
 	Brand      string `json:"brand"`
 	Mode       string `json:"mode"`
 	CodeSource string `json:"codeSource"`
-	// OK is false when the PMS breaks pms-internal-api.md or, after
+	// OK is false when the PMS breaks docs/pms-api.md or, after
 	// Compare, when partners lose a property of the baseline.
 	OK      bool    `json:"ok"`
 	Answers Answers `json:"answers"`
-	// Violations are the broken rules of pms-internal-api.md.
+	// Violations are the broken rules of docs/pms-api.md.
 	Violations []Violation `json:"violations"`
 	Records    Records     `json:"records"`
 	// Rejected lists the ids of the records the mapping left out, by
@@ -112,7 +112,7 @@ type Answers struct {
 	// attempt with no answer), retries included.
 	Statuses map[string]int `json:"statuses"`
 	// TransientGets counts the gets that still failed after the edge's
-	// own retries with what pms-internal-api.md allows a PMS to answer now
+	// own retries with what docs/pms-api.md allows a PMS to answer now
 	// and then (a 5xx, a 429, no answer): a flaky PMS, not a broken rule,
 	// unless no get succeeded at all.
 	TransientGets int `json:"transientGets"`
@@ -273,14 +273,14 @@ func (a *Answers) countStatus(x *exchange) {
 }
 
 // statusProblem says what is wrong with a status the PMS gave, or "" when
-// pms-internal-api.md allows it (200, a transient 5xx, 429), for the list
+// docs/pms-api.md allows it (200, a transient 5xx, 429), for the list
 // route (list) or a get of a listed hotel.
 func statusProblem(status int, list bool) string {
 	switch {
 	case status == http.StatusOK, status >= 500 && status <= 599, status == http.StatusTooManyRequests:
 		return ""
 	case status == http.StatusNotFound && list:
-		return "the list route answered 404: an unknown brand lists as empty, so this is a wrong base URL or route (section 2, DECISIONS 10)"
+		return "the list route answered 404: an unknown brand lists as empty, so this is a wrong base URL or route (section 2, docs/contract.md section 10)"
 	case status == http.StatusNotFound:
 		return "a hotel of the list answered 404 on the get route (section 3)"
 	case status == http.StatusBadRequest:
@@ -478,7 +478,7 @@ func checkGets(ctx context.Context, client *upstream.Client, cfg Config, items [
 }
 
 // transientFailure reports whether a call that failed with err, whose
-// attempts were xs, failed as a PMS may now and then (pms-internal-api.md:
+// attempts were xs, failed as a PMS may now and then (docs/pms-api.md:
 // a 5xx or 429, or no answer; or the client's breaker or deadline after
 // such answers), which the edge retries or serves stale over, rather than
 // by breaking a rule.

@@ -24,9 +24,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "  note: %d get(s) still failed with a 5xx, 429 or no answer after the edge's retries: a flaky PMS, not a broken rule\n", n)
 	}
 	if len(r.Violations) == 0 {
-		fmt.Fprintf(&b, "Contract: every answer follows pms-internal-api.md\n")
+		fmt.Fprintf(&b, "Contract: every answer follows docs/pms-api.md\n")
 	} else {
-		fmt.Fprintf(&b, "Contract: %d rule(s) broken (pms-internal-api.md)\n", len(r.Violations))
+		fmt.Fprintf(&b, "Contract: %d rule(s) broken (docs/pms-api.md)\n", len(r.Violations))
 		for _, v := range r.Violations {
 			field := ""
 			if v.Field != "" {
@@ -101,7 +101,7 @@ func (r *Report) Failures() []string {
 				names = append(names, name)
 			}
 		}
-		out = append(out, "pms-internal-api.md broken: "+strings.Join(names, ", "))
+		out = append(out, "docs/pms-api.md broken: "+strings.Join(names, ", "))
 	}
 	if d := r.Baseline; d != nil {
 		if len(d.Removed) > 0 {

@@ -184,7 +184,7 @@ func sortedKeys(m map[string]json.RawMessage) []string {
 }
 
 // publicOrder is the field order of the public Property
-// (partner-api-v1.md 2.1); fields outside it sort after, by name.
+// (docs/partner-api.md section 2.1); fields outside it sort after, by name.
 var publicOrder = []string{"object", "id", "name", "code", "status", "timezone", "createdAt", "updatedAt"}
 
 // changedFields names the public fields whose values differ between two

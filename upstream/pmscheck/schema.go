@@ -13,7 +13,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 )
 
-// The JSON Schemas of the PMS's answers (pms-internal-api.md sections 2, 3
+// The JSON Schemas of the PMS's answers (docs/pms-api.md sections 2, 3
 // and 5), kept beside the code that checks them.
 //
 //go:embed schema/*.json

@@ -68,7 +68,7 @@ func InternalFieldNames() []string {
 const LeakMarker = "@owners.pms.invalid"
 
 // Unmappable is the number of records of a brand that cannot be mapped
-// (pms-internal-api.md section 6), given the hotels per brand: one in eight,
+// (docs/pms-api.md section 6), given the hotels per brand: one in eight,
 // cycling through a non-UUID id, a blank name, a missing time zone, an
 // unknown time zone and an unparseable created_at.
 func Unmappable(hotelsPerBrand int) int { return hotelsPerBrand / 8 }

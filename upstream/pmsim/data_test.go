@@ -25,7 +25,7 @@ type rawRecord struct {
 
 var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 
-// unmappable tells why a record breaks a rule of pms-internal-api.md
+// unmappable tells why a record breaks a rule of docs/pms-api.md
 // section 6, independently of the edge's mapping package.
 func unmappable(r rawRecord) string {
 	switch {

@@ -1,4 +1,4 @@
-// Package pmsim is a simulator of the internal PMS API (pms-internal-api.md):
+// Package pmsim is a simulator of the internal PMS API (docs/pms-api.md):
 // a real http.Handler with deterministic, seeded and deliberately messy hotel
 // data, test accessors, request counters and faults that can be switched on
 // and off while it serves.
@@ -47,7 +47,7 @@ type Config struct {
 	// no authentication.
 	Token string
 	// Drift plays a changed PMS (renamed or retyped fields, lost records,
-	// broken paging). The zero value is the PMS of pms-internal-api.md.
+	// broken paging). The zero value is the PMS of docs/pms-api.md.
 	Drift Drift
 }
 

@@ -1,5 +1,5 @@
 // Package shadow compares a candidate PMS with the live one in the
-// background (DECISIONS.md 14): right after the edge's own walk of the live
+// background (docs/contract.md section 14): right after the edge's own walk of the live
 // PMS, at most once per Interval for each brand and mode, it walks the
 // candidate with its own client (retries, breaker) under its own deadline,
 // maps it with the edge's walk-and-map (upstream.Direct) and compares what

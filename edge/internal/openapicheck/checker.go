@@ -137,7 +137,7 @@ func (c *Checker) check(method, path string, status int, header http.Header, bod
 }
 
 // operation finds the compiled operation of escapedPath (with the prefix).
-// It routes as the edge does (DECISIONS.md section 10): percent-encoded
+// It routes as the edge does (docs/contract.md section 10): percent-encoded
 // unreserved characters are decoded first ("/v1/propert%69es" is the list),
 // and no other escape ever becomes a separator ("%2F" stays inside its
 // segment).

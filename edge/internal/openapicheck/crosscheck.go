@@ -21,7 +21,7 @@ type ids struct {
 }
 
 // crossCheck asserts the rules that tie a body to its headers and request,
-// which a schema cannot express (DECISIONS.md sections 4 and 6): the request
+// which a schema cannot express (docs/contract.md sections 4 and 6): the request
 // id of the body equals Svc-Request-Id, a problem's instance is the request
 // path (see instanceNames), and its type is the docs page of its code. The
 // body has already matched its schema.
@@ -65,8 +65,8 @@ var clipMarkers = []string{"\u2026", "..."}
 
 // instanceNames reports whether a problem's instance names the request
 // path. Both are compared once normalised (RFC 3986 section 6.2.2: the edge
-// decodes percent-encoded unreserved characters before routing, DECISIONS.md
-// section 10). A long path may be echoed clipped (DECISIONS.md 10: an answer
+// decodes percent-encoded unreserved characters before routing, docs/contract.md
+// section 10). A long path may be echoed clipped (docs/contract.md section 10: an answer
 // stays a few kilobytes): then the instance is at least minClipped
 // characters of the path's beginning, optionally followed by a marker.
 func instanceNames(instance, escapedPath string) bool {

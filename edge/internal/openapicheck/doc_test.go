@@ -39,7 +39,7 @@ func TestDocumentLoadsAndValidates(t *testing.T) {
 
 	wantPaths := []string{"/", "/health", "/properties", "/properties/{propertyId}"}
 	if got := slices.Sorted(maps.Keys(doc.Paths.Map())); !slices.Equal(got, wantPaths) {
-		t.Errorf("paths = %v, want %v (DECISIONS.md section 1)", got, wantPaths)
+		t.Errorf("paths = %v, want %v (docs/contract.md section 1)", got, wantPaths)
 	}
 	for _, p := range wantPaths {
 		item := doc.Paths.Value(p)
@@ -225,16 +225,16 @@ func TestRouteProblemCodes(t *testing.T) {
 		}
 	}
 	if seen[string(problem.PropertyAccessDenied)] {
-		t.Errorf("PROPERTY_ACCESS_DENIED is listed on a v1 route; none is property-scoped (DECISIONS.md section 3)")
+		t.Errorf("PROPERTY_ACCESS_DENIED is listed on a v1 route; none is property-scoped (docs/contract.md section 3)")
 	}
 }
 
 // TestEveryResponseCarriesCommonHeaders: Svc-Request-Id, Cache-Control and
-// X-Content-Type-Options are required on every response (DECISIONS.md 4);
+// X-Content-Type-Options are required on every response (docs/contract.md section 4);
 // Strict-Transport-Security is declared on every response (sent over TLS);
 // every 429 and 503 requires Retry-After; every response of an authenticated
 // operation that can follow authentication declares the rate-limit fields
-// of DECISIONS.md 10 (optional: sent only while per-key limiting is on).
+// of docs/contract.md section 10 (optional: sent only while per-key limiting is on).
 func TestEveryResponseCarriesCommonHeaders(t *testing.T) {
 	c := checker(t)
 	ops := map[string]*operation{"unrouted": c.unrouted}
@@ -259,7 +259,7 @@ func TestEveryResponseCarriesCommonHeaders(t *testing.T) {
 			if want != "" && !required[want] {
 				t.Errorf("%s %d: %s is not required", name, status, want)
 			}
-			// 401 and 405 always come before a key is known (DECISIONS.md
+			// 401 and 405 always come before a key is known (docs/contract.md
 			// 2), and health is never limited; a 500 or 503 may come before
 			// or after authentication (their components serve both).
 			beforeAuth := status == http.StatusUnauthorized || status == http.StatusMethodNotAllowed ||

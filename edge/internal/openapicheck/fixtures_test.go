@@ -21,7 +21,7 @@ const (
 	propID2  = "1c0a4d2f-9b2e-4a8f-8d3b-2e3f4a5b6c7d"
 	propPath = "/v1/properties/" + propID
 	// rateLimitPolicy and rateLimit are the rate-limit fields of
-	// draft-ietf-httpapi-ratelimit-headers as DECISIONS.md section 10 shows
+	// draft-ietf-httpapi-ratelimit-headers as docs/contract.md section 10 shows
 	// them.
 	rateLimitPolicy = `"default";q=600;w=60`
 	rateLimit       = `"default";r=598;t=60`

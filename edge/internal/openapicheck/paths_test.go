@@ -9,7 +9,7 @@ import (
 
 // TestPathsRouteAsTheEdgeRoutesThem: percent-encoded unreserved characters
 // are decoded before routing, and an encoded "/" never separates segments
-// (DECISIONS.md section 10).
+// (docs/contract.md section 10).
 func TestPathsRouteAsTheEdgeRoutesThem(t *testing.T) {
 	c := checker(t)
 	list := byName(validReplies(t), "list past the end")
@@ -35,7 +35,7 @@ func TestPathsRouteAsTheEdgeRoutesThem(t *testing.T) {
 
 // TestInstanceNamesThePath: a problem's instance is the request path,
 // compared once both are normalised, or, for a long path, its clipped
-// beginning (DECISIONS.md section 10: answers stay a few kilobytes).
+// beginning (docs/contract.md section 10: answers stay a few kilobytes).
 func TestInstanceNamesThePath(t *testing.T) {
 	c := checker(t)
 	long := "/v1/" + strings.Repeat("%01", 2000)

@@ -1,5 +1,5 @@
 // Package opfile reads the files an operator points the edge at (the key
-// file, the TLS certificate and key) under DECISIONS 15: only regular files
+// file, the TLS certificate and key) under docs/contract.md section 15: only regular files
 // (after following links), only up to a bound, and never blocking.
 package opfile
 
@@ -12,7 +12,7 @@ import (
 	"syscall"
 )
 
-// Bounds of DECISIONS 15.
+// Bounds of docs/contract.md section 15.
 const (
 	MaxKeyFile = 16 << 20 // the key file
 	MaxTLSFile = 1 << 20  // the TLS certificate, and its key

@@ -2,7 +2,7 @@
 // a brand shares each bucket (an API key's quota, a client address's
 // failed authentications) through one GCRA bucket in Redis, yet a
 // rate-limited request makes no Redis round trip in the common case
-// (DECISIONS.md section 16).
+// (docs/contract.md section 16).
 //
 // Each instance takes a share of a bucket's units from Redis ahead of need
 // (a lease: tokens granted by the bucket, spendable here for Lease) and

@@ -24,7 +24,7 @@ import (
 	"time"
 )
 
-// The forms operators run (DECISIONS 16): a TLS-only server with a CA made
+// The forms operators run (docs/contract.md section 16): a TLS-only server with a CA made
 // in the test, ACL users, Sentinel, Cluster. Always real redis-server
 // processes: where it is missing, the test fails under CI=true and is
 // skipped otherwise (miniredis has no TLS, Sentinel or Cluster).

@@ -1350,7 +1350,7 @@ type Property struct {
 	Id openapi_types.UUID `json:"id"`
 
 	// Name Display name, as the PMS holds it (trimmed), at most 256 characters: a PMS
-	// record with a longer name is not served at all (DECISIONS 15).
+	// record with a longer name is not served at all (docs/contract.md section 15).
 	Name   string         `json:"name"`
 	Object PropertyObject `json:"object"`
 
