@@ -69,8 +69,10 @@ func (s responder) writePage(w http.ResponseWriter, r *http.Request, p page) {
 }
 
 // pageStart is what a page's body has before its items' JSON; the start a
-// pageCache compresses is pageStart, the items, and "]".
+// page cache compresses is pageStart, the items, and "]".
 const pageStart = `{"data":[`
+
+var pageStartBytes, pageEnd = []byte(pageStart), []byte("]")
 
 // writePageCoded answers the pre-joined page p compressed from its cached
 // start, when choice compresses a body of its size; false (nothing
@@ -81,7 +83,7 @@ func (s responder) writePageCoded(w http.ResponseWriter, r *http.Request, p page
 	c := choice.For(len(pageStart) + len(p.joined) + len("]") + len(tail))
 	var st *contentcoding.Static
 	if c != contentcoding.Identity {
-		st = s.comp.pages.start(p.snap, p.from, p.to, p.joined, c)
+		st = s.comp.pages.Start(p.snap, p.from, p.to, c, pageStartBytes, p.joined, pageEnd)
 	}
 	if st == nil {
 		putBuf(bp, tail)
@@ -132,6 +134,34 @@ func (s responder) appendMeta(b []byte, r *http.Request, p *page) []byte {
 		b = append(b, '}')
 	}
 	return append(b, '}')
+}
+
+// compressor compresses the answers of GET /v1/ and /v1/properties[/{id}]
+// (DECISIONS.md section 18): a body of 1 KiB or more in the coding
+// Accept-Encoding prefers (zstd or gzip), identity otherwise. Problems and
+// /v1/health stay plain.
+//
+// A page of a key that sees every property is the same bytes for every
+// such request but its meta, so its start ({"data":[...]) is compressed
+// once per snapshot and page (pages), and each request appends only its
+// meta, framed uncompressed (contentcoding.Static): a compressed cached
+// list costs about what the plain one does, which copies the whole page.
+// Other bodies (a page filtered by a key's grants, a get over 1 KiB) are
+// compressed per request at the fastest levels.
+type compressor struct {
+	fast  *contentcoding.Encoder
+	pages *contentcoding.PageCache
+}
+
+func newCompressor() *compressor {
+	return &compressor{fast: contentcoding.NewEncoder(contentcoding.Fast),
+		pages: contentcoding.NewPageCache(contentcoding.NewEncoder(contentcoding.Default), 0)}
+}
+
+// writeCoded answers 200 with body, already in coding c (not Identity).
+func writeCoded(w http.ResponseWriter, c contentcoding.Coding, body []byte) {
+	w.Header()["Content-Encoding"] = c.Header()
+	writeJSON(w, http.StatusOK, body)
 }
 
 func putBuf(bp *[]byte, b []byte) {

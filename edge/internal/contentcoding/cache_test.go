@@ -1,0 +1,84 @@
+package contentcoding
+
+import (
+	"fmt"
+	"testing"
+)
+
+// cachedBytes is the accounting the cache should hold (the test is alone:
+// no lock).
+func (pc *PageCache) cachedBytes() int {
+	n := 0
+	for _, op := range pc.owners {
+		for _, st := range op.pages {
+			n += st.Size() + entryCost
+		}
+	}
+	return n
+}
+
+// items is a pre-joined list of n JSON objects, as a snapshot holds it.
+func items(n, seed int) []byte {
+	var b []byte
+	for i := range n {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = fmt.Appendf(b, `{"object":"property","id":"%08d-%04d-4000-8000-000000000000","name":"Hotel %d"}`, i, seed, i)
+	}
+	return b
+}
+
+// The page cache compresses a page once, keys by owner, holds at most
+// CacheOwners owners' pages and at most its byte bound, and past the bound
+// answers nil (the caller compresses per request) for more pages of an
+// owner it holds, while a new owner takes the stalest one's place.
+func TestPageCacheBounds(t *testing.T) {
+	pc := NewPageCache(NewEncoder(Default), 4<<10)
+	head, tail := []byte(`{"data":[`), []byte("]")
+	owner := new(int)
+	joined := items(200, 0)
+	first := pc.Start(owner, 0, 50, Gzip, head, joined, tail)
+	if again := pc.Start(owner, 0, 50, Gzip, head, joined, tail); again != first {
+		t.Error("the same page compressed twice")
+	}
+	if z := pc.Start(owner, 0, 50, Zstd, head, joined, tail); z == first || z.Coding() != Zstd {
+		t.Error("zstd and gzip share an entry")
+	}
+	want := append(append(append([]byte(nil), head...), joined...), tail...)
+	if got := decode(t, Gzip, first.AppendTo(nil, nil)); string(got) != string(want) {
+		t.Errorf("the cached start decodes to %d bytes, want %d", len(got), len(want))
+	}
+
+	sawNil := false
+	for from := 0; from < 200; from += 5 {
+		if pc.Start(owner, from, from+5, Gzip, head, items(5, from), tail) == nil {
+			sawNil = true
+		}
+		if n := pc.cachedBytes(); n != pc.bytes || pc.bytes > pc.maxBytes {
+			t.Fatalf("accounting: %d bytes counted, %d held, bound %d", pc.bytes, n, pc.maxBytes)
+		}
+	}
+	if !sawNil {
+		t.Errorf("40 pages fit in %d bytes: the test wants the bound reached", pc.maxBytes)
+	}
+
+	// New owners (a snapshot's refreshes) take the place of the stalest.
+	for i := range 2 * CacheOwners {
+		o := new(int)
+		if st := pc.Start(o, 0, 50, Gzip, head, items(50, i+1), tail); st == nil {
+			t.Fatalf("owner %d: no start though older owners could be dropped", i)
+		}
+		if len(pc.owners) > CacheOwners {
+			t.Fatalf("%d owners held, bound %d", len(pc.owners), CacheOwners)
+		}
+		if n := pc.cachedBytes(); n != pc.bytes || pc.bytes > pc.maxBytes {
+			t.Fatalf("accounting: %d bytes counted, %d held, bound %d", pc.bytes, n, pc.maxBytes)
+		}
+	}
+	for _, op := range pc.owners {
+		if op.owner == any(owner) {
+			t.Error("the first owner is still held after eight newer ones")
+		}
+	}
+}
