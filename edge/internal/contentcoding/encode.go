@@ -3,6 +3,7 @@ package contentcoding
 import (
 	"encoding/binary"
 	"hash/crc32"
+	"runtime"
 	"sync"
 
 	"github.com/klauspost/compress/flate"
@@ -40,9 +41,10 @@ func NewEncoder(l Level) *Encoder {
 	if l == Default {
 		gz, zl = 6, zstd.SpeedDefault
 	}
-	// Options are constants: NewWriter cannot fail on them.
+	// Options are constants: NewWriter cannot fail on them. Concurrency is
+	// how many EncodeAll calls run at once (more wait): one per CPU.
 	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zl), zstd.WithWindowSize(1<<windowLog),
-		zstd.WithEncoderConcurrency(1), zstd.WithZeroFrames(true))
+		zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)), zstd.WithZeroFrames(true))
 	if err != nil {
 		panic("contentcoding: zstd options: " + err.Error())
 	}
