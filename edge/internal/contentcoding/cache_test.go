@@ -1,7 +1,9 @@
 package contentcoding
 
 import (
+	"bytes"
 	"fmt"
+	"sync"
 	"testing"
 )
 
@@ -80,5 +82,40 @@ func TestPageCacheBounds(t *testing.T) {
 		if op.owner == any(owner) {
 			t.Error("the first owner is still held after eight newer ones")
 		}
+	}
+}
+
+// Many requests at once share the encoders and the cache (run with -race):
+// every answer still decodes to its own bytes.
+func TestConcurrentUse(t *testing.T) {
+	fast := NewEncoder(Fast)
+	pc := NewPageCache(NewEncoder(Default), 0)
+	head, tail := []byte(`{"data":[`), []byte("]")
+	owners := []*int{new(int), new(int)}
+	joined := items(50, 0)
+	var wg sync.WaitGroup
+	errs := make(chan string, 64)
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 50 {
+				c := []Coding{Gzip, Zstd}[(g+i)%2]
+				meta := fmt.Appendf(nil, `,"meta":{"requestId":"req_%d_%d"}}`, g, i)
+				st := pc.Start(owners[i%2], 0, 50, c, head, joined, tail)
+				want := append(append(append(append([]byte(nil), head...), joined...), tail...), meta...)
+				if got, err := decodeErr(c, st.AppendTo(nil, meta)); err != nil || !bytes.Equal(got, want) {
+					errs <- fmt.Sprintf("%v cached page: %v, %d bytes, want %d", c, err, len(got), len(want))
+					return
+				}
+				if got, err := decodeErr(c, fast.Append(nil, c, want)); err != nil || !bytes.Equal(got, want) {
+					errs <- fmt.Sprintf("%v per request: %v, %d bytes, want %d", c, err, len(got), len(want))
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }

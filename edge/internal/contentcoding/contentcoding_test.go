@@ -3,6 +3,7 @@ package contentcoding
 import (
 	"bytes"
 	stdgzip "compress/gzip"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -98,36 +99,45 @@ func body(n int, seed uint64) []byte {
 
 func decode(t *testing.T, c Coding, b []byte) []byte {
 	t.Helper()
+	out, err := decodeErr(c, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// decodeErr decodes b of coding c: gzip with the standard library's reader,
+// not the encoder's own library, one member only, as a strict client
+// reads it; zstd with klauspost's decoder.
+func decodeErr(c Coding, b []byte) ([]byte, error) {
 	switch c {
 	case Gzip:
-		// The standard library's reader, not the encoder's own library;
-		// one member only, as a strict client reads it.
 		zr, err := stdgzip.NewReader(bytes.NewReader(b))
 		if err != nil {
-			t.Fatalf("gzip header: %v", err)
+			return nil, fmt.Errorf("gzip header: %w", err)
 		}
 		zr.Multistream(false)
 		out, err := io.ReadAll(zr)
 		if err != nil {
-			t.Fatalf("gzip: %v", err)
+			return nil, fmt.Errorf("gzip: %w", err)
 		}
 		if rest, _ := io.ReadAll(zr); len(rest) != 0 {
-			t.Fatalf("gzip: %d bytes after the member", len(rest))
+			return nil, fmt.Errorf("gzip: %d bytes after the member", len(rest))
 		}
-		return out
+		return out, nil
 	case Zstd:
 		d, err := zstd.NewReader(nil)
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		defer d.Close()
 		out, err := d.DecodeAll(b, nil)
 		if err != nil {
-			t.Fatalf("zstd: %v", err)
+			return nil, fmt.Errorf("zstd: %w", err)
 		}
-		return out
+		return out, nil
 	}
-	return b
+	return b, nil
 }
 
 // Every way of compressing decodes to the bytes given, for starts and tails
