@@ -312,9 +312,10 @@ func BenchmarkCachedListRatio(b *testing.B) {
 // gzip and zstd, and the plain list beside them, in alternating blocks (as
 // BenchmarkCachedListRatio), so the ratios compressed/plain are measured
 // under the same load: DECISIONS.md section 18 bounds them at 1.5. The
-// page's start is compressed once (edge/compress.go); the per-request work
-// is the meta and the copy of about 2 KB instead of 12. The granted key's
-// page, filtered per request, is compressed per request (fast levels).
+// page's start is compressed once per snapshot (edge/respond.go,
+// writePageCoded); the per-request work is the meta and the copy of about
+// 3 KB instead of 12. The granted key's page, filtered per request, is
+// cached by key, page number and size.
 func BenchmarkCachedListCompressed(b *testing.B) {
 	env := newBenchEnv(b, time.Hour, nil)
 	for _, tc := range []struct{ name, token string }{{"all", env.liveToken}, {"granted", env.grantedToken}} {

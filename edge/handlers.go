@@ -110,7 +110,7 @@ type page struct {
 	// joined is the page's items, pre-joined by the snapshot, for a key
 	// that sees every property; items is the page otherwise.
 	joined       []byte
-	snap         *upstream.Snapshot // joined is snap's active items [from, to)
+	snap         *upstream.Snapshot // the page's snapshot; joined is its active items [from, to)
 	from, to     int
 	items        []*upstream.Item
 	number, size int64
@@ -129,6 +129,7 @@ func pageOf(snap *upstream.Snapshot, key *keys.Key, number, size int64) page {
 		}
 		return p
 	}
+	p.snap = snap
 	for _, it := range snap.Active {
 		if !key.CanSee(it.ID) {
 			continue

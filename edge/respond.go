@@ -45,22 +45,16 @@ func (s responder) writeOne(w http.ResponseWriter, r *http.Request, data []byte)
 // buffer split the large middle write and the answer cost one more write
 // system call, far more than copying 12 KB.
 //
-// Compressed, a pre-joined page is its start compressed once
-// (compressor.pages) and this request's meta (writePageCoded).
+// Compressed, a page is its start compressed once (compressor.pages) and
+// this request's meta (writePageCoded).
 func (s responder) writePage(w http.ResponseWriter, r *http.Request, p page) {
-	if ae, ok := r.Header["Accept-Encoding"]; ok && s.comp != nil && p.joined != nil &&
+	if ae, ok := r.Header["Accept-Encoding"]; ok && s.comp != nil && p.snap != nil &&
 		s.writePageCoded(w, r, p, contentcoding.Negotiate(ae)) {
 		return
 	}
 	bp := bufPool.Get().(*[]byte)
 	b := append((*bp)[:0], pageStart...)
-	b = append(b, p.joined...)
-	for i, it := range p.items {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, it.JSON...)
-	}
+	b = appendItems(b, p)
 	b = append(b, ']')
 	b = s.appendMeta(b, r, &p)
 	b = append(b, '}')
@@ -72,18 +66,49 @@ func (s responder) writePage(w http.ResponseWriter, r *http.Request, p page) {
 // page cache compresses is pageStart, the items, and "]".
 const pageStart = `{"data":[`
 
-var pageStartBytes, pageEnd = []byte(pageStart), []byte("]")
+// appendItems appends the page's items, comma-separated.
+func appendItems(b []byte, p page) []byte {
+	b = append(b, p.joined...)
+	for i, it := range p.items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, it.JSON...)
+	}
+	return b
+}
 
-// writePageCoded answers the pre-joined page p compressed from its cached
-// start, when choice compresses a body of its size; false (nothing
-// written) otherwise, or when the page cache is full.
+// writePageCoded answers the page p compressed from its cached start, when
+// choice compresses a body of its size; false (nothing written) otherwise,
+// or when the page cache is full. A pre-joined page is cached by its
+// bounds in the snapshot; a page filtered by the key's grants by the key
+// (its grants never change: a reload makes new keys) and the page's number
+// and size, and its items are joined only to compress it the first time.
 func (s responder) writePageCoded(w http.ResponseWriter, r *http.Request, p page, choice contentcoding.Choice) bool {
+	if p.joined == nil && len(p.items) == 0 {
+		return false // an empty page: small
+	}
 	bp := bufPool.Get().(*[]byte)
 	tail := append(s.appendMeta((*bp)[:0], r, &p), '}')
-	c := choice.For(len(pageStart) + len(p.joined) + len("]") + len(tail))
+	variant, from, to, n := any(nil), p.from, p.to, len(p.joined)
+	if p.joined == nil {
+		variant, from, to = Key(r.Context()), int(p.number), int(p.size)
+		n = len(p.items) - 1 // commas
+		for _, it := range p.items {
+			n += len(it.JSON)
+		}
+	}
+	c := choice.For(len(pageStart) + n + len("]") + len(tail))
 	var st *contentcoding.Static
 	if c != contentcoding.Identity {
-		st = s.comp.pages.Start(p.snap, p.from, p.to, c, pageStartBytes, p.joined, pageEnd)
+		var full bool
+		st, full = s.comp.pages.Get(p.snap, variant, from, to, c)
+		if st == nil && !full {
+			ip := bufPool.Get().(*[]byte)
+			plain := append(appendItems(append((*ip)[:0], pageStart...), p), ']')
+			st = s.comp.pages.Add(p.snap, variant, from, to, c, plain)
+			putBuf(ip, plain)
+		}
 	}
 	if st == nil {
 		putBuf(bp, tail)
@@ -141,12 +166,12 @@ func (s responder) appendMeta(b []byte, r *http.Request, p *page) []byte {
 // Accept-Encoding prefers (zstd or gzip), identity otherwise. Problems and
 // /v1/health stay plain.
 //
-// A page of a key that sees every property is the same bytes for every
-// such request but its meta, so its start ({"data":[...]) is compressed
-// once per snapshot and page (pages), and each request appends only its
-// meta, framed uncompressed (contentcoding.Static): a compressed cached
-// list costs about what the plain one does, which copies the whole page.
-// Other bodies (a page filtered by a key's grants, a get over 1 KiB) are
+// A list page is the same bytes for every request of a key (of every key
+// that sees every property) but its meta, so its start ({"data":[...]) is
+// compressed once per snapshot and page (pages), and each request appends
+// only its meta, framed uncompressed (contentcoding.Static): a compressed
+// cached list costs about what the plain one does, which copies the whole
+// page. Other bodies (a get over 1 KiB, a page once the cache is full) are
 // compressed per request at the fastest levels.
 type compressor struct {
 	fast  *contentcoding.Encoder

@@ -15,6 +15,7 @@ const (
 
 // pageKey names a page of an owner in one coding.
 type pageKey struct {
+	variant  any
 	from, to int
 	coding   Coding
 }
@@ -52,34 +53,43 @@ func NewPageCache(enc *Encoder, maxBytes int) *PageCache {
 	return &PageCache{enc: enc, maxBytes: maxBytes}
 }
 
-// Start returns the compressed start of the page [from, to) of owner in
-// coding c, whose bytes are head, mid and tail joined, compressing it on
-// the first request. Nil when the cache is full.
-func (pc *PageCache) Start(owner any, from, to int, c Coding, head, mid, tail []byte) *Static {
-	k := pageKey{from, to, c}
-	pc.mu.Lock()
-	op := pc.find(owner)
-	if op != nil {
-		if st := op.pages[k]; st != nil {
-			pc.mu.Unlock()
-			return st
-		}
+// Start returns the compressed start of the page [from, to) of owner and
+// variant (nil, or what else the page's bytes depend on, compared by ==:
+// the edge's key, for a page filtered by its grants) in coding c, whose
+// bytes are head, mid and tail joined, compressing it on the first request.
+// Nil when the cache is full.
+func (pc *PageCache) Start(owner, variant any, from, to int, c Coding, head, mid, tail []byte) *Static {
+	st, full := pc.Get(owner, variant, from, to, c)
+	if st != nil || full {
+		return st
 	}
-	full := op != nil && op.full
-	pc.mu.Unlock()
-	if full {
-		return nil
-	}
-
-	// Compressed outside the lock: two first requests for the same page
-	// both compress it, and the first to finish is kept.
 	plain := make([]byte, 0, len(head)+len(mid)+len(tail))
 	plain = append(append(append(plain, head...), mid...), tail...)
+	return pc.Add(owner, variant, from, to, c, plain)
+}
+
+// Get is Start's lookup: the cached start, or nil and whether the cache is
+// full for owner (then the caller compresses per request rather than Add).
+func (pc *PageCache) Get(owner, variant any, from, to int, c Coding) (st *Static, full bool) {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	op := pc.find(owner)
+	if op == nil {
+		return nil, false
+	}
+	return op.pages[pageKey{variant, from, to, c}], op.full
+}
+
+// Add compresses plain, the page's start, caches it when it fits, and
+// returns it. The compression runs outside the lock: two first requests
+// for the same page both compress it, and the first to finish is kept.
+func (pc *PageCache) Add(owner, variant any, from, to int, c Coding, plain []byte) *Static {
+	k := pageKey{variant, from, to, c}
 	st := pc.enc.Static(c, plain)
 
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
-	op = pc.find(owner)
+	op := pc.find(owner)
 	if op == nil {
 		if len(pc.owners) == CacheOwners || pc.anyFull() {
 			pc.dropStalest() // a new owner: the stalest is likely replaced

@@ -40,21 +40,32 @@ func TestPageCacheBounds(t *testing.T) {
 	head, tail := []byte(`{"data":[`), []byte("]")
 	owner := new(int)
 	joined := items(200, 0)
-	first := pc.Start(owner, 0, 50, Gzip, head, joined, tail)
-	if again := pc.Start(owner, 0, 50, Gzip, head, joined, tail); again != first {
+	first := pc.Start(owner, nil, 0, 50, Gzip, head, joined, tail)
+	if again := pc.Start(owner, nil, 0, 50, Gzip, head, joined, tail); again != first {
 		t.Error("the same page compressed twice")
 	}
-	if z := pc.Start(owner, 0, 50, Zstd, head, joined, tail); z == first || z.Coding() != Zstd {
+	if z := pc.Start(owner, nil, 0, 50, Zstd, head, joined, tail); z == first || z.Coding() != Zstd {
 		t.Error("zstd and gzip share an entry")
 	}
 	want := append(append(append([]byte(nil), head...), joined...), tail...)
 	if got := decode(t, Gzip, first.AppendTo(nil, nil)); string(got) != string(want) {
 		t.Errorf("the cached start decodes to %d bytes, want %d", len(got), len(want))
 	}
+	// The same bounds under another variant (another key's filtered page)
+	// are another page.
+	k1, k2 := new(int), new(int)
+	v1 := pc.Start(owner, k1, 0, 50, Gzip, head, items(3, 1), tail)
+	v2 := pc.Start(owner, k2, 0, 50, Gzip, head, items(3, 2), tail)
+	if v1 == v2 || v1 == first || pc.Start(owner, k1, 0, 50, Gzip, head, items(3, 1), tail) != v1 {
+		t.Error("variants share or lose their entries")
+	}
+	if got := decode(t, Gzip, v2.AppendTo(nil, nil)); !bytes.Contains(got, items(3, 2)) {
+		t.Errorf("variant 2 decodes to %.80s", got)
+	}
 
 	sawNil := false
 	for from := 0; from < 200; from += 5 {
-		if pc.Start(owner, from, from+5, Gzip, head, items(5, from), tail) == nil {
+		if pc.Start(owner, nil, from, from+5, Gzip, head, items(5, from), tail) == nil {
 			sawNil = true
 		}
 		if n := pc.cachedBytes(); n != pc.bytes || pc.bytes > pc.maxBytes {
@@ -68,7 +79,7 @@ func TestPageCacheBounds(t *testing.T) {
 	// New owners (a snapshot's refreshes) take the place of the stalest.
 	for i := range 2 * CacheOwners {
 		o := new(int)
-		if st := pc.Start(o, 0, 50, Gzip, head, items(50, i+1), tail); st == nil {
+		if st := pc.Start(o, nil, 0, 50, Gzip, head, items(50, i+1), tail); st == nil {
 			t.Fatalf("owner %d: no start though older owners could be dropped", i)
 		}
 		if len(pc.owners) > CacheOwners {
@@ -100,7 +111,7 @@ func TestConcurrentUse(t *testing.T) {
 			for i := range 50 {
 				c := []Coding{Gzip, Zstd}[(g+i)%2]
 				meta := fmt.Appendf(nil, `,"meta":{"requestId":"req_%d_%d"}}`, g, i)
-				st := pc.Start(owners[i%2], 0, 50, c, head, joined, tail)
+				st := pc.Start(owners[i%2], nil, 0, 50, c, head, joined, tail)
 				want := append(append(append(append([]byte(nil), head...), joined...), tail...), meta...)
 				if got, err := decodeErr(c, st.AppendTo(nil, meta)); err != nil || !bytes.Equal(got, want) {
 					errs <- fmt.Sprintf("%v cached page: %v, %d bytes, want %d", c, err, len(got), len(want))
