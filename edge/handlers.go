@@ -110,6 +110,8 @@ type page struct {
 	// joined is the page's items, pre-joined by the snapshot, for a key
 	// that sees every property; items is the page otherwise.
 	joined       []byte
+	snap         *upstream.Snapshot // the page's snapshot; joined is its active items [from, to)
+	from, to     int
 	items        []*upstream.Item
 	number, size int64
 	total        int64
@@ -122,10 +124,12 @@ func pageOf(snap *upstream.Snapshot, key *keys.Key, number, size int64) page {
 	if key.AllProperties() {
 		p.total = int64(len(snap.Active))
 		if start < p.total {
-			p.joined = snap.ActiveJSON(int(start), int(min(start+size, p.total)))
+			p.snap, p.from, p.to = snap, int(start), int(min(start+size, p.total))
+			p.joined = snap.ActiveJSON(p.from, p.to)
 		}
 		return p
 	}
+	p.snap = snap
 	for _, it := range snap.Active {
 		if !key.CanSee(it.ID) {
 			continue

@@ -244,7 +244,8 @@ type request struct {
 type response struct {
 	status int
 	header http.Header
-	body   []byte
+	body   []byte // decoded, when the answer came with a Content-Encoding
+	raw    []byte // as sent
 }
 
 // do sends req and checks what every response must satisfy: Svc-Request-Id
@@ -286,7 +287,11 @@ func (h *harness) do(req request) response {
 	if err != nil {
 		h.t.Fatalf("read body: %v", err)
 	}
-	out := response{status: res.StatusCode, header: res.Header, body: body}
+	out := response{status: res.StatusCode, header: res.Header, body: body, raw: body}
+	if ce := res.Header.Get("Content-Encoding"); ce != "" {
+		out.body = decodeBody(h.t, ce, body)
+		body = out.body
+	}
 	checkCommon(h.t, req, out)
 	recordCode(body)
 	if req.method != http.MethodHead {

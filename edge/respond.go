@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/partner-edge/partner-edge/edge/internal/contentcoding"
 	"github.com/partner-edge/partner-edge/mapping"
 	"github.com/partner-edge/partner-edge/problem"
 )
@@ -23,6 +24,7 @@ const maxPooled = 256 << 10
 type responder struct {
 	problems problem.Writer
 	now      func() time.Time
+	comp     *compressor // nil: answers are never compressed
 }
 
 // writeOne answers {"data": data, "meta": {...}}.
@@ -32,7 +34,7 @@ func (s responder) writeOne(w http.ResponseWriter, r *http.Request, data []byte)
 	b = append(b, data...)
 	b = s.appendMeta(b, r, nil)
 	b = append(b, '}')
-	writeJSON(w, http.StatusOK, b)
+	s.write(w, r, b)
 	putBuf(bp, b)
 }
 
@@ -42,9 +44,30 @@ func (s responder) writeOne(w http.ResponseWriter, r *http.Request, data []byte)
 // pieces (head, the snapshot's bytes, tail), net/http's 2 KB response
 // buffer split the large middle write and the answer cost one more write
 // system call, far more than copying 12 KB.
+//
+// Compressed, a page is its start compressed once (compressor.pages) and
+// this request's meta (writePageCoded).
 func (s responder) writePage(w http.ResponseWriter, r *http.Request, p page) {
+	if ae, ok := r.Header["Accept-Encoding"]; ok && s.comp != nil && p.snap != nil &&
+		s.writePageCoded(w, r, p, contentcoding.Negotiate(ae)) {
+		return
+	}
 	bp := bufPool.Get().(*[]byte)
-	b := append((*bp)[:0], `{"data":[`...)
+	b := append((*bp)[:0], pageStart...)
+	b = appendItems(b, p)
+	b = append(b, ']')
+	b = s.appendMeta(b, r, &p)
+	b = append(b, '}')
+	s.write(w, r, b)
+	putBuf(bp, b)
+}
+
+// pageStart is what a page's body has before its items' JSON; the start a
+// page cache compresses is pageStart, the items, and "]".
+const pageStart = `{"data":[`
+
+// appendItems appends the page's items, comma-separated.
+func appendItems(b []byte, p page) []byte {
 	b = append(b, p.joined...)
 	for i, it := range p.items {
 		if i > 0 {
@@ -52,11 +75,70 @@ func (s responder) writePage(w http.ResponseWriter, r *http.Request, p page) {
 		}
 		b = append(b, it.JSON...)
 	}
-	b = append(b, ']')
-	b = s.appendMeta(b, r, &p)
-	b = append(b, '}')
+	return b
+}
+
+// writePageCoded answers the page p compressed from its cached start, when
+// choice compresses a body of its size; false (nothing written) otherwise,
+// or when the page cache is full. A pre-joined page is cached by its
+// bounds in the snapshot; a page filtered by the key's grants by the key
+// (its grants never change: a reload makes new keys) and the page's number
+// and size, and its items are joined only to compress it the first time.
+func (s responder) writePageCoded(w http.ResponseWriter, r *http.Request, p page, choice contentcoding.Choice) bool {
+	if p.joined == nil && len(p.items) == 0 {
+		return false // an empty page: small
+	}
+	bp := bufPool.Get().(*[]byte)
+	tail := append(s.appendMeta((*bp)[:0], r, &p), '}')
+	variant, from, to, n := any(nil), p.from, p.to, len(p.joined)
+	if p.joined == nil {
+		variant, from, to = Key(r.Context()), int(p.number), int(p.size)
+		n = len(p.items) - 1 // commas
+		for _, it := range p.items {
+			n += len(it.JSON)
+		}
+	}
+	c := choice.For(len(pageStart) + n + len("]") + len(tail))
+	var st *contentcoding.Static
+	if c != contentcoding.Identity {
+		var full bool
+		st, full = s.comp.pages.Get(p.snap, variant, from, to, c)
+		if st == nil && !full {
+			ip := bufPool.Get().(*[]byte)
+			plain := append(appendItems(append((*ip)[:0], pageStart...), p), ']')
+			st = s.comp.pages.Add(p.snap, variant, from, to, c, plain)
+			putBuf(ip, plain)
+		}
+	}
+	if st == nil {
+		putBuf(bp, tail)
+		return false
+	}
+	cp := bufPool.Get().(*[]byte)
+	out := st.AppendTo((*cp)[:0], tail)
+	w.Header()["Vary"] = contentcoding.VaryHeader
+	writeCoded(w, c, out)
+	putBuf(cp, out)
+	putBuf(bp, tail)
+	return true
+}
+
+// write answers 200 with the plain body b: compressed per request by the
+// fast encoder when Accept-Encoding and b's size call for it. Every such
+// answer carries Vary: Accept-Encoding, plain ones too, since another
+// request's could be compressed.
+func (s responder) write(w http.ResponseWriter, r *http.Request, b []byte) {
+	w.Header()["Vary"] = contentcoding.VaryHeader
+	if ae, ok := r.Header["Accept-Encoding"]; ok && s.comp != nil {
+		if c := contentcoding.Negotiate(ae).For(len(b)); c != contentcoding.Identity {
+			cp := bufPool.Get().(*[]byte)
+			out := s.comp.fast.Append((*cp)[:0], c, b)
+			writeCoded(w, c, out)
+			putBuf(cp, out)
+			return
+		}
+	}
 	writeJSON(w, http.StatusOK, b)
-	putBuf(bp, b)
 }
 
 // appendMeta appends ,"meta":{...}. The request id and timestamp need no
@@ -77,6 +159,34 @@ func (s responder) appendMeta(b []byte, r *http.Request, p *page) []byte {
 		b = append(b, '}')
 	}
 	return append(b, '}')
+}
+
+// compressor compresses the answers of GET /v1/ and /v1/properties[/{id}]
+// (docs/contract.md section 18): a body of 1 KiB or more in the coding
+// Accept-Encoding prefers (zstd or gzip), identity otherwise. Problems and
+// /v1/health stay plain.
+//
+// A list page is the same bytes for every request of a key (of every key
+// that sees every property) but its meta, so its start ({"data":[...]) is
+// compressed once per snapshot and page (pages), and each request appends
+// only its meta, framed uncompressed (contentcoding.Static): a compressed
+// cached list costs about what the plain one does, which copies the whole
+// page. Other bodies (a get over 1 KiB, a page once the cache is full) are
+// compressed per request at the fastest levels.
+type compressor struct {
+	fast  *contentcoding.Encoder
+	pages *contentcoding.PageCache
+}
+
+func newCompressor() *compressor {
+	return &compressor{fast: contentcoding.NewEncoder(contentcoding.Fast),
+		pages: contentcoding.NewPageCache(contentcoding.NewEncoder(contentcoding.Default), 0)}
+}
+
+// writeCoded answers 200 with body, already in coding c (not Identity).
+func writeCoded(w http.ResponseWriter, c contentcoding.Coding, body []byte) {
+	w.Header()["Content-Encoding"] = c.Header()
+	writeJSON(w, http.StatusOK, body)
 }
 
 func putBuf(bp *[]byte, b []byte) {

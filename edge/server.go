@@ -152,6 +152,7 @@ func NewServer(cfg Config, ks KeyStore, live, sandbox upstream.Catalog) http.Han
 
 		realClock: realClock,
 	}
+	s.comp = newCompressor()
 	if s.limiter == nil {
 		s.limiter = s.local
 	}

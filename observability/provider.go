@@ -18,7 +18,10 @@ import (
 // reg, plus cfg.MetricReader or an OTLP/console reader when the environment
 // asks for one.
 func newMeterProvider(ctx context.Context, cfg Config, getenv func(string) string, res *resource.Resource, reg *prometheus.Registry) (*sdkmetric.MeterProvider, error) {
-	prom, err := promexporter.New(promexporter.WithRegisterer(reg))
+	// WithoutScopeInfo: every instrument has a unique name, so the scope
+	// labels told nothing, and two of the three were always empty
+	// (otel_scope_version, otel_scope_schema_url): docs/contract.md section 18.
+	prom, err := promexporter.New(promexporter.WithRegisterer(reg), promexporter.WithoutScopeInfo())
 	if err != nil {
 		return nil, fmt.Errorf("prometheus exporter: %w", err)
 	}

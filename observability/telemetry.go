@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
@@ -99,6 +100,9 @@ type Telemetry struct {
 // nothing (autoexport would start a second HTTP server; /metrics on the admin
 // listener already serves it).
 //
+// The registry also carries the Go runtime and the process under their
+// conventional Prometheus names (go_*, process_*: registerRuntime).
+//
 // OTEL_SDK_DISABLED=true gives no-op providers: nothing recorded, nothing
 // exported; propagation still works and /metrics serves an empty page.
 //
@@ -145,6 +149,9 @@ func New(ctx context.Context, cfg Config) (*Telemetry, error) {
 	t.serverTracer = tp.Tracer(ScopeName)
 	t.shutdowns = append(t.shutdowns, tp.Shutdown)
 
+	if err := registerRuntime(t.registry); err != nil {
+		return nil, errors.Join(err, tp.Shutdown(ctx))
+	}
 	mp, err := newMeterProvider(ctx, cfg, getenv, res, t.registry)
 	if err != nil {
 		return nil, errors.Join(err, tp.Shutdown(ctx))
@@ -197,6 +204,26 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 	}
 	t.shutdowns = nil
 	return errors.Join(errs...)
+}
+
+// registerRuntime adds client_golang's Go and process collectors to reg:
+// process_resident_memory_bytes, process_cpu_seconds_total,
+// process_open_fds, process_start_time_seconds, go_goroutines,
+// go_gc_duration_seconds, go_memstats_*, go_gc_gomemlimit_bytes... under the
+// names every Prometheus dashboard and alert already knows (docs/contract.md
+// section 18), rather than OTel's runtime instrumentation, whose go_*
+// names differ from them. They are read at scrape time: nothing runs
+// between scrapes.
+func registerRuntime(reg *prometheus.Registry) error {
+	for _, c := range []prometheus.Collector{
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		collectors.NewGoCollector(),
+	} {
+		if err := reg.Register(c); err != nil {
+			return fmt.Errorf("runtime metrics: %w", err)
+		}
+	}
+	return nil
 }
 
 // MetricsHandler serves the Prometheus text exposition of every instrument,

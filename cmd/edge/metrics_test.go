@@ -102,7 +102,9 @@ func scrape(t *testing.T, url string) string {
 	return string(b)
 }
 
-var sample = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)\{(.*)\} (\S+)$`)
+// sample reads one line of the exposition; a series without labels has no
+// braces (no otel_scope_* labels since issue 29).
+var sample = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$`)
 var labelPair = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"`)
 
 // value finds the sample of series, written as name{label="v",...} with a

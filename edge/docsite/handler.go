@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/partner-edge/partner-edge/edge/internal/contentcoding"
 )
 
 // Cache lifetimes. Pages and the reference change only with a new release
@@ -27,9 +29,15 @@ const (
 // /errors/route-not-found/ are the same page), so a problem's type URI
 // opens directly, without a redirect. Only GET and HEAD are answered; an
 // unknown path gets a 404 page. Every answer is public and cacheable and
-// carries a strict Content-Security-Policy; no answer depends on who asks.
+// carries a strict Content-Security-Policy; no answer depends on who asks
+// but for its coding: a page of 1 KiB or more is sent compressed (zstd or
+// gzip) when Accept-Encoding allows it (docs/contract.md section 18), each
+// page compressed once per coding, with Vary: Accept-Encoding and an ETag
+// of its own per coding. A Range request gets the plain bytes (ranges of
+// the identity body, as ServeContent computes them).
 func (s *Site) Handler() http.Handler {
 	notFound := s.files["404.html"]
+	enc := contentcoding.NewEncoder(contentcoding.Default)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("X-Content-Type-Options", "nosniff")
@@ -65,8 +73,26 @@ func (s *Site) Handler() http.Handler {
 			h.Set("Cache-Control", cachePage)
 		}
 		h.Set("ETag", f.etag)
-		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(f.body))
+		body := f.body
+		if compressible(f.contentType) {
+			h.Set("Vary", "Accept-Encoding")
+			c := contentcoding.Negotiate(r.Header["Accept-Encoding"]).For(len(f.body))
+			if c != contentcoding.Identity && r.Header.Get("Range") == "" {
+				body = f.codedBody(c, enc)
+				h["Content-Encoding"] = c.Header()
+				h.Set("ETag", strings.TrimSuffix(f.etag, `"`)+"-"+c.String()+`"`)
+				// ServeContent leaves Content-Length unset when
+				// Content-Encoding is: without ranges it is body's length.
+				h.Set("Content-Length", strconv.Itoa(len(body)))
+			}
+		}
+		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(body))
 	})
+}
+
+// compressible: text worth compressing (pages, stylesheets, the SVG icon).
+func compressible(contentType string) bool {
+	return strings.HasPrefix(contentType, "text/") || strings.HasPrefix(contentType, "image/svg+xml")
 }
 
 // lookup finds the file served at p, a path under the site's root.

@@ -8,8 +8,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/partner-edge/partner-edge/edge/internal/contentcoding"
 	"github.com/partner-edge/partner-edge/problem"
 )
 
@@ -43,6 +45,20 @@ type file struct {
 	csp         string // Content-Security-Policy
 	etag        string
 	immutable   bool // its name changes with its content
+	// coded holds the body compressed in each coding (by
+	// contentcoding.Coding), made on the first request that wants it:
+	// each page is compressed once, not per request.
+	coded [3]struct {
+		once sync.Once
+		body []byte
+	}
+}
+
+// codedBody returns f's body in coding c, compressing it with enc once.
+func (f *file) codedBody(c contentcoding.Coding, enc *contentcoding.Encoder) []byte {
+	e := &f.coded[c]
+	e.once.Do(func() { e.body = enc.Append(nil, c, f.body) })
+	return e.body
 }
 
 // Site is a rendered documentation site: files by their path under the
