@@ -111,7 +111,7 @@ func TestIdleFleetShowsRedisRefusingWrites(t *testing.T) {
 	keysFile, _ := liveKeyFile(t)
 	s := start(t, map[string]string{
 		"EDGE_ADDR": "127.0.0.1:0", "EDGE_ADMIN_ADDR": "127.0.0.1:0", "EDGE_BRAND": "aurora",
-		"EDGE_KEYS_FILE": keysFile, "PMS_BASE_URL": pms.URL, "PMS_TOKEN": "pms-secret-token",
+		"EDGE_KEYS_FILE": keysFile, "PMS_BASE_URL": pms.URL, "PMS_TOKEN": "pms-secret-token", "EDGE_DOCS_URL": testDocsURL,
 		"EDGE_REDIS_URL": srv.URL(), "EDGE_FLEET_SECRET": testFleetSecret,
 	})
 	admin := waitAdmin(t, s.stderr)

@@ -128,7 +128,7 @@ func TestEdgeRedisTLSAndACL(t *testing.T) {
 	env := func(ca, password string) map[string]string {
 		return map[string]string{
 			"EDGE_ADDR": "127.0.0.1:0", "EDGE_ADMIN_ADDR": "127.0.0.1:0", "EDGE_BRAND": "aurora",
-			"EDGE_KEYS_FILE": keyFile, "PMS_BASE_URL": pms.srv.URL, "PMS_TOKEN": "pms-secret-token",
+			"EDGE_KEYS_FILE": keyFile, "PMS_BASE_URL": pms.srv.URL, "PMS_TOKEN": "pms-secret-token", "EDGE_DOCS_URL": testDocsURL,
 			"EDGE_REDIS_URL": srv.URL(), "EDGE_REDIS_CA_FILE": ca,
 			"EDGE_REDIS_CERT_FILE": srv.ClientCert, "EDGE_REDIS_KEY_FILE": srv.ClientKey,
 			"EDGE_REDIS_USERNAME": "edge", "EDGE_REDIS_PASSWORD": password, "EDGE_FLEET_SECRET": testFleetSecret,

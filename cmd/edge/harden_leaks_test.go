@@ -29,7 +29,7 @@ func TestPprofCmdlineRedacted(t *testing.T) {
 	)
 	args := []string{
 		"--addr=127.0.0.1:0", "--admin-addr", "127.0.0.1:0", "--brand=aurora",
-		"--keys-file", keysFile, "--pms-base-url", pms.URL,
+		"--keys-file", keysFile, "--pms-base-url", pms.URL, "--docs-url", testDocsURL,
 		"--pms-token", pmsToken, "-fleet-secret=" + fleetSecret,
 		"--pms-candidate-token=" + candToken, "--pms-candidate-url", pms.URL,
 	}

@@ -103,7 +103,7 @@ func TestKeyLifeCycleThroughTheBinary(t *testing.T) {
 	edgeLog := &testkit.LogBuffer{}
 	edgeCmd := exec.Command(bin)
 	edgeCmd.Env = []string{"EDGE_ADDR=127.0.0.1:0", "EDGE_ADMIN_ADDR=", "EDGE_BRAND=aurora",
-		"EDGE_KEYS_FILE=" + c.file, "PMS_BASE_URL=" + pms.URL, "PMS_TOKEN=pms-secret-token"}
+		"EDGE_KEYS_FILE=" + c.file, "PMS_BASE_URL=" + pms.URL, "PMS_TOKEN=pms-secret-token", "EDGE_DOCS_URL=" + testDocsURL}
 	edgeCmd.Stdout, edgeCmd.Stderr = io.Discard, edgeLog
 	if err := edgeCmd.Start(); err != nil {
 		t.Fatal(err)

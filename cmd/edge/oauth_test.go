@@ -221,7 +221,7 @@ func TestRunOAuthJWKSHosts(t *testing.T) {
 			jwksURI = c.jwksURI
 			s := start(t, map[string]string{
 				"EDGE_ADDR": "127.0.0.1:0", "EDGE_ADMIN_ADDR": "", "EDGE_BRAND": "aurora",
-				"EDGE_KEYS_FILE": keysFile, "PMS_BASE_URL": sim.URL,
+				"EDGE_KEYS_FILE": keysFile, "PMS_BASE_URL": sim.URL, "EDGE_DOCS_URL": testDocsURL,
 				"EDGE_OAUTH_ISSUER": issuer.URL, "EDGE_OAUTH_AUDIENCE": audience, "EDGE_OAUTH_JWKS_HOSTS": c.hosts,
 			})
 			base := "http://" + waitListening(t, s) + "/v1/"
@@ -264,7 +264,7 @@ func TestRunWithHangingIssuer(t *testing.T) {
 	writeKeys(t, keysFile, apiRec)
 	s := start(t, map[string]string{
 		"EDGE_ADDR": "127.0.0.1:0", "EDGE_ADMIN_ADDR": "", "EDGE_BRAND": "aurora",
-		"EDGE_KEYS_FILE": keysFile, "PMS_BASE_URL": sim.URL,
+		"EDGE_KEYS_FILE": keysFile, "PMS_BASE_URL": sim.URL, "EDGE_DOCS_URL": testDocsURL,
 		"EDGE_OAUTH_ISSUER": issuer.URL, "EDGE_OAUTH_AUDIENCE": audience,
 	})
 	base := "http://" + waitListening(t, s) + "/v1/"
