@@ -29,7 +29,7 @@ func (s *server) accessLog(next http.Handler) http.Handler {
 		elapsed := end.Sub(st.start)
 		route := routePattern(r)
 		if s.metrics != nil {
-			s.metrics.RequestDone(ctx, r.Method, route, st.w.status, elapsed)
+			s.metrics.RequestDone(ctx, r.Method, route, st.w.StatusCode, elapsed)
 			if st.code != "" {
 				s.metrics.Problem(ctx, string(st.code))
 			}
@@ -37,23 +37,23 @@ func (s *server) accessLog(next http.Handler) http.Handler {
 		s.annotateSpan(r, st, route)
 
 		level := slog.LevelInfo
-		if st.w.status >= 500 && st.w.status != statusClientClosed {
+		if st.w.StatusCode >= 500 && st.w.StatusCode != statusClientClosed {
 			level = slog.LevelError
 		}
 		log := s.cfg.AccessLog
 		if log == nil {
 			log = s.log
 		}
-		if !log.Enabled(ctx, level) || sampledOut(s.cfg.AccessLogSample, st.w.status) {
+		if !log.Enabled(ctx, level) || sampledOut(s.cfg.AccessLogSample, st.w.StatusCode) {
 			return
 		}
 		var buf [12]slog.Attr
 		attrs := append(buf[:0],
 			slog.String("method", problem.Clip(r.Method, maxLoggedMethod)),
 			slog.String("route", routeOrUnmatched(route)),
-			slog.Int("status", st.w.status),
+			slog.Int("status", st.w.StatusCode),
 			slog.Duration("duration", elapsed),
-			slog.Int64("bytes", st.w.bytes),
+			slog.Int64("bytes", st.w.BodyBytes),
 			slog.String("request_id", st.requestID),
 		)
 		if st.code != "" {
@@ -121,18 +121,18 @@ func (s *server) annotateSpan(r *http.Request, st *state, route string) {
 	if st.code != "" {
 		attrs = append(attrs, observability.AttrProblemCode.String(string(st.code)))
 	}
-	if st.code != "" && st.w.status >= 500 {
+	if st.code != "" && st.w.StatusCode >= 500 {
 		span.SetStatus(codes.Error, string(st.code))
 	}
 	// The one ResponseWriter wrapper of the request is the state's: the
 	// server span (started by withState) learns the answer from it. A partner
 	// who left got nothing written, which the span records as net/http
 	// would send it (200), as before; the access log says 499.
-	status := st.w.status
+	status := st.w.StatusCode
 	if status == statusClientClosed {
 		status = 0
 	}
-	observability.SetResponse(r.Context(), status, st.w.bytes, attrs...)
+	observability.SetResponse(r.Context(), status, st.w.BodyBytes, attrs...)
 }
 
 // routePattern is the matched route template, or "" when no route matched:

@@ -81,7 +81,7 @@ func (s responder) fail(w http.ResponseWriter, r *http.Request, err error) {
 	pe, cause, gone := problemOf(r.Context(), err)
 	if gone {
 		st.cause = cause
-		st.w.status = statusClientClosed
+		st.w.StatusCode = statusClientClosed
 		return
 	}
 	pe = s.problems.Write(w, r, st.requestID, pe)

@@ -2,7 +2,6 @@ package edge
 
 import (
 	"context"
-	"net/http"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -52,33 +51,13 @@ func CorrelationID(ctx context.Context) string { return stateFrom(ctx).correlati
 // Key returns the authenticated key, or nil before authentication.
 func Key(ctx context.Context) *keys.Key { return stateFrom(ctx).key }
 
-// statusWriter records the status and size of a response, for recovery and
-// access logs.
+// statusWriter is the request's writer: observability.StatusRecorder (the
+// status and size, for recovery and the access log) and the backing array
+// of the Content-Length value (setJSONHeaders), so that neither allocates.
 type statusWriter struct {
-	http.ResponseWriter
-	status    int
-	bytes     int64
-	lenHeader [1]string // backs the Content-Length header value (setJSONHeaders)
+	observability.StatusRecorder
+	lenHeader [1]string
 }
-
-func (sw *statusWriter) WriteHeader(code int) {
-	if sw.status == 0 {
-		sw.status = code
-	}
-	sw.ResponseWriter.WriteHeader(code)
-}
-
-func (sw *statusWriter) Write(b []byte) (int, error) {
-	if sw.status == 0 {
-		sw.status = http.StatusOK
-	}
-	n, err := sw.ResponseWriter.Write(b)
-	sw.bytes += int64(n)
-	return n, err
-}
-
-// Unwrap lets http.ResponseController reach the underlying writer.
-func (sw *statusWriter) Unwrap() http.ResponseWriter { return sw.ResponseWriter }
 
 // Status is the status written so far (0 when nothing was written).
-func (sw *statusWriter) Status() int { return sw.status }
+func (sw *statusWriter) Status() int { return sw.StatusCode }

@@ -74,7 +74,7 @@ func (t *Telemetry) middleware(wrap bool) func(http.Handler) http.Handler {
 				next.ServeHTTP(w, r.WithContext(ctx))
 				return
 			}
-			sw := &spanWriter{ResponseWriter: w}
+			sw := &spanWriter{StatusRecorder: StatusRecorder{ResponseWriter: w}}
 			span.SetAttributes(requestAttrs(sw.kv[:0], r)...)
 			next.ServeHTTP(sw, r.WithContext(ctx))
 			sw.end(span)
@@ -167,47 +167,17 @@ func (h traceHeaders) Keys() []string { return propagation.HeaderCarrier(h).Keys
 // maxRequestAttrs bounds what requestAttrs appends.
 const maxRequestAttrs = 12
 
-// spanWriter records the status and body size of a recording request's
-// answer. It also holds the attribute buffer of the span, so that a sampled
-// request costs one allocation for both.
+// spanWriter records a recording request's answer (StatusRecorder) and
+// holds the attribute buffer of the span, so that a sampled request costs
+// one allocation for both.
 type spanWriter struct {
-	http.ResponseWriter
-	status int
-	bytes  int64
-	kv     [maxRequestAttrs]attribute.KeyValue
+	StatusRecorder
+	kv [maxRequestAttrs]attribute.KeyValue
 }
-
-func (sw *spanWriter) WriteHeader(code int) {
-	// 1xx answers (but 101) are interim: the final status comes later.
-	if sw.status == 0 && (code < 100 || code > 199 || code == http.StatusSwitchingProtocols) {
-		sw.status = code
-	}
-	sw.ResponseWriter.WriteHeader(code)
-}
-
-func (sw *spanWriter) Write(b []byte) (int, error) {
-	if sw.status == 0 {
-		sw.status = http.StatusOK
-	}
-	n, err := sw.ResponseWriter.Write(b)
-	sw.bytes += int64(n)
-	return n, err
-}
-
-// Flush flushes the underlying writer when it can (as net/http's does).
-func (sw *spanWriter) Flush() {
-	if sw.status == 0 {
-		sw.status = http.StatusOK
-	}
-	_ = http.NewResponseController(sw.ResponseWriter).Flush()
-}
-
-// Unwrap lets http.ResponseController reach the underlying writer.
-func (sw *spanWriter) Unwrap() http.ResponseWriter { return sw.ResponseWriter }
 
 // end sets the answer's attributes and status on span.
 func (sw *spanWriter) end(span trace.Span) {
-	endSpan(span, sw.kv[:0], sw.status, sw.bytes)
+	endSpan(span, sw.kv[:0], sw.StatusCode, sw.BodyBytes)
 }
 
 // SetResponse records the answer of the request of ctx on its server span
