@@ -37,7 +37,10 @@ func BenchmarkShadowPartnerLatency(b *testing.B) {
 	for _, tc := range []struct {
 		name      string
 		candidate http.Handler
-	}{{"none", nil}, {"hanging", hang}, {"failing", fail}, {"changed", pmsim.New(pmsim.Config{Seed: 5, Drift: pmsim.Drift{Drop: 3}})}} {
+	}{{"none", nil}, {"hanging", hang}, {"failing", fail}, {"changed", pmsim.New(pmsim.Config{Seed: 5, Drift: pmsim.Drift{Drop: 3}})},
+		// Issue 28 finding 4: 112 MB of valid records, and endless 8 MiB
+		// pages, against the candidate's default bound of 64 MiB.
+		{"huge", generatedHandler(8<<20, 112<<20)}, {"endless", generatedHandler(8<<20, -1)}} {
 		b.Run(tc.name, func(b *testing.B) {
 			h, reqs, sh := shadowBenchEdge(b, tc.candidate)
 			lat := make([]time.Duration, 0, b.N)
@@ -89,8 +92,10 @@ func shadowBenchEdge(b *testing.B, candidate http.Handler) (http.Handler, []*htt
 		b.Fatal(err)
 	}
 	log := slog.New(slog.DiscardHandler)
-	cfg := settings{Brand: "aurora", PMSTimeout: 300 * time.Millisecond, PMSAttempt: 200 * time.Millisecond,
-		CacheTTL: 20 * time.Millisecond, CacheStale: time.Hour}
+	// The default walk deadline: a candidate walk to its bound, paced,
+	// takes about 2 s (shadow.DefaultReadBytesPerSecond).
+	cfg := settings{Brand: "aurora", PMSTimeout: 5 * time.Second, PMSAttempt: 2 * time.Second,
+		CacheTTL: 20 * time.Millisecond, CacheStale: time.Hour, CandidateMaxWalkBytes: 64 << 20}
 	var sh *shadow.Shadow
 	done := make(chan struct{})
 	if candidate != nil {

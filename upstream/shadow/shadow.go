@@ -44,6 +44,12 @@ type Config struct {
 	// Timeout is the deadline of one candidate walk. Zero means
 	// upstream.DefaultCallTimeout.
 	Timeout time.Duration
+	// ReadBytesPerSecond paces the candidate's walk (each page waits for
+	// its share before it is decoded), so that it takes a bounded share
+	// of the CPU from partners (DECISIONS.md 17). Zero means
+	// DefaultReadBytesPerSecond; negative means unpaced. The candidate's
+	// bound is Candidate.MaxWalkBytes (PMS_CANDIDATE_MAX_WALK_BYTES).
+	ReadBytesPerSecond int64
 	// Now is the clock of the Interval. Nil means time.Now.
 	Now func() time.Time
 	// Logger receives one line per failed candidate walk (warn) and per
@@ -53,6 +59,11 @@ type Config struct {
 	// Nil means no metrics.
 	Meter metric.Meter
 }
+
+// DefaultReadBytesPerSecond is Config.ReadBytesPerSecond when zero: a
+// candidate of 64 MiB (PMS_CANDIDATE_MAX_WALK_BYTES's default) is walked
+// in about 2 s, within the default 5 s deadline.
+const DefaultReadBytesPerSecond = 32 << 20
 
 // Shadow walks and compares the candidate. Build it with New, run its
 // goroutine with Run, hook it after each mode's load with After.
@@ -79,6 +90,12 @@ type Shadow struct {
 func New(cfg Config) (*Shadow, error) {
 	if cfg.Brand == "" {
 		return nil, errors.New("shadow: a brand is required")
+	}
+	switch {
+	case cfg.ReadBytesPerSecond == 0:
+		cfg.Candidate.ReadBytesPerSecond = DefaultReadBytesPerSecond
+	case cfg.ReadBytesPerSecond > 0:
+		cfg.Candidate.ReadBytesPerSecond = cfg.ReadBytesPerSecond
 	}
 	client, err := upstream.NewClient(cfg.Candidate)
 	if err != nil {
@@ -191,7 +208,7 @@ func (s *Shadow) compare(ctx context.Context, mode string, live *upstream.Snapsh
 		OnReject: func(r *mapping.Rejection) { mu.Lock(); rejected = append(rejected, r); mu.Unlock() }})
 	props, _, err := d.Properties(wctx)
 	c := &Comparison{Brand: s.brand, Mode: mode, At: s.now().UTC(), LiveLoadedAt: live.LoadedAt.UTC(),
-		Examples: []Example{}}
+		MaxWalkBytes: s.client.MaxWalkBytes(), Examples: []Example{}}
 	s.mu.Lock()
 	c.Walks = s.walks[mode]
 	s.mu.Unlock()
@@ -200,13 +217,19 @@ func (s *Shadow) compare(ctx context.Context, mode string, live *upstream.Snapsh
 			return // the process is stopping: no comparison
 		}
 		c.Candidate, c.Error = "failed", upstream.KindOf(err).String()
+		if errors.Is(err, upstream.ErrWalkOverBound) {
+			c.Error = ErrorOverBound
+		}
 		s.log.Warn("shadow candidate walk failed; partners are not affected", "mode", mode, "error", err)
 		s.metrics.walk(mode, false)
 		s.store(mode, c)
 		return
 	}
 	mu.Lock()
-	candidate := pmscheck.NewResult(s.brand, mode, s.cs, upstream.SnapshotOf(props, c.At).All(), rejected)
+	// The candidate's items alone, not a Snapshot: its index and joined
+	// JSON would be a second and third copy of what the walk kept.
+	items := upstream.ItemsByID(props)
+	candidate := pmscheck.NewResult(s.brand, mode, s.cs, items, rejected)
 	mu.Unlock()
 	base := pmscheck.NewResult(s.brand, mode, s.cs, live.All(), nil)
 	diff := pmscheck.Compare(base, candidate)
