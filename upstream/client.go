@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -261,6 +262,10 @@ type bodySlice []byte
 
 func (b *bodySlice) UnmarshalJSON(data []byte) error { *b = data; return nil }
 
+// yieldEvery is how many records a paced walk maps between two yields of
+// its processor.
+const yieldEvery = 64
+
 // RecordWalker is a PMS whose list walk hands each record over as its page
 // arrives, so the caller keeps only what it makes of the records
 // (DECISIONS.md section 17: a walk holds at most its bound of PMS data).
@@ -317,8 +322,9 @@ func (c *Client) ListHotels(ctx context.Context, brand string) ([]json.RawMessag
 // one page (at most MaxBodyBytes, in a buffer of up to twice that while
 // it grows) and the page's record index, whatever the number of pages.
 // With ClientConfig.ReadBytesPerSecond, each page waits for its share of
-// that rate before its records are decoded (a background walk's bounded
-// CPU: the shadow candidate).
+// that rate before its records are decoded, and the walk yields its
+// processor every yieldEvery records (a background walk's bounded CPU:
+// the shadow candidate).
 func (c *Client) WalkHotels(ctx context.Context, brand string, visit func(rec []byte) error) error {
 	ctx, span := c.startCall(ctx, SpanListHotels, AttrBrand.String(brand))
 	defer span.End()
@@ -368,10 +374,13 @@ func (c *Client) WalkHotels(ctx context.Context, brand string, visit func(rec []
 			if !p.Hotels.set {
 				return &answerError{reason: "list page without hotels"}
 			}
-			for _, rec := range p.Hotels.recs {
+			for i, rec := range p.Hotels.recs {
 				records++
 				if err := visit(rec); err != nil {
 					return err // an *Error (OverBound) is the call's error as is
+				}
+				if c.pace != nil && i%yieldEvery == yieldEvery-1 {
+					runtime.Gosched() // a paced walk lets waiting goroutines (partners) go first
 				}
 			}
 			if p.NextCursor == nil {

@@ -36,7 +36,8 @@ func usageError(format string, a ...any) error {
 // pmsCheckEnv are the edge's settings that edge pms check reads: the same
 // PMS, brand, code source and client deadlines as the edge itself.
 var pmsCheckEnv = []string{"EDGE_BRAND", "EDGE_CODE_SOURCE", "PMS_BASE_URL", "PMS_SANDBOX_URL", "PMS_TOKEN",
-	"PMS_CANDIDATE_URL", "PMS_CANDIDATE_TOKEN", "EDGE_PMS_TIMEOUT", "EDGE_PMS_ATTEMPT_TIMEOUT", "EDGE_PMS_MAX_WALK_BYTES"}
+	"PMS_CANDIDATE_URL", "PMS_CANDIDATE_TOKEN", "EDGE_PMS_TIMEOUT", "EDGE_PMS_ATTEMPT_TIMEOUT", "EDGE_PMS_MAX_WALK_BYTES",
+	"PMS_CANDIDATE_MAX_WALK_BYTES"}
 
 // checkOptions are edge pms check's own flags.
 type checkOptions struct {
@@ -49,7 +50,7 @@ type checkOptions struct {
 	codeSource          mapping.CodeSource
 	callTimeout         time.Duration
 	attemptTimeout      time.Duration
-	maxWalkBytes        int64 // EDGE_PMS_MAX_WALK_BYTES, as the edge
+	maxWalkBytes        int64 // EDGE_PMS_MAX_WALK_BYTES (with --candidate PMS_CANDIDATE_MAX_WALK_BYTES), as the edge
 }
 
 // runPMSCheck is edge pms check (DECISIONS.md 14): it walks a PMS with the
@@ -229,6 +230,7 @@ func parseCheck(args []string, getenv lookupEnv, stderr io.Writer) (checkOptions
 		p.fail(errors.New("--candidate needs PMS_CANDIDATE_URL"))
 	case o.candidate:
 		o.baseURL, o.tok = candidate, p.str("PMS_CANDIDATE_TOKEN")
+		o.maxWalkBytes = p.size("PMS_CANDIDATE_MAX_WALK_BYTES")
 	}
 	if o.brand == "" {
 		// The demo's brand. Unlike the edge, the check does not refuse to
