@@ -66,12 +66,12 @@ func (d *Direct) Properties(ctx context.Context) ([]mapping.Property, time.Time,
 // more), and a walk makes about as much garbage as it keeps (decoding
 // each record), so a walk near its bound would peak at about twice it.
 // Every guardEvery bytes kept, the guard reads the heap and collects when
-// it holds more than it did when the walk started plus 1.125 times what
-// the walk keeps plus an eighth of the bound: the walk's peak then stays
-// under its start plus 1.25 times the bound and its page buffers
-// (DECISIONS.md section 17), at the cost of about six collections for a
-// walk to its bound. A walk of a few MB never collects: its slack is
-// larger than its garbage.
+// it holds more than it did when the walk started plus 1.0625 times what
+// the walk keeps plus a sixteenth of the bound: the walk's peak then
+// stays under its start plus 1.125 times the bound and its page buffers
+// (DECISIONS.md section 17), at the cost of about eleven collections for
+// a walk to its bound (16 ln 2). A walk of a few MB never collects: its
+// slack is larger than its garbage.
 type heapGuard struct {
 	start, slack, next int64
 	sample             []metrics.Sample
@@ -80,7 +80,7 @@ type heapGuard struct {
 const guardEvery = 256 << 10
 
 func newHeapGuard(bound int64) *heapGuard {
-	g := &heapGuard{slack: bound / 8, next: guardEvery,
+	g := &heapGuard{slack: bound / 16, next: guardEvery,
 		sample: []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}}
 	g.start = g.heap()
 	return g
@@ -99,7 +99,7 @@ func (g *heapGuard) check(held int64) {
 		return
 	}
 	g.next = held + guardEvery
-	if g.heap() > g.start+held+held/8+g.slack {
+	if g.heap() > g.start+held+held/16+g.slack {
 		runtime.GC()
 	}
 }

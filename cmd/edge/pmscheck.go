@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
+	"runtime/metrics"
 	"slices"
 	"strings"
 	"time"
@@ -94,6 +96,7 @@ func runPMSCheck(ctx context.Context, args []string, getenv lookupEnv, stdout, s
 	if o.brandDefaulted {
 		fmt.Fprintln(stderr, "edge pms check: EDGE_BRAND unset: checking brand aurora (the demo's)")
 	}
+	defer limitCheckMemory(o.maxWalkBytes, getenv)()
 	mode := "live"
 	switch {
 	case o.sandbox:
@@ -142,6 +145,28 @@ func runPMSCheck(ctx context.Context, args []string, getenv lookupEnv, stdout, s
 		return errors.New("pms check failed: " + strings.Join(rep.Failures(), "; "))
 	}
 	return nil
+}
+
+// limitCheckMemory sets a soft memory limit (runtime/debug.SetMemoryLimit)
+// for the check's walk, unless the operator set GOMEMLIMIT: what the
+// process uses now plus 1.375 times the walk's bound (DECISIONS.md 17:
+// under 1.5 times the bound over its footprint). The check decodes each
+// page whole to check it against the schemas, a garbage of several times
+// the page beside what the walk keeps, which the collector's own pacing
+// (twice what was live) would let pile up; the limit makes it collect in
+// time. It returns the function that puts the previous limit back.
+func limitCheckMemory(bound int64, getenv lookupEnv) func() {
+	if _, set := getenv("GOMEMLIMIT"); set {
+		return func() {}
+	}
+	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(s)
+	var used int64
+	if s[0].Value.Kind() == metrics.KindUint64 && s[1].Value.Kind() == metrics.KindUint64 {
+		used = int64(s[0].Value.Uint64() - s[1].Value.Uint64())
+	}
+	old := debug.SetMemoryLimit(used + bound + bound*3/8)
+	return func() { debug.SetMemoryLimit(old) }
 }
 
 func saveResult(path string, r *pmscheck.Result) error {
