@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 // HotelRecord is the part of the PMS's record the edge reads. Fields the edge
@@ -59,7 +60,9 @@ func (r *Rejection) Error() string {
 
 func reject(id string, reason Reason) *Rejection {
 	if len(id) > 64 {
-		id = id[:64]
+		// A copy: a slice would keep the whole id alive, however long
+		// the PMS made it, in every rejection a walk keeps.
+		id = strings.Clone(id[:64])
 	}
 	return &Rejection{HotelID: id, Reason: reason}
 }

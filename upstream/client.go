@@ -9,7 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"slices"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +18,7 @@ import (
 
 	"github.com/hashicorp/go-retryablehttp"
 	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/time/rate"
 )
 
 // PMS is the edge's view of one PMS: raw hotel records of a brand. Errors
@@ -78,6 +79,8 @@ type Client struct {
 	// heldUntil (unix nanoseconds of now) is when the PMS may be called
 	// again after it shed load; zero or past: not held.
 	heldUntil atomic.Int64
+	// pace spaces list pages (ReadBytesPerSecond); nil: not paced.
+	pace *rate.Limiter
 }
 
 // NewClient returns a client for cfg, or an error naming a bad setting.
@@ -111,6 +114,11 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	}
 	if cfg.Token != "" {
 		c.authorization = []string{"Bearer " + cfg.Token}
+	}
+	if cfg.ReadBytesPerSecond > 0 {
+		// Burst: one page of the largest size, so a page never waits for
+		// more than the rate allows and WaitN never refuses one.
+		c.pace = rate.NewLimiter(rate.Limit(cfg.ReadBytesPerSecond), int(cfg.MaxBodyBytes)+1)
 	}
 	c.breaker = newBreaker("pms "+u.Host, cfg.Breaker, cfg.Logger, cfg.Metrics, cfg.Now)
 	return c, nil
@@ -227,7 +235,7 @@ type listPage struct {
 
 // hotelsField is the hotels array of a page: set when present and not
 // null; recs is reused from page to page, so a walk's garbage stays small
-// (the records themselves are slices of the page body: bodySlice).
+// (the records themselves are slices of the page's buffer: bodySlice).
 type hotelsField struct {
 	set  bool
 	recs []bodySlice
@@ -246,27 +254,86 @@ func (h *hotelsField) UnmarshalJSON(data []byte) error {
 }
 
 // bodySlice is a record as a slice of the page body it came in, not a copy
-// (json.RawMessage copies): a walk then holds each byte once, which keeps
-// a walk at MaxWalkBytes from needing twice that in garbage (issue 17).
-// encoding/json hands UnmarshalJSON a slice of its input, which the walk
-// owns and never reuses.
+// (json.RawMessage copies): a page's records cost no garbage of their
+// size. encoding/json hands UnmarshalJSON a slice of its input, which the
+// walk owns and reuses only for the next page, after every record of this
+// one was handed over.
 type bodySlice []byte
 
 func (b *bodySlice) UnmarshalJSON(data []byte) error { *b = data; return nil }
 
+// yieldEvery is how many records a paced walk maps between two yields of
+// its processor.
+const yieldEvery = 64
+
+// RecordWalker is a PMS whose list walk hands each record over as its page
+// arrives, so the caller keeps only what it makes of the records
+// (docs/contract.md section 17: a walk holds at most its bound of PMS data).
+// Client is one; Direct uses it when its PMS is one.
+type RecordWalker interface {
+	// WalkHotels calls visit with every record of the brand, page after
+	// page; rec is valid only during the call (the page's buffer is
+	// reused), and an error of visit ends the walk with that error (an
+	// *Error as is, anything else as BadGateway).
+	WalkHotels(ctx context.Context, brand string, visit func(rec []byte) error) error
+	// MaxWalkBytes is the walk's bound: on the bytes the PMS sends, and
+	// on what the caller keeps of them.
+	MaxWalkBytes() int64
+}
+
+var _ RecordWalker = (*Client)(nil)
+
+// ErrWalkOverBound is the cause (errors.Is) of a walk that passed its
+// bound (ClientConfig.MaxWalkBytes), in bytes sent or in bytes kept.
+var ErrWalkOverBound = errors.New("list walk over its bound")
+
+// OverBound is the error of a walk that keeps more than its bound of what
+// it made of the records (a BadGateway *Error whose cause is
+// ErrWalkOverBound): for a RecordWalker's visit.
+func OverBound(bound int64) error {
+	return &Error{Kind: BadGateway, Err: &answerError{
+		reason: fmt.Sprintf("list walk keeps more than %d bytes", bound), err: ErrWalkOverBound}}
+}
+
+// MaxWalkBytes is the bound of one list walk (ClientConfig.MaxWalkBytes).
+func (c *Client) MaxWalkBytes() int64 { return c.cfg.MaxWalkBytes }
+
 // ListHotels returns every record of brand, following nextCursor to the
-// last page. A cursor seen twice in one walk, an empty cursor, or more than
-// MaxPages pages is a failure (BAD_GATEWAY): the PMS would never end.
+// last page (WalkHotels), each record a copy of its bytes.
 func (c *Client) ListHotels(ctx context.Context, brand string) ([]json.RawMessage, error) {
+	var all []json.RawMessage
+	err := c.WalkHotels(ctx, brand, func(rec []byte) error {
+		all = append(all, bytes.Clone(rec))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return all, nil
+}
+
+// WalkHotels hands every record of brand to visit, following nextCursor to
+// the last page. A cursor seen twice in one walk, an empty cursor, more
+// than MaxPages pages or more than MaxWalkBytes of bodies is a failure
+// (BAD_GATEWAY): the PMS would never end.
+//
+// Memory: each page is read into one buffer, reused from page to page,
+// and its records are handed over as slices of it; the walk itself keeps
+// one page (at most MaxBodyBytes, in a buffer of up to twice that while
+// it grows) and the page's record index, whatever the number of pages.
+// With ClientConfig.ReadBytesPerSecond, each page waits for its share of
+// that rate before its records are decoded, and the walk yields its
+// processor every yieldEvery records (a background walk's bounded CPU:
+// the shadow candidate).
+func (c *Client) WalkHotels(ctx context.Context, brand string, visit func(rec []byte) error) error {
 	ctx, span := c.startCall(ctx, SpanListHotels, AttrBrand.String(brand))
 	defer span.End()
-	var all []json.RawMessage
-	pages := 0
+	pages, records := 0, 0
 	err := c.call(ctx, span, func(ctx context.Context) error {
-		all, pages = nil, 0
-		var walked int64               // body bytes of this walk (MaxWalkBytes)
-		var byPage [][]json.RawMessage // each page's records, joined at the end
-		var p listPage                 // reused: its records slice is scratch
+		pages, records = 0, 0
+		var walked int64     // body bytes of this walk (MaxWalkBytes)
+		var p listPage       // reused: its records slice is scratch
+		var buf bytes.Buffer // the page under way, reused
 		seen := make(map[string]struct{})
 		cursor := ""
 		for page := 1; ; page++ {
@@ -277,7 +344,7 @@ func (c *Client) ListHotels(ctx context.Context, brand string) ([]json.RawMessag
 			if cursor != "" {
 				q.Set("cursor", cursor)
 			}
-			body, err := c.do(ctx, c.hotelsURL(brand, "")+"?"+q.Encode())
+			body, err := c.doInto(ctx, c.hotelsURL(brand, "")+"?"+q.Encode(), &buf)
 			var se *statusError
 			if errors.As(err, &se) && se.status == http.StatusNotFound {
 				// An unknown brand lists as empty: a 404 here is a wrong
@@ -290,7 +357,15 @@ func (c *Client) ListHotels(ctx context.Context, brand string) ([]json.RawMessag
 			}
 			pages++
 			if walked += int64(len(body)); walked > c.cfg.MaxWalkBytes {
-				return &answerError{reason: fmt.Sprintf("list walk larger than %d bytes after %d pages", c.cfg.MaxWalkBytes, page)}
+				return &answerError{reason: fmt.Sprintf("list walk larger than %d bytes after %d pages", c.cfg.MaxWalkBytes, page),
+					err: ErrWalkOverBound}
+			}
+			if c.pace != nil {
+				// The page's share of ReadBytesPerSecond before its
+				// records are decoded and handed over.
+				if err := c.pace.WaitN(ctx, max(len(body), 1)); err != nil {
+					return err
+				}
 			}
 			p.Hotels.set, p.NextCursor = false, nil
 			if err := json.Unmarshal(body, &p); err != nil {
@@ -299,13 +374,16 @@ func (c *Client) ListHotels(ctx context.Context, brand string) ([]json.RawMessag
 			if !p.Hotels.set {
 				return &answerError{reason: "list page without hotels"}
 			}
-			recs := make([]json.RawMessage, len(p.Hotels.recs))
-			for i, h := range p.Hotels.recs {
-				recs[i] = json.RawMessage(h)
+			for i, rec := range p.Hotels.recs {
+				records++
+				if err := visit(rec); err != nil {
+					return err // an *Error (OverBound) is the call's error as is
+				}
+				if c.pace != nil && i%yieldEvery == yieldEvery-1 {
+					runtime.Gosched() // a paced walk lets waiting goroutines (partners) go first
+				}
 			}
-			byPage = append(byPage, recs)
 			if p.NextCursor == nil {
-				all = slices.Concat(byPage...)
 				return nil
 			}
 			cursor = *p.NextCursor
@@ -319,12 +397,9 @@ func (c *Client) ListHotels(ctx context.Context, brand string) ([]json.RawMessag
 		}
 	})
 	if span.IsRecording() {
-		span.SetAttributes(AttrPages.Int(pages), AttrRecords.Int(len(all)))
+		span.SetAttributes(AttrPages.Int(pages), AttrRecords.Int(records))
 	}
-	if err != nil {
-		return nil, err
-	}
-	return all, nil
+	return err
 }
 
 // GetHotel returns the record of one hotel. A PMS 404 is NotFound, whatever

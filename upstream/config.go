@@ -54,6 +54,12 @@ type ClientConfig struct {
 	// DefaultMaxWalkBytes (256 MiB).
 	MaxWalkBytes int64
 
+	// ReadBytesPerSecond paces list walks: each page waits for its share
+	// of this rate before its records are decoded, which bounds the CPU a
+	// walk takes from everything else (the shadow candidate, docs/contract.md
+	// 17). Zero means unpaced (the live PMS: partners wait on it).
+	ReadBytesPerSecond int64
+
 	// CallTimeout is the overall deadline of one logical call (a whole
 	// list walk, or one get): every attempt, every retry wait. The
 	// caller's own deadline applies too when it is earlier. Zero means
@@ -177,6 +183,7 @@ func (cfg ClientConfig) withDefaults() (ClientConfig, *url.URL, error) {
 		v    int64
 	}{
 		{"MaxPages", int64(cfg.MaxPages)}, {"MaxBodyBytes", cfg.MaxBodyBytes}, {"MaxWalkBytes", cfg.MaxWalkBytes},
+		{"ReadBytesPerSecond", cfg.ReadBytesPerSecond},
 		{"CallTimeout", int64(cfg.CallTimeout)}, {"AttemptTimeout", int64(cfg.AttemptTimeout)},
 		{"Retry.WaitMin", int64(r.WaitMin)}, {"Retry.WaitMax", int64(r.WaitMax)},
 		{"Retry.RetryAfterMax", int64(r.RetryAfterMax)},

@@ -55,7 +55,8 @@ type attempts struct {
 	retries int
 	wait    time.Duration
 	body    []byte
-	scratch bytes.Buffer // readBody's buffer, reused from call to call
+	scratch bytes.Buffer  // readBody's buffer, reused from call to call
+	into    *bytes.Buffer // doInto's: the body is read into it, not copied
 
 	started time.Time // of the attempt under way
 	open    bool      // the attempt under way is not yet recorded
@@ -87,7 +88,7 @@ func (c *Client) getAttempts() *attempts {
 // putAttempts resets a and returns it to the pool.
 func (c *Client) putAttempts(a *attempts) {
 	a.resend.Store(0)
-	a.retries, a.wait, a.body = 0, 0, nil
+	a.retries, a.wait, a.body, a.into = 0, 0, nil, nil
 	a.started, a.open, a.checked, a.shed, a.last = time.Time{}, false, false, nil, ""
 	c.attemptsPool.Put(a)
 }
@@ -96,8 +97,16 @@ func (c *Client) putAttempts(a *attempts) {
 // Errors are *statusError, *answerError, *transportError or a context
 // error (possibly wrapped).
 func (c *Client) do(ctx context.Context, u string) ([]byte, error) {
+	return c.doInto(ctx, u, nil)
+}
+
+// doInto is do, reading the body into buf (nil: a copy of its own size)
+// and returning buf's bytes: valid until buf is used again. A list walk
+// reads every page into one buffer.
+func (c *Client) doInto(ctx context.Context, u string, buf *bytes.Buffer) ([]byte, error) {
 	a := c.getAttempts()
 	defer c.putAttempts(a)
+	a.into = buf
 	req, err := retryablehttp.NewRequestWithContext(withResendCounter(ctx, &a.resend), http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err
@@ -189,7 +198,20 @@ func (a *attempts) handleResponse(resp *http.Response) error {
 	if resp.ContentLength > limit {
 		return &answerError{reason: "body larger than " + strconv.FormatInt(limit, 10) + " bytes"}
 	}
-	body, err := readBody(resp.Body, limit, &a.scratch)
+	var body []byte
+	var err error
+	if a.into != nil {
+		a.into.Reset()
+		if resp.ContentLength > 0 {
+			// One allocation when the size is told: room for the body
+			// and the read that finds its end.
+			a.into.Grow(int(resp.ContentLength) + bytes.MinRead)
+		}
+		_, err = a.into.ReadFrom(io.LimitReader(resp.Body, limit+1))
+		body = a.into.Bytes()
+	} else {
+		body, err = readBody(resp.Body, limit, &a.scratch)
+	}
 	if err != nil {
 		return &transportError{err: err}
 	}

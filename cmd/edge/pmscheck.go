@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
+	"runtime/metrics"
 	"slices"
 	"strings"
 	"time"
@@ -36,7 +38,8 @@ func usageError(format string, a ...any) error {
 // pmsCheckEnv are the edge's settings that edge pms check reads: the same
 // PMS, brand, code source and client deadlines as the edge itself.
 var pmsCheckEnv = []string{"EDGE_BRAND", "EDGE_CODE_SOURCE", "PMS_BASE_URL", "PMS_SANDBOX_URL", "PMS_TOKEN",
-	"PMS_CANDIDATE_URL", "PMS_CANDIDATE_TOKEN", "EDGE_PMS_TIMEOUT", "EDGE_PMS_ATTEMPT_TIMEOUT", "EDGE_PMS_MAX_WALK_BYTES"}
+	"PMS_CANDIDATE_URL", "PMS_CANDIDATE_TOKEN", "EDGE_PMS_TIMEOUT", "EDGE_PMS_ATTEMPT_TIMEOUT", "EDGE_PMS_MAX_WALK_BYTES",
+	"PMS_CANDIDATE_MAX_WALK_BYTES"}
 
 // checkOptions are edge pms check's own flags.
 type checkOptions struct {
@@ -49,7 +52,7 @@ type checkOptions struct {
 	codeSource          mapping.CodeSource
 	callTimeout         time.Duration
 	attemptTimeout      time.Duration
-	maxWalkBytes        int64 // EDGE_PMS_MAX_WALK_BYTES, as the edge
+	maxWalkBytes        int64 // EDGE_PMS_MAX_WALK_BYTES (with --candidate PMS_CANDIDATE_MAX_WALK_BYTES), as the edge
 }
 
 // runPMSCheck is edge pms check (docs/contract.md section 14): it walks a PMS with the
@@ -93,6 +96,7 @@ func runPMSCheck(ctx context.Context, args []string, getenv lookupEnv, stdout, s
 	if o.brandDefaulted {
 		fmt.Fprintln(stderr, "edge pms check: EDGE_BRAND unset: checking brand aurora (the demo's)")
 	}
+	defer limitCheckMemory(o.maxWalkBytes, getenv)()
 	mode := "live"
 	switch {
 	case o.sandbox:
@@ -141,6 +145,28 @@ func runPMSCheck(ctx context.Context, args []string, getenv lookupEnv, stdout, s
 		return errors.New("pms check failed: " + strings.Join(rep.Failures(), "; "))
 	}
 	return nil
+}
+
+// limitCheckMemory sets a soft memory limit (runtime/debug.SetMemoryLimit)
+// for the check's walk, unless the operator set GOMEMLIMIT: what the
+// process uses now plus 1.375 times the walk's bound (docs/contract.md section 17:
+// under 1.5 times the bound over its footprint). The check decodes each
+// page whole to check it against the schemas, a garbage of several times
+// the page beside what the walk keeps, which the collector's own pacing
+// (twice what was live) would let pile up; the limit makes it collect in
+// time. It returns the function that puts the previous limit back.
+func limitCheckMemory(bound int64, getenv lookupEnv) func() {
+	if _, set := getenv("GOMEMLIMIT"); set {
+		return func() {}
+	}
+	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(s)
+	var used int64
+	if s[0].Value.Kind() == metrics.KindUint64 && s[1].Value.Kind() == metrics.KindUint64 {
+		used = int64(s[0].Value.Uint64() - s[1].Value.Uint64())
+	}
+	old := debug.SetMemoryLimit(used + bound + bound*3/8)
+	return func() { debug.SetMemoryLimit(old) }
 }
 
 func saveResult(path string, r *pmscheck.Result) error {
@@ -229,6 +255,7 @@ func parseCheck(args []string, getenv lookupEnv, stderr io.Writer) (checkOptions
 		p.fail(errors.New("--candidate needs PMS_CANDIDATE_URL"))
 	case o.candidate:
 		o.baseURL, o.tok = candidate, p.str("PMS_CANDIDATE_TOKEN")
+		o.maxWalkBytes = p.size("PMS_CANDIDATE_MAX_WALK_BYTES")
 	}
 	if o.brand == "" {
 		// The demo's brand. Unlike the edge, the check does not refuse to

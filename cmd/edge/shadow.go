@@ -13,7 +13,10 @@ import (
 // 14); nil when it is empty. The candidate has its own client (its own
 // breaker, retry budget and connections, metrics labelled pms=candidate)
 // with the edge's PMS deadlines; it is walked at most once per cache TTL,
-// after the edge's own walk of the live PMS. The sandbox is not shadowed:
+// after the edge's own walk of the live PMS, under its own bound
+// (PMS_CANDIDATE_MAX_WALK_BYTES) and paced (shadow.DefaultReadBytesPerSecond)
+// so that it takes a bounded share of memory and CPU from partners
+// (docs/contract.md section 17). The sandbox is not shadowed:
 // the candidate stands for the live PMS, and sandbox data differs by design.
 func newShadow(cfg settings, version string, log *slog.Logger, tel *observability.Telemetry) (*shadow.Shadow, error) {
 	if cfg.CandidateURL == "" {
@@ -31,7 +34,7 @@ func newShadow(cfg settings, version string, log *slog.Logger, tel *observabilit
 			Version:        version,
 			CallTimeout:    cfg.PMSTimeout,
 			AttemptTimeout: cfg.PMSAttempt,
-			MaxWalkBytes:   cfg.PMSMaxWalkBytes,
+			MaxWalkBytes:   cfg.CandidateMaxWalkBytes,
 			Metrics:        pm,
 			Logger:         log,
 		},
@@ -46,6 +49,6 @@ func newShadow(cfg settings, version string, log *slog.Logger, tel *observabilit
 		return nil, err
 	}
 	log.Info("shadow candidate on: compared with the live PMS in the background, never served",
-		"interval", max(cfg.CacheTTL, 0))
+		"interval", max(cfg.CacheTTL, 0), "max_walk_bytes", cfg.CandidateMaxWalkBytes)
 	return sh, nil
 }

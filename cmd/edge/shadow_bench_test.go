@@ -1,14 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -37,7 +41,12 @@ func BenchmarkShadowPartnerLatency(b *testing.B) {
 	for _, tc := range []struct {
 		name      string
 		candidate http.Handler
-	}{{"none", nil}, {"hanging", hang}, {"failing", fail}, {"changed", pmsim.New(pmsim.Config{Seed: 5, Drift: pmsim.Drift{Drop: 3}})}} {
+	}{{"none", nil}, {"hanging", hang}, {"failing", fail}, {"changed", pmsim.New(pmsim.Config{Seed: 5, Drift: pmsim.Drift{Drop: 3}})},
+		// Issue 28 finding 4: 112 MB of valid records, and endless 7.6 MB
+		// pages, against the candidate's default bound of 64 MiB. The
+		// page is made once: a real candidate makes its pages elsewhere,
+		// not on the edge's cores.
+		{"huge", repeatedPage(7_600_000, 15)}, {"endless", repeatedPage(7_600_000, -1)}} {
 		b.Run(tc.name, func(b *testing.B) {
 			h, reqs, sh := shadowBenchEdge(b, tc.candidate)
 			lat := make([]time.Duration, 0, b.N)
@@ -89,8 +98,10 @@ func shadowBenchEdge(b *testing.B, candidate http.Handler) (http.Handler, []*htt
 		b.Fatal(err)
 	}
 	log := slog.New(slog.DiscardHandler)
-	cfg := settings{Brand: "aurora", PMSTimeout: 300 * time.Millisecond, PMSAttempt: 200 * time.Millisecond,
-		CacheTTL: 20 * time.Millisecond, CacheStale: time.Hour}
+	// The default walk deadline: a candidate walk to its bound, paced,
+	// takes about 2 s (shadow.DefaultReadBytesPerSecond).
+	cfg := settings{Brand: "aurora", PMSTimeout: 5 * time.Second, PMSAttempt: 2 * time.Second,
+		CacheTTL: 20 * time.Millisecond, CacheStale: time.Hour, CandidateMaxWalkBytes: 64 << 20}
 	var sh *shadow.Shadow
 	done := make(chan struct{})
 	if candidate != nil {
@@ -126,4 +137,24 @@ func shadowBenchEdge(b *testing.B, candidate http.Handler) (http.Handler, []*htt
 		reqs = append(reqs, newReq("properties/"+it.ID))
 	}
 	return h, reqs, sh
+}
+
+// repeatedPage serves a list of pages (negative: endless) that are all one
+// page of about size bytes of valid records, made once, with a cursor to
+// the next.
+func repeatedPage(size int64, pages int) http.Handler {
+	rec := httptest.NewRecorder()
+	generatedHandler(size, -1).ServeHTTP(rec, httptest.NewRequest("GET", "/internal/v2/brands/aurora/hotels", nil))
+	body := rec.Body.Bytes()
+	hotels := body[:bytes.LastIndex(body, []byte(`],"nextCursor"`))+1]
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := strconv.Atoi(strings.TrimPrefix(r.URL.Query().Get("cursor"), "c"))
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(hotels)
+		if pages >= 0 && n+1 >= pages {
+			_, _ = io.WriteString(w, `,"nextCursor":null}`)
+			return
+		}
+		_, _ = fmt.Fprintf(w, `,"nextCursor":"c%d"}`, n+1)
+	})
 }

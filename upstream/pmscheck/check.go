@@ -13,12 +13,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"mime"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/partner-edge/partner-edge/mapping"
 	"github.com/partner-edge/partner-edge/upstream"
@@ -41,9 +41,6 @@ type Config struct {
 	// must answer 404. Zero means DefaultGets; negative means no gets.
 	Gets int
 }
-
-// timeZero stamps the check's snapshot: nothing reads its load time.
-var timeZero time.Time
 
 // DefaultGets is Config.Gets when zero.
 const DefaultGets = 5
@@ -149,7 +146,17 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec := &recorder{}
+	mode := cfg.Mode
+	if mode == "" {
+		mode = "live"
+	}
+	r := &Report{PMS: cfg.Client.BaseURL, Brand: cfg.Brand, Mode: mode,
+		CodeSource: string(orNone(cfg.CodeSource)), Violations: []Violation{},
+		Rejected: map[mapping.Reason][]string{}, Answers: Answers{Statuses: map[string]int{}}}
+	v := &violations{}
+	lc := newListChecker(sc, cfg, v, &r.Answers)
+	// Each list page is checked as the walk reads it, and let go.
+	rec := &recorder{onAdd: lc.check}
 	cc := cfg.Client
 	cc.WrapTransport = rec.wrap(cc.WrapTransport)
 	client, err := upstream.NewClient(cc)
@@ -157,31 +164,24 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	defer client.CloseIdleConnections()
-	mode := cfg.Mode
-	if mode == "" {
-		mode = "live"
-	}
-	r := &Report{PMS: cc.BaseURL, Brand: cfg.Brand, Mode: mode,
-		CodeSource: string(orNone(cfg.CodeSource)), Violations: []Violation{},
-		Rejected: map[mapping.Reason][]string{}, Answers: Answers{Statuses: map[string]int{}}}
-	v := &violations{}
 
 	// The walk: the edge's own list walk and mapping.
 	var rejected []*mapping.Rejection
 	walk := upstream.NewDirect(client, upstream.DirectOptions{Brand: cfg.Brand, CodeSource: cfg.CodeSource,
 		OnReject: func(rj *mapping.Rejection) { rejected = append(rejected, rj) }})
 	props, _, walkErr := walk.Properties(ctx)
-	listed := rec.exchanges()
-	checkList(listed, sc, cfg, v, &r.Answers)
+	listed := rec.stop()
+	lc.finish(cfg)
 	if walkErr != nil {
 		v.add(RuleWalk, "", "the edge's list walk failed, partners would get an error: "+walkErr.Error(),
 			"GET "+listPath(cfg.Brand))
 	}
 
-	snap := upstream.SnapshotOf(props, timeZero)
-	items := snap.All()
+	// The items alone, not a Snapshot (its index and joined JSON would be
+	// two more copies of what the walk kept).
+	items := upstream.ItemsByID(props)
 	if walkErr == nil {
-		checkGets(ctx, client, cfg, items, sc, rec, len(listed), v, &r.Answers)
+		checkGets(ctx, client, cfg, items, sc, rec, listed, v, &r.Answers)
 	}
 
 	r.Violations = v.list
@@ -195,7 +195,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	for _, ids := range r.Rejected {
 		slices.Sort(ids)
 	}
-	r.Visible = Visible{Listed: len(snap.Active), ByIDOnly: len(items) - len(snap.Active), Properties: len(items)}
+	active := 0
+	for _, it := range items {
+		if it.Active {
+			active++
+		}
+	}
+	r.Visible = Visible{Listed: active, ByIDOnly: len(items) - active, Properties: len(items)}
 	r.Result = NewResult(cfg.Brand, mode, cfg.CodeSource, items, rejected)
 	if walkErr != nil {
 		r.Result = nil // nothing partners would see: do not save an empty list as a baseline
@@ -297,95 +303,123 @@ func jsonContent(ct string) bool {
 	return err == nil && mt == "application/json"
 }
 
-// checkList checks the list pages of one walk, in order.
-func checkList(xs []*exchange, sc *schemas, cfg Config, v *violations, a *Answers) {
-	seenCursor := map[string]int{} // nextCursor -> page that handed it out
-	seenID := map[string]int{}     // hotel_id (lower-cased) -> page
-	present := map[string]int{}    // field -> records that carry it
-	records, page := 0, 0
-	wantCursor := "" // the cursor the next page must be asked with
-	for _, x := range xs {
-		a.countStatus(x)
-		if x.status == 0 {
-			continue // a failed attempt: retried, or the walk error says it
+// listChecker checks the list pages of one walk, in order, one page at a
+// time as the walk reads it (page): it keeps counts, the cursors handed
+// out and a hash of each id listed, never a page (docs/contract.md section 17: the
+// check holds what the edge's walk holds, plus one page being checked).
+type listChecker struct {
+	sc         *schemas
+	v          *violations
+	a          *Answers
+	seenCursor map[string]int // nextCursor -> page that handed it out
+	seenID     map[uint64]int // hash of hotel_id (lower-cased) -> page
+	seed       maphash.Seed
+	present    map[string]int // field the mapping reads -> records that carry it
+	records    int
+	page       int
+	wantCursor string // the cursor the next page must be asked with
+}
+
+func newListChecker(sc *schemas, cfg Config, v *violations, a *Answers) *listChecker {
+	lc := &listChecker{sc: sc, v: v, a: a, seenCursor: map[string]int{}, seenID: map[uint64]int{},
+		seed: maphash.MakeSeed(), present: map[string]int{}}
+	for _, f := range readFields(cfg.CodeSource) {
+		lc.present[f] = 0
+	}
+	return lc
+}
+
+// check checks one exchange of the walk, in the walk's order.
+func (lc *listChecker) check(x *exchange) {
+	v, a := lc.v, lc.a
+	a.countStatus(x)
+	if x.status == 0 {
+		return // a failed attempt: retried, or the walk error says it
+	}
+	cursor := x.url.Query().Get("cursor")
+	where := fmt.Sprintf("page %d", lc.page+1)
+	if cursor != "" {
+		where += " (cursor " + clip(cursor, 24) + ")"
+	}
+	if p := statusProblem(x.status, true); p != "" {
+		v.add(RuleStatus, "", p, where)
+		return
+	}
+	if x.status != http.StatusOK {
+		return
+	}
+	lc.page++
+	a.ListPages++
+	if cursor != lc.wantCursor {
+		v.add(RulePaging, "cursor", "the edge asked a page with a cursor it was not handed (a bug of the check)", where)
+	}
+	if !x.complete {
+		return // over the body bound: the walk error says it
+	}
+	if !jsonContent(x.contentType) {
+		v.add(RuleShape, "Content-Type", fmt.Sprintf("Content-Type %q, want application/json (section 1)", x.contentType), where)
+	}
+	var doc any
+	if err := json.Unmarshal(x.body, &doc); err != nil {
+		v.add(RuleShape, "", "the list page is not JSON (section 2)", where)
+		return
+	}
+	ids := hotelIDs(x.body)
+	for _, p := range validate(lc.sc.list, doc) {
+		v.add(RuleShape, p.field, schemaMessage(p, len(p.path) >= 2 && p.path[0] == "hotels"), where+" "+location(p.path, ids))
+	}
+	var env struct {
+		Hotels     []map[string]json.RawMessage `json:"hotels"`
+		NextCursor *string                      `json:"nextCursor"`
+	}
+	_ = json.Unmarshal(x.body, &env) // shape problems are reported above
+	limit, _ := strconv.Atoi(x.url.Query().Get("limit"))
+	if limit > 0 && len(env.Hotels) > limit {
+		v.add(RulePaging, "hotels", fmt.Sprintf("a page of %d records for limit=%d (section 2)", len(env.Hotels), limit), where)
+	}
+	for i, h := range env.Hotels {
+		lc.records++
+		for f := range lc.present {
+			if _, ok := h[f]; ok {
+				lc.present[f]++
+			}
 		}
-		cursor := x.url.Query().Get("cursor")
-		where := fmt.Sprintf("page %d", page+1)
-		if cursor != "" {
-			where += " (cursor " + clip(cursor, 24) + ")"
-		}
-		if p := statusProblem(x.status, true); p != "" {
-			v.add(RuleStatus, "", p, where)
+		id := ids[i]
+		if id == "" {
 			continue
 		}
-		if x.status != http.StatusOK {
-			continue
-		}
-		page++
-		a.ListPages++
-		if cursor != wantCursor {
-			v.add(RulePaging, "cursor", "the edge asked a page with a cursor it was not handed (a bug of the check)", where)
-		}
-		if !x.complete {
-			continue // over the body bound: the walk error says it
-		}
-		if !jsonContent(x.contentType) {
-			v.add(RuleShape, "Content-Type", fmt.Sprintf("Content-Type %q, want application/json (section 1)", x.contentType), where)
-		}
-		var doc any
-		if err := json.Unmarshal(x.body, &doc); err != nil {
-			v.add(RuleShape, "", "the list page is not JSON (section 2)", where)
-			continue
-		}
-		ids := hotelIDs(x.body)
-		for _, p := range validate(sc.list, doc) {
-			v.add(RuleShape, p.field, schemaMessage(p, len(p.path) >= 2 && p.path[0] == "hotels"), where+" "+location(p.path, ids))
-		}
-		var env struct {
-			Hotels     []map[string]json.RawMessage `json:"hotels"`
-			NextCursor *string                      `json:"nextCursor"`
-		}
-		_ = json.Unmarshal(x.body, &env) // shape problems are reported above
-		limit, _ := strconv.Atoi(x.url.Query().Get("limit"))
-		if limit > 0 && len(env.Hotels) > limit {
-			v.add(RulePaging, "hotels", fmt.Sprintf("a page of %d records for limit=%d (section 2)", len(env.Hotels), limit), where)
-		}
-		for i, h := range env.Hotels {
-			records++
-			for f := range h {
-				present[f]++
-			}
-			id := ids[i]
-			if id == "" {
-				continue
-			}
-			key := strings.ToLower(id)
-			if first, dup := seenID[key]; dup {
-				v.add(RulePaging, "nextCursor", "a record listed twice in one walk: pages overlap (section 2)",
-					fmt.Sprintf("%s hotel %s (first on page %d)", where, id, first))
-			} else {
-				seenID[key] = page
-			}
-		}
-		switch {
-		case env.NextCursor == nil:
-			wantCursor = ""
-		case *env.NextCursor == "":
-			v.add(RulePaging, "nextCursor", `empty nextCursor: the last page says null (section 2)`, where)
-		default:
-			if first, dup := seenCursor[*env.NextCursor]; dup {
-				v.add(RulePaging, "nextCursor", "cursor loop: a page hands out a cursor handed out before (section 2)",
-					fmt.Sprintf("%s, as page %d did", where, first))
-			} else {
-				seenCursor[*env.NextCursor] = page
-			}
-			wantCursor = *env.NextCursor
+		key := maphash.String(lc.seed, strings.ToLower(id))
+		if first, dup := lc.seenID[key]; dup {
+			v.add(RulePaging, "nextCursor", "a record listed twice in one walk: pages overlap (section 2)",
+				fmt.Sprintf("%s hotel %s (first on page %d)", where, id, first))
+		} else {
+			lc.seenID[key] = lc.page
 		}
 	}
-	if records >= fieldsSeenMin {
+	switch {
+	case env.NextCursor == nil:
+		lc.wantCursor = ""
+	case *env.NextCursor == "":
+		v.add(RulePaging, "nextCursor", `empty nextCursor: the last page says null (section 2)`, where)
+	default:
+		c := clip(*env.NextCursor, 256) // kept for the walk: no longer than a page would make it
+		if first, dup := lc.seenCursor[c]; dup {
+			v.add(RulePaging, "nextCursor", "cursor loop: a page hands out a cursor handed out before (section 2)",
+				fmt.Sprintf("%s, as page %d did", where, first))
+		} else {
+			lc.seenCursor[c] = lc.page
+		}
+		lc.wantCursor = *env.NextCursor
+	}
+}
+
+// finish checks what only the whole walk tells: fields the mapping reads
+// that no record carries.
+func (lc *listChecker) finish(cfg Config) {
+	if lc.records >= fieldsSeenMin {
 		for _, f := range readFields(cfg.CodeSource) {
-			if present[f] == 0 {
-				v.add(RuleShape, f, fmt.Sprintf("a field the mapping reads is absent from all %d records: renamed or removed? (section 5)", records),
+			if lc.present[f] == 0 {
+				lc.v.add(RuleShape, f, fmt.Sprintf("a field the mapping reads is absent from all %d records: renamed or removed? (section 5)", lc.records),
 					"every page")
 			}
 		}

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+
+	"github.com/partner-edge/partner-edge/upstream"
 )
 
 // exchange is one HTTP attempt of the edge's client as the recorder saw it:
@@ -20,15 +22,33 @@ type exchange struct {
 
 // recorder collects the exchanges of one check, in the order their bodies
 // were done with (the walk is sequential, so that is the order of pages).
+// While onAdd is set (the list walk), each exchange is handed to it as it
+// is done with and its body let go: the check then holds one page at a
+// time, not the walk (docs/contract.md section 17). After stop, bodies are kept (the
+// few gets).
 type recorder struct {
-	mu  sync.Mutex
-	all []*exchange
+	mu    sync.Mutex
+	all   []*exchange
+	onAdd func(*exchange)
 }
 
 func (r *recorder) add(x *exchange) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.all = append(r.all, x)
-	r.mu.Unlock()
+	if r.onAdd != nil {
+		r.onAdd(x)
+		x.body = nil
+	}
+}
+
+// stop ends the hand-over to onAdd and returns how many exchanges there
+// were until then.
+func (r *recorder) stop() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.onAdd = nil
+	return len(r.all)
 }
 
 func (r *recorder) exchanges() []*exchange {
@@ -50,6 +70,10 @@ func (r *recorder) wrap(next func(http.RoundTripper) http.RoundTripper) func(htt
 	}
 }
 
+// maxRecorded bounds the room made ahead for a body of announced size: the
+// client reads no more than its MaxBodyBytes, whatever is announced.
+const maxRecorded = upstream.DefaultMaxBodyBytes
+
 type recordingTransport struct {
 	rt  http.RoundTripper
 	rec *recorder
@@ -62,6 +86,9 @@ func (t recordingTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		return nil, err
 	}
 	x := &exchange{url: req.URL, status: res.StatusCode, contentType: res.Header.Get("Content-Type")}
+	if n := res.ContentLength; n > 0 && n <= maxRecorded {
+		x.body = make([]byte, 0, n) // one allocation when the size is told
+	}
 	res.Body = &teeBody{rc: res.Body, x: x, rec: t.rec}
 	return res, nil
 }

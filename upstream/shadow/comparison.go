@@ -10,6 +10,10 @@ import (
 	"github.com/partner-edge/partner-edge/upstream/pmscheck"
 )
 
+// ErrorOverBound is Comparison.Error of a candidate walk that passed its
+// bound (docs/contract.md section 17).
+const ErrorOverBound = "walk_over_bound"
+
 // MaxExamples bounds the examples of one Comparison.
 const MaxExamples = 20
 
@@ -37,11 +41,15 @@ type Comparison struct {
 	// Walks is the number of candidate walks of this mode so far.
 	Walks int `json:"walks"`
 	// Candidate is "ok", or "failed" with Error the failure's kind
-	// (timeout, unavailable, bad_gateway...).
-	Candidate string    `json:"candidate"`
-	Error     string    `json:"error,omitempty"`
-	Counts    Counts    `json:"counts"`
-	Examples  []Example `json:"examples"`
+	// (timeout, unavailable, bad_gateway...), or ErrorOverBound when the
+	// candidate sent, or its walk would have kept, more than MaxWalkBytes.
+	Candidate string `json:"candidate"`
+	Error     string `json:"error,omitempty"`
+	// MaxWalkBytes is the candidate walk's bound
+	// (PMS_CANDIDATE_MAX_WALK_BYTES).
+	MaxWalkBytes int64     `json:"maxWalkBytes"`
+	Counts       Counts    `json:"counts"`
+	Examples     []Example `json:"examples"`
 }
 
 // Counts are the differences by kind, and the properties on each side.

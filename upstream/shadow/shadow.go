@@ -12,9 +12,11 @@
 package shadow
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
+	"runtime"
 	"sync"
 	"time"
 
@@ -42,8 +44,16 @@ type Config struct {
 	// off every request walks the live PMS; the candidate still waits).
 	Interval time.Duration
 	// Timeout is the deadline of one candidate walk. Zero means
-	// upstream.DefaultCallTimeout.
+	// upstream.DefaultCallTimeout. A paced walk's deadline, this one and
+	// the client's CallTimeout, is at least twice what the pace makes a
+	// walk to the bound take.
 	Timeout time.Duration
+	// ReadBytesPerSecond paces the candidate's walk (each page waits for
+	// its share before it is decoded), so that it takes a bounded share
+	// of the CPU from partners (docs/contract.md section 17). Zero means
+	// DefaultReadBytesPerSecond; negative means unpaced. The candidate's
+	// bound is Candidate.MaxWalkBytes (PMS_CANDIDATE_MAX_WALK_BYTES).
+	ReadBytesPerSecond int64
 	// Now is the clock of the Interval. Nil means time.Now.
 	Now func() time.Time
 	// Logger receives one line per failed candidate walk (warn) and per
@@ -53,6 +63,12 @@ type Config struct {
 	// Nil means no metrics.
 	Meter metric.Meter
 }
+
+// DefaultReadBytesPerSecond is Config.ReadBytesPerSecond when zero: a
+// candidate of 64 MiB (PMS_CANDIDATE_MAX_WALK_BYTES's default) is walked
+// in about 4 s, and its deadline is at least twice that (New): within
+// cmd/edge's default EDGE_PMS_TIMEOUT of 9 s.
+const DefaultReadBytesPerSecond = 16 << 20
 
 // Shadow walks and compares the candidate. Build it with New, run its
 // goroutine with Run, hook it after each mode's load with After.
@@ -79,6 +95,24 @@ type Shadow struct {
 func New(cfg Config) (*Shadow, error) {
 	if cfg.Brand == "" {
 		return nil, errors.New("shadow: a brand is required")
+	}
+	switch {
+	case cfg.ReadBytesPerSecond == 0:
+		cfg.Candidate.ReadBytesPerSecond = DefaultReadBytesPerSecond
+	case cfg.ReadBytesPerSecond > 0:
+		cfg.Candidate.ReadBytesPerSecond = cfg.ReadBytesPerSecond
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = upstream.DefaultCallTimeout
+	}
+	if r := cfg.Candidate.ReadBytesPerSecond; r > 0 {
+		// A paced walk to its bound takes bound/rate: its deadlines
+		// leave room for twice that, so that it ends at its bound (and
+		// /shadow says so), not at a deadline made for unpaced walks.
+		bound := cmp.Or(cfg.Candidate.MaxWalkBytes, upstream.DefaultMaxWalkBytes)
+		paced := time.Duration(2 * float64(bound) / float64(r) * float64(time.Second))
+		cfg.Timeout = max(cfg.Timeout, paced)
+		cfg.Candidate.CallTimeout = max(cmp.Or(cfg.Candidate.CallTimeout, upstream.DefaultCallTimeout), paced)
 	}
 	client, err := upstream.NewClient(cfg.Candidate)
 	if err != nil {
@@ -142,7 +176,18 @@ func (s *Shadow) offer(mode string, snap *upstream.Snapshot) {
 
 // Run walks the candidate for every due offer until ctx ends. Run it in
 // one goroutine; each walk ends with ctx too.
+//
+// The walks run at low priority (docs/contract.md section 17: the candidate never
+// raises partner p99 by more than 10%): Run keeps its goroutine on one
+// thread, which it gives the lowest scheduling priority (Linux), and the
+// walk decodes and maps the candidate's records on that thread, paced
+// (Config.ReadBytesPerSecond). The thread ends with Run (it is never
+// unlocked), so no other goroutine inherits its priority.
 func (s *Shadow) Run(ctx context.Context) {
+	runtime.LockOSThread()
+	if err := lowerPriority(); err != nil {
+		s.log.Warn("shadow candidate: cannot lower the walk's priority; pacing alone bounds it", "error", err)
+	}
 	defer s.client.CloseIdleConnections()
 	for {
 		select {
@@ -191,7 +236,7 @@ func (s *Shadow) compare(ctx context.Context, mode string, live *upstream.Snapsh
 		OnReject: func(r *mapping.Rejection) { mu.Lock(); rejected = append(rejected, r); mu.Unlock() }})
 	props, _, err := d.Properties(wctx)
 	c := &Comparison{Brand: s.brand, Mode: mode, At: s.now().UTC(), LiveLoadedAt: live.LoadedAt.UTC(),
-		Examples: []Example{}}
+		MaxWalkBytes: s.client.MaxWalkBytes(), Examples: []Example{}}
 	s.mu.Lock()
 	c.Walks = s.walks[mode]
 	s.mu.Unlock()
@@ -200,13 +245,19 @@ func (s *Shadow) compare(ctx context.Context, mode string, live *upstream.Snapsh
 			return // the process is stopping: no comparison
 		}
 		c.Candidate, c.Error = "failed", upstream.KindOf(err).String()
+		if errors.Is(err, upstream.ErrWalkOverBound) {
+			c.Error = ErrorOverBound
+		}
 		s.log.Warn("shadow candidate walk failed; partners are not affected", "mode", mode, "error", err)
 		s.metrics.walk(mode, false)
 		s.store(mode, c)
 		return
 	}
 	mu.Lock()
-	candidate := pmscheck.NewResult(s.brand, mode, s.cs, upstream.SnapshotOf(props, c.At).All(), rejected)
+	// The candidate's items alone, not a Snapshot: its index and joined
+	// JSON would be a second and third copy of what the walk kept.
+	items := upstream.ItemsByID(props)
+	candidate := pmscheck.NewResult(s.brand, mode, s.cs, items, rejected)
 	mu.Unlock()
 	base := pmscheck.NewResult(s.brand, mode, s.cs, live.All(), nil)
 	diff := pmscheck.Compare(base, candidate)
