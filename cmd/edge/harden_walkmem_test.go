@@ -100,7 +100,7 @@ func TestRepeatedBoundedWalksStayUnderBound(t *testing.T) {
 	keysFile, token := liveKeyFile(t)
 	p := startEdgeProc(t, bin, []string{
 		"EDGE_ADDR=127.0.0.1:0", "EDGE_ADMIN_ADDR=", "EDGE_BRAND=aurora",
-		"EDGE_KEYS_FILE=" + keysFile, "PMS_BASE_URL=" + pms.URL,
+		"EDGE_KEYS_FILE=" + keysFile, "PMS_BASE_URL=" + pms.URL, "EDGE_DOCS_URL=" + testDocsURL,
 		"EDGE_CACHE_TTL=0", // every request walks
 		"EDGE_PMS_MAX_WALK_BYTES=" + strconv.Itoa(testWalkBound),
 		"EDGE_REQUEST_TIMEOUT=60s", "EDGE_PMS_TIMEOUT=60s", "EDGE_PMS_ATTEMPT_TIMEOUT=30s",
@@ -178,7 +178,7 @@ func TestShadowCandidateWalkIsBounded(t *testing.T) {
 			keysFile, token := liveKeyFile(t)
 			p := startEdgeProc(t, bin, []string{
 				"EDGE_ADDR=127.0.0.1:0", "EDGE_ADMIN_ADDR=127.0.0.1:0", "EDGE_BRAND=aurora",
-				"EDGE_KEYS_FILE=" + keysFile, "PMS_BASE_URL=" + live.URL,
+				"EDGE_KEYS_FILE=" + keysFile, "PMS_BASE_URL=" + live.URL, "EDGE_DOCS_URL=" + testDocsURL,
 				"PMS_CANDIDATE_URL=" + cand.URL,
 				"PMS_CANDIDATE_MAX_WALK_BYTES=" + strconv.Itoa(testCandidateBound),
 				"EDGE_CACHE_TTL=1h", "EDGE_CACHE_STALE=2h", "EDGE_PMS_TIMEOUT=30s", "EDGE_PMS_ATTEMPT_TIMEOUT=10s",
