@@ -218,11 +218,10 @@ func (c *Client) heldFor() time.Duration {
 
 // hotelsURL is the list address of brand, or of one hotel when id is set.
 func (c *Client) hotelsURL(brand, id string) string {
-	u := c.base + "/internal/v2/brands/" + url.PathEscape(brand) + "/hotels"
-	if id != "" {
-		u += "/" + url.PathEscape(id)
+	if id != "" { // one concatenation, one string
+		return c.base + "/internal/v2/brands/" + url.PathEscape(brand) + "/hotels/" + url.PathEscape(id)
 	}
-	return u
+	return c.base + "/internal/v2/brands/" + url.PathEscape(brand) + "/hotels"
 }
 
 // listPage is the list envelope. A pointer tells a missing nextCursor from
