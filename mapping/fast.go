@@ -81,7 +81,10 @@ func (d *fastDecoder) scan(raw []byte) bool {
 	d.unquote = d.unquote[:0]
 	d.in = *bytes.NewBuffer(raw)
 	d.dec.Reset(&d.in, fastOptions...)
-	defer func() { d.in = bytes.Buffer{} }() // hold no record in the pool
+	defer func() { // hold no record (or page it is a slice of) in the pool
+		d.in = bytes.Buffer{}
+		d.dec.Reset(&d.in, fastOptions...) // drops the decoder's alias of raw
+	}()
 	if tok, err := d.dec.ReadToken(); err != nil || tok.Kind() != '{' {
 		return false
 	}

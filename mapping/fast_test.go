@@ -165,3 +165,18 @@ func BenchmarkMapRaw(b *testing.B) {
 		})
 	}
 }
+
+// TestMapRawKeepsNoRecord: the pooled decoder lets go of the bytes it
+// read, so a record (or the page body it is a slice of) is not kept alive
+// by the pool.
+func TestMapRawKeepsNoRecord(t *testing.T) {
+	d := fastDecoders.Get().(*fastDecoder)
+	raw := record()
+	if !d.scan(raw) {
+		t.Fatal("fast path gave up on a plain record")
+	}
+	if u := d.dec.UnreadBuffer(); len(u) != 0 || d.in.Len() != 0 || d.dec.InputOffset() != 0 {
+		t.Fatalf("decoder still reads the record: unread %q, input %d, offset %d", u, d.in.Len(), d.dec.InputOffset())
+	}
+	fastDecoders.Put(d)
+}
