@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/partner-edge/partner-edge/observability"
+	"github.com/partner-edge/partner-edge/upstream"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -39,6 +40,7 @@ func (s *server) withState(next http.Handler) http.Handler {
 		st.route = rctx
 		defer s.routeCtxs.Put(rctx) // once the request is answered, as chi does
 		st.correlationID, st.correlationOK = correlationID(r.Header)
+		st.callerIDs = upstream.CallerIDs{RequestID: st.requestID, CorrelationID: st.correlationID}
 		st.w.ResponseWriter = w
 		h := w.Header()
 		st.idHeader[0] = st.requestID

@@ -88,7 +88,7 @@ func (c *reqContext) Value(key any) any {
 	case stateKey:
 		return c.st
 	case upstream.CallerIDsKey:
-		return upstream.CallerIDs{RequestID: c.st.requestID, CorrelationID: c.st.correlationID}
+		return &c.st.callerIDs
 	case observability.CacheSlotKey:
 		return &c.st.cache
 	}

@@ -14,6 +14,7 @@ type testKey struct{}
 
 func newReqContext(parent context.Context, d time.Duration) *state {
 	st := &state{requestID: "req_x", correlationID: "corr"}
+	st.callerIDs = upstream.CallerIDs{RequestID: st.requestID, CorrelationID: st.correlationID} // as withState does
 	st.ctx.Context, st.ctx.st, st.ctx.deadline = parent, st, time.Now().Add(d)
 	return st
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/partner-edge/partner-edge/edge/keys"
 	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/problem"
+	"github.com/partner-edge/partner-edge/upstream"
 )
 
 // state is everything the edge learns about one request. It is allocated
@@ -26,6 +27,7 @@ type state struct {
 	cause         error        // the problem's underlying cause, for logs
 	w             statusWriter
 	idHeader      [1]string               // backs the Svc-Request-Id header value
+	callerIDs     upstream.CallerIDs      // the ids above, answered by pointer for upstream.CallerIDsKey (no boxing per PMS call)
 	cache         observability.CacheSlot // the cache's answer, for the duration metric
 	slot          shedSlot                // the request's place among MaxConcurrent (shed.go)
 	route         *chi.Context            // chi's routing context, from server.routeCtxs (withState)

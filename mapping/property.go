@@ -172,7 +172,14 @@ func parseCreated(s string) (time.Time, bool) {
 // concurrent use; the zero value is ready.
 type ZoneCache struct {
 	mu    sync.Mutex
-	known map[string]bool
+	known map[string]zoneEntry
+}
+
+// zoneEntry is a remembered name: the key itself (lookup hands it out, so
+// a known name costs no allocation) and whether it is valid.
+type zoneEntry struct {
+	name string
+	ok   bool
 }
 
 const maxZones = 1024
@@ -182,18 +189,18 @@ func (c *ZoneCache) valid(name string) bool {
 		return validZone(name)
 	}
 	c.mu.Lock()
-	ok, hit := c.known[name]
+	e, hit := c.known[name]
 	c.mu.Unlock()
 	if hit {
-		return ok
+		return e.ok
 	}
-	ok = validZone(name)
+	ok := validZone(name)
 	c.mu.Lock()
 	if c.known == nil {
-		c.known = make(map[string]bool)
+		c.known = make(map[string]zoneEntry)
 	}
 	if len(c.known) < maxZones {
-		c.known[name] = ok
+		c.known[name] = zoneEntry{name: name, ok: ok}
 	}
 	c.mu.Unlock()
 	return ok
@@ -276,8 +283,19 @@ func ParseID(s string) (string, bool) {
 	return string(b[:]), true
 }
 
-// MapRaw decodes and maps one raw record.
+// MapRaw decodes and maps one raw record: Map(Decode(raw)). Most records
+// take a fast path without reflection (fast.go), whose every result is
+// the one of the encoding/json path below.
 func MapRaw(raw []byte, opts Options) (Property, error) {
+	if p, ok, err := mapRawFast(raw, opts); ok {
+		return p, err
+	}
+	return mapRawStd(raw, opts)
+}
+
+// mapRawStd is MapRaw through encoding/json (Decode), the reference the
+// fast path is held to, and its fallback.
+func mapRawStd(raw []byte, opts Options) (Property, error) {
 	rec, err := Decode(raw)
 	if err != nil {
 		return Property{}, err

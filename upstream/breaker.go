@@ -133,6 +133,9 @@ func newBreaker(name string, bc BreakerConfig, log *slog.Logger, metrics *PMSMet
 		// Nor does load shedding: the PMS asked for a pause, which the
 		// client keeps on its own (Client.hold).
 		IsExcluded: func(err error) bool {
+			if err == nil { // the common case, before the targets below escape
+				return false
+			}
 			var (
 				cg *callerGoneError
 				se *sheddingError

@@ -168,8 +168,15 @@ func (c *Client) call(ctx context.Context, span trace.Span, fn func(ctx context.
 		endCall(span, errHeld, e)
 		return e
 	}
-	cctx, cancel := context.WithTimeout(ctx, c.cfg.CallTimeout)
-	defer cancel()
+	cctx := ctx
+	// A cache load runs under a deadline of its own, as long as
+	// CallTimeout or shorter (cmd/edge sets both from EDGE_PMS_TIMEOUT):
+	// a context here would only add a layer and its cancellation.
+	if d, ok := ctx.Deadline(); !ok || time.Until(d) > c.cfg.CallTimeout {
+		var cancel context.CancelFunc
+		cctx, cancel = context.WithTimeout(ctx, c.cfg.CallTimeout)
+		defer cancel()
+	}
 	err := c.breaker.execute(func() error {
 		err := fn(cctx)
 		if err != nil && errors.Is(ctx.Err(), context.Canceled) {
@@ -219,11 +226,10 @@ func (c *Client) heldFor() time.Duration {
 
 // hotelsURL is the list address of brand, or of one hotel when id is set.
 func (c *Client) hotelsURL(brand, id string) string {
-	u := c.base + "/internal/v2/brands/" + url.PathEscape(brand) + "/hotels"
-	if id != "" {
-		u += "/" + url.PathEscape(id)
+	if id != "" { // one concatenation, one string
+		return c.base + "/internal/v2/brands/" + url.PathEscape(brand) + "/hotels/" + url.PathEscape(id)
 	}
-	return u
+	return c.base + "/internal/v2/brands/" + url.PathEscape(brand) + "/hotels"
 }
 
 // listPage is the list envelope. A pointer tells a missing nextCursor from
@@ -406,16 +412,15 @@ func (c *Client) WalkHotels(ctx context.Context, brand string, visit func(rec []
 // its body:
 // not retried, and not a failure for the breaker.
 func (c *Client) GetHotel(ctx context.Context, brand, id string) (json.RawMessage, error) {
-	ctx, span := c.startCall(ctx, SpanGetHotel, AttrBrand.String(brand), AttrHotelID.String(id))
+	ctx, span := c.startGet(ctx, brand, id)
 	defer span.End()
 	var rec json.RawMessage
 	err := c.call(ctx, span, func(ctx context.Context) error {
 		body, err := c.do(ctx, c.hotelsURL(brand, id))
-		var se *statusError
-		if errors.As(err, &se) && se.status == http.StatusNotFound {
-			return errNotFound
-		}
 		if err != nil {
+			if se := (*statusError)(nil); errors.As(err, &se) && se.status == http.StatusNotFound {
+				return errNotFound
+			}
 			return err
 		}
 		if t := bytes.TrimLeft(body, " \t\r\n"); len(t) == 0 || t[0] != '{' || !json.Valid(body) {

@@ -11,7 +11,9 @@ type CallerIDs struct {
 
 // CallerIDsKey is the context key of the CallerIDs. A context of its own
 // (the edge's request context) may answer Value(CallerIDsKey{}) with a
-// CallerIDs directly, rather than wrapping itself with WithCallerIDs.
+// CallerIDs or a *CallerIDs directly, rather than wrapping itself with
+// WithCallerIDs; a pointer costs no allocation per lookup, and what it
+// points to must not change while the context is in use.
 type CallerIDsKey struct{}
 
 // WithCallerIDs returns ctx carrying ids.
@@ -21,6 +23,13 @@ func WithCallerIDs(ctx context.Context, ids CallerIDs) context.Context {
 
 // CallerIDsFrom returns the ids carried by ctx, or zero values.
 func CallerIDsFrom(ctx context.Context) CallerIDs {
-	ids, _ := ctx.Value(CallerIDsKey{}).(CallerIDs)
-	return ids
+	switch ids := ctx.Value(CallerIDsKey{}).(type) {
+	case CallerIDs:
+		return ids
+	case *CallerIDs:
+		if ids != nil {
+			return *ids
+		}
+	}
+	return CallerIDs{}
 }

@@ -168,6 +168,9 @@ func (a *attempts) record(ctx context.Context, resp *http.Response, err error) {
 // (answerError) is "ok": the outcome describes the HTTP exchange; the call
 // span's problem code (BAD_GATEWAY) tells the rest.
 func attemptOutcome(ctx context.Context, resp *http.Response, err error) PMSOutcome {
+	if err == nil && resp != nil { // the common case, before the targets below escape
+		return OutcomeOfStatus(resp.StatusCode)
+	}
 	var (
 		se *statusError
 		ae *answerError

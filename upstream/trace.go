@@ -49,12 +49,28 @@ func breakerStateName(gobreakerState string) string {
 	return ParseBreakerState(gobreakerState).String()
 }
 
+// callSpanOptions are the start options of every call span, built once:
+// a variadic argument through the Tracer interface is a slice on the heap
+// per call.
+var callSpanOptions = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal)}
+
 // startCall starts the span of one logical call, with the breaker's state.
 func (c *Client) startCall(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
-	ctx, span := c.cfg.Tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal))
+	ctx, span := c.cfg.Tracer.Start(ctx, name, callSpanOptions...)
 	if span.IsRecording() {
 		span.SetAttributes(attrs...)
 		span.SetAttributes(AttrBreakerState.String(breakerStateName(c.breaker.State())))
+	}
+	return ctx, span
+}
+
+// startGet is startCall for GetHotel: its attributes are built only for a
+// span that records them (most are sampled out), with no slice per call.
+func (c *Client) startGet(ctx context.Context, brand, id string) (context.Context, trace.Span) {
+	ctx, span := c.cfg.Tracer.Start(ctx, SpanGetHotel, callSpanOptions...)
+	if span.IsRecording() {
+		span.SetAttributes(AttrBrand.String(brand), AttrHotelID.String(id),
+			AttrBreakerState.String(breakerStateName(c.breaker.State())))
 	}
 	return ctx, span
 }
