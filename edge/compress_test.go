@@ -65,7 +65,7 @@ func sameAnswer(a, b []byte) bool {
 // problems and /v1/health stay plain; q-values are honoured.
 func TestCompressedAnswers(t *testing.T) {
 	clock := testkit.NewClock()
-	h := newHarness(t, harnessOptions{now: clock.Now})
+	h := newHarness(t, harnessOptions{now: clock.Now, pmsCallTimeout: time.Minute})
 	// A property whose name is 256 CJK characters: its get is over 1 KiB.
 	recs := h.live.Records(testBrand)
 	var rec map[string]any

@@ -116,7 +116,7 @@ func TestHangingIssuerShedsNoOne(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := newHarness(t, harnessOptions{now: clk.Now, maxConcurrent: 1024, authFailLimit: 20,
+	h := newHarness(t, harnessOptions{now: clk.Now, pmsCallTimeout: time.Minute, maxConcurrent: 1024, authFailLimit: 20,
 		oauth:   &edge.OAuth{Issuer: ri.srv.URL, Audience: oauthAudience, Verifier: v},
 		keyOver: map[string]map[string]any{"live": {"clientId": "partner-a"}}})
 	req := request{path: "/v1/", key: signWith(t, good, accessClaims(ri.srv.URL, "partner-a", "properties:read", clk.Now()), "at+jwt")}

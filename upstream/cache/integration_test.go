@@ -33,8 +33,11 @@ func newStack(t *testing.T, cfg cache.Config) *stack {
 	t.Cleanup(srv.Close)
 	client, err := upstream.NewClient(upstream.ClientConfig{
 		BaseURL:        srv.URL,
-		CallTimeout:    2 * time.Second,
-		AttemptTimeout: time.Second,
+		// Generous: the herd test's PMS answers after 200 ms, and a busy
+		// machine (the race detector beside other work) must not turn
+		// that into a timed-out attempt and a second list request.
+		CallTimeout:    time.Minute,
+		AttemptTimeout: 30 * time.Second,
 		Retry:          upstream.RetryConfig{WaitMin: time.Millisecond, WaitMax: 5 * time.Millisecond},
 		// Opens after 3 failed calls and stays open for the whole test.
 		Breaker: upstream.BreakerConfig{ConsecutiveFailures: 3, OpenTimeout: time.Hour},
