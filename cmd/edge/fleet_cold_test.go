@@ -103,6 +103,7 @@ func TestColdFleetWalksOnce(t *testing.T) {
 // Redis refusing writes (min-replicas-to-write with no replica:
 // NOREPLICAS), and shared again within 5 s of Redis accepting them.
 func TestIdleFleetShowsRedisRefusingWrites(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	if !srv.Real() {
 		t.Skip("miniredis has no min-replicas-to-write (CI runs the real server)")

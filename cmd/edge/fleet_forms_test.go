@@ -44,6 +44,7 @@ func getFleet(t *testing.T, admin string) fleetState {
 // replica, every instance shares again within 10 s of the promotion and
 // /fleet names the new primary; no partner answer is a 5xx meanwhile.
 func TestFleetFollowsSentinelFailover(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the edge and runs eight processes for about 20 s")
 	}

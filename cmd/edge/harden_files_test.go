@@ -25,6 +25,7 @@ import (
 // valid files still apply, and SIGTERM still ends the process within the
 // shutdown timeout.
 func TestOperatorFilesHostile(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the edge binary")
 	}

@@ -86,6 +86,7 @@ func listIDs(t *testing.T, e *edgeProc, key string) (int, []string) {
 // Three real edges on the real Redis keep serving the PMS's properties and
 // never the invented one.
 func TestForgedSnapshotNeverServed(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the edge and runs three processes")
 	}
@@ -95,7 +96,9 @@ func TestForgedSnapshotNeverServed(t *testing.T) {
 	keyFile := filepath.Join(t.TempDir(), "keys.json")
 	writeKeys(t, keyFile, openRec)
 	pms := newWalkCountingPMS(t)
-	edges := startFleet(t, bin, 3, keyFile, pms.srv.URL, srv.URL())
+	// A short cache TTL: every edge loads again from Redis twice a second.
+	const ttl = 500 * time.Millisecond
+	edges := startFleetWith(t, bin, 3, keyFile, pms.srv.URL, "EDGE_REDIS_URL="+srv.URL(), "EDGE_CACHE_TTL="+ttl.String())
 	code, pmsIDs := listIDs(t, edges[0], open)
 	if code != 200 || len(pmsIDs) == 0 {
 		t.Fatalf("before the forgery: %d, %v", code, pmsIDs)
@@ -113,12 +116,25 @@ func TestForgedSnapshotNeverServed(t *testing.T) {
 		{"signed with the fleet's secret, dated a minute ahead", signedFrame(name, []byte(testFleetSecret), time.Now().Add(time.Minute), forgedPayload(t, time.Now().Add(time.Minute)))},
 		{"signed with another secret", signedFrame(name, []byte(strings.Repeat("z", 32)), time.Now().Add(time.Minute), forgedPayload(t, time.Now().Add(time.Minute)))},
 	} {
+		refusedBefore := 0
+		for _, e := range edges {
+			refusedBefore += e.stderr.Count("shared snapshot refused")
+		}
 		if err := rdb.Set(context.Background(), name, forgery.frame, 0).Err(); err != nil {
 			t.Fatal(err)
 		}
-		// Past the TTL (2 s) every edge loads again; look for 5 s.
-		deadline := time.Now().Add(5 * time.Second)
-		for time.Now().Before(deadline) {
+		// Past the TTL every edge loads again: look for three TTLs, and
+		// on until an edge has read the forgery and logged its refusal.
+		deadline := time.Now().Add(3 * ttl)
+		for refused := false; !refused || time.Now().Before(deadline); {
+			refusedNow := 0
+			for _, e := range edges {
+				refusedNow += e.stderr.Count("shared snapshot refused")
+			}
+			refused = refusedNow > refusedBefore
+			if time.Now().After(deadline.Add(20 * time.Second)) {
+				t.Fatalf("%s: no edge logged the forgery's refusal 20 s past three TTLs", forgery.what)
+			}
 			for _, e := range edges {
 				code, ids := listIDs(t, e, open)
 				if code != 200 || len(ids) == 0 {
@@ -130,7 +146,7 @@ func TestForgedSnapshotNeverServed(t *testing.T) {
 					}
 				}
 			}
-			time.Sleep(200 * time.Millisecond) // outside event: the edge processes' next loads from Redis
+			time.Sleep(50 * time.Millisecond) // poll interval; outside event: the edge processes' next loads from Redis
 		}
 	}
 }
@@ -142,6 +158,7 @@ func TestForgedSnapshotNeverServed(t *testing.T) {
 // fallback bound of docs/scaling.md across three edges: N x (burst + rate
 // x window).
 func TestRedisRefusingWritesIsUnavailable(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the edge and runs three processes")
 	}

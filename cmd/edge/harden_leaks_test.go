@@ -16,6 +16,7 @@ import (
 // password) shows none of them at /debug/pprof/cmdline on the admin
 // listener; the flags themselves are still there, values redacted.
 func TestPprofCmdlineRedacted(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the edge binary")
 	}

@@ -43,6 +43,7 @@ func endlessPMS(t *testing.T) (*httptest.Server, *atomic.Int64) {
 // default bound of 256 MiB: the partner gets 502, the failure is logged,
 // and the process's peak RSS stays under 400 MB.
 func TestEndlessPMSListIsBounded(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the edge binary")
 	}

@@ -248,6 +248,7 @@ func TestRunOAuthJWKSHosts(t *testing.T) {
 // are fetched in the background, and answers a token 503 with Retry-After
 // and an API key 200 while the fetch hangs.
 func TestRunWithHangingIssuer(t *testing.T) {
+	t.Parallel()
 	const audience = "https://api.aurora.example.com/v1"
 	var hanging atomic.Int64
 	issuer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

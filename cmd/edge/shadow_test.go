@@ -66,6 +66,7 @@ func startEdge(t *testing.T, pms, keysFile string, env map[string]string) (strin
 // the differences; a hanging candidate changes no answer either (issue 22,
 // acceptance 2).
 func TestShadowLeavesPartnerAnswersUnchanged(t *testing.T) {
+	t.Parallel()
 	live := httptest.NewServer(pmsim.New(pmsim.Config{Seed: 4}))
 	defer live.Close()
 	changed := httptest.NewServer(pmsim.New(pmsim.Config{Seed: 4, Drift: pmsim.Drift{Drop: 3,
