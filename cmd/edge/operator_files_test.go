@@ -88,12 +88,12 @@ func TestOperatorFilesHostile(t *testing.T) {
 			case "cert", "tlskey":
 				testkit.WriteCertPair(t, certFile, tlsKeyFile, 2)
 				_ = p.cmd.Process.Signal(syscall.SIGHUP)
-				p.eventually(t, "the valid certificate after the refusal is served", func() bool { return p.serial(t) == 2 })
+				testkit.Eventually(t, "the valid certificate after the refusal is served", func() bool { return p.serial(t) == 2 })
 			case "keys":
 				token2, rec2 := mint(t, keys.ModeLive)
 				writeKeys(t, keysFile, rec2)
 				_ = p.cmd.Process.Signal(syscall.SIGHUP)
-				p.eventually(t, "the valid key file after the refusal is in force", func() bool { return p.call(t, token2) == 200 })
+				testkit.Eventually(t, "the valid key file after the refusal is in force", func() bool { return p.call(t, token2) == 200 })
 			}
 			// SIGTERM ends the process within the shutdown timeout (2 s),
 			// with a margin for a busy machine.
@@ -128,7 +128,13 @@ func startEdgeProc(t *testing.T, bin string, env []string) *edgeBin {
 		t.Fatal(err)
 	}
 	go func() { _ = p.cmd.Wait(); close(p.exited) }()
-	t.Cleanup(func() { _ = p.cmd.Process.Kill(); <-p.exited })
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+		if t.Failed() { // the process's own account of what it did
+			t.Logf("edge log:\n%s", p.stderr.String())
+		}
+	})
 	p.addr = waitListening(t, &started{stderr: p.stderr})
 	return p
 }
@@ -198,17 +204,6 @@ func (p *edgeBin) waitLogs(t *testing.T, msg string, n int, maxRSS int64) {
 			t.Fatalf("no %q logged within 20 s; log:\n%s", msg, p.stderr.String())
 		}
 		time.Sleep(20 * time.Millisecond) // outside event: the edge process logging msg
-	}
-}
-
-func (p *edgeBin) eventually(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 15 s; log:\n%s", what, p.stderr.String())
-		}
-		time.Sleep(50 * time.Millisecond) // outside event: the edge process reaching what ok checks
 	}
 }
 

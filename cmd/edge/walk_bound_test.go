@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/partner-edge/partner-edge/observability/testkit"
 )
 
 // endlessPMS answers every list page with about 7.6 MB of valid records and
@@ -103,7 +105,7 @@ func TestEndlessPMSListIsBounded(t *testing.T) {
 		t.Errorf("peak RSS %d MB; want under 400 MB", rss>>20)
 	}
 	// The failure is logged (possibly just after the answer went out).
-	p.eventually(t, "the walk's failure logged with its bound", func() bool {
+	testkit.Eventually(t, "the walk's failure logged with its bound", func() bool {
 		return strings.Contains(p.stderr.String(), "list walk larger than 268435456 bytes")
 	})
 }
