@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partner-edge/partner-edge/edge/keys/keystest"
 	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
@@ -107,7 +108,7 @@ func TestSIGTERMDrainsInFlight(t *testing.T) {
 	}
 	const inFlight = 50
 	pms, arrived := slowPMS(t, 2*time.Second)
-	keysFile, token := liveKeyFile(t)
+	keysFile, token := keystest.Live(t, "aurora")
 
 	bin := buildEdge(t)
 	cmd := exec.Command(bin)
@@ -226,7 +227,7 @@ func TestDefaultsServeASlowPMS(t *testing.T) {
 		t.Skip("waits on a 3 s PMS")
 	}
 	pms, arrived := slowPMS(t, 3*time.Second)
-	keysFile, token := liveKeyFile(t)
+	keysFile, token := keystest.Live(t, "aurora")
 	for _, ttl := range []string{"", "0"} { // cached, then every read from the PMS
 		env := map[string]string{
 			"EDGE_ADDR": "127.0.0.1:0", "EDGE_ADMIN_ADDR": "", "EDGE_BRAND": "aurora",

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/edge/keys/keystest"
 	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream"
@@ -109,7 +110,7 @@ func TestIdleFleetShowsRedisRefusingWrites(t *testing.T) {
 		t.Skip("miniredis has no min-replicas-to-write (CI runs the real server)")
 	}
 	pms, _ := slowPMS(t, 0)
-	keysFile, _ := liveKeyFile(t)
+	keysFile, _ := keystest.Live(t, "aurora")
 	s := start(t, map[string]string{
 		"EDGE_ADDR": "127.0.0.1:0", "EDGE_ADMIN_ADDR": "127.0.0.1:0", "EDGE_BRAND": "aurora",
 		"EDGE_KEYS_FILE": keysFile, "PMS_BASE_URL": pms.URL, "PMS_TOKEN": "pms-secret-token", "EDGE_DOCS_URL": testDocsURL,

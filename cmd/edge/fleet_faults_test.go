@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/edge/keys/keystest"
 	"github.com/partner-edge/partner-edge/mapping"
 	"github.com/partner-edge/partner-edge/upstream/fleet"
 	"github.com/partner-edge/partner-edge/upstream/fleet/redistest"
@@ -92,9 +92,8 @@ func TestForgedSnapshotNeverServed(t *testing.T) {
 	}
 	bin := buildEdge(t)
 	srv := redistest.Start(t)
-	open, openRec := mintSeeded(t, "forged")
-	keyFile := filepath.Join(t.TempDir(), "keys.json")
-	writeKeys(t, keyFile, openRec)
+	open, openRec := keystest.Mint(t, "aurora", keys.ModeLive)
+	keyFile := keystest.File(t, openRec)
 	pms := newWalkCountingPMS(t)
 	// A short cache TTL: every edge loads again from Redis twice a second.
 	const ttl = 500 * time.Millisecond
@@ -167,11 +166,10 @@ func TestRedisRefusingWritesIsUnavailable(t *testing.T) {
 	if !srv.Real() {
 		t.Skip("needs redis-server (maxmemory); miniredis has none")
 	}
-	limited, limitedRec := mintSeeded(t, "oom-limited")
+	limited, limitedRec := keystest.Mint(t, "aurora", keys.ModeLive)
 	limitedRec.RateLimit = &keys.RateLimit{PerSecond: 5, Burst: 5}
-	open, openRec := mintSeeded(t, "oom-open")
-	keyFile := filepath.Join(t.TempDir(), "keys.json")
-	writeKeys(t, keyFile, limitedRec, openRec)
+	open, openRec := keystest.Mint(t, "aurora", keys.ModeLive)
+	keyFile := keystest.File(t, limitedRec, openRec)
 	pms := newWalkCountingPMS(t)
 	edges := startFleet(t, bin, 3, keyFile, pms.srv.URL, srv.URL())
 	if !allShared(t, edges, true) {

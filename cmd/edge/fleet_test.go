@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/edge/keys/keystest"
 	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream/fleet/redistest"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
@@ -41,11 +41,10 @@ func TestFleetOfThree(t *testing.T) {
 	}
 	bin := buildEdge(t)
 	redisSrv := redistest.Start(t)
-	limited, limitedRec := mintSeeded(t, "limited")
+	limited, limitedRec := keystest.Mint(t, "aurora", keys.ModeLive)
 	limitedRec.RateLimit = &keys.RateLimit{PerSecond: 5, Burst: 5}
-	open, openRec := mintSeeded(t, "open")
-	keyFile := filepath.Join(t.TempDir(), "keys.json")
-	writeKeys(t, keyFile, limitedRec, openRec)
+	open, openRec := keystest.Mint(t, "aurora", keys.ModeLive)
+	keyFile := keystest.File(t, limitedRec, openRec)
 
 	const window = 4 * time.Second
 	slack := 1.10
@@ -211,17 +210,6 @@ func throttleShared(t *testing.T, edges []*edgeProc, client string) {
 		}
 	}
 	t.Errorf("25 failed authentications from %s over %d instances and no 429: the throttle is not shared", client, len(edges))
-}
-
-// mintSeeded mints a live key of aurora from seed's bytes (distinct seeds:
-// distinct keys).
-func mintSeeded(t *testing.T, seed string) (string, keys.Record) {
-	t.Helper()
-	token, rec, err := keys.Mint(strings.NewReader(strings.Repeat(seed, 100)), "aurora", keys.ModeLive, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return token, rec
 }
 
 // fleetRun is what one drive measured.

@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -20,6 +19,7 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 
 	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/edge/keys/keystest"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
 
@@ -110,11 +110,10 @@ func TestRunWithOAuth(t *testing.T) {
 	down.Close()
 	sim := httptest.NewServer(pmsim.New(pmsim.Config{Seed: 5}))
 	defer sim.Close()
-	keysFile := filepath.Join(t.TempDir(), "keys.json")
-	apiKey, apiRec := mint(t, keys.ModeLive)
+	apiKey, apiRec := keystest.Mint(t, "aurora", keys.ModeLive)
 	tokenRec := apiRec
 	tokenRec.ID, tokenRec.SHA256, tokenRec.ClientID = "key_oauthOnly", "", "partner-a"
-	writeKeys(t, keysFile, apiRec, tokenRec)
+	keysFile := keystest.File(t, apiRec, tokenRec)
 
 	for _, issuer := range []string{ti.srv.URL, down.URL} {
 		s := start(t, map[string]string{
@@ -202,10 +201,9 @@ func TestRunOAuthJWKSHosts(t *testing.T) {
 	t.Cleanup(issuer.Close)
 	sim := httptest.NewServer(pmsim.New(pmsim.Config{Seed: 5}))
 	defer sim.Close()
-	keysFile := filepath.Join(t.TempDir(), "keys.json")
-	_, apiRec := mint(t, keys.ModeLive)
+	_, apiRec := keystest.Mint(t, "aurora", keys.ModeLive)
 	apiRec.ClientID = "partner-a"
-	writeKeys(t, keysFile, apiRec)
+	keysFile := keystest.File(t, apiRec)
 
 	for _, c := range []struct {
 		name, jwksURI, hosts string
@@ -259,10 +257,9 @@ func TestRunWithHangingIssuer(t *testing.T) {
 	ti := newTestIssuer(t)
 	sim := httptest.NewServer(pmsim.New(pmsim.Config{Seed: 5}))
 	defer sim.Close()
-	keysFile := filepath.Join(t.TempDir(), "keys.json")
-	apiKey, apiRec := mint(t, keys.ModeLive)
+	apiKey, apiRec := keystest.Mint(t, "aurora", keys.ModeLive)
 	apiRec.ClientID = "partner-a"
-	writeKeys(t, keysFile, apiRec)
+	keysFile := keystest.File(t, apiRec)
 	s := start(t, map[string]string{
 		"EDGE_ADDR": "127.0.0.1:0", "EDGE_ADMIN_ADDR": "", "EDGE_BRAND": "aurora",
 		"EDGE_KEYS_FILE": keysFile, "PMS_BASE_URL": sim.URL, "EDGE_DOCS_URL": testDocsURL,

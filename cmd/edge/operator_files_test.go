@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/edge/keys/keystest"
 	"github.com/partner-edge/partner-edge/observability/testkit"
 )
 
@@ -47,8 +48,8 @@ func TestOperatorFilesHostile(t *testing.T) {
 			dir := t.TempDir()
 			certFile, tlsKeyFile, keysFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"), filepath.Join(dir, "keys.json")
 			testkit.WriteCertPair(t, certFile, tlsKeyFile, 1)
-			token, rec := mint(t, keys.ModeLive)
-			writeKeys(t, keysFile, rec)
+			token, rec := keystest.Mint(t, "aurora", keys.ModeLive)
+			keystest.Write(t, keysFile, rec)
 			p := startEdgeProc(t, bin, []string{
 				"EDGE_ADDR=127.0.0.1:0", "EDGE_ADMIN_ADDR=", "EDGE_BRAND=aurora",
 				"EDGE_KEYS_FILE=" + keysFile, "PMS_BASE_URL=" + pms.URL, "EDGE_DOCS_URL=" + testDocsURL, "PMS_TOKEN=pms-secret-token",
@@ -90,8 +91,8 @@ func TestOperatorFilesHostile(t *testing.T) {
 				_ = p.cmd.Process.Signal(syscall.SIGHUP)
 				testkit.Eventually(t, "the valid certificate after the refusal is served", func() bool { return p.serial(t) == 2 })
 			case "keys":
-				token2, rec2 := mint(t, keys.ModeLive)
-				writeKeys(t, keysFile, rec2)
+				token2, rec2 := keystest.Mint(t, "aurora", keys.ModeLive)
+				keystest.Write(t, keysFile, rec2)
 				_ = p.cmd.Process.Signal(syscall.SIGHUP)
 				testkit.Eventually(t, "the valid key file after the refusal is in force", func() bool { return p.call(t, token2) == 200 })
 			}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/partner-edge/partner-edge/edge/keys/keystest"
 	"github.com/partner-edge/partner-edge/observability/testkit"
 )
 
@@ -22,7 +23,7 @@ func TestPprofCmdlineRedacted(t *testing.T) {
 	}
 	bin := buildEdge(t)
 	pms, _ := slowPMS(t, 0)
-	keysFile, _ := liveKeyFile(t)
+	keysFile, _ := keystest.Live(t, "aurora")
 	const (
 		pmsToken    = "pms-token-0123456789abcdef"
 		fleetSecret = "fleet-secret-0123456789abcdef0123456789"

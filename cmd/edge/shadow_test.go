@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/partner-edge/partner-edge/edge/keys/keystest"
 	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 	"github.com/partner-edge/partner-edge/upstream/shadow"
@@ -74,7 +75,7 @@ func TestShadowLeavesPartnerAnswersUnchanged(t *testing.T) {
 	defer changed.Close()
 	hanging := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
 	defer hanging.Close()
-	keysFile, key := liveKeyFile(t)
+	keysFile, key := keystest.Live(t, "aurora")
 
 	plain, plainAdmin := startEdge(t, live.URL, keysFile, nil)
 	shadowed, admin := startEdge(t, live.URL, keysFile, map[string]string{"PMS_CANDIDATE_URL": changed.URL})

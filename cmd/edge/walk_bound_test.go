@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partner-edge/partner-edge/edge/keys/keystest"
 	"github.com/partner-edge/partner-edge/observability/testkit"
 )
 
@@ -51,7 +52,7 @@ func TestEndlessPMSListIsBounded(t *testing.T) {
 	}
 	bin := buildEdge(t)
 	pms, pages := endlessPMS(t)
-	keysFile, token := liveKeyFile(t)
+	keysFile, token := keystest.Live(t, "aurora")
 	p := startEdgeProc(t, bin, []string{
 		"EDGE_ADDR=127.0.0.1:0", "EDGE_ADMIN_ADDR=", "EDGE_BRAND=aurora",
 		"EDGE_KEYS_FILE=" + keysFile, "PMS_BASE_URL=" + pms.URL, "EDGE_DOCS_URL=" + testDocsURL, "PMS_TOKEN=pms-secret-token",
