@@ -18,6 +18,7 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 
+	"github.com/partner-edge/partner-edge/edge/keys/keystest"
 	"github.com/partner-edge/partner-edge/edge/ratelimit"
 	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/problem"
@@ -62,12 +63,7 @@ func (te *tokenEdge) setRecord(id string, over map[string]any) {
 			}
 		}
 	}
-	if b, err = json.Marshal(f); err != nil {
-		te.t.Fatal(err)
-	}
-	if err := os.WriteFile(te.keysFile, b, 0o600); err != nil {
-		te.t.Fatal(err)
-	}
+	keystest.Write(te.t, te.keysFile, f.Keys...)
 	if err := te.store.Reload(); err != nil {
 		te.t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/json"
 	"encoding/pem"
 	"io"
 	"math/big"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/partner-edge/partner-edge/edge"
 	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/edge/keys/keystest"
 	"github.com/partner-edge/partner-edge/edge/listener"
 )
 
@@ -144,24 +144,11 @@ func get(t *testing.T, url string) (int, string) {
 // emptyStore opens a key file with one key, or none.
 func emptyStore(t *testing.T, none bool) *keys.Store {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "keys.json")
-	content := `{"keys":[]}`
-	if !none {
-		_, rec, err := keys.Mint(rand.Reader, testBrand, keys.ModeLive, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := json.Marshal(map[string]any{"keys": []keys.Record{rec}})
-		content = string(b)
+	if none {
+		return keystest.Open(t)
 	}
-	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s, err := keys.Open(path, keys.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	_, rec := keystest.Mint(t, testBrand, keys.ModeLive)
+	return keystest.Open(t, rec)
 }
 
 func makeCert(t *testing.T) (certFile, keyFile string, pool *x509.CertPool) {
