@@ -13,6 +13,7 @@ import (
 	"github.com/partner-edge/partner-edge/edge"
 	"github.com/partner-edge/partner-edge/edge/keys"
 	"github.com/partner-edge/partner-edge/edge/keys/keystest"
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream"
 )
 
@@ -112,7 +113,7 @@ func TestShedPastTheCap(t *testing.T) {
 	default:
 	}
 	for range 3 { // health is never shed
-		if code, body := get(t, srv.URL+"/v1/health"); code != 200 {
+		if code, body := testkit.Get(t, srv.URL+"/v1/health"); code != 200 {
 			t.Errorf("health at the cap: %d %s", code, body)
 		}
 	}
