@@ -283,7 +283,7 @@ func (h *harness) do(req request) response {
 	}
 	out := response{status: res.StatusCode, header: res.Header, body: body, raw: body}
 	if ce := res.Header.Get("Content-Encoding"); ce != "" {
-		out.body = decodeBody(h.t, ce, body)
+		out.body = testkit.DecodeBody(h.t, ce, body)
 		body = out.body
 	}
 	checkCommon(h.t, req, out)
