@@ -12,7 +12,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/partner-edge/partner-edge/edge/keys"
 	"github.com/partner-edge/partner-edge/edge/keys/keystest"
 	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/observability/testkit"
@@ -45,17 +44,8 @@ func TestColdFleetWalksOnce(t *testing.T) {
 		PMSAttempt: 3 * time.Second, CacheTTL: 30 * time.Second, CacheStale: 5 * time.Minute}
 	cats := make([]upstream.Catalog, instances)
 	for i := range cats {
-		c, err := fleet.New(fleet.Config{URL: srv.URL(), Log: log}) // the production guard, as joinFleet
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.Close() })
-		cat, closeCat, err := newCatalog(cfg, pms.srv.URL, keys.ModeLive, "test", log, tel, newMember(cfg.Brand, c, []byte(testFleetSecret), log))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(closeCat)
-		cats[i] = cat
+		// The production guard, as joinFleet.
+		cats[i] = fleetCatalog(t, cfg, pms.srv.URL, fleet.Config{URL: srv.URL(), Log: log}, log, tel)
 	}
 
 	start := make(chan struct{})
