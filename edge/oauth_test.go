@@ -36,18 +36,13 @@ func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-// neverFires is oauth.Config.After for tests whose issuer answers at once
-// (or refuses at once): a token waits for the fetch under way however long
-// it takes, so the outcome never depends on how busy the machine is.
-func neverFires(time.Duration) <-chan time.Time { return nil }
-
 // tokenOpts turns tokens on in a harness for issuer, with its own fake
 // clock: the "live" record acts for partner-a, the "test" one for
 // partner-noscope.
 func tokenOpts(t testing.TB, issuer string, clk *testkit.Clock, opts harnessOptions) (harnessOptions, *countingTransport) {
 	t.Helper()
 	ct := &countingTransport{}
-	v, err := oauth.New(context.Background(), oauth.Config{After: neverFires, Issuer: issuer, Audience: oauthAudience,
+	v, err := oauth.New(context.Background(), oauth.Config{After: oauthtest.NeverFires, Issuer: issuer, Audience: oauthAudience,
 		Now: clk.Now, HTTPClient: &http.Client{Transport: ct}})
 	if err != nil {
 		t.Fatal(err)

@@ -8,11 +8,6 @@ import (
 
 const testAudience = "https://api.aurora.example.com/v1"
 
-// neverFires is Config.After for tests whose issuer answers at once: a
-// token waits for the fetch under way however long it takes, so the
-// outcome never depends on how busy the machine is.
-func neverFires(time.Duration) <-chan time.Time { return nil }
-
 // newClock is the oauth tests' clock, at a fixed instant.
 func newClock() *testkit.Clock {
 	return testkit.NewClockAt(time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC))

@@ -153,7 +153,7 @@ func TestStartWithoutIssuer(t *testing.T) {
 	down := httptest.NewServer(http.NotFoundHandler())
 	is := oauthtest.NewIssuer(t, sg.JWK())
 	is.SetIssuerURL(down.URL) // the metadata names another issuer: discovery must fail
-	v, err := oauth.New(context.Background(), oauth.Config{After: neverFires, Issuer: down.URL, Audience: testAudience, Now: clk.Now})
+	v, err := oauth.New(context.Background(), oauth.Config{After: oauthtest.NeverFires, Issuer: down.URL, Audience: testAudience, Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +191,7 @@ func TestDiscovery(t *testing.T) {
 			if c.claimed != nil {
 				is.SetIssuerURL(c.claimed(is))
 			}
-			v, err := oauth.New(context.Background(), oauth.Config{After: neverFires, Issuer: is.URL(), Audience: testAudience, Now: clk.Now})
+			v, err := oauth.New(context.Background(), oauth.Config{After: oauthtest.NeverFires, Issuer: is.URL(), Audience: testAudience, Now: clk.Now})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -213,7 +213,7 @@ func TestJWKSSkipsUnusableKeys(t *testing.T) {
 	good, _ := sg.JWK().MarshalJSON()
 	is.PublishRaw([]byte(`{"keys":[{"kty":"oct","k":"c2VjcmV0","kid":"k1","alg":"HS256"},{"kty":"nope"},` +
 		string(good) + `]}`))
-	v, err := oauth.New(context.Background(), oauth.Config{After: neverFires, Issuer: is.URL(), Audience: testAudience, Now: clk.Now})
+	v, err := oauth.New(context.Background(), oauth.Config{After: oauthtest.NeverFires, Issuer: is.URL(), Audience: testAudience, Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +292,7 @@ func TestHTTPSIssuerNeedsHTTPSJWKS(t *testing.T) {
 			}))
 			defer tls.Close()
 			clk := newClock()
-			v, err := oauth.New(context.Background(), oauth.Config{After: neverFires, Issuer: tls.URL, Audience: testAudience,
+			v, err := oauth.New(context.Background(), oauth.Config{After: oauthtest.NeverFires, Issuer: tls.URL, Audience: testAudience,
 				Now: clk.Now, HTTPClient: tls.Client()})
 			if err != nil {
 				t.Fatal(err)

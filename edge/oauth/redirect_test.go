@@ -90,7 +90,7 @@ func TestKeyFetchRedirects(t *testing.T) {
 			t.Cleanup(srv.Close)
 			clk := newClock()
 			log, logs := testkit.NewLogger()
-			v, err := oauth.New(context.Background(), oauth.Config{After: neverFires, Issuer: srv.URL, Audience: testAudience,
+			v, err := oauth.New(context.Background(), oauth.Config{After: oauthtest.NeverFires, Issuer: srv.URL, Audience: testAudience,
 				Now: clk.Now, HTTPClient: client, Logger: log})
 			if err != nil {
 				t.Fatal(err)
@@ -138,7 +138,7 @@ func TestDiscoveryRedirectRefused(t *testing.T) {
 	t.Cleanup(srv.Close)
 	clk := newClock()
 	log, logs := testkit.NewLogger()
-	v, err := oauth.New(context.Background(), oauth.Config{After: neverFires, Issuer: srv.URL, Audience: testAudience, Now: clk.Now, Logger: log})
+	v, err := oauth.New(context.Background(), oauth.Config{After: oauthtest.NeverFires, Issuer: srv.URL, Audience: testAudience, Now: clk.Now, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func TestJWKSHosts(t *testing.T) {
 			t.Cleanup(srv.Close)
 			clk := newClock()
 			log, logs := testkit.NewLogger()
-			v, err := oauth.New(context.Background(), oauth.Config{After: neverFires, Issuer: srv.URL, Audience: testAudience,
+			v, err := oauth.New(context.Background(), oauth.Config{After: oauthtest.NeverFires, Issuer: srv.URL, Audience: testAudience,
 				Now: clk.Now, Logger: log, JWKSHosts: c.hosts})
 			if err != nil {
 				t.Fatal(err)

@@ -37,7 +37,7 @@ func newSetup(t testing.TB) *setup {
 		jwks = append(jwks, s.signers[alg].JWK())
 	}
 	s.is = oauthtest.NewIssuer(t, jwks...)
-	v, err := oauth.New(context.Background(), oauth.Config{After: neverFires, Issuer: s.is.URL(), Audience: testAudience,
+	v, err := oauth.New(context.Background(), oauth.Config{After: oauthtest.NeverFires, Issuer: s.is.URL(), Audience: testAudience,
 		Now: s.clk.Now, HTTPClient: s.is.Client()})
 	if err != nil {
 		t.Fatal(err)

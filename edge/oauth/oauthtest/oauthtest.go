@@ -18,6 +18,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
@@ -206,3 +207,8 @@ func (is *Issuer) SetHanging(on bool) {
 func FromJWK(key jose.JSONWebKey) *Signer {
 	return &Signer{kid: key.KeyID, alg: jose.SignatureAlgorithm(key.Algorithm), priv: key.Key.(crypto.Signer)}
 }
+
+// NeverFires is oauth.Config.After for tests whose issuer answers (or
+// refuses) at once: a token waits for the fetch under way however long it
+// takes, so the outcome never depends on how busy the machine is.
+func NeverFires(time.Duration) <-chan time.Time { return nil }
