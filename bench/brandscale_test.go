@@ -10,17 +10,15 @@ package bench_test
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/partner-edge/partner-edge/edge"
 	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/edge/keys/keystest"
 	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/cache"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
@@ -57,22 +55,8 @@ func newBrandEnv(tb testing.TB, hotels int) *brandEnv {
 	if err != nil {
 		tb.Fatalf("snapshot: %v", err)
 	}
-	token, rec, err := keys.Mint(rand.Reader, brand, keys.ModeLive, nil)
-	if err != nil {
-		tb.Fatalf("mint: %v", err)
-	}
-	data, err := json.Marshal(map[string]any{"keys": []keys.Record{rec}})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	path := filepath.Join(tb.TempDir(), "keys.json")
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		tb.Fatal(err)
-	}
-	store, err := keys.Open(path, keys.Options{})
-	if err != nil {
-		tb.Fatalf("open keys: %v", err)
-	}
+	token, rec := keystest.Mint(tb, brand, keys.ModeLive)
+	store := keystest.Open(tb, rec)
 	return &brandEnv{
 		handler: edge.NewServer(edge.Config{Brand: brand, DocsURL: docsURL, Healthy: store.Usable}, store, c, nil),
 		token:   token,

@@ -36,11 +36,11 @@ func accessLine(t testing.TB, logs *testkit.LogBuffer, requestID string) map[str
 // section 17): after a key is suspended, the log says which key still
 // calls. Requests whose credential was not identified name none.
 func TestRefusalsLogKeyID(t *testing.T) {
-	li := newLocalIssuer(t)
+	li, liKey := newLocalIssuer(t)
 	clk := testkit.NewClockAt(time.Now())
 	now := clk.Now()
 	token := func(client, scope string) string {
-		return signWith(t, li.key, accessClaims(li.srv.URL, client, scope, now), "at+jwt")
+		return signWith(t, liKey, accessClaims(li.URL(), client, scope, now), "at+jwt")
 	}
 	type refusal struct {
 		name, key string
@@ -82,7 +82,7 @@ func TestRefusalsLogKeyID(t *testing.T) {
 		}},
 	} {
 		t.Run(round.name, func(t *testing.T) {
-			opts, _ := tokenOpts(t, li.srv.URL, clk, harnessOptions{noSandbox: true,
+			opts, _ := tokenOpts(t, li.URL(), clk, harnessOptions{noSandbox: true,
 				rateLimit: ratelimit.Limit{PerSecond: 0.001, Burst: 1}})
 			for name, over := range round.over {
 				opts.keyOver[name] = over

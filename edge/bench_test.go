@@ -26,8 +26,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
@@ -35,6 +33,7 @@ import (
 
 	"github.com/partner-edge/partner-edge/edge"
 	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/edge/keys/keystest"
 	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/cache"
@@ -102,18 +101,7 @@ func newBenchEnv(tb testing.TB, ttl time.Duration, logger *slog.Logger) *benchEn
 		granted = append(granted, env.activeIDs[i*len(env.activeIDs)/benchGranted])
 	}
 	env.grantedToken = mint(granted)
-	data, err := json.Marshal(map[string]any{"keys": recs})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	path := filepath.Join(tb.TempDir(), "keys.json")
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		tb.Fatal(err)
-	}
-	store, err := keys.Open(path, keys.Options{})
-	if err != nil {
-		tb.Fatalf("open keys: %v", err)
-	}
+	store := keystest.Open(tb, recs...)
 	env.handler = edge.NewServer(edge.Config{Brand: testBrand, DocsURL: testDocsURL, Logger: logger, Healthy: store.Usable},
 		store, c, nil)
 	return env

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/partner-edge/partner-edge/edge/listener"
+	"github.com/partner-edge/partner-edge/edge/listener/listenertest"
 )
 
 // BenchmarkUnknownQuery64KB answers a 64 KB query of distinct unknown
@@ -40,7 +41,7 @@ func BenchmarkHealthUnderHugeQueries(b *testing.B) {
 	// httptest.
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
-	addr, _ := serve(b, ctx, listener.ServeConfig{Handler: env.handler})
+	addr, _ := listenertest.Serve(b, ctx, listener.ServeConfig{Handler: env.handler})
 	url := "http://" + addr
 	q, _ := unknownQuery(64 << 10)
 	// The load is 300 keep-alive connections, each sending one prebuilt

@@ -2,9 +2,7 @@ package edge_test
 
 import (
 	"bytes"
-	stdgzip "compress/gzip"
 	"encoding/json"
-	"io"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -12,43 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/klauspost/compress/zstd"
-
 	"github.com/partner-edge/partner-edge/observability/testkit"
 )
-
-// decodeBody decodes an answer's body by its Content-Encoding, with the
-// standard library's gzip reader (one member, as a strict client reads it)
-// and klauspost's zstd decoder.
-func decodeBody(t testing.TB, coding string, b []byte) []byte {
-	t.Helper()
-	switch coding {
-	case "gzip":
-		zr, err := stdgzip.NewReader(bytes.NewReader(b))
-		if err != nil {
-			t.Fatalf("gzip body: %v", err)
-		}
-		zr.Multistream(false)
-		out, err := io.ReadAll(zr)
-		if err != nil {
-			t.Fatalf("gzip body: %v", err)
-		}
-		return out
-	case "zstd":
-		d, err := zstd.NewReader(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer d.Close()
-		out, err := d.DecodeAll(b, nil)
-		if err != nil {
-			t.Fatalf("zstd body: %v", err)
-		}
-		return out
-	}
-	t.Fatalf("unexpected Content-Encoding %q", coding)
-	return nil
-}
 
 var requestIDField = regexp.MustCompile(`"requestId":"req_[A-Za-z0-9]+"`)
 

@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -21,6 +20,7 @@ import (
 	"github.com/partner-edge/partner-edge/edge"
 	"github.com/partner-edge/partner-edge/edge/internal/openapicheck"
 	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/edge/keys/keystest"
 	"github.com/partner-edge/partner-edge/edge/ratelimit"
 	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/observability/testkit"
@@ -208,13 +208,7 @@ func writeKeyFile(t testing.TB, path string, ks []testKey) {
 	for i, k := range ks {
 		recs[i] = k.record
 	}
-	b, err := json.Marshal(map[string]any{"keys": recs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	keystest.Write(t, path, recs...)
 }
 
 func randomAlnum(t testing.TB, n int) string {
@@ -289,7 +283,7 @@ func (h *harness) do(req request) response {
 	}
 	out := response{status: res.StatusCode, header: res.Header, body: body, raw: body}
 	if ce := res.Header.Get("Content-Encoding"); ce != "" {
-		out.body = decodeBody(h.t, ce, body)
+		out.body = testkit.DecodeBody(h.t, ce, body)
 		body = out.body
 	}
 	checkCommon(h.t, req, out)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/partner-edge/partner-edge/edge"
 	"github.com/partner-edge/partner-edge/edge/oauth"
+	"github.com/partner-edge/partner-edge/edge/oauth/oauthtest"
 	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/problem"
 )
@@ -66,7 +67,7 @@ func TestForgedTokenBehindRedirect(t *testing.T) {
 	t.Cleanup(issuer.Close)
 	clk := testkit.NewClockAt(time.Now())
 	log, logs := testkit.NewLogger()
-	v, err := oauth.New(context.Background(), oauth.Config{After: neverFires, Issuer: issuer.URL, Audience: oauthAudience,
+	v, err := oauth.New(context.Background(), oauth.Config{After: oauthtest.NeverFires, Issuer: issuer.URL, Audience: oauthAudience,
 		Now: clk.Now, HTTPClient: issuer.Client(), Logger: log})
 	if err != nil {
 		t.Fatal(err)

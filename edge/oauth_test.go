@@ -2,21 +2,17 @@ package edge_test
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/rsa"
-	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
-	"github.com/go-jose/go-jose/v4/jwt"
 
 	"github.com/partner-edge/partner-edge/edge"
 	"github.com/partner-edge/partner-edge/edge/oauth"
+	"github.com/partner-edge/partner-edge/edge/oauth/oauthtest"
 	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/problem"
 )
@@ -40,18 +36,13 @@ func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-// neverFires is oauth.Config.After for tests whose issuer answers at once
-// (or refuses at once): a token waits for the fetch under way however long
-// it takes, so the outcome never depends on how busy the machine is.
-func neverFires(time.Duration) <-chan time.Time { return nil }
-
 // tokenOpts turns tokens on in a harness for issuer, with its own fake
 // clock: the "live" record acts for partner-a, the "test" one for
 // partner-noscope.
 func tokenOpts(t testing.TB, issuer string, clk *testkit.Clock, opts harnessOptions) (harnessOptions, *countingTransport) {
 	t.Helper()
 	ct := &countingTransport{}
-	v, err := oauth.New(context.Background(), oauth.Config{After: neverFires, Issuer: issuer, Audience: oauthAudience,
+	v, err := oauth.New(context.Background(), oauth.Config{After: oauthtest.NeverFires, Issuer: issuer, Audience: oauthAudience,
 		Now: clk.Now, HTTPClient: &http.Client{Transport: ct}})
 	if err != nil {
 		t.Fatal(err)
@@ -62,50 +53,25 @@ func tokenOpts(t testing.TB, issuer string, clk *testkit.Clock, opts harnessOpti
 	return opts, ct
 }
 
-// localIssuer is a stand-in authorization server over real HTTP: its
-// discovery document and JWKS, with a key the test signs with itself. The
-// tests against the real one (oidc-provider) are in oauth_oidc_test.go;
-// these run without node.
-type localIssuer struct {
-	srv *httptest.Server
-	key jose.JSONWebKey // private
-}
-
-func newLocalIssuer(t testing.TB) *localIssuer {
+// newLocalIssuer is a stand-in authorization server over real HTTP
+// publishing one RS256 key, and that key (private) for the test to sign
+// with. The tests against the real one (oidc-provider) are in
+// oauth_oidc_test.go; these run without node.
+func newLocalIssuer(t testing.TB) (*oauthtest.Issuer, jose.JSONWebKey) {
 	t.Helper()
-	priv, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	li := &localIssuer{key: jose.JSONWebKey{Key: priv, KeyID: "local-1", Algorithm: "RS256", Use: "sig"}}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /.well-known/openid-configuration", func(w http.ResponseWriter, r *http.Request) {
-		_ = json.NewEncoder(w).Encode(map[string]string{"issuer": li.srv.URL, "jwks_uri": li.srv.URL + "/jwks"})
-	})
-	mux.HandleFunc("GET /jwks", func(w http.ResponseWriter, r *http.Request) {
-		_ = json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{li.key.Public()}})
-	})
-	li.srv = httptest.NewServer(mux)
-	t.Cleanup(li.srv.Close)
-	return li
+	key := rsaJWK(t, "local-1")
+	return oauthtest.NewIssuer(t, key.Public()), key
 }
 
-// signWith signs claims with key as a JWS with header typ.
+// signWith signs claims with the private key as a JWS with header typ
+// ("": none).
 func signWith(t testing.TB, key jose.JSONWebKey, claims map[string]any, typ string) string {
 	t.Helper()
-	opts := (&jose.SignerOptions{}).WithHeader("kid", key.KeyID)
+	var ty any
 	if typ != "" {
-		opts = opts.WithType(jose.ContentType(typ))
+		ty = typ
 	}
-	sig, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.SignatureAlgorithm(key.Algorithm), Key: key.Key}, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := jwt.Signed(sig).Claims(claims).Serialize()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return oauthtest.FromJWK(key).Sign(t, claims, ty)
 }
 
 func accessClaims(iss, client, scope string, now time.Time) map[string]any {
@@ -132,12 +98,12 @@ func wantChallenge(t testing.TB, res response, invalidToken bool) {
 // authorisation path for keys and tokens, the codes and headers of
 // docs/contract.md section 12.
 func TestTokensBesideKeys(t *testing.T) {
-	li := newLocalIssuer(t)
+	li, liKey := newLocalIssuer(t)
 	clk := testkit.NewClockAt(time.Now())
-	opts, fetches := tokenOpts(t, li.srv.URL, clk, harnessOptions{})
+	opts, fetches := tokenOpts(t, li.URL(), clk, harnessOptions{})
 	h := newHarness(t, opts)
 	now := clk.Now()
-	good := signWith(t, li.key, accessClaims(li.srv.URL, "partner-a", "properties:read other", now), "at+jwt")
+	good := signWith(t, liKey, accessClaims(li.URL(), "partner-a", "properties:read other", now), "at+jwt")
 
 	req := request{path: "/v1/properties", key: good}
 	wantOK(t, req, h.do(req))
@@ -149,9 +115,9 @@ func TestTokensBesideKeys(t *testing.T) {
 		token string
 		code  problem.Code
 	}{
-		{"unknown client", signWith(t, li.key, accessClaims(li.srv.URL, "partner-x", "properties:read", now), "at+jwt"), problem.InvalidAccessToken},
-		{"expired", signWith(t, li.key, func() map[string]any {
-			c := accessClaims(li.srv.URL, "partner-a", "properties:read", now)
+		{"unknown client", signWith(t, liKey, accessClaims(li.URL(), "partner-x", "properties:read", now), "at+jwt"), problem.InvalidAccessToken},
+		{"expired", signWith(t, liKey, func() map[string]any {
+			c := accessClaims(li.URL(), "partner-a", "properties:read", now)
 			c["exp"] = now.Add(-2 * time.Minute).Unix()
 			return c
 		}(), "at+jwt"), problem.AccessTokenExpired},
@@ -168,7 +134,7 @@ func TestTokensBesideKeys(t *testing.T) {
 	wantProblem(t, req, res, problem.MissingAuthHeader)
 	wantChallenge(t, res, false)
 
-	noScope := signWith(t, li.key, accessClaims(li.srv.URL, "partner-noscope", "other:read", now), "at+jwt")
+	noScope := signWith(t, liKey, accessClaims(li.URL(), "partner-noscope", "other:read", now), "at+jwt")
 	req = request{path: "/v1/properties", key: noScope}
 	res = h.do(req)
 	wantProblem(t, req, res, problem.InsufficientScope)
@@ -183,9 +149,9 @@ func TestTokensBesideKeys(t *testing.T) {
 // TestTokensOff: without OAuth settings a JWT is just a malformed API key,
 // 401s carry no resource_metadata, and the metadata route does not exist.
 func TestTokensOff(t *testing.T) {
-	li := newLocalIssuer(t)
+	li, liKey := newLocalIssuer(t)
 	h := newHarness(t, harnessOptions{})
-	tok := signWith(t, li.key, accessClaims(li.srv.URL, "partner-a", "properties:read", time.Now()), "at+jwt")
+	tok := signWith(t, liKey, accessClaims(li.URL(), "partner-a", "properties:read", time.Now()), "at+jwt")
 	req := request{path: "/v1/properties", key: tok}
 	res := h.do(req)
 	wantProblem(t, req, res, problem.InvalidAPIKey)
@@ -205,13 +171,13 @@ func TestTokensOff(t *testing.T) {
 // TestTokenFailuresThrottled: INVALID_ACCESS_TOKEN and ACCESS_TOKEN_EXPIRED
 // count toward the failed-authentication throttle like INVALID_API_KEY.
 func TestTokenFailuresThrottled(t *testing.T) {
-	li := newLocalIssuer(t)
+	li, liKey := newLocalIssuer(t)
 	clk := testkit.NewClockAt(time.Now())
-	opts, _ := tokenOpts(t, li.srv.URL, clk, harnessOptions{authFailLimit: 3})
+	opts, _ := tokenOpts(t, li.URL(), clk, harnessOptions{authFailLimit: 3})
 	h := newHarness(t, opts)
-	expired := accessClaims(li.srv.URL, "partner-a", "properties:read", clk.Now())
+	expired := accessClaims(li.URL(), "partner-a", "properties:read", clk.Now())
 	expired["exp"] = clk.Now().Add(-time.Hour).Unix()
-	bad := []string{"not-a-token", signWith(t, li.key, expired, ""), "x.y.z"}
+	bad := []string{"not-a-token", signWith(t, liKey, expired, ""), "x.y.z"}
 	for _, tok := range bad {
 		req := request{path: "/v1/", key: tok}
 		if res := h.do(req); res.status != http.StatusUnauthorized {
@@ -225,10 +191,10 @@ func TestTokenFailuresThrottled(t *testing.T) {
 // TestStartWithIssuerDown: tokens get 503 with Retry-After (never 401)
 // while no key was ever had; API keys are served meanwhile.
 func TestStartWithIssuerDown(t *testing.T) {
-	li := newLocalIssuer(t)
-	issuer := li.srv.URL
-	tok := signWith(t, li.key, accessClaims(issuer, "partner-a", "properties:read", time.Now()), "at+jwt")
-	li.srv.Close()
+	li, liKey := newLocalIssuer(t)
+	issuer := li.URL()
+	tok := signWith(t, liKey, accessClaims(issuer, "partner-a", "properties:read", time.Now()), "at+jwt")
+	li.Close()
 	clk := testkit.NewClockAt(time.Now())
 	opts, _ := tokenOpts(t, issuer, clk, harnessOptions{})
 	h := newHarness(t, opts)

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,49 +16,10 @@ import (
 
 	"github.com/partner-edge/partner-edge/edge"
 	"github.com/partner-edge/partner-edge/edge/oauth"
+	"github.com/partner-edge/partner-edge/edge/oauth/oauthtest"
 	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/problem"
 )
-
-// rotatingIssuer is an authorization server over real HTTP whose JWKS the
-// test changes, and which can be made to hang: a hanging JWKS request
-// answers nothing until the request ends.
-type rotatingIssuer struct {
-	srv      *httptest.Server
-	mu       sync.Mutex
-	keys     []jose.JSONWebKey
-	hang     atomic.Bool
-	jwksHits atomic.Int64
-}
-
-func newRotatingIssuer(t testing.TB, keys ...jose.JSONWebKey) *rotatingIssuer {
-	ri := &rotatingIssuer{keys: keys}
-	ri.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case "/.well-known/openid-configuration":
-			_ = json.NewEncoder(w).Encode(map[string]string{"issuer": ri.srv.URL, "jwks_uri": ri.srv.URL + "/jwks"})
-		case "/jwks":
-			ri.jwksHits.Add(1)
-			if ri.hang.Load() {
-				<-r.Context().Done()
-				return
-			}
-			ri.mu.Lock()
-			defer ri.mu.Unlock()
-			_ = json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: ri.keys})
-		default:
-			http.NotFound(w, r)
-		}
-	}))
-	t.Cleanup(ri.srv.Close)
-	return ri
-}
-
-func (ri *rotatingIssuer) publish(keys ...jose.JSONWebKey) {
-	ri.mu.Lock()
-	ri.keys = keys
-	ri.mu.Unlock()
-}
 
 func publicKeys(keys ...jose.JSONWebKey) []jose.JSONWebKey {
 	out := make([]jose.JSONWebKey, len(keys))
@@ -108,30 +68,30 @@ func (wt *waitTimer) count() int {
 // and they count toward their address's failed-authentication throttle.
 func TestHangingIssuerShedsNoOne(t *testing.T) {
 	good := ecJWK(t, "good")
-	ri := newRotatingIssuer(t, publicKeys(good)...)
+	ri := oauthtest.NewIssuer(t, publicKeys(good)...)
 	clk := testkit.NewClockAt(time.Now())
 	wt := &waitTimer{fire: make(chan time.Time)}
-	v, err := oauth.New(t.Context(), oauth.Config{Issuer: ri.srv.URL, Audience: oauthAudience,
+	v, err := oauth.New(t.Context(), oauth.Config{Issuer: ri.URL(), Audience: oauthAudience,
 		Now: clk.Now, After: wt.after})
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := newHarness(t, harnessOptions{now: clk.Now, pmsCallTimeout: time.Minute, maxConcurrent: 1024, authFailLimit: 20,
-		oauth:   &edge.OAuth{Issuer: ri.srv.URL, Audience: oauthAudience, Verifier: v},
+		oauth:   &edge.OAuth{Issuer: ri.URL(), Audience: oauthAudience, Verifier: v},
 		keyOver: map[string]map[string]any{"live": {"clientId": "partner-a"}}})
-	req := request{path: "/v1/", key: signWith(t, good, accessClaims(ri.srv.URL, "partner-a", "properties:read", clk.Now()), "at+jwt")}
+	req := request{path: "/v1/", key: signWith(t, good, accessClaims(ri.URL(), "partner-a", "properties:read", clk.Now()), "at+jwt")}
 	wantOK(t, req, h.do(req))
 	wt.mu.Lock()
 	wt.asked = nil // the start's wait
 	wt.mu.Unlock()
 
-	ri.hang.Store(true)
+	ri.SetHanging(true)
 	const flood = 1100
 	rogue := ecJWK(t, "")
 	tokens := make([]string, flood)
 	for i := range tokens {
 		rogue.KeyID = fmt.Sprintf("rogue-%d", i)
-		tokens[i] = signWith(t, rogue, accessClaims(ri.srv.URL, "partner-a", "properties:read", clk.Now()), "at+jwt")
+		tokens[i] = signWith(t, rogue, accessClaims(ri.URL(), "partner-a", "properties:read", clk.Now()), "at+jwt")
 	}
 	tr := &http.Transport{MaxIdleConnsPerHost: flood}
 	t.Cleanup(tr.CloseIdleConnections)
@@ -177,7 +137,7 @@ func TestHangingIssuerShedsNoOne(t *testing.T) {
 			t.Fatalf("API key %d from 127.0.0.2 while tokens wait: got %d, want 200: %s", i, res.status, res.body)
 		}
 	}
-	if n := ri.jwksHits.Load(); n != 2 {
+	if n := ri.JWKSHits.Load(); n != 2 {
 		t.Errorf("JWKS requests %d, want 2 (the start's, then one in flight for all)", n)
 	}
 	close(wt.fire) // the 1 s the tokens wait is over
@@ -205,15 +165,15 @@ func TestHangingIssuerShedsNoOne(t *testing.T) {
 // its first use.
 func TestKeyPublishedAfterStartAccepted(t *testing.T) {
 	old, rotated := ecJWK(t, "old"), ecJWK(t, "rotated")
-	ri := newRotatingIssuer(t, publicKeys(old)...)
+	ri := oauthtest.NewIssuer(t, publicKeys(old)...)
 	clk := testkit.NewClockAt(time.Now())
-	opts, _ := tokenOpts(t, ri.srv.URL, clk, harnessOptions{})
+	opts, _ := tokenOpts(t, ri.URL(), clk, harnessOptions{})
 	h := newHarness(t, opts)
-	ri.publish(publicKeys(rotated, old)...)
+	ri.Publish(publicKeys(rotated, old)...)
 	clk.Advance(time.Second)
-	req := request{path: "/v1/properties", key: signWith(t, rotated, accessClaims(ri.srv.URL, "partner-a", "properties:read", clk.Now()), "at+jwt")}
+	req := request{path: "/v1/properties", key: signWith(t, rotated, accessClaims(ri.URL(), "partner-a", "properties:read", clk.Now()), "at+jwt")}
 	wantOK(t, req, h.do(req))
-	if n := ri.jwksHits.Load(); n != 2 {
+	if n := ri.JWKSHits.Load(); n != 2 {
 		t.Errorf("JWKS requests %d, want 2", n)
 	}
 }

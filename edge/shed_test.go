@@ -2,19 +2,18 @@ package edge_test
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/partner-edge/partner-edge/edge"
 	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/edge/keys/keystest"
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream"
 )
 
@@ -56,20 +55,8 @@ func (c *blockingCatalog) Property(ctx context.Context, id string) (*upstream.It
 // liveKeyStore is a key file with one live key of testBrand, and its token.
 func liveKeyStore(t *testing.T) (*keys.Store, string) {
 	t.Helper()
-	token, rec, err := keys.Mint(rand.Reader, testBrand, keys.ModeLive, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := json.Marshal(map[string]any{"keys": []keys.Record{rec}})
-	path := filepath.Join(t.TempDir(), "keys.json")
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	store, err := keys.Open(path, keys.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return store, token
+	token, rec := keystest.Mint(t, testBrand, keys.ModeLive)
+	return keystest.Open(t, rec), token
 }
 
 func authGet(url, token string) (*http.Response, []byte, error) {
@@ -126,7 +113,7 @@ func TestShedPastTheCap(t *testing.T) {
 	default:
 	}
 	for range 3 { // health is never shed
-		if code, body := get(t, srv.URL+"/v1/health"); code != 200 {
+		if code, body := testkit.Get(t, srv.URL+"/v1/health"); code != 200 {
 			t.Errorf("health at the cap: %d %s", code, body)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/edge/keys/keystest"
 	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
@@ -33,7 +34,7 @@ func TestAccessLogSlowStdoutNeverBlocks(t *testing.T) {
 	sim := pmsim.New(pmsim.Config{Seed: 3})
 	simSrv := httptest.NewServer(sim)
 	defer simSrv.Close()
-	keysFile, key := liveKeyFile(t)
+	keysFile, key := keystest.Live(t, "aurora")
 
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -122,8 +123,8 @@ func TestAccessLogFileWrittenAtShutdown(t *testing.T) {
 	defer simSrv.Close()
 	dir := t.TempDir()
 	keysFile := filepath.Join(dir, "keys.json")
-	key, rec := mint(t, keys.ModeLive)
-	writeKeys(t, keysFile, rec)
+	key, rec := keystest.Mint(t, "aurora", keys.ModeLive)
+	keystest.Write(t, keysFile, rec)
 	logFile := filepath.Join(dir, "access.log")
 	s := start(t, map[string]string{
 		"EDGE_ADDR": "127.0.0.1:0", "EDGE_ADMIN_ADDR": "off", "EDGE_BRAND": "aurora",

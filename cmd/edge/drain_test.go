@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,6 +12,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partner-edge/partner-edge/edge/keys/keystest"
 	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
@@ -68,8 +72,25 @@ func buildEdge(t *testing.T) string {
 	return edgeBinary.path
 }
 
-// TestMain removes the binary buildEdge made.
+// waitingParallel is how many tests of this package run at once unless
+// -parallel says otherwise. Its process-level tests spend their time waiting
+// on child processes, Redis failovers and slow fake PMSes, not on the CPU,
+// so go test's default (GOMAXPROCS, 2 on a small machine) would leave them
+// queued behind each other.
+const waitingParallel = 8
+
+// TestMain raises -parallel to waitingParallel when it was not given, and
+// removes the binary buildEdge made.
 func TestMain(m *testing.M) {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		if err := flag.Set("test.parallel", strconv.Itoa(max(waitingParallel, runtime.GOMAXPROCS(0)))); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+	}
 	code := m.Run()
 	if edgeBinary.dir != "" {
 		_ = os.RemoveAll(edgeBinary.dir)
@@ -81,12 +102,13 @@ func TestMain(m *testing.M) {
 // against a PMS answering in 2 s gets SIGTERM. Health answers 503 during
 // the drain, all 50 requests are answered 200, and the process exits 0.
 func TestSIGTERMDrainsInFlight(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the edge binary")
 	}
 	const inFlight = 50
 	pms, arrived := slowPMS(t, 2*time.Second)
-	keysFile, token := liveKeyFile(t)
+	keysFile, token := keystest.Live(t, "aurora")
 
 	bin := buildEdge(t)
 	cmd := exec.Command(bin)
@@ -200,11 +222,12 @@ poll:
 // Issue 11, acceptance 3: with the default deadlines a PMS that takes 3 s
 // for every call is served 200, both the list and a property.
 func TestDefaultsServeASlowPMS(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("waits on a 3 s PMS")
 	}
 	pms, arrived := slowPMS(t, 3*time.Second)
-	keysFile, token := liveKeyFile(t)
+	keysFile, token := keystest.Live(t, "aurora")
 	for _, ttl := range []string{"", "0"} { // cached, then every read from the PMS
 		env := map[string]string{
 			"EDGE_ADDR": "127.0.0.1:0", "EDGE_ADMIN_ADDR": "", "EDGE_BRAND": "aurora",

@@ -2,12 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -16,6 +13,7 @@ import (
 
 	"github.com/partner-edge/partner-edge/edge"
 	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/edge/keys/keystest"
 	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/fleet/redistest"
@@ -123,14 +121,7 @@ func benchEdge(b *testing.B, redis bool) (http.Handler, *http.Request) {
 		b.Fatal(err)
 	}
 	rec.RateLimit = &keys.RateLimit{PerSecond: 100000, Burst: 100000}
-	keyFile := filepath.Join(b.TempDir(), "keys.json")
-	if body, err := json.Marshal(map[string]any{"keys": []keys.Record{rec}}); err != nil || os.WriteFile(keyFile, body, 0o600) != nil {
-		b.Fatal("write the key file")
-	}
-	store, err := keys.Open(keyFile, keys.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	store := keystest.Open(b, rec)
 	ctx := context.Background()
 	tel, err := observability.New(ctx, observability.Config{Getenv: func(string) string { return "" }})
 	if err != nil {

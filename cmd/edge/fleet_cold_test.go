@@ -12,7 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/edge/keys/keystest"
 	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream"
@@ -44,17 +44,8 @@ func TestColdFleetWalksOnce(t *testing.T) {
 		PMSAttempt: 3 * time.Second, CacheTTL: 30 * time.Second, CacheStale: 5 * time.Minute}
 	cats := make([]upstream.Catalog, instances)
 	for i := range cats {
-		c, err := fleet.New(fleet.Config{URL: srv.URL(), Log: log}) // the production guard, as joinFleet
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.Close() })
-		cat, closeCat, err := newCatalog(cfg, pms.srv.URL, keys.ModeLive, "test", log, tel, newMember(cfg.Brand, c, []byte(testFleetSecret), log))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(closeCat)
-		cats[i] = cat
+		// The production guard, as joinFleet.
+		cats[i] = fleetCatalog(t, cfg, pms.srv.URL, fleet.Config{URL: srv.URL(), Log: log}, log, tel)
 	}
 
 	start := make(chan struct{})
@@ -103,12 +94,13 @@ func TestColdFleetWalksOnce(t *testing.T) {
 // Redis refusing writes (min-replicas-to-write with no replica:
 // NOREPLICAS), and shared again within 5 s of Redis accepting them.
 func TestIdleFleetShowsRedisRefusingWrites(t *testing.T) {
+	t.Parallel()
 	srv := redistest.Start(t)
 	if !srv.Real() {
 		t.Skip("miniredis has no min-replicas-to-write (CI runs the real server)")
 	}
 	pms, _ := slowPMS(t, 0)
-	keysFile, _ := liveKeyFile(t)
+	keysFile, _ := keystest.Live(t, "aurora")
 	s := start(t, map[string]string{
 		"EDGE_ADDR": "127.0.0.1:0", "EDGE_ADMIN_ADDR": "127.0.0.1:0", "EDGE_BRAND": "aurora",
 		"EDGE_KEYS_FILE": keysFile, "PMS_BASE_URL": pms.URL, "PMS_TOKEN": "pms-secret-token", "EDGE_DOCS_URL": testDocsURL,

@@ -3,13 +3,13 @@ package main
 import (
 	"encoding/json"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/edge/keys/keystest"
 	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream/fleet/redistest"
 )
@@ -44,16 +44,16 @@ func getFleet(t *testing.T, admin string) fleetState {
 // replica, every instance shares again within 10 s of the promotion and
 // /fleet names the new primary; no partner answer is a 5xx meanwhile.
 func TestFleetFollowsSentinelFailover(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the edge and runs eight processes for about 20 s")
 	}
 	bin := buildEdge(t)
 	sentinel := redistest.StartSentinel(t)
-	limited, limitedRec := mintSeeded(t, "limited")
+	limited, limitedRec := keystest.Mint(t, "aurora", keys.ModeLive)
 	limitedRec.RateLimit = &keys.RateLimit{PerSecond: 5, Burst: 5}
-	open, openRec := mintSeeded(t, "open")
-	keyFile := filepath.Join(t.TempDir(), "keys.json")
-	writeKeys(t, keyFile, limitedRec, openRec)
+	open, openRec := keystest.Mint(t, "aurora", keys.ModeLive)
+	keyFile := keystest.File(t, limitedRec, openRec)
 	pms := newWalkCountingPMS(t)
 	edges := startFleetWith(t, bin, 3, keyFile, pms.srv.URL,
 		"EDGE_REDIS_SENTINELS="+strings.Join(sentinel.Sentinels, ","), "EDGE_REDIS_MASTER="+redistest.SentinelMaster)
@@ -123,7 +123,7 @@ func TestEdgeRedisTLSAndACL(t *testing.T) {
 	srv := redistest.StartTLS(t, redistest.TLSOptions{ClientCerts: true, NoDefaultUser: true,
 		Users: []redistest.User{{Name: "edge", Password: pw}}})
 	other := redistest.NewCA(t, t.TempDir(), "other")
-	keyFile, token := liveKeyFile(t)
+	keyFile, token := keystest.Live(t, "aurora")
 	pms := newWalkCountingPMS(t)
 	env := func(ca, password string) map[string]string {
 		return map[string]string{

@@ -34,17 +34,7 @@ func TestCatalogsShareLoadsThroughRedis(t *testing.T) {
 		// busy machine (-race, the whole suite) a publication can take
 		// longer than the production 100 ms; Redis down still fails at once
 		// (connection refused).
-		c, err := fleet.New(fleet.Config{URL: srv.URL(), Guard: fleet.GuardConfig{CallTimeout: 10 * time.Second}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = c.Close() })
-		cat, closeCat, err := newCatalog(cfg, pms.srv.URL, keys.ModeLive, "test", log, tel, newMember(cfg.Brand, c, []byte(testFleetSecret), log))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(closeCat)
-		return cat
+		return fleetCatalog(t, cfg, pms.srv.URL, fleet.Config{URL: srv.URL(), Guard: fleet.GuardConfig{CallTimeout: 10 * time.Second}}, log, tel)
 	}
 	first, err := catalog().Snapshot(ctx)
 	if err != nil || pms.walks.Load() != 1 || first.Len() == 0 {
@@ -62,4 +52,22 @@ func TestCatalogsShareLoadsThroughRedis(t *testing.T) {
 	if err != nil || pms.walks.Load() != 2 || third.Len() != first.Len() {
 		t.Fatalf("Redis down: %v, walks %d; want a local walk", err, pms.walks.Load())
 	}
+}
+
+// fleetCatalog is the live catalog of one instance wired as run wires it
+// with Redis: a fleet client of fc, the fleet loader, the cache; all closed
+// when t ends.
+func fleetCatalog(t *testing.T, cfg settings, pmsURL string, fc fleet.Config, log *slog.Logger, tel *observability.Telemetry) upstream.Catalog {
+	t.Helper()
+	c, err := fleet.New(fc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	cat, closeCat, err := newCatalog(cfg, pmsURL, keys.ModeLive, "test", log, tel, newMember(cfg.Brand, c, []byte(testFleetSecret), log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(closeCat)
+	return cat
 }

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/edge/keys/keystest"
 	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream/fleet/redistest"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
@@ -35,26 +35,29 @@ import (
 // Cluster of three primaries (docs/contract.md section 16), each with the failed-auth
 // throttle shared too (throttleShared).
 func TestFleetOfThree(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the edge and runs six processes for about 30 s")
 	}
 	bin := buildEdge(t)
 	redisSrv := redistest.Start(t)
-	limited, limitedRec := mintSeeded(t, "limited")
+	limited, limitedRec := keystest.Mint(t, "aurora", keys.ModeLive)
 	limitedRec.RateLimit = &keys.RateLimit{PerSecond: 5, Burst: 5}
-	open, openRec := mintSeeded(t, "open")
-	keyFile := filepath.Join(t.TempDir(), "keys.json")
-	writeKeys(t, keyFile, limitedRec, openRec)
+	open, openRec := keystest.Mint(t, "aurora", keys.ModeLive)
+	keyFile := keystest.File(t, limitedRec, openRec)
 
 	const window = 4 * time.Second
 	slack := 1.10
 	bound := int(float64(5*4+5) * slack) // 27
 
-	var inProcess fleetRun
+	// The three fleets below share nothing (their own PMS, their own Redis
+	// or none, their own client address for the throttle) and spend their
+	// time waiting on measured windows: they run side by side.
 	t.Run("in-process", func(t *testing.T) {
+		t.Parallel()
 		pms := newWalkCountingPMS(t)
 		edges := startFleet(t, bin, 3, keyFile, pms.srv.URL, "")
-		inProcess = drive(t, edges, limited, open, window, 10*time.Second)
+		inProcess := drive(t, edges, limited, open, window, 10*time.Second)
 		inProcess.walks = pms.walks.Load()
 		t.Logf("without Redis: limited key accepted %d in %s, %d list walks in 10 s", inProcess.accepted, window, inProcess.walks)
 		if inProcess.accepted <= 2*bound {
@@ -66,110 +69,116 @@ func TestFleetOfThree(t *testing.T) {
 	})
 
 	// The same fleet on one primary and on a three-primary Cluster
-	// (docs/contract.md section 16): shared limits, throttle and walks alike. The fleet on
-	// the primary outlives its subtest: the fault test below uses it.
-	primaryPMS := newWalkCountingPMS(t)
-	edges := startFleet(t, bin, 3, keyFile, primaryPMS.srv.URL, redisSrv.URL())
-	for _, form := range []struct {
-		name, client string // subtest, and the address it poses as for the throttle
-	}{{"redis", "203.0.113.7"}, {"redis-cluster", "203.0.113.8"}} {
-		t.Run(form.name, func(t *testing.T) {
-			edges, pms := edges, primaryPMS
-			if form.name == "redis-cluster" {
-				cluster := redistest.StartCluster(t)
-				pms = newWalkCountingPMS(t)
-				edges = startFleetWith(t, bin, 3, keyFile, pms.srv.URL, "EDGE_REDIS_CLUSTER="+cluster.Seeds())
-				if st := getFleet(t, edges[0].admin); st.Form != "cluster" || len(st.Nodes) != 3 {
-					t.Errorf("/fleet %+v; want form cluster and its three primaries", st)
-				}
-			}
-			shared := drive(t, edges, limited, open, window, 10*time.Second)
-			shared.walks = pms.walks.Load()
-			// A walk beyond one per TTL, or an accept beyond the shared bucket,
-			// is allowed only as a counted fallback: on a busy machine a Redis
-			// call can outlast the guard's 100 ms, and the instance then walks
-			// the PMS itself or decides with its in-process limiter, one
-			// decision per counted fallback (docs/scaling.md).
-			var fallbacks, limitFallbacks int64
-			for _, e := range edges {
-				body := scrape(t, e.admin+"/metrics")
-				v, _ := value(body, `partner_edge_redis_fallbacks_total{use="snapshot"}`)
-				fallbacks += int64(v)
-				v, _ = value(body, `partner_edge_redis_fallbacks_total{use="rate_limit"}`)
-				limitFallbacks += int64(v)
-			}
-			t.Logf("with Redis (%s, real server: %v): limited key accepted %d in %s, %d list walks in 10 s; fallbacks: %d snapshot, %d rate limit",
-				form.name, redisSrv.Real(), shared.accepted, window, shared.walks, fallbacks, limitFallbacks)
-			if int64(shared.accepted) > int64(bound)+limitFallbacks {
-				t.Errorf("fleet-wide limit accepted %d in %s, with %d counted rate-limit fallbacks; want at most %d besides those",
-					shared.accepted, window, limitFallbacks, bound)
-			}
-			if shared.walks > 6+fallbacks {
-				t.Errorf("with Redis: %d list walks, %d of them counted fallbacks; want at most 6 (one per TTL across the fleet) besides those", shared.walks, fallbacks)
-			}
-			if shared.walks < 1 {
-				t.Errorf("no list walk counted: the counter is broken")
-			}
-			throttleShared(t, edges, form.client)
-		})
-	}
-
-	t.Run("redis-fault", func(t *testing.T) {
-		load := startLoad(edges, limited, open)
-		defer load.stop()
-		// Outside event: the load generator's answers from every edge process, Redis up.
-		testkit.Eventually(t, "the load is answered with Redis up", func() bool { return load.snapshot().total >= 3*len(edges) })
-		redisSrv.Stop()
-		testkit.Eventually(t, "every breaker has opened", func() bool { return allShared(t, edges, false) })
-		time.Sleep(2 * time.Second) // measured window: traffic to the edge processes while they fall back
-		down := load.snapshot()
-		redisSrv.Restart()
-		back := time.Now()
-		deadline := back.Add(10 * time.Second)
-		for !allShared(t, edges, true) {
-			if time.Now().After(deadline) {
-				t.Fatalf("limits not shared again 10 s after Redis returned")
-			}
-			time.Sleep(50 * time.Millisecond) // outside event: the processes' admin /fleet state; 10 s is the requirement
-		}
-		sharedAfter := time.Since(back)
-		// Shared again: over 2 s the key gets one fleet-wide bucket (Redis
-		// restarted empty: a full burst), 5 + 2 x 5, not three of them.
-		before := load.snapshot()
-		time.Sleep(2 * time.Second) // measured window: traffic to the edge processes on one shared bucket
-		after := load.snapshot()
-		load.stop()
-		accepted := after.limitedOK - before.limitedOK
-		t.Logf("until Redis returned: %d answers (%d of the limited key accepted); shared again %s after Redis returned; then %d accepted in 2 s",
-			down.total, down.limitedOK, sharedAfter.Round(10*time.Millisecond), accepted)
-		if bad := after.bad; len(bad) > 0 {
-			t.Errorf("answers other than 200/429 (limited key): %v", bad)
-		}
-		if down.total < 50 {
-			t.Errorf("only %d answers under load: the load did not run", down.total)
-		}
-		if accepted > int(15*slack) {
-			t.Errorf("after recovery %d accepted in 2 s; want at most %d (one shared bucket)", accepted, int(15*slack))
-		}
+	// (docs/contract.md section 16): shared limits, throttle and walks alike.
+	sharedFleet := func(t *testing.T, edges []*edgeProc, pms *walkCountingPMS, form, client string) {
+		shared := drive(t, edges, limited, open, window, 10*time.Second)
+		shared.walks = pms.walks.Load()
+		// A walk beyond one per TTL, or an accept beyond the shared bucket,
+		// is allowed only as a counted fallback: on a busy machine a Redis
+		// call can outlast the guard's 100 ms, and the instance then walks
+		// the PMS itself or decides with its in-process limiter, one
+		// decision per counted fallback (docs/scaling.md).
+		var fallbacks, limitFallbacks int64
 		for _, e := range edges {
 			body := scrape(t, e.admin+"/metrics")
-			for _, series := range []string{
-				`partner_edge_redis_fallbacks_total{use="rate_limit"}`,
-				`partner_edge_redis_errors_total{kind="connection"}`,
-				`db_client_operation_duration_seconds_count{db_operation_name="EVALSHA"}`,
-			} {
-				if v, ok := value(body, series); !ok || v < 1 {
-					t.Errorf("%s: %s = %v (found %v); want counted", e.admin, series, v, ok)
-				}
-			}
-			if strings.Contains(e.stderr.String(), "connection pool: failed to dial") {
-				t.Errorf("go-redis's own log reached stderr at info level")
-			}
-			if n := strings.Count(e.stderr.String(), "redis circuit breaker opened"); n < 1 || n > 6 {
-				t.Errorf("breaker opening logged %d times by one instance; want once per transition", n)
+			v, _ := value(body, `partner_edge_redis_fallbacks_total{use="snapshot"}`)
+			fallbacks += int64(v)
+			v, _ = value(body, `partner_edge_redis_fallbacks_total{use="rate_limit"}`)
+			limitFallbacks += int64(v)
+		}
+		t.Logf("with Redis (%s, real server: %v): limited key accepted %d in %s, %d list walks in 10 s; fallbacks: %d snapshot, %d rate limit",
+			form, redisSrv.Real(), shared.accepted, window, shared.walks, fallbacks, limitFallbacks)
+		if int64(shared.accepted) > int64(bound)+limitFallbacks {
+			t.Errorf("fleet-wide limit accepted %d in %s, with %d counted rate-limit fallbacks; want at most %d besides those",
+				shared.accepted, window, limitFallbacks, bound)
+		}
+		if shared.walks > 6+fallbacks {
+			t.Errorf("with Redis: %d list walks, %d of them counted fallbacks; want at most 6 (one per TTL across the fleet) besides those", shared.walks, fallbacks)
+		}
+		if shared.walks < 1 {
+			t.Errorf("no list walk counted: the counter is broken")
+		}
+		throttleShared(t, edges, client)
+	}
+	t.Run("redis-cluster", func(t *testing.T) {
+		t.Parallel()
+		cluster := redistest.StartCluster(t)
+		pms := newWalkCountingPMS(t)
+		edges := startFleetWith(t, bin, 3, keyFile, pms.srv.URL, "EDGE_REDIS_CLUSTER="+cluster.Seeds())
+		if st := getFleet(t, edges[0].admin); st.Form != "cluster" || len(st.Nodes) != 3 {
+			t.Errorf("/fleet %+v; want form cluster and its three primaries", st)
+		}
+		sharedFleet(t, edges, pms, "redis-cluster", "203.0.113.8")
+	})
+	// The fleet on the primary serves its shared check, then the fault.
+	t.Run("primary", func(t *testing.T) {
+		t.Parallel()
+		pms := newWalkCountingPMS(t)
+		edges := startFleet(t, bin, 3, keyFile, pms.srv.URL, redisSrv.URL())
+		t.Run("redis", func(t *testing.T) { sharedFleet(t, edges, pms, "redis", "203.0.113.7") })
+		t.Run("redis-fault", func(t *testing.T) { redisFault(t, edges, redisSrv, limited, open, slack) })
+	})
+}
+
+// redisFault stops the fleet's Redis under load and starts it again: the
+// breakers open, the processes fall back, and within 10 s of Redis's return
+// the limits are shared again, with every fallback counted and logged once
+// per transition.
+func redisFault(t *testing.T, edges []*edgeProc, redisSrv *redistest.Server, limited, open string, slack float64) {
+	load := startLoad(edges, limited, open)
+	defer load.stop()
+	// Outside event: the load generator's answers from every edge process, Redis up.
+	testkit.Eventually(t, "the load is answered with Redis up", func() bool { return load.snapshot().total >= 3*len(edges) })
+	redisSrv.Stop()
+	testkit.Eventually(t, "every breaker has opened", func() bool { return allShared(t, edges, false) })
+	time.Sleep(2 * time.Second) // measured window: traffic to the edge processes while they fall back
+	down := load.snapshot()
+	redisSrv.Restart()
+	back := time.Now()
+	deadline := back.Add(10 * time.Second)
+	for !allShared(t, edges, true) {
+		if time.Now().After(deadline) {
+			t.Fatalf("limits not shared again 10 s after Redis returned")
+		}
+		time.Sleep(50 * time.Millisecond) // outside event: the processes' admin /fleet state; 10 s is the requirement
+	}
+	sharedAfter := time.Since(back)
+	// Shared again: over 2 s the key gets one fleet-wide bucket (Redis
+	// restarted empty: a full burst), 5 + 2 x 5, not three of them.
+	before := load.snapshot()
+	time.Sleep(2 * time.Second) // measured window: traffic to the edge processes on one shared bucket
+	after := load.snapshot()
+	load.stop()
+	accepted := after.limitedOK - before.limitedOK
+	t.Logf("until Redis returned: %d answers (%d of the limited key accepted); shared again %s after Redis returned; then %d accepted in 2 s",
+		down.total, down.limitedOK, sharedAfter.Round(10*time.Millisecond), accepted)
+	if bad := after.bad; len(bad) > 0 {
+		t.Errorf("answers other than 200/429 (limited key): %v", bad)
+	}
+	if down.total < 50 {
+		t.Errorf("only %d answers under load: the load did not run", down.total)
+	}
+	if accepted > int(15*slack) {
+		t.Errorf("after recovery %d accepted in 2 s; want at most %d (one shared bucket)", accepted, int(15*slack))
+	}
+	for _, e := range edges {
+		body := scrape(t, e.admin+"/metrics")
+		for _, series := range []string{
+			`partner_edge_redis_fallbacks_total{use="rate_limit"}`,
+			`partner_edge_redis_errors_total{kind="connection"}`,
+			`db_client_operation_duration_seconds_count{db_operation_name="EVALSHA"}`,
+		} {
+			if v, ok := value(body, series); !ok || v < 1 {
+				t.Errorf("%s: %s = %v (found %v); want counted", e.admin, series, v, ok)
 			}
 		}
-	})
+		if strings.Contains(e.stderr.String(), "connection pool: failed to dial") {
+			t.Errorf("go-redis's own log reached stderr at info level")
+		}
+		if n := strings.Count(e.stderr.String(), "redis circuit breaker opened"); n < 1 || n > 6 {
+			t.Errorf("breaker opening logged %d times by one instance; want once per transition", n)
+		}
+	}
 }
 
 // throttleShared checks that failed authentications from one client
@@ -201,17 +210,6 @@ func throttleShared(t *testing.T, edges []*edgeProc, client string) {
 		}
 	}
 	t.Errorf("25 failed authentications from %s over %d instances and no 429: the throttle is not shared", client, len(edges))
-}
-
-// mintSeeded mints a live key of aurora from seed's bytes (distinct seeds:
-// distinct keys).
-func mintSeeded(t *testing.T, seed string) (string, keys.Record) {
-	t.Helper()
-	token, rec, err := keys.Mint(strings.NewReader(strings.Repeat(seed, 100)), "aurora", keys.ModeLive, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return token, rec
 }
 
 // fleetRun is what one drive measured.

@@ -77,6 +77,7 @@ func imageBuild(t *testing.T, dir string) (oci, id, manifest string) {
 // run inside the image's own root filesystem (chroot) as that UID, serves
 // the demo's health and a property.
 func TestContainerImage(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the image twice")
 	}

@@ -72,6 +72,7 @@ func (c keysCLI) minted(out string) (id, key string) {
 // Issue 29, acceptance 1 (docs/contract.md section 18): the real binary takes
 // a key through its life while a real edge serves with the file.
 func TestKeyLifeCycleThroughTheBinary(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the edge binary")
 	}

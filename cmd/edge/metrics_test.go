@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partner-edge/partner-edge/edge/keys/keystest"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
 
@@ -21,7 +22,7 @@ func TestMetricsScrape(t *testing.T) {
 	sim := pmsim.New(pmsim.Config{Seed: 3})
 	simSrv := httptest.NewServer(sim)
 	defer simSrv.Close()
-	keysFile, key := liveKeyFile(t)
+	keysFile, key := keystest.Live(t, "aurora")
 	s := start(t, map[string]string{
 		"EDGE_ADDR": "127.0.0.1:0", "EDGE_ADMIN_ADDR": "127.0.0.1:0", "EDGE_BRAND": "aurora",
 		"EDGE_KEYS_FILE": keysFile, "PMS_BASE_URL": simSrv.URL, "EDGE_DOCS_URL": testDocsURL, "EDGE_CACHE_TTL": "1h", "EDGE_CACHE_STALE": "2h",

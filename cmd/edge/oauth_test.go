@@ -2,24 +2,21 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"encoding/json"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
-	"github.com/go-jose/go-jose/v4/jwt"
 
 	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/edge/keys/keystest"
+	"github.com/partner-edge/partner-edge/edge/oauth/oauthtest"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
 
@@ -57,47 +54,26 @@ func TestOAuthSettingsBothOrNeither(t *testing.T) {
 	}
 }
 
-// testIssuer serves OpenID discovery and a JWKS of one ES256 key.
+// testIssuer is an authorization server over real HTTP publishing one
+// ES256 key, and that key to sign access tokens with.
 type testIssuer struct {
-	srv *httptest.Server
-	key jose.JSONWebKey
+	*oauthtest.Issuer
+	signer *oauthtest.Signer
 }
 
 func newTestIssuer(t *testing.T) *testIssuer {
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ti := &testIssuer{key: jose.JSONWebKey{Key: priv, KeyID: "e1", Algorithm: "ES256", Use: "sig"}}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /.well-known/openid-configuration", func(w http.ResponseWriter, r *http.Request) {
-		_ = json.NewEncoder(w).Encode(map[string]string{"issuer": ti.srv.URL, "jwks_uri": ti.srv.URL + "/keys"})
-	})
-	mux.HandleFunc("GET /keys", func(w http.ResponseWriter, r *http.Request) {
-		_ = json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{ti.key.Public()}})
-	})
-	ti.srv = httptest.NewServer(mux)
-	t.Cleanup(ti.srv.Close)
-	return ti
+	s := oauthtest.NewSigner(t, "e1", jose.ES256)
+	return &testIssuer{Issuer: oauthtest.NewIssuer(t, s.JWK()), signer: s}
 }
 
 // token signs an access token claiming iss (the test issuer's URL when "").
 func (ti *testIssuer) token(t *testing.T, iss, client, audience string) string {
 	if iss == "" {
-		iss = ti.srv.URL
-	}
-	sig, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: ti.key.Key},
-		(&jose.SignerOptions{}).WithType("at+jwt").WithHeader("kid", ti.key.KeyID))
-	if err != nil {
-		t.Fatal(err)
+		iss = ti.URL()
 	}
 	now := time.Now()
-	tok, err := jwt.Signed(sig).Claims(map[string]any{"iss": iss, "aud": audience, "sub": client,
-		"client_id": client, "iat": now.Unix(), "exp": now.Add(5 * time.Minute).Unix(), "scope": "properties:read"}).Serialize()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
+	return ti.signer.Sign(t, map[string]any{"iss": iss, "aud": audience, "sub": client,
+		"client_id": client, "iat": now.Unix(), "exp": now.Add(5 * time.Minute).Unix(), "scope": "properties:read"}, "at+jwt")
 }
 
 // The program with tokens on: a record with a clientId and no sha256 acts
@@ -110,13 +86,12 @@ func TestRunWithOAuth(t *testing.T) {
 	down.Close()
 	sim := httptest.NewServer(pmsim.New(pmsim.Config{Seed: 5}))
 	defer sim.Close()
-	keysFile := filepath.Join(t.TempDir(), "keys.json")
-	apiKey, apiRec := mint(t, keys.ModeLive)
+	apiKey, apiRec := keystest.Mint(t, "aurora", keys.ModeLive)
 	tokenRec := apiRec
 	tokenRec.ID, tokenRec.SHA256, tokenRec.ClientID = "key_oauthOnly", "", "partner-a"
-	writeKeys(t, keysFile, apiRec, tokenRec)
+	keysFile := keystest.File(t, apiRec, tokenRec)
 
-	for _, issuer := range []string{ti.srv.URL, down.URL} {
+	for _, issuer := range []string{ti.URL(), down.URL} {
 		s := start(t, map[string]string{
 			"EDGE_ADDR": "127.0.0.1:0", "EDGE_ADMIN_ADDR": "", "EDGE_BRAND": "aurora",
 			"EDGE_KEYS_FILE": keysFile, "PMS_BASE_URL": sim.URL, "EDGE_DOCS_URL": testDocsURL,
@@ -153,7 +128,7 @@ func TestRunWithOAuth(t *testing.T) {
 		}
 		mdBody, _ := io.ReadAll(md.Body)
 		md.Body.Close()
-		if md.StatusCode != 200 || !strings.Contains(string(mdBody), `"authorization_servers":["`+ti.srv.URL+`"]`) {
+		if md.StatusCode != 200 || !strings.Contains(string(mdBody), `"authorization_servers":["`+ti.URL()+`"]`) {
 			t.Errorf("metadata: %d %s", md.StatusCode, mdBody)
 		}
 		if strings.Contains(s.stderr.String(), tok) {
@@ -177,11 +152,11 @@ func TestRunOAuthJWKSHosts(t *testing.T) {
 		t.Fatalf("listen on 127.0.0.2 (Linux routes all of 127/8 to lo): %v", err)
 	}
 	elsewhere := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		k := legit.key
+		k := legit.signer.JWK()
 		if r.URL.Path == "/evil" {
-			k = attacker.key
+			k = attacker.signer.JWK()
 		}
-		_ = json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{k.Public()}})
+		_ = json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{k}})
 	}))
 	elsewhere.Listener.Close()
 	elsewhere.Listener = ln
@@ -202,10 +177,9 @@ func TestRunOAuthJWKSHosts(t *testing.T) {
 	t.Cleanup(issuer.Close)
 	sim := httptest.NewServer(pmsim.New(pmsim.Config{Seed: 5}))
 	defer sim.Close()
-	keysFile := filepath.Join(t.TempDir(), "keys.json")
-	_, apiRec := mint(t, keys.ModeLive)
+	_, apiRec := keystest.Mint(t, "aurora", keys.ModeLive)
 	apiRec.ClientID = "partner-a"
-	writeKeys(t, keysFile, apiRec)
+	keysFile := keystest.File(t, apiRec)
 
 	for _, c := range []struct {
 		name, jwksURI, hosts string
@@ -248,6 +222,7 @@ func TestRunOAuthJWKSHosts(t *testing.T) {
 // are fetched in the background, and answers a token 503 with Retry-After
 // and an API key 200 while the fetch hangs.
 func TestRunWithHangingIssuer(t *testing.T) {
+	t.Parallel()
 	const audience = "https://api.aurora.example.com/v1"
 	var hanging atomic.Int64
 	issuer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -258,10 +233,9 @@ func TestRunWithHangingIssuer(t *testing.T) {
 	ti := newTestIssuer(t)
 	sim := httptest.NewServer(pmsim.New(pmsim.Config{Seed: 5}))
 	defer sim.Close()
-	keysFile := filepath.Join(t.TempDir(), "keys.json")
-	apiKey, apiRec := mint(t, keys.ModeLive)
+	apiKey, apiRec := keystest.Mint(t, "aurora", keys.ModeLive)
 	apiRec.ClientID = "partner-a"
-	writeKeys(t, keysFile, apiRec)
+	keysFile := keystest.File(t, apiRec)
 	s := start(t, map[string]string{
 		"EDGE_ADDR": "127.0.0.1:0", "EDGE_ADMIN_ADDR": "", "EDGE_BRAND": "aurora",
 		"EDGE_KEYS_FILE": keysFile, "PMS_BASE_URL": sim.URL, "EDGE_DOCS_URL": testDocsURL,

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partner-edge/partner-edge/edge/keys/keystest"
 	"github.com/partner-edge/partner-edge/problem"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
@@ -37,7 +38,7 @@ func freePort(t *testing.T) string {
 func TestPublicURLLinksOpen(t *testing.T) {
 	sim := httptest.NewServer(pmsim.New(pmsim.Config{Seed: 5, Token: "pms-secret-token"}))
 	defer sim.Close()
-	keysFile, key := liveKeyFile(t)
+	keysFile, key := keystest.Live(t, "aurora")
 	addr := freePort(t)
 	origin := "http://" + addr
 	s := start(t, map[string]string{

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/edge/keys/keystest"
 	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
@@ -184,8 +185,8 @@ func TestRunWithExternalPMSAndSIGHUP(t *testing.T) {
 	defer sim.Close()
 	dir := t.TempDir()
 	keysFile := filepath.Join(dir, "keys.json")
-	first, firstRec := mint(t, keys.ModeLive)
-	writeKeys(t, keysFile, firstRec)
+	first, firstRec := keystest.Mint(t, "aurora", keys.ModeLive)
+	keystest.Write(t, keysFile, firstRec)
 	s := start(t, map[string]string{
 		"EDGE_ADDR": "127.0.0.1:0", "EDGE_ADMIN_ADDR": "", "EDGE_BRAND": "aurora",
 		"EDGE_KEYS_FILE": keysFile, "PMS_BASE_URL": sim.URL, "EDGE_DOCS_URL": testDocsURL, "PMS_TOKEN": "pms-secret-token",
@@ -197,10 +198,10 @@ func TestRunWithExternalPMSAndSIGHUP(t *testing.T) {
 		t.Fatalf("first key: %d", got)
 	}
 
-	second, secondRec := mint(t, keys.ModeLive)
+	second, secondRec := keystest.Mint(t, "aurora", keys.ModeLive)
 	// Rewrite in place without changing size-stable signals the watcher may
 	// use; SIGHUP must work whether or not the watcher saw it first.
-	writeKeys(t, keysFile, secondRec)
+	keystest.Write(t, keysFile, secondRec)
 	sighup(t, hup)
 	testkit.Eventually(t, "the reloaded keys are in force", func() bool { return call(t, base+"", second) == 200 && call(t, base+"", first) == 401 })
 
@@ -311,37 +312,6 @@ func TestKeysNew(t *testing.T) {
 	digest := keys.Digest(token)
 	if !strings.Contains(stdout.String(), hex.EncodeToString(digest[:])) {
 		t.Errorf("the printed record does not carry the key's digest")
-	}
-}
-
-// liveKeyFile writes a key file holding one fresh live key of aurora and
-// returns its path and the key.
-func liveKeyFile(t *testing.T) (path, token string) {
-	t.Helper()
-	path = filepath.Join(t.TempDir(), "keys.json")
-	token, rec := mint(t, keys.ModeLive)
-	writeKeys(t, path, rec)
-	return path, token
-}
-
-func mint(t *testing.T, mode keys.Mode) (string, keys.Record) {
-	t.Helper()
-	token, rec, err := keys.Mint(strings.NewReader(strings.Repeat(fmt.Sprint(time.Now().UnixNano()), 50)), "aurora", mode, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return token, rec
-}
-
-func writeKeys(t *testing.T, path string, recs ...keys.Record) {
-	t.Helper()
-	b, _ := json.Marshal(map[string]any{"keys": recs})
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		t.Fatal(err)
 	}
 }
 

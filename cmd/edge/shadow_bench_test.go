@@ -3,14 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +16,7 @@ import (
 
 	"github.com/partner-edge/partner-edge/edge"
 	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/edge/keys/keystest"
 	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 	"github.com/partner-edge/partner-edge/upstream/shadow"
@@ -84,14 +82,7 @@ func shadowBenchEdge(b *testing.B, candidate http.Handler) (http.Handler, []*htt
 	if err != nil {
 		b.Fatal(err)
 	}
-	keyFile := filepath.Join(b.TempDir(), "keys.json")
-	if body, err := json.Marshal(map[string]any{"keys": []keys.Record{rec}}); err != nil || os.WriteFile(keyFile, body, 0o600) != nil {
-		b.Fatal("write the key file")
-	}
-	store, err := keys.Open(keyFile, keys.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	store := keystest.Open(b, rec)
 	ctx, cancel := context.WithCancel(context.Background())
 	tel, err := observability.New(ctx, observability.Config{Getenv: func(string) string { return "" }})
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/partner-edge/partner-edge/edge/keys/keystest"
 	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 	"github.com/partner-edge/partner-edge/upstream/shadow"
@@ -66,6 +67,7 @@ func startEdge(t *testing.T, pms, keysFile string, env map[string]string) (strin
 // the differences; a hanging candidate changes no answer either (issue 22,
 // acceptance 2).
 func TestShadowLeavesPartnerAnswersUnchanged(t *testing.T) {
+	t.Parallel()
 	live := httptest.NewServer(pmsim.New(pmsim.Config{Seed: 4}))
 	defer live.Close()
 	changed := httptest.NewServer(pmsim.New(pmsim.Config{Seed: 4, Drift: pmsim.Drift{Drop: 3,
@@ -73,7 +75,7 @@ func TestShadowLeavesPartnerAnswersUnchanged(t *testing.T) {
 	defer changed.Close()
 	hanging := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
 	defer hanging.Close()
-	keysFile, key := liveKeyFile(t)
+	keysFile, key := keystest.Live(t, "aurora")
 
 	plain, plainAdmin := startEdge(t, live.URL, keysFile, nil)
 	shadowed, admin := startEdge(t, live.URL, keysFile, map[string]string{"PMS_CANDIDATE_URL": changed.URL})

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/prometheus/model/rulefmt"
 	promql "github.com/prometheus/prometheus/promql/parser"
 
+	"github.com/partner-edge/partner-edge/edge/keys/keystest"
 	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream/fleet/redistest"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
@@ -129,7 +130,7 @@ func TestRulesAndDashboardMatchMetrics(t *testing.T) {
 	sim := pmsim.New(pmsim.Config{Seed: 3})
 	simSrv := httptest.NewServer(sim)
 	defer simSrv.Close()
-	keysFile, key := liveKeyFile(t)
+	keysFile, key := keystest.Live(t, "aurora")
 	s := start(t, map[string]string{
 		"EDGE_ADDR": "127.0.0.1:0", "EDGE_ADMIN_ADDR": "127.0.0.1:0", "EDGE_BRAND": "aurora",
 		"EDGE_KEYS_FILE": keysFile, "PMS_BASE_URL": simSrv.URL, "EDGE_DOCS_URL": testDocsURL, "EDGE_CACHE_TTL": "1h", "EDGE_CACHE_STALE": "2h",

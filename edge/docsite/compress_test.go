@@ -2,44 +2,13 @@ package docsite
 
 import (
 	"bytes"
-	stdgzip "compress/gzip"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"testing"
 
-	"github.com/klauspost/compress/zstd"
+	"github.com/partner-edge/partner-edge/observability/testkit"
 )
-
-func decodeCoded(t *testing.T, coding string, b []byte) []byte {
-	t.Helper()
-	switch coding {
-	case "gzip":
-		zr, err := stdgzip.NewReader(bytes.NewReader(b))
-		if err != nil {
-			t.Fatalf("gzip: %v", err)
-		}
-		out, err := io.ReadAll(zr)
-		if err != nil {
-			t.Fatalf("gzip: %v", err)
-		}
-		return out
-	case "zstd":
-		d, err := zstd.NewReader(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer d.Close()
-		out, err := d.DecodeAll(b, nil)
-		if err != nil {
-			t.Fatalf("zstd: %v", err)
-		}
-		return out
-	}
-	t.Fatalf("Content-Encoding %q", coding)
-	return nil
-}
 
 // Issue 29, acceptance 3: documentation pages come compressed with gzip and
 // zstd (Accept-Encoding's preference) and decode to the plain page; the
@@ -74,7 +43,7 @@ func TestHandlerCompressed(t *testing.T) {
 				t.Errorf("GET %s %q: %d, Content-Encoding %q, want %s", p, ae.send, rec.Code, hd.Get("Content-Encoding"), ae.coding)
 				continue
 			}
-			if got := decodeCoded(t, ae.coding, rec.Body.Bytes()); !bytes.Equal(got, plain.Body.Bytes()) {
+			if got := testkit.DecodeBody(t, ae.coding, rec.Body.Bytes()); !bytes.Equal(got, plain.Body.Bytes()) {
 				t.Errorf("GET %s %s: decodes to %d bytes, want the %d of the plain page", p, ae.coding, len(got), plain.Body.Len())
 			}
 			if hd.Get("Content-Length") != strconv.Itoa(rec.Body.Len()) || rec.Body.Len() >= plain.Body.Len() {

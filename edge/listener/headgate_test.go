@@ -14,6 +14,8 @@ import (
 
 	"github.com/partner-edge/partner-edge/edge"
 	"github.com/partner-edge/partner-edge/edge/listener"
+	"github.com/partner-edge/partner-edge/edge/listener/listenertest"
+	"github.com/partner-edge/partner-edge/observability/testkit"
 )
 
 // oversized is a request head of about 16 KB: past the head gate's 8 KB.
@@ -45,7 +47,7 @@ func TestOversizedHeadsTakeTurns(t *testing.T) {
 	const rht = 2 * time.Second
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	addr, _ := serve(t, ctx, listener.ServeConfig{
+	addr, _ := listenertest.Serve(t, ctx, listener.ServeConfig{
 		Handler:           edge.NewServer(edge.Config{Brand: testBrand}, emptyStore(t, false), nil, nil),
 		ReadHeaderTimeout: rht,
 	})
@@ -79,7 +81,7 @@ func TestOversizedHeadsTakeTurns(t *testing.T) {
 	}
 	bigAnswer := answerAsync(big)
 
-	if code, body := get(t, "http://"+addr+"/v1/health"); code != http.StatusOK {
+	if code, body := testkit.Get(t, "http://"+addr+"/v1/health"); code != http.StatusOK {
 		t.Fatalf("a normal request while the slots are held: %d %s", code, body)
 	}
 	select {
@@ -118,7 +120,7 @@ func TestHandlersHoldNoHeadSlot(t *testing.T) {
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	addr, _ := serve(t, ctx, listener.ServeConfig{Handler: h, TLSCertFile: certFile, TLSKeyFile: keyFile})
+	addr, _ := listenertest.Serve(t, ctx, listener.ServeConfig{Handler: h, TLSCertFile: certFile, TLSKeyFile: keyFile})
 	dial := func() net.Conn {
 		c, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: pool, NextProtos: []string{"http/1.1"}})
 		if err != nil {

@@ -8,7 +8,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/json"
 	"encoding/pem"
 	"io"
 	"math/big"
@@ -22,27 +21,11 @@ import (
 
 	"github.com/partner-edge/partner-edge/edge"
 	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/edge/keys/keystest"
 	"github.com/partner-edge/partner-edge/edge/listener"
+	"github.com/partner-edge/partner-edge/edge/listener/listenertest"
+	"github.com/partner-edge/partner-edge/observability/testkit"
 )
-
-// serve runs listener.Serve in the background and returns its address.
-func serve(t testing.TB, ctx context.Context, cfg listener.ServeConfig) (string, chan error) {
-	t.Helper()
-	addrc := make(chan string, 1)
-	cfg.Addr = "127.0.0.1:0"
-	cfg.OnListen = func(a net.Addr) { addrc <- a.String() }
-	done := make(chan error, 1)
-	go func() { done <- listener.Serve(ctx, cfg) }()
-	select {
-	case a := <-addrc:
-		return a, done
-	case err := <-done:
-		t.Fatalf("serve: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("serve never listened")
-	}
-	return "", nil
-}
 
 // docs/contract.md section 8: health turns 503 once shutdown begins, while the
 // server still answers during the drain delay; in-flight work completes.
@@ -51,16 +34,16 @@ func TestDrain(t *testing.T) {
 	store := emptyStore(t, false)
 	h := edge.NewServer(edge.Config{Brand: testBrand, Healthy: func() bool { return !draining.Load() && store.Usable() }}, store, nil, nil)
 	ctx, cancel := context.WithCancel(context.Background())
-	addr, done := serve(t, ctx, listener.ServeConfig{Handler: h, DrainDelay: 300 * time.Millisecond, OnDraining: func() { draining.Store(true) }})
+	addr, done := listenertest.Serve(t, ctx, listener.ServeConfig{Handler: h, DrainDelay: 300 * time.Millisecond, OnDraining: func() { draining.Store(true) }})
 	base := "http://" + addr + "/v1/health"
-	if code, body := get(t, base); code != 200 || body != `{"status":"ok"}` {
+	if code, body := testkit.Get(t, base); code != 200 || body != `{"status":"ok"}` {
 		t.Fatalf("before shutdown: %d %s", code, body)
 	}
 	cancel()
 	deadline := time.Now().Add(250 * time.Millisecond)
 	saw := false
 	for time.Now().Before(deadline) && !saw {
-		code, body := get(t, base)
+		code, body := testkit.Get(t, base)
 		saw = code == 503 && body == `{"status":"unhealthy"}`
 	}
 	if !saw {
@@ -106,7 +89,7 @@ func TestTLS(t *testing.T) {
 	store := emptyStore(t, false)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	addr, done := serve(t, ctx, listener.ServeConfig{Handler: edge.NewServer(edge.Config{Brand: testBrand}, store, nil, nil),
+	addr, done := listenertest.Serve(t, ctx, listener.ServeConfig{Handler: edge.NewServer(edge.Config{Brand: testBrand}, store, nil, nil),
 		TLSCertFile: certFile, TLSKeyFile: keyFile})
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}}
 	res, err := client.Get("https://" + addr + "/v1/health")
@@ -118,7 +101,7 @@ func TestTLS(t *testing.T) {
 	if res.StatusCode != 200 || string(body) != `{"status":"ok"}` || res.ProtoMajor != 2 {
 		t.Errorf("HTTPS: %s %d %s", res.Proto, res.StatusCode, body)
 	}
-	if code, _ := get(t, "http://"+addr+"/v1/health"); code == 200 {
+	if code, _ := testkit.Get(t, "http://"+addr+"/v1/health"); code == 200 {
 		t.Errorf("plain HTTP was served on the TLS port")
 	}
 	cancel()
@@ -130,38 +113,14 @@ func TestTLS(t *testing.T) {
 	}
 }
 
-func get(t *testing.T, url string) (int, string) {
-	t.Helper()
-	res, err := http.Get(url)
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return res.StatusCode, string(b)
-}
-
 // emptyStore opens a key file with one key, or none.
 func emptyStore(t *testing.T, none bool) *keys.Store {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "keys.json")
-	content := `{"keys":[]}`
-	if !none {
-		_, rec, err := keys.Mint(rand.Reader, testBrand, keys.ModeLive, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := json.Marshal(map[string]any{"keys": []keys.Record{rec}})
-		content = string(b)
+	if none {
+		return keystest.Open(t)
 	}
-	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s, err := keys.Open(path, keys.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	_, rec := keystest.Mint(t, testBrand, keys.ModeLive)
+	return keystest.Open(t, rec)
 }
 
 func makeCert(t *testing.T) (certFile, keyFile string, pool *x509.CertPool) {

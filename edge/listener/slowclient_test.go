@@ -14,6 +14,8 @@ import (
 
 	"github.com/partner-edge/partner-edge/edge"
 	"github.com/partner-edge/partner-edge/edge/listener"
+	"github.com/partner-edge/partner-edge/edge/listener/listenertest"
+	"github.com/partner-edge/partner-edge/observability/testkit"
 )
 
 // Issue 11, acceptance 2: 100 slowloris clients, each trickling header
@@ -28,7 +30,7 @@ func TestSlowlorisCutOff(t *testing.T) {
 	)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	addr, done := serve(t, ctx, listener.ServeConfig{
+	addr, done := listenertest.Serve(t, ctx, listener.ServeConfig{
 		Handler:           edge.NewServer(edge.Config{Brand: testBrand}, emptyStore(t, false), nil, nil),
 		ReadHeaderTimeout: rht,
 	})
@@ -76,7 +78,7 @@ func TestSlowlorisCutOff(t *testing.T) {
 		<-connected
 	}
 	// Meanwhile, a normal client is served.
-	if code, body := get(t, "http://"+addr+"/v1/health"); code != 200 {
+	if code, body := testkit.Get(t, "http://"+addr+"/v1/health"); code != 200 {
 		t.Errorf("normal client among the slowloris: %d %s", code, body)
 	}
 	wg.Wait()
@@ -100,7 +102,7 @@ func TestHugeHeaders431(t *testing.T) {
 	reached := false
 	var mu sync.Mutex
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { mu.Lock(); reached = true; mu.Unlock() })
-	addr, done := serve(t, ctx, listener.ServeConfig{Handler: h})
+	addr, done := listenertest.Serve(t, ctx, listener.ServeConfig{Handler: h})
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)

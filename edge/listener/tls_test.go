@@ -17,6 +17,7 @@ import (
 
 	"github.com/partner-edge/partner-edge/edge"
 	"github.com/partner-edge/partner-edge/edge/listener"
+	"github.com/partner-edge/partner-edge/edge/listener/listenertest"
 	"github.com/partner-edge/partner-edge/observability/testkit"
 )
 
@@ -48,7 +49,7 @@ func serveTLS(t *testing.T, cfg listener.ServeConfig) *tlsEdge {
 		default: // one pending value is enough to look again
 		}
 	})
-	addr, done := serve(t, ctx, cfg)
+	addr, done := listenertest.Serve(t, ctx, cfg)
 	e.addr = addr
 	t.Cleanup(func() {
 		cancel()
@@ -119,7 +120,7 @@ func TestTLSPolicy(t *testing.T) {
 // HSTS only on TLS: over plain HTTP the header means nothing and is not sent.
 func TestNoHSTSOverPlainHTTP(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	addr, done := serve(t, ctx, listener.ServeConfig{Handler: edge.NewServer(edge.Config{Brand: testBrand}, emptyStore(t, false), nil, nil)})
+	addr, done := listenertest.Serve(t, ctx, listener.ServeConfig{Handler: edge.NewServer(edge.Config{Brand: testBrand}, emptyStore(t, false), nil, nil)})
 	res, err := http.Get("http://" + addr + "/v1/health")
 	if err != nil {
 		t.Fatal(err)

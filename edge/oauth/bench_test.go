@@ -13,7 +13,7 @@ import (
 func BenchmarkVerify(b *testing.B) {
 	s := newSetup(b)
 	for _, alg := range []jose.SignatureAlgorithm{jose.RS256, jose.PS256, jose.ES256, jose.EdDSA} {
-		tok := s.signers[alg].sign(b, claims(s.is.srv.URL, s.clk.Now(), "c"), "at+jwt")
+		tok := s.signers[alg].Sign(b, claims(s.is.URL(), s.clk.Now(), "c"), "at+jwt")
 		b.Run(string(alg), func(b *testing.B) {
 			for b.Loop() {
 				if _, err := s.v.Verify(context.Background(), tok); err != nil {

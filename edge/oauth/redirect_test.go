@@ -12,6 +12,7 @@ import (
 	"github.com/go-jose/go-jose/v4"
 
 	"github.com/partner-edge/partner-edge/edge/oauth"
+	"github.com/partner-edge/partner-edge/edge/oauth/oauthtest"
 	"github.com/partner-edge/partner-edge/observability/testkit"
 )
 
@@ -42,9 +43,9 @@ func jwksHandler(keys ...jose.JSONWebKey) http.Handler {
 // caller passes; a refused redirect is logged naming both URLs, and a
 // token of the keys behind it is Invalid (401), not Unavailable.
 func TestKeyFetchRedirects(t *testing.T) {
-	legit := newSigner(t, "legit", jose.ES256)
-	attacker := newSigner(t, "attacker", jose.ES256)
-	evil := serveOn(t, "127.0.0.2", jwksHandler(attacker.jwk()))
+	legit := oauthtest.NewSigner(t, "legit", jose.ES256)
+	attacker := oauthtest.NewSigner(t, "attacker", jose.ES256)
+	evil := serveOn(t, "127.0.0.2", jwksHandler(attacker.JWK()))
 	for _, c := range []struct {
 		name string
 		tls  bool
@@ -64,7 +65,7 @@ func TestKeyFetchRedirects(t *testing.T) {
 				http.Redirect(w, r, "/jwks-2", http.StatusFound)
 				return
 			}
-			jwksHandler(legit.jwk()).ServeHTTP(w, r)
+			jwksHandler(legit.JWK()).ServeHTTP(w, r)
 		}, true, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -89,13 +90,13 @@ func TestKeyFetchRedirects(t *testing.T) {
 			t.Cleanup(srv.Close)
 			clk := newClock()
 			log, logs := testkit.NewLogger()
-			v, err := oauth.New(context.Background(), oauth.Config{After: neverFires, Issuer: srv.URL, Audience: testAudience,
+			v, err := oauth.New(context.Background(), oauth.Config{After: oauthtest.NeverFires, Issuer: srv.URL, Audience: testAudience,
 				Now: clk.Now, HTTPClient: client, Logger: log})
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, errLegit := v.Verify(context.Background(), legit.sign(t, claims(srv.URL, clk.Now(), "c"), nil))
-			_, errForged := v.Verify(context.Background(), attacker.sign(t, claims(srv.URL, clk.Now(), "c"), nil))
+			_, errLegit := v.Verify(context.Background(), legit.Sign(t, claims(srv.URL, clk.Now(), "c"), nil))
+			_, errForged := v.Verify(context.Background(), attacker.Sign(t, claims(srv.URL, clk.Now(), "c"), nil))
 			if c.ok {
 				if errLegit != nil {
 					t.Fatalf("same-origin redirect: %v", errLegit)
@@ -118,33 +119,33 @@ func TestKeyFetchRedirects(t *testing.T) {
 // TestDiscoveryRedirectRefused: a discovery document behind a redirect to
 // another origin is not read, however valid it looks.
 func TestDiscoveryRedirectRefused(t *testing.T) {
-	attacker := newSigner(t, "attacker", jose.ES256)
+	attacker := oauthtest.NewSigner(t, "attacker", jose.ES256)
 	var srv *httptest.Server
 	evil := serveOn(t, "127.0.0.2", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/.well-known/") {
 			_ = json.NewEncoder(w).Encode(map[string]string{"issuer": srv.URL, "jwks_uri": srv.URL + "/jwks"})
 			return
 		}
-		jwksHandler(attacker.jwk()).ServeHTTP(w, r)
+		jwksHandler(attacker.JWK()).ServeHTTP(w, r)
 	}))
 	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/.well-known/") {
 			http.Redirect(w, r, evil.URL+r.URL.Path, http.StatusMovedPermanently)
 			return
 		}
-		jwksHandler(attacker.jwk()).ServeHTTP(w, r) // would be the attacker's if discovery were believed
+		jwksHandler(attacker.JWK()).ServeHTTP(w, r) // would be the attacker's if discovery were believed
 	}))
 	t.Cleanup(srv.Close)
 	clk := newClock()
 	log, logs := testkit.NewLogger()
-	v, err := oauth.New(context.Background(), oauth.Config{After: neverFires, Issuer: srv.URL, Audience: testAudience, Now: clk.Now, Logger: log})
+	v, err := oauth.New(context.Background(), oauth.Config{After: oauthtest.NeverFires, Issuer: srv.URL, Audience: testAudience, Now: clk.Now, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if v.Ready() {
 		t.Fatal("discovery followed a redirect to another origin")
 	}
-	if _, err := v.Verify(context.Background(), attacker.sign(t, claims(srv.URL, clk.Now(), "c"), nil)); kindOf(err) != oauth.Invalid {
+	if _, err := v.Verify(context.Background(), attacker.Sign(t, claims(srv.URL, clk.Now(), "c"), nil)); kindOf(err) != oauth.Invalid {
 		t.Errorf("got %v, want Invalid", err)
 	}
 	if out := logs.String(); !strings.Contains(out, srv.URL+"/.well-known/openid-configuration") ||
@@ -157,8 +158,8 @@ func TestDiscoveryRedirectRefused(t *testing.T) {
 // Config.JWKSHosts (EDGE_OAUTH_JWKS_HOSTS), and https unless on loopback
 // with an http issuer.
 func TestJWKSHosts(t *testing.T) {
-	sg := newSigner(t, "k1", jose.ES256)
-	other := serveOn(t, "127.0.0.2", jwksHandler(sg.jwk()))
+	sg := oauthtest.NewSigner(t, "k1", jose.ES256)
+	other := serveOn(t, "127.0.0.2", jwksHandler(sg.JWK()))
 	for _, c := range []struct {
 		name  string
 		jwks  string
@@ -178,12 +179,12 @@ func TestJWKSHosts(t *testing.T) {
 			t.Cleanup(srv.Close)
 			clk := newClock()
 			log, logs := testkit.NewLogger()
-			v, err := oauth.New(context.Background(), oauth.Config{After: neverFires, Issuer: srv.URL, Audience: testAudience,
+			v, err := oauth.New(context.Background(), oauth.Config{After: oauthtest.NeverFires, Issuer: srv.URL, Audience: testAudience,
 				Now: clk.Now, Logger: log, JWKSHosts: c.hosts})
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = v.Verify(context.Background(), sg.sign(t, claims(srv.URL, clk.Now(), "c"), nil))
+			_, err = v.Verify(context.Background(), sg.Sign(t, claims(srv.URL, clk.Now(), "c"), nil))
 			if c.ok != (err == nil) {
 				t.Fatalf("verify: %v (want ok %v)", err, c.ok)
 			}

@@ -15,29 +15,30 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 
 	"github.com/partner-edge/partner-edge/edge/oauth"
+	"github.com/partner-edge/partner-edge/edge/oauth/oauthtest"
 	"github.com/partner-edge/partner-edge/observability/testkit"
 )
 
 // setup is a verifier in front of an issuer publishing one key of each
 // allowed algorithm.
 type setup struct {
-	is      *issuer
+	is      *oauthtest.Issuer
 	v       *oauth.Verifier
 	clk     *testkit.Clock
-	signers map[jose.SignatureAlgorithm]*signer
+	signers map[jose.SignatureAlgorithm]*oauthtest.Signer
 }
 
 func newSetup(t testing.TB) *setup {
 	t.Helper()
-	s := &setup{clk: newClock(), signers: map[jose.SignatureAlgorithm]*signer{}}
+	s := &setup{clk: newClock(), signers: map[jose.SignatureAlgorithm]*oauthtest.Signer{}}
 	var jwks []jose.JSONWebKey
 	for _, alg := range []jose.SignatureAlgorithm{jose.RS256, jose.PS256, jose.ES256, jose.EdDSA} {
-		s.signers[alg] = newSigner(t, "k-"+string(alg), alg)
-		jwks = append(jwks, s.signers[alg].jwk())
+		s.signers[alg] = oauthtest.NewSigner(t, "k-"+string(alg), alg)
+		jwks = append(jwks, s.signers[alg].JWK())
 	}
-	s.is = newIssuer(t, jwks...)
-	v, err := oauth.New(context.Background(), oauth.Config{After: neverFires, Issuer: s.is.srv.URL, Audience: testAudience,
-		Now: s.clk.Now, HTTPClient: s.is.srv.Client()})
+	s.is = oauthtest.NewIssuer(t, jwks...)
+	v, err := oauth.New(context.Background(), oauth.Config{After: oauthtest.NeverFires, Issuer: s.is.URL(), Audience: testAudience,
+		Now: s.clk.Now, HTTPClient: s.is.Client()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func TestValidTokensOfEachAlgorithm(t *testing.T) {
 	s := newSetup(t)
 	for alg, sg := range s.signers {
 		for _, typ := range []any{"at+jwt", "application/at+JWT", "JWT", nil} {
-			tok, err := s.v.Verify(context.Background(), sg.sign(t, claims(s.is.srv.URL, s.clk.Now(), "client-a"), typ))
+			tok, err := s.v.Verify(context.Background(), sg.Sign(t, claims(s.is.URL(), s.clk.Now(), "client-a"), typ))
 			if err != nil {
 				t.Errorf("%s typ %v: %v", alg, typ, err)
 				continue
@@ -67,7 +68,7 @@ func TestValidTokensOfEachAlgorithm(t *testing.T) {
 			}
 		}
 	}
-	if got := s.is.jwksHits.Load(); got != 1 {
+	if got := s.is.JWKSHits.Load(); got != 1 {
 		t.Errorf("JWKS fetched %d times, want 1 (at start)", got)
 	}
 }
@@ -75,20 +76,20 @@ func TestValidTokensOfEachAlgorithm(t *testing.T) {
 func TestClientIDFallsBackToAzpThenSub(t *testing.T) {
 	s := newSetup(t)
 	sg := s.signers[jose.ES256]
-	c := claims(s.is.srv.URL, s.clk.Now(), "from-sub")
+	c := claims(s.is.URL(), s.clk.Now(), "from-sub")
 	delete(c, "client_id")
 	c["azp"] = "from-azp"
-	tok, err := s.v.Verify(context.Background(), sg.sign(t, c, "at+jwt"))
+	tok, err := s.v.Verify(context.Background(), sg.Sign(t, c, "at+jwt"))
 	if err != nil || tok.ClientID != "from-azp" {
 		t.Fatalf("azp: %+v, %v", tok, err)
 	}
 	delete(c, "azp")
-	tok, err = s.v.Verify(context.Background(), sg.sign(t, c, "at+jwt"))
+	tok, err = s.v.Verify(context.Background(), sg.Sign(t, c, "at+jwt"))
 	if err != nil || tok.ClientID != "from-sub" {
 		t.Fatalf("sub: %+v, %v", tok, err)
 	}
 	delete(c, "sub")
-	if _, err = s.v.Verify(context.Background(), sg.sign(t, c, "at+jwt")); kindOf(err) != oauth.Invalid {
+	if _, err = s.v.Verify(context.Background(), sg.Sign(t, c, "at+jwt")); kindOf(err) != oauth.Invalid {
 		t.Fatalf("no client: %v", err)
 	}
 }
@@ -102,21 +103,21 @@ func b64(v any) string {
 // authorization server will not produce, signed here with fresh keys.
 func TestForgedTokensRefused(t *testing.T) {
 	s := newSetup(t)
-	iss := s.is.srv.URL
+	iss := s.is.URL()
 	now := s.clk.Now()
 	rs := s.signers[jose.RS256]
-	good := rs.sign(t, claims(iss, now, "client-a"), "at+jwt")
+	good := rs.Sign(t, claims(iss, now, "client-a"), "at+jwt")
 	parts := strings.Split(good, ".")
 
 	// HS256 with the RSA public key (PEM and raw modulus) as the secret.
-	der, err := x509.MarshalPKIXPublicKey(rs.priv.Public())
+	der, err := x509.MarshalPKIXPublicKey(rs.Public())
 	if err != nil {
 		t.Fatal(err)
 	}
 	pemKey := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
 	hs := func(secret []byte) string {
 		sig, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.HS256, Key: secret},
-			(&jose.SignerOptions{}).WithType("at+jwt").WithHeader("kid", rs.kid))
+			(&jose.SignerOptions{}).WithType("at+jwt").WithHeader("kid", rs.KID()))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,12 +127,12 @@ func TestForgedTokensRefused(t *testing.T) {
 		}
 		return out
 	}
-	stranger := newSigner(t, "k-stranger", jose.RS256) // unknown kid
-	impostor := newSigner(t, rs.kid, jose.RS256)       // a known kid, another key
+	stranger := oauthtest.NewSigner(t, "k-stranger", jose.RS256) // unknown kid
+	impostor := oauthtest.NewSigner(t, rs.KID(), jose.RS256)     // a known kid, another key
 	withClaims := func(edit func(map[string]any)) string {
 		c := claims(iss, now, "client-a")
 		edit(c)
-		return rs.sign(t, c, "at+jwt")
+		return rs.Sign(t, c, "at+jwt")
 	}
 	modified := parts[0] + "." + b64(func() map[string]any {
 		c := claims(iss, now, "client-a")
@@ -145,16 +146,16 @@ func TestForgedTokensRefused(t *testing.T) {
 		token string
 		want  oauth.Kind
 	}{
-		{"alg none", b64(map[string]any{"alg": "none", "typ": "at+jwt", "kid": rs.kid}) + "." + parts[1] + ".", oauth.Invalid},
-		{"alg none with signature", b64(map[string]any{"alg": "none", "kid": rs.kid}) + "." + parts[1] + "." + parts[2], oauth.Invalid},
+		{"alg none", b64(map[string]any{"alg": "none", "typ": "at+jwt", "kid": rs.KID()}) + "." + parts[1] + ".", oauth.Invalid},
+		{"alg none with signature", b64(map[string]any{"alg": "none", "kid": rs.KID()}) + "." + parts[1] + "." + parts[2], oauth.Invalid},
 		{"HS256 with the PEM public key", hs(pemKey), oauth.Invalid},
 		{"HS256 with the DER public key", hs(der), oauth.Invalid},
-		{"unknown key", stranger.sign(t, claims(iss, now, "client-a"), "at+jwt"), oauth.Invalid},
-		{"known kid, another key", impostor.sign(t, claims(iss, now, "client-a"), "at+jwt"), oauth.Invalid},
+		{"unknown key", stranger.Sign(t, claims(iss, now, "client-a"), "at+jwt"), oauth.Invalid},
+		{"known kid, another key", impostor.Sign(t, claims(iss, now, "client-a"), "at+jwt"), oauth.Invalid},
 		{"modified payload", modified, oauth.Invalid},
 		{"signature cut off", parts[0] + "." + parts[1] + ".", oauth.Invalid},
-		{"ID token typ", rs.sign(t, claims(iss, now, "client-a"), "id_token+jwt"), oauth.Invalid},
-		{"logout token typ", rs.sign(t, claims(iss, now, "client-a"), "logout+jwt"), oauth.Invalid},
+		{"ID token typ", rs.Sign(t, claims(iss, now, "client-a"), "id_token+jwt"), oauth.Invalid},
+		{"logout token typ", rs.Sign(t, claims(iss, now, "client-a"), "logout+jwt"), oauth.Invalid},
 		{"future nbf", withClaims(func(c map[string]any) { c["nbf"] = now.Add(2 * time.Minute).Unix() }), oauth.Invalid},
 		{"future iat", withClaims(func(c map[string]any) { c["iat"] = now.Add(2 * time.Minute).Unix() }), oauth.Invalid},
 		{"missing aud", withClaims(func(c map[string]any) { delete(c, "aud") }), oauth.Invalid},
@@ -188,7 +189,7 @@ func TestForgedTokensRefused(t *testing.T) {
 	// The unknown kids above caused one fetch between them: the first
 	// after start may fetch at once, the others fall within the 30 s that
 	// follow it (docs/contract.md section 17).
-	if got := s.is.jwksHits.Load(); got != 2 {
+	if got := s.is.JWKSHits.Load(); got != 2 {
 		t.Errorf("JWKS fetched %d times, want 2", got)
 	}
 }
@@ -210,16 +211,16 @@ func TestHugeTokenBoundedWork(t *testing.T) {
 
 func TestAlgorithmMustMatchKey(t *testing.T) {
 	s := newSetup(t)
-	iss, now := s.is.srv.URL, s.clk.Now()
+	iss, now := s.is.URL(), s.clk.Now()
 	// An ES256 token naming the RSA key's kid: no RSA key fits ES256.
-	es := newSigner(t, s.signers[jose.RS256].kid, jose.ES256)
-	if _, err := s.v.Verify(context.Background(), es.sign(t, claims(iss, now, "c"), "at+jwt")); kindOf(err) != oauth.Invalid {
+	es := oauthtest.NewSigner(t, s.signers[jose.RS256].KID(), jose.ES256)
+	if _, err := s.v.Verify(context.Background(), es.Sign(t, claims(iss, now, "c"), "at+jwt")); kindOf(err) != oauth.Invalid {
 		t.Errorf("ES256 on an RSA kid: %v", err)
 	}
 	// An RS256 token by the key published for PS256 (its JWK alg says PS256).
 	ps := s.signers[jose.PS256]
-	rsByPS := &signer{kid: ps.kid, alg: jose.RS256, priv: ps.priv}
-	if _, err := s.v.Verify(context.Background(), rsByPS.sign(t, claims(iss, now, "c"), "at+jwt")); kindOf(err) != oauth.Invalid {
+	rsByPS := ps.As(ps.KID(), jose.RS256)
+	if _, err := s.v.Verify(context.Background(), rsByPS.Sign(t, claims(iss, now, "c"), "at+jwt")); kindOf(err) != oauth.Invalid {
 		t.Errorf("RS256 by a PS256 key: %v", err)
 	}
 }

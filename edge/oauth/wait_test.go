@@ -14,6 +14,7 @@ import (
 	"github.com/go-jose/go-jose/v4"
 
 	"github.com/partner-edge/partner-edge/edge/oauth"
+	"github.com/partner-edge/partner-edge/edge/oauth/oauthtest"
 	"github.com/partner-edge/partner-edge/observability/testkit"
 )
 
@@ -67,11 +68,10 @@ func TestHangingIssuer(t *testing.T) {
 		if v.Ready() {
 			t.Fatal("ready without keys")
 		}
-		sg := newSigner(t, "", jose.ES256)
+		sg := oauthtest.NewSigner(t, "", jose.ES256)
 		tokens := make([]string, 1100)
 		for i := range tokens {
-			sg.kid = fmt.Sprintf("unknown-%d", i)
-			tokens[i] = sg.sign(t, claims("https://idp.example.com", time.Now(), "c"), nil)
+			tokens[i] = sg.As(fmt.Sprintf("unknown-%d", i), jose.ES256).Sign(t, claims("https://idp.example.com", time.Now(), "c"), nil)
 		}
 		t0 := time.Now()
 		errs := make([]error, len(tokens))
@@ -134,8 +134,8 @@ func TestHangingIssuer(t *testing.T) {
 // goes on after New returns, and its keys are used without another fetch.
 func TestStartFetchFinishesInBackground(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		sg := newSigner(t, "k1", jose.ES256)
-		is := &hangingIssuer{release: make(chan struct{}), keys: []jose.JSONWebKey{sg.jwk()}}
+		sg := oauthtest.NewSigner(t, "k1", jose.ES256)
+		is := &hangingIssuer{release: make(chan struct{}), keys: []jose.JSONWebKey{sg.JWK()}}
 		v, err := oauth.New(t.Context(), oauth.Config{Issuer: "https://idp.example.com", Audience: testAudience,
 			HTTPClient: &http.Client{Transport: testkit.InProcess{Handler: is}}})
 		if err != nil {
@@ -150,7 +150,7 @@ func TestStartFetchFinishesInBackground(t *testing.T) {
 		if !v.Ready() {
 			t.Fatal("the start's fetch did not finish in the background")
 		}
-		if _, err := v.Verify(t.Context(), sg.sign(t, claims("https://idp.example.com", time.Now(), "c"), nil)); err != nil {
+		if _, err := v.Verify(t.Context(), sg.Sign(t, claims("https://idp.example.com", time.Now(), "c"), nil)); err != nil {
 			t.Fatal(err)
 		}
 		if v.Fetches() != 1 {
@@ -165,24 +165,24 @@ func TestStartFetchFinishesInBackground(t *testing.T) {
 // then waits for the 30 s since that fetch.
 func TestFirstRotationAfterStart(t *testing.T) {
 	s := newSetup(t)
-	iss := s.is.srv.URL
-	first := newSigner(t, "k-first-rotation", jose.ES256)
-	s.is.publish(first.jwk(), s.signers[jose.RS256].jwk())
+	iss := s.is.URL()
+	first := oauthtest.NewSigner(t, "k-first-rotation", jose.ES256)
+	s.is.Publish(first.JWK(), s.signers[jose.RS256].JWK())
 	s.clk.Advance(time.Second)
-	if _, err := s.v.Verify(context.Background(), first.sign(t, claims(iss, s.clk.Now(), "c"), nil)); err != nil {
+	if _, err := s.v.Verify(context.Background(), first.Sign(t, claims(iss, s.clk.Now(), "c"), nil)); err != nil {
 		t.Fatalf("key published 1 s after start, first use: %v", err)
 	}
-	second := newSigner(t, "k-second-rotation", jose.ES256)
-	s.is.publish(second.jwk(), first.jwk())
+	second := oauthtest.NewSigner(t, "k-second-rotation", jose.ES256)
+	s.is.Publish(second.JWK(), first.JWK())
 	s.clk.Advance(29 * time.Second)
-	if _, err := s.v.Verify(context.Background(), second.sign(t, claims(iss, s.clk.Now(), "c"), nil)); kindOf(err) != oauth.Invalid {
+	if _, err := s.v.Verify(context.Background(), second.Sign(t, claims(iss, s.clk.Now(), "c"), nil)); kindOf(err) != oauth.Invalid {
 		t.Fatalf("second rotation within 30 s of the last fetch: %v, want Invalid", err)
 	}
 	s.clk.Advance(time.Second)
-	if _, err := s.v.Verify(context.Background(), second.sign(t, claims(iss, s.clk.Now(), "c"), nil)); err != nil {
+	if _, err := s.v.Verify(context.Background(), second.Sign(t, claims(iss, s.clk.Now(), "c"), nil)); err != nil {
 		t.Fatalf("second rotation 30 s after the last fetch: %v", err)
 	}
-	if got := s.is.jwksHits.Load(); got != 3 {
+	if got := s.is.JWKSHits.Load(); got != 3 {
 		t.Errorf("JWKS fetched %d times, want 3", got)
 	}
 }

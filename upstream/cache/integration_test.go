@@ -32,12 +32,13 @@ func newStack(t *testing.T, cfg cache.Config) *stack {
 	srv := httptest.NewServer(sim)
 	t.Cleanup(srv.Close)
 	client, err := upstream.NewClient(upstream.ClientConfig{
-		BaseURL:        srv.URL,
-		// Generous: the herd test's PMS answers after 200 ms, and a busy
-		// machine (the race detector beside other work) must not turn
-		// that into a timed-out attempt and a second list request.
-		CallTimeout:    time.Minute,
-		AttemptTimeout: 30 * time.Second,
+		BaseURL: srv.URL,
+		// Deadlines far beyond any answer of the simulator: these tests are
+		// about loads, coalescing and stale serving, never about a
+		// deadline, and must not fail on a machine too busy to answer a
+		// 200 ms page within a second.
+		CallTimeout:    30 * time.Second,
+		AttemptTimeout: 15 * time.Second,
 		Retry:          upstream.RetryConfig{WaitMin: time.Millisecond, WaitMax: 5 * time.Millisecond},
 		// Opens after 3 failed calls and stays open for the whole test.
 		Breaker: upstream.BreakerConfig{ConsecutiveFailures: 3, OpenTimeout: time.Hour},

@@ -5,13 +5,15 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/partner-edge/partner-edge/edge/keys/keystest"
 )
 
 // Issue 17 finding 6 (docs/contract.md section 15): a start-up error echoes a setting's
 // value with a URL's password, and query values that look like
 // credentials, shown as xxxxx; an unparseable URL included.
 func TestStartupErrorsRedactSecrets(t *testing.T) {
-	keysFile, _ := liveKeyFile(t)
+	keysFile, _ := keystest.Live(t, "aurora")
 	for _, tc := range []struct {
 		env    map[string]string
 		secret string

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/partner-edge/partner-edge/edge/keys/keystest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -97,7 +98,7 @@ func TestRepeatedBoundedWalksStayUnderBound(t *testing.T) {
 	}
 	bin := buildEdge(t)
 	pms, pages := generatedPMS(t, testPageBytes, -1)
-	keysFile, token := liveKeyFile(t)
+	keysFile, token := keystest.Live(t, "aurora")
 	p := startEdgeProc(t, bin, []string{
 		"EDGE_ADDR=127.0.0.1:0", "EDGE_ADMIN_ADDR=", "EDGE_BRAND=aurora",
 		"EDGE_KEYS_FILE=" + keysFile, "PMS_BASE_URL=" + pms.URL, "EDGE_DOCS_URL=" + testDocsURL,
@@ -175,7 +176,7 @@ func TestShadowCandidateWalkIsBounded(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			live, _ := generatedPMS(t, testPageBytes, 64<<10) // a small live brand
 			cand, pages := generatedPMS(t, testPageBytes, tc.total)
-			keysFile, token := liveKeyFile(t)
+			keysFile, token := keystest.Live(t, "aurora")
 			p := startEdgeProc(t, bin, []string{
 				"EDGE_ADDR=127.0.0.1:0", "EDGE_ADMIN_ADDR=127.0.0.1:0", "EDGE_BRAND=aurora",
 				"EDGE_KEYS_FILE=" + keysFile, "PMS_BASE_URL=" + live.URL, "EDGE_DOCS_URL=" + testDocsURL,

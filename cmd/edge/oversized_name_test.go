@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/partner-edge/partner-edge/edge/keys/keystest"
 )
 
 // Issue 17 finding 5, end to end: a PMS on loopback lists a property whose
@@ -28,7 +30,7 @@ func TestOversizedPMSNameNeverServed(t *testing.T) {
 		http.NotFound(w, r)
 	}))
 	t.Cleanup(pms.Close)
-	keysFile, token := liveKeyFile(t)
+	keysFile, token := keystest.Live(t, "aurora")
 	s := start(t, map[string]string{
 		"EDGE_ADDR": "127.0.0.1:0", "EDGE_ADMIN_ADDR": "127.0.0.1:0", "EDGE_BRAND": "aurora",
 		"EDGE_KEYS_FILE": keysFile, "PMS_BASE_URL": pms.URL, "EDGE_DOCS_URL": testDocsURL, "PMS_TOKEN": "pms-secret-token",

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/edge/keys/keystest"
 	"github.com/partner-edge/partner-edge/mapping"
 	"github.com/partner-edge/partner-edge/upstream/fleet"
 	"github.com/partner-edge/partner-edge/upstream/fleet/redistest"
@@ -86,16 +86,18 @@ func listIDs(t *testing.T, e *edgeProc, key string) (int, []string) {
 // Three real edges on the real Redis keep serving the PMS's properties and
 // never the invented one.
 func TestForgedSnapshotNeverServed(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the edge and runs three processes")
 	}
 	bin := buildEdge(t)
 	srv := redistest.Start(t)
-	open, openRec := mintSeeded(t, "forged")
-	keyFile := filepath.Join(t.TempDir(), "keys.json")
-	writeKeys(t, keyFile, openRec)
+	open, openRec := keystest.Mint(t, "aurora", keys.ModeLive)
+	keyFile := keystest.File(t, openRec)
 	pms := newWalkCountingPMS(t)
-	edges := startFleet(t, bin, 3, keyFile, pms.srv.URL, srv.URL())
+	// A short cache TTL: every edge loads again from Redis twice a second.
+	const ttl = 500 * time.Millisecond
+	edges := startFleetWith(t, bin, 3, keyFile, pms.srv.URL, "EDGE_REDIS_URL="+srv.URL(), "EDGE_CACHE_TTL="+ttl.String())
 	code, pmsIDs := listIDs(t, edges[0], open)
 	if code != 200 || len(pmsIDs) == 0 {
 		t.Fatalf("before the forgery: %d, %v", code, pmsIDs)
@@ -113,12 +115,25 @@ func TestForgedSnapshotNeverServed(t *testing.T) {
 		{"signed with the fleet's secret, dated a minute ahead", signedFrame(name, []byte(testFleetSecret), time.Now().Add(time.Minute), forgedPayload(t, time.Now().Add(time.Minute)))},
 		{"signed with another secret", signedFrame(name, []byte(strings.Repeat("z", 32)), time.Now().Add(time.Minute), forgedPayload(t, time.Now().Add(time.Minute)))},
 	} {
+		refusedBefore := 0
+		for _, e := range edges {
+			refusedBefore += e.stderr.Count("shared snapshot refused")
+		}
 		if err := rdb.Set(context.Background(), name, forgery.frame, 0).Err(); err != nil {
 			t.Fatal(err)
 		}
-		// Past the TTL (2 s) every edge loads again; look for 5 s.
-		deadline := time.Now().Add(5 * time.Second)
-		for time.Now().Before(deadline) {
+		// Past the TTL every edge loads again: look for three TTLs, and
+		// on until an edge has read the forgery and logged its refusal.
+		deadline := time.Now().Add(3 * ttl)
+		for refused := false; !refused || time.Now().Before(deadline); {
+			refusedNow := 0
+			for _, e := range edges {
+				refusedNow += e.stderr.Count("shared snapshot refused")
+			}
+			refused = refusedNow > refusedBefore
+			if time.Now().After(deadline.Add(20 * time.Second)) {
+				t.Fatalf("%s: no edge logged the forgery's refusal 20 s past three TTLs", forgery.what)
+			}
 			for _, e := range edges {
 				code, ids := listIDs(t, e, open)
 				if code != 200 || len(ids) == 0 {
@@ -130,7 +145,7 @@ func TestForgedSnapshotNeverServed(t *testing.T) {
 					}
 				}
 			}
-			time.Sleep(200 * time.Millisecond) // outside event: the edge processes' next loads from Redis
+			time.Sleep(50 * time.Millisecond) // poll interval; outside event: the edge processes' next loads from Redis
 		}
 	}
 }
@@ -142,6 +157,7 @@ func TestForgedSnapshotNeverServed(t *testing.T) {
 // fallback bound of docs/scaling.md across three edges: N x (burst + rate
 // x window).
 func TestRedisRefusingWritesIsUnavailable(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the edge and runs three processes")
 	}
@@ -150,11 +166,10 @@ func TestRedisRefusingWritesIsUnavailable(t *testing.T) {
 	if !srv.Real() {
 		t.Skip("needs redis-server (maxmemory); miniredis has none")
 	}
-	limited, limitedRec := mintSeeded(t, "oom-limited")
+	limited, limitedRec := keystest.Mint(t, "aurora", keys.ModeLive)
 	limitedRec.RateLimit = &keys.RateLimit{PerSecond: 5, Burst: 5}
-	open, openRec := mintSeeded(t, "oom-open")
-	keyFile := filepath.Join(t.TempDir(), "keys.json")
-	writeKeys(t, keyFile, limitedRec, openRec)
+	open, openRec := keystest.Mint(t, "aurora", keys.ModeLive)
+	keyFile := keystest.File(t, limitedRec, openRec)
 	pms := newWalkCountingPMS(t)
 	edges := startFleet(t, bin, 3, keyFile, pms.srv.URL, srv.URL())
 	if !allShared(t, edges, true) {

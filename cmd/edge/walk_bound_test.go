@@ -8,6 +8,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/partner-edge/partner-edge/edge/keys/keystest"
+	"github.com/partner-edge/partner-edge/observability/testkit"
 )
 
 // endlessPMS answers every list page with about 7.6 MB of valid records and
@@ -43,12 +46,13 @@ func endlessPMS(t *testing.T) (*httptest.Server, *atomic.Int64) {
 // default bound of 256 MiB: the partner gets 502, the failure is logged,
 // and the process's peak RSS stays under 400 MB.
 func TestEndlessPMSListIsBounded(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the edge binary")
 	}
 	bin := buildEdge(t)
 	pms, pages := endlessPMS(t)
-	keysFile, token := liveKeyFile(t)
+	keysFile, token := keystest.Live(t, "aurora")
 	p := startEdgeProc(t, bin, []string{
 		"EDGE_ADDR=127.0.0.1:0", "EDGE_ADMIN_ADDR=", "EDGE_BRAND=aurora",
 		"EDGE_KEYS_FILE=" + keysFile, "PMS_BASE_URL=" + pms.URL, "EDGE_DOCS_URL=" + testDocsURL, "PMS_TOKEN=pms-secret-token",
@@ -102,7 +106,7 @@ func TestEndlessPMSListIsBounded(t *testing.T) {
 		t.Errorf("peak RSS %d MB; want under 400 MB", rss>>20)
 	}
 	// The failure is logged (possibly just after the answer went out).
-	p.eventually(t, "the walk's failure logged with its bound", func() bool {
+	testkit.Eventually(t, "the walk's failure logged with its bound", func() bool {
 		return strings.Contains(p.stderr.String(), "list walk larger than 268435456 bytes")
 	})
 }

@@ -1,7 +1,8 @@
 package edge_test
 
-// Tests named after the OWASP API Security Top 10 (2023), each proving the
-// edge's defence for one item over real HTTP.
+// Misuse of the partner API over real HTTP, one test per item of the OWASP
+// API Security Top 10 (2023) that applies to a read-only edge; each test is
+// named after the behaviour it checks, its comment after the OWASP item.
 
 import (
 	"encoding/json"
@@ -14,7 +15,7 @@ import (
 
 // API1:2023 Broken Object Level Authorization: a key sees only the
 // properties it is granted; others answer as if they did not exist.
-func TestOWASP_API1_ObjectLevelAuthorization(t *testing.T) {
+func TestKeySeesOnlyGrantedProperties(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
 	ids := activeIDs(t, h.live, testBrand)
 	req := request{path: "/v1/properties/" + ids[0], key: "granted"}
@@ -32,7 +33,7 @@ func TestOWASP_API1_ObjectLevelAuthorization(t *testing.T) {
 
 // API2:2023 Broken Authentication: every way of not presenting a valid,
 // current key is refused; a key in the query string is not a key.
-func TestOWASP_API2_Authentication(t *testing.T) {
+func TestEveryMissingOrInvalidKeyRefused(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
 	for _, tc := range []struct {
 		req  request
@@ -54,7 +55,7 @@ func TestOWASP_API2_Authentication(t *testing.T) {
 
 // API3:2023 Broken Object Property Level Authorization: a property carries
 // the contract's fields only, never the PMS's.
-func TestOWASP_API3_PropertyLevelExposure(t *testing.T) {
+func TestPropertyCarriesContractFieldsOnly(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
 	id := activeIDs(t, h.live, testBrand)[0]
 	public := []string{"object", "id", "name", "code", "status", "timezone", "createdAt", "updatedAt"}
@@ -88,7 +89,7 @@ func TestOWASP_API3_PropertyLevelExposure(t *testing.T) {
 
 // API4:2023 Unrestricted Resource Consumption: answers stay a few KB
 // whatever the size of the query, path or headers.
-func TestOWASP_API4_ResourceConsumption(t *testing.T) {
+func TestAnswersStaySmallWhateverTheRequestSize(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
 	q, _ := unknownQuery(64 << 10)
 	for _, req := range []request{
@@ -108,7 +109,7 @@ func TestOWASP_API4_ResourceConsumption(t *testing.T) {
 // API7:2023 Server Side Request Forgery: nothing in a request chooses the
 // PMS address: an absolute request-target, a Host header, or a URL in the
 // path or query leaves the upstream as configured.
-func TestOWASP_API7_SSRF(t *testing.T) {
+func TestRequestNeverChoosesThePMSAddress(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
 	auth := "Authorization: Bearer " + h.keys["live"] + "\r\nUser-Agent: t/1\r\n"
 	want := h.do(request{path: "/v1/properties?perPage=5", key: "live"})
@@ -139,7 +140,7 @@ func TestOWASP_API7_SSRF(t *testing.T) {
 // API8:2023 Security Misconfiguration: every answer carries nosniff and
 // no-store (harness.do checks), only GET is served, and no error body
 // carries a stack trace or Go error text.
-func TestOWASP_API8_SecurityMisconfiguration(t *testing.T) {
+func TestAnswersCarrySafeHeadersAndNoInternals(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
 	for _, m := range []string{"HEAD", "OPTIONS", "TRACE", "POST", "PUT", "PATCH", "DELETE"} {
 		req := request{method: m, path: "/v1/properties", key: "live"}
@@ -164,7 +165,7 @@ func TestOWASP_API8_SecurityMisconfiguration(t *testing.T) {
 // API9:2023 Improper Inventory Management: only the four documented
 // routes answer; no debug, metrics, admin or other version is reachable
 // on the partner listener.
-func TestOWASP_API9_Inventory(t *testing.T) {
+func TestOnlyDocumentedRoutesAnswer(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
 	for _, path := range []string{"/", "/v0/properties", "/v2/properties", "/v1/admin", "/debug/pprof/", "/metrics",
 		"/v1/metrics", "/openapi.yaml", "/v1/openapi.json", "/v1/properties.json", "/v1/keys", "/health", "/v1/health/live"} {

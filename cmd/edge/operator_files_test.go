@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/edge/keys/keystest"
 	"github.com/partner-edge/partner-edge/observability/testkit"
 )
 
@@ -25,6 +26,7 @@ import (
 // valid files still apply, and SIGTERM still ends the process within the
 // shutdown timeout.
 func TestOperatorFilesHostile(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the edge binary")
 	}
@@ -46,8 +48,8 @@ func TestOperatorFilesHostile(t *testing.T) {
 			dir := t.TempDir()
 			certFile, tlsKeyFile, keysFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"), filepath.Join(dir, "keys.json")
 			testkit.WriteCertPair(t, certFile, tlsKeyFile, 1)
-			token, rec := mint(t, keys.ModeLive)
-			writeKeys(t, keysFile, rec)
+			token, rec := keystest.Mint(t, "aurora", keys.ModeLive)
+			keystest.Write(t, keysFile, rec)
 			p := startEdgeProc(t, bin, []string{
 				"EDGE_ADDR=127.0.0.1:0", "EDGE_ADMIN_ADDR=", "EDGE_BRAND=aurora",
 				"EDGE_KEYS_FILE=" + keysFile, "PMS_BASE_URL=" + pms.URL, "EDGE_DOCS_URL=" + testDocsURL, "PMS_TOKEN=pms-secret-token",
@@ -87,12 +89,12 @@ func TestOperatorFilesHostile(t *testing.T) {
 			case "cert", "tlskey":
 				testkit.WriteCertPair(t, certFile, tlsKeyFile, 2)
 				_ = p.cmd.Process.Signal(syscall.SIGHUP)
-				p.eventually(t, "the valid certificate after the refusal is served", func() bool { return p.serial(t) == 2 })
+				testkit.Eventually(t, "the valid certificate after the refusal is served", func() bool { return p.serial(t) == 2 })
 			case "keys":
-				token2, rec2 := mint(t, keys.ModeLive)
-				writeKeys(t, keysFile, rec2)
+				token2, rec2 := keystest.Mint(t, "aurora", keys.ModeLive)
+				keystest.Write(t, keysFile, rec2)
 				_ = p.cmd.Process.Signal(syscall.SIGHUP)
-				p.eventually(t, "the valid key file after the refusal is in force", func() bool { return p.call(t, token2) == 200 })
+				testkit.Eventually(t, "the valid key file after the refusal is in force", func() bool { return p.call(t, token2) == 200 })
 			}
 			// SIGTERM ends the process within the shutdown timeout (2 s),
 			// with a margin for a busy machine.
@@ -127,7 +129,13 @@ func startEdgeProc(t *testing.T, bin string, env []string) *edgeBin {
 		t.Fatal(err)
 	}
 	go func() { _ = p.cmd.Wait(); close(p.exited) }()
-	t.Cleanup(func() { _ = p.cmd.Process.Kill(); <-p.exited })
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+		if t.Failed() { // the process's own account of what it did
+			t.Logf("edge log:\n%s", p.stderr.String())
+		}
+	})
 	p.addr = waitListening(t, &started{stderr: p.stderr})
 	return p
 }
@@ -197,17 +205,6 @@ func (p *edgeBin) waitLogs(t *testing.T, msg string, n int, maxRSS int64) {
 			t.Fatalf("no %q logged within 20 s; log:\n%s", msg, p.stderr.String())
 		}
 		time.Sleep(20 * time.Millisecond) // outside event: the edge process logging msg
-	}
-}
-
-func (p *edgeBin) eventually(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 15 s; log:\n%s", what, p.stderr.String())
-		}
-		time.Sleep(50 * time.Millisecond) // outside event: the edge process reaching what ok checks
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/partner-edge/partner-edge/edge/keys/keystest"
 	"github.com/partner-edge/partner-edge/observability/testkit"
 )
 
@@ -16,12 +17,13 @@ import (
 // password) shows none of them at /debug/pprof/cmdline on the admin
 // listener; the flags themselves are still there, values redacted.
 func TestPprofCmdlineRedacted(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds and runs the edge binary")
 	}
 	bin := buildEdge(t)
 	pms, _ := slowPMS(t, 0)
-	keysFile, _ := liveKeyFile(t)
+	keysFile, _ := keystest.Live(t, "aurora")
 	const (
 		pmsToken    = "pms-token-0123456789abcdef"
 		fleetSecret = "fleet-secret-0123456789abcdef0123456789"
