@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -19,16 +17,6 @@ import (
 	"github.com/partner-edge/partner-edge/upstream/cache"
 	"github.com/partner-edge/partner-edge/upstream/fleet"
 )
-
-// fleetRefreshAhead is the cache's refresh-ahead with Redis: each instance
-// re-reads the shared snapshot every TTL/2, and takes a publication up to
-// one TTL old, so the PMS is walked about once per TTL across the fleet
-// (a refresh at 0.8 TTL, the in-process default, would walk every 0.8 TTL).
-const fleetRefreshAhead = 0.5
-
-// fleetPoll is how often an instance waiting for another's walk looks for
-// its publication.
-const fleetPoll = 50 * time.Millisecond
 
 // member is this instance's membership of a fleet sharing one Redis
 // (EDGE_REDIS_URL, _SENTINELS or _CLUSTER; docs/scaling.md): fleet-wide
@@ -103,59 +91,22 @@ func (m *member) limiter() ratelimit.Limiter {
 	return m.lim
 }
 
-// loader wraps the default load of one mode's cache with the fleet's
-// Coordinator; nil (the default load) for no member or no cache.
+// loader is the load of one mode's cache shared through Redis
+// (fleet.Loader); nil (the default load) for no member or no cache.
 func (m *member) loader(d *upstream.Direct, mode keys.Mode, ttl, loadTimeout time.Duration) cache.Loader {
-	if m == nil || ttl <= 0 {
+	if m == nil {
 		return nil
 	}
-	c := &fleet.Coordinator{
-		Store:      m.store,
-		LeaseTTL:   loadTimeout, // a leader's walk cannot last longer
-		PublishTTL: ttl,         // older publications are never taken
-		Wait:       loadTimeout / 2,
-		Poll:       fleetPoll,
-		Log:        m.log,
-		Count:      m.client,
-	}
-	var last atomic.Pointer[upstream.Snapshot] // the same publication again: the same snapshot
-	return func(ctx context.Context) (*upstream.Snapshot, error) {
-		l, err := c.Load(ctx, m.brand, string(mode), time.Now().Add(-ttl), d.Properties)
-		if err != nil {
-			return nil, err
-		}
-		if prev := last.Load(); prev != nil && prev.LoadedAt.Equal(l.LoadedAt) {
-			return prev, nil
-		}
-		s := upstream.SnapshotOf(l.Properties, l.LoadedAt)
-		last.Store(s)
-		return s, nil
-	}
+	return fleet.Loader(fleet.LoaderConfig{Store: m.store, Count: m.client, Brand: m.brand, Mode: string(mode),
+		TTL: ttl, LoadTimeout: loadTimeout, Log: m.log, Walk: d.Properties})
 }
 
-// fleetHandler serves GET /fleet on the admin listener: whether Redis is
-// configured, in which form and through which node(s), and its circuit
-// breaker's state ("closed": shared; "open" or "half-open": in-process
-// fallback).
+// fleetHandler serves GET /fleet (fleet.Client.StatusHandler).
 func fleetHandler(m *member) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		state := struct {
-			Redis   string   `json:"redis"`             // "off" or "on"
-			Form    string   `json:"form,omitempty"`    // primary, sentinel, cluster
-			Master  string   `json:"master,omitempty"`  // the Sentinel form's master name
-			Nodes   []string `json:"nodes,omitempty"`   // primary or current Sentinel primary; the Cluster's primaries
-			Breaker string   `json:"breaker,omitempty"` // closed, half-open, open
-			Shared  bool     `json:"shared"`            // limits and loads go through Redis now
-		}{Redis: "off"}
-		if m != nil {
-			st := m.client.State()
-			state.Redis, state.Breaker, state.Shared = "on", st.String(), st == upstream.BreakerClosed
-			state.Form, state.Master, state.Nodes = string(m.client.Form()), m.client.Master(), m.client.Nodes(r.Context())
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "no-store")
-		_ = json.NewEncoder(w).Encode(state)
-	})
+	if m == nil {
+		return (*fleet.Client)(nil).StatusHandler()
+	}
+	return m.client.StatusHandler()
 }
 
 // goRedisLog sends go-redis's internal log lines to slog at debug level.

@@ -307,7 +307,7 @@ func newShadowedCatalog(cfg settings, baseURL string, mode keys.Mode, version st
 	}
 	if fm != nil { // loads shared through Redis (fleet.go)
 		cc.Load = fm.loader(direct, mode, cfg.CacheTTL, cfg.PMSTimeout)
-		cc.RefreshAhead = fleetRefreshAhead
+		cc.RefreshAhead = fleet.RefreshAhead
 	}
 	if sh != nil {
 		load := cc.Load
