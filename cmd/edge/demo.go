@@ -4,12 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -23,8 +21,8 @@ import (
 // loopback and a key file of demo keys in a temporary directory.
 type demoEnv struct {
 	liveKey, testKey string
-	docsURL          string // its own documentation site, once it listens; empty: not served
-	servers          []*http.Server
+	docsURL          string   // its own documentation site, once it listens; empty: not served
+	stops            []func() // the simulators' servers
 	dir              string
 	tel              *observability.Telemetry // the simulators' own, as service "pmsim"
 }
@@ -38,11 +36,11 @@ func startDemo(ctx context.Context, cfg *settings, getenv func(string) string, l
 	if d.tel, err = observability.New(ctx, observability.Config{ServiceName: "pmsim", Getenv: getenv}); err != nil {
 		return nil, err
 	}
-	if cfg.PMSBaseURL, err = d.serveSim(pmsim.New(pmsim.Config{Seed: 1})); err != nil {
+	if cfg.PMSBaseURL, err = d.serveSim(pmsim.New(pmsim.DemoLive)); err != nil {
 		d.close()
 		return nil, err
 	}
-	if cfg.PMSSandbox, err = d.serveSim(pmsim.New(pmsim.Config{Seed: 2, HotelsPerBrand: 12})); err != nil {
+	if cfg.PMSSandbox, err = d.serveSim(pmsim.New(pmsim.DemoSandbox)); err != nil {
 		d.close()
 		return nil, err
 	}
@@ -66,7 +64,7 @@ const demoAddr = "127.0.0.1:8080"
 // deployment: the brand and the listen address.
 func demoDefaults(cfg *settings) {
 	if cfg.Brand == "" {
-		cfg.Brand = "aurora"
+		cfg.Brand = pmsim.DemoBrand
 	}
 	if !cfg.AddrSet {
 		cfg.Addr = demoAddr
@@ -74,14 +72,12 @@ func demoDefaults(cfg *settings) {
 }
 
 func (d *demoEnv) serveSim(sim *pmsim.Sim) (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	url, stop, err := pmsim.ServeLoopback(pmsim.Instrument(sim, d.tel))
 	if err != nil {
 		return "", err
 	}
-	srv := &http.Server{Handler: pmsim.Instrument(sim, d.tel), ReadHeaderTimeout: 5 * time.Second}
-	d.servers = append(d.servers, srv)
-	go func() { _ = srv.Serve(ln) }() // ends when close shuts srv down
-	return "http://" + ln.Addr().String(), nil
+	d.stops = append(d.stops, stop)
+	return url, nil
 }
 
 func (d *demoEnv) writeKeys(brand string) error {
@@ -112,12 +108,8 @@ func (d *demoEnv) writeKeys(brand string) error {
 }
 
 func (d *demoEnv) close() {
-	for _, srv := range d.servers {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		if err := srv.Shutdown(ctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			_ = srv.Close()
-		}
-		cancel()
+	for _, stop := range d.stops {
+		stop()
 	}
 	if d.dir != "" {
 		_ = os.RemoveAll(d.dir)

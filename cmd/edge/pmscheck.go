@@ -6,12 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"runtime/debug"
 	"runtime/metrics"
-	"slices"
 	"strings"
 	"time"
 
@@ -94,7 +91,7 @@ func runPMSCheck(ctx context.Context, args []string, getenv lookupEnv, stdout, s
 		fmt.Fprintf(stderr, "edge pms check: no PMS_BASE_URL: checking the demo's embedded simulator at %s\n", url)
 	}
 	if o.brandDefaulted {
-		fmt.Fprintln(stderr, "edge pms check: EDGE_BRAND unset: checking brand aurora (the demo's)")
+		fmt.Fprintln(stderr, "edge pms check: EDGE_BRAND unset: checking brand "+pmsim.DemoBrand+" (the demo's)")
 	}
 	defer limitCheckMemory(o.maxWalkBytes, getenv)()
 	mode := "live"
@@ -181,87 +178,51 @@ func saveResult(path string, r *pmscheck.Result) error {
 	return f.Close()
 }
 
+// checkLine is edge pms check's command line: the edge's settings of
+// pmsCheckEnv and the check's own flags.
+func checkLine(o *checkOptions) cmdLine {
+	return cmdLine{name: "edge pms check", settings: pmsCheckEnv, usage: []string{
+		"usage: edge pms check [--json] [--save FILE] [--baseline FILE] [--sandbox | --candidate]",
+		"\nWalks the PMS with the edge's own client, checks every answer against",
+		"docs/pms-api.md, maps every record and reports what partners would see.",
+		"Exit status: 0 OK; 1 an answer breaks docs/pms-api.md, or a baseline",
+		"property is gone or now rejected; 2 usage error. With no PMS_BASE_URL the",
+		"demo's embedded simulator is checked. See docs/pms-changes.md.",
+	}, flags: func(fs *flag.FlagSet) {
+		fs.BoolVar(&o.json, "json", false, "print the machine report (JSON) instead of the human one")
+		fs.StringVar(&o.save, "save", "", "write the partner-visible result to this file (a later --baseline)")
+		fs.StringVar(&o.baseline, "baseline", "", "compare with a result saved by --save: properties added, removed, changed")
+		fs.BoolVar(&o.sandbox, "sandbox", false, "check PMS_SANDBOX_URL (test mode) instead of PMS_BASE_URL")
+		fs.BoolVar(&o.candidate, "candidate", false, "check PMS_CANDIDATE_URL with PMS_CANDIDATE_TOKEN instead of PMS_BASE_URL")
+		fs.IntVar(&o.gets, "gets", pmscheck.DefaultGets, "listed properties also read on the get route (plus one unknown id); 0: none")
+		fs.IntVar(&o.pageSize, "page-size", upstream.DefaultPageSize, "list page size asked of the PMS, 1..500 (the edge asks 500)")
+	}}
+}
+
 // parseCheck resolves the check's settings: the edge's own (environment,
-// overridden by a flag of the same name) and the check's flags.
+// overridden by a flag of the same name, through the edge's parser) and
+// the check's flags.
 func parseCheck(args []string, getenv lookupEnv, stderr io.Writer) (checkOptions, error) {
 	var o checkOptions
-	fs := flag.NewFlagSet("edge pms check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.BoolVar(&o.json, "json", false, "print the machine report (JSON) instead of the human one")
-	fs.StringVar(&o.save, "save", "", "write the partner-visible result to this file (a later --baseline)")
-	fs.StringVar(&o.baseline, "baseline", "", "compare with a result saved by --save: properties added, removed, changed")
-	fs.BoolVar(&o.sandbox, "sandbox", false, "check PMS_SANDBOX_URL (test mode) instead of PMS_BASE_URL")
-	fs.BoolVar(&o.candidate, "candidate", false, "check PMS_CANDIDATE_URL with PMS_CANDIDATE_TOKEN instead of PMS_BASE_URL")
-	fs.IntVar(&o.gets, "gets", pmscheck.DefaultGets, "listed properties also read on the get route (plus one unknown id); 0: none")
-	fs.IntVar(&o.pageSize, "page-size", upstream.DefaultPageSize, "list page size asked of the PMS, 1..500 (the edge asks 500)")
-	var table []*setting
-	vals := map[string]*string{}
-	for _, st := range settingTable() {
-		if slices.Contains(pmsCheckEnv, st.env) {
-			table = append(table, st)
-		}
-	}
-	for _, st := range table {
-		vals[st.flag] = fs.String(st.flag, "", fmt.Sprintf("%s (env %s)", st.help, st.env))
-	}
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: edge pms check [--json] [--save FILE] [--baseline FILE] [--sandbox | --candidate]")
-		fmt.Fprintln(fs.Output(), "\nWalks the PMS with the edge's own client, checks every answer against")
-		fmt.Fprintln(fs.Output(), "docs/pms-api.md, maps every record and reports what partners would see.")
-		fmt.Fprintln(fs.Output(), "Exit status: 0 OK; 1 an answer breaks docs/pms-api.md, or a baseline")
-		fmt.Fprintln(fs.Output(), "property is gone or now rejected; 2 usage error. With no PMS_BASE_URL the")
-		fmt.Fprintln(fs.Output(), "demo's embedded simulator is checked. See docs/pms-changes.md.")
-		fmt.Fprintln(fs.Output(), "\nFlags:")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	p, rest, err := checkLine(&o).parse(args, getenv, stderr)
+	if err != nil {
 		return o, err
 	}
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("unexpected argument %q (see --help)", fs.Arg(0))
+	if err := noArgs(rest); err != nil {
+		return o, err
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	get := map[string]*setting{}
-	for _, st := range table {
-		st.value, st.source = st.def, st.env
-		if v, ok := getenv(st.env); ok && v != "" {
-			st.value = v
-		}
-		if set[st.flag] {
-			st.value, st.source = *vals[st.flag], "--"+st.flag
-		}
-		get[st.env] = st
-	}
-	p := parser{get: get}
 	o.brand = p.str("EDGE_BRAND")
 	o.codeSource = p.codeSource("EDGE_CODE_SOURCE")
-	live := p.url("PMS_BASE_URL", false)
-	sandbox := p.url("PMS_SANDBOX_URL", false)
-	candidate := p.url("PMS_CANDIDATE_URL", false)
 	o.callTimeout = p.duration("EDGE_PMS_TIMEOUT")
 	o.attemptTimeout = p.duration("EDGE_PMS_ATTEMPT_TIMEOUT")
 	o.maxWalkBytes = p.size("EDGE_PMS_MAX_WALK_BYTES")
 	o.tok = p.str("PMS_TOKEN")
-	o.baseURL = live
-	switch {
-	case o.sandbox && o.candidate:
-		p.fail(errors.New("--sandbox and --candidate: choose one"))
-	case o.sandbox && live != "" && sandbox == "":
-		p.fail(errors.New("--sandbox needs PMS_SANDBOX_URL"))
-	case o.sandbox:
-		o.baseURL = sandbox
-	case o.candidate && candidate == "":
-		p.fail(errors.New("--candidate needs PMS_CANDIDATE_URL"))
-	case o.candidate:
-		o.baseURL, o.tok = candidate, p.str("PMS_CANDIDATE_TOKEN")
-		o.maxWalkBytes = p.size("PMS_CANDIDATE_MAX_WALK_BYTES")
-	}
+	o.choosePMS(p)
 	if o.brand == "" {
 		// The demo's brand. Unlike the edge, the check does not refuse to
 		// start without EDGE_BRAND: it names the brand it checked in its
 		// report, and a brand the PMS does not know lists as empty.
-		o.brand = "aurora"
+		o.brand = pmsim.DemoBrand
 		o.brandDefaulted = true
 	}
 	if o.pageSize < 1 || o.pageSize > 500 {
@@ -279,19 +240,34 @@ func parseCheck(args []string, getenv lookupEnv, stderr io.Writer) (checkOptions
 	return o, errors.Join(p.errs...)
 }
 
+// choosePMS sets the PMS checked: PMS_BASE_URL, or with --sandbox
+// PMS_SANDBOX_URL, or with --candidate PMS_CANDIDATE_URL with its token
+// and bound.
+func (o *checkOptions) choosePMS(p *parser) {
+	live := p.url("PMS_BASE_URL", false)
+	sandbox := p.url("PMS_SANDBOX_URL", false)
+	candidate := p.url("PMS_CANDIDATE_URL", false)
+	o.baseURL = live
+	switch {
+	case o.sandbox && o.candidate:
+		p.fail(errors.New("--sandbox and --candidate: choose one"))
+	case o.sandbox && live != "" && sandbox == "":
+		p.fail(errors.New("--sandbox needs PMS_SANDBOX_URL"))
+	case o.sandbox:
+		o.baseURL = sandbox
+	case o.candidate && candidate == "":
+		p.fail(errors.New("--candidate needs PMS_CANDIDATE_URL"))
+	case o.candidate:
+		o.baseURL, o.tok = candidate, p.str("PMS_CANDIDATE_TOKEN")
+		o.maxWalkBytes = p.size("PMS_CANDIDATE_MAX_WALK_BYTES")
+	}
+}
+
 // startCheckSim serves the demo's simulator (live or sandbox data) on
 // loopback for a check without PMS_BASE_URL.
 func startCheckSim(sandbox bool) (string, func(), error) {
-	cfg := pmsim.Config{Seed: 1}
 	if sandbox {
-		cfg = pmsim.Config{Seed: 2, HotelsPerBrand: 12}
+		return pmsim.ServeLoopback(pmsim.New(pmsim.DemoSandbox))
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	srv := &http.Server{Handler: pmsim.New(cfg), ReadHeaderTimeout: 5 * time.Second}
-	done := make(chan struct{})
-	go func() { defer close(done); _ = srv.Serve(ln) }()
-	return "http://" + ln.Addr().String(), func() { _ = srv.Close(); <-done }, nil
+	return pmsim.ServeLoopback(pmsim.New(pmsim.DemoLive))
 }

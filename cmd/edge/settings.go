@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -138,31 +139,44 @@ func settingTable() []*setting {
 	}
 }
 
-// parseSettings resolves every setting. --help prints the table and
-// returns flag.ErrHelp. Errors name the variable (or flag) and the value.
-func parseSettings(args []string, getenv lookupEnv, stderr io.Writer) (settings, error) {
-	table := settingTable()
-	fs := flag.NewFlagSet("edge", flag.ContinueOnError)
+// cmdLine is one command's command line: the settings it reads (by
+// variable; nil: every one), each a flag overriding its variable, and the
+// command's own flags on top. Every command of the program (the edge,
+// edge pms check, edge docs build) resolves its settings through it, so a
+// variable means the same to each.
+type cmdLine struct {
+	name     string
+	usage    []string               // printed by --help before the flags
+	settings []string               // nil: every setting
+	flags    func(fs *flag.FlagSet) // the command's own flags; nil: none
+}
+
+// parse parses args and resolves the command's settings: the variable's
+// value (an empty one is the default unless the setting is emptySet), or
+// the flag's when given. --help prints the usage and returns
+// flag.ErrHelp. It returns the parser of the resolved settings and the
+// positional arguments.
+func (c cmdLine) parse(args []string, getenv lookupEnv, stderr io.Writer) (*parser, []string, error) {
+	var table []*setting
+	for _, st := range settingTable() {
+		if c.settings == nil || slices.Contains(c.settings, st.env) {
+			table = append(table, st)
+		}
+	}
+	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	if c.flags != nil {
+		c.flags(fs)
+	}
+	own := map[string]bool{}
+	fs.VisitAll(func(f *flag.Flag) { own[f.Name] = true })
 	flagVals := make(map[string]*string, len(table))
 	for _, st := range table {
 		flagVals[st.flag] = fs.String(st.flag, "", fmt.Sprintf("%s (env %s, default %q)", st.help, st.env, st.def))
 	}
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: edge [flags]        run the edge (no settings: the demo)")
-		fmt.Fprintln(fs.Output(), "       edge keys COMMAND ...   manage the key file: add, list, suspend, resume, revoke, rotate, check, new (edge keys --help)")
-		fmt.Fprintln(fs.Output(), "       edge docs build DIR write the documentation site (edge docs build --help)")
-		fmt.Fprintln(fs.Output(), "       edge pms check ...  check a PMS against docs/pms-api.md (edge pms check --help)")
-		fmt.Fprintln(fs.Output(), "\nSettings (a flag overrides its environment variable):")
-		for _, st := range table {
-			fmt.Fprintf(fs.Output(), "  --%s, %s (default %q)\n        %s\n", st.flag, st.env, st.def, st.help)
-		}
-	}
+	fs.Usage = func() { c.printUsage(fs, own, table) }
 	if err := fs.Parse(args); err != nil {
-		return settings{}, err
-	}
-	if fs.NArg() > 0 {
-		return settings{}, fmt.Errorf("unexpected argument %q (see --help)", fs.Arg(0))
+		return nil, nil, err
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -177,7 +191,70 @@ func parseSettings(args []string, getenv lookupEnv, stderr io.Writer) (settings,
 		}
 		get[st.env] = st
 	}
-	p := parser{get: get}
+	return &parser{get: get}, fs.Args(), nil
+}
+
+// printUsage is --help: the usage lines, the command's own flags, then its
+// settings.
+func (c cmdLine) printUsage(fs *flag.FlagSet, own map[string]bool, table []*setting) {
+	w := fs.Output()
+	for _, l := range c.usage {
+		fmt.Fprintln(w, l)
+	}
+	if len(own) > 0 {
+		fmt.Fprintln(w, "\nFlags:")
+		fs.VisitAll(func(f *flag.Flag) {
+			if own[f.Name] {
+				fmt.Fprintf(w, "  --%s (default %q)\n        %s\n", f.Name, f.DefValue, f.Usage)
+			}
+		})
+	}
+	fmt.Fprintln(w, "\nSettings (a flag overrides its environment variable):")
+	for _, st := range table {
+		fmt.Fprintf(w, "  --%s, %s (default %q)\n        %s\n", st.flag, st.env, st.def, st.help)
+	}
+}
+
+// noArgs refuses positional arguments.
+func noArgs(rest []string) error {
+	if len(rest) > 0 {
+		return fmt.Errorf("unexpected argument %q (see --help)", rest[0])
+	}
+	return nil
+}
+
+// edgeLine is the edge's own command line: every setting.
+var edgeLine = cmdLine{name: "edge", usage: []string{
+	"usage: edge [flags]        run the edge (no settings: the demo)",
+	"       edge keys COMMAND ...   manage the key file: add, list, suspend, resume, revoke, rotate, check, new (edge keys --help)",
+	"       edge docs build DIR write the documentation site (edge docs build --help)",
+	"       edge pms check ...  check a PMS against docs/pms-api.md (edge pms check --help)",
+}}
+
+// parseSettings resolves every setting of the edge. --help prints the
+// table and returns flag.ErrHelp. Errors name the variable (or flag) and
+// the value; every error is reported, not only the first.
+func parseSettings(args []string, getenv lookupEnv, stderr io.Writer) (settings, error) {
+	p, rest, err := edgeLine.parse(args, getenv, stderr)
+	if err != nil {
+		return settings{}, err
+	}
+	if err := noArgs(rest); err != nil {
+		return settings{}, err
+	}
+	s := p.settings()
+	p.checkBounds(&s)
+	p.resolveDocsURL(&s)
+	p.checkTogether(&s)
+	// A PMS call never outlives the request that waits for it: the call
+	// deadline is bounded by the request deadline (a shared cache load,
+	// detached from any one request, uses the call deadline).
+	s.PMSTimeout = min(s.PMSTimeout, s.RequestTimeout)
+	return s, errors.Join(p.errs...)
+}
+
+// settings converts every setting of the edge.
+func (p *parser) settings() settings {
 	s := settings{
 		Addr:                  p.str("EDGE_ADDR"),
 		AdminAddr:             p.str("EDGE_ADMIN_ADDR"),
@@ -215,43 +292,39 @@ func parseSettings(args []string, getenv lookupEnv, stderr io.Writer) (settings,
 		FleetSecret:           p.secret("EDGE_FLEET_SECRET"),
 		PMSMaxWalkBytes:       p.size("EDGE_PMS_MAX_WALK_BYTES"),
 		DocsPath:              p.docsPath("EDGE_DOCS_PATH"),
-		AddrSet:               get["EDGE_ADDR"].set,
+		AddrSet:               p.get["EDGE_ADDR"].set,
 
 		AccessLog:       p.str("EDGE_ACCESS_LOG"),
 		AccessLogSample: p.float("EDGE_ACCESS_LOG_SAMPLE"),
 	}
-	p.checkBounds(&s)
-	p.resolveDocsURL(&s)
 	if s.AdminAddr == "off" {
 		s.AdminAddr = ""
 	}
-	switch {
-	case (s.TLSCert == "") != (s.TLSKey == ""):
-		p.fail(errors.New("EDGE_TLS_CERT and EDGE_TLS_KEY must be set together"))
-	case s.PMSBaseURL != "" && s.KeysFile == "":
-		p.fail(errors.New("EDGE_KEYS_FILE is required when PMS_BASE_URL is set"))
-	case s.PMSBaseURL != "" && s.Brand == "":
-		p.fail(errors.New("EDGE_BRAND is required when PMS_BASE_URL is set"))
-	case s.PMSSandbox != "" && s.PMSBaseURL == "":
-		p.fail(errors.New("PMS_SANDBOX_URL needs PMS_BASE_URL (the demo embeds both)"))
-	case s.PMSTimeout <= 0 || s.PMSAttempt <= 0:
-		p.fail(errors.New("EDGE_PMS_TIMEOUT and EDGE_PMS_ATTEMPT_TIMEOUT must be positive"))
-	case s.RequestTimeout <= 0:
-		p.fail(errors.New("EDGE_REQUEST_TIMEOUT must be positive"))
-	case s.AccessLogSample <= 0 || s.AccessLogSample > 1:
-		p.fail(fmt.Errorf("invalid EDGE_ACCESS_LOG_SAMPLE %v: want a fraction above 0 and at most 1", s.AccessLogSample))
-	case s.OAuthIssuer != "" && s.OAuthAudience == "":
-		p.fail(errors.New("EDGE_OAUTH_AUDIENCE is required when EDGE_OAUTH_ISSUER is set (docs/contract.md section 12: both or neither)"))
-	case s.OAuthAudience != "" && s.OAuthIssuer == "":
-		p.fail(errors.New("EDGE_OAUTH_ISSUER is required when EDGE_OAUTH_AUDIENCE is set (docs/contract.md section 12: both or neither)"))
-	case s.CacheStale < s.CacheTTL:
-		p.fail(fmt.Errorf("EDGE_CACHE_STALE (%s) must be at least EDGE_CACHE_TTL (%s)", s.CacheStale, s.CacheTTL))
+	return s
+}
+
+// checkTogether adds the rules between settings to the errors, each that
+// is broken (not only the first).
+func (p *parser) checkTogether(s *settings) {
+	for _, r := range []struct {
+		broken bool
+		err    error
+	}{
+		{(s.TLSCert == "") != (s.TLSKey == ""), errors.New("EDGE_TLS_CERT and EDGE_TLS_KEY must be set together")},
+		{s.PMSBaseURL != "" && s.KeysFile == "", errors.New("EDGE_KEYS_FILE is required when PMS_BASE_URL is set")},
+		{s.PMSBaseURL != "" && s.Brand == "", errors.New("EDGE_BRAND is required when PMS_BASE_URL is set")},
+		{s.PMSSandbox != "" && s.PMSBaseURL == "", errors.New("PMS_SANDBOX_URL needs PMS_BASE_URL (the demo embeds both)")},
+		{s.PMSTimeout <= 0 || s.PMSAttempt <= 0, errors.New("EDGE_PMS_TIMEOUT and EDGE_PMS_ATTEMPT_TIMEOUT must be positive")},
+		{s.RequestTimeout <= 0, errors.New("EDGE_REQUEST_TIMEOUT must be positive")},
+		{s.AccessLogSample <= 0 || s.AccessLogSample > 1, fmt.Errorf("invalid EDGE_ACCESS_LOG_SAMPLE %v: want a fraction above 0 and at most 1", s.AccessLogSample)},
+		{s.OAuthIssuer != "" && s.OAuthAudience == "", errors.New("EDGE_OAUTH_AUDIENCE is required when EDGE_OAUTH_ISSUER is set (docs/contract.md section 12: both or neither)")},
+		{s.OAuthAudience != "" && s.OAuthIssuer == "", errors.New("EDGE_OAUTH_ISSUER is required when EDGE_OAUTH_AUDIENCE is set (docs/contract.md section 12: both or neither)")},
+		{s.CacheStale < s.CacheTTL, fmt.Errorf("EDGE_CACHE_STALE (%s) must be at least EDGE_CACHE_TTL (%s)", s.CacheStale, s.CacheTTL)},
+	} {
+		if r.broken {
+			p.fail(r.err)
+		}
 	}
-	// A PMS call never outlives the request that waits for it: the call
-	// deadline is bounded by the request deadline (a shared cache load,
-	// detached from any one request, uses the call deadline).
-	s.PMSTimeout = min(s.PMSTimeout, s.RequestTimeout)
-	return s, errors.Join(p.errs...)
 }
 
 // parser converts settings, collecting every error.
