@@ -15,64 +15,65 @@ import (
 	"github.com/partner-edge/partner-edge/edge/docsite"
 )
 
+// docsUsage is edge docs build's first line of help.
+const docsUsage = "usage: edge docs build [--docs-url URL] DIR"
+
+// docsBuildLine is edge docs build's command line: the settings that make the
+// docs URL, as the edge reads them.
+var docsBuildLine = cmdLine{name: "edge docs build", settings: []string{"EDGE_DOCS_URL", "EDGE_PUBLIC_URL", "EDGE_DOCS_PATH"},
+	usage: []string{docsUsage, "\nWrites the documentation site into DIR for any static file server; DIR will be",
+		"published at the docs URL (the base of the problem types in the example bodies)."}}
+
 // runDocs is "edge docs build [--docs-url URL] DIR": it writes the
-// documentation site (docs/contract.md section 13) into DIR for any static file server.
-// The docs URL (flag, else EDGE_DOCS_URL, else operations.md's default) is
-// the base of the problem type URIs in the example bodies: the address
-// where DIR will be published.
+// documentation site (docs/contract.md section 13) into DIR for any static
+// file server. The docs URL (docsBuildURL) is the base of the problem type
+// URIs in the example bodies: the address where DIR will be published.
 func runDocs(args []string, getenv lookupEnv, stdout, stderr io.Writer) error {
-	const usage = "usage: edge docs build [--docs-url URL] DIR"
 	if len(args) == 0 || args[0] != "build" {
-		return errors.New(usage)
+		return errors.New(docsUsage)
 	}
-	fs := flag.NewFlagSet("edge docs build", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	def := docsBuildURL(getenv)
-	docsURL := fs.String("docs-url", def, "where DIR will be published: the problem type base (env EDGE_DOCS_URL)")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), usage)
-		fs.PrintDefaults()
+	p, rest, err := docsBuildLine.parse(args[1:], getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
 	}
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return err
-	}
-	if fs.NArg() != 1 || fs.Arg(0) == "" {
-		return errors.New(usage)
-	}
-	if u, err := url.Parse(*docsURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("invalid docs URL %q: want an absolute http or https URL", *docsURL)
-	}
-	site, err := docsite.Build(docsite.Options{DocsURL: *docsURL})
 	if err != nil {
 		return err
 	}
-	if err := site.WriteDir(fs.Arg(0)); err != nil {
+	if len(rest) != 1 || rest[0] == "" {
+		return errors.New(docsUsage)
+	}
+	docsURL := p.docsBuildURL()
+	if err := errors.Join(p.errs...); err != nil {
+		return err
+	}
+	site, err := docsite.Build(docsite.Options{DocsURL: docsURL})
+	if err != nil {
+		return err
+	}
+	if err := site.WriteDir(rest[0]); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %d files of the documentation site to %s (problem types under %s/errors/)\n",
-		len(site.Files()), fs.Arg(0), strings.TrimRight(*docsURL, "/"))
+		len(site.Files()), rest[0], docsURL)
 	return nil
 }
 
-// docsBuildURL is the default docs URL of edge docs build: EDGE_DOCS_URL,
-// else EDGE_PUBLIC_URL + EDGE_DOCS_PATH (or /docs) as the edge would serve
-// it, else docsite.DefaultDocsURL.
-func docsBuildURL(getenv lookupEnv) string {
-	if v, _ := getenv("EDGE_DOCS_URL"); v != "" {
-		return v
+// docsBuildURL is the docs URL of edge docs build: EDGE_DOCS_URL, else
+// EDGE_PUBLIC_URL + EDGE_DOCS_PATH (or /docs) as the edge would serve it,
+// else docsite.DefaultDocsURL.
+func (p *parser) docsBuildURL() string {
+	if u := p.url("EDGE_DOCS_URL", false); u != "" {
+		return u
 	}
-	pub, _ := getenv("EDGE_PUBLIC_URL")
+	pub := p.publicURL("EDGE_PUBLIC_URL")
 	if pub == "" {
 		return docsite.DefaultDocsURL
 	}
-	dp, set := getenv("EDGE_DOCS_PATH")
-	if !set || dp == "" || dp == "off" {
+	dp := p.docsPath("EDGE_DOCS_PATH")
+	if dp == "" {
 		dp = "/docs"
 	}
-	return strings.TrimRight(pub, "/") + "/" + strings.Trim(dp, "/")
+	return pub + dp
 }
 
 // docsPath accepts "off" or empty (no site) or an absolute, clean path
