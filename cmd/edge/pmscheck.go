@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
-	"runtime/metrics"
 	"strings"
 	"time"
 
@@ -69,17 +67,9 @@ func runPMSCheck(ctx context.Context, args []string, getenv lookupEnv, stdout, s
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
-	var base *pmscheck.Result
-	if o.baseline != "" {
-		f, err := os.Open(o.baseline)
-		if err != nil {
-			return usageError("--baseline: %w", err)
-		}
-		base, err = pmscheck.LoadResult(f)
-		f.Close()
-		if err != nil {
-			return usageError("--baseline %s: %w", o.baseline, err)
-		}
+	base, err := loadBaseline(o.baseline)
+	if err != nil {
+		return err
 	}
 	if o.baseURL == "" {
 		url, stop, err := startCheckSim(o.sandbox)
@@ -93,7 +83,21 @@ func runPMSCheck(ctx context.Context, args []string, getenv lookupEnv, stdout, s
 	if o.brandDefaulted {
 		fmt.Fprintln(stderr, "edge pms check: EDGE_BRAND unset: checking brand "+pmsim.DemoBrand+" (the demo's)")
 	}
-	defer limitCheckMemory(o.maxWalkBytes, getenv)()
+	if _, set := getenv("GOMEMLIMIT"); !set { // the operator's limit wins
+		defer pmscheck.LimitMemory(o.maxWalkBytes)()
+	}
+	rep, err := pmscheck.Run(ctx, o.config())
+	if err != nil {
+		return usageError("%w", err)
+	}
+	if base != nil {
+		rep.Compare(base, o.baseline)
+	}
+	return o.report(rep, stdout)
+}
+
+// config is the check's pmscheck.Config: the edge's client settings.
+func (o *checkOptions) config() pmscheck.Config {
 	mode := "live"
 	switch {
 	case o.sandbox:
@@ -101,7 +105,7 @@ func runPMSCheck(ctx context.Context, args []string, getenv lookupEnv, stdout, s
 	case o.candidate:
 		mode = "candidate"
 	}
-	rep, err := pmscheck.Run(ctx, pmscheck.Config{
+	return pmscheck.Config{
 		Client: upstream.ClientConfig{
 			BaseURL:        o.baseURL,
 			Token:          o.tok,
@@ -115,13 +119,13 @@ func runPMSCheck(ctx context.Context, args []string, getenv lookupEnv, stdout, s
 		Mode:       mode,
 		CodeSource: o.codeSource,
 		Gets:       o.gets,
-	})
-	if err != nil {
-		return usageError("%w", err)
 	}
-	if base != nil {
-		rep.Compare(base, o.baseline)
-	}
+}
+
+// report writes rep (--json: the machine report), saves its result
+// (--save) and fails unless the PMS kept the contract.
+func (o *checkOptions) report(rep *pmscheck.Report, stdout io.Writer) error {
+	var err error
 	if o.json {
 		err = rep.WriteJSON(stdout)
 	} else {
@@ -134,7 +138,7 @@ func runPMSCheck(ctx context.Context, args []string, getenv lookupEnv, stdout, s
 		if rep.Result == nil {
 			return errors.New("pms check: the walk failed, nothing saved to " + o.save)
 		}
-		if err := saveResult(o.save, rep.Result); err != nil {
+		if err := rep.Result.SaveFile(o.save); err != nil {
 			return fmt.Errorf("--save: %w", err)
 		}
 	}
@@ -144,38 +148,21 @@ func runPMSCheck(ctx context.Context, args []string, getenv lookupEnv, stdout, s
 	return nil
 }
 
-// limitCheckMemory sets a soft memory limit (runtime/debug.SetMemoryLimit)
-// for the check's walk, unless the operator set GOMEMLIMIT: what the
-// process uses now plus 1.375 times the walk's bound (docs/contract.md section 17:
-// under 1.5 times the bound over its footprint). The check decodes each
-// page whole to check it against the schemas, a garbage of several times
-// the page beside what the walk keeps, which the collector's own pacing
-// (twice what was live) would let pile up; the limit makes it collect in
-// time. It returns the function that puts the previous limit back.
-func limitCheckMemory(bound int64, getenv lookupEnv) func() {
-	if _, set := getenv("GOMEMLIMIT"); set {
-		return func() {}
+// loadBaseline reads --baseline's file; nil for none.
+func loadBaseline(path string) (*pmscheck.Result, error) {
+	if path == "" {
+		return nil, nil
 	}
-	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
-	metrics.Read(s)
-	var used int64
-	if s[0].Value.Kind() == metrics.KindUint64 && s[1].Value.Kind() == metrics.KindUint64 {
-		used = int64(s[0].Value.Uint64() - s[1].Value.Uint64())
-	}
-	old := debug.SetMemoryLimit(used + bound + bound*3/8)
-	return func() { debug.SetMemoryLimit(old) }
-}
-
-func saveResult(path string, r *pmscheck.Result) error {
-	f, err := os.Create(path)
+	f, err := os.Open(path)
 	if err != nil {
-		return err
+		return nil, usageError("--baseline: %w", err)
 	}
-	if err := r.Save(f); err != nil {
-		f.Close()
-		return err
+	defer f.Close()
+	base, err := pmscheck.LoadResult(f)
+	if err != nil {
+		return nil, usageError("--baseline %s: %w", path, err)
 	}
-	return f.Close()
+	return base, nil
 }
 
 // checkLine is edge pms check's command line: the edge's settings of

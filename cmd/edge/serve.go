@@ -37,7 +37,7 @@ type process struct {
 	draining       atomic.Bool    // health answers 503 from the start of the drain
 
 	tel           *observability.Telemetry
-	access        *accessLog
+	access        *observability.AccessLog
 	demo          *demoEnv // nil: not the demo
 	store         *keys.Store
 	tlsReload     chan struct{}  // SIGHUP also re-reads the TLS pair
@@ -86,7 +86,7 @@ func serveEdge(ctx context.Context, args []string, getenv lookupEnv, stdout, std
 	p.onStop(p.wg.Wait)
 	ctx, cancel := context.WithCancel(ctx)
 	p.onStop(cancel)
-	tuneGC(ctx, getenv)
+	observability.TuneGC(ctx, getenv) // the GC headroom rule unless GOGC is set
 	if err := p.start(ctx, envGetter(getenv), isDemo); err != nil {
 		return err
 	}
@@ -132,7 +132,7 @@ func (p *process) start(ctx context.Context, env func(string) string, isDemo boo
 	return err
 }
 
-// startTelemetry starts OpenTelemetry and the access log (accesslog.go);
+// startTelemetry starts OpenTelemetry and the access log;
 // both are flushed at the end.
 func (p *process) startTelemetry(ctx context.Context, env func(string) string) error {
 	tel, err := observability.New(ctx, observability.Config{Getenv: env, Version: p.version})
@@ -147,12 +147,13 @@ func (p *process) startTelemetry(ctx context.Context, env func(string) string) e
 			p.log.Warn("telemetry flush failed", "error", err)
 		}
 	})
-	if p.access, err = openAccessLog(p.cfg, p.stdout, p.stderr); err != nil {
-		return err
+	p.access, err = observability.OpenAccessLog(p.cfg.AccessLog, p.cfg.LogFormat, p.cfg.LogLevel, p.cfg.PMSToken, p.stdout, p.stderr)
+	if err != nil {
+		return fmt.Errorf("EDGE_ACCESS_LOG: %w", err)
 	}
-	p.onStop(func() { p.access.close(ctx, p.log) }) // after Serve: every answered request's line is written
-	if p.access.buf != nil {
-		return observability.ObserveLogBuffer(tel.MeterProvider(), "access", p.access.buf)
+	p.onStop(func() { p.access.Close(ctx, p.log) }) // after Serve: every answered request's line is written
+	if p.access.Buf != nil {
+		return observability.ObserveLogBuffer(tel.MeterProvider(), "access", p.access.Buf)
 	}
 	return nil
 }
@@ -242,7 +243,7 @@ func (p *process) newHandler(docsURL, docsPath string) (http.Handler, error) {
 		Limiter:        p.fm.limiter(), // nil: in-process
 		OAuth:          p.tokens,
 
-		AccessLog:       p.access.log, // its own buffered stream: stdout by default
+		AccessLog:       p.access.Log, // its own buffered stream: stdout by default
 		AccessLogSample: cfg.AccessLogSample,
 	}
 	if err := withDocs(&ec, docsPath); err != nil {
