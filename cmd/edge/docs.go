@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
-	"path"
-	"strings"
 	"sync/atomic"
 
 	"github.com/partner-edge/partner-edge/edge"
 	"github.com/partner-edge/partner-edge/edge/docsite"
+	"github.com/partner-edge/partner-edge/internal/settingval"
 )
 
 // docsUsage is edge docs build's first line of help.
@@ -62,55 +60,18 @@ func runDocs(args []string, getenv lookupEnv, stdout, stderr io.Writer) error {
 // EDGE_PUBLIC_URL + EDGE_DOCS_PATH (or /docs) as the edge would serve it,
 // else docsite.DefaultDocsURL.
 func (p *parser) docsBuildURL() string {
-	if u := p.url("EDGE_DOCS_URL", false); u != "" {
+	if u := read(p, "EDGE_DOCS_URL", settingval.URL); u != "" {
 		return u
 	}
-	pub := p.publicURL("EDGE_PUBLIC_URL")
+	pub := read(p, "EDGE_PUBLIC_URL", settingval.PublicURL)
 	if pub == "" {
 		return docsite.DefaultDocsURL
 	}
-	dp := p.docsPath("EDGE_DOCS_PATH")
+	dp := read(p, "EDGE_DOCS_PATH", settingval.DocsPath)
 	if dp == "" {
 		dp = "/docs"
 	}
 	return pub + dp
-}
-
-// docsPath accepts "off" or empty (no site) or an absolute, clean path
-// outside /v1 (and not "/" itself, which holds /v1).
-func (p *parser) docsPath(env string) string {
-	st := p.get[env]
-	v := st.value
-	if v == "" || v == "off" {
-		return ""
-	}
-	v = strings.TrimRight(v, "/")
-	switch {
-	case !strings.HasPrefix(v, "/") || v == "" || path.Clean(v) != v:
-		p.bad(st, "want an absolute path such as /docs")
-	case v == "/v1" || strings.HasPrefix(v, "/v1/") || strings.HasPrefix(v, "/.well-known"):
-		p.bad(st, "want a path outside /v1 and /.well-known")
-	case strings.ContainsAny(v, "{}*%?#"):
-		p.bad(st, "want a plain path: no {, }, *, %, ? or #")
-	}
-	return v
-}
-
-// publicURL accepts empty or an absolute http(s) URL without query,
-// fragment or credentials; a trailing slash is dropped, as the docs path is
-// appended to it.
-func (p *parser) publicURL(env string) string {
-	st := p.get[env]
-	if st.value == "" {
-		return ""
-	}
-	u, err := url.Parse(st.value)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
-		u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.User != nil {
-		p.bad(st, "want the absolute http or https URL partners call, without query or fragment")
-		return ""
-	}
-	return strings.TrimRight(st.value, "/")
 }
 
 // resolveDocsURL settles docs_url (docs/contract.md section 18): EDGE_DOCS_URL

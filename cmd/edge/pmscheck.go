@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/partner-edge/partner-edge/internal/settingval"
 	"github.com/partner-edge/partner-edge/mapping"
 	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/pmscheck"
@@ -199,10 +200,10 @@ func parseCheck(args []string, getenv lookupEnv, stderr io.Writer) (checkOptions
 		return o, err
 	}
 	o.brand = p.str("EDGE_BRAND")
-	o.codeSource = p.codeSource("EDGE_CODE_SOURCE")
-	o.callTimeout = p.duration("EDGE_PMS_TIMEOUT")
-	o.attemptTimeout = p.duration("EDGE_PMS_ATTEMPT_TIMEOUT")
-	o.maxWalkBytes = p.size("EDGE_PMS_MAX_WALK_BYTES")
+	o.codeSource = read(p, "EDGE_CODE_SOURCE", mapping.ParseCodeSource)
+	o.callTimeout = read(p, "EDGE_PMS_TIMEOUT", settingval.Duration)
+	o.attemptTimeout = read(p, "EDGE_PMS_ATTEMPT_TIMEOUT", settingval.Duration)
+	o.maxWalkBytes = read(p, "EDGE_PMS_MAX_WALK_BYTES", settingval.Size)
 	o.tok = p.str("PMS_TOKEN")
 	o.choosePMS(p)
 	if o.brand == "" {
@@ -231,9 +232,9 @@ func parseCheck(args []string, getenv lookupEnv, stderr io.Writer) (checkOptions
 // PMS_SANDBOX_URL, or with --candidate PMS_CANDIDATE_URL with its token
 // and bound.
 func (o *checkOptions) choosePMS(p *parser) {
-	live := p.url("PMS_BASE_URL", false)
-	sandbox := p.url("PMS_SANDBOX_URL", false)
-	candidate := p.url("PMS_CANDIDATE_URL", false)
+	live := read(p, "PMS_BASE_URL", settingval.URL)
+	sandbox := read(p, "PMS_SANDBOX_URL", settingval.URL)
+	candidate := read(p, "PMS_CANDIDATE_URL", settingval.URL)
 	o.baseURL = live
 	switch {
 	case o.sandbox && o.candidate:
@@ -246,7 +247,7 @@ func (o *checkOptions) choosePMS(p *parser) {
 		p.fail(errors.New("--candidate needs PMS_CANDIDATE_URL"))
 	case o.candidate:
 		o.baseURL, o.tok = candidate, p.str("PMS_CANDIDATE_TOKEN")
-		o.maxWalkBytes = p.size("PMS_CANDIDATE_MAX_WALK_BYTES")
+		o.maxWalkBytes = read(p, "PMS_CANDIDATE_MAX_WALK_BYTES", settingval.Size)
 	}
 }
 

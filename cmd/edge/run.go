@@ -162,7 +162,7 @@ func bindListeners(cfg settings) (public, admin net.Listener, err error) {
 // fleet.go) and /shadow (the candidate comparison, shadow.go) on ln (bound
 // to EDGE_ADMIN_ADDR by bindListeners) until ctx is done.
 // /debug/pprof/cmdline shows cmdline, the command line with its secrets
-// redacted (redactArgs).
+// redacted (settingval.RedactArgs).
 func serveAdmin(ctx context.Context, ln net.Listener, addr string, tel *observability.Telemetry, cmdline []string, fleetState, shadowState http.Handler, log *slog.Logger) {
 	mux := http.NewServeMux()
 	mux.Handle("/", observability.AdminHandler(tel.MetricsHandler(), cmdline))

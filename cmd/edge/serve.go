@@ -18,6 +18,7 @@ import (
 	"github.com/partner-edge/partner-edge/edge/keys"
 	"github.com/partner-edge/partner-edge/edge/listener"
 	"github.com/partner-edge/partner-edge/edge/ratelimit"
+	"github.com/partner-edge/partner-edge/internal/settingval"
 	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/fleet"
@@ -101,7 +102,7 @@ func serveEdge(ctx context.Context, args []string, getenv lookupEnv, stdout, std
 		p.wg.Add(1)
 		go func() {
 			defer p.wg.Done()
-			serveAdmin(ctx, adminLn, p.cfg.AdminAddr, p.tel, redactArgs(args), fleetHandler(p.fm), shadow.Handler(p.sh), p.log)
+			serveAdmin(ctx, adminLn, p.cfg.AdminAddr, p.tel, settingval.RedactArgs(args), fleetHandler(p.fm), shadow.Handler(p.sh), p.log)
 		}()
 	}
 	return listener.Serve(ctx, p.serveConfig(publicLn, late, demoDocs))

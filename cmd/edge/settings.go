@@ -6,17 +6,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net/netip"
-	"net/url"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/partner-edge/partner-edge/edge"
 	"github.com/partner-edge/partner-edge/edge/listener"
 	"github.com/partner-edge/partner-edge/edge/oauth"
+	"github.com/partner-edge/partner-edge/internal/settingval"
 	"github.com/partner-edge/partner-edge/mapping"
 	"github.com/partner-edge/partner-edge/upstream/fleet"
 )
@@ -259,43 +256,43 @@ func (p *parser) settings() settings {
 		Addr:                  p.str("EDGE_ADDR"),
 		AdminAddr:             p.str("EDGE_ADMIN_ADDR"),
 		Brand:                 p.str("EDGE_BRAND"),
-		DocsURL:               p.url("EDGE_DOCS_URL", false),
-		PublicURL:             p.publicURL("EDGE_PUBLIC_URL"),
+		DocsURL:               read(p, "EDGE_DOCS_URL", settingval.URL),
+		PublicURL:             read(p, "EDGE_PUBLIC_URL", settingval.PublicURL),
 		KeysFile:              p.str("EDGE_KEYS_FILE"),
-		CodeSource:            p.codeSource("EDGE_CODE_SOURCE"),
-		CacheTTL:              p.duration("EDGE_CACHE_TTL"),
-		CacheStale:            p.duration("EDGE_CACHE_STALE"),
+		CodeSource:            read(p, "EDGE_CODE_SOURCE", mapping.ParseCodeSource),
+		CacheTTL:              read(p, "EDGE_CACHE_TTL", settingval.Duration),
+		CacheStale:            read(p, "EDGE_CACHE_STALE", settingval.Duration),
 		TLSCert:               p.str("EDGE_TLS_CERT"),
 		TLSKey:                p.str("EDGE_TLS_KEY"),
-		PMSBaseURL:            p.pmsURL("PMS_BASE_URL"),
-		PMSSandbox:            p.pmsURL("PMS_SANDBOX_URL"),
+		PMSBaseURL:            read(p, "PMS_BASE_URL", settingval.BaseURL),
+		PMSSandbox:            read(p, "PMS_SANDBOX_URL", settingval.BaseURL),
 		PMSToken:              p.str("PMS_TOKEN"),
-		PMSTimeout:            p.duration("EDGE_PMS_TIMEOUT"),
-		PMSAttempt:            p.duration("EDGE_PMS_ATTEMPT_TIMEOUT"),
-		DrainDelay:            p.duration("EDGE_DRAIN_DELAY"),
-		ShutdownWait:          p.duration("EDGE_SHUTDOWN_TIMEOUT"),
-		LogFormat:             p.oneOf("EDGE_LOG_FORMAT", "json", "text"),
-		LogLevel:              p.level("EDGE_LOG_LEVEL"),
-		RatePerSecond:         p.float("EDGE_RATE_LIMIT"),
-		RateBurst:             p.count("EDGE_RATE_BURST"),
-		RequestTimeout:        p.duration("EDGE_REQUEST_TIMEOUT"),
-		MaxConcurrent:         p.count("EDGE_MAX_CONCURRENT"),
-		AuthFailLimit:         p.count("EDGE_AUTH_FAIL_LIMIT"),
-		TrustedProxies:        p.cidrs("EDGE_TRUSTED_PROXIES"),
+		PMSTimeout:            read(p, "EDGE_PMS_TIMEOUT", settingval.Duration),
+		PMSAttempt:            read(p, "EDGE_PMS_ATTEMPT_TIMEOUT", settingval.Duration),
+		DrainDelay:            read(p, "EDGE_DRAIN_DELAY", settingval.Duration),
+		ShutdownWait:          read(p, "EDGE_SHUTDOWN_TIMEOUT", settingval.Duration),
+		LogFormat:             read(p, "EDGE_LOG_FORMAT", settingval.OneOf("json", "text")),
+		LogLevel:              read(p, "EDGE_LOG_LEVEL", settingval.Level),
+		RatePerSecond:         read(p, "EDGE_RATE_LIMIT", settingval.Float),
+		RateBurst:             read(p, "EDGE_RATE_BURST", settingval.Count),
+		RequestTimeout:        read(p, "EDGE_REQUEST_TIMEOUT", settingval.Duration),
+		MaxConcurrent:         read(p, "EDGE_MAX_CONCURRENT", settingval.Count),
+		AuthFailLimit:         read(p, "EDGE_AUTH_FAIL_LIMIT", settingval.Count),
+		TrustedProxies:        read(p, "EDGE_TRUSTED_PROXIES", edge.ParseTrustedProxies),
 		Redis:                 p.redis(),
-		OAuthIssuer:           p.exactURL("EDGE_OAUTH_ISSUER"),
-		OAuthAudience:         p.exactURL("EDGE_OAUTH_AUDIENCE"),
-		OAuthJWKSHosts:        p.hosts("EDGE_OAUTH_JWKS_HOSTS"),
-		CandidateURL:          p.pmsURL("PMS_CANDIDATE_URL"),
+		OAuthIssuer:           read(p, "EDGE_OAUTH_ISSUER", settingval.ExactURL),
+		OAuthAudience:         read(p, "EDGE_OAUTH_AUDIENCE", settingval.ExactURL),
+		OAuthJWKSHosts:        read(p, "EDGE_OAUTH_JWKS_HOSTS", oauth.ParseHosts),
+		CandidateURL:          read(p, "PMS_CANDIDATE_URL", settingval.BaseURL),
 		CandidateToken:        p.str("PMS_CANDIDATE_TOKEN"),
-		CandidateMaxWalkBytes: p.size("PMS_CANDIDATE_MAX_WALK_BYTES"),
+		CandidateMaxWalkBytes: read(p, "PMS_CANDIDATE_MAX_WALK_BYTES", settingval.Size),
 		FleetSecret:           p.secret("EDGE_FLEET_SECRET"),
-		PMSMaxWalkBytes:       p.size("EDGE_PMS_MAX_WALK_BYTES"),
-		DocsPath:              p.docsPath("EDGE_DOCS_PATH"),
+		PMSMaxWalkBytes:       read(p, "EDGE_PMS_MAX_WALK_BYTES", settingval.Size),
+		DocsPath:              read(p, "EDGE_DOCS_PATH", settingval.DocsPath),
 		AddrSet:               p.get["EDGE_ADDR"].set,
 
 		AccessLog:       p.str("EDGE_ACCESS_LOG"),
-		AccessLogSample: p.float("EDGE_ACCESS_LOG_SAMPLE"),
+		AccessLogSample: read(p, "EDGE_ACCESS_LOG_SAMPLE", settingval.Float),
 	}
 	if s.AdminAddr == "off" {
 		s.AdminAddr = ""
@@ -336,129 +333,35 @@ type parser struct {
 func (p *parser) fail(err error) { p.errs = append(p.errs, err) }
 
 // bad reports st's value as invalid; the value is shown redacted
-// (redact.go): no start-up error prints a secret.
+// (settingval.Redact): no start-up error prints a secret.
 func (p *parser) bad(st *setting, want string) {
-	p.fail(fmt.Errorf("invalid %s %q: %s", st.source, redactSetting(st.value), want))
+	p.fail(fmt.Errorf("invalid %s %q: %s", st.source, settingval.Redact(st.value), want))
 }
 
 func (p *parser) str(env string) string { return p.get[env].value }
 
-func (p *parser) duration(env string) time.Duration {
+// read reads env's setting with conv (settingval's readers, or a
+// package's own parser); a refused value is a start-up error naming the
+// setting and the value, redacted.
+func read[T any](p *parser, env string, conv func(string) (T, error)) T {
 	st := p.get[env]
-	d, err := time.ParseDuration(st.value)
-	if err != nil || d < 0 {
-		p.bad(st, "want a non-negative duration such as 30s or 5m")
-	}
-	return d
-}
-
-func (p *parser) float(env string) float64 {
-	st := p.get[env]
-	f, err := strconv.ParseFloat(st.value, 64)
-	if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
-		p.bad(st, "want a non-negative number")
-	}
-	return f
-}
-
-func (p *parser) count(env string) int {
-	st := p.get[env]
-	n, err := strconv.Atoi(st.value)
-	if err != nil || n < 0 {
-		p.bad(st, "want a non-negative whole number")
-	}
-	return n
-}
-
-func (p *parser) cidrs(env string) []netip.Prefix {
-	st := p.get[env]
-	ps, err := edge.ParseTrustedProxies(st.value)
+	v, err := conv(st.value)
 	if err != nil {
 		p.bad(st, err.Error())
 	}
-	return ps
+	return v
 }
 
-// hosts reads a comma-separated list of hosts (oauth.ParseHosts).
-func (p *parser) hosts(env string) []string {
-	st := p.get[env]
-	hs, err := oauth.ParseHosts(st.value)
-	if err != nil {
-		p.bad(st, err.Error())
+// redisURL reads empty (no Redis) or a redis:// or rediss:// URL of one
+// host that go-redis can use (fleet.CheckURL); a refused one is empty.
+func redisURL(v string) (string, error) {
+	if v == "" {
+		return "", nil
 	}
-	return hs
-}
-
-func (p *parser) url(env string, required bool) string {
-	st := p.get[env]
-	if st.value == "" && !required {
-		return ""
+	if err := fleet.CheckURL(v); err != nil {
+		return "", err
 	}
-	u, err := url.Parse(st.value)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		p.bad(st, "want an absolute http or https URL")
-	}
-	return strings.TrimRight(st.value, "/")
-}
-
-// exactURL accepts empty or an absolute http(s) URL without query or
-// fragment, kept exactly as given: an issuer is compared with iss character
-// for character (a trailing slash included), an audience with aud.
-func (p *parser) exactURL(env string) string {
-	st := p.get[env]
-	if st.value == "" {
-		return ""
-	}
-	u, err := url.Parse(st.value)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
-		u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		p.bad(st, "want an absolute http or https URL without query or fragment")
-	}
-	return st.value
-}
-
-func (p *parser) codeSource(env string) mapping.CodeSource {
-	st := p.get[env]
-	cs, err := mapping.ParseCodeSource(st.value)
-	if err != nil {
-		p.bad(st, err.Error())
-	}
-	return cs
-}
-
-func (p *parser) oneOf(env string, allowed ...string) string {
-	st := p.get[env]
-	for _, a := range allowed {
-		if st.value == a {
-			return a
-		}
-	}
-	p.bad(st, "want one of "+strings.Join(allowed, ", "))
-	return allowed[0]
-}
-
-func (p *parser) level(env string) slog.Level {
-	st := p.get[env]
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(st.value)); err != nil {
-		p.bad(st, "want debug, info, warn or error")
-	}
-	return l
-}
-
-// redisURL accepts empty (no Redis) or a redis:// or rediss:// URL of one
-// host that go-redis can use. An error names the value with any password
-// hidden.
-func (p *parser) redisURL(env string) string {
-	st := p.get[env]
-	if st.value == "" {
-		return ""
-	}
-	if err := fleet.CheckURL(st.value); err != nil {
-		p.bad(st, err.Error()) // shown redacted
-		return ""
-	}
-	return st.value
+	return v, nil
 }
 
 // redis maps the EDGE_REDIS_* settings to the fleet's (docs/contract.md section 16) and
@@ -467,14 +370,14 @@ func (p *parser) redisURL(env string) string {
 // are read when the edge joins the fleet (joinFleet).
 func (p *parser) redis() fleet.Settings {
 	s := fleet.Settings{
-		URL:              p.redisURL("EDGE_REDIS_URL"),
+		URL:              read(p, "EDGE_REDIS_URL", redisURL),
 		Sentinels:        p.str("EDGE_REDIS_SENTINELS"),
 		Master:           p.str("EDGE_REDIS_MASTER"),
 		SentinelPassword: string(p.secret("EDGE_REDIS_SENTINEL_PASSWORD")),
 		Cluster:          p.str("EDGE_REDIS_CLUSTER"),
 		Username:         p.str("EDGE_REDIS_USERNAME"),
 		Password:         string(p.secret("EDGE_REDIS_PASSWORD")),
-		TLS:              p.boolean("EDGE_REDIS_TLS"),
+		TLS:              read(p, "EDGE_REDIS_TLS", settingval.Bool),
 		CAFile:           p.str("EDGE_REDIS_CA_FILE"),
 		CertFile:         p.str("EDGE_REDIS_CERT_FILE"),
 		KeyFile:          p.str("EDGE_REDIS_KEY_FILE"),
@@ -488,14 +391,4 @@ func (p *parser) redis() fleet.Settings {
 		p.fail(err)
 	}
 	return s
-}
-
-// boolean reads true or false (and what strconv.ParseBool takes).
-func (p *parser) boolean(env string) bool {
-	st := p.get[env]
-	b, err := strconv.ParseBool(st.value)
-	if err != nil {
-		p.bad(st, "want true or false")
-	}
-	return b
 }
