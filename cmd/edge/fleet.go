@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/partner-edge/partner-edge/edge/keys"
 	"github.com/partner-edge/partner-edge/edge/ratelimit"
 	"github.com/partner-edge/partner-edge/edge/ratelimit/redislimit"
@@ -34,18 +32,14 @@ type member struct {
 // error) to the Redis cfg.Redis names; nil when it names none. The
 // operator files (CA bundle, client certificate) are read here: one that
 // cannot be read is a start-up error; a server they do not let the edge
-// trust is a warning and the in-process fallback, as Redis down is.
-//
-// It redirects go-redis's logger, a process-wide setting of the library
-// (redis.SetLogger), to log at debug level: without it go-redis prints
-// "connection pool: failed to dial" lines on stderr while Redis is down.
-// Breaker transitions are what operators see (fleet.Guard logs them once).
+// trust is a warning and the in-process fallback, as Redis down is
+// (fleet.Client.Announce).
 func joinFleet(ctx context.Context, cfg settings, log *slog.Logger, tel *observability.Telemetry) (*member, error) {
 	if !cfg.Redis.Configured() {
 		return nil, nil
 	}
 	log = log.With("component", "redis")
-	redis.SetLogger(goRedisLog{log})
+	fleet.SetLibraryLogger(log)
 	fc, err := cfg.Redis.Config()
 	if err != nil {
 		return nil, err
@@ -55,21 +49,8 @@ func joinFleet(ctx context.Context, cfg settings, log *slog.Logger, tel *observa
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", redisSetting(cfg.Redis), err)
 	}
-	m := newMember(cfg.Brand, client, cfg.FleetSecret, log)
-	where := cfg.Redis.Describe()
-	pctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	switch err := client.Ping(pctx); {
-	case err == nil:
-		log.Info("redis reachable: limits and snapshot loads shared", "redis", where, "nodes", client.Nodes(pctx))
-	case fleet.IsTLSTrust(err):
-		log.Warn("redis TLS certificate not trusted (check EDGE_REDIS_CA_FILE); limits and snapshot loads are in-process until it is",
-			"redis", where, "error", err)
-	default: // a wrong password shows as WRONGPASS: Redis's reply never holds the password
-		log.Warn("redis unreachable at start; limits and snapshot loads are in-process until it answers",
-			"redis", where, "error", err)
-	}
-	return m, nil
+	client.Announce(ctx, cfg.Redis.Describe(), log)
+	return newMember(cfg.Brand, client, cfg.FleetSecret, log), nil
 }
 
 // newMember is the membership of brand's instances through client.
@@ -107,13 +88,4 @@ func fleetHandler(m *member) http.Handler {
 		return (*fleet.Client)(nil).StatusHandler()
 	}
 	return m.client.StatusHandler()
-}
-
-// goRedisLog sends go-redis's internal log lines to slog at debug level.
-type goRedisLog struct{ log *slog.Logger }
-
-func (g goRedisLog) Printf(ctx context.Context, format string, v ...any) {
-	if g.log.Enabled(ctx, slog.LevelDebug) {
-		g.log.DebugContext(ctx, "go-redis: "+fmt.Sprintf(format, v...))
-	}
 }
