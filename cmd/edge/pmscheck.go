@@ -6,8 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/partner-edge/partner-edge/internal/settingval"
@@ -68,10 +66,6 @@ func runPMSCheck(ctx context.Context, args []string, getenv lookupEnv, stdout, s
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
-	base, err := loadBaseline(o.baseline)
-	if err != nil {
-		return err
-	}
 	if o.baseURL == "" {
 		url, stop, err := startCheckSim(o.sandbox)
 		if err != nil {
@@ -84,17 +78,13 @@ func runPMSCheck(ctx context.Context, args []string, getenv lookupEnv, stdout, s
 	if o.brandDefaulted {
 		fmt.Fprintln(stderr, "edge pms check: EDGE_BRAND unset: checking brand "+pmsim.DemoBrand+" (the demo's)")
 	}
-	if _, set := getenv("GOMEMLIMIT"); !set { // the operator's limit wins
-		defer pmscheck.LimitMemory(o.maxWalkBytes)()
+	_, memLimitSet := getenv("GOMEMLIMIT")
+	err = pmscheck.Command{Config: o.config(), JSON: o.json, Save: o.save, Baseline: o.baseline, LimitMemory: !memLimitSet}.Execute(ctx, stdout)
+	var ue *pmscheck.UsageError
+	if errors.As(err, &ue) {
+		return &exitError{code: 2, err: ue.Err}
 	}
-	rep, err := pmscheck.Run(ctx, o.config())
-	if err != nil {
-		return usageError("%w", err)
-	}
-	if base != nil {
-		rep.Compare(base, o.baseline)
-	}
-	return o.report(rep, stdout)
+	return err
 }
 
 // config is the check's pmscheck.Config: the edge's client settings.
@@ -121,49 +111,6 @@ func (o *checkOptions) config() pmscheck.Config {
 		CodeSource: o.codeSource,
 		Gets:       o.gets,
 	}
-}
-
-// report writes rep (--json: the machine report), saves its result
-// (--save) and fails unless the PMS kept the contract.
-func (o *checkOptions) report(rep *pmscheck.Report, stdout io.Writer) error {
-	var err error
-	if o.json {
-		err = rep.WriteJSON(stdout)
-	} else {
-		err = rep.WriteText(stdout)
-	}
-	if err != nil {
-		return err
-	}
-	if o.save != "" {
-		if rep.Result == nil {
-			return errors.New("pms check: the walk failed, nothing saved to " + o.save)
-		}
-		if err := rep.Result.SaveFile(o.save); err != nil {
-			return fmt.Errorf("--save: %w", err)
-		}
-	}
-	if !rep.OK {
-		return errors.New("pms check failed: " + strings.Join(rep.Failures(), "; "))
-	}
-	return nil
-}
-
-// loadBaseline reads --baseline's file; nil for none.
-func loadBaseline(path string) (*pmscheck.Result, error) {
-	if path == "" {
-		return nil, nil
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, usageError("--baseline: %w", err)
-	}
-	defer f.Close()
-	base, err := pmscheck.LoadResult(f)
-	if err != nil {
-		return nil, usageError("--baseline %s: %w", path, err)
-	}
-	return base, nil
 }
 
 // checkLine is edge pms check's command line: the edge's settings of
