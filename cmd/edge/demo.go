@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -80,31 +79,12 @@ func (d *demoEnv) serveSim(sim *pmsim.Sim) (string, error) {
 	return url, nil
 }
 
-func (d *demoEnv) writeKeys(brand string) error {
-	dir, err := os.MkdirTemp("", "partner-edge-demo-")
-	if err != nil {
+func (d *demoEnv) writeKeys(brand string) (err error) {
+	if d.dir, err = os.MkdirTemp("", "partner-edge-demo-"); err != nil {
 		return err
 	}
-	d.dir = dir
-	var recs []keys.Record
-	for _, mode := range []keys.Mode{keys.ModeLive, keys.ModeTest} {
-		token, rec, err := keys.Mint(rand.Reader, brand, mode, nil)
-		if err != nil {
-			return err
-		}
-		rec.Partner = "Demo partner (" + string(mode) + ")"
-		recs = append(recs, rec)
-		if mode == keys.ModeLive {
-			d.liveKey = token
-		} else {
-			d.testKey = token
-		}
-	}
-	b, err := json.MarshalIndent(map[string]any{"keys": recs}, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, "keys.json"), b, 0o600)
+	d.liveKey, d.testKey, err = keys.WriteDemoFile(filepath.Join(d.dir, "keys.json"), brand, rand.Reader)
+	return err
 }
 
 func (d *demoEnv) close() {

@@ -5,10 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
-	"sync/atomic"
 
-	"github.com/partner-edge/partner-edge/edge"
 	"github.com/partner-edge/partner-edge/edge/docsite"
 	"github.com/partner-edge/partner-edge/internal/settingval"
 )
@@ -92,33 +89,4 @@ func (p *parser) resolveDocsURL(s *settings) {
 	default:
 		p.fail(errors.New("EDGE_DOCS_PATH is off: set EDGE_DOCS_URL to where the documentation site is published"))
 	}
-}
-
-// withDocs adds the documentation site to ec when docsPath is set, built
-// for serving there with problem types under ec.DocsURL.
-func withDocs(ec *edge.Config, docsPath string) error {
-	if docsPath == "" {
-		return nil
-	}
-	site, err := docsite.Build(docsite.Options{DocsURL: ec.DocsURL, BasePath: docsPath})
-	if err != nil {
-		return err
-	}
-	ec.Docs, ec.DocsPath = site.Handler(), docsPath
-	return nil
-}
-
-// lateHandler serves through the handler set last; until one is set it
-// answers 503 (the edge sets one before it accepts a connection).
-type lateHandler struct{ h atomic.Pointer[http.Handler] }
-
-func (l *lateHandler) set(h http.Handler) { l.h.Store(&h) }
-
-func (l *lateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	h := l.h.Load()
-	if h == nil {
-		http.Error(w, "starting", http.StatusServiceUnavailable)
-		return
-	}
-	(*h).ServeHTTP(w, r)
 }

@@ -247,8 +247,12 @@ func (p *process) newHandler(docsURL, docsPath string) (http.Handler, error) {
 		AccessLog:       p.access.Log, // its own buffered stream: stdout by default
 		AccessLogSample: cfg.AccessLogSample,
 	}
-	if err := withDocs(&ec, docsPath); err != nil {
+	docs, err := docsite.HandlerAt(docsURL, docsPath)
+	if err != nil {
 		return nil, err
+	}
+	if docs != nil {
+		ec.Docs, ec.DocsPath = docs, docsPath
 	}
 	return edge.NewServer(ec, p.store, p.live, p.sandbox), nil
 }
@@ -257,7 +261,7 @@ func (p *process) newHandler(docsURL, docsPath string) (http.Handler, error) {
 // demo serves its own docs and points problem types at them: their URL is
 // known once it listens (EDGE_ADDR may name port 0), so the handler is set
 // then (demoDocs). With the site off too, the placeholder default.
-func (p *process) handler() (late *lateHandler, demoDocs bool, err error) {
+func (p *process) handler() (late *listener.LateHandler, demoDocs bool, err error) {
 	cfg := &p.cfg
 	demoDocs = p.demo != nil && cfg.DocsPath != "" && cfg.DocsURL == ""
 	if cfg.DocsURL == "" && !demoDocs {
@@ -266,19 +270,19 @@ func (p *process) handler() (late *lateHandler, demoDocs bool, err error) {
 	if p.demo != nil && !demoDocs && cfg.DocsPath != "" {
 		p.demo.docsURL = cfg.DocsURL // EDGE_PUBLIC_URL or EDGE_DOCS_URL given: the banner says where
 	}
-	late = &lateHandler{}
+	late = &listener.LateHandler{}
 	if !demoDocs {
 		h, err := p.newHandler(cfg.DocsURL, cfg.DocsPath)
 		if err != nil {
 			return nil, false, err
 		}
-		late.set(h)
+		late.Set(h)
 	}
 	return late, demoDocs, nil
 }
 
 // serveConfig is the public listener's.
-func (p *process) serveConfig(ln net.Listener, late *lateHandler, demoDocs bool) listener.ServeConfig {
+func (p *process) serveConfig(ln net.Listener, late *listener.LateHandler, demoDocs bool) listener.ServeConfig {
 	cfg := p.cfg
 	return listener.ServeConfig{
 		Addr:            cfg.Addr,
@@ -302,7 +306,7 @@ func (p *process) serveConfig(ln net.Listener, late *lateHandler, demoDocs bool)
 					p.log.Error("documentation site not served", "error", err)
 					h, _ = p.newHandler(docsite.DefaultDocsURL, "")
 				}
-				late.set(h)
+				late.Set(h)
 			}
 			if p.demo != nil {
 				p.demo.printBanner(p.stdout, addr, cfg.TLSCert != "")
