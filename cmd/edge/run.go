@@ -15,7 +15,6 @@ import (
 
 	"github.com/partner-edge/partner-edge/edge/keys"
 	"github.com/partner-edge/partner-edge/edge/listener"
-	"github.com/partner-edge/partner-edge/mapping"
 	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/cache"
@@ -59,62 +58,32 @@ func newCatalog(cfg settings, baseURL string, mode keys.Mode, version string, lo
 // newShadowedCatalog is newCatalog whose loads are each handed to sh after
 // they end (nil: none; shadow.go).
 func newShadowedCatalog(cfg settings, baseURL string, mode keys.Mode, version string, log *slog.Logger, tel *observability.Telemetry, fm *member, sh *shadow.Shadow) (upstream.Catalog, func(), error) {
-	log = log.With("pms", string(mode))
-	pm, err := upstream.NewPMSMetrics(tel.Meter(), string(mode))
-	if err != nil {
-		return nil, nil, fmt.Errorf("PMS metrics: %w", err)
-	}
-	cm, err := cache.NewMetrics(tel.Meter(), string(mode))
-	if err != nil {
-		return nil, nil, fmt.Errorf("cache metrics: %w", err)
-	}
-	rejections, err := upstream.NewRejectionMetrics(tel.Meter())
-	if err != nil {
-		return nil, nil, fmt.Errorf("mapping rejection metrics: %w", err)
-	}
-	client, err := upstream.NewClient(upstream.ClientConfig{
-		BaseURL:        baseURL,
-		Token:          cfg.PMSToken,
-		Version:        version,
-		CallTimeout:    cfg.PMSTimeout,
-		AttemptTimeout: cfg.PMSAttempt,
-		MaxWalkBytes:   cfg.PMSMaxWalkBytes,
-		Tracer:         tel.Tracer(),
-		Metrics:        pm,
-		WrapTransport:  func(rt http.RoundTripper) http.RoundTripper { return tel.Transport(rt, upstream.ResendCount) },
-		Logger:         log,
-	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("PMS client (%s): %w", mode, err)
-	}
-	direct := upstream.NewDirect(client, upstream.DirectOptions{
-		Brand:      cfg.Brand,
-		CodeSource: cfg.CodeSource,
-		OnReject: func(r *mapping.Rejection) {
-			rejections.Rejected(context.Background(), r.Reason)
-			log.Warn("pms record rejected", "hotel_id", r.HotelID, "reason", string(r.Reason))
-		},
-	})
-	cc := cache.Config{
-		Key:         cfg.Brand + "/" + string(mode),
-		TTL:         cfg.CacheTTL,
-		Stale:       cfg.CacheStale,
-		LoadTimeout: cfg.PMSTimeout,
-		Logger:      log,
-		Metrics:     cm,
-	}
+	cc := cache.Config{Key: cfg.Brand + "/" + string(mode), TTL: cfg.CacheTTL, Stale: cfg.CacheStale, LoadTimeout: cfg.PMSTimeout}
 	if fm != nil { // loads shared through Redis (fleet.go)
-		cc.Load = fm.loader(direct, mode, cfg.CacheTTL, cfg.PMSTimeout)
 		cc.RefreshAhead = fleet.RefreshAhead
 	}
-	if sh != nil {
-		load := cc.Load
-		if load == nil {
-			load = direct.Snapshot
-		}
-		cc.Load = sh.After(string(mode), load)
+	c, err := cache.NewPMS(cache.PMSConfig{
+		Mode: string(mode),
+		Client: upstream.ClientConfig{BaseURL: baseURL, Token: cfg.PMSToken, Version: version,
+			CallTimeout: cfg.PMSTimeout, AttemptTimeout: cfg.PMSAttempt, MaxWalkBytes: cfg.PMSMaxWalkBytes},
+		Direct:    upstream.DirectOptions{Brand: cfg.Brand, CodeSource: cfg.CodeSource},
+		Cache:     cc,
+		Telemetry: tel,
+		Log:       log,
+		WrapLoad: func(d *upstream.Direct) cache.Loader {
+			load := fm.loader(d, mode, cfg.CacheTTL, cfg.PMSTimeout) // nil without a fleet
+			if sh == nil {
+				return load
+			}
+			if load == nil {
+				load = d.Snapshot
+			}
+			return sh.After(string(mode), load)
+		},
+	})
+	if err != nil {
+		return nil, nil, err
 	}
-	c := cache.New(direct, cc)
 	return c, c.Close, nil
 }
 
