@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/partner-edge/partner-edge/internal/settingval"
 	"github.com/partner-edge/partner-edge/mapping"
@@ -35,18 +34,11 @@ var pmsCheckEnv = []string{"EDGE_BRAND", "EDGE_CODE_SOURCE", "PMS_BASE_URL", "PM
 	"PMS_CANDIDATE_URL", "PMS_CANDIDATE_TOKEN", "EDGE_PMS_TIMEOUT", "EDGE_PMS_ATTEMPT_TIMEOUT", "EDGE_PMS_MAX_WALK_BYTES",
 	"PMS_CANDIDATE_MAX_WALK_BYTES"}
 
-// checkOptions are edge pms check's own flags.
+// checkOptions are edge pms check's settings and flags.
 type checkOptions struct {
-	json                bool
-	save, baseline      string
-	sandbox, candidate  bool
-	gets, pageSize      int
-	brand, baseURL, tok string
-	brandDefaulted      bool // EDGE_BRAND unset: the demo's brand
-	codeSource          mapping.CodeSource
-	callTimeout         time.Duration
-	attemptTimeout      time.Duration
-	maxWalkBytes        int64 // EDGE_PMS_MAX_WALK_BYTES (with --candidate PMS_CANDIDATE_MAX_WALK_BYTES), as the edge
+	cmd                pmscheck.Command // what runs
+	sandbox, candidate bool
+	brandDefaulted     bool // EDGE_BRAND unset: the demo's brand
 }
 
 // runPMSCheck is edge pms check (docs/contract.md section 14): it walks a PMS with the
@@ -56,8 +48,9 @@ type checkOptions struct {
 // usage errors are *exitError with code 2.
 //
 // With no PMS_BASE_URL it checks the demo's embedded simulator (the same
-// data the demo serves: seed 1, or seed 2 with --sandbox), so the command
-// shows what it does with nothing set, as the demo does.
+// data the demo serves: pmsim.DemoLive, or pmsim.DemoSandbox with
+// --sandbox), so the command shows what it does with nothing set, as the
+// demo does.
 func runPMSCheck(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io.Writer) error {
 	o, err := parseCheck(args, getenv, stderr)
 	if errors.Is(err, flag.ErrHelp) {
@@ -66,20 +59,21 @@ func runPMSCheck(ctx context.Context, args []string, getenv lookupEnv, stdout, s
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
-	if o.baseURL == "" {
+	if o.cmd.Config.Client.BaseURL == "" {
 		url, stop, err := startCheckSim(o.sandbox)
 		if err != nil {
 			return err
 		}
 		defer stop()
-		o.baseURL = url
+		o.cmd.Config.Client.BaseURL = url
 		fmt.Fprintf(stderr, "edge pms check: no PMS_BASE_URL: checking the demo's embedded simulator at %s\n", url)
 	}
 	if o.brandDefaulted {
 		fmt.Fprintln(stderr, "edge pms check: EDGE_BRAND unset: checking brand "+pmsim.DemoBrand+" (the demo's)")
 	}
-	_, memLimitSet := getenv("GOMEMLIMIT")
-	err = pmscheck.Command{Config: o.config(), JSON: o.json, Save: o.save, Baseline: o.baseline, LimitMemory: !memLimitSet}.Execute(ctx, stdout)
+	_, memLimitSet := getenv("GOMEMLIMIT") // the operator's limit wins
+	o.cmd.LimitMemory = !memLimitSet
+	err = o.cmd.Execute(ctx, stdout)
 	var ue *pmscheck.UsageError
 	if errors.As(err, &ue) {
 		return &exitError{code: 2, err: ue.Err}
@@ -87,35 +81,10 @@ func runPMSCheck(ctx context.Context, args []string, getenv lookupEnv, stdout, s
 	return err
 }
 
-// config is the check's pmscheck.Config: the edge's client settings.
-func (o *checkOptions) config() pmscheck.Config {
-	mode := "live"
-	switch {
-	case o.sandbox:
-		mode = "test"
-	case o.candidate:
-		mode = "candidate"
-	}
-	return pmscheck.Config{
-		Client: upstream.ClientConfig{
-			BaseURL:        o.baseURL,
-			Token:          o.tok,
-			Version:        buildVersion(),
-			PageSize:       o.pageSize,
-			CallTimeout:    o.callTimeout,
-			AttemptTimeout: o.attemptTimeout,
-			MaxWalkBytes:   o.maxWalkBytes,
-		},
-		Brand:      o.brand,
-		Mode:       mode,
-		CodeSource: o.codeSource,
-		Gets:       o.gets,
-	}
-}
-
 // checkLine is edge pms check's command line: the edge's settings of
 // pmsCheckEnv and the check's own flags.
 func checkLine(o *checkOptions) cmdLine {
+	c := &o.cmd
 	return cmdLine{name: "edge pms check", settings: pmsCheckEnv, usage: []string{
 		"usage: edge pms check [--json] [--save FILE] [--baseline FILE] [--sandbox | --candidate]",
 		"\nWalks the PMS with the edge's own client, checks every answer against",
@@ -124,13 +93,13 @@ func checkLine(o *checkOptions) cmdLine {
 		"property is gone or now rejected; 2 usage error. With no PMS_BASE_URL the",
 		"demo's embedded simulator is checked. See docs/pms-changes.md.",
 	}, flags: func(fs *flag.FlagSet) {
-		fs.BoolVar(&o.json, "json", false, "print the machine report (JSON) instead of the human one")
-		fs.StringVar(&o.save, "save", "", "write the partner-visible result to this file (a later --baseline)")
-		fs.StringVar(&o.baseline, "baseline", "", "compare with a result saved by --save: properties added, removed, changed")
+		fs.BoolVar(&c.JSON, "json", false, "print the machine report (JSON) instead of the human one")
+		fs.StringVar(&c.Save, "save", "", "write the partner-visible result to this file (a later --baseline)")
+		fs.StringVar(&c.Baseline, "baseline", "", "compare with a result saved by --save: properties added, removed, changed")
 		fs.BoolVar(&o.sandbox, "sandbox", false, "check PMS_SANDBOX_URL (test mode) instead of PMS_BASE_URL")
 		fs.BoolVar(&o.candidate, "candidate", false, "check PMS_CANDIDATE_URL with PMS_CANDIDATE_TOKEN instead of PMS_BASE_URL")
-		fs.IntVar(&o.gets, "gets", pmscheck.DefaultGets, "listed properties also read on the get route (plus one unknown id); 0: none")
-		fs.IntVar(&o.pageSize, "page-size", upstream.DefaultPageSize, "list page size asked of the PMS, 1..500 (the edge asks 500)")
+		fs.IntVar(&c.Config.Gets, "gets", pmscheck.DefaultGets, "listed properties also read on the get route (plus one unknown id); 0: none")
+		fs.IntVar(&c.Config.Client.PageSize, "page-size", upstream.DefaultPageSize, "list page size asked of the PMS, 1..500 (the edge asks 500)")
 	}}
 }
 
@@ -146,55 +115,55 @@ func parseCheck(args []string, getenv lookupEnv, stderr io.Writer) (checkOptions
 	if err := noArgs(rest); err != nil {
 		return o, err
 	}
-	o.brand = p.str("EDGE_BRAND")
-	o.codeSource = read(p, "EDGE_CODE_SOURCE", mapping.ParseCodeSource)
-	o.callTimeout = read(p, "EDGE_PMS_TIMEOUT", settingval.Duration)
-	o.attemptTimeout = read(p, "EDGE_PMS_ATTEMPT_TIMEOUT", settingval.Duration)
-	o.maxWalkBytes = read(p, "EDGE_PMS_MAX_WALK_BYTES", settingval.Size)
-	o.tok = p.str("PMS_TOKEN")
+	c, cl := &o.cmd.Config, &o.cmd.Config.Client
+	c.Brand, c.CodeSource = p.str("EDGE_BRAND"), read(p, "EDGE_CODE_SOURCE", mapping.ParseCodeSource)
+	cl.CallTimeout = read(p, "EDGE_PMS_TIMEOUT", settingval.Duration)
+	cl.AttemptTimeout = read(p, "EDGE_PMS_ATTEMPT_TIMEOUT", settingval.Duration)
+	cl.MaxWalkBytes = read(p, "EDGE_PMS_MAX_WALK_BYTES", settingval.Size)
+	cl.Token, cl.Version = p.str("PMS_TOKEN"), buildVersion()
 	o.choosePMS(p)
-	if o.brand == "" {
+	if c.Brand == "" {
 		// The demo's brand. Unlike the edge, the check does not refuse to
 		// start without EDGE_BRAND: it names the brand it checked in its
 		// report, and a brand the PMS does not know lists as empty.
-		o.brand = pmsim.DemoBrand
-		o.brandDefaulted = true
+		c.Brand, o.brandDefaulted = pmsim.DemoBrand, true
 	}
-	if o.pageSize < 1 || o.pageSize > 500 {
-		p.fail(fmt.Errorf("--page-size %d: want 1..500", o.pageSize))
+	if cl.PageSize < 1 || cl.PageSize > 500 {
+		p.fail(fmt.Errorf("--page-size %d: want 1..500", cl.PageSize))
 	}
-	if o.gets < 0 {
-		p.fail(fmt.Errorf("--gets %d: want 0 or more", o.gets))
+	if c.Gets < 0 {
+		p.fail(fmt.Errorf("--gets %d: want 0 or more", c.Gets))
 	}
-	if o.gets == 0 {
-		o.gets = -1 // pmscheck: negative means none
+	if c.Gets == 0 {
+		c.Gets = -1 // pmscheck: negative means none
 	}
-	if o.callTimeout <= 0 || o.attemptTimeout <= 0 {
+	if cl.CallTimeout <= 0 || cl.AttemptTimeout <= 0 {
 		p.fail(errors.New("EDGE_PMS_TIMEOUT and EDGE_PMS_ATTEMPT_TIMEOUT must be positive"))
 	}
 	return o, errors.Join(p.errs...)
 }
 
-// choosePMS sets the PMS checked: PMS_BASE_URL, or with --sandbox
-// PMS_SANDBOX_URL, or with --candidate PMS_CANDIDATE_URL with its token
-// and bound.
+// choosePMS sets the PMS checked and its mode: PMS_BASE_URL (live), or
+// with --sandbox PMS_SANDBOX_URL (test), or with --candidate
+// PMS_CANDIDATE_URL with its token and bound (candidate).
 func (o *checkOptions) choosePMS(p *parser) {
 	live := read(p, "PMS_BASE_URL", settingval.URL)
 	sandbox := read(p, "PMS_SANDBOX_URL", settingval.URL)
 	candidate := read(p, "PMS_CANDIDATE_URL", settingval.URL)
-	o.baseURL = live
+	c := &o.cmd.Config
+	c.Client.BaseURL, c.Mode = live, "live"
 	switch {
 	case o.sandbox && o.candidate:
 		p.fail(errors.New("--sandbox and --candidate: choose one"))
 	case o.sandbox && live != "" && sandbox == "":
 		p.fail(errors.New("--sandbox needs PMS_SANDBOX_URL"))
 	case o.sandbox:
-		o.baseURL = sandbox
+		c.Client.BaseURL, c.Mode = sandbox, "test"
 	case o.candidate && candidate == "":
 		p.fail(errors.New("--candidate needs PMS_CANDIDATE_URL"))
 	case o.candidate:
-		o.baseURL, o.tok = candidate, p.str("PMS_CANDIDATE_TOKEN")
-		o.maxWalkBytes = read(p, "PMS_CANDIDATE_MAX_WALK_BYTES", settingval.Size)
+		c.Client.BaseURL, c.Client.Token, c.Mode = candidate, p.str("PMS_CANDIDATE_TOKEN"), "candidate"
+		c.Client.MaxWalkBytes = read(p, "PMS_CANDIDATE_MAX_WALK_BYTES", settingval.Size)
 	}
 }
 
