@@ -78,9 +78,7 @@ type setting struct {
 	// emptySet: a variable set to the empty string means the empty value
 	// (EDGE_ADMIN_ADDR= disables the admin listener). Otherwise an empty
 	// variable means the default, as an unset one does.
-	emptySet      bool
-	value, source string // resolved value, and "VAR" or "--flag" for messages
-	set           bool   // given by the variable or the flag, not defaulted
+	emptySet bool
 }
 
 func settingTable() []*setting {
@@ -148,16 +146,15 @@ type cmdLine struct {
 	flags    func(fs *flag.FlagSet) // the command's own flags; nil: none
 }
 
-// parse parses args and resolves the command's settings: the variable's
-// value (an empty one is the default unless the setting is emptySet), or
-// the flag's when given. --help prints the usage and returns
-// flag.ErrHelp. It returns the parser of the resolved settings and the
-// positional arguments.
+// parse parses args and resolves the command's settings
+// (settingval.Parse). --help prints the usage and returns flag.ErrHelp. It
+// returns the parser of the resolved settings and the positional
+// arguments.
 func (c cmdLine) parse(args []string, getenv lookupEnv, stderr io.Writer) (*parser, []string, error) {
-	var table []*setting
+	var specs []settingval.Spec
 	for _, st := range settingTable() {
 		if c.settings == nil || slices.Contains(c.settings, st.env) {
-			table = append(table, st)
+			specs = append(specs, settingval.Spec{Env: st.env, Flag: st.flag, Def: st.def, Help: st.help, EmptySet: st.emptySet})
 		}
 	}
 	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
@@ -165,51 +162,11 @@ func (c cmdLine) parse(args []string, getenv lookupEnv, stderr io.Writer) (*pars
 	if c.flags != nil {
 		c.flags(fs)
 	}
-	own := map[string]bool{}
-	fs.VisitAll(func(f *flag.Flag) { own[f.Name] = true })
-	flagVals := make(map[string]*string, len(table))
-	for _, st := range table {
-		flagVals[st.flag] = fs.String(st.flag, "", fmt.Sprintf("%s (env %s, default %q)", st.help, st.env, st.def))
-	}
-	fs.Usage = func() { c.printUsage(fs, own, table) }
-	if err := fs.Parse(args); err != nil {
+	got, err := settingval.Parse(fs, c.usage, specs, args, getenv)
+	if err != nil {
 		return nil, nil, err
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	get := make(map[string]*setting, len(table))
-	for _, st := range table {
-		st.value, st.source = st.def, st.env
-		if v, ok := getenv(st.env); ok && (v != "" || st.emptySet) {
-			st.value, st.set = v, true
-		}
-		if set[st.flag] {
-			st.value, st.source, st.set = *flagVals[st.flag], "--"+st.flag, true
-		}
-		get[st.env] = st
-	}
-	return &parser{get: get}, fs.Args(), nil
-}
-
-// printUsage is --help: the usage lines, the command's own flags, then its
-// settings.
-func (c cmdLine) printUsage(fs *flag.FlagSet, own map[string]bool, table []*setting) {
-	w := fs.Output()
-	for _, l := range c.usage {
-		fmt.Fprintln(w, l)
-	}
-	if len(own) > 0 {
-		fmt.Fprintln(w, "\nFlags:")
-		fs.VisitAll(func(f *flag.Flag) {
-			if own[f.Name] {
-				fmt.Fprintf(w, "  --%s (default %q)\n        %s\n", f.Name, f.DefValue, f.Usage)
-			}
-		})
-	}
-	fmt.Fprintln(w, "\nSettings (a flag overrides its environment variable):")
-	for _, st := range table {
-		fmt.Fprintf(w, "  --%s, %s (default %q)\n        %s\n", st.flag, st.env, st.def, st.help)
-	}
+	return &parser{get: got}, fs.Args(), nil
 }
 
 // noArgs refuses positional arguments.
@@ -289,7 +246,7 @@ func (p *parser) settings() settings {
 		FleetSecret:           p.secret("EDGE_FLEET_SECRET"),
 		PMSMaxWalkBytes:       read(p, "EDGE_PMS_MAX_WALK_BYTES", settingval.Size),
 		DocsPath:              read(p, "EDGE_DOCS_PATH", settingval.DocsPath),
-		AddrSet:               p.get["EDGE_ADDR"].set,
+		AddrSet:               p.get["EDGE_ADDR"].Set,
 
 		AccessLog:       p.str("EDGE_ACCESS_LOG"),
 		AccessLogSample: read(p, "EDGE_ACCESS_LOG_SAMPLE", settingval.Float),
@@ -326,7 +283,7 @@ func (p *parser) checkTogether(s *settings) {
 
 // parser converts settings, collecting every error.
 type parser struct {
-	get  map[string]*setting
+	get  map[string]settingval.Got // by variable
 	errs []error
 }
 
@@ -334,18 +291,18 @@ func (p *parser) fail(err error) { p.errs = append(p.errs, err) }
 
 // bad reports st's value as invalid; the value is shown redacted
 // (settingval.Redact): no start-up error prints a secret.
-func (p *parser) bad(st *setting, want string) {
-	p.fail(fmt.Errorf("invalid %s %q: %s", st.source, settingval.Redact(st.value), want))
+func (p *parser) bad(st settingval.Got, want string) {
+	p.fail(fmt.Errorf("invalid %s %q: %s", st.Source, settingval.Redact(st.Value), want))
 }
 
-func (p *parser) str(env string) string { return p.get[env].value }
+func (p *parser) str(env string) string { return p.get[env].Value }
 
 // read reads env's setting with conv (settingval's readers, or a
 // package's own parser); a refused value is a start-up error naming the
 // setting and the value, redacted.
 func read[T any](p *parser, env string, conv func(string) (T, error)) T {
 	st := p.get[env]
-	v, err := conv(st.value)
+	v, err := conv(st.Value)
 	if err != nil {
 		p.bad(st, err.Error())
 	}
@@ -384,7 +341,7 @@ func (p *parser) redis() fleet.Settings {
 		ReadFile:         listener.ReadTLSFile,
 	}
 	check := s
-	if p.get["EDGE_REDIS_URL"].value != "" && s.URL == "" {
+	if p.get["EDGE_REDIS_URL"].Value != "" && s.URL == "" {
 		check.URL = "redis://refused" // refused above, but still a form for the rules below
 	}
 	if err := check.Check(); err != nil {

@@ -19,7 +19,7 @@ const maxRate = 1e6
 // secret reads a setting that is never echoed: errors name the variable
 // only.
 func (p *parser) secret(env string) []byte {
-	return []byte(p.get[env].value)
+	return []byte(p.get[env].Value)
 }
 
 // checkBounds refuses what would not be enforced as configured
@@ -39,7 +39,7 @@ func (p *parser) checkBounds(s *settings) {
 		}
 	}
 	if s.Redis.Configured() && len(s.FleetSecret) < minFleetSecret {
-		src := p.get["EDGE_FLEET_SECRET"].source
+		src := p.get["EDGE_FLEET_SECRET"].Source
 		if len(s.FleetSecret) == 0 {
 			p.fail(fmt.Errorf("%s is required when %s is set: a random secret of at least %d bytes shared by every instance (docs/contract.md section 15)", src, redisSetting(s.Redis), minFleetSecret))
 		} else {
