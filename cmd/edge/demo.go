@@ -28,24 +28,25 @@ type demoEnv struct {
 
 // startDemo starts the simulators and points cfg at them. A key file given
 // by the operator is used as is; otherwise demo keys are minted.
-func startDemo(ctx context.Context, cfg *settings, getenv func(string) string, log *slog.Logger) (*demoEnv, error) {
+func startDemo(ctx context.Context, cfg *settings, getenv func(string) string, log *slog.Logger) (_ *demoEnv, err error) {
 	d := &demoEnv{}
 	demoDefaults(cfg)
-	var err error
 	if d.tel, err = observability.New(ctx, observability.Config{ServiceName: "pmsim", Getenv: getenv}); err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			d.close()
+		}
+	}()
 	if cfg.PMSBaseURL, err = d.serveSim(pmsim.New(pmsim.DemoLive)); err != nil {
-		d.close()
 		return nil, err
 	}
 	if cfg.PMSSandbox, err = d.serveSim(pmsim.New(pmsim.DemoSandbox)); err != nil {
-		d.close()
 		return nil, err
 	}
 	if cfg.KeysFile == "" {
-		if err := d.writeKeys(cfg.Brand); err != nil {
-			d.close()
+		if err = d.writeKeys(cfg.Brand); err != nil {
 			return nil, err
 		}
 		cfg.KeysFile = filepath.Join(d.dir, "keys.json")

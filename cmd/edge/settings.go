@@ -178,12 +178,7 @@ func noArgs(rest []string) error {
 }
 
 // edgeLine is the edge's own command line: every setting.
-var edgeLine = cmdLine{name: "edge", usage: []string{
-	"usage: edge [flags]        run the edge (no settings: the demo)",
-	"       edge keys COMMAND ...   manage the key file: add, list, suspend, resume, revoke, rotate, check, new (edge keys --help)",
-	"       edge docs build DIR write the documentation site (edge docs build --help)",
-	"       edge pms check ...  check a PMS against docs/pms-api.md (edge pms check --help)",
-}}
+var edgeLine = cmdLine{name: "edge", usage: commandsUsage}
 
 // parseSettings resolves every setting of the edge. --help prints the
 // table and returns flag.ErrHelp. Errors name the variable (or flag) and
