@@ -89,23 +89,16 @@ func newShadowedCatalog(cfg settings, baseURL string, mode keys.Mode, version st
 
 // reloadOnHangup re-reads the key file, and asks for the TLS pair to be
 // re-read (a pending request is enough), on every SIGHUP until ctx is done.
-func reloadOnHangup(ctx context.Context, store *keys.Store, tlsReload chan<- struct{}, log *slog.Logger) {
+func reloadOnHangup(ctx context.Context, store *keys.Store, tlsReload chan<- struct{}) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	for {
+	store.ReloadOn(ctx, hup, func() {
 		select {
-		case <-ctx.Done():
-			return
-		case <-hup:
-			log.Info("SIGHUP: reloading keys")
-			_ = store.Reload() // Reload logs the outcome; old keys stay on failure
-			select {
-			case tlsReload <- struct{}{}:
-			default:
-			}
+		case tlsReload <- struct{}{}:
+		default:
 		}
-	}
+	})
 }
 
 // bindListeners binds the public listener (EDGE_ADDR) and, unless

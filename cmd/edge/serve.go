@@ -175,7 +175,7 @@ func (p *process) startKeys(ctx context.Context) error {
 			p.log.Warn("key file watch stopped; SIGHUP still reloads", "error", err)
 		}
 	}()
-	go func() { defer p.wg.Done(); reloadOnHangup(ctx, store, p.tlsReload, p.log) }()
+	go func() { defer p.wg.Done(); reloadOnHangup(ctx, store, p.tlsReload) }()
 	return nil
 }
 
