@@ -14,20 +14,15 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"sort"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/partner-edge/partner-edge/internal/cli"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "otlpsink:", err)
-		os.Exit(1)
-	}
+	cli.Main("otlpsink", func(ctx context.Context) error { return run(ctx, os.Args, os.Stdout) })
 }
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
