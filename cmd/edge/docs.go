@@ -41,15 +41,11 @@ func runDocs(args []string, getenv lookupEnv, stdout, stderr io.Writer) error {
 	if err := errors.Join(p.errs...); err != nil {
 		return err
 	}
-	site, err := docsite.Build(docsite.Options{DocsURL: docsURL})
+	n, err := docsite.WriteSite(rest[0], docsURL)
 	if err != nil {
 		return err
 	}
-	if err := site.WriteDir(rest[0]); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "wrote %d files of the documentation site to %s (problem types under %s/errors/)\n",
-		len(site.Files()), rest[0], docsURL)
+	fmt.Fprintf(stdout, "wrote %d files of the documentation site to %s (problem types under %s/errors/)\n", n, rest[0], docsURL)
 	return nil
 }
 

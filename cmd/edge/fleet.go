@@ -47,7 +47,7 @@ func joinFleet(ctx context.Context, cfg settings, log *slog.Logger, tel *observa
 	fc.Log, fc.Meter, fc.Tracer = log, tel.MeterProvider().Meter(observability.ScopeName), tel.TracerProvider()
 	client, err := fleet.New(fc)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", redisSetting(cfg.Redis), err)
+		return nil, fmt.Errorf("%s: %w", cfg.Redis.Variable(), err)
 	}
 	client.Announce(ctx, cfg.Redis.Describe(), log)
 	return newMember(cfg.Brand, client, cfg.FleetSecret, log), nil

@@ -23,16 +23,11 @@ type exitError struct {
 
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
+func (e *exitError) ExitCode() int { return e.code } // cli.ExitCoder
 
 func usageError(format string, a ...any) error {
 	return &exitError{code: 2, err: fmt.Errorf(format, a...)}
 }
-
-// pmsCheckEnv are the edge's settings that edge pms check reads: the same
-// PMS, brand, code source and client deadlines as the edge itself.
-var pmsCheckEnv = []string{"EDGE_BRAND", "EDGE_CODE_SOURCE", "PMS_BASE_URL", "PMS_SANDBOX_URL", "PMS_TOKEN",
-	"PMS_CANDIDATE_URL", "PMS_CANDIDATE_TOKEN", "EDGE_PMS_TIMEOUT", "EDGE_PMS_ATTEMPT_TIMEOUT", "EDGE_PMS_MAX_WALK_BYTES",
-	"PMS_CANDIDATE_MAX_WALK_BYTES"}
 
 // checkOptions are edge pms check's settings and flags.
 type checkOptions struct {
@@ -81,11 +76,14 @@ func runPMSCheck(ctx context.Context, args []string, getenv lookupEnv, stdout, s
 	return err
 }
 
-// checkLine is edge pms check's command line: the edge's settings of
-// pmsCheckEnv and the check's own flags.
+// checkLine is edge pms check's command line: the edge's settings it
+// reads (the same PMS, brand, code source and client deadlines as the edge
+// itself) and the check's own flags.
 func checkLine(o *checkOptions) cmdLine {
 	c := &o.cmd
-	return cmdLine{name: "edge pms check", settings: pmsCheckEnv, usage: []string{
+	return cmdLine{name: "edge pms check", settings: []string{"EDGE_BRAND", "EDGE_CODE_SOURCE", "PMS_BASE_URL",
+		"PMS_SANDBOX_URL", "PMS_TOKEN", "PMS_CANDIDATE_URL", "PMS_CANDIDATE_TOKEN", "EDGE_PMS_TIMEOUT",
+		"EDGE_PMS_ATTEMPT_TIMEOUT", "EDGE_PMS_MAX_WALK_BYTES", "PMS_CANDIDATE_MAX_WALK_BYTES"}, usage: []string{
 		"usage: edge pms check [--json] [--save FILE] [--baseline FILE] [--sandbox | --candidate]",
 		"\nWalks the PMS with the edge's own client, checks every answer against",
 		"docs/pms-api.md, maps every record and reports what partners would see.",

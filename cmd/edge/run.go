@@ -11,7 +11,6 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"syscall"
-	"time"
 
 	"github.com/partner-edge/partner-edge/edge/keys"
 	"github.com/partner-edge/partner-edge/edge/listener"
@@ -105,15 +104,13 @@ func reloadOnHangup(ctx context.Context, store *keys.Store, tlsReload chan<- str
 // EDGE_ADMIN_ADDR is empty, the admin one (nil otherwise). An error names
 // the setting that could not be bound.
 func bindListeners(cfg settings) (public, admin net.Listener, err error) {
-	public, err = net.Listen("tcp", cfg.Addr)
-	if err != nil {
+	if public, err = net.Listen("tcp", cfg.Addr); err != nil {
 		return nil, nil, fmt.Errorf("EDGE_ADDR: cannot listen on %s: %w", cfg.Addr, err)
 	}
 	if cfg.AdminAddr == "" {
 		return public, nil, nil
 	}
-	admin, err = net.Listen("tcp", cfg.AdminAddr)
-	if err != nil {
+	if admin, err = net.Listen("tcp", cfg.AdminAddr); err != nil {
 		_ = public.Close()
 		return nil, nil, fmt.Errorf("EDGE_ADMIN_ADDR: cannot listen on %s (set it empty or off to run without the admin listener): %w", cfg.AdminAddr, err)
 	}
@@ -130,16 +127,7 @@ func serveAdmin(ctx context.Context, ln net.Listener, addr string, tel *observab
 	mux.Handle("/", observability.AdminHandler(tel.MetricsHandler(), cmdline))
 	mux.Handle("GET /fleet", fleetState)
 	mux.Handle("GET /shadow", shadowState)
-	err := listener.Serve(ctx, listener.ServeConfig{
-		Addr:     addr,
-		Listener: ln,
-		Handler:  mux,
-		// /debug/pprof/profile streams for 30 s by default.
-		RequestTimeout: time.Minute,
-		Logger:         log,
-		OnListen:       func(a net.Addr) { log.Info("admin listening", "addr", a.String()) },
-	})
-	if err != nil {
+	if err := listener.ServeAdmin(ctx, ln, addr, mux, log); err != nil {
 		log.Error("admin listener stopped; metrics and pprof are off", "error", err)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"math"
 
 	"github.com/partner-edge/partner-edge/edge/ratelimit"
-	"github.com/partner-edge/partner-edge/upstream/fleet"
 )
 
 // minFleetSecret is the shortest EDGE_FLEET_SECRET taken (docs/contract.md section 15):
@@ -41,20 +40,9 @@ func (p *parser) checkBounds(s *settings) {
 	if s.Redis.Configured() && len(s.FleetSecret) < minFleetSecret {
 		src := p.get["EDGE_FLEET_SECRET"].Source
 		if len(s.FleetSecret) == 0 {
-			p.fail(fmt.Errorf("%s is required when %s is set: a random secret of at least %d bytes shared by every instance (docs/contract.md section 15)", src, redisSetting(s.Redis), minFleetSecret))
+			p.fail(fmt.Errorf("%s is required when %s is set: a random secret of at least %d bytes shared by every instance (docs/contract.md section 15)", src, s.Redis.Variable(), minFleetSecret))
 		} else {
 			p.fail(fmt.Errorf("%s is too short (%d bytes): want at least %d bytes", src, len(s.FleetSecret), minFleetSecret))
 		}
 	}
-}
-
-// redisSetting names the setting that names the fleet's Redis.
-func redisSetting(r fleet.Settings) string {
-	switch r.Form() {
-	case fleet.FormSentinel:
-		return "EDGE_REDIS_SENTINELS"
-	case fleet.FormCluster:
-		return "EDGE_REDIS_CLUSTER"
-	}
-	return "EDGE_REDIS_URL"
 }

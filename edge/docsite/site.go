@@ -168,3 +168,13 @@ func HandlerAt(docsURL, basePath string) (http.Handler, error) {
 	}
 	return site.Handler(), nil
 }
+
+// WriteSite builds the site with problem types under docsURL and writes it
+// into dir (`edge docs build`); it returns how many files it wrote.
+func WriteSite(dir, docsURL string) (int, error) {
+	site, err := Build(Options{DocsURL: docsURL})
+	if err != nil {
+		return 0, err
+	}
+	return len(site.Files()), site.WriteDir(dir)
+}
