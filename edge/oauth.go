@@ -159,3 +159,21 @@ func (s *server) addResourceMetadata(err error) {
 		pe.Header = http.Header{"Www-Authenticate": {c + s.oauth.challenge401}}
 	}
 }
+
+// NewOAuth turns access tokens on (docs/contract.md section 12) for cfg's
+// issuer and audience, with clients found in clients. The issuer's keys
+// are fetched now, waiting at most 1 s (then in the background, until ctx
+// ends); an issuer that cannot be reached does not stop the edge (API keys
+// serve; tokens get 503 with Retry-After until a fetch succeeds, at most
+// one per 30 s): it is logged as a warning.
+func NewOAuth(ctx context.Context, cfg oauth.Config, clients ClientStore) (*OAuth, error) {
+	v, err := oauth.New(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if !v.Ready() && cfg.Logger != nil {
+		cfg.Logger.Warn("oauth: no signing keys yet; access tokens get 503 until the issuer answers",
+			"issuer", cfg.Issuer)
+	}
+	return &OAuth{Issuer: cfg.Issuer, Audience: cfg.Audience, Verifier: v, Clients: clients}, nil
+}

@@ -162,6 +162,11 @@ var jsonSafe = func() (t [256]bool) {
 // (encoding/json's rules without HTML escaping): \" \\ \n \r \t, \u00XX for
 // the other control characters, \ufffd for invalid UTF-8, and U+2028 and
 // U+2029 escaped.
+//
+// mapping's appendString (encode.go) shares its loop: they stay apart
+// because observability and mapping import nothing of ours
+// (docs/architecture.md), and their rules differ (encoding/json's HTML
+// escaping and short \b \f there, slog's quoting here).
 func appendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0

@@ -27,6 +27,9 @@ import (
 	"time"
 )
 
+// main is the six lines cmd/internal/cli.Main gives the shipped programs,
+// written out: bench may not import cmd/internal (Go's internal rule), and
+// a benchmark tool stays free of the programs' plumbing.
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -3,13 +3,10 @@ package main
 import (
 	"context"
 	"crypto/rand"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -23,32 +20,33 @@ import (
 // loopback and a key file of demo keys in a temporary directory.
 type demoEnv struct {
 	liveKey, testKey string
-	docsURL          string // its own documentation site, once it listens; empty: not served
-	servers          []*http.Server
+	docsURL          string   // its own documentation site, once it listens; empty: not served
+	stops            []func() // the simulators' servers
 	dir              string
 	tel              *observability.Telemetry // the simulators' own, as service "pmsim"
 }
 
 // startDemo starts the simulators and points cfg at them. A key file given
 // by the operator is used as is; otherwise demo keys are minted.
-func startDemo(ctx context.Context, cfg *settings, getenv func(string) string, log *slog.Logger) (*demoEnv, error) {
+func startDemo(ctx context.Context, cfg *settings, getenv func(string) string, log *slog.Logger) (_ *demoEnv, err error) {
 	d := &demoEnv{}
 	demoDefaults(cfg)
-	var err error
 	if d.tel, err = observability.New(ctx, observability.Config{ServiceName: "pmsim", Getenv: getenv}); err != nil {
 		return nil, err
 	}
-	if cfg.PMSBaseURL, err = d.serveSim(pmsim.New(pmsim.Config{Seed: 1})); err != nil {
-		d.close()
+	defer func() {
+		if err != nil {
+			d.close()
+		}
+	}()
+	if cfg.PMSBaseURL, err = d.serveSim(pmsim.New(pmsim.DemoLive)); err != nil {
 		return nil, err
 	}
-	if cfg.PMSSandbox, err = d.serveSim(pmsim.New(pmsim.Config{Seed: 2, HotelsPerBrand: 12})); err != nil {
-		d.close()
+	if cfg.PMSSandbox, err = d.serveSim(pmsim.New(pmsim.DemoSandbox)); err != nil {
 		return nil, err
 	}
 	if cfg.KeysFile == "" {
-		if err := d.writeKeys(cfg.Brand); err != nil {
-			d.close()
+		if err = d.writeKeys(cfg.Brand); err != nil {
 			return nil, err
 		}
 		cfg.KeysFile = filepath.Join(d.dir, "keys.json")
@@ -66,58 +64,32 @@ const demoAddr = "127.0.0.1:8080"
 // deployment: the brand and the listen address.
 func demoDefaults(cfg *settings) {
 	if cfg.Brand == "" {
-		cfg.Brand = "aurora"
+		cfg.Brand = pmsim.DemoBrand
 	}
 	if !cfg.AddrSet {
 		cfg.Addr = demoAddr
 	}
 }
 
-func (d *demoEnv) serveSim(sim *pmsim.Sim) (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
+func (d *demoEnv) serveSim(sim *pmsim.Sim) (url string, err error) {
+	url, stop, err := pmsim.ServeLoopback(pmsim.Instrument(sim, d.tel))
+	if err == nil {
+		d.stops = append(d.stops, stop)
 	}
-	srv := &http.Server{Handler: pmsim.Instrument(sim, d.tel), ReadHeaderTimeout: 5 * time.Second}
-	d.servers = append(d.servers, srv)
-	go func() { _ = srv.Serve(ln) }() // ends when close shuts srv down
-	return "http://" + ln.Addr().String(), nil
+	return url, err
 }
 
-func (d *demoEnv) writeKeys(brand string) error {
-	dir, err := os.MkdirTemp("", "partner-edge-demo-")
-	if err != nil {
+func (d *demoEnv) writeKeys(brand string) (err error) {
+	if d.dir, err = os.MkdirTemp("", "partner-edge-demo-"); err != nil {
 		return err
 	}
-	d.dir = dir
-	var recs []keys.Record
-	for _, mode := range []keys.Mode{keys.ModeLive, keys.ModeTest} {
-		token, rec, err := keys.Mint(rand.Reader, brand, mode, nil)
-		if err != nil {
-			return err
-		}
-		rec.Partner = "Demo partner (" + string(mode) + ")"
-		recs = append(recs, rec)
-		if mode == keys.ModeLive {
-			d.liveKey = token
-		} else {
-			d.testKey = token
-		}
-	}
-	b, err := json.MarshalIndent(map[string]any{"keys": recs}, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, "keys.json"), b, 0o600)
+	d.liveKey, d.testKey, err = keys.WriteDemoFile(filepath.Join(d.dir, "keys.json"), brand, rand.Reader)
+	return err
 }
 
 func (d *demoEnv) close() {
-	for _, srv := range d.servers {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		if err := srv.Shutdown(ctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			_ = srv.Close()
-		}
-		cancel()
+	for _, stop := range d.stops {
+		stop()
 	}
 	if d.dir != "" {
 		_ = os.RemoveAll(d.dir)

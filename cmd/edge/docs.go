@@ -5,111 +5,66 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
-	"path"
-	"strings"
-	"sync/atomic"
 
-	"github.com/partner-edge/partner-edge/edge"
+	"github.com/partner-edge/partner-edge/cmd/internal/settingval"
 	"github.com/partner-edge/partner-edge/edge/docsite"
 )
 
+// docsUsage is edge docs build's first line of help.
+const docsUsage = "usage: edge docs build [--docs-url URL] DIR"
+
+// docsBuildLine is edge docs build's command line: the settings that make the
+// docs URL, as the edge reads them.
+var docsBuildLine = cmdLine{name: "edge docs build", settings: []string{"EDGE_DOCS_URL", "EDGE_PUBLIC_URL", "EDGE_DOCS_PATH"},
+	usage: []string{docsUsage, "\nWrites the documentation site into DIR for any static file server; DIR will be",
+		"published at the docs URL (the base of the problem types in the example bodies)."}}
+
 // runDocs is "edge docs build [--docs-url URL] DIR": it writes the
-// documentation site (docs/contract.md section 13) into DIR for any static file server.
-// The docs URL (flag, else EDGE_DOCS_URL, else operations.md's default) is
-// the base of the problem type URIs in the example bodies: the address
-// where DIR will be published.
+// documentation site (docs/contract.md section 13) into DIR for any static
+// file server. The docs URL (docsBuildURL) is the base of the problem type
+// URIs in the example bodies: the address where DIR will be published.
 func runDocs(args []string, getenv lookupEnv, stdout, stderr io.Writer) error {
-	const usage = "usage: edge docs build [--docs-url URL] DIR"
 	if len(args) == 0 || args[0] != "build" {
-		return errors.New(usage)
+		return errors.New(docsUsage)
 	}
-	fs := flag.NewFlagSet("edge docs build", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	def := docsBuildURL(getenv)
-	docsURL := fs.String("docs-url", def, "where DIR will be published: the problem type base (env EDGE_DOCS_URL)")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), usage)
-		fs.PrintDefaults()
+	p, rest, err := docsBuildLine.parse(args[1:], getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
 	}
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return err
-	}
-	if fs.NArg() != 1 || fs.Arg(0) == "" {
-		return errors.New(usage)
-	}
-	if u, err := url.Parse(*docsURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("invalid docs URL %q: want an absolute http or https URL", *docsURL)
-	}
-	site, err := docsite.Build(docsite.Options{DocsURL: *docsURL})
 	if err != nil {
 		return err
 	}
-	if err := site.WriteDir(fs.Arg(0)); err != nil {
+	if len(rest) != 1 || rest[0] == "" {
+		return errors.New(docsUsage)
+	}
+	docsURL := p.docsBuildURL()
+	if err := errors.Join(p.errs...); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "wrote %d files of the documentation site to %s (problem types under %s/errors/)\n",
-		len(site.Files()), fs.Arg(0), strings.TrimRight(*docsURL, "/"))
+	n, err := docsite.WriteSite(rest[0], docsURL)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %d files of the documentation site to %s (problem types under %s/errors/)\n", n, rest[0], docsURL)
 	return nil
 }
 
-// docsBuildURL is the default docs URL of edge docs build: EDGE_DOCS_URL,
-// else EDGE_PUBLIC_URL + EDGE_DOCS_PATH (or /docs) as the edge would serve
-// it, else docsite.DefaultDocsURL.
-func docsBuildURL(getenv lookupEnv) string {
-	if v, _ := getenv("EDGE_DOCS_URL"); v != "" {
-		return v
+// docsBuildURL is the docs URL of edge docs build: EDGE_DOCS_URL, else
+// EDGE_PUBLIC_URL + EDGE_DOCS_PATH (or /docs) as the edge would serve it,
+// else docsite.DefaultDocsURL.
+func (p *parser) docsBuildURL() string {
+	if u := read(p, "EDGE_DOCS_URL", settingval.URL); u != "" {
+		return u
 	}
-	pub, _ := getenv("EDGE_PUBLIC_URL")
+	pub := read(p, "EDGE_PUBLIC_URL", settingval.PublicURL)
 	if pub == "" {
 		return docsite.DefaultDocsURL
 	}
-	dp, set := getenv("EDGE_DOCS_PATH")
-	if !set || dp == "" || dp == "off" {
+	dp := read(p, "EDGE_DOCS_PATH", settingval.DocsPath)
+	if dp == "" {
 		dp = "/docs"
 	}
-	return strings.TrimRight(pub, "/") + "/" + strings.Trim(dp, "/")
-}
-
-// docsPath accepts "off" or empty (no site) or an absolute, clean path
-// outside /v1 (and not "/" itself, which holds /v1).
-func (p *parser) docsPath(env string) string {
-	st := p.get[env]
-	v := st.value
-	if v == "" || v == "off" {
-		return ""
-	}
-	v = strings.TrimRight(v, "/")
-	switch {
-	case !strings.HasPrefix(v, "/") || v == "" || path.Clean(v) != v:
-		p.bad(st, "want an absolute path such as /docs")
-	case v == "/v1" || strings.HasPrefix(v, "/v1/") || strings.HasPrefix(v, "/.well-known"):
-		p.bad(st, "want a path outside /v1 and /.well-known")
-	case strings.ContainsAny(v, "{}*%?#"):
-		p.bad(st, "want a plain path: no {, }, *, %, ? or #")
-	}
-	return v
-}
-
-// publicURL accepts empty or an absolute http(s) URL without query,
-// fragment or credentials; a trailing slash is dropped, as the docs path is
-// appended to it.
-func (p *parser) publicURL(env string) string {
-	st := p.get[env]
-	if st.value == "" {
-		return ""
-	}
-	u, err := url.Parse(st.value)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
-		u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.User != nil {
-		p.bad(st, "want the absolute http or https URL partners call, without query or fragment")
-		return ""
-	}
-	return strings.TrimRight(st.value, "/")
+	return pub + dp
 }
 
 // resolveDocsURL settles docs_url (docs/contract.md section 18): EDGE_DOCS_URL
@@ -130,33 +85,4 @@ func (p *parser) resolveDocsURL(s *settings) {
 	default:
 		p.fail(errors.New("EDGE_DOCS_PATH is off: set EDGE_DOCS_URL to where the documentation site is published"))
 	}
-}
-
-// withDocs adds the documentation site to ec when docsPath is set, built
-// for serving there with problem types under ec.DocsURL.
-func withDocs(ec *edge.Config, docsPath string) error {
-	if docsPath == "" {
-		return nil
-	}
-	site, err := docsite.Build(docsite.Options{DocsURL: ec.DocsURL, BasePath: docsPath})
-	if err != nil {
-		return err
-	}
-	ec.Docs, ec.DocsPath = site.Handler(), docsPath
-	return nil
-}
-
-// lateHandler serves through the handler set last; until one is set it
-// answers 503 (the edge sets one before it accepts a connection).
-type lateHandler struct{ h atomic.Pointer[http.Handler] }
-
-func (l *lateHandler) set(h http.Handler) { l.h.Store(&h) }
-
-func (l *lateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	h := l.h.Load()
-	if h == nil {
-		http.Error(w, "starting", http.StatusServiceUnavailable)
-		return
-	}
-	(*h).ServeHTTP(w, r)
 }

@@ -4,23 +4,13 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
+
+	"github.com/partner-edge/partner-edge/cmd/internal/cli"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args, os.LookupEnv, os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "edge:", err)
-		code := 1
-		var ee *exitError // edge pms check: 2 for usage errors
-		if errors.As(err, &ee) {
-			code = ee.code
-		}
-		os.Exit(code)
-	}
+	cli.Main("edge", func(ctx context.Context) error { // exitError: its own status
+		return run(ctx, os.Args, os.LookupEnv, os.Stdout, os.Stderr)
+	})
 }

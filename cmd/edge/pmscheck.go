@@ -6,15 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
-	"os"
-	"runtime/debug"
-	"runtime/metrics"
-	"slices"
-	"strings"
-	"time"
 
+	"github.com/partner-edge/partner-edge/cmd/internal/settingval"
 	"github.com/partner-edge/partner-edge/mapping"
 	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/pmscheck"
@@ -30,29 +23,17 @@ type exitError struct {
 
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
+func (e *exitError) ExitCode() int { return e.code } // cli.ExitCoder
 
 func usageError(format string, a ...any) error {
 	return &exitError{code: 2, err: fmt.Errorf(format, a...)}
 }
 
-// pmsCheckEnv are the edge's settings that edge pms check reads: the same
-// PMS, brand, code source and client deadlines as the edge itself.
-var pmsCheckEnv = []string{"EDGE_BRAND", "EDGE_CODE_SOURCE", "PMS_BASE_URL", "PMS_SANDBOX_URL", "PMS_TOKEN",
-	"PMS_CANDIDATE_URL", "PMS_CANDIDATE_TOKEN", "EDGE_PMS_TIMEOUT", "EDGE_PMS_ATTEMPT_TIMEOUT", "EDGE_PMS_MAX_WALK_BYTES",
-	"PMS_CANDIDATE_MAX_WALK_BYTES"}
-
-// checkOptions are edge pms check's own flags.
+// checkOptions are edge pms check's settings and flags.
 type checkOptions struct {
-	json                bool
-	save, baseline      string
-	sandbox, candidate  bool
-	gets, pageSize      int
-	brand, baseURL, tok string
-	brandDefaulted      bool // EDGE_BRAND unset: the demo's brand
-	codeSource          mapping.CodeSource
-	callTimeout         time.Duration
-	attemptTimeout      time.Duration
-	maxWalkBytes        int64 // EDGE_PMS_MAX_WALK_BYTES (with --candidate PMS_CANDIDATE_MAX_WALK_BYTES), as the edge
+	cmd                pmscheck.Command // what runs
+	sandbox, candidate bool
+	brandDefaulted     bool // EDGE_BRAND unset: the demo's brand
 }
 
 // runPMSCheck is edge pms check (docs/contract.md section 14): it walks a PMS with the
@@ -62,8 +43,9 @@ type checkOptions struct {
 // usage errors are *exitError with code 2.
 //
 // With no PMS_BASE_URL it checks the demo's embedded simulator (the same
-// data the demo serves: seed 1, or seed 2 with --sandbox), so the command
-// shows what it does with nothing set, as the demo does.
+// data the demo serves: pmsim.DemoLive, or pmsim.DemoSandbox with
+// --sandbox), so the command shows what it does with nothing set, as the
+// demo does.
 func runPMSCheck(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io.Writer) error {
 	o, err := parseCheck(args, getenv, stderr)
 	if errors.Is(err, flag.ErrHelp) {
@@ -72,226 +54,122 @@ func runPMSCheck(ctx context.Context, args []string, getenv lookupEnv, stdout, s
 	if err != nil {
 		return &exitError{code: 2, err: err}
 	}
-	var base *pmscheck.Result
-	if o.baseline != "" {
-		f, err := os.Open(o.baseline)
-		if err != nil {
-			return usageError("--baseline: %w", err)
-		}
-		base, err = pmscheck.LoadResult(f)
-		f.Close()
-		if err != nil {
-			return usageError("--baseline %s: %w", o.baseline, err)
-		}
-	}
-	if o.baseURL == "" {
+	if o.cmd.Config.Client.BaseURL == "" {
 		url, stop, err := startCheckSim(o.sandbox)
 		if err != nil {
 			return err
 		}
 		defer stop()
-		o.baseURL = url
+		o.cmd.Config.Client.BaseURL = url
 		fmt.Fprintf(stderr, "edge pms check: no PMS_BASE_URL: checking the demo's embedded simulator at %s\n", url)
 	}
 	if o.brandDefaulted {
-		fmt.Fprintln(stderr, "edge pms check: EDGE_BRAND unset: checking brand aurora (the demo's)")
+		fmt.Fprintln(stderr, "edge pms check: EDGE_BRAND unset: checking brand "+pmsim.DemoBrand+" (the demo's)")
 	}
-	defer limitCheckMemory(o.maxWalkBytes, getenv)()
-	mode := "live"
-	switch {
-	case o.sandbox:
-		mode = "test"
-	case o.candidate:
-		mode = "candidate"
+	_, memLimitSet := getenv("GOMEMLIMIT") // the operator's limit wins
+	o.cmd.LimitMemory = !memLimitSet
+	err = o.cmd.Execute(ctx, stdout)
+	var ue *pmscheck.UsageError
+	if errors.As(err, &ue) {
+		return &exitError{code: 2, err: ue.Err}
 	}
-	rep, err := pmscheck.Run(ctx, pmscheck.Config{
-		Client: upstream.ClientConfig{
-			BaseURL:        o.baseURL,
-			Token:          o.tok,
-			Version:        buildVersion(),
-			PageSize:       o.pageSize,
-			CallTimeout:    o.callTimeout,
-			AttemptTimeout: o.attemptTimeout,
-			MaxWalkBytes:   o.maxWalkBytes,
-		},
-		Brand:      o.brand,
-		Mode:       mode,
-		CodeSource: o.codeSource,
-		Gets:       o.gets,
-	})
-	if err != nil {
-		return usageError("%w", err)
-	}
-	if base != nil {
-		rep.Compare(base, o.baseline)
-	}
-	if o.json {
-		err = rep.WriteJSON(stdout)
-	} else {
-		err = rep.WriteText(stdout)
-	}
-	if err != nil {
-		return err
-	}
-	if o.save != "" {
-		if rep.Result == nil {
-			return errors.New("pms check: the walk failed, nothing saved to " + o.save)
-		}
-		if err := saveResult(o.save, rep.Result); err != nil {
-			return fmt.Errorf("--save: %w", err)
-		}
-	}
-	if !rep.OK {
-		return errors.New("pms check failed: " + strings.Join(rep.Failures(), "; "))
-	}
-	return nil
+	return err
 }
 
-// limitCheckMemory sets a soft memory limit (runtime/debug.SetMemoryLimit)
-// for the check's walk, unless the operator set GOMEMLIMIT: what the
-// process uses now plus 1.375 times the walk's bound (docs/contract.md section 17:
-// under 1.5 times the bound over its footprint). The check decodes each
-// page whole to check it against the schemas, a garbage of several times
-// the page beside what the walk keeps, which the collector's own pacing
-// (twice what was live) would let pile up; the limit makes it collect in
-// time. It returns the function that puts the previous limit back.
-func limitCheckMemory(bound int64, getenv lookupEnv) func() {
-	if _, set := getenv("GOMEMLIMIT"); set {
-		return func() {}
-	}
-	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
-	metrics.Read(s)
-	var used int64
-	if s[0].Value.Kind() == metrics.KindUint64 && s[1].Value.Kind() == metrics.KindUint64 {
-		used = int64(s[0].Value.Uint64() - s[1].Value.Uint64())
-	}
-	old := debug.SetMemoryLimit(used + bound + bound*3/8)
-	return func() { debug.SetMemoryLimit(old) }
-}
-
-func saveResult(path string, r *pmscheck.Result) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := r.Save(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+// checkLine is edge pms check's command line: the edge's settings it
+// reads (the same PMS, brand, code source and client deadlines as the edge
+// itself) and the check's own flags.
+func checkLine(o *checkOptions) cmdLine {
+	c := &o.cmd
+	return cmdLine{name: "edge pms check", settings: []string{"EDGE_BRAND", "EDGE_CODE_SOURCE", "PMS_BASE_URL",
+		"PMS_SANDBOX_URL", "PMS_TOKEN", "PMS_CANDIDATE_URL", "PMS_CANDIDATE_TOKEN", "EDGE_PMS_TIMEOUT",
+		"EDGE_PMS_ATTEMPT_TIMEOUT", "EDGE_PMS_MAX_WALK_BYTES", "PMS_CANDIDATE_MAX_WALK_BYTES"}, usage: []string{
+		"usage: edge pms check [--json] [--save FILE] [--baseline FILE] [--sandbox | --candidate]",
+		"\nWalks the PMS with the edge's own client, checks every answer against",
+		"docs/pms-api.md, maps every record and reports what partners would see.",
+		"Exit status: 0 OK; 1 an answer breaks docs/pms-api.md, or a baseline",
+		"property is gone or now rejected; 2 usage error. With no PMS_BASE_URL the",
+		"demo's embedded simulator is checked. See docs/pms-changes.md.",
+	}, flags: func(fs *flag.FlagSet) {
+		fs.BoolVar(&c.JSON, "json", false, "print the machine report (JSON) instead of the human one")
+		fs.StringVar(&c.Save, "save", "", "write the partner-visible result to this file (a later --baseline)")
+		fs.StringVar(&c.Baseline, "baseline", "", "compare with a result saved by --save: properties added, removed, changed")
+		fs.BoolVar(&o.sandbox, "sandbox", false, "check PMS_SANDBOX_URL (test mode) instead of PMS_BASE_URL")
+		fs.BoolVar(&o.candidate, "candidate", false, "check PMS_CANDIDATE_URL with PMS_CANDIDATE_TOKEN instead of PMS_BASE_URL")
+		fs.IntVar(&c.Config.Gets, "gets", pmscheck.DefaultGets, "listed properties also read on the get route (plus one unknown id); 0: none")
+		fs.IntVar(&c.Config.Client.PageSize, "page-size", upstream.DefaultPageSize, "list page size asked of the PMS, 1..500 (the edge asks 500)")
+	}}
 }
 
 // parseCheck resolves the check's settings: the edge's own (environment,
-// overridden by a flag of the same name) and the check's flags.
+// overridden by a flag of the same name, through the edge's parser) and
+// the check's flags.
 func parseCheck(args []string, getenv lookupEnv, stderr io.Writer) (checkOptions, error) {
 	var o checkOptions
-	fs := flag.NewFlagSet("edge pms check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.BoolVar(&o.json, "json", false, "print the machine report (JSON) instead of the human one")
-	fs.StringVar(&o.save, "save", "", "write the partner-visible result to this file (a later --baseline)")
-	fs.StringVar(&o.baseline, "baseline", "", "compare with a result saved by --save: properties added, removed, changed")
-	fs.BoolVar(&o.sandbox, "sandbox", false, "check PMS_SANDBOX_URL (test mode) instead of PMS_BASE_URL")
-	fs.BoolVar(&o.candidate, "candidate", false, "check PMS_CANDIDATE_URL with PMS_CANDIDATE_TOKEN instead of PMS_BASE_URL")
-	fs.IntVar(&o.gets, "gets", pmscheck.DefaultGets, "listed properties also read on the get route (plus one unknown id); 0: none")
-	fs.IntVar(&o.pageSize, "page-size", upstream.DefaultPageSize, "list page size asked of the PMS, 1..500 (the edge asks 500)")
-	var table []*setting
-	vals := map[string]*string{}
-	for _, st := range settingTable() {
-		if slices.Contains(pmsCheckEnv, st.env) {
-			table = append(table, st)
-		}
-	}
-	for _, st := range table {
-		vals[st.flag] = fs.String(st.flag, "", fmt.Sprintf("%s (env %s)", st.help, st.env))
-	}
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: edge pms check [--json] [--save FILE] [--baseline FILE] [--sandbox | --candidate]")
-		fmt.Fprintln(fs.Output(), "\nWalks the PMS with the edge's own client, checks every answer against")
-		fmt.Fprintln(fs.Output(), "docs/pms-api.md, maps every record and reports what partners would see.")
-		fmt.Fprintln(fs.Output(), "Exit status: 0 OK; 1 an answer breaks docs/pms-api.md, or a baseline")
-		fmt.Fprintln(fs.Output(), "property is gone or now rejected; 2 usage error. With no PMS_BASE_URL the")
-		fmt.Fprintln(fs.Output(), "demo's embedded simulator is checked. See docs/pms-changes.md.")
-		fmt.Fprintln(fs.Output(), "\nFlags:")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	p, rest, err := checkLine(&o).parse(args, getenv, stderr)
+	if err != nil {
 		return o, err
 	}
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("unexpected argument %q (see --help)", fs.Arg(0))
+	if err := noArgs(rest); err != nil {
+		return o, err
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	get := map[string]*setting{}
-	for _, st := range table {
-		st.value, st.source = st.def, st.env
-		if v, ok := getenv(st.env); ok && v != "" {
-			st.value = v
-		}
-		if set[st.flag] {
-			st.value, st.source = *vals[st.flag], "--"+st.flag
-		}
-		get[st.env] = st
+	c, cl := &o.cmd.Config, &o.cmd.Config.Client
+	c.Brand, c.CodeSource = p.str("EDGE_BRAND"), read(p, "EDGE_CODE_SOURCE", mapping.ParseCodeSource)
+	cl.CallTimeout = read(p, "EDGE_PMS_TIMEOUT", settingval.Duration)
+	cl.AttemptTimeout = read(p, "EDGE_PMS_ATTEMPT_TIMEOUT", settingval.Duration)
+	cl.MaxWalkBytes = read(p, "EDGE_PMS_MAX_WALK_BYTES", settingval.Size)
+	cl.Token, cl.Version = p.str("PMS_TOKEN"), buildVersion()
+	o.choosePMS(p)
+	if c.Brand == "" {
+		// The demo's brand. Unlike the edge, the check does not refuse to
+		// start without EDGE_BRAND: it names the brand it checked in its
+		// report, and a brand the PMS does not know lists as empty.
+		c.Brand, o.brandDefaulted = pmsim.DemoBrand, true
 	}
-	p := parser{get: get}
-	o.brand = p.str("EDGE_BRAND")
-	o.codeSource = p.codeSource("EDGE_CODE_SOURCE")
-	live := p.url("PMS_BASE_URL", false)
-	sandbox := p.url("PMS_SANDBOX_URL", false)
-	candidate := p.url("PMS_CANDIDATE_URL", false)
-	o.callTimeout = p.duration("EDGE_PMS_TIMEOUT")
-	o.attemptTimeout = p.duration("EDGE_PMS_ATTEMPT_TIMEOUT")
-	o.maxWalkBytes = p.size("EDGE_PMS_MAX_WALK_BYTES")
-	o.tok = p.str("PMS_TOKEN")
-	o.baseURL = live
+	if cl.PageSize < 1 || cl.PageSize > 500 {
+		p.fail(fmt.Errorf("--page-size %d: want 1..500", cl.PageSize))
+	}
+	if c.Gets < 0 {
+		p.fail(fmt.Errorf("--gets %d: want 0 or more", c.Gets))
+	}
+	if c.Gets == 0 {
+		c.Gets = -1 // pmscheck: negative means none
+	}
+	if cl.CallTimeout <= 0 || cl.AttemptTimeout <= 0 {
+		p.fail(errors.New("EDGE_PMS_TIMEOUT and EDGE_PMS_ATTEMPT_TIMEOUT must be positive"))
+	}
+	return o, errors.Join(p.errs...)
+}
+
+// choosePMS sets the PMS checked and its mode: PMS_BASE_URL (live), or
+// with --sandbox PMS_SANDBOX_URL (test), or with --candidate
+// PMS_CANDIDATE_URL with its token and bound (candidate).
+func (o *checkOptions) choosePMS(p *parser) {
+	live := read(p, "PMS_BASE_URL", settingval.URL)
+	sandbox := read(p, "PMS_SANDBOX_URL", settingval.URL)
+	candidate := read(p, "PMS_CANDIDATE_URL", settingval.URL)
+	c := &o.cmd.Config
+	c.Client.BaseURL, c.Mode = live, "live"
 	switch {
 	case o.sandbox && o.candidate:
 		p.fail(errors.New("--sandbox and --candidate: choose one"))
 	case o.sandbox && live != "" && sandbox == "":
 		p.fail(errors.New("--sandbox needs PMS_SANDBOX_URL"))
 	case o.sandbox:
-		o.baseURL = sandbox
+		c.Client.BaseURL, c.Mode = sandbox, "test"
 	case o.candidate && candidate == "":
 		p.fail(errors.New("--candidate needs PMS_CANDIDATE_URL"))
 	case o.candidate:
-		o.baseURL, o.tok = candidate, p.str("PMS_CANDIDATE_TOKEN")
-		o.maxWalkBytes = p.size("PMS_CANDIDATE_MAX_WALK_BYTES")
+		c.Client.BaseURL, c.Client.Token, c.Mode = candidate, p.str("PMS_CANDIDATE_TOKEN"), "candidate"
+		c.Client.MaxWalkBytes = read(p, "PMS_CANDIDATE_MAX_WALK_BYTES", settingval.Size)
 	}
-	if o.brand == "" {
-		// The demo's brand. Unlike the edge, the check does not refuse to
-		// start without EDGE_BRAND: it names the brand it checked in its
-		// report, and a brand the PMS does not know lists as empty.
-		o.brand = "aurora"
-		o.brandDefaulted = true
-	}
-	if o.pageSize < 1 || o.pageSize > 500 {
-		p.fail(fmt.Errorf("--page-size %d: want 1..500", o.pageSize))
-	}
-	if o.gets < 0 {
-		p.fail(fmt.Errorf("--gets %d: want 0 or more", o.gets))
-	}
-	if o.gets == 0 {
-		o.gets = -1 // pmscheck: negative means none
-	}
-	if o.callTimeout <= 0 || o.attemptTimeout <= 0 {
-		p.fail(errors.New("EDGE_PMS_TIMEOUT and EDGE_PMS_ATTEMPT_TIMEOUT must be positive"))
-	}
-	return o, errors.Join(p.errs...)
 }
 
 // startCheckSim serves the demo's simulator (live or sandbox data) on
 // loopback for a check without PMS_BASE_URL.
 func startCheckSim(sandbox bool) (string, func(), error) {
-	cfg := pmsim.Config{Seed: 1}
 	if sandbox {
-		cfg = pmsim.Config{Seed: 2, HotelsPerBrand: 12}
+		return pmsim.ServeLoopback(pmsim.New(pmsim.DemoSandbox))
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	srv := &http.Server{Handler: pmsim.New(cfg), ReadHeaderTimeout: 5 * time.Second}
-	done := make(chan struct{})
-	go func() { defer close(done); _ = srv.Serve(ln) }()
-	return "http://" + ln.Addr().String(), func() { _ = srv.Close(); <-done }, nil
+	return pmsim.ServeLoopback(pmsim.New(pmsim.DemoLive))
 }

@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net/netip"
-	"net/url"
-	"strconv"
-	"strings"
+	"slices"
 	"time"
 
+	"github.com/partner-edge/partner-edge/cmd/internal/settingval"
 	"github.com/partner-edge/partner-edge/edge"
 	"github.com/partner-edge/partner-edge/edge/listener"
 	"github.com/partner-edge/partner-edge/edge/oauth"
@@ -80,9 +78,7 @@ type setting struct {
 	// emptySet: a variable set to the empty string means the empty value
 	// (EDGE_ADMIN_ADDR= disables the admin listener). Otherwise an empty
 	// variable means the default, as an unset one does.
-	emptySet      bool
-	value, source string // resolved value, and "VAR" or "--flag" for messages
-	set           bool   // given by the variable or the flag, not defaulted
+	emptySet bool
 }
 
 func settingTable() []*setting {
@@ -138,115 +134,67 @@ func settingTable() []*setting {
 	}
 }
 
-// parseSettings resolves every setting. --help prints the table and
-// returns flag.ErrHelp. Errors name the variable (or flag) and the value.
-func parseSettings(args []string, getenv lookupEnv, stderr io.Writer) (settings, error) {
-	table := settingTable()
-	fs := flag.NewFlagSet("edge", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	flagVals := make(map[string]*string, len(table))
-	for _, st := range table {
-		flagVals[st.flag] = fs.String(st.flag, "", fmt.Sprintf("%s (env %s, default %q)", st.help, st.env, st.def))
-	}
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: edge [flags]        run the edge (no settings: the demo)")
-		fmt.Fprintln(fs.Output(), "       edge keys COMMAND ...   manage the key file: add, list, suspend, resume, revoke, rotate, check, new (edge keys --help)")
-		fmt.Fprintln(fs.Output(), "       edge docs build DIR write the documentation site (edge docs build --help)")
-		fmt.Fprintln(fs.Output(), "       edge pms check ...  check a PMS against docs/pms-api.md (edge pms check --help)")
-		fmt.Fprintln(fs.Output(), "\nSettings (a flag overrides its environment variable):")
-		for _, st := range table {
-			fmt.Fprintf(fs.Output(), "  --%s, %s (default %q)\n        %s\n", st.flag, st.env, st.def, st.help)
+// cmdLine is one command's command line: the settings it reads (by
+// variable; nil: every one), each a flag overriding its variable, and the
+// command's own flags on top. Every command of the program (the edge,
+// edge pms check, edge docs build) resolves its settings through it, so a
+// variable means the same to each.
+type cmdLine struct {
+	name     string
+	usage    []string               // printed by --help before the flags
+	settings []string               // nil: every setting
+	flags    func(fs *flag.FlagSet) // the command's own flags; nil: none
+}
+
+// parse parses args and resolves the command's settings
+// (settingval.Parse). --help prints the usage and returns flag.ErrHelp. It
+// returns the parser of the resolved settings and the positional
+// arguments.
+func (c cmdLine) parse(args []string, getenv lookupEnv, stderr io.Writer) (*parser, []string, error) {
+	var specs []settingval.Spec
+	for _, st := range settingTable() {
+		if c.settings == nil || slices.Contains(c.settings, st.env) {
+			specs = append(specs, settingval.Spec{Env: st.env, Flag: st.flag, Def: st.def, Help: st.help, EmptySet: st.emptySet})
 		}
 	}
-	if err := fs.Parse(args); err != nil {
+	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	if c.flags != nil {
+		c.flags(fs)
+	}
+	got, err := settingval.Parse(fs, c.usage, specs, args, getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &parser{get: got}, fs.Args(), nil
+}
+
+// noArgs refuses positional arguments.
+func noArgs(rest []string) error {
+	if len(rest) > 0 {
+		return fmt.Errorf("unexpected argument %q (see --help)", rest[0])
+	}
+	return nil
+}
+
+// edgeLine is the edge's own command line: every setting.
+var edgeLine = cmdLine{name: "edge", usage: commandsUsage}
+
+// parseSettings resolves every setting of the edge. --help prints the
+// table and returns flag.ErrHelp. Errors name the variable (or flag) and
+// the value; every error is reported, not only the first.
+func parseSettings(args []string, getenv lookupEnv, stderr io.Writer) (settings, error) {
+	p, rest, err := edgeLine.parse(args, getenv, stderr)
+	if err != nil {
 		return settings{}, err
 	}
-	if fs.NArg() > 0 {
-		return settings{}, fmt.Errorf("unexpected argument %q (see --help)", fs.Arg(0))
+	if err := noArgs(rest); err != nil {
+		return settings{}, err
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	get := make(map[string]*setting, len(table))
-	for _, st := range table {
-		st.value, st.source = st.def, st.env
-		if v, ok := getenv(st.env); ok && (v != "" || st.emptySet) {
-			st.value, st.set = v, true
-		}
-		if set[st.flag] {
-			st.value, st.source, st.set = *flagVals[st.flag], "--"+st.flag, true
-		}
-		get[st.env] = st
-	}
-	p := parser{get: get}
-	s := settings{
-		Addr:                  p.str("EDGE_ADDR"),
-		AdminAddr:             p.str("EDGE_ADMIN_ADDR"),
-		Brand:                 p.str("EDGE_BRAND"),
-		DocsURL:               p.url("EDGE_DOCS_URL", false),
-		PublicURL:             p.publicURL("EDGE_PUBLIC_URL"),
-		KeysFile:              p.str("EDGE_KEYS_FILE"),
-		CodeSource:            p.codeSource("EDGE_CODE_SOURCE"),
-		CacheTTL:              p.duration("EDGE_CACHE_TTL"),
-		CacheStale:            p.duration("EDGE_CACHE_STALE"),
-		TLSCert:               p.str("EDGE_TLS_CERT"),
-		TLSKey:                p.str("EDGE_TLS_KEY"),
-		PMSBaseURL:            p.pmsURL("PMS_BASE_URL"),
-		PMSSandbox:            p.pmsURL("PMS_SANDBOX_URL"),
-		PMSToken:              p.str("PMS_TOKEN"),
-		PMSTimeout:            p.duration("EDGE_PMS_TIMEOUT"),
-		PMSAttempt:            p.duration("EDGE_PMS_ATTEMPT_TIMEOUT"),
-		DrainDelay:            p.duration("EDGE_DRAIN_DELAY"),
-		ShutdownWait:          p.duration("EDGE_SHUTDOWN_TIMEOUT"),
-		LogFormat:             p.oneOf("EDGE_LOG_FORMAT", "json", "text"),
-		LogLevel:              p.level("EDGE_LOG_LEVEL"),
-		RatePerSecond:         p.float("EDGE_RATE_LIMIT"),
-		RateBurst:             p.count("EDGE_RATE_BURST"),
-		RequestTimeout:        p.duration("EDGE_REQUEST_TIMEOUT"),
-		MaxConcurrent:         p.count("EDGE_MAX_CONCURRENT"),
-		AuthFailLimit:         p.count("EDGE_AUTH_FAIL_LIMIT"),
-		TrustedProxies:        p.cidrs("EDGE_TRUSTED_PROXIES"),
-		Redis:                 p.redis(),
-		OAuthIssuer:           p.exactURL("EDGE_OAUTH_ISSUER"),
-		OAuthAudience:         p.exactURL("EDGE_OAUTH_AUDIENCE"),
-		OAuthJWKSHosts:        p.hosts("EDGE_OAUTH_JWKS_HOSTS"),
-		CandidateURL:          p.pmsURL("PMS_CANDIDATE_URL"),
-		CandidateToken:        p.str("PMS_CANDIDATE_TOKEN"),
-		CandidateMaxWalkBytes: p.size("PMS_CANDIDATE_MAX_WALK_BYTES"),
-		FleetSecret:           p.secret("EDGE_FLEET_SECRET"),
-		PMSMaxWalkBytes:       p.size("EDGE_PMS_MAX_WALK_BYTES"),
-		DocsPath:              p.docsPath("EDGE_DOCS_PATH"),
-		AddrSet:               get["EDGE_ADDR"].set,
-
-		AccessLog:       p.str("EDGE_ACCESS_LOG"),
-		AccessLogSample: p.float("EDGE_ACCESS_LOG_SAMPLE"),
-	}
+	s := p.settings()
 	p.checkBounds(&s)
 	p.resolveDocsURL(&s)
-	if s.AdminAddr == "off" {
-		s.AdminAddr = ""
-	}
-	switch {
-	case (s.TLSCert == "") != (s.TLSKey == ""):
-		p.fail(errors.New("EDGE_TLS_CERT and EDGE_TLS_KEY must be set together"))
-	case s.PMSBaseURL != "" && s.KeysFile == "":
-		p.fail(errors.New("EDGE_KEYS_FILE is required when PMS_BASE_URL is set"))
-	case s.PMSBaseURL != "" && s.Brand == "":
-		p.fail(errors.New("EDGE_BRAND is required when PMS_BASE_URL is set"))
-	case s.PMSSandbox != "" && s.PMSBaseURL == "":
-		p.fail(errors.New("PMS_SANDBOX_URL needs PMS_BASE_URL (the demo embeds both)"))
-	case s.PMSTimeout <= 0 || s.PMSAttempt <= 0:
-		p.fail(errors.New("EDGE_PMS_TIMEOUT and EDGE_PMS_ATTEMPT_TIMEOUT must be positive"))
-	case s.RequestTimeout <= 0:
-		p.fail(errors.New("EDGE_REQUEST_TIMEOUT must be positive"))
-	case s.AccessLogSample <= 0 || s.AccessLogSample > 1:
-		p.fail(fmt.Errorf("invalid EDGE_ACCESS_LOG_SAMPLE %v: want a fraction above 0 and at most 1", s.AccessLogSample))
-	case s.OAuthIssuer != "" && s.OAuthAudience == "":
-		p.fail(errors.New("EDGE_OAUTH_AUDIENCE is required when EDGE_OAUTH_ISSUER is set (docs/contract.md section 12: both or neither)"))
-	case s.OAuthAudience != "" && s.OAuthIssuer == "":
-		p.fail(errors.New("EDGE_OAUTH_ISSUER is required when EDGE_OAUTH_AUDIENCE is set (docs/contract.md section 12: both or neither)"))
-	case s.CacheStale < s.CacheTTL:
-		p.fail(fmt.Errorf("EDGE_CACHE_STALE (%s) must be at least EDGE_CACHE_TTL (%s)", s.CacheStale, s.CacheTTL))
-	}
+	p.checkTogether(&s)
 	// A PMS call never outlives the request that waits for it: the call
 	// deadline is bounded by the request deadline (a shared cache load,
 	// detached from any one request, uses the call deadline).
@@ -254,138 +202,118 @@ func parseSettings(args []string, getenv lookupEnv, stderr io.Writer) (settings,
 	return s, errors.Join(p.errs...)
 }
 
+// settings converts every setting of the edge.
+func (p *parser) settings() settings {
+	s := settings{
+		Addr:                  p.str("EDGE_ADDR"),
+		AdminAddr:             p.str("EDGE_ADMIN_ADDR"),
+		Brand:                 p.str("EDGE_BRAND"),
+		DocsURL:               read(p, "EDGE_DOCS_URL", settingval.URL),
+		PublicURL:             read(p, "EDGE_PUBLIC_URL", settingval.PublicURL),
+		KeysFile:              p.str("EDGE_KEYS_FILE"),
+		CodeSource:            read(p, "EDGE_CODE_SOURCE", mapping.ParseCodeSource),
+		CacheTTL:              read(p, "EDGE_CACHE_TTL", settingval.Duration),
+		CacheStale:            read(p, "EDGE_CACHE_STALE", settingval.Duration),
+		TLSCert:               p.str("EDGE_TLS_CERT"),
+		TLSKey:                p.str("EDGE_TLS_KEY"),
+		PMSBaseURL:            read(p, "PMS_BASE_URL", settingval.BaseURL),
+		PMSSandbox:            read(p, "PMS_SANDBOX_URL", settingval.BaseURL),
+		PMSToken:              p.str("PMS_TOKEN"),
+		PMSTimeout:            read(p, "EDGE_PMS_TIMEOUT", settingval.Duration),
+		PMSAttempt:            read(p, "EDGE_PMS_ATTEMPT_TIMEOUT", settingval.Duration),
+		DrainDelay:            read(p, "EDGE_DRAIN_DELAY", settingval.Duration),
+		ShutdownWait:          read(p, "EDGE_SHUTDOWN_TIMEOUT", settingval.Duration),
+		LogFormat:             read(p, "EDGE_LOG_FORMAT", settingval.OneOf("json", "text")),
+		LogLevel:              read(p, "EDGE_LOG_LEVEL", settingval.Level),
+		RatePerSecond:         read(p, "EDGE_RATE_LIMIT", settingval.Float),
+		RateBurst:             read(p, "EDGE_RATE_BURST", settingval.Count),
+		RequestTimeout:        read(p, "EDGE_REQUEST_TIMEOUT", settingval.Duration),
+		MaxConcurrent:         read(p, "EDGE_MAX_CONCURRENT", settingval.Count),
+		AuthFailLimit:         read(p, "EDGE_AUTH_FAIL_LIMIT", settingval.Count),
+		TrustedProxies:        read(p, "EDGE_TRUSTED_PROXIES", edge.ParseTrustedProxies),
+		Redis:                 p.redis(),
+		OAuthIssuer:           read(p, "EDGE_OAUTH_ISSUER", settingval.ExactURL),
+		OAuthAudience:         read(p, "EDGE_OAUTH_AUDIENCE", settingval.ExactURL),
+		OAuthJWKSHosts:        read(p, "EDGE_OAUTH_JWKS_HOSTS", oauth.ParseHosts),
+		CandidateURL:          read(p, "PMS_CANDIDATE_URL", settingval.BaseURL),
+		CandidateToken:        p.str("PMS_CANDIDATE_TOKEN"),
+		CandidateMaxWalkBytes: read(p, "PMS_CANDIDATE_MAX_WALK_BYTES", settingval.Size),
+		FleetSecret:           p.secret("EDGE_FLEET_SECRET"),
+		PMSMaxWalkBytes:       read(p, "EDGE_PMS_MAX_WALK_BYTES", settingval.Size),
+		DocsPath:              read(p, "EDGE_DOCS_PATH", settingval.DocsPath),
+		AddrSet:               p.get["EDGE_ADDR"].Set,
+
+		AccessLog:       p.str("EDGE_ACCESS_LOG"),
+		AccessLogSample: read(p, "EDGE_ACCESS_LOG_SAMPLE", settingval.Float),
+	}
+	if s.AdminAddr == "off" {
+		s.AdminAddr = ""
+	}
+	return s
+}
+
+// checkTogether adds the rules between settings to the errors, each that
+// is broken (not only the first).
+func (p *parser) checkTogether(s *settings) {
+	for _, r := range []struct {
+		broken bool
+		err    error
+	}{
+		{(s.TLSCert == "") != (s.TLSKey == ""), errors.New("EDGE_TLS_CERT and EDGE_TLS_KEY must be set together")},
+		{s.PMSBaseURL != "" && s.KeysFile == "", errors.New("EDGE_KEYS_FILE is required when PMS_BASE_URL is set")},
+		{s.PMSBaseURL != "" && s.Brand == "", errors.New("EDGE_BRAND is required when PMS_BASE_URL is set")},
+		{s.PMSSandbox != "" && s.PMSBaseURL == "", errors.New("PMS_SANDBOX_URL needs PMS_BASE_URL (the demo embeds both)")},
+		{s.PMSTimeout <= 0 || s.PMSAttempt <= 0, errors.New("EDGE_PMS_TIMEOUT and EDGE_PMS_ATTEMPT_TIMEOUT must be positive")},
+		{s.RequestTimeout <= 0, errors.New("EDGE_REQUEST_TIMEOUT must be positive")},
+		{s.AccessLogSample <= 0 || s.AccessLogSample > 1, fmt.Errorf("invalid EDGE_ACCESS_LOG_SAMPLE %v: want a fraction above 0 and at most 1", s.AccessLogSample)},
+		{s.OAuthIssuer != "" && s.OAuthAudience == "", errors.New("EDGE_OAUTH_AUDIENCE is required when EDGE_OAUTH_ISSUER is set (docs/contract.md section 12: both or neither)")},
+		{s.OAuthAudience != "" && s.OAuthIssuer == "", errors.New("EDGE_OAUTH_ISSUER is required when EDGE_OAUTH_AUDIENCE is set (docs/contract.md section 12: both or neither)")},
+		{s.CacheStale < s.CacheTTL, fmt.Errorf("EDGE_CACHE_STALE (%s) must be at least EDGE_CACHE_TTL (%s)", s.CacheStale, s.CacheTTL)},
+	} {
+		if r.broken {
+			p.fail(r.err)
+		}
+	}
+}
+
 // parser converts settings, collecting every error.
 type parser struct {
-	get  map[string]*setting
+	get  map[string]settingval.Got // by variable
 	errs []error
 }
 
 func (p *parser) fail(err error) { p.errs = append(p.errs, err) }
 
 // bad reports st's value as invalid; the value is shown redacted
-// (redact.go): no start-up error prints a secret.
-func (p *parser) bad(st *setting, want string) {
-	p.fail(fmt.Errorf("invalid %s %q: %s", st.source, redactSetting(st.value), want))
+// (settingval.Redact): no start-up error prints a secret.
+func (p *parser) bad(st settingval.Got, want string) {
+	p.fail(fmt.Errorf("invalid %s %q: %s", st.Source, settingval.Redact(st.Value), want))
 }
 
-func (p *parser) str(env string) string { return p.get[env].value }
+func (p *parser) str(env string) string { return p.get[env].Value }
 
-func (p *parser) duration(env string) time.Duration {
+// read reads env's setting with conv (settingval's readers, or a
+// package's own parser); a refused value is a start-up error naming the
+// setting and the value, redacted.
+func read[T any](p *parser, env string, conv func(string) (T, error)) T {
 	st := p.get[env]
-	d, err := time.ParseDuration(st.value)
-	if err != nil || d < 0 {
-		p.bad(st, "want a non-negative duration such as 30s or 5m")
-	}
-	return d
-}
-
-func (p *parser) float(env string) float64 {
-	st := p.get[env]
-	f, err := strconv.ParseFloat(st.value, 64)
-	if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
-		p.bad(st, "want a non-negative number")
-	}
-	return f
-}
-
-func (p *parser) count(env string) int {
-	st := p.get[env]
-	n, err := strconv.Atoi(st.value)
-	if err != nil || n < 0 {
-		p.bad(st, "want a non-negative whole number")
-	}
-	return n
-}
-
-func (p *parser) cidrs(env string) []netip.Prefix {
-	st := p.get[env]
-	ps, err := edge.ParseTrustedProxies(st.value)
+	v, err := conv(st.Value)
 	if err != nil {
 		p.bad(st, err.Error())
 	}
-	return ps
+	return v
 }
 
-// hosts reads a comma-separated list of hosts (oauth.ParseHosts).
-func (p *parser) hosts(env string) []string {
-	st := p.get[env]
-	hs, err := oauth.ParseHosts(st.value)
-	if err != nil {
-		p.bad(st, err.Error())
+// redisURL reads empty (no Redis) or a redis:// or rediss:// URL of one
+// host that go-redis can use (fleet.CheckURL); a refused one is empty.
+func redisURL(v string) (string, error) {
+	if v == "" {
+		return "", nil
 	}
-	return hs
-}
-
-func (p *parser) url(env string, required bool) string {
-	st := p.get[env]
-	if st.value == "" && !required {
-		return ""
+	if err := fleet.CheckURL(v); err != nil {
+		return "", err
 	}
-	u, err := url.Parse(st.value)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		p.bad(st, "want an absolute http or https URL")
-	}
-	return strings.TrimRight(st.value, "/")
-}
-
-// exactURL accepts empty or an absolute http(s) URL without query or
-// fragment, kept exactly as given: an issuer is compared with iss character
-// for character (a trailing slash included), an audience with aud.
-func (p *parser) exactURL(env string) string {
-	st := p.get[env]
-	if st.value == "" {
-		return ""
-	}
-	u, err := url.Parse(st.value)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
-		u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		p.bad(st, "want an absolute http or https URL without query or fragment")
-	}
-	return st.value
-}
-
-func (p *parser) codeSource(env string) mapping.CodeSource {
-	st := p.get[env]
-	cs, err := mapping.ParseCodeSource(st.value)
-	if err != nil {
-		p.bad(st, err.Error())
-	}
-	return cs
-}
-
-func (p *parser) oneOf(env string, allowed ...string) string {
-	st := p.get[env]
-	for _, a := range allowed {
-		if st.value == a {
-			return a
-		}
-	}
-	p.bad(st, "want one of "+strings.Join(allowed, ", "))
-	return allowed[0]
-}
-
-func (p *parser) level(env string) slog.Level {
-	st := p.get[env]
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(st.value)); err != nil {
-		p.bad(st, "want debug, info, warn or error")
-	}
-	return l
-}
-
-// redisURL accepts empty (no Redis) or a redis:// or rediss:// URL of one
-// host that go-redis can use. An error names the value with any password
-// hidden.
-func (p *parser) redisURL(env string) string {
-	st := p.get[env]
-	if st.value == "" {
-		return ""
-	}
-	if err := fleet.CheckURL(st.value); err != nil {
-		p.bad(st, err.Error()) // shown redacted
-		return ""
-	}
-	return st.value
+	return v, nil
 }
 
 // redis maps the EDGE_REDIS_* settings to the fleet's (docs/contract.md section 16) and
@@ -394,35 +322,25 @@ func (p *parser) redisURL(env string) string {
 // are read when the edge joins the fleet (joinFleet).
 func (p *parser) redis() fleet.Settings {
 	s := fleet.Settings{
-		URL:              p.redisURL("EDGE_REDIS_URL"),
+		URL:              read(p, "EDGE_REDIS_URL", redisURL),
 		Sentinels:        p.str("EDGE_REDIS_SENTINELS"),
 		Master:           p.str("EDGE_REDIS_MASTER"),
 		SentinelPassword: string(p.secret("EDGE_REDIS_SENTINEL_PASSWORD")),
 		Cluster:          p.str("EDGE_REDIS_CLUSTER"),
 		Username:         p.str("EDGE_REDIS_USERNAME"),
 		Password:         string(p.secret("EDGE_REDIS_PASSWORD")),
-		TLS:              p.boolean("EDGE_REDIS_TLS"),
+		TLS:              read(p, "EDGE_REDIS_TLS", settingval.Bool),
 		CAFile:           p.str("EDGE_REDIS_CA_FILE"),
 		CertFile:         p.str("EDGE_REDIS_CERT_FILE"),
 		KeyFile:          p.str("EDGE_REDIS_KEY_FILE"),
 		ReadFile:         listener.ReadTLSFile,
 	}
 	check := s
-	if p.get["EDGE_REDIS_URL"].value != "" && s.URL == "" {
+	if p.get["EDGE_REDIS_URL"].Value != "" && s.URL == "" {
 		check.URL = "redis://refused" // refused above, but still a form for the rules below
 	}
 	if err := check.Check(); err != nil {
 		p.fail(err)
 	}
 	return s
-}
-
-// boolean reads true or false (and what strconv.ParseBool takes).
-func (p *parser) boolean(env string) bool {
-	st := p.get[env]
-	b, err := strconv.ParseBool(st.value)
-	if err != nil {
-		p.bad(st, "want true or false")
-	}
-	return b
 }

@@ -3,12 +3,8 @@ package main
 import (
 	"fmt"
 	"math"
-	"net/url"
-	"strconv"
-	"strings"
 
 	"github.com/partner-edge/partner-edge/edge/ratelimit"
-	"github.com/partner-edge/partner-edge/upstream/fleet"
 )
 
 // minFleetSecret is the shortest EDGE_FLEET_SECRET taken (docs/contract.md section 15):
@@ -19,46 +15,10 @@ const minFleetSecret = 32
 // counts in emission intervals of at least a microsecond.
 const maxRate = 1e6
 
-// sizeUnits are the units EDGE_PMS_MAX_WALK_BYTES takes after a number.
-var sizeUnits = map[string]int64{
-	"": 1, "b": 1,
-	"kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
-	"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40,
-}
-
-// size reads a positive byte count: plain bytes (268435456) or a whole
-// number with a unit (256MiB, 10MB, 2 GB).
-func (p *parser) size(env string) int64 {
-	st := p.get[env]
-	v := strings.TrimSpace(st.value)
-	i := strings.IndexFunc(v, func(r rune) bool { return r < '0' || r > '9' })
-	if i < 0 {
-		i = len(v)
-	}
-	n, err := strconv.ParseInt(v[:i], 10, 64)
-	unit, ok := sizeUnits[strings.ToLower(strings.TrimSpace(v[i:]))]
-	if err != nil || !ok || n <= 0 || n > math.MaxInt64/unit {
-		p.bad(st, "want a positive size in bytes, or with a unit such as 256MiB, 512KiB or 10MB")
-		return 0
-	}
-	return n * unit
-}
-
-// pmsURL reads an optional PMS base URL: absolute http or https, without
-// query or fragment (the client appends its own paths and queries). The
-// value is echoed redacted (parser.bad).
-func (p *parser) pmsURL(env string) string {
-	v := p.url(env, false)
-	if u, err := url.Parse(v); err == nil && v != "" && (u.RawQuery != "" || u.ForceQuery || u.Fragment != "") {
-		p.bad(p.get[env], "want a base URL without query or fragment")
-	}
-	return v
-}
-
 // secret reads a setting that is never echoed: errors name the variable
 // only.
 func (p *parser) secret(env string) []byte {
-	return []byte(p.get[env].value)
+	return []byte(p.get[env].Value)
 }
 
 // checkBounds refuses what would not be enforced as configured
@@ -78,22 +38,11 @@ func (p *parser) checkBounds(s *settings) {
 		}
 	}
 	if s.Redis.Configured() && len(s.FleetSecret) < minFleetSecret {
-		src := p.get["EDGE_FLEET_SECRET"].source
+		src := p.get["EDGE_FLEET_SECRET"].Source
 		if len(s.FleetSecret) == 0 {
-			p.fail(fmt.Errorf("%s is required when %s is set: a random secret of at least %d bytes shared by every instance (docs/contract.md section 15)", src, redisSetting(s.Redis), minFleetSecret))
+			p.fail(fmt.Errorf("%s is required when %s is set: a random secret of at least %d bytes shared by every instance (docs/contract.md section 15)", src, s.Redis.Variable(), minFleetSecret))
 		} else {
 			p.fail(fmt.Errorf("%s is too short (%d bytes): want at least %d bytes", src, len(s.FleetSecret), minFleetSecret))
 		}
 	}
-}
-
-// redisSetting names the setting that names the fleet's Redis.
-func redisSetting(r fleet.Settings) string {
-	switch r.Form() {
-	case fleet.FormSentinel:
-		return "EDGE_REDIS_SENTINELS"
-	case fleet.FormCluster:
-		return "EDGE_REDIS_CLUSTER"
-	}
-	return "EDGE_REDIS_URL"
 }

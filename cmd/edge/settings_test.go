@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"strings"
 	"testing"
 	"time"
 )
@@ -57,6 +58,27 @@ func TestDeadlineDefaults(t *testing.T) {
 	for _, env := range []map[string]string{{"EDGE_REQUEST_TIMEOUT": "0s"}, {"EDGE_REQUEST_TIMEOUT": "soon"}, {"EDGE_MAX_CONCURRENT": "-1"}} {
 		if _, err := parseSettings(nil, mapEnv(env), io.Discard); err == nil {
 			t.Errorf("%v accepted", env)
+		}
+	}
+}
+
+// Every broken rule between settings is reported at once, not only the
+// first: an operator fixes them in one round.
+func TestSettingsReportEveryBrokenRule(t *testing.T) {
+	env := mapEnv(map[string]string{
+		"EDGE_TLS_CERT":        "cert.pem",         // without EDGE_TLS_KEY
+		"EDGE_REQUEST_TIMEOUT": "0s",               // not positive
+		"EDGE_OAUTH_ISSUER":    "https://id.test/", // without EDGE_OAUTH_AUDIENCE
+		"EDGE_CACHE_TTL":       "10m",              // above EDGE_CACHE_STALE (5m)
+	})
+	_, err := parseSettings(nil, env, io.Discard)
+	if err == nil {
+		t.Fatal("broken rules accepted")
+	}
+	for _, want := range []string{"EDGE_TLS_CERT and EDGE_TLS_KEY", "EDGE_REQUEST_TIMEOUT must be positive",
+		"EDGE_OAUTH_AUDIENCE is required", "EDGE_CACHE_STALE (5m0s) must be at least EDGE_CACHE_TTL (10m0s)"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not report %q:\n%v", want, err)
 		}
 	}
 }

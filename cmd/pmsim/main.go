@@ -5,17 +5,13 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
+
+	"github.com/partner-edge/partner-edge/cmd/internal/cli"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args, os.LookupEnv, os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "pmsim:", err)
-		os.Exit(1)
-	}
+	cli.Main("pmsim", func(ctx context.Context) error {
+		return run(ctx, os.Args, os.LookupEnv, os.Stdout, os.Stderr)
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -153,3 +154,27 @@ func (s *Site) add(p, contentType, csp string, body []byte) {
 // cspPage is the Content-Security-Policy of the site's own pages: nothing
 // but the site's stylesheet, no script at all, no framing, no forms.
 const cspPage = "default-src 'none'; style-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+// HandlerAt is the site built to be served at basePath (EDGE_DOCS_PATH)
+// with problem types under docsURL; nil, nil when basePath is empty (the
+// site is off).
+func HandlerAt(docsURL, basePath string) (http.Handler, error) {
+	if basePath == "" {
+		return nil, nil
+	}
+	site, err := Build(Options{DocsURL: docsURL, BasePath: basePath})
+	if err != nil {
+		return nil, err
+	}
+	return site.Handler(), nil
+}
+
+// WriteSite builds the site with problem types under docsURL and writes it
+// into dir (`edge docs build`); it returns how many files it wrote.
+func WriteSite(dir, docsURL string) (int, error) {
+	site, err := Build(Options{DocsURL: docsURL})
+	if err != nil {
+		return 0, err
+	}
+	return len(site.Files()), site.WriteDir(dir)
+}

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/partner-edge/partner-edge/mapping"
@@ -134,4 +135,29 @@ func RunNew(args []string, stdout, stderr io.Writer, random io.Reader) error {
 	}
 	fmt.Fprintln(stderr, "warning: the key is shown only this once; the key file keeps only its SHA-256, so it cannot be recovered")
 	return nil
+}
+
+// WriteDemoFile writes the demo's key file to path (mode 0600): one live
+// and one test key of brand, minted from random, and returns them. The
+// demo prints them on its banner (README.md).
+func WriteDemoFile(path, brand string, random io.Reader) (liveKey, testKey string, err error) {
+	var recs []Record
+	for _, mode := range []Mode{ModeLive, ModeTest} {
+		token, rec, err := Mint(random, brand, mode, nil)
+		if err != nil {
+			return "", "", err
+		}
+		rec.Partner = "Demo partner (" + string(mode) + ")"
+		recs = append(recs, rec)
+		if mode == ModeLive {
+			liveKey = token
+		} else {
+			testKey = token
+		}
+	}
+	b, err := json.MarshalIndent(map[string]any{"keys": recs}, "", "  ")
+	if err != nil {
+		return "", "", err
+	}
+	return liveKey, testKey, os.WriteFile(path, b, 0o600)
 }

@@ -3,6 +3,7 @@ package keys
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/partner-edge/partner-edge/edge/internal/dirwatch"
 )
@@ -47,4 +48,23 @@ func (s *Store) Watch(ctx context.Context) error {
 		},
 	})
 	return nil
+}
+
+// ReloadOn re-reads the key file on every value of signals (SIGHUP: the
+// caller subscribes and unsubscribes) and then calls after (nil: none),
+// until ctx is done. A failed reload keeps the old keys; Reload logs the
+// outcome.
+func (s *Store) ReloadOn(ctx context.Context, signals <-chan os.Signal, after func()) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case sig := <-signals:
+			s.log.Info("signal: reloading keys", "signal", sig.String())
+			_ = s.Reload()
+			if after != nil {
+				after()
+			}
+		}
+	}
 }

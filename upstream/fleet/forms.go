@@ -286,3 +286,15 @@ func IsTLSTrust(err error) bool {
 	var ci x509.CertificateInvalidError
 	return errors.As(err, &ua) || errors.As(err, &cv) || errors.As(err, &hn) || errors.As(err, &ci)
 }
+
+// Variable is the setting that names s's Redis: EDGE_REDIS_SENTINELS,
+// EDGE_REDIS_CLUSTER or EDGE_REDIS_URL, for messages.
+func (s Settings) Variable() string {
+	switch s.Form() {
+	case FormSentinel:
+		return "EDGE_REDIS_SENTINELS"
+	case FormCluster:
+		return "EDGE_REDIS_CLUSTER"
+	}
+	return "EDGE_REDIS_URL"
+}

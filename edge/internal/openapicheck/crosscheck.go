@@ -109,6 +109,9 @@ func normalizePath(p string) string {
 	return b.String()
 }
 
+// isHex and unhex stand again in edge/path.go: this package checks the
+// edge from outside and shares none of its code, so that a bug there is
+// not copied into the check.
 func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }

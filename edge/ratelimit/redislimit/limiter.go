@@ -390,7 +390,9 @@ func (l *Limiter) idle(e *entry, now int64) bool {
 	return now-e.used >= int64(keep) && e.call == nil && e.tokens == 0
 }
 
-// loop refills every l.refill until ctx ends.
+// loop refills every l.refill until ctx ends. Its ticker loop has the
+// shape of upstream/fleet's watch (health.go); they stay apart because
+// this one also closes done and publishes when the next refill is due.
 func (l *Limiter) loop(ctx context.Context) {
 	defer close(l.done)
 	t := time.NewTicker(l.refill)

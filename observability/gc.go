@@ -1,4 +1,4 @@
-package main
+package observability
 
 import (
 	"context"
@@ -38,7 +38,7 @@ func gcPercentFor(live uint64) int {
 	return int(min(max(100*uint64(gcHeadroom)/live, 100), maxGCPercent))
 }
 
-// tuneGC applies gcPercentFor to the live heap now and again after every
+// TuneGC applies gcPercentFor to the live heap now and again after every
 // collection until ctx ends, unless the operator set GOGC (which the
 // runtime has read itself, and which wins, 100 included). GOMEMLIMIT, when
 // set, still caps the heap whatever the percentage: deployments set it
@@ -50,23 +50,24 @@ func gcPercentFor(live uint64) int {
 //
 // The tuner returned is nil when GOGC is set; its stopped channel closes
 // once it has seen ctx end (tests).
-func tuneGC(ctx context.Context, getenv lookupEnv) *gcTuner {
+func TuneGC(ctx context.Context, getenv func(string) (string, bool)) *GCTuner {
 	if _, set := getenv("GOGC"); set {
 		return nil
 	}
-	t := &gcTuner{ctx: ctx, sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}, stopped: make(chan struct{})}
+	t := &GCTuner{ctx: ctx, sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}, stopped: make(chan struct{})}
 	t.apply()
 	t.arm()
 	return t
 }
 
-type gcTuner struct {
+// GCTuner is the running headroom rule of TuneGC.
+type GCTuner struct {
 	ctx     context.Context
 	sample  []metrics.Sample // used by one cleanup at a time
 	stopped chan struct{}    // closed when a cleanup found ctx ended
 }
 
-func (t *gcTuner) apply() {
+func (t *GCTuner) apply() {
 	metrics.Read(t.sample)
 	live := uint64(0)
 	if t.sample[0].Value.Kind() == metrics.KindUint64 {
@@ -79,8 +80,8 @@ func (t *gcTuner) apply() {
 // could wait on its neighbours in the same block.
 type gcSentinel struct{ _ [16]byte }
 
-func (t *gcTuner) arm() {
-	runtime.AddCleanup(&gcSentinel{}, func(t *gcTuner) {
+func (t *GCTuner) arm() {
+	runtime.AddCleanup(&gcSentinel{}, func(t *GCTuner) {
 		if t.ctx.Err() != nil {
 			close(t.stopped)
 			return

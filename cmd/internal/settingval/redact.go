@@ -1,4 +1,4 @@
-package main
+package settingval
 
 import (
 	"regexp"
@@ -12,12 +12,12 @@ const redacted = "xxxxx"
 // credential (token, key, secret, password, signature...) and its value.
 var credentialQuery = regexp.MustCompile(`(?i)([?&;][^=&;#]*(?:token|key|secret|passw|pwd|pass|auth|sig|credential|session|cookie)[^=&;#]*=)([^&;#]*)`)
 
-// redactSetting is value as a start-up error may print it (docs/contract.md section 15):
+// Redact is value as a start-up error may print it (docs/contract.md section 15):
 // a URL's password (or a userinfo without one: a token before the @) and
 // the values of query parameters that look like credentials become xxxxx.
 // It works on the raw text, so a URL that does not parse is redacted too;
 // values that are not URLs come back unchanged.
-func redactSetting(value string) string {
+func Redact(value string) string {
 	v := value
 	start := 0
 	if i := strings.Index(v, "://"); i >= 0 {
@@ -43,16 +43,16 @@ func redactSetting(value string) string {
 // named for a token, secret or password.
 var secretFlag = regexp.MustCompile(`(?i)token|secret|passw`)
 
-// redactArgs is the command line as /debug/pprof/cmdline shows it
+// RedactArgs is the command line as /debug/pprof/cmdline shows it
 // (docs/contract.md section 17): the value of every secret flag, as
 // --flag=value or --flag value, becomes xxxxx, and every other argument is
 // redacted as a setting is (a URL's password, credential-like query
 // parameters). args is not modified.
-func redactArgs(args []string) []string {
+func RedactArgs(args []string) []string {
 	out := make([]string, len(args))
 	for i := 0; i < len(args); i++ {
 		a := args[i]
-		out[i] = redactSetting(a)
+		out[i] = Redact(a)
 		if i == 0 || !strings.HasPrefix(a, "-") || a == "-" || a == "--" {
 			continue
 		}

@@ -1,4 +1,4 @@
-package main
+package observability
 
 import (
 	"context"
@@ -34,7 +34,7 @@ func TestTuneGC(t *testing.T) {
 	t.Cleanup(func() { debug.SetGCPercent(was) })
 
 	// GOGC set: the runtime read it; the edge leaves it alone, even Go's default.
-	tuneGC(context.Background(), func(k string) (string, bool) { return "100", k == "GOGC" })
+	TuneGC(context.Background(), func(k string) (string, bool) { return "100", k == "GOGC" })
 	runtime.GC()
 	if got := debug.SetGCPercent(100); got != 100 {
 		t.Errorf("GOGC=100 set: GC percent %d, want 100 left alone", got)
@@ -43,7 +43,7 @@ func TestTuneGC(t *testing.T) {
 	// GOGC unset: the headroom rule at once, and again after a collection.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	tuner := tuneGC(ctx, func(string) (string, bool) { return "", false })
+	tuner := TuneGC(ctx, func(string) (string, bool) { return "", false })
 	if got := debug.SetGCPercent(-1); got < 100 || got > maxGCPercent {
 		t.Fatalf("GOGC unset: GC percent %d, want within 100 and %d", got, maxGCPercent)
 	}

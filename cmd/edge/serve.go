@@ -1,0 +1,316 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/partner-edge/partner-edge/cmd/internal/settingval"
+	"github.com/partner-edge/partner-edge/edge"
+	"github.com/partner-edge/partner-edge/edge/docsite"
+	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/edge/listener"
+	"github.com/partner-edge/partner-edge/edge/ratelimit"
+	"github.com/partner-edge/partner-edge/observability"
+	"github.com/partner-edge/partner-edge/upstream"
+	"github.com/partner-edge/partner-edge/upstream/fleet"
+	"github.com/partner-edge/partner-edge/upstream/shadow"
+)
+
+// process is one serving edge: the parts serveEdge starts, and what it stops,
+// the last started first, when it returns.
+type process struct {
+	cfg            settings
+	args           []string // the command line, shown redacted at /debug/pprof/cmdline
+	version        string
+	log            *slog.Logger
+	stdout, stderr io.Writer
+	wg             sync.WaitGroup // every goroutine of serveEdge ends before it returns
+	stops          []func()       // run by stop, the last added first
+	draining       atomic.Bool    // health answers 503 from the start of the drain
+
+	tel           *observability.Telemetry
+	access        *observability.AccessLog
+	demo          *demoEnv // nil: not the demo
+	store         *keys.Store
+	tlsReload     chan struct{}  // SIGHUP also re-reads the TLS pair
+	fm            *member        // nil: no Redis
+	sh            *shadow.Shadow // nil: no candidate
+	live, sandbox upstream.Catalog
+	tokens        *edge.OAuth // nil: tokens off
+}
+
+func (p *process) onStop(f func()) { p.stops = append(p.stops, f) }
+
+func (p *process) stop() {
+	for i := len(p.stops) - 1; i >= 0; i-- {
+		p.stops[i]()
+	}
+}
+
+// serveEdge is the edge itself: it parses the settings, starts every part and
+// serves until ctx ends (a signal), then drains and stops them.
+func serveEdge(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io.Writer) error {
+	cfg, err := parseSettings(args[1:], getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("bad settings:\n%w", err)
+	}
+	isDemo := cfg.PMSBaseURL == ""
+	if isDemo {
+		demoDefaults(&cfg)
+	}
+	p := &process{cfg: cfg, args: args, version: buildVersion(), stdout: stdout, stderr: stderr,
+		log: observability.NewLogger(stderr, cfg.LogFormat, cfg.LogLevel, cfg.PMSToken)}
+	defer p.stop()
+	// Both listeners bind before anything starts: one that cannot is a
+	// start-up error naming its setting (docs/contract.md section 18), never an
+	// edge serving on without metrics.
+	publicLn, adminLn, err := bindListeners(cfg)
+	if err != nil {
+		return err
+	}
+	p.onStop(func() { _ = publicLn.Close() }) // listener.Serve closes them too; a second Close is harmless
+	if adminLn != nil {
+		p.onStop(func() { _ = adminLn.Close() })
+	}
+	p.onStop(p.wg.Wait)
+	ctx, cancel := context.WithCancel(ctx)
+	p.onStop(cancel)
+	observability.TuneGC(ctx, getenv) // the GC headroom rule unless GOGC is set
+	if err := p.start(ctx, envGetter(getenv), isDemo); err != nil {
+		return err
+	}
+	late, demoDocs, err := p.handler()
+	if err != nil {
+		return err
+	}
+	p.log.Info("edge starting", "version", p.version, "addr", p.cfg.Addr, "brand", p.cfg.Brand,
+		"demo", p.demo != nil, "sandbox", p.sandbox != nil, "tls", p.cfg.TLSCert != "",
+		"traces_exporter", p.tel.TracesExporter(), "redis", p.fm != nil, "oauth", p.tokens != nil)
+	if adminLn != nil {
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			serveAdmin(ctx, adminLn, p.cfg.AdminAddr, p.tel, settingval.RedactArgs(args), fleetHandler(p.fm), shadow.Handler(p.sh), p.log)
+		}()
+	}
+	return listener.Serve(ctx, p.serveConfig(publicLn, late, demoDocs))
+}
+
+// start starts, in order, telemetry and the access log, the demo's
+// simulators, the key file, the fleet, the shadow candidate, the PMS
+// catalogs and the token verifier.
+func (p *process) start(ctx context.Context, env func(string) string, isDemo bool) error {
+	if err := p.startTelemetry(ctx, env); err != nil {
+		return err
+	}
+	if isDemo {
+		demo, err := startDemo(ctx, &p.cfg, env, p.log)
+		if err != nil {
+			return fmt.Errorf("start the demo: %w", err)
+		}
+		p.demo = demo
+		p.onStop(demo.close)
+	}
+	for _, start := range []func(context.Context) error{p.startKeys, p.startFleet, p.startCatalogs} {
+		if err := start(ctx); err != nil {
+			return err
+		}
+	}
+	var err error
+	p.tokens, err = newOAuth(ctx, p.cfg, p.store, p.log)
+	return err
+}
+
+// startTelemetry starts OpenTelemetry and the access log;
+// both are flushed at the end.
+func (p *process) startTelemetry(ctx context.Context, env func(string) string) error {
+	tel, err := observability.New(ctx, observability.Config{Getenv: env, Version: p.version})
+	if err != nil {
+		return fmt.Errorf("bad OpenTelemetry settings: %w", err)
+	}
+	p.tel = tel
+	p.onStop(func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := tel.Shutdown(sctx); err != nil {
+			p.log.Warn("telemetry flush failed", "error", err)
+		}
+	})
+	p.access, err = observability.OpenAccessLog(p.cfg.AccessLog, p.cfg.LogFormat, p.cfg.LogLevel, p.cfg.PMSToken, p.stdout, p.stderr)
+	if err != nil {
+		return fmt.Errorf("EDGE_ACCESS_LOG: %w", err)
+	}
+	p.onStop(func() { p.access.Close(ctx, p.log) }) // after Serve: every answered request's line is written
+	if p.access.Buf != nil {
+		return observability.ObserveLogBuffer(tel.MeterProvider(), "access", p.access.Buf)
+	}
+	return nil
+}
+
+// startKeys loads the key file and watches it, and SIGHUP, until ctx ends.
+func (p *process) startKeys(ctx context.Context) error {
+	metrics := p.tel.Metrics()
+	store, err := keys.Open(p.cfg.KeysFile, keys.Options{Logger: p.log,
+		OnReload: func(ok bool) { metrics.KeyReload(context.Background(), ok) }})
+	if err != nil {
+		return fmt.Errorf("load EDGE_KEYS_FILE: %w", err)
+	}
+	p.store, p.tlsReload = store, make(chan struct{}, 1)
+	p.wg.Add(2)
+	go func() {
+		defer p.wg.Done()
+		if err := store.Watch(ctx); err != nil && ctx.Err() == nil {
+			p.log.Warn("key file watch stopped; SIGHUP still reloads", "error", err)
+		}
+	}()
+	go func() { defer p.wg.Done(); reloadOnHangup(ctx, store, p.tlsReload) }()
+	return nil
+}
+
+// startFleet joins the fleet's Redis when one is named (fleet.go).
+func (p *process) startFleet(ctx context.Context) error {
+	fm, err := joinFleet(ctx, p.cfg, p.log, p.tel) // nil without a Redis (EDGE_REDIS_URL, _SENTINELS, _CLUSTER)
+	if err != nil || fm == nil {
+		return err
+	}
+	p.fm = fm
+	// /fleet follows Redis even while no request arrives (docs/contract.md
+	// section 17): a small write every second through the guard, stopped
+	// before the client is closed.
+	wctx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() { defer close(watched); fm.client.Watch(wctx, fleet.DefaultHealthEvery) }()
+	p.onStop(func() { stopWatch(); <-watched; fm.close() })
+	return nil
+}
+
+// startCatalogs starts the shadow candidate (nil without
+// PMS_CANDIDATE_URL) and builds the live catalog and, with
+// PMS_SANDBOX_URL, the sandbox's.
+func (p *process) startCatalogs(ctx context.Context) error {
+	sh, err := newShadow(p.cfg, p.version, p.log, p.tel)
+	if err != nil {
+		return fmt.Errorf("PMS_CANDIDATE_URL: %w", err)
+	}
+	if sh != nil {
+		p.sh = sh
+		p.wg.Add(1)
+		go func() { defer p.wg.Done(); sh.Run(ctx) }()
+	}
+	live, closeLive, err := newShadowedCatalog(p.cfg, p.cfg.PMSBaseURL, keys.ModeLive, p.version, p.log, p.tel, p.fm, sh)
+	if err != nil {
+		return err
+	}
+	p.live = live
+	p.onStop(closeLive)
+	if p.cfg.PMSSandbox != "" {
+		sb, closeSandbox, err := newCatalog(p.cfg, p.cfg.PMSSandbox, keys.ModeTest, p.version, p.log, p.tel, p.fm)
+		if err != nil {
+			return err
+		}
+		p.sandbox = sb
+		p.onStop(closeSandbox)
+	}
+	return nil
+}
+
+// newHandler is the partner API with problem types under docsURL and, when
+// docsPath is set, the documentation site there.
+func (p *process) newHandler(docsURL, docsPath string) (http.Handler, error) {
+	cfg := p.cfg
+	ec := edge.Config{
+		Brand:          cfg.Brand,
+		DocsURL:        docsURL,
+		Logger:         p.log,
+		Healthy:        func() bool { return !p.draining.Load() && p.store.Usable() },
+		Telemetry:      p.tel,
+		RateLimit:      ratelimit.Limit{PerSecond: cfg.RatePerSecond, Burst: cfg.RateBurst},
+		RequestTimeout: cfg.RequestTimeout,
+		MaxConcurrent:  cfg.MaxConcurrent,
+		AuthFailLimit:  cfg.AuthFailLimit,
+		TrustedProxies: cfg.TrustedProxies,
+		Limiter:        p.fm.limiter(), // nil: in-process
+		OAuth:          p.tokens,
+
+		AccessLog:       p.access.Log, // its own buffered stream: stdout by default
+		AccessLogSample: cfg.AccessLogSample,
+	}
+	docs, err := docsite.HandlerAt(docsURL, docsPath)
+	if err != nil {
+		return nil, err
+	}
+	if docs != nil {
+		ec.Docs, ec.DocsPath = docs, docsPath
+	}
+	return edge.NewServer(ec, p.store, p.live, p.sandbox), nil
+}
+
+// handler is the public listener's handler. Without a docs URL given, the
+// demo serves its own docs and points problem types at them: their URL is
+// known once it listens (EDGE_ADDR may name port 0), so the handler is set
+// then (demoDocs). With the site off too, the placeholder default.
+func (p *process) handler() (late *listener.LateHandler, demoDocs bool, err error) {
+	cfg := &p.cfg
+	demoDocs = p.demo != nil && cfg.DocsPath != "" && cfg.DocsURL == ""
+	if cfg.DocsURL == "" && !demoDocs {
+		cfg.DocsURL = docsite.DefaultDocsURL
+	}
+	if p.demo != nil && !demoDocs && cfg.DocsPath != "" {
+		p.demo.docsURL = cfg.DocsURL // EDGE_PUBLIC_URL or EDGE_DOCS_URL given: the banner says where
+	}
+	late = &listener.LateHandler{}
+	if !demoDocs {
+		h, err := p.newHandler(cfg.DocsURL, cfg.DocsPath)
+		if err != nil {
+			return nil, false, err
+		}
+		late.Set(h)
+	}
+	return late, demoDocs, nil
+}
+
+// serveConfig is the public listener's.
+func (p *process) serveConfig(ln net.Listener, late *listener.LateHandler, demoDocs bool) listener.ServeConfig {
+	cfg := p.cfg
+	return listener.ServeConfig{
+		Addr:            cfg.Addr,
+		Listener:        ln,
+		Handler:         late,
+		TLSCertFile:     cfg.TLSCert,
+		TLSKeyFile:      cfg.TLSKey,
+		TLSReload:       p.tlsReload,
+		RequestTimeout:  cfg.RequestTimeout,
+		DrainDelay:      cfg.DrainDelay,
+		ShutdownTimeout: cfg.ShutdownWait,
+		OnDraining:      func() { p.draining.Store(true) },
+		OnTLSReload:     func(ok bool) { p.tel.Metrics().TLSReload(context.Background(), ok) },
+		Logger:          p.log,
+		OnListen: func(addr net.Addr) {
+			p.log.Info("edge listening", "addr", addr.String())
+			if demoDocs {
+				p.demo.docsURL = demoOrigin(addr, cfg.TLSCert != "") + cfg.DocsPath
+				h, err := p.newHandler(p.demo.docsURL, cfg.DocsPath)
+				if err != nil { // a broken build of the site: serve the API without it
+					p.log.Error("documentation site not served", "error", err)
+					h, _ = p.newHandler(docsite.DefaultDocsURL, "")
+				}
+				late.Set(h)
+			}
+			if p.demo != nil {
+				p.demo.printBanner(p.stdout, addr, cfg.TLSCert != "")
+			}
+		},
+	}
+}

@@ -1,0 +1,95 @@
+package settingval
+
+import (
+	"flag"
+	"io"
+	"strings"
+	"testing"
+)
+
+// Each reader takes what the settings document and refuses the rest with
+// what it wants.
+func TestReaders(t *testing.T) {
+	for _, c := range []struct {
+		name, in string
+		read     func(string) (any, error)
+		want     any // nil: refused
+	}{
+		{"size plain", "268435456", anyOf(Size), int64(268435456)},
+		{"size unit", "256MiB", anyOf(Size), int64(256 << 20)},
+		{"size spaced", " 2 GB ", anyOf(Size), int64(2e9)},
+		{"size zero", "0", anyOf(Size), nil},
+		{"size overflow", "9999999999TiB", anyOf(Size), nil},
+		{"size unit unknown", "3 furlongs", anyOf(Size), nil},
+		{"duration", "30s", anyOf(Duration), "30s"},
+		{"duration negative", "-1s", anyOf(Duration), nil},
+		{"url trailing slash", "https://pms.example/", anyOf(URL), "https://pms.example"},
+		{"url relative", "/pms", anyOf(URL), nil},
+		{"base url with query", "https://pms.example/?a=1", anyOf(BaseURL), nil},
+		{"exact url kept", "https://id.example/", anyOf(ExactURL), "https://id.example/"},
+		{"public url with credentials", "https://u:p@api.example", anyOf(PublicURL), nil},
+		{"docs path off", "off", anyOf(DocsPath), ""},
+		{"docs path", "/developer/", anyOf(DocsPath), "/developer"},
+		{"docs path under v1", "/v1/docs", anyOf(DocsPath), nil},
+		{"docs path pattern", "/docs/{x}", anyOf(DocsPath), nil},
+		{"one of", "text", anyOf(OneOf("json", "text")), "text"},
+		{"one of refused", "xml", anyOf(OneOf("json", "text")), nil},
+	} {
+		got, err := c.read(c.in)
+		switch {
+		case c.want == nil && err == nil:
+			t.Errorf("%s: %q accepted as %v", c.name, c.in, got)
+		case c.want != nil && err != nil:
+			t.Errorf("%s: %q refused: %v", c.name, c.in, err)
+		case c.want != nil && got != c.want:
+			t.Errorf("%s: %q read as %v, want %v", c.name, c.in, got, c.want)
+		case err != nil && !strings.HasPrefix(err.Error(), "want "):
+			t.Errorf("%s: error %q does not say what is wanted", c.name, err)
+		}
+	}
+}
+
+func anyOf[T any](read func(string) (T, error)) func(string) (any, error) {
+	return func(s string) (any, error) {
+		v, err := read(s)
+		if d, ok := any(v).(interface{ String() string }); ok {
+			return d.String(), err
+		}
+		return v, err
+	}
+}
+
+// A flag beats its variable; an empty variable is the default unless the
+// setting takes empty; --help lists every setting with its default.
+func TestParse(t *testing.T) {
+	specs := []Spec{{Env: "A", Flag: "a", Def: "da"}, {Env: "B", Flag: "b", Def: "db", EmptySet: true},
+		{Env: "C", Flag: "c", Def: "dc"}, {Env: "D", Flag: "d", Def: "dd"}}
+	env := map[string]string{"A": "", "B": "", "C": "vc", "D": "vd"}
+	getenv := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	got, err := Parse(fs, nil, specs, []string{"--d", "fd", "rest"}, getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]Got{"A": {"da", "A", false}, "B": {"", "B", true}, "C": {"vc", "C", true}, "D": {"fd", "--d", true}}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("%s: %+v, want %+v", k, got[k], w)
+		}
+	}
+	if fs.NArg() != 1 || fs.Arg(0) != "rest" {
+		t.Errorf("positional arguments %q", fs.Args())
+	}
+	var help strings.Builder
+	fs = flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(&help)
+	if _, err := Parse(fs, []string{"usage: t"}, specs, []string{"--help"}, getenv); err != flag.ErrHelp {
+		t.Fatalf("--help: %v", err)
+	}
+	for _, s := range specs {
+		if !strings.Contains(help.String(), "--"+s.Flag+", "+s.Env+` (default "`+s.Def+`")`) {
+			t.Errorf("--help lacks %s:\n%s", s.Env, help.String())
+		}
+	}
+}

@@ -1,0 +1,71 @@
+package cache
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/partner-edge/partner-edge/mapping"
+	"github.com/partner-edge/partner-edge/observability"
+	"github.com/partner-edge/partner-edge/upstream"
+)
+
+// PMSConfig is one mode's read model over a PMS (docs/resilience.md): the
+// client (retries, breaker), the mapping and the cache, each reporting to
+// Telemetry under the pms label Mode.
+type PMSConfig struct {
+	Mode string // "live", "test": the metrics' pms label and the logs'
+	// Client is the PMS client's; its Tracer, Metrics, WrapTransport and
+	// Logger are set here from Telemetry and Log.
+	Client upstream.ClientConfig
+	// Direct is the mapping's; its OnReject is set here (counted and
+	// logged).
+	Direct upstream.DirectOptions
+	// Cache is the cache's; its Logger and Metrics are set here.
+	Cache     Config
+	Telemetry *observability.Telemetry // required
+	Log       *slog.Logger             // required
+	// WrapLoad, when set, makes the cache's load from the direct catalog
+	// (a fleet's shared load, a shadow's comparison after each load); nil:
+	// the cache's own load, the direct snapshot.
+	WrapLoad func(d *upstream.Direct) Loader
+}
+
+// NewPMS builds cfg's read model; the caller closes it.
+func NewPMS(cfg PMSConfig) (*Cache, error) {
+	log, meter := cfg.Log.With("pms", cfg.Mode), cfg.Telemetry.Meter()
+	pm, err := upstream.NewPMSMetrics(meter, cfg.Mode)
+	if err != nil {
+		return nil, fmt.Errorf("PMS metrics: %w", err)
+	}
+	cm, err := NewMetrics(meter, cfg.Mode)
+	if err != nil {
+		return nil, fmt.Errorf("cache metrics: %w", err)
+	}
+	rejections, err := upstream.NewRejectionMetrics(meter)
+	if err != nil {
+		return nil, fmt.Errorf("mapping rejection metrics: %w", err)
+	}
+	cc := cfg.Client
+	cc.Tracer, cc.Metrics, cc.Logger = cfg.Telemetry.Tracer(), pm, log
+	cc.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return cfg.Telemetry.Transport(rt, upstream.ResendCount)
+	}
+	client, err := upstream.NewClient(cc)
+	if err != nil {
+		return nil, fmt.Errorf("PMS client (%s): %w", cfg.Mode, err)
+	}
+	do := cfg.Direct
+	do.OnReject = func(r *mapping.Rejection) {
+		rejections.Rejected(context.Background(), r.Reason)
+		log.Warn("pms record rejected", "hotel_id", r.HotelID, "reason", string(r.Reason))
+	}
+	direct := upstream.NewDirect(client, do)
+	c := cfg.Cache
+	c.Logger, c.Metrics = log, cm
+	if cfg.WrapLoad != nil {
+		c.Load = cfg.WrapLoad(direct)
+	}
+	return New(direct, c), nil
+}

@@ -1,0 +1,88 @@
+package pmscheck
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// Command is one run of `edge pms check` (docs/contract.md section 14)
+// once its settings are read.
+type Command struct {
+	Config   Config
+	JSON     bool   // the machine report instead of the human one
+	Save     string // write the partner-visible result here; empty: not saved
+	Baseline string // compare with a result saved by Save; empty: none
+	// LimitMemory sets a soft memory limit for the walk (LimitMemory);
+	// false when the operator set GOMEMLIMIT, which wins.
+	LimitMemory bool
+}
+
+// UsageError is a check that cannot be run as asked (a baseline that
+// cannot be read, a configuration Run refuses): the program exits with
+// status 2 for it, 1 for a PMS that breaks the contract.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// Execute walks and checks the PMS (Run), compares with the baseline,
+// writes the report to stdout and saves the result. It returns nil when
+// the PMS keeps the contract and no baseline property is lost, a
+// *UsageError when the check cannot run as asked, another error otherwise.
+func (c Command) Execute(ctx context.Context, stdout io.Writer) error {
+	base, err := loadBaseline(c.Baseline)
+	if err != nil {
+		return err
+	}
+	if c.LimitMemory {
+		defer LimitMemory(c.Config.Client.MaxWalkBytes)()
+	}
+	rep, err := Run(ctx, c.Config)
+	if err != nil {
+		return &UsageError{Err: err}
+	}
+	if base != nil {
+		rep.Compare(base, c.Baseline)
+	}
+	if c.JSON {
+		err = rep.WriteJSON(stdout)
+	} else {
+		err = rep.WriteText(stdout)
+	}
+	if err != nil {
+		return err
+	}
+	if c.Save != "" {
+		if rep.Result == nil {
+			return errors.New("pms check: the walk failed, nothing saved to " + c.Save)
+		}
+		if err := rep.Result.SaveFile(c.Save); err != nil {
+			return fmt.Errorf("--save: %w", err)
+		}
+	}
+	if !rep.OK {
+		return errors.New("pms check failed: " + strings.Join(rep.Failures(), "; "))
+	}
+	return nil
+}
+
+// loadBaseline reads the result saved at path; nil for none.
+func loadBaseline(path string) (*Result, error) {
+	if path == "" {
+		return nil, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, &UsageError{Err: fmt.Errorf("--baseline: %w", err)}
+	}
+	defer f.Close()
+	base, err := LoadResult(f)
+	if err != nil {
+		return nil, &UsageError{Err: fmt.Errorf("--baseline %s: %w", path, err)}
+	}
+	return base, nil
+}
