@@ -166,10 +166,7 @@ func TestRedisRefusingWritesIsUnavailable(t *testing.T) {
 	if !srv.Real() {
 		t.Skip("needs redis-server (maxmemory); miniredis has none")
 	}
-	limited, limitedRec := keystest.Mint(t, "aurora", keys.ModeLive)
-	limitedRec.RateLimit = &keys.RateLimit{PerSecond: 5, Burst: 5}
-	open, openRec := keystest.Mint(t, "aurora", keys.ModeLive)
-	keyFile := keystest.File(t, limitedRec, openRec)
+	limited, open, keyFile := fleetKeys(t)
 	pms := newWalkCountingPMS(t)
 	edges := startFleet(t, bin, 3, keyFile, pms.srv.URL, srv.URL())
 	if !allShared(t, edges, true) {

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/partner-edge/partner-edge/edge/keys"
 	"github.com/partner-edge/partner-edge/edge/keys/keystest"
 	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream/fleet/redistest"
@@ -50,10 +49,7 @@ func TestFleetFollowsSentinelFailover(t *testing.T) {
 	}
 	bin := buildEdge(t)
 	sentinel := redistest.StartSentinel(t)
-	limited, limitedRec := keystest.Mint(t, "aurora", keys.ModeLive)
-	limitedRec.RateLimit = &keys.RateLimit{PerSecond: 5, Burst: 5}
-	open, openRec := keystest.Mint(t, "aurora", keys.ModeLive)
-	keyFile := keystest.File(t, limitedRec, openRec)
+	limited, open, keyFile := fleetKeys(t)
 	pms := newWalkCountingPMS(t)
 	edges := startFleetWith(t, bin, 3, keyFile, pms.srv.URL,
 		"EDGE_REDIS_SENTINELS="+strings.Join(sentinel.Sentinels, ","), "EDGE_REDIS_MASTER="+redistest.SentinelMaster)

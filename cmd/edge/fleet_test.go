@@ -41,10 +41,7 @@ func TestFleetOfThree(t *testing.T) {
 	}
 	bin := buildEdge(t)
 	redisSrv := redistest.Start(t)
-	limited, limitedRec := keystest.Mint(t, "aurora", keys.ModeLive)
-	limitedRec.RateLimit = &keys.RateLimit{PerSecond: 5, Burst: 5}
-	open, openRec := keystest.Mint(t, "aurora", keys.ModeLive)
-	keyFile := keystest.File(t, limitedRec, openRec)
+	limited, open, keyFile := fleetKeys(t)
 
 	const window = 4 * time.Second
 	slack := 1.10
@@ -408,4 +405,15 @@ func allShared(t *testing.T, edges []*edgeProc, want bool) bool {
 		}
 	}
 	return true
+}
+
+// fleetKeys writes the key file of the fleet tests: a key limited to 5/s
+// with a burst of 5 (the shared quota under test) and an open one (the
+// load that must never be refused), and returns both tokens and the file.
+func fleetKeys(t *testing.T) (limited, open, keyFile string) {
+	t.Helper()
+	limited, limitedRec := keystest.Mint(t, "aurora", keys.ModeLive)
+	limitedRec.RateLimit = &keys.RateLimit{PerSecond: 5, Burst: 5}
+	open, openRec := keystest.Mint(t, "aurora", keys.ModeLive)
+	return limited, open, keystest.File(t, limitedRec, openRec)
 }

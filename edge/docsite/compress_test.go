@@ -17,15 +17,7 @@ import (
 // a body under 1 KiB and a client without Accept-Encoding get plain bytes.
 func TestHandlerCompressed(t *testing.T) {
 	h := build(t, Options{BasePath: "/docs"}).Handler()
-	get := func(method, p string, hdr ...string) *httptest.ResponseRecorder {
-		req := httptest.NewRequest(method, "http://x"+p, nil)
-		for i := 0; i+1 < len(hdr); i += 2 {
-			req.Header.Set(hdr[i], hdr[i+1])
-		}
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		return rec
-	}
+	get := func(method, p string, hdr ...string) *httptest.ResponseRecorder { return record(h, method, p, hdr...) }
 	for _, p := range []string{"/reference", "/errors/route-not-found", "/", "/assets/site.css"} {
 		plain := get(http.MethodGet, p)
 		if plain.Code != http.StatusOK || plain.Header().Get("Content-Encoding") != "" || plain.Body.Len() < 1024 {

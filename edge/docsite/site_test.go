@@ -213,15 +213,7 @@ func TestReferenceIsSelfContained(t *testing.T) {
 // 404 page.
 func TestHandler(t *testing.T) {
 	h := build(t, Options{BasePath: "/docs"}).Handler()
-	get := func(method, p string, hdr ...string) *httptest.ResponseRecorder {
-		req := httptest.NewRequest(method, "http://x"+p, nil)
-		for i := 0; i+1 < len(hdr); i += 2 {
-			req.Header.Set(hdr[i], hdr[i+1])
-		}
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		return rec
-	}
+	get := func(method, p string, hdr ...string) *httptest.ResponseRecorder { return record(h, method, p, hdr...) }
 	for _, p := range []string{"", "/", "/errors/route-not-found", "/errors/route-not-found.html", "/errors/route-not-found/",
 		"/reference", "/authentication", "/rate-limits", "/changelog", "/field-errors", "/errors", "/assets/site.css"} {
 		rec := get(http.MethodGet, p)
@@ -327,4 +319,17 @@ func TestErrorPageMatchesTypeURI(t *testing.T) {
 			t.Errorf("%s: page %s outside errors/", e.Code, ErrorPage(e.Code))
 		}
 	}
+}
+
+// record answers one request of method for path p on h, with the header
+// pairs of hdr (name, value, ...), the way TestHandler and
+// TestHandlerCompressed ask the site.
+func record(h http.Handler, method, p string, hdr ...string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(method, "http://x"+p, nil)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
 }
