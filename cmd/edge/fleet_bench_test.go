@@ -14,7 +14,6 @@ import (
 	"github.com/partner-edge/partner-edge/edge"
 	"github.com/partner-edge/partner-edge/edge/keys"
 	"github.com/partner-edge/partner-edge/edge/keys/keystest"
-	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/fleet/redistest"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
@@ -123,11 +122,7 @@ func benchEdge(b *testing.B, redis bool) (http.Handler, *http.Request) {
 	rec.RateLimit = &keys.RateLimit{PerSecond: 100000, Burst: 100000}
 	store := keystest.Open(b, rec)
 	ctx := context.Background()
-	tel, err := observability.New(ctx, observability.Config{Getenv: func(string) string { return "" }})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = tel.Shutdown(ctx) })
+	tel := quietTelemetry(b)
 	log := slog.New(slog.DiscardHandler)
 	cfg := settings{Brand: "aurora", PMSToken: "pms-secret-token", PMSTimeout: 5 * time.Second,
 		PMSAttempt: 2 * time.Second, CacheTTL: time.Hour, CacheStale: time.Hour}

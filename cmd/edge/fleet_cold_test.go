@@ -13,7 +13,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/partner-edge/partner-edge/edge/keys/keystest"
-	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/fleet"
@@ -33,11 +32,7 @@ func TestColdFleetWalksOnce(t *testing.T) {
 	srv := redistest.Start(t)
 	pms := newWalkCountingPMS(t)
 	ctx := context.Background()
-	tel, err := observability.New(ctx, observability.Config{Getenv: func(string) string { return "" }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = tel.Shutdown(ctx) })
+	tel := quietTelemetry(t)
 	logs := &testkit.LogBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	cfg := settings{Brand: "aurora", PMSToken: "pms-secret-token", PMSTimeout: 9 * time.Second,

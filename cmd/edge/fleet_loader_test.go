@@ -21,11 +21,7 @@ func TestCatalogsShareLoadsThroughRedis(t *testing.T) {
 	srv := redistest.Start(t)
 	pms := newWalkCountingPMS(t)
 	ctx := context.Background()
-	tel, err := observability.New(ctx, observability.Config{Getenv: func(string) string { return "" }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = tel.Shutdown(ctx) })
+	tel := quietTelemetry(t)
 	log := slog.New(slog.DiscardHandler)
 	cfg := settings{Brand: "aurora", PMSToken: "pms-secret-token", PMSTimeout: 5 * time.Second,
 		PMSAttempt: 2 * time.Second, CacheTTL: time.Minute, CacheStale: time.Minute}
@@ -70,4 +66,17 @@ func fleetCatalog(t *testing.T, cfg settings, pmsURL string, fc fleet.Config, lo
 	}
 	t.Cleanup(closeCat)
 	return cat
+}
+
+// quietTelemetry is the telemetry of an in-process edge part in these
+// tests: the SDK's defaults with no OTEL_* variable read (no exporter),
+// shut down when tb ends.
+func quietTelemetry(tb testing.TB) *observability.Telemetry {
+	tb.Helper()
+	tel, err := observability.New(context.Background(), observability.Config{Getenv: func(string) string { return "" }})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
+	return tel
 }
