@@ -13,9 +13,9 @@
 // Without a fresh snapshot (cold start, or nobody asked for a while) every
 // call, gets included, joins the one shared load of the snapshot
 // (golang.org/x/sync/singleflight) and waits for it at most until its own
-// context's deadline. The load runs under context.WithoutCancel of the
-// first caller's context (its values, such as trace and request ids, are
-// kept) with its own LoadTimeout, so a partner who leaves never fails the
+// context's deadline. The load runs with the values of the first caller's
+// context (such as trace and request ids), not its cancellation, under
+// its own LoadTimeout, so a partner who leaves never fails the
 // others waiting.
 //
 // A load that fails with a PMS failure (upstream.BadGateway, Unavailable,
@@ -37,7 +37,8 @@
 //
 // The store is one atomic pointer to the current snapshot, replaced whole
 // by each load: nothing a partner sends adds an entry. Singleflight keys
-// are the snapshot and, with TTL 0 only, ids being fetched right now.
+// are the snapshot and, with TTL 0 only, ids being fetched right now (in
+// a group of their own).
 package cache
 
 import (
@@ -77,8 +78,10 @@ type Cache struct {
 	key          string
 
 	cur        atomic.Pointer[entry] // the held snapshot; nil: none
-	group      singleflight.Group
-	refreshing atomic.Bool // a background refresh runs
+	group      singleflight.Group    // the snapshot's load
+	props      singleflight.Group    // gets with TTL 0, by id
+	waiters    sync.Pool             // *waiter (shared)
+	refreshing atomic.Bool           // a background refresh runs
 
 	afterCheck func() // test hook: called once snapshot has looked at cur; nil: none
 
@@ -95,6 +98,8 @@ type Cache struct {
 
 	work chan func()  // unbuffered: hands a load to an idle worker (workers.go)
 	idle atomic.Int32 // workers waiting on work
+
+	loadProperty loadFunc // c.property, bound once
 }
 
 // entry is the held snapshot with its own freshness stamp.
@@ -151,6 +156,8 @@ func New(inner upstream.Catalog, cfg Config) *Cache {
 	}
 	c.base, c.cancel = context.WithCancel(context.Background())
 	c.work = make(chan func())
+	c.waiters.New = c.newWaiter
+	c.loadProperty = c.property
 	return c
 }
 
@@ -211,25 +218,29 @@ func ledOutcome(led bool) string {
 	return OutcomeCoalesced
 }
 
-// shared joins or starts the call of key and waits for it or for ctx. led
-// reports whether this call's fn ran. A caller whose context ends first
-// gets that end, classified.
-func (c *Cache) shared(ctx context.Context, key string, fn func(context.Context) (any, error)) (v any, led bool, err error) {
-	ran := false
+// loadFunc is a load of the cache: fn(ctx, arg) of shared, run on a worker
+// under the load's context (run). arg saves a closure per call: the
+// property of a get is a method value bound once and the id.
+type loadFunc func(ctx context.Context, arg string) (any, error)
+
+// shared joins or starts the call of key in group and waits for it or for
+// ctx. led reports whether this call's fn ran. A caller whose context ends
+// first gets that end, classified.
+func (c *Cache) shared(ctx context.Context, group *singleflight.Group, key string, fn loadFunc, arg string) (v any, led bool, err error) {
 	// group.Do on a worker, which DoChan would be on a new goroutine: the
 	// caller can still leave when ctx ends, and the load goes on.
-	ch := make(chan singleflight.Result, 1)
-	c.spawn(func() {
-		v, err, shared := c.group.Do(key, func() (any, error) {
-			ran = true // read only after the result arrives on ch
-			return c.run(ctx, fn)
-		})
-		ch <- singleflight.Result{Val: v, Err: err, Shared: shared}
-	})
+	w := c.waiters.Get().(*waiter)
+	w.group, w.ctx, w.key, w.fn, w.arg = group, ctx, key, fn, arg
+	c.spawn(w.start)
 	select {
 	case <-ctx.Done():
+		// w stays with its worker, which still sends on w.res: it is
+		// not reused.
 		return nil, false, upstream.Classify(ctx, ctx.Err(), upstream.Internal)
-	case r := <-ch:
+	case r := <-w.res:
+		ran := w.ran
+		*w = waiter{c: c, res: w.res, start: w.start, load: w.load}
+		c.waiters.Put(w)
 		if e, ok := r.Err.(*upstream.Error); ok && r.Shared {
 			// Each caller owns its error value.
 			cp := *e
@@ -239,17 +250,54 @@ func (c *Cache) shared(ctx context.Context, key string, fn func(context.Context)
 	}
 }
 
+// waiter is one caller's call of shared, handed to a worker. Waiters are
+// pooled (Cache.waiters) with their channel and bound methods, so a call
+// costs no allocation of its own: a waiter goes back to the pool only
+// after its caller received the result, the worker's last use of it.
+type waiter struct {
+	c     *Cache
+	group *singleflight.Group
+	ctx   context.Context
+	key   string
+	fn    loadFunc
+	arg   string
+	ran   bool                     // fn ran in this call (the caller led); read after res
+	res   chan singleflight.Result // capacity 1
+	start func()                   // w.run, bound once
+	load  func() (any, error)      // w.lead, bound once
+}
+
+func (c *Cache) newWaiter() any {
+	w := &waiter{c: c, res: make(chan singleflight.Result, 1)}
+	w.start, w.load = w.run, w.lead
+	return w
+}
+
+// run is the worker's side: the shared call, its result to the caller.
+func (w *waiter) run() {
+	v, err, shared := w.group.Do(w.key, w.load)
+	w.res <- singleflight.Result{Val: v, Err: err, Shared: shared} // the last use of w
+}
+
+// lead is the load itself, run when this call leads.
+func (w *waiter) lead() (any, error) {
+	w.ran = true // read by the caller only after the result arrives on res
+	return w.c.run(w.ctx, w.fn, w.arg)
+}
+
 // run executes one load detached from ctx's cancellation, under LoadTimeout
 // and Close. A panic in fn is recovered into an upstream.Internal error.
-func (c *Cache) run(ctx context.Context, fn func(context.Context) (any, error)) (v any, err error) {
+func (c *Cache) run(ctx context.Context, fn loadFunc, arg string) (v any, err error) {
 	if !c.track() {
 		return nil, closedError()
 	}
 	defer c.wg.Done()
-	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.loadTimeout)
+	// The load's deadline is a child of base, which Close cancels; the
+	// caller's values (trace, caller ids) come along, its cancellation
+	// does not (loadContext).
+	tctx, cancel := context.WithTimeout(c.base, c.loadTimeout)
 	defer cancel()
-	stop := context.AfterFunc(c.base, cancel)
-	defer stop()
+	lctx := &loadContext{Context: tctx, values: ctx}
 	defer func() {
 		if r := recover(); r != nil {
 			v, err = nil, &upstream.Error{Kind: upstream.Internal, Err: fmt.Errorf("cache load panicked: %v", r)}
@@ -264,7 +312,7 @@ func (c *Cache) run(ctx context.Context, fn func(context.Context) (any, error)) 
 			}
 		}
 	}()
-	v, err = fn(lctx)
+	v, err = fn(lctx, arg)
 	if err != nil {
 		if c.base.Err() != nil {
 			return nil, closedError()
@@ -273,6 +321,27 @@ func (c *Cache) run(ctx context.Context, fn func(context.Context) (any, error)) 
 	}
 	return v, nil
 }
+
+// loadContext is a load's context: the deadline and cancellation of its
+// embedded context (LoadTimeout under the cache's base), the values of
+// the caller that started it. It is what context.WithoutCancel, a timeout
+// and an AfterFunc on base make together, in one allocation instead of
+// four. Value asks the embedded context first, so a context derived from
+// this one finds the cancellation it is tied to (and needs no goroutine
+// to follow it), and the caller's values after that.
+type loadContext struct {
+	context.Context
+	values context.Context
+}
+
+func (l *loadContext) Value(key any) any {
+	if v := l.Context.Value(key); v != nil {
+		return v
+	}
+	return l.values.Value(key)
+}
+
+func (l *loadContext) String() string { return "cache.loadContext" }
 
 func closedError() error {
 	return &upstream.Error{Kind: upstream.Unavailable, RetryAfter: time.Second, Err: errors.New("cache: closed")}

@@ -18,13 +18,7 @@ import (
 // the same id sharing one call.
 func (c *Cache) Property(ctx context.Context, id string) (*upstream.Item, error) {
 	if c.disabled {
-		v, led, err := c.shared(ctx, "property/"+id, func(ctx context.Context) (any, error) {
-			it, err := c.inner.Property(ctx, id)
-			if err == nil && it == nil { // a broken inner Catalog; never serve nil
-				err = &upstream.Error{Kind: upstream.Internal, Err: errors.New("cache: inner catalog returned no item")}
-			}
-			return it, err
-		})
+		v, led, err := c.shared(ctx, &c.props, id, c.loadProperty, id)
 		if err != nil {
 			c.report(ctx, err, led)
 			return nil, err
@@ -43,6 +37,15 @@ func (c *Cache) Property(ctx context.Context, id string) (*upstream.Item, error)
 		return nil, loadErr
 	}
 	return nil, notFound()
+}
+
+// property is the load of a get with TTL 0 (Cache.loadProperty).
+func (c *Cache) property(ctx context.Context, id string) (any, error) {
+	it, err := c.inner.Property(ctx, id)
+	if err == nil && it == nil { // a broken inner Catalog; never serve nil
+		err = &upstream.Error{Kind: upstream.Internal, Err: errors.New("cache: inner catalog returned no item")}
+	}
+	return it, err
 }
 
 func notFound() error {

@@ -20,7 +20,7 @@ func (c *Cache) Snapshot(ctx context.Context) (*upstream.Snapshot, error) {
 // served because of the returned loadErr (nil otherwise).
 func (c *Cache) snapshot(ctx context.Context) (s *upstream.Snapshot, loadErr error, err error) {
 	if c.disabled {
-		v, led, err := c.shared(ctx, snapKey, c.loadOnly)
+		v, led, err := c.shared(ctx, &c.group, snapKey, c.loadOnly, "")
 		if err != nil {
 			c.report(ctx, err, led)
 			return nil, nil, err
@@ -50,7 +50,7 @@ func (c *Cache) snapshot(ctx context.Context) (s *upstream.Snapshot, loadErr err
 			return e.val, errBackoff, nil
 		}
 	}
-	v, led, err := c.shared(ctx, snapKey, c.loadAfter(e, c.ttl))
+	v, led, err := c.shared(ctx, &c.group, snapKey, c.loadAfter(e, c.ttl), "")
 	if err != nil {
 		if servable(err) {
 			if e := c.cur.Load(); e != nil && c.now().Sub(e.loadedAt) < c.stale {
@@ -99,7 +99,7 @@ func (c *Cache) refresh(ctx context.Context, seen *entry) {
 		defer c.refreshing.Store(false)
 		// Do, not DoChan: this goroutine waits, so the flag is cleared
 		// only once the load (its own or one it joined) has ended.
-		_, err, _ := c.group.Do(snapKey, func() (any, error) { return c.run(vals, c.loadAfter(seen, c.refreshAfter)) })
+		_, err, _ := c.group.Do(snapKey, func() (any, error) { return c.run(vals, c.loadAfter(seen, c.refreshAfter), "") })
 		if err != nil {
 			c.log.WarnContext(vals, "cache refresh failed; serving the held snapshot", "key", c.key, "error", err)
 		}
@@ -142,7 +142,7 @@ func retryAfterOf(err error) time.Duration {
 }
 
 // loadOnly loads the snapshot without holding it (TTL 0).
-func (c *Cache) loadOnly(ctx context.Context) (any, error) {
+func (c *Cache) loadOnly(ctx context.Context, _ string) (any, error) {
 	s, err := c.load(ctx)
 	if err != nil {
 		return nil, err
@@ -161,8 +161,8 @@ func (c *Cache) loadOnly(ctx context.Context) (any, error) {
 // seen, younger than maxAge, some load has already done the work since
 // the caller looked, and that entry is the answer (issue 17: one load per
 // cold start or expiry, whatever the concurrency).
-func (c *Cache) loadAfter(seen *entry, maxAge time.Duration) func(context.Context) (any, error) {
-	return func(ctx context.Context) (any, error) {
+func (c *Cache) loadAfter(seen *entry, maxAge time.Duration) loadFunc {
+	return func(ctx context.Context, _ string) (any, error) {
 		if cur := c.cur.Load(); cur != nil && cur != seen && c.now().Sub(cur.loadedAt) < maxAge {
 			return cur, nil
 		}
@@ -172,7 +172,7 @@ func (c *Cache) loadAfter(seen *entry, maxAge time.Duration) func(context.Contex
 
 // loadAndStore loads the snapshot and holds it.
 func (c *Cache) loadAndStore(ctx context.Context) (any, error) {
-	v, err := c.loadOnly(ctx)
+	v, err := c.loadOnly(ctx, "")
 	if err != nil {
 		if servable(upstream.Classify(ctx, err, upstream.Internal)) {
 			c.loaded(err)

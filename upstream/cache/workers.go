@@ -28,7 +28,7 @@ func (c *Cache) spawn(f func()) {
 		go f()
 		return
 	}
-	go func() {
+	go func(f func()) { // f as an argument: a captured f would be moved to the heap on every spawn
 		defer c.wg.Done()
 		for {
 			f()
@@ -44,5 +44,5 @@ func (c *Cache) spawn(f func()) {
 				return
 			}
 		}
-	}()
+	}(f)
 }
