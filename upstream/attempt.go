@@ -2,10 +2,12 @@ package upstream
 
 import (
 	"context"
-	"sync/atomic"
 )
 
-type resendKey struct{}
+// attemptKey is the context key of the *attempts a request belongs to
+// (withAttempts): ResendCount reads its attempt number, roundTripOnly
+// hands it the attempt's deadline to release.
+type attemptKey struct{}
 
 // ResendCount returns the number of the attempt a request made by the
 // Client is: 0 for the first, 1 for the first retry, and so on (the
@@ -13,12 +15,17 @@ type resendKey struct{}
 // meant for a wrapping ClientConfig.Transport, which reads it from
 // req.Context() when RoundTrip starts. Outside a Client's request it is 0.
 func ResendCount(ctx context.Context) int {
-	if n, ok := ctx.Value(resendKey{}).(*atomic.Int32); ok {
-		return int(n.Load())
+	if a, ok := ctx.Value(attemptKey{}).(*attempts); ok {
+		return int(a.resend.Load())
 	}
 	return 0
 }
 
-func withResendCounter(ctx context.Context, n *atomic.Int32) context.Context {
-	return context.WithValue(ctx, resendKey{}, n)
+func withAttempts(ctx context.Context, a *attempts) context.Context {
+	return context.WithValue(ctx, attemptKey{}, a)
+}
+
+func attemptsFrom(ctx context.Context) *attempts {
+	a, _ := ctx.Value(attemptKey{}).(*attempts)
+	return a
 }

@@ -81,10 +81,14 @@ type Client struct {
 	heldUntil atomic.Int64
 	// pace spaces list pages (ReadBytesPerSecond); nil: not paced.
 	pace *rate.Limiter
+	// spans: ClientConfig.Tracer was set. Without it a call starts no span
+	// at all, not even a no-op one (a context per call).
+	spans bool
 }
 
 // NewClient returns a client for cfg, or an error naming a bad setting.
 func NewClient(cfg ClientConfig) (*Client, error) {
+	spans := cfg.Tracer != nil
 	cfg, u, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -108,6 +112,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		},
 		log:      cfg.Logger,
 		now:      cfg.Now,
+		spans:    spans,
 		retryLog: retryLogger{cfg.Logger},
 
 		userAgent: []string{"partner-edge/" + cfg.Version},

@@ -95,9 +95,10 @@ type ClientConfig struct {
 	WrapTransport func(http.RoundTripper) http.RoundTripper
 
 	// Tracer starts one span per logical call (SpanListHotels,
-	// SpanGetHotel; see Client). Nil means no call spans (a no-op
-	// tracer): attempt spans of a tracing WrapTransport are then children
-	// of whatever span the caller's context holds.
+	// SpanGetHotel; see Client). Nil means no call spans, and no work
+	// for them (the caller's context is passed on as it is): attempt spans
+	// of a tracing WrapTransport are then children of whatever span the
+	// caller's context holds.
 	Tracer trace.Tracer
 	// Metrics records every attempt (duration and outcome), every retry
 	// and every breaker state change of this PMS, and adds "pms.retry"

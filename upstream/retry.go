@@ -51,7 +51,11 @@ type attempts struct {
 	rc     *retryablehttp.Client // built once, with this attempts' hooks
 	handle func(*http.Response) error
 
-	resend  atomic.Int32 // the attempt under way, for ResendCount
+	resend atomic.Int32 // the attempt under way, for ResendCount
+	// release ends the deadline of the attempt before (roundTripOnly),
+	// once its body has been read or drained: at the next attempt's
+	// start, or when the request ends. Nil: none held.
+	release context.CancelFunc
 	retries int
 	wait    time.Duration
 	body    []byte
@@ -88,6 +92,7 @@ func (c *Client) getAttempts() *attempts {
 // putAttempts resets a and returns it to the pool.
 func (c *Client) putAttempts(a *attempts) {
 	a.resend.Store(0)
+	a.releaseDeadline()
 	a.retries, a.wait, a.body, a.into = 0, 0, nil, nil
 	a.started, a.open, a.checked, a.shed, a.last = time.Time{}, false, false, nil, ""
 	c.attemptsPool.Put(a)
@@ -107,7 +112,7 @@ func (c *Client) doInto(ctx context.Context, u string, buf *bytes.Buffer) ([]byt
 	a := c.getAttempts()
 	defer c.putAttempts(a)
 	a.into = buf
-	req, err := retryablehttp.NewRequestWithContext(withResendCounter(ctx, &a.resend), http.MethodGet, u, nil)
+	req, err := retryablehttp.NewRequestWithContext(withAttempts(ctx, a), http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -134,11 +139,20 @@ func (c *Client) doInto(ctx context.Context, u string, buf *bytes.Buffer) ([]byt
 // begin is retryablehttp's RequestLogHook, called before each attempt with
 // its number (0 first).
 func (a *attempts) begin(_ retryablehttp.Logger, r *http.Request, i int) {
+	a.releaseDeadline()
 	a.resend.Store(int32(i))
 	if i > 0 && a.c.metrics != nil {
 		a.c.metrics.Retry(r.Context(), a.last)
 	}
 	a.started, a.open, a.checked, a.shed = a.c.now(), true, false, nil
+}
+
+// releaseDeadline ends the deadline of the attempt before, if one is held.
+func (a *attempts) releaseDeadline() {
+	if a.release != nil {
+		a.release()
+		a.release = nil
+	}
 }
 
 // check is retryablehttp's CheckRetry around checkRetry. retryablehttp

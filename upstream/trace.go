@@ -54,8 +54,15 @@ func breakerStateName(gobreakerState string) string {
 // per call.
 var callSpanOptions = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal)}
 
+// noSpan is the call span without ClientConfig.Tracer: it records nothing,
+// and ending it ends nothing (not the caller's span).
+var noSpan = trace.SpanFromContext(context.Background())
+
 // startCall starts the span of one logical call, with the breaker's state.
 func (c *Client) startCall(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	if !c.spans {
+		return ctx, noSpan
+	}
 	ctx, span := c.cfg.Tracer.Start(ctx, name, callSpanOptions...)
 	if span.IsRecording() {
 		span.SetAttributes(attrs...)
@@ -67,6 +74,9 @@ func (c *Client) startCall(ctx context.Context, name string, attrs ...attribute.
 // startGet is startCall for GetHotel: its attributes are built only for a
 // span that records them (most are sampled out), with no slice per call.
 func (c *Client) startGet(ctx context.Context, brand, id string) (context.Context, trace.Span) {
+	if !c.spans {
+		return ctx, noSpan
+	}
 	ctx, span := c.cfg.Tracer.Start(ctx, SpanGetHotel, callSpanOptions...)
 	if span.IsRecording() {
 		span.SetAttributes(AttrBrand.String(brand), AttrHotelID.String(id),

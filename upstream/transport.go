@@ -43,9 +43,12 @@ func NewTransport() *http.Transport {
 // It also bounds each attempt by timeout (ClientConfig.AttemptTimeout),
 // reading the body included, the way http.Client.Timeout bounds one on a
 // bare *http.Transport: a deadline on the request's context, released
-// when the body is closed. http.Client.Timeout itself is not used: on any
-// RoundTripper net/http does not know (this one, WrapTransport's) it costs
-// a goroutine, a timer and a channel per attempt.
+// once the body has been read. http.Client.Timeout itself is not used: on
+// any RoundTripper net/http does not know (this one, WrapTransport's) it
+// costs a goroutine, a timer and a channel per attempt. A Client's
+// request hands the release to its attempts (attemptsFrom), which call it
+// when the next attempt starts or the request ends, after the body was
+// read or drained; any other request's body releases it when closed.
 type roundTripOnly struct {
 	rt      http.RoundTripper
 	timeout time.Duration
@@ -56,13 +59,17 @@ func (r roundTripOnly) RoundTrip(req *http.Request) (*http.Response, error) {
 	if d, ok := ctx.Deadline(); ok && time.Until(d) <= r.timeout {
 		return r.rt.RoundTrip(req) // the call's deadline comes first
 	}
-	ctx, cancel := context.WithTimeout(ctx, r.timeout)
-	resp, err := r.rt.RoundTrip(req.WithContext(ctx))
+	actx, cancel := context.WithTimeout(ctx, r.timeout)
+	resp, err := r.rt.RoundTrip(req.WithContext(actx))
 	if err != nil {
 		cancel()
 		return nil, err
 	}
-	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+	if a := attemptsFrom(ctx); a != nil {
+		a.release = cancel // on the caller's goroutine: retryablehttp's Do
+	} else {
+		resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
+	}
 	return resp, nil
 }
 
