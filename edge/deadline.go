@@ -35,13 +35,10 @@ type reqContext struct {
 	st       *state
 	deadline time.Time
 
-	mu    sync.Mutex               // guards starting timed
-	timed atomic.Pointer[timedCtx] // the deadline's context, once Done was asked
-}
-
-type timedCtx struct {
-	ctx    context.Context
-	cancel context.CancelFunc
+	mu      sync.Mutex  // guards starting the timer
+	started atomic.Bool // timed and cancel are set: Done was asked
+	timed   context.Context
+	cancel  context.CancelFunc
 }
 
 func (c *reqContext) Deadline() (time.Time, bool) {
@@ -52,23 +49,21 @@ func (c *reqContext) Deadline() (time.Time, bool) {
 }
 
 func (c *reqContext) Done() <-chan struct{} {
-	if t := c.timed.Load(); t != nil {
-		return t.ctx.Done()
+	if c.started.Load() { // the Store below happened before: timed is set
+		return c.timed.Done()
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	t := c.timed.Load()
-	if t == nil {
-		ctx, cancel := context.WithDeadline(c.Context, c.deadline)
-		t = &timedCtx{ctx: ctx, cancel: cancel}
-		c.timed.Store(t)
+	if !c.started.Load() {
+		c.timed, c.cancel = context.WithDeadline(c.Context, c.deadline)
+		c.started.Store(true)
 	}
-	return t.ctx.Done()
+	return c.timed.Done()
 }
 
 func (c *reqContext) Err() error {
-	if t := c.timed.Load(); t != nil {
-		return t.ctx.Err()
+	if c.started.Load() {
+		return c.timed.Err()
 	}
 	if err := c.Context.Err(); err != nil {
 		return err
@@ -95,8 +90,8 @@ func (c *reqContext) Value(key any) any {
 	if key == chi.RouteCtxKey {
 		return c.st.route
 	}
-	if t := c.timed.Load(); t != nil {
-		return t.ctx.Value(key)
+	if c.started.Load() {
+		return c.timed.Value(key)
 	}
 	return c.Context.Value(key)
 }
@@ -106,7 +101,7 @@ func (c *reqContext) String() string { return "edge.reqContext" }
 // stop releases the deadline's timer, if it was started: the request has
 // been answered.
 func (c *reqContext) stop() {
-	if t := c.timed.Load(); t != nil {
-		t.cancel()
+	if c.started.Load() {
+		c.cancel()
 	}
 }

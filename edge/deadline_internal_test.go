@@ -37,7 +37,7 @@ func TestReqContextDeadline(t *testing.T) {
 		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			t.Fatalf("after the deadline, Err %v", ctx.Err())
 		}
-		if ctx.timed.Load() != nil {
+		if ctx.started.Load() {
 			t.Fatal("timer started without anyone waiting on Done")
 		}
 		select {
