@@ -21,8 +21,8 @@ const ResultVersion = 1
 // mapping produced (listed when active, readable by id either way) in its
 // public JSON, and the records left out with their reasons. It holds no
 // internal value: only public fields, ids and reason codes. It is the file
-// of edge pms check --save and --baseline, and one side of a shadow
-// comparison.
+// of edge pms check --save and --baseline. (The shadow candidate builds
+// none: it feeds a Comparer as it walks.)
 type Result struct {
 	Version    int    `json:"version"`
 	Brand      string `json:"brand"`

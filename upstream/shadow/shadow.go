@@ -2,8 +2,10 @@
 // background (docs/contract.md section 14): right after the edge's own walk of the live
 // PMS, at most once per Interval for each brand and mode, it walks the
 // candidate with its own client (retries, breaker) under its own deadline,
-// maps it with the edge's walk-and-map (upstream.Direct) and compares what
-// partners would see (pmscheck.Compare). The latest comparison is served on
+// maps each record as the edge does (mapping.MapRaw, upstream.Direct's
+// options) and compares what partners would see with the live snapshot as
+// it walks (pmscheck.Comparer, the definition pmscheck.Compare is built
+// on), keeping the differences only. The latest comparison is served on
 // the admin listener (Handler) and its differences are metrics.
 //
 // The candidate never serves a partner: the only contact with the partner
