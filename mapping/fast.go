@@ -168,8 +168,9 @@ func knownField(quoted []byte) (int, bool) {
 }
 
 // mapView is Map over a recordView: the same checks in the same order,
-// reading bytes, so that only the kept strings are allocated.
-func mapView(v *recordView, opts Options) (Property, error) {
+// reading bytes, so that only the kept strings are allocated; when want
+// refuses the record's id, none but the id (MapRawFor).
+func mapView(v *recordView, opts Options, want func(id string) bool) (Property, error) {
 	hotelID := string(v.val[fHotelID])
 	id, ok := ParseID(hotelID)
 	if !ok {
@@ -209,14 +210,21 @@ func mapView(v *recordView, opts Options) (Property, error) {
 	case CodeSourceLegacyCode:
 		cf = fLegacyCode
 	}
+	var codeB []byte
 	if cf >= 0 && v.kind[cf] == vString {
 		if c := bytes.TrimSpace(v.val[cf]); len(c) > 0 {
-			s := string(c)
-			if tooLong(s, MaxCodeLen) {
+			if len(c) > MaxCodeLen && (len(c) > 4*MaxCodeLen || utf8.RuneCount(c) > MaxCodeLen) { // tooLong
 				return Property{}, reject(hotelID, ReasonTooLong)
 			}
-			pcode = &s
+			codeB = c
 		}
+	}
+	if want != nil && !want(id) {
+		return Property{ID: id}, nil // mapped; nothing else copied
+	}
+	if codeB != nil {
+		s := string(codeB)
+		pcode = &s
 	}
 	status := StatusInactive
 	if string(v.val[fLifecycle]) == "LIVE" {
@@ -293,6 +301,11 @@ func (c *ZoneCache) lookup(b []byte) (string, bool) {
 
 // mapRawFast is MapRaw's fast path; ok is false when it gave up.
 func mapRawFast(raw []byte, opts Options) (p Property, ok bool, err error) {
+	return mapRawFastFor(raw, opts, nil)
+}
+
+// mapRawFastFor is mapRawFast for MapRawFor.
+func mapRawFastFor(raw []byte, opts Options, want func(id string) bool) (p Property, ok bool, err error) {
 	d := fastDecoders.Get().(*fastDecoder)
 	defer func() {
 		d.view = recordView{}
@@ -304,7 +317,7 @@ func mapRawFast(raw []byte, opts Options) (p Property, ok bool, err error) {
 	if !d.scan(raw) {
 		return Property{}, false, nil
 	}
-	p, err = mapView(&d.view, opts)
+	p, err = mapView(&d.view, opts, want)
 	return p, true, err
 }
 

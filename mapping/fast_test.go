@@ -180,3 +180,38 @@ func TestMapRawKeepsNoRecord(t *testing.T) {
 	}
 	fastDecoders.Put(d)
 }
+
+// TestMapRawForMatchesMapRaw: MapRawFor maps or rejects every record as
+// MapRaw does; a record it is told it wants comes back whole, one it is
+// told it does not with the same id, and then without copying its name
+// (the shadow candidate's walk of records the live PMS lacks).
+func TestMapRawForMatchesMapRaw(t *testing.T) {
+	wantAll := func(string) bool { return true }
+	wantNone := func(string) bool { return false }
+	for i, raw := range append(fastSeeds(), record(set("short_code", "SC-1"), set("legacy_property_code", "L-1"))) {
+		for _, o := range diffOptions() {
+			want, wantErr := MapRaw(raw, o)
+			got, gotErr := MapRawFor(raw, o, wantAll)
+			if d := sameResult(got, gotErr, want, wantErr); d != "" {
+				t.Errorf("seed %d %q, options %+v, wanted: %s", i, raw, o, d)
+			}
+			got, gotErr = MapRawFor(raw, o, wantNone)
+			if wantErr != nil {
+				got = want // the error alone is compared
+			}
+			if d := sameResult(got, gotErr, got, wantErr); d != "" || got.ID != want.ID {
+				t.Errorf("seed %d %q, options %+v, not wanted: %s (id %q, want %q)", i, raw, o, d, got.ID, want.ID)
+			}
+		}
+	}
+	raw := record(set("short_code", "SC-1"))
+	opts := Options{Brand: "aurora", CodeSource: CodeSourceShortCode, Zones: &ZoneCache{}}
+	if _, err := MapRawFor(raw, opts, wantNone); err != nil {
+		t.Fatal(err)
+	}
+	wanted := testing.AllocsPerRun(100, func() { _, _ = MapRawFor(raw, opts, wantAll) })
+	refused := testing.AllocsPerRun(100, func() { _, _ = MapRawFor(raw, opts, wantNone) })
+	if refused >= wanted || refused > 1 {
+		t.Errorf("%.0f allocations for a record not wanted, %.0f wanted; want at most 1 (its id) and fewer", refused, wanted)
+	}
+}

@@ -287,7 +287,17 @@ func ParseID(s string) (string, bool) {
 // take a fast path without reflection (fast.go), whose every result is
 // the one of the encoding/json path below.
 func MapRaw(raw []byte, opts Options) (Property, error) {
-	if p, ok, err := mapRawFast(raw, opts); ok {
+	return MapRawFor(raw, opts, nil)
+}
+
+// MapRawFor is MapRaw for a caller that needs the whole property of some
+// records only: every record maps, or is rejected with its reason, exactly
+// as MapRaw says, but a mapped record whose id want refuses may come back
+// with its ID alone, its name and code not copied out of raw. A walk of
+// many records of which it compares a few (the shadow candidate: those the
+// live PMS has) then makes little garbage. Nil want wants every record.
+func MapRawFor(raw []byte, opts Options, want func(id string) bool) (Property, error) {
+	if p, ok, err := mapRawFastFor(raw, opts, want); ok {
 		return p, err
 	}
 	return mapRawStd(raw, opts)

@@ -21,8 +21,8 @@ const ResultVersion = 1
 // mapping produced (listed when active, readable by id either way) in its
 // public JSON, and the records left out with their reasons. It holds no
 // internal value: only public fields, ids and reason codes. It is the file
-// of edge pms check --save and --baseline, and one side of a shadow
-// comparison.
+// of edge pms check --save and --baseline. (The shadow candidate builds
+// none: it feeds a Comparer as it walks.)
 type Result struct {
 	Version    int    `json:"version"`
 	Brand      string `json:"brand"`
@@ -128,41 +128,22 @@ func (d *Diff) Empty() bool {
 
 // Compare lists what partners would see differently in cur than in base.
 // A property that maps in base and whose record cur rejects is Rejected,
-// not Removed; a record rejected in both is no difference.
+// not Removed; a record rejected in both is no difference. It feeds cur to
+// a Comparer of base (a duplicate id of either side: its last property).
 func Compare(base, cur *Result) *Diff {
-	b, c := index(base.Properties), index(cur.Properties)
-	rejectedNow := make(map[string]mapping.Reason, len(cur.Rejected))
-	for _, r := range cur.Rejected {
-		id := r.ID
-		if canon, ok := mapping.ParseID(r.ID); ok {
-			id = canon
-		}
-		if _, dup := rejectedNow[id]; !dup {
-			rejectedNow[id] = r.Reason
-		}
-	}
-	d := &Diff{Added: []string{}, Removed: []string{}, Changed: []Change{}, Rejected: []Rejected{}}
+	b := index(base.Properties)
+	items := make([]*upstream.Item, 0, len(b))
 	for _, id := range sortedKeys(b) {
-		cp, ok := c[id]
-		switch {
-		case !ok:
-			if reason, rej := rejectedNow[id]; rej {
-				d.Rejected = append(d.Rejected, Rejected{ID: id, Reason: reason})
-			} else {
-				d.Removed = append(d.Removed, id)
-			}
-		case !bytes.Equal(b[id], cp):
-			if fields := changedFields(b[id], cp); len(fields) > 0 {
-				d.Changed = append(d.Changed, Change{ID: id, Fields: fields})
-			}
-		}
+		items = append(items, &upstream.Item{ID: id, JSON: b[id]})
 	}
-	for _, id := range sortedKeys(c) {
-		if _, ok := b[id]; !ok {
-			d.Added = append(d.Added, id)
-		}
+	c := NewComparer(items)
+	for id, p := range index(cur.Properties) {
+		c.mappedJSON(id, p)
 	}
-	return d
+	for _, r := range cur.Rejected {
+		c.Rejected(r.ID, r.Reason)
+	}
+	return c.Diff()
 }
 
 func index(props []json.RawMessage) map[string]json.RawMessage {

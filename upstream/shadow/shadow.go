@@ -2,8 +2,10 @@
 // background (docs/contract.md section 14): right after the edge's own walk of the live
 // PMS, at most once per Interval for each brand and mode, it walks the
 // candidate with its own client (retries, breaker) under its own deadline,
-// maps it with the edge's walk-and-map (upstream.Direct) and compares what
-// partners would see (pmscheck.Compare). The latest comparison is served on
+// maps each record as the edge does (mapping.MapRaw, upstream.Direct's
+// options) and compares what partners would see with the live snapshot as
+// it walks (pmscheck.Comparer, the definition pmscheck.Compare is built
+// on), keeping the differences only. The latest comparison is served on
 // the admin listener (Handler) and its differences are metrics.
 //
 // The candidate never serves a partner: the only contact with the partner
@@ -78,6 +80,7 @@ type Shadow struct {
 	cs       mapping.CodeSource
 	interval time.Duration
 	timeout  time.Duration
+	zones    *mapping.ZoneCache // time-zone validity, remembered across walks
 	now      func() time.Time
 	log      *slog.Logger
 	metrics  *Metrics
@@ -119,7 +122,7 @@ func New(cfg Config) (*Shadow, error) {
 		return nil, err
 	}
 	s := &Shadow{client: client, brand: cfg.Brand, cs: cfg.CodeSource, interval: cfg.Interval,
-		timeout: cfg.Timeout, now: cfg.Now, log: cfg.Logger,
+		timeout: cfg.Timeout, zones: &mapping.ZoneCache{}, now: cfg.Now, log: cfg.Logger,
 		wake:    make(chan struct{}, 1),
 		pending: map[string]*upstream.Snapshot{}, started: map[string]time.Time{},
 		walks: map[string]int{}, latest: map[string]*Comparison{}}
@@ -230,11 +233,8 @@ func (s *Shadow) take() (string, *upstream.Snapshot) {
 func (s *Shadow) compare(ctx context.Context, mode string, live *upstream.Snapshot) {
 	wctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	var rejected []*mapping.Rejection
-	var mu sync.Mutex
-	d := upstream.NewDirect(s.client, upstream.DirectOptions{Brand: s.brand, CodeSource: s.cs,
-		OnReject: func(r *mapping.Rejection) { mu.Lock(); rejected = append(rejected, r); mu.Unlock() }})
-	props, _, err := d.Properties(wctx)
+	cr := pmscheck.NewComparer(live.All())
+	err := s.walk(wctx, cr)
 	c := &Comparison{Brand: s.brand, Mode: mode, At: s.now().UTC(), LiveLoadedAt: live.LoadedAt.UTC(),
 		MaxWalkBytes: s.client.MaxWalkBytes(), Examples: []Example{}}
 	s.mu.Lock()
@@ -253,17 +253,10 @@ func (s *Shadow) compare(ctx context.Context, mode string, live *upstream.Snapsh
 		s.store(mode, c)
 		return
 	}
-	mu.Lock()
-	// The candidate's items alone, not a Snapshot: its index and joined
-	// JSON would be a second and third copy of what the walk kept.
-	items := upstream.ItemsByID(props)
-	candidate := pmscheck.NewResult(s.brand, mode, s.cs, items, rejected)
-	mu.Unlock()
-	base := pmscheck.NewResult(s.brand, mode, s.cs, live.All(), nil)
-	diff := pmscheck.Compare(base, candidate)
+	diff := cr.Diff()
 	c.Candidate = "ok"
 	c.Counts = Counts{Added: len(diff.Added), Removed: len(diff.Removed), Changed: len(diff.Changed),
-		Rejected: len(diff.Rejected), Live: len(base.Properties), CandidateProperties: len(candidate.Properties)}
+		Rejected: len(diff.Rejected), Live: live.Len(), CandidateProperties: cr.Properties()}
 	c.Examples = examples(diff)
 	s.metrics.walk(mode, true)
 	s.metrics.differences(mode, c.Counts, c.At)
@@ -272,6 +265,35 @@ func (s *Shadow) compare(ctx context.Context, mode string, live *upstream.Snapsh
 			"removed", c.Counts.Removed, "changed", c.Counts.Changed, "rejected", c.Counts.Rejected)
 	}
 	s.store(mode, c)
+}
+
+// walk walks the candidate with the edge's client and mapping (the options
+// upstream.Direct maps with) and feeds each record to cr as it arrives:
+// the walk keeps its differences from the live snapshot only, never the
+// candidate's properties (docs/contract.md section 17), and copies the name
+// and code only of the records it compares (those the live snapshot has),
+// so a large candidate leaves little for the collector to mark or sweep
+// while partners are served. The client bounds the bytes the candidate sends (MaxWalkBytes)
+// and what cr keeps counts against the same bound: either ends the walk
+// with ErrWalkOverBound.
+func (s *Shadow) walk(ctx context.Context, cr *pmscheck.Comparer) error {
+	bound := s.client.MaxWalkBytes()
+	mo := mapping.Options{Brand: s.brand, CodeSource: s.cs, Zones: s.zones}
+	wants := cr.Wants
+	return s.client.WalkHotels(ctx, s.brand, func(raw []byte) error {
+		p, err := mapping.MapRawFor(raw, mo, wants)
+		var rj *mapping.Rejection
+		switch {
+		case err == nil:
+			cr.Mapped(p)
+		case errors.As(err, &rj):
+			cr.Rejected(rj.HotelID, rj.Reason)
+		}
+		if cr.Kept() > bound {
+			return upstream.OverBound(bound)
+		}
+		return nil
+	})
 }
 
 func (s *Shadow) store(mode string, c *Comparison) {

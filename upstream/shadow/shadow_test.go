@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/cache"
+	"github.com/partner-edge/partner-edge/upstream/pmscheck"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
 
@@ -316,4 +318,96 @@ func TestNilShadowHandler(t *testing.T) {
 	if got := strings.TrimSpace(rec.Body.String()); got != `{"configured":false,"comparisons":[]}` {
 		t.Errorf("/shadow without candidate: %s", got)
 	}
+}
+
+// TestShadowComparesAsTheWholeWalk: the comparison the shadow makes while
+// it walks (pmscheck.Comparer) is the one of the whole walk kept and
+// compared afterwards (upstream.Direct's properties and rejections,
+// pmscheck.Compare), counts and examples alike, on a candidate with every
+// kind of difference: records gone, renamed, blanked, added, of another
+// brand, listed twice (the second changed, or with an upper-case id), and
+// a live record rejected twice for two reasons.
+func TestShadowComparesAsTheWholeWalk(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		live := pmsim.New(pmsim.Config{Seed: 1})
+		recs := live.Records("aurora")
+		edit := func(raw json.RawMessage, f func(m map[string]any)) json.RawMessage {
+			var m map[string]any
+			_ = json.Unmarshal(raw, &m)
+			f(m)
+			out, _ := json.Marshal(m)
+			return out
+		}
+		var cand []json.RawMessage
+		n := 0
+		for _, raw := range recs {
+			if _, err := mapping.MapRaw(raw, mapping.Options{Brand: "aurora"}); err != nil {
+				cand = append(cand, raw)
+				continue
+			}
+			n++
+			switch n {
+			case 1, 2: // gone
+			case 3: // rejected twice, for two reasons, and mapped never
+				cand = append(cand, edit(raw, func(m map[string]any) { m["time_zone"] = "Mars/Olympus" }),
+					edit(raw, func(m map[string]any) { m["display_name"] = " " }))
+			case 4: // renamed
+				cand = append(cand, edit(raw, func(m map[string]any) { m["display_name"] = "Renamed" }))
+			case 5: // listed twice: the second, changed, does not count
+				cand = append(cand, raw, edit(raw, func(m map[string]any) { m["display_name"] = "Second" }))
+			case 6: // listed twice, the second with its id in upper case
+				cand = append(cand, raw, edit(raw, func(m map[string]any) { m["hotel_id"] = strings.ToUpper(m["hotel_id"].(string)) }))
+			case 7: // added twice under new ids, and as another brand
+				for i, id := range []string{"ffffffff-0000-4000-8000-000000000001", "FFFFFFFF-0000-4000-8000-000000000002"} {
+					cand = append(cand, raw, edit(raw, func(m map[string]any) { m["hotel_id"] = id }))
+					if i == 0 {
+						cand = append(cand, edit(raw, func(m map[string]any) { m["hotel_id"] = id; m["display_name"] = "Again" }))
+					}
+				}
+				cand = append(cand, edit(raw, func(m map[string]any) { m["brand_code"] = "other" }))
+			default:
+				cand = append(cand, raw)
+			}
+		}
+		candSim := pmsim.New(pmsim.Config{Seed: 1})
+		candSim.SetRecords("aurora", cand)
+
+		sh := newShadow(t, candSim, time.Minute)
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		go sh.Run(ctx)
+		c := edgeMode(t, sh, "live", live, time.Minute)
+		snap, err := c.Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		got := sh.Latest()["live"]
+		if got == nil || got.Candidate != "ok" {
+			t.Fatalf("comparison %+v", got)
+		}
+
+		// The whole walk, kept and compared afterwards.
+		client, err := upstream.NewClient(clientConfig(candSim))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rejected []*mapping.Rejection
+		props, _, err := upstream.NewDirect(client, upstream.DirectOptions{Brand: "aurora",
+			OnReject: func(r *mapping.Rejection) { rejected = append(rejected, r) }}).Properties(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		whole := pmscheck.NewResult("aurora", "live", "", upstream.ItemsByID(props), rejected)
+		base := pmscheck.NewResult("aurora", "live", "", snap.All(), nil)
+		diff := pmscheck.Compare(base, whole)
+		want := Counts{Added: len(diff.Added), Removed: len(diff.Removed), Changed: len(diff.Changed),
+			Rejected: len(diff.Rejected), Live: len(base.Properties), CandidateProperties: len(whole.Properties)}
+		if got.Counts != want || !reflect.DeepEqual(got.Examples, examples(diff)) {
+			t.Fatalf("while walking: %+v %+v\nwhole walk: %+v %+v", got.Counts, got.Examples, want, examples(diff))
+		}
+		if want.Added != 2 || want.Removed != 2 || want.Changed != 1 || want.Rejected != 1 {
+			t.Fatalf("the candidate's differences are not the ones made: %+v", want)
+		}
+	})
 }
