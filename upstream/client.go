@@ -338,7 +338,7 @@ func (c *Client) WalkHotels(ctx context.Context, brand string, visit func(rec []
 	err := c.call(ctx, span, func(ctx context.Context) error {
 		pages, records = 0, 0
 		var walked int64     // body bytes of this walk (MaxWalkBytes)
-		var p listPage       // reused: its records slice is scratch
+		var pd pageDecoder   // reused: its records slice is scratch
 		var buf bytes.Buffer // the page under way, reused
 		seen := make(map[string]struct{})
 		cursor := ""
@@ -373,14 +373,14 @@ func (c *Client) WalkHotels(ctx context.Context, brand string, visit func(rec []
 					return err
 				}
 			}
-			p.Hotels.set, p.NextCursor = false, nil
-			if err := json.Unmarshal(body, &p); err != nil {
+			recs, hotels, next, err := pd.decode(body)
+			if err != nil {
 				return &answerError{reason: "list page is not the expected JSON", err: err}
 			}
-			if !p.Hotels.set {
+			if !hotels {
 				return &answerError{reason: "list page without hotels"}
 			}
-			for i, rec := range p.Hotels.recs {
+			for i, rec := range recs {
 				records++
 				if err := visit(rec); err != nil {
 					return err // an *Error (OverBound) is the call's error as is
@@ -389,10 +389,10 @@ func (c *Client) WalkHotels(ctx context.Context, brand string, visit func(rec []
 					runtime.Gosched() // a paced walk lets waiting goroutines (partners) go first
 				}
 			}
-			if p.NextCursor == nil {
+			if next == nil {
 				return nil
 			}
-			cursor = *p.NextCursor
+			cursor = *next
 			if cursor == "" {
 				return &answerError{reason: "empty nextCursor"}
 			}
