@@ -98,11 +98,11 @@ func pageSeeds(tb testing.TB) [][]byte {
 	}
 	// Pages of the simulator: the shape a PMS sends, unmappable records
 	// and a nextCursor included.
-	srv := httptest.NewServer(pmsim.New(pmsim.Config{Seed: 3, Brands: 1, HotelsPerBrand: 40, PageSize: 7}))
+	srv := httptest.NewServer(pmsim.New(pmsim.Config{Seed: 3, Brands: 1, HotelsPerBrand: 40, PageSize: 4}))
 	defer srv.Close()
 	cursor := ""
-	for range 7 {
-		u := srv.URL + "/internal/v2/brands/aurora/hotels?limit=20"
+	for range 10 {
+		u := srv.URL + "/internal/v2/brands/aurora/hotels?limit=4"
 		if cursor != "" {
 			u += "&cursor=" + cursor
 		}
