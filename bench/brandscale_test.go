@@ -43,7 +43,7 @@ func newBrandEnv(tb testing.TB, hotels int) *brandEnv {
 	sim := pmsim.New(pmsim.Config{Seed: 1, Brands: 1, HotelsPerBrand: hotels})
 	pms := httptest.NewServer(sim)
 	tb.Cleanup(pms.Close)
-	client, err := upstream.NewClient(upstream.ClientConfig{BaseURL: pms.URL})
+	client, err := upstream.NewClient(upstream.ClientConfig{BaseURL: pms.URL, WalkAhead: true}) // as cmd/edge's live client
 	if err != nil {
 		tb.Fatalf("new client: %v", err)
 	}
@@ -113,7 +113,7 @@ func BenchmarkBrandScaleColdSnapshot(b *testing.B) {
 	sim := pmsim.New(pmsim.Config{Seed: 1, Brands: 1, HotelsPerBrand: brandHotels})
 	pms := httptest.NewServer(sim)
 	b.Cleanup(pms.Close)
-	client, err := upstream.NewClient(upstream.ClientConfig{BaseURL: pms.URL})
+	client, err := upstream.NewClient(upstream.ClientConfig{BaseURL: pms.URL, WalkAhead: true}) // as cmd/edge's live client
 	if err != nil {
 		b.Fatalf("new client: %v", err)
 	}

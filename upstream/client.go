@@ -329,31 +329,49 @@ func (c *Client) ListHotels(ctx context.Context, brand string) ([]json.RawMessag
 // Memory: each page is read into one buffer, reused from page to page,
 // and its records are handed over as slices of it; the walk itself keeps
 // one page (at most MaxBodyBytes, in a buffer of up to twice that while
-// it grows) and the page's record index, whatever the number of pages.
-// With ClientConfig.ReadBytesPerSecond, each page waits for its share of
-// that rate before its records are decoded, and the walk yields its
-// processor every yieldEvery records (a background walk's bounded CPU:
-// the shadow candidate).
+// it grows) and the page's record index, whatever the number of pages;
+// two with ClientConfig.WalkAhead, the one handed over and the next,
+// fetched meanwhile (walkahead.go). With ClientConfig.ReadBytesPerSecond,
+// each page waits for its share of that rate before its records are
+// decoded, the walk yields its processor every yieldEvery records (a
+// background walk's bounded CPU: the shadow candidate), and it fetches no
+// page ahead.
 func (c *Client) WalkHotels(ctx context.Context, brand string, visit func(rec []byte) error) error {
 	ctx, span := c.startCall(ctx, SpanListHotels, AttrBrand.String(brand))
 	defer span.End()
 	pages, records := 0, 0
 	err := c.call(ctx, span, func(ctx context.Context) error {
 		pages, records = 0, 0
-		var walked int64     // body bytes of this walk (MaxWalkBytes)
-		var p listPage       // reused: its records slice is scratch
-		var buf bytes.Buffer // the page under way, reused
+		var walked int64   // body bytes of this walk (MaxWalkBytes)
+		var pd pageDecoder // reused: its records slice is scratch
+		// The pages under way, reused: an unpaced walk fetches the next
+		// page into one while the records of the other are handed over
+		// (walkahead.go); a paced walk uses the first only.
+		var bufs [2]bytes.Buffer
+		ahead := c.cfg.WalkAhead && c.pace == nil
+		var next *pageFetch // the next page, fetched meanwhile
+		defer func() { next.stop() }()
 		seen := make(map[string]struct{})
 		cursor := ""
-		for page := 1; ; page++ {
-			if page > c.cfg.MaxPages {
-				return &answerError{reason: "more than " + strconv.Itoa(c.cfg.MaxPages) + " pages"}
-			}
+		pageURL := func() string {
 			q := url.Values{"limit": {strconv.Itoa(c.cfg.PageSize)}}
 			if cursor != "" {
 				q.Set("cursor", cursor)
 			}
-			body, err := c.doInto(ctx, c.hotelsURL(brand, "")+"?"+q.Encode(), &buf)
+			return c.hotelsURL(brand, "") + "?" + q.Encode()
+		}
+		for page := 1; ; page++ {
+			if page > c.cfg.MaxPages {
+				return &answerError{reason: "more than " + strconv.Itoa(c.cfg.MaxPages) + " pages"}
+			}
+			var body []byte
+			var err error
+			if next != nil {
+				body, err = next.wait()
+				next = nil
+			} else {
+				body, err = c.doInto(ctx, pageURL(), &bufs[0])
+			}
 			var se *statusError
 			if errors.As(err, &se) && se.status == http.StatusNotFound {
 				// An unknown brand lists as empty: a 404 here is a wrong
@@ -376,14 +394,31 @@ func (c *Client) WalkHotels(ctx context.Context, brand string, visit func(rec []
 					return err
 				}
 			}
-			p.Hotels.set, p.NextCursor = false, nil
-			if err := json.Unmarshal(body, &p); err != nil {
+			recs, hotels, more, err := pd.decode(body)
+			if err != nil {
 				return &answerError{reason: "list page is not the expected JSON", err: err}
 			}
-			if !p.Hotels.set {
+			if !hotels {
 				return &answerError{reason: "list page without hotels"}
 			}
-			for i, rec := range p.Hotels.recs {
+			// The cursor is checked before the records are handed over,
+			// so that the next page can be fetched meanwhile; a bad
+			// cursor still fails the walk after them, as it always has.
+			var cursorErr error
+			if more != nil {
+				cursor = *more
+				if cursor == "" {
+					cursorErr = &answerError{reason: "empty nextCursor"}
+				} else if _, dup := seen[cursor]; dup {
+					cursorErr = &answerError{reason: fmt.Sprintf("cursor loop after %d pages", page)}
+				} else {
+					seen[cursor] = struct{}{}
+					if ahead && page < c.cfg.MaxPages {
+						next = c.fetchAhead(ctx, pageURL(), &bufs[page%2])
+					}
+				}
+			}
+			for i, rec := range recs {
 				records++
 				if err := visit(rec); err != nil {
 					return err // an *Error (OverBound) is the call's error as is
@@ -392,17 +427,12 @@ func (c *Client) WalkHotels(ctx context.Context, brand string, visit func(rec []
 					runtime.Gosched() // a paced walk lets waiting goroutines (partners) go first
 				}
 			}
-			if p.NextCursor == nil {
+			if more == nil {
 				return nil
 			}
-			cursor = *p.NextCursor
-			if cursor == "" {
-				return &answerError{reason: "empty nextCursor"}
+			if cursorErr != nil {
+				return cursorErr
 			}
-			if _, dup := seen[cursor]; dup {
-				return &answerError{reason: fmt.Sprintf("cursor loop after %d pages", page)}
-			}
-			seen[cursor] = struct{}{}
 		}
 	})
 	if span.IsRecording() {

@@ -59,6 +59,12 @@ type ClientConfig struct {
 	// walk takes from everything else (the shadow candidate, docs/contract.md
 	// 17). Zero means unpaced (the live PMS: partners wait on it).
 	ReadBytesPerSecond int64
+	// WalkAhead makes an unpaced list walk fetch the next page while it
+	// hands over the records of this one (walkahead.go): the PMS's work
+	// and the edge's overlap, and the walk holds two pages instead of one
+	// (the live edge's cold start, docs/resilience.md). False (the zero
+	// value) means one page at a time; a paced walk never fetches ahead.
+	WalkAhead bool
 
 	// CallTimeout is the overall deadline of one logical call (a whole
 	// list walk, or one get): every attempt, every retry wait. The

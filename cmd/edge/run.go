@@ -64,7 +64,8 @@ func newShadowedCatalog(cfg settings, baseURL string, mode keys.Mode, version st
 	c, err := cache.NewPMS(cache.PMSConfig{
 		Mode: string(mode),
 		Client: upstream.ClientConfig{BaseURL: baseURL, Token: cfg.PMSToken, Version: version,
-			CallTimeout: cfg.PMSTimeout, AttemptTimeout: cfg.PMSAttempt, MaxWalkBytes: cfg.PMSMaxWalkBytes},
+			CallTimeout: cfg.PMSTimeout, AttemptTimeout: cfg.PMSAttempt, MaxWalkBytes: cfg.PMSMaxWalkBytes,
+			WalkAhead: true}, // partners wait for its first walk (walkahead.go)
 		Direct:    upstream.DirectOptions{Brand: cfg.Brand, CodeSource: cfg.CodeSource},
 		Cache:     cc,
 		Telemetry: tel,

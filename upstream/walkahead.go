@@ -1,0 +1,56 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+)
+
+// Fetching ahead (issue 31): a walk's time is the PMS producing each page
+// plus the edge decoding and mapping it. Fetched one after the other, the
+// two never overlap, although the cursor of the next page is known as
+// soon as a page is decoded: with ClientConfig.WalkAhead (the live edge's
+// walk), an unpaced walk fetches the next page while it hands over the
+// records of this one, so the PMS's work and the edge's overlap (at a
+// cold start, partners wait for that walk). It then holds two pages
+// instead of one, in the constant of docs/contract.md section 17
+// (docs/resilience.md). edge pms check, whose schema check makes each page
+// several times its size in memory, and the shadow candidate, paced (its
+// pace, not the PMS, sets its speed), walk one page at a time.
+
+// pageFetch is a page being fetched by a goroutine of its own.
+type pageFetch struct {
+	done   chan struct{}
+	cancel context.CancelFunc
+	body   []byte
+	err    error
+}
+
+// fetchAhead starts fetching u into buf (doInto, retries included).
+func (c *Client) fetchAhead(ctx context.Context, u string, buf *bytes.Buffer) *pageFetch {
+	ctx, cancel := context.WithCancel(ctx)
+	f := &pageFetch{done: make(chan struct{}), cancel: cancel}
+	go func() {
+		defer close(f.done)
+		f.body, f.err = c.doInto(ctx, u, buf)
+	}()
+	return f
+}
+
+// wait returns the page once fetched: its body (a slice of the buffer it
+// was fetched into) or the error of the fetch.
+func (f *pageFetch) wait() ([]byte, error) {
+	<-f.done
+	f.cancel()
+	return f.body, f.err
+}
+
+// stop abandons a fetch under way (the walk ended before it needed the
+// page) and waits for its goroutine: nothing of the walk outlives it, and
+// the buffer is free again. A nil fetch is none.
+func (f *pageFetch) stop() {
+	if f == nil {
+		return
+	}
+	f.cancel()
+	<-f.done
+}
