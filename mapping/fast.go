@@ -320,16 +320,3 @@ func mapRawFastFor(raw []byte, opts Options, want func(id string) bool) (p Prope
 	p, err = mapView(&d.view, opts, want)
 	return p, true, err
 }
-
-// MapValue reads the next JSON value of dec (one record, for instance an
-// element of a list page's hotels array) and maps it as MapRaw does. An
-// error reading the value (the input is not JSON) is returned as it is,
-// not as a *Rejection. It lets a walk that streams a page through
-// jsontext map each record without first copying it out.
-func MapValue(dec *jsontext.Decoder, opts Options) (Property, error) {
-	raw, err := dec.ReadValue()
-	if err != nil {
-		return Property{}, err
-	}
-	return MapRaw(raw, opts)
-}
