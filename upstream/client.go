@@ -256,8 +256,8 @@ func (h *hotelsField) UnmarshalJSON(data []byte) error {
 	if string(data) == "null" {
 		return nil
 	}
-	var err error
-	if h.recs, err = splitArray(h.recs[:0], data); err != nil {
+	h.recs = h.recs[:0]
+	if err := json.Unmarshal(data, &h.recs); err != nil {
 		return err
 	}
 	h.set = true
@@ -266,10 +266,13 @@ func (h *hotelsField) UnmarshalJSON(data []byte) error {
 
 // bodySlice is a record as a slice of the page body it came in, not a copy
 // (json.RawMessage copies): a page's records cost no garbage of their
-// size. encoding/json hands hotelsField.UnmarshalJSON a slice of its input
-// (splitArray cuts it into records), which the walk owns and reuses only
-// for the next page, after every record of this one was handed over.
+// size. encoding/json hands UnmarshalJSON a slice of its input, which the
+// walk owns and reuses only for the next page, after every record of this
+// one was handed over. This is the fallback of a page the one-pass
+// decoder (walkpage.go) does not take.
 type bodySlice []byte
+
+func (b *bodySlice) UnmarshalJSON(data []byte) error { *b = data; return nil }
 
 // yieldEvery is how many records a paced walk maps between two yields of
 // its processor.
