@@ -6,7 +6,6 @@ import (
 	"io"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -93,7 +92,7 @@ func (d *fastDecoder) scan(raw []byte) bool {
 		if err != nil {
 			return false
 		}
-		f, ok := knownField(name)
+		f, ok := FieldIndex(name, fieldNames[:])
 		if !ok {
 			return false
 		}
@@ -144,13 +143,16 @@ func (d *fastDecoder) scan(raw []byte) bool {
 	return true
 }
 
-// knownField returns the index of the known field a quoted object name
-// (as jsontext returns it) is, -1 for any other field, and false for a
-// name only encoding/json can place: escaped, or equal to a known name
-// but for case (encoding/json matches names case-insensitively, with
-// Unicode's simple folding).
-func knownField(quoted []byte) (int, bool) {
-	for i, n := range fieldNames {
+// FieldIndex places a quoted object name, as jsontext returns it, among
+// names (each quoted the same way): its index in names, -1 for a name that
+// is none of them, and false for a name only encoding/json can place:
+// escaped, or equal to one of names but for case (encoding/json matches
+// names case-insensitively, with Unicode's simple folding, which
+// bytes.EqualFold has too). It is the name matching of every jsontext fast
+// path that must agree with encoding/json: this file's records, and the
+// list pages of upstream's walk.
+func FieldIndex(quoted []byte, names []string) (int, bool) {
+	for i, n := range names {
 		if string(quoted) == n {
 			return i, true
 		}
@@ -159,7 +161,7 @@ func knownField(quoted []byte) (int, bool) {
 	if bytes.IndexByte(name, '\\') >= 0 {
 		return 0, false
 	}
-	for _, n := range fieldNames {
+	for _, n := range names {
 		if bytes.EqualFold(name, []byte(n[1:len(n)-1])) {
 			return 0, false
 		}
@@ -183,7 +185,7 @@ func mapView(v *recordView, opts Options, want func(id string) bool) (Property, 
 	if len(nameB) == 0 {
 		return Property{}, reject(hotelID, ReasonEmptyName)
 	}
-	if len(nameB) > MaxNameLen && (len(nameB) > 4*MaxNameLen || utf8.RuneCount(nameB) > MaxNameLen) { // tooLong
+	if tooLong(nameB, MaxNameLen) {
 		return Property{}, reject(hotelID, ReasonTooLong)
 	}
 	zone, ok := opts.Zones.lookup(v.val[fZone])
@@ -213,7 +215,7 @@ func mapView(v *recordView, opts Options, want func(id string) bool) (Property, 
 	var codeB []byte
 	if cf >= 0 && v.kind[cf] == vString {
 		if c := bytes.TrimSpace(v.val[cf]); len(c) > 0 {
-			if len(c) > MaxCodeLen && (len(c) > 4*MaxCodeLen || utf8.RuneCount(c) > MaxCodeLen) { // tooLong
+			if tooLong(c, MaxCodeLen) {
 				return Property{}, reject(hotelID, ReasonTooLong)
 			}
 			codeB = c

@@ -123,14 +123,14 @@ const (
 
 // tooLong reports whether s has more than n characters, looking at no more
 // than about 4n bytes of it.
-func tooLong(s string, n int) bool {
+func tooLong[S string | []byte](s S, n int) bool {
 	if len(s) <= n {
 		return false
 	}
 	if len(s) > 4*n { // UTF-8: at most 4 bytes a character
 		return true
 	}
-	return utf8.RuneCountInString(s) > n
+	return utf8.RuneCountInString(string(s)) > n // a copy of bytes only here, near the limit
 }
 
 func code(rec HotelRecord, src CodeSource) *string {

@@ -6,6 +6,8 @@ import (
 	"io"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/partner-edge/partner-edge/mapping"
 )
 
 // Decoding one list page (issue 31). encoding/json reads a page twice
@@ -151,23 +153,21 @@ const (
 	fieldCursor
 )
 
-// pageField places a quoted object name as jsontext returns it.
-// encoding/json matches names case-insensitively (with Unicode's simple
-// folding, which bytes.EqualFold has too): a name equal to a known one but
-// for case is left to it.
+// pageNames are the names the walk reads, quoted, in the order of
+// fieldHotels and fieldCursor.
+var pageNames = [...]string{`"hotels"`, `"nextCursor"`}
+
+// pageField places a quoted object name as jsontext returns it, by
+// encoding/json's rules (mapping.FieldIndex).
 func pageField(quoted []byte) int {
-	switch string(quoted) {
-	case `"hotels"`:
-		return fieldHotels
-	case `"nextCursor"`:
-		return fieldCursor
-	}
-	name := quoted[1 : len(quoted)-1]
-	if bytes.IndexByte(name, '\\') >= 0 ||
-		bytes.EqualFold(name, []byte("hotels")) || bytes.EqualFold(name, []byte("nextCursor")) {
+	i, ok := mapping.FieldIndex(quoted, pageNames[:])
+	switch {
+	case !ok:
 		return fieldUnsure
+	case i < 0:
+		return fieldOther
 	}
-	return fieldOther
+	return fieldHotels + i
 }
 
 // plainString reports whether a quoted JSON string has neither escapes nor
