@@ -3,9 +3,10 @@ package pmscheck
 import (
 	"bytes"
 	"cmp"
-	"encoding/hex"
 	"slices"
 	"strings"
+
+	"github.com/google/uuid"
 
 	"github.com/partner-edge/partner-edge/mapping"
 	"github.com/partner-edge/partner-edge/upstream"
@@ -32,7 +33,7 @@ type Comparer struct {
 	// added are the ids the current side maps and base lacks: canonical
 	// UUIDs as their 16 bytes (a map without pointers, which the collector
 	// does not scan), any other id as itself.
-	added      map[[16]byte]struct{}
+	added      map[uuid.UUID]struct{}
 	addedOther map[string]struct{}
 	changed    []Change
 	kept       int64
@@ -53,7 +54,7 @@ const (
 // is). The items are read, never modified.
 func NewComparer(base []*upstream.Item) *Comparer {
 	return &Comparer{base: base, seen: make([]uint64, (len(base)+63)/64), rejected: map[int]Rejected{},
-		added: map[[16]byte]struct{}{}, addedOther: map[string]struct{}{}}
+		added: map[uuid.UUID]struct{}{}, addedOther: map[string]struct{}{}}
 }
 
 // Mapped records that the current side maps p. Only the first property of
@@ -182,7 +183,7 @@ func (c *Comparer) Diff() *Diff {
 		}
 	}
 	for u := range c.added {
-		d.Added = append(d.Added, uuidString(u))
+		d.Added = append(d.Added, u.String())
 	}
 	for id := range c.addedOther {
 		d.Added = append(d.Added, id)
@@ -192,32 +193,12 @@ func (c *Comparer) Diff() *Diff {
 }
 
 // uuidBytes is the 16 bytes of a canonical id (mapping.ParseID's form:
-// lower-case 8-4-4-4-12 hex); ok is false for any other string.
-func uuidBytes(id string) (u [16]byte, ok bool) {
+// lower-case 8-4-4-4-12 hex, which uuid.UUID.String gives back); ok is
+// false for any other string.
+func uuidBytes(id string) (uuid.UUID, bool) {
 	if canon, valid := mapping.ParseID(id); !valid || canon != id {
-		return u, false
+		return uuid.UUID{}, false
 	}
-	var h [32]byte
-	copy(h[0:8], id[0:8])
-	copy(h[8:12], id[9:13])
-	copy(h[12:16], id[14:18])
-	copy(h[16:20], id[19:23])
-	copy(h[20:32], id[24:36])
-	_, err := hex.Decode(u[:], h[:])
+	u, err := uuid.Parse(id)
 	return u, err == nil
-}
-
-// uuidString is the canonical id of uuidBytes.
-func uuidString(u [16]byte) string {
-	var b [36]byte
-	hex.Encode(b[0:8], u[0:4])
-	b[8] = '-'
-	hex.Encode(b[9:13], u[4:6])
-	b[13] = '-'
-	hex.Encode(b[14:18], u[6:8])
-	b[18] = '-'
-	hex.Encode(b[19:23], u[8:10])
-	b[23] = '-'
-	hex.Encode(b[24:36], u[10:16])
-	return string(b[:])
 }
