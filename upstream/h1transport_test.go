@@ -277,3 +277,48 @@ func TestH1SendsOnlyGETsToItsHost(t *testing.T) {
 		}
 	}
 }
+
+func TestH1WritesTheRequestHead(t *testing.T) {
+	got := make(chan *http.Request, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r
+	}))
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL)
+	tr := newH1Transport(u, time.Minute)
+	defer tr.CloseIdleConnections()
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/internal/v2/brands/a%2Fb/hotels?limit=2&cursor=x%20y", nil)
+	req.Header["X-Request-Id"] = []string{"req-1"}
+	req.Header["Traceparent"] = []string{"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
+	req.Header["Accept"] = []string{"application/json", "text/plain"}
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	r := <-got
+	if r.RequestURI != "/internal/v2/brands/a%2Fb/hotels?limit=2&cursor=x%20y" || r.Host != u.Host || r.Method != http.MethodGet {
+		t.Errorf("got %s %s Host %s", r.Method, r.RequestURI, r.Host)
+	}
+	for k, want := range req.Header {
+		if g := r.Header.Values(k); strings.Join(g, ",") != strings.Join(want, ",") {
+			t.Errorf("%s = %q, want %q", k, g, want)
+		}
+	}
+
+	// A value that would split the head is refused before anything is sent.
+	bad, _ := http.NewRequest(http.MethodGet, srv.URL+"/x", nil)
+	bad.Header["X-Request-Id"] = []string{"a\r\nX-Injected: 1"}
+	if _, err := tr.RoundTrip(bad); err == nil || !strings.Contains(err.Error(), "X-Request-Id") {
+		t.Fatalf("err = %v, want the header refused", err)
+	}
+	after, _ := http.NewRequest(http.MethodGet, srv.URL+"/after", nil)
+	if resp, err := tr.RoundTrip(after); err != nil {
+		t.Fatal(err)
+	} else {
+		resp.Body.Close()
+	}
+	if r := <-got; r.RequestURI != "/after" {
+		t.Fatalf("the PMS got %s with %v: the refused request was sent", r.RequestURI, r.Header)
+	}
+}
