@@ -65,9 +65,18 @@ func (c clientTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if trace.SpanFromContext(ctx).IsRecording() {
 		return c.traced.RoundTrip(r)
 	}
-	r = r.Clone(ctx) // a RoundTripper leaves its request as it was given
-	c.prop.Inject(ctx, propagation.HeaderCarrier(r.Header))
-	return c.base.RoundTrip(r)
+	// A RoundTripper leaves its request as it was given: a shallow copy
+	// with a header map of its own. The values are shared, not cloned
+	// (Request.Clone would copy each): Inject replaces a value, never
+	// changes one in place, and the transport only reads them.
+	h := make(http.Header, len(r.Header)+3)
+	for k, v := range r.Header {
+		h[k] = v
+	}
+	r2 := *r
+	r2.Header = h
+	c.prop.Inject(ctx, propagation.HeaderCarrier(h))
+	return c.base.RoundTrip(&r2)
 }
 
 // attemptTagger runs inside otelhttp's transport, where the request's context

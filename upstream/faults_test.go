@@ -27,7 +27,7 @@ func (c *countingRT) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 func (c *countingRT) CloseIdleConnections() {
-	if tr, ok := c.rt.(*http.Transport); ok {
+	if tr, ok := c.rt.(interface{ CloseIdleConnections() }); ok {
 		tr.CloseIdleConnections()
 	}
 }
@@ -39,7 +39,9 @@ func (c *countingRT) CloseIdleConnections() {
 // process, so retry waits, Retry-After and deadlines pass on the bubble's
 // clock and the elapsed time is exact whatever the machine's load. A case
 // that needs a real connection (socket: a refused dial, a reset) runs on
-// loopback and checks the outcome and the attempts, not the time.
+// loopback and checks the outcome and the attempts, not the time, once
+// through each transport the client may use: net/http's (an https PMS)
+// and h1Transport (an http PMS, the default there).
 type faultCase struct {
 	cfg       func(*ClientConfig)
 	fault     func(w http.ResponseWriter, r *http.Request, n int64) bool
@@ -55,13 +57,19 @@ type faultCase struct {
 func (fc faultCase) run(t *testing.T) {
 	t.Helper()
 	if fc.socket {
-		f := newFakePMS(t, hotels(3, "aurora"))
-		cfg := testConfig(f.srv.URL)
-		if fc.baseURL != "" {
-			cfg.BaseURL = fc.baseURL
+		for _, name := range []string{"net/http", "h1"} {
+			t.Run(name, func(t *testing.T) {
+				f := newFakePMS(t, hotels(3, "aurora"))
+				cfg := testConfig(f.srv.URL)
+				if fc.baseURL != "" {
+					cfg.BaseURL = fc.baseURL
+				}
+				if name == "net/http" {
+					cfg.Transport = NewTransport()
+				}
+				fc.check(t, f, cfg, false)
+			})
 		}
-		cfg.Transport = NewTransport()
-		fc.check(t, f, cfg, false)
 		return
 	}
 	synctest.Test(t, func(t *testing.T) {
@@ -80,7 +88,11 @@ func (fc faultCase) check(t *testing.T, f *fakePMS, cfg ClientConfig, timed bool
 	t.Helper()
 	f.fault = fc.fault
 	rt := &countingRT{rt: cfg.Transport}
-	cfg.Transport = rt
+	if cfg.Transport != nil {
+		cfg.Transport = rt
+	} else { // the default transport, counted from outside
+		cfg.WrapTransport = func(base http.RoundTripper) http.RoundTripper { rt.rt = base; return rt }
+	}
 	if fc.cfg != nil {
 		fc.cfg(&cfg)
 	}

@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// NewTransport returns the *http.Transport the client uses when
-// ClientConfig.Transport is nil, tuned for many concurrent calls to one
+// NewTransport returns the *http.Transport the client uses for an https PMS
+// when ClientConfig.Transport is nil, tuned for many concurrent calls to one
 // host:
 //
 //   - MaxIdleConnsPerHost 128 (net/http's default of 2 would close and
@@ -49,6 +49,8 @@ func NewTransport() *http.Transport {
 // request hands the release to its attempts (attemptsFrom), which call it
 // when the next attempt starts or the request ends, after the body was
 // read or drained; any other request's body releases it when closed.
+// A zero timeout sets no deadline: the transport bounds each attempt by
+// itself (h1Transport).
 type roundTripOnly struct {
 	rt      http.RoundTripper
 	timeout time.Duration
@@ -56,6 +58,9 @@ type roundTripOnly struct {
 
 func (r roundTripOnly) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
+	if r.timeout == 0 {
+		return r.rt.RoundTrip(req)
+	}
 	if d, ok := ctx.Deadline(); ok && time.Until(d) <= r.timeout {
 		return r.rt.RoundTrip(req) // the call's deadline comes first
 	}
