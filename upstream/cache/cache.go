@@ -16,7 +16,9 @@
 // context's deadline. The load runs with the values of the first caller's
 // context (such as trace and request ids), not its cancellation, under
 // its own LoadTimeout, so a partner who leaves never fails the
-// others waiting.
+// others waiting. A caller whose deadline is at least LoadTimeout away
+// waits on its own goroutine (it can never be late), any other on a kept
+// worker (see shared).
 //
 // A load that fails with a PMS failure (upstream.BadGateway, Unavailable,
 // Timeout), or a caller whose own deadline passed while waiting, is
