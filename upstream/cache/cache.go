@@ -234,8 +234,11 @@ type loadFunc func(ctx context.Context, arg string) (any, error)
 // under LoadTimeout whoever waits for it (run), and a load in flight
 // started earlier under the same LoadTimeout. So a caller whose deadline
 // is at least LoadTimeout away, and whose context has not ended, can
-// never be made late by the load it leads or joins: it runs group.Do
-// itself, on its own goroutine (inline). That saves a miss the hand-off
+// never be made late by the load it leads or joins (given a load that
+// ends with its context, which Close relies on as well; at the limit, a
+// deadline exactly LoadTimeout away, by the few microseconds between this
+// check and the load's timer): it runs group.Do itself, on its own
+// goroutine (inline). That saves a miss the hand-off
 // to a worker, a channel and a select, and, because the edge's request
 // context starts its deadline's timer only when Done is asked, that
 // timer too: the inline path never asks ctx.Done. What changes visibly:
