@@ -16,7 +16,9 @@
 // context's deadline. The load runs with the values of the first caller's
 // context (such as trace and request ids), not its cancellation, under
 // its own LoadTimeout, so a partner who leaves never fails the
-// others waiting.
+// others waiting. A caller whose deadline is at least LoadTimeout away
+// waits on its own goroutine (it can never be late), any other on a kept
+// worker (see shared).
 //
 // A load that fails with a PMS failure (upstream.BadGateway, Unavailable,
 // Timeout), or a caller whose own deadline passed while waiting, is
@@ -218,19 +220,56 @@ func ledOutcome(led bool) string {
 	return OutcomeCoalesced
 }
 
-// loadFunc is a load of the cache: fn(ctx, arg) of shared, run on a worker
-// under the load's context (run). arg saves a closure per call: the
-// property of a get is a method value bound once and the id.
+// loadFunc is a load of the cache: fn(ctx, arg) of shared, run under the
+// load's context (run), on the caller's goroutine or a worker. arg saves a
+// closure per call: the property of a get is a method value bound once
+// and the id.
 type loadFunc func(ctx context.Context, arg string) (any, error)
 
 // shared joins or starts the call of key in group and waits for it or for
 // ctx. led reports whether this call's fn ran. A caller whose context ends
 // first gets that end, classified.
+//
+// Where the wait happens depends on the caller's deadline. A load runs
+// under LoadTimeout whoever waits for it (run), and a load in flight
+// started earlier under the same LoadTimeout. So a caller whose deadline
+// is at least LoadTimeout away, and whose context has not ended, can
+// never be made late by the load it leads or joins (given a load that
+// ends with its context, which Close relies on as well; at the limit, a
+// deadline exactly LoadTimeout away, by the few microseconds between this
+// check and the load's timer): it runs group.Do itself, on its own
+// goroutine (inline). That saves a miss the hand-off
+// to a worker, a channel and a select, and, because the edge's request
+// context starts its deadline's timer only when Done is asked, that
+// timer too: the inline path never asks ctx.Done. What changes visibly:
+// a caller cancelled while it waits (a partner who disconnects) gets its
+// answer, the same Canceled classification, only when the load ends, at
+// most LoadTimeout later, instead of at once; the worker that ran the
+// load waited that long before too, so no more goroutines or memory are
+// held. The load still runs detached from the caller's cancellation,
+// under LoadTimeout and Close, with panics recovered (run).
+//
+// Every other caller (no deadline, as context.Background's; a deadline
+// nearer than LoadTimeout; a context already ended) hands group.Do to a
+// worker (spawn) and selects on ctx.Done and the result, so it can leave
+// at its deadline while the load goes on for the others.
 func (c *Cache) shared(ctx context.Context, group *singleflight.Group, key string, fn loadFunc, arg string) (v any, led bool, err error) {
-	// group.Do on a worker, which DoChan would be on a new goroutine: the
-	// caller can still leave when ctx ends, and the load goes on.
 	w := c.waiters.Get().(*waiter)
 	w.group, w.ctx, w.key, w.fn, w.arg = group, ctx, key, fn, arg
+	if c.inline(ctx) {
+		v, err, shared := group.Do(key, w.load)
+		ran := w.ran
+		c.putWaiter(w) // nobody else holds w: its load, if it led, ran here
+		if ctx.Err() != nil {
+			// The caller left during the load, which filled the cache
+			// all the same: the answer the worker path gives a caller
+			// whose context ends first.
+			return nil, false, upstream.Classify(ctx, ctx.Err(), upstream.Internal)
+		}
+		return answer(v, err, shared, ran)
+	}
+	// group.Do on a worker, which DoChan would be on a new goroutine: the
+	// caller can still leave when ctx ends, and the load goes on.
 	c.spawn(w.start)
 	select {
 	case <-ctx.Done():
@@ -239,21 +278,38 @@ func (c *Cache) shared(ctx context.Context, group *singleflight.Group, key strin
 		return nil, false, upstream.Classify(ctx, ctx.Err(), upstream.Internal)
 	case r := <-w.res:
 		ran := w.ran
-		*w = waiter{c: c, res: w.res, start: w.start, load: w.load}
-		c.waiters.Put(w)
-		if e, ok := r.Err.(*upstream.Error); ok && r.Shared {
-			// Each caller owns its error value.
-			cp := *e
-			return nil, ran, &cp
-		}
-		return r.Val, ran, r.Err
+		c.putWaiter(w)
+		return answer(r.Val, r.Err, r.Shared, ran)
 	}
 }
 
-// waiter is one caller's call of shared, handed to a worker. Waiters are
-// pooled (Cache.waiters) with their channel and bound methods, so a call
-// costs no allocation of its own: a waiter goes back to the pool only
-// after its caller received the result, the worker's last use of it.
+// inline reports whether a caller of shared with ctx waits for the load on
+// its own goroutine: its deadline is not earlier than LoadTimeout from now
+// and its context has not ended (see shared). The clock is time.Now, not
+// Config.Now: the caller's deadline and the load's LoadTimeout are both
+// measured by the runtime's clock, which an injected Now need not follow.
+// Err, not Done: Done would start the edge request context's timer.
+func (c *Cache) inline(ctx context.Context) bool {
+	d, ok := ctx.Deadline()
+	return ok && !d.Before(time.Now().Add(c.loadTimeout)) && ctx.Err() == nil
+}
+
+// answer is a shared call's result for one caller; ran: this caller's fn
+// ran (it led).
+func answer(v any, err error, shared, ran bool) (any, bool, error) {
+	if e, ok := err.(*upstream.Error); ok && shared {
+		// Each caller owns its error value.
+		cp := *e
+		return nil, ran, &cp
+	}
+	return v, ran, err
+}
+
+// waiter is one caller's call of shared, run inline or handed to a
+// worker. Waiters are pooled (Cache.waiters) with their channel and bound
+// methods, so a call costs no allocation of its own: a waiter goes back
+// to the pool only after its caller received the result, the worker's
+// last use of it (inline: after group.Do returned).
 type waiter struct {
 	c     *Cache
 	group *singleflight.Group
@@ -265,6 +321,12 @@ type waiter struct {
 	res   chan singleflight.Result // capacity 1
 	start func()                   // w.run, bound once
 	load  func() (any, error)      // w.lead, bound once
+}
+
+// putWaiter clears w and returns it to the pool.
+func (c *Cache) putWaiter(w *waiter) {
+	*w = waiter{c: c, res: w.res, start: w.start, load: w.load}
+	c.waiters.Put(w)
 }
 
 func (c *Cache) newWaiter() any {
