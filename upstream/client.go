@@ -463,7 +463,7 @@ func (c *Client) GetHotel(ctx context.Context, brand, id string) (json.RawMessag
 			}
 			return err
 		}
-		if t := bytes.TrimLeft(body, " \t\r\n"); len(t) == 0 || t[0] != '{' || !json.Valid(body) {
+		if t := bytes.TrimLeft(body, " \t\r\n"); len(t) == 0 || t[0] != '{' || !validJSON(body) {
 			return &answerError{reason: "hotel is not a JSON object"}
 		}
 		rec = body

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -26,7 +27,7 @@ type rawPMS struct {
 	done  chan struct{} // closed at cleanup: a serve blocked on it ends
 }
 
-func newRawPMS(t *testing.T, serve func(c net.Conn, br *bufio.Reader, n int64, done <-chan struct{})) *rawPMS {
+func newRawPMS(t testing.TB, serve func(c net.Conn, br *bufio.Reader, n int64, done <-chan struct{})) *rawPMS {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -321,4 +322,81 @@ func TestH1WritesTheRequestHead(t *testing.T) {
 	if r := <-got; r.RequestURI != "/after" {
 		t.Fatalf("the PMS got %s with %v: the refused request was sent", r.RequestURI, r.Header)
 	}
+}
+
+// answerOf is what one transport made of an answer: its status, headers and
+// body, or that it failed (at the head or in the body).
+type answerOf struct {
+	failed bool
+	status int
+	header http.Header
+	body   string
+}
+
+func readAnswer(rt http.RoundTripper, u *url.URL) answerOf {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u.String()+"/internal/v2/brands/aurora/hotels/x", nil)
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		return answerOf{failed: true}
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return answerOf{failed: true}
+	}
+	resp.Header.Del("Date")
+	return answerOf{status: resp.StatusCode, header: resp.Header, body: string(body)}
+}
+
+// FuzzH1ReadsAnswersAsNetHTTP answers the same bytes to h1Transport and to
+// net/http's Transport (compression off: h1Transport asks for none) from
+// a PMS on loopback that closes each connection after its answer: both
+// fail, or both read the same status, headers and body. A 101 is the one
+// answer they read differently on purpose (h1Transport refuses it).
+func FuzzH1ReadsAnswersAsNetHTTP(f *testing.F) {
+	for _, seed := range []string{
+		okAnswer,
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+		"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 3\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\n\r\nnot found",
+		"HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n" + okAnswer,
+		"HTTP/1.0 200 OK\r\n\r\n{\"hotel_id\":1}",
+		"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n{}",
+		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}",
+		"HTTP/1.1 200 OK\r\nX-A: 1\r\n folded\r\nContent-Length: 2\r\n\r\n{}",
+		"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 2\r\n\r\n{}",
+		"HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\n",
+		"HTP/1.1 200 OK\r\n\r\n",
+		"",
+	} {
+		f.Add([]byte(seed))
+	}
+	var answer atomic.Pointer[[]byte]
+	p := newRawPMS(f, func(c net.Conn, br *bufio.Reader, _ int64, _ <-chan struct{}) {
+		if readRequest(br) {
+			c.Write(*answer.Load())
+		}
+	})
+	u := p.url()
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		answer.Store(&raw)
+		h1 := newH1Transport(u, 10*time.Second)
+		defer h1.CloseIdleConnections()
+		std := NewTransport()
+		std.DisableCompression = true
+		defer std.CloseIdleConnections()
+		got, want := readAnswer(h1, u), readAnswer(std, u)
+		if want.status == http.StatusSwitchingProtocols {
+			if !got.failed {
+				t.Fatalf("h1Transport read a 101: %+v", got)
+			}
+			return
+		}
+		if got.failed != want.failed || got.status != want.status || got.body != want.body ||
+			fmt.Sprint(got.header) != fmt.Sprint(want.header) {
+			t.Fatalf("answer %q:\nh1Transport %+v\nnet/http    %+v", raw, got, want)
+		}
+	})
 }

@@ -180,3 +180,13 @@ func plainString(quoted []byte) bool {
 	}
 	return true
 }
+
+// validJSON is encoding/json.Valid, in jsontext's faster scanner (about
+// 2.4 times as fast on a record, and a sixth of a miss's CPU above the
+// floor was json.Valid): with invalid UTF-8 and duplicate names allowed,
+// it accepts what encoding/json accepts (FuzzValidJSONMatchesEncodingJSON).
+func validJSON(b []byte) bool { return jsontext.Value(b).IsValid(lenient...) }
+
+// lenient are the options under which jsontext accepts what encoding/json
+// v1 does, built once (a variadic call would build the slice each time).
+var lenient = []jsontext.Options{jsontext.AllowInvalidUTF8(true), jsontext.AllowDuplicateNames(true)}
