@@ -81,7 +81,13 @@ type h1Conn struct {
 	bw    *bufio.Writer
 	read  int64     // bytes read from nc so far (counted by br's source)
 	since time.Time // when it went idle
+	// expire is expireNow, bound once: the cancellation hook of each
+	// attempt on this connection, without a closure per attempt.
+	expire func()
 }
+
+// expireNow ends the connection's reads and writes under way at once.
+func (c *h1Conn) expireNow() { _ = c.nc.SetDeadline(longAgo) }
 
 // Read counts what the connection received: the pool's test for "nothing
 // of the answer arrived".
@@ -177,6 +183,7 @@ func (t *h1Transport) get(ctx context.Context, deadline time.Time) (pc *h1Conn, 
 		return nil, false, err
 	}
 	pc = &h1Conn{nc: nc}
+	pc.expire = pc.expireNow
 	pc.br = bufio.NewReader(pc)
 	pc.bw = bufio.NewWriter(nc)
 	return pc, false, nil
@@ -216,8 +223,7 @@ func (t *h1Transport) exchange(ctx context.Context, pc *h1Conn, req *http.Reques
 	}
 	var stop func() bool
 	if ctx.Done() != nil {
-		nc := pc.nc
-		stop = context.AfterFunc(ctx, func() { _ = nc.SetDeadline(longAgo) })
+		stop = context.AfterFunc(ctx, pc.expire)
 	}
 	fail := func(err error, partial bool) (*http.Response, bool, error) {
 		if stop != nil {

@@ -59,8 +59,9 @@ type attempts struct {
 	retries int
 	wait    time.Duration
 	body    []byte
-	scratch bytes.Buffer  // readBody's buffer, reused from call to call
-	into    *bytes.Buffer // doInto's: the body is read into it, not copied
+	scratch bytes.Buffer     // readBody's buffer, reused from call to call
+	limited io.LimitedReader // the body's bounded reader, reused (no allocation per attempt)
+	into    *bytes.Buffer    // doInto's: the body is read into it, not copied
 
 	started time.Time // of the attempt under way
 	open    bool      // the attempt under way is not yet recorded
@@ -224,11 +225,14 @@ func (a *attempts) handleResponse(resp *http.Response) error {
 			// and the read that finds its end.
 			a.into.Grow(int(resp.ContentLength) + bytes.MinRead)
 		}
-		_, err = a.into.ReadFrom(io.LimitReader(resp.Body, limit+1))
+		a.limited = io.LimitedReader{R: resp.Body, N: limit + 1}
+		_, err = a.into.ReadFrom(&a.limited)
 		body = a.into.Bytes()
 	} else {
-		body, err = readBody(resp.Body, limit, &a.scratch)
+		a.limited = io.LimitedReader{R: resp.Body, N: limit + 1}
+		body, err = readBody(&a.limited, &a.scratch)
 	}
+	a.limited = io.LimitedReader{}
 	if err != nil {
 		return &transportError{err: err}
 	}
