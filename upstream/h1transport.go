@@ -348,7 +348,10 @@ func (b *h1Body) Close() error {
 	if b.stop != nil && !b.stop() {
 		b.keep = false
 	}
-	if b.eof && b.keep {
+	// Bytes past the answer's end (a PMS that sent more than it said)
+	// would be read as the next answer's head: such a connection is not
+	// pooled.
+	if b.eof && b.keep && b.pc.br.Buffered() == 0 {
 		_ = b.rc.Close() // at its end: nothing left to read
 		b.t.put(b.pc)
 		return nil

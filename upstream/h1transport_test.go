@@ -400,3 +400,21 @@ func FuzzH1ReadsAnswersAsNetHTTP(f *testing.F) {
 		}
 	})
 }
+
+func TestH1DoesNotPoolAConnectionWithBytesPastTheAnswer(t *testing.T) {
+	p := newRawPMS(t, func(c net.Conn, br *bufio.Reader, _ int64, _ <-chan struct{}) {
+		for readRequest(br) {
+			io.WriteString(c, okAnswer+"HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\nforged!")
+		}
+	})
+	tr := newH1Transport(p.url(), time.Minute)
+	defer tr.CloseIdleConnections()
+	for i := range 2 {
+		if body, err := get(context.Background(), t, tr, p.url()); err != nil || string(body) != "{}" {
+			t.Fatalf("get %d: %q, %v (the bytes past an answer were read as the next one)", i, body, err)
+		}
+	}
+	if n := p.conns.Load(); n != 2 {
+		t.Fatalf("connections = %d, want 2: one per answer", n)
+	}
+}
