@@ -224,29 +224,41 @@ func TestCloseStopsLoads(t *testing.T) {
 }
 
 // Callers coalesced on a failed load each get their own *upstream.Error, so
-// that one caller annotating it cannot race with another writing it.
+// that one caller annotating it cannot race with another writing it: on
+// the worker path (no deadline) and on the inline one (a deadline farther
+// than LoadTimeout).
 func TestCoalescedErrorsAreNotShared(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		release := make(chan struct{})
-		inner := &fakeCatalog{snapshot: func(context.Context) (*upstream.Snapshot, error) {
-			<-release
-			return nil, &upstream.Error{Kind: upstream.BadGateway, Err: errors.New("down")}
-		}}
-		c := New(inner, Config{TTL: time.Second})
-		defer c.Close()
-		errs := make(chan error, 2)
-		for range 2 {
-			go func() { _, err := c.Snapshot(context.Background()); errs <- err }()
-		}
-		synctest.Wait()
-		close(release)
-		a, b := <-errs, <-errs
-		var pa, pb *upstream.Error
-		if !errors.As(a, &pa) || !errors.As(b, &pb) || pa == pb || pa.Kind != upstream.BadGateway || pb.Kind != upstream.BadGateway {
-			t.Fatalf("errors %v and %v; want two distinct BAD_GATEWAY values", a, b)
-		}
-		if inner.snapCalls.Load() != 1 {
-			t.Fatalf("inner loads %d, want 1", inner.snapCalls.Load())
-		}
-	})
+	for _, path := range []string{"worker", "inline"} {
+		t.Run(path, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				release := make(chan struct{})
+				inner := &fakeCatalog{snapshot: func(context.Context) (*upstream.Snapshot, error) {
+					<-release
+					return nil, &upstream.Error{Kind: upstream.BadGateway, Err: errors.New("down")}
+				}}
+				c := New(inner, Config{TTL: time.Second})
+				defer c.Close()
+				ctx := context.Background()
+				if path == "inline" {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, time.Minute)
+					defer cancel()
+				}
+				errs := make(chan error, 2)
+				for range 2 {
+					go func() { _, err := c.Snapshot(ctx); errs <- err }()
+				}
+				synctest.Wait()
+				close(release)
+				a, b := <-errs, <-errs
+				var pa, pb *upstream.Error
+				if !errors.As(a, &pa) || !errors.As(b, &pb) || pa == pb || pa.Kind != upstream.BadGateway || pb.Kind != upstream.BadGateway {
+					t.Fatalf("errors %v and %v; want two distinct BAD_GATEWAY values", a, b)
+				}
+				if inner.snapCalls.Load() != 1 {
+					t.Fatalf("inner loads %d, want 1", inner.snapCalls.Load())
+				}
+			})
+		})
+	}
 }

@@ -166,37 +166,17 @@ func TestInlineLeaderCancelledGetsCanceledAfterTheLoad(t *testing.T) {
 	})
 }
 
-// Inline callers coalesced on a failed load each get their own
-// *upstream.Error, and a panicking load fails its inline leader with
-// upstream.Internal and a reported panic, as on the worker path.
-func TestInlineSharedErrorsAndPanics(t *testing.T) {
+// A panicking load fails its inline leader with upstream.Internal and a
+// reported panic, as on the worker path (inline callers' errors:
+// TestCoalescedErrorsAreNotShared).
+func TestInlineLoadPanics(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		release := make(chan struct{})
-		inner := &fakeCatalog{snapshot: func(context.Context) (*upstream.Snapshot, error) {
-			<-release
-			return nil, &upstream.Error{Kind: upstream.BadGateway, Err: errors.New("down")}
-		}}
+		inner := &fakeCatalog{snapshot: func(context.Context) (*upstream.Snapshot, error) { panic("boom") }}
 		var panics atomic.Int64
 		c := New(inner, Config{TTL: time.Second, OnPanic: func() { panics.Add(1) }})
 		defer c.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		errs := make(chan error, 2)
-		for range 2 {
-			go func() { _, err := c.Snapshot(ctx); errs <- err }()
-		}
-		synctest.Wait()
-		close(release)
-		a, b := <-errs, <-errs
-		var pa, pb *upstream.Error
-		if !errors.As(a, &pa) || !errors.As(b, &pb) || pa == pb || pa.Kind != upstream.BadGateway || pb.Kind != upstream.BadGateway {
-			t.Fatalf("errors %v and %v; want two distinct BAD_GATEWAY values", a, b)
-		}
-		if inner.snapCalls.Load() != 1 {
-			t.Fatalf("inner loads %d, want 1", inner.snapCalls.Load())
-		}
-
-		inner.snapshot = func(context.Context) (*upstream.Snapshot, error) { panic("boom") }
 		if _, err := c.Snapshot(ctx); upstream.KindOf(err) != upstream.Internal || panics.Load() != 1 {
 			t.Fatalf("panicking inline load: %v, %d panics; want upstream.Internal and one panic", err, panics.Load())
 		}
