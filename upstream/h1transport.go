@@ -23,9 +23,9 @@ import (
 // Transport hands each request to two goroutines of its connection (one
 // writes, one reads) and back through channels and selects; on a miss that
 // hand-off cost about as much CPU as decoding and mapping the record
-// (bench/README.md, issue 31). The wire format stays net/http's own:
-// http.Request.Write writes the request and http.ReadResponse reads the
-// answer, as net/http's Transport does.
+// (bench/README.md, issue 31). The answer is read by net/http's own
+// http.ReadResponse, as net/http's Transport reads it; the request head is
+// written by writeHead, with Request.Write's checks of each header.
 //
 // Why not a library: valyala/fasthttp's client is synchronous too, but its
 // connection cleaner sleeps up to the idle timeout and cannot be stopped,
@@ -151,29 +151,26 @@ func ctxErr(ctx context.Context, err error) error {
 	return err
 }
 
-// get takes the warmest pooled connection still fresh, or dials one.
+// get takes the warmest pooled connection still fresh, or dials one. The
+// pool is last in, first out: when the warmest is stale, all are.
 func (t *h1Transport) get(ctx context.Context, deadline time.Time) (pc *h1Conn, reused bool, err error) {
-	now := time.Now()
 	t.mu.Lock()
-	for n := len(t.idle); n > 0; n = len(t.idle) {
-		pc = t.idle[n-1]
-		t.idle[n-1] = nil
-		t.idle = t.idle[:n-1]
-		if now.Sub(pc.since) <= t.idleTimeout {
+	if n := len(t.idle); n > 0 {
+		if pc = t.idle[n-1]; time.Since(pc.since) <= t.idleTimeout {
+			t.idle[n-1] = nil
+			t.idle = t.idle[:n-1]
 			t.mu.Unlock()
 			return pc, true, nil
 		}
-		// The rest are older still.
-		stale := append([]*h1Conn{pc}, t.idle...)
-		clear(t.idle)
-		t.idle = t.idle[:0]
+		stale := t.idle
+		t.idle = nil
 		t.mu.Unlock()
 		for _, c := range stale {
 			c.nc.Close()
 		}
-		t.mu.Lock()
+	} else {
+		t.mu.Unlock()
 	}
-	t.mu.Unlock()
 	d := t.dialer
 	if !deadline.IsZero() {
 		d.Deadline = deadline

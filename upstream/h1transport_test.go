@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/partner-edge/partner-edge/observability/testkit"
 )
 
 // rawPMS is a PMS on loopback that speaks HTTP by hand, for the wire
@@ -417,4 +419,34 @@ func TestH1DoesNotPoolAConnectionWithBytesPastTheAnswer(t *testing.T) {
 	if n := p.conns.Load(); n != 2 {
 		t.Fatalf("connections = %d, want 2: one per answer", n)
 	}
+}
+
+func TestH1ClosesStaleIdleConnections(t *testing.T) {
+	var opened, closed atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(`{}`))
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		switch s {
+		case http.StateNew:
+			opened.Add(1)
+		case http.StateClosed:
+			closed.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	u, _ := url.Parse(srv.URL)
+	tr := newH1Transport(u, time.Minute)
+	defer tr.CloseIdleConnections()
+	tr.idleTimeout = -1 // every pooled connection is stale when a call looks
+	for i := range 2 {
+		if _, err := get(context.Background(), t, tr, u); err != nil {
+			t.Fatalf("get %d: %v", i, err)
+		}
+	}
+	if n := opened.Load(); n != 2 {
+		t.Fatalf("connections = %d, want 2: the stale one is not reused", n)
+	}
+	testkit.Eventually(t, "the stale connection closed", func() bool { return closed.Load() >= 1 })
 }

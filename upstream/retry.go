@@ -218,6 +218,7 @@ func (a *attempts) handleResponse(resp *http.Response) error {
 	}
 	var body []byte
 	var err error
+	a.limited = io.LimitedReader{R: resp.Body, N: limit + 1}
 	if a.into != nil {
 		a.into.Reset()
 		if resp.ContentLength > 0 {
@@ -225,14 +226,12 @@ func (a *attempts) handleResponse(resp *http.Response) error {
 			// and the read that finds its end.
 			a.into.Grow(int(resp.ContentLength) + bytes.MinRead)
 		}
-		a.limited = io.LimitedReader{R: resp.Body, N: limit + 1}
 		_, err = a.into.ReadFrom(&a.limited)
 		body = a.into.Bytes()
 	} else {
-		a.limited = io.LimitedReader{R: resp.Body, N: limit + 1}
 		body, err = readBody(&a.limited, &a.scratch)
 	}
-	a.limited = io.LimitedReader{}
+	a.limited = io.LimitedReader{} // a pooled attempts keeps no body
 	if err != nil {
 		return &transportError{err: err}
 	}
