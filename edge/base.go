@@ -65,7 +65,7 @@ func (s *server) withState(next http.Handler) http.Handler {
 		if !s.realClock {
 			started = time.Now()
 		}
-		st.ctx.Context, st.ctx.st, st.ctx.deadline = parent, st, started.Add(d)
+		st.ctx.init(parent, st, started.Add(d))
 		defer st.ctx.stop()
 		next.ServeHTTP(&st.w, r.WithContext(&st.ctx))
 	})
