@@ -37,7 +37,6 @@ type Comparer struct {
 	addedOther map[string]struct{}
 	changed    []Change
 	kept       int64
-	buf        []byte // Mapped's encoding, reused
 }
 
 // What the Comparer keeps per entry of the current side, about: the key or
@@ -59,11 +58,11 @@ func NewComparer(base []*upstream.Item) *Comparer {
 
 // Mapped records that the current side maps p. Only the first property of
 // an id counts. p is encoded (upstream.Item's JSON) only when base has its
-// id, into a buffer reused from call to call.
+// id.
 func (c *Comparer) Mapped(p mapping.Property) {
 	if i, ok := c.first(p.ID); ok {
-		c.buf = p.AppendJSON(c.buf[:0])
-		c.compare(i, c.buf)
+		js, _ := p.MarshalJSON() // strings and times: no error
+		c.compare(i, js)
 	}
 }
 
