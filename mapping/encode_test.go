@@ -8,7 +8,7 @@ import (
 )
 
 // reflectJSON is the representation as encoding/json writes it from the
-// wire struct: the reference MarshalJSON must equal byte for byte.
+// wire struct: the reference AppendJSON must equal byte for byte.
 func reflectJSON(t testing.TB, p Property) []byte {
 	t.Helper()
 	b, err := json.Marshal(struct {
@@ -34,7 +34,7 @@ var encodeCases = []string{
 	"bad utf8 \xff\xfe end", "\xc3", "line\u2028sep\u2029para", "emoji 🏨",
 }
 
-func TestMarshalJSONMatchesEncodingJSON(t *testing.T) {
+func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 	times := []time.Time{
 		time.Date(2024, 2, 29, 23, 59, 59, 999_999_999, time.UTC),
 		time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC),
@@ -54,4 +54,17 @@ func TestMarshalJSONMatchesEncodingJSON(t *testing.T) {
 			t.Errorf("%q:\n got %s\nwant %s", s, got, want)
 		}
 	}
+}
+
+func FuzzAppendJSON(f *testing.F) {
+	for _, s := range encodeCases {
+		f.Add(s, int64(0))
+	}
+	f.Fuzz(func(t *testing.T, s string, ms int64) {
+		tm := time.UnixMilli(ms)
+		p := Property{ID: s, Name: s, Code: &s, Status: s, Timezone: s, CreatedAt: tm, UpdatedAt: tm}
+		if got, want := p.AppendJSON(nil), reflectJSON(t, p); !bytes.Equal(got, want) {
+			t.Fatalf("%q:\n got %s\nwant %s", s, got, want)
+		}
+	})
 }

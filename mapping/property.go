@@ -283,8 +283,29 @@ func ParseID(s string) (string, bool) {
 	return string(b[:]), true
 }
 
-// MapRaw decodes and maps one raw record: Map(Decode(raw)).
+// MapRaw decodes and maps one raw record: Map(Decode(raw)). Most records
+// take a fast path without reflection (fast.go), whose every result is
+// the one of the encoding/json path below.
 func MapRaw(raw []byte, opts Options) (Property, error) {
+	return MapRawFor(raw, opts, nil)
+}
+
+// MapRawFor is MapRaw for a caller that needs the whole property of some
+// records only: every record maps, or is rejected with its reason, exactly
+// as MapRaw says, but a mapped record whose id want refuses may come back
+// with its ID alone, its name and code not copied out of raw. A walk of
+// many records of which it compares a few (the shadow candidate: those the
+// live PMS has) then makes little garbage. Nil want wants every record.
+func MapRawFor(raw []byte, opts Options, want func(id string) bool) (Property, error) {
+	if p, ok, err := mapRawFastFor(raw, opts, want); ok {
+		return p, err
+	}
+	return mapRawStd(raw, opts)
+}
+
+// mapRawStd is MapRaw through encoding/json (Decode), the reference the
+// fast path is held to, and its fallback.
+func mapRawStd(raw []byte, opts Options) (Property, error) {
 	rec, err := Decode(raw)
 	if err != nil {
 		return Property{}, err

@@ -40,11 +40,11 @@ type Item struct {
 	JSON []byte
 }
 
-// NewItem encodes p once (mapping.Property.MarshalJSON, called directly:
-// json.Marshal would compact its output a second time).
+// NewItem encodes p, appending (mapping.Property.AppendJSON: no
+// reflection, no second pass to compact what json.Marshal would have
+// produced).
 func NewItem(p mapping.Property) *Item {
-	js, _ := p.MarshalJSON() // strings and times: no error
-	return &Item{ID: p.ID, Active: p.Active(), CreatedAt: p.CreatedAt, JSON: js}
+	return &Item{ID: p.ID, Active: p.Active(), CreatedAt: p.CreatedAt, JSON: p.AppendJSON(make([]byte, 0, 256))}
 }
 
 // Snapshot is every mappable property of the brand at one moment.

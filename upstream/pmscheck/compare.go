@@ -37,6 +37,7 @@ type Comparer struct {
 	addedOther map[string]struct{}
 	changed    []Change
 	kept       int64
+	buf        []byte // Mapped's encoding, reused
 }
 
 // What the Comparer keeps per entry of the current side, about: the key or
@@ -58,12 +59,21 @@ func NewComparer(base []*upstream.Item) *Comparer {
 
 // Mapped records that the current side maps p. Only the first property of
 // an id counts. p is encoded (upstream.Item's JSON) only when base has its
-// id.
+// id, into a buffer reused from call to call; of a p that Wants refused,
+// only its ID is read.
 func (c *Comparer) Mapped(p mapping.Property) {
 	if i, ok := c.first(p.ID); ok {
-		js, _ := p.MarshalJSON() // strings and times: no error
-		c.compare(i, js)
+		c.buf = p.AppendJSON(c.buf[:0])
+		c.compare(i, c.buf)
 	}
+}
+
+// Wants reports whether Mapped needs the whole property of id: base has
+// it and the current side has not mapped it yet. Of any other id Mapped
+// reads the ID alone (mapping.MapRawFor's want).
+func (c *Comparer) Wants(id string) bool {
+	i, ok := c.find(id)
+	return ok && c.seen[i/64]&(1<<(i%64)) == 0
 }
 
 // mappedJSON is Mapped of a property already encoded.

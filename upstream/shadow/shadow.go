@@ -270,14 +270,18 @@ func (s *Shadow) compare(ctx context.Context, mode string, live *upstream.Snapsh
 // walk walks the candidate with the edge's client and mapping (the options
 // upstream.Direct maps with) and feeds each record to cr as it arrives:
 // the walk keeps its differences from the live snapshot only, never the
-// candidate's properties (docs/contract.md section 17). The client bounds the bytes the candidate sends (MaxWalkBytes)
+// candidate's properties (docs/contract.md section 17), and copies the name
+// and code only of the records it compares (those the live snapshot has),
+// so a large candidate leaves little for the collector to mark or sweep
+// while partners are served. The client bounds the bytes the candidate sends (MaxWalkBytes)
 // and what cr keeps counts against the same bound: either ends the walk
 // with ErrWalkOverBound.
 func (s *Shadow) walk(ctx context.Context, cr *pmscheck.Comparer) error {
 	bound := s.client.MaxWalkBytes()
 	mo := mapping.Options{Brand: s.brand, CodeSource: s.cs, Zones: s.zones}
+	wants := cr.Wants
 	return s.client.WalkHotels(ctx, s.brand, func(raw []byte) error {
-		p, err := mapping.MapRaw(raw, mo)
+		p, err := mapping.MapRawFor(raw, mo, wants)
 		var rj *mapping.Rejection
 		switch {
 		case err == nil:
