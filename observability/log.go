@@ -31,7 +31,8 @@ func NewLogger(w io.Writer, format string, level slog.Level, secrets ...string) 
 	if strings.EqualFold(format, "text") {
 		return slog.New(TraceHandler(slog.NewTextHandler(w, opts)))
 	}
-	return slog.New(TraceHandler(slog.NewJSONHandler(w, opts)))
+	// JSONHandler's bytes, faster, trace ids included (jsonline.go).
+	return slog.New(newJSONLineHandler(w, opts))
 }
 
 // sensitiveKeys are attribute keys whose values are always hidden, compared
