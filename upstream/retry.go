@@ -179,9 +179,11 @@ func (a *attempts) record(ctx context.Context, resp *http.Response, err error) {
 	}
 }
 
-// attemptOutcome classifies how one attempt ended. An unusable 200 answer
-// (answerError) is "ok": the outcome describes the HTTP exchange; the call
-// span's problem code (BAD_GATEWAY) tells the rest.
+// attemptOutcome is how one attempt ended, as a metric label: the status
+// the PMS answered, or, for an attempt without an answer, Classify's kind
+// of its failure. An unusable 200 answer (answerError) is "ok": the outcome
+// describes the HTTP exchange; the call span's problem code (BAD_GATEWAY)
+// tells the rest.
 func attemptOutcome(ctx context.Context, resp *http.Response, err error) PMSOutcome {
 	if err == nil && resp != nil { // the common case, before the targets below escape
 		return OutcomeOfStatus(resp.StatusCode)
@@ -195,11 +197,11 @@ func attemptOutcome(ctx context.Context, resp *http.Response, err error) PMSOutc
 		return OutcomeOfStatus(se.status)
 	case errors.As(err, &ae):
 		return PMSOK
-	case err == nil && resp != nil:
-		return OutcomeOfStatus(resp.StatusCode)
-	case errors.Is(ctx.Err(), context.Canceled):
+	}
+	switch Classify(ctx, err, BadGateway).Kind {
+	case Canceled:
 		return PMSCanceled
-	case ctx.Err() != nil, errors.Is(err, context.DeadlineExceeded), isTimeout(err):
+	case Timeout:
 		return PMSTimeout
 	}
 	return PMSConnection
