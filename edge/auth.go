@@ -32,7 +32,7 @@ func (s *server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var bucket ratelimit.Key // the failed-auth throttle's bucket of the client address
 		if s.hasAuthLimit {
-			bucket = stateFrom(r.Context()).client.throttleKey()
+			bucket = stateFrom(r.Context()).client.ThrottleKey()
 			if s.authThrottled(w, r, bucket) {
 				return
 			}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/partner-edge/partner-edge/edge/internal/clientaddr"
 	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/upstream"
 	"go.opentelemetry.io/otel/trace"
@@ -124,4 +125,13 @@ func validCorrelationID(s string) bool {
 		}
 	}
 	return true
+}
+
+// resolveClient records the request's client address in its state, before
+// anything logs or limits by it.
+func (s *server) resolveClient(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		stateFrom(r.Context()).client = clientaddr.Resolve(r, s.cfg.TrustedProxies)
+		next.ServeHTTP(w, r)
+	})
 }

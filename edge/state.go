@@ -2,9 +2,11 @@ package edge
 
 import (
 	"context"
+	"net/netip"
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/partner-edge/partner-edge/edge/internal/clientaddr"
 	"github.com/partner-edge/partner-edge/edge/keys"
 	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/problem"
@@ -20,11 +22,11 @@ type state struct {
 	correlationID string    // the caller's, when valid; "" otherwise
 	correlationOK bool      // no Svc-Correlation-Id, or a valid one
 	key           *keys.Key
-	keyID         string       // the key's (or token client's) id once identified, before authorisation: refusals log it too (docs/contract.md section 17)
-	authMethod    string       // authMethodAPIKey or authMethodOAuth, once a credential was sent
-	client        clientAddr   // resolved client address (clientaddr.go)
-	code          problem.Code // the problem answered, if any
-	cause         error        // the problem's underlying cause, for logs
+	keyID         string          // the key's (or token client's) id once identified, before authorisation: refusals log it too (docs/contract.md section 17)
+	authMethod    string          // authMethodAPIKey or authMethodOAuth, once a credential was sent
+	client        clientaddr.Addr // resolved client address (resolveClient)
+	code          problem.Code    // the problem answered, if any
+	cause         error           // the problem's underlying cause, for logs
 	w             statusWriter
 	idHeader      [1]string               // backs the Svc-Request-Id header value
 	callerIDs     upstream.CallerIDs      // the ids above, answered by pointer for upstream.CallerIDsKey (no boxing per PMS call)
@@ -111,3 +113,14 @@ func (c *reqContext) String() string { return "edge.reqContext" }
 
 // stop releases the deadline's timer: the request has been answered.
 func (c *reqContext) stop() { c.cancel() }
+
+// ParseTrustedProxies reads EDGE_TRUSTED_PROXIES (clientaddr.ParseTrusted):
+// comma-separated CIDRs (a bare address is a single host). Empty means
+// none. The error names the entry that is not a CIDR.
+func ParseTrustedProxies(s string) ([]netip.Prefix, error) { return clientaddr.ParseTrusted(s) }
+
+// ClientAddress returns the request's client address as the edge resolved
+// it (docs/contract.md section 10: X-Forwarded-For believed only from trusted
+// proxies), or "" outside the edge. Logs, traces and the failed-auth
+// throttle use it.
+func ClientAddress(ctx context.Context) string { return stateFrom(ctx).client.String() }
