@@ -24,7 +24,7 @@ import (
 // its bound collects its garbage before it returns: the next walk then
 // starts from the process's own footprint instead of stacking on this
 // one's (the collector would let the heap grow to twice what was live at
-// its last cycle, mid-walk: issue 28, finding 5).
+// its last cycle, mid-walk: docs/contract.md section 17).
 func (d *Direct) Properties(ctx context.Context) ([]mapping.Property, time.Time, error) {
 	w, ok := d.pms.(RecordWalker)
 	if !ok {

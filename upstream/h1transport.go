@@ -23,7 +23,7 @@ import (
 // Transport hands each request to two goroutines of its connection (one
 // writes, one reads) and back through channels and selects; on a miss that
 // hand-off cost about as much CPU as decoding and mapping the record
-// (bench/README.md, issue 31). The answer is read by net/http's own
+// (bench/README.md, "The PMS path, third round"). The answer is read by net/http's own
 // http.ReadResponse, as net/http's Transport reads it; the request head is
 // written by writeHead, with Request.Write's checks of each header.
 //

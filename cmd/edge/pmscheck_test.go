@@ -81,7 +81,7 @@ func mappedIDs(sim *pmsim.Sim) (map[string]bool, map[mapping.Reason][]string) {
 
 // TestPMSCheckHealthySimulator: against the simulator the check exits 0
 // and reports the simulator's known unmappable records, by reason, with
-// their ids (issue 22, acceptance 1).
+// their ids (docs/contract.md section 14).
 func TestPMSCheckHealthySimulator(t *testing.T) {
 	sim, env := serveSim(t, pmsim.Config{Seed: 7, PageSize: 9})
 	c := runCheck(t, env, "--json")
@@ -131,7 +131,7 @@ func TestPMSCheckHealthySimulator(t *testing.T) {
 
 // TestPMSCheckBrokenContract: a simulator that renames or retypes a field
 // the mapping reads, or breaks paging, fails the check (exit 1), and the
-// report names the field or rule (issue 22, acceptance 1).
+// report names the field or rule (docs/contract.md section 14).
 func TestPMSCheckBrokenContract(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
@@ -172,7 +172,7 @@ func TestPMSCheckBrokenContract(t *testing.T) {
 
 // TestPMSCheckBaselineLists3Removed: with --baseline from a healthy run,
 // a run where 3 properties disappeared lists exactly those 3 and exits 1
-// (issue 22, acceptance 1).
+// (docs/contract.md section 14).
 func TestPMSCheckBaselineLists3Removed(t *testing.T) {
 	healthy, env := serveSim(t, pmsim.Config{Seed: 7})
 	file := filepath.Join(t.TempDir(), "baseline.json")

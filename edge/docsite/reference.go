@@ -15,7 +15,7 @@ import (
 
 // referenceGz is Redocly's render of docs/openapi.yaml (.ci/docsite/render,
 // run by go generate), gzipped there: the render is a megabyte of HTML, a
-// sixth of that compressed, and the edge's image must stay small (issue 21).
+// sixth of that compressed, and the edge's image must stay small (docs/operations.md, "Production kit").
 //
 //go:embed reference.html.gz
 var referenceGz []byte

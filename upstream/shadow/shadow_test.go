@@ -74,7 +74,7 @@ func newShadow(t *testing.T, candidate http.Handler, interval time.Duration) *Sh
 
 // TestCandidateWalkedAtMostOncePerTTL: whatever the partner traffic (a
 // read every 50 ms for ten minutes, on two modes), each mode's candidate
-// is walked at most once per TTL, and is walked (issue 22, acceptance 3).
+// is walked at most once per TTL, and is walked (docs/contract.md section 14).
 func TestCandidateWalkedAtMostOncePerTTL(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const ttl = 30 * time.Second

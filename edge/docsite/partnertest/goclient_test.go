@@ -19,7 +19,7 @@ import (
 
 // The generated Go types give code, status and errors of every problem
 // schema, and the health status, a concrete type: a partner branches on
-// them without decoding the body twice (issue 20, acceptance 3).
+// them without decoding the body twice (docs/contract.md section 13).
 func TestGoClientTypesAreConcrete(t *testing.T) {
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, "internal/goclient/client.gen.go", nil, 0)

@@ -1,5 +1,6 @@
-// Package archcheck holds the architecture test: docs/architecture.md's
-// package table against the module as `go list` sees it.
+// Package archcheck holds the architecture test (docs/architecture.md's
+// package table against the module as `go list` sees it) and the docs'
+// own checks: citations, links, anchors and cited paths resolve.
 package archcheck
 
 import (
@@ -18,7 +19,7 @@ import (
 
 const module = "github.com/partner-edge/partner-edge"
 
-// maxFiles bounds the non-test .go files of one package (issue 16).
+// maxFiles bounds the non-test .go files of one package (docs/architecture.md).
 const maxFiles = 20
 
 // listed is one package as `go list -json` reports it.
