@@ -36,6 +36,9 @@ func (d *Direct) Properties(ctx context.Context) ([]mapping.Property, time.Time,
 	var held int64
 	g := newHeapGuard(bound)
 	err := w.WalkHotels(ctx, d.opts.Brand, func(raw []byte) error {
+		if d.opts.OnRecord != nil {
+			d.opts.OnRecord(raw)
+		}
 		p, err := mapping.MapRaw(raw, mo)
 		if err != nil {
 			held += rejectionSize
@@ -160,6 +163,9 @@ func (d *Direct) propertiesOf(ctx context.Context) ([]mapping.Property, time.Tim
 	props := make([]mapping.Property, 0, len(raws))
 	mo := d.mapOpts()
 	for _, raw := range raws {
+		if d.opts.OnRecord != nil {
+			d.opts.OnRecord(raw)
+		}
 		p, err := mapping.MapRaw(raw, mo)
 		if err != nil {
 			d.reject(err)
