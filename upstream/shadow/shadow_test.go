@@ -198,8 +198,8 @@ func changedCandidate(t *testing.T) (cand *pmsim.Sim, removed []string, changed,
 
 // TestShadowReportsDifferencesWithinTwoTTLs: with a changed candidate,
 // the comparison is there within two TTLs of the first partner read, with
-// counts by kind and examples of ids and public field names only (issue
-// 22, acceptance 2).
+// counts by kind and examples of ids and public field names only
+// (docs/contract.md section 14).
 func TestShadowReportsDifferencesWithinTwoTTLs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const ttl = 30 * time.Second

@@ -49,6 +49,8 @@ var (
 	// trackerRef is a reference to an issue tracker the repository does
 	// not have: the word followed by a number, as trackers number them.
 	trackerRef = regexp.MustCompile(`(?i)\bissues?\s+#?[0-9]`)
+	// trackerSplit is one split over two comment lines.
+	trackerSplit = regexp.MustCompile("(?i)\\bissues?[ \t]*\n[ \t]*(?://|#)?[ \t]*#?[0-9]")
 )
 
 // docLine is one line of a document outside fenced code blocks.
@@ -222,6 +224,10 @@ func TestNoTrackerReferences(t *testing.T) {
 			if m := trackerRef.FindString(line); m != "" {
 				t.Errorf("%s:%d says %q: the repository has no issue tracker; say what it means or cite docs/", f, i+1, line)
 			}
+		}
+		for _, loc := range trackerSplit.FindAllIndex(data, -1) {
+			line := 1 + strings.Count(string(data[:loc[0]]), "\n")
+			t.Errorf("%s:%d says %q over two lines: the repository has no issue tracker", f, line, data[loc[0]:loc[1]])
 		}
 	}
 }
