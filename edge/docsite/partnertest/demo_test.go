@@ -210,6 +210,9 @@ func TestMain(m *testing.M) {
 	if demoDir != "" {
 		_ = os.RemoveAll(demoDir)
 	}
+	if goClientTmp != "" {
+		_ = os.RemoveAll(goClientTmp)
+	}
 	os.Exit(code)
 }
 

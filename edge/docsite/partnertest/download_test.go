@@ -2,6 +2,8 @@ package partnertest
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/url"
 	"os"
 	"os/exec"
@@ -106,50 +108,59 @@ func TestContractDownloads(t *testing.T) {
 	}
 }
 
-// goClient writes doc to docPath, generates the Go client from it with the
-// module's pinned oapi-codegen into dir, and builds it as a module of its
-// own (its dependency from the module cache, no network).
+// goClient generates the Go client from doc into dir and builds it,
+// failing t when either fails.
 func goClient(t *testing.T, dir, docPath string, doc []byte) {
 	t.Helper()
+	if _, msg := generateGoClient(dir, docPath, doc); msg != "" {
+		if strings.HasPrefix(msg, "oapi-codegen: ") {
+			need(t, "go tool oapi-codegen (module proxy)", errors.New(msg))
+		}
+		t.Fatal(msg)
+	}
+}
+
+// generateGoClient writes doc to docPath, generates the Go client from it
+// with the module's pinned oapi-codegen into dir/client, and builds it as
+// a module of its own (testdata/goclient/go.mod pins its dependency).
+// It returns the client's folder, or what failed.
+func generateGoClient(dir, docPath string, doc []byte) (pkg, failed string) {
 	if err := os.WriteFile(docPath, doc, 0o600); err != nil {
-		t.Fatal(err)
+		return "", err.Error()
 	}
-	cfg, err := os.ReadFile("internal/goclient/oapi-codegen.yaml")
+	cfg, err := os.ReadFile("testdata/goclient/oapi-codegen.yaml")
 	if err != nil {
-		t.Fatal(err)
+		return "", err.Error()
 	}
-	pkg := filepath.Join(dir, "client")
+	pkg = filepath.Join(dir, "client")
 	if err := os.MkdirAll(pkg, 0o755); err != nil {
-		t.Fatal(err)
+		return "", err.Error()
 	}
 	cfgPath := filepath.Join(dir, "cfg.yaml")
 	cfg = []byte(strings.Replace(string(cfg), "output: client.gen.go", "output: "+filepath.Join(pkg, "client.gen.go"), 1))
 	if err := os.WriteFile(cfgPath, cfg, 0o600); err != nil {
-		t.Fatal(err)
+		return "", err.Error()
 	}
 	gen := exec.Command("go", "tool", "oapi-codegen", "-config", cfgPath, docPath)
 	if out, err := gen.CombinedOutput(); err != nil {
-		need(t, "go tool oapi-codegen (module proxy)", err)
-		t.Fatalf("oapi-codegen: %s", out)
+		return "", fmt.Sprintf("oapi-codegen: %v\n%s", err, out)
 	}
-	mod, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}", "github.com/oapi-codegen/runtime").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	gomod := "module served.test/client\n\ngo 1.26\n\nrequire github.com/oapi-codegen/runtime " + strings.TrimSpace(string(mod)) + "\n"
-	sum, err := os.ReadFile(filepath.Join(repoRoot, "go.sum"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, data := range map[string][]byte{"go.mod": []byte(gomod), "go.sum": sum} {
+	// The client's module pins its one dependency, as a partner's would
+	// (testdata/goclient/go.mod); the edge's own module needs none of it.
+	for _, name := range []string{"go.mod", "go.sum"} {
+		data, err := os.ReadFile(filepath.Join("testdata", "goclient", name))
+		if err != nil {
+			return "", err.Error()
+		}
 		if err := os.WriteFile(filepath.Join(pkg, name), data, 0o600); err != nil {
-			t.Fatal(err)
+			return "", err.Error()
 		}
 	}
 	build := exec.Command("go", "build", "./...")
 	build.Dir = pkg
-	build.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
+	build.Env = append(os.Environ(), "GOFLAGS=-mod=readonly", "GOWORK=off")
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("the Go client generated from the served document does not build: %v\n%s", err, out)
+		return "", fmt.Sprintf("the generated Go client does not build: %v\n%s", err, out)
 	}
+	return pkg, ""
 }
