@@ -24,6 +24,8 @@ type Census struct {
 	read    []string // the optional fields the mapping reads
 	fields  map[string]*fieldCount
 	unknown int // names not counted once maxUnknownFields were
+	dec     jsontext.Decoder
+	in      bytes.Reader
 }
 
 // fieldCount is one field's records, by JSON type ('"', '0', '{', '[',
@@ -63,38 +65,66 @@ func NewCensus(cs mapping.CodeSource) *Census {
 }
 
 // Add counts one record as the PMS sent it. A record that is not a JSON
-// object counts as a record carrying no field.
+// object counts as a record carrying no field. It reuses one decoder and
+// allocates nothing for a name it has counted before: the shadow walk
+// calls it for every record, and its garbage counts against the walk's
+// memory (docs/contract.md section 17).
 func (c *Census) Add(raw []byte) {
 	c.records++
-	dec := jsontext.NewDecoder(bytes.NewReader(raw), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
-	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+	c.in.Reset(raw)
+	c.dec.Reset(&c.in, censusOptions...)
+	defer c.in.Reset(nil) // keep no alias of the page
+	if tok, err := c.dec.ReadToken(); err != nil || tok.Kind() != '{' {
 		return
 	}
-	for dec.PeekKind() == '"' {
-		tok, err := dec.ReadToken()
+	for c.dec.PeekKind() == '"' {
+		quoted, err := c.dec.ReadValue()
 		if err != nil {
 			return
 		}
-		name := tok.String() // the token is valid until the next read
-		kind := dec.PeekKind()
+		name := quoted[1 : len(quoted)-1]
+		if bytes.IndexByte(name, '\\') >= 0 {
+			if name, err = jsontext.AppendUnquote(nil, quoted); err != nil {
+				return
+			}
+		}
+		// name is valid until the decoder's next call: looked up (no
+		// allocation) and, when new, copied before anything else.
+		fc := c.fields[string(name)]
+		if fc == nil {
+			if _, known := recordFields[string(name)]; known || len(c.fields)-c.knownSeen() < maxUnknownFields {
+				fc = &fieldCount{kinds: map[jsontext.Kind]int{}}
+				c.fields[string(name)] = fc
+			} else {
+				c.unknown++
+			}
+		}
+		kind := c.dec.PeekKind()
 		if kind == 'f' {
 			kind = 't'
 		}
-		if err := dec.SkipValue(); err != nil {
+		if err := c.dec.SkipValue(); err != nil {
 			return
 		}
-		fc := c.fields[name]
-		if fc == nil {
-			if _, known := recordFields[name]; !known && len(c.fields)-len(recordFields) >= maxUnknownFields {
-				c.unknown++
-				continue
-			}
-			fc = &fieldCount{kinds: map[jsontext.Kind]int{}}
-			c.fields[name] = fc
+		if fc != nil {
+			fc.present++
+			fc.kinds[kind]++
 		}
-		fc.present++
-		fc.kinds[kind]++
 	}
+}
+
+// censusOptions accept what encoding/json accepts, built once.
+var censusOptions = []jsontext.Options{jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)}
+
+// knownSeen is how many of the document's fields the census has met.
+func (c *Census) knownSeen() int {
+	n := 0
+	for name := range recordFields {
+		if c.fields[name] != nil {
+			n++
+		}
+	}
+	return n
 }
 
 // Records is the number of records counted.
