@@ -109,7 +109,7 @@ func BenchmarkServerSpanSamplers(b *testing.B) {
 
 // BenchmarkAccessLogLine is one access-log line as the edge writes it
 // (cmd/edge's JSON logger, the same attributes) into: nothing (the
-// encoder alone: log/slog's JSONHandler, as before issue 18, and NewLogger's
+// encoder alone: log/slog's JSONHandler, as before the LogBuffer, and NewLogger's
 // jsonLineHandler), a LogBuffer over a file (as deployed now), and the file
 // directly (one write system call per line, as before the LogBuffer).
 func BenchmarkAccessLogLine(b *testing.B) {

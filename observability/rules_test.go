@@ -30,7 +30,7 @@ func promtool(t *testing.T) string {
 	return p
 }
 
-// Issue 21, acceptance 1: the rules pass promtool's checks and its unit
+// docs/operations.md, "Production kit": the rules pass promtool's checks and its unit
 // tests, which fire every alert on synthetic series of its cause and keep
 // it silent on a healthy fleet.
 func TestPromtoolRules(t *testing.T) {

@@ -173,3 +173,39 @@ func TestDocsBuild(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// edge docs build writes the OpenAPI document too (docs/contract.md
+// section 21), YAML and JSON, its server on EDGE_PUBLIC_URL and its
+// contact EDGE_DOCS_CONTACT's; the reference page links to both, and a
+// contact that is neither a URL nor an address is refused.
+func TestDocsBuildWritesTheContract(t *testing.T) {
+	dir := t.TempDir()
+	env := mapEnv(map[string]string{"EDGE_PUBLIC_URL": "https://partners.brand.test", "EDGE_DOCS_CONTACT": "https://support.brand.test/partners"})
+	if err := run(t.Context(), []string{"edge", "docs", "build", dir}, env, io.Discard, io.Discard); err != nil {
+		t.Fatalf("edge docs build: %v", err)
+	}
+	for _, name := range []string{"openapi.yaml", "openapi.json"} {
+		doc, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"https://partners.brand.test/v1", "https://support.brand.test/partners"} {
+			if !strings.Contains(string(doc), want) {
+				t.Errorf("%s lacks %s", name, want)
+			}
+		}
+	}
+	ref, err := os.ReadFile(filepath.Join(dir, "reference.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`href="openapi.yaml"`, `href="openapi.json"`} {
+		if !strings.Contains(string(ref), want) {
+			t.Errorf("reference.html lacks %s", want)
+		}
+	}
+	bad := mapEnv(map[string]string{"EDGE_DOCS_CONTACT": "call us"})
+	if err := run(t.Context(), []string{"edge", "docs", "build", dir}, bad, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "EDGE_DOCS_CONTACT") {
+		t.Errorf("EDGE_DOCS_CONTACT=\"call us\": %v, want an error naming it", err)
+	}
+}

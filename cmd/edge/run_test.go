@@ -108,7 +108,7 @@ var (
 	curlLine = regexp.MustCompile(`(?m)^\s*(curl -H 'Authorization: Bearer (\S+)' (\S+))$`)
 )
 
-// Acceptance 6 of issue 2: the demo starts with nothing set but a free
+// README.md: the demo starts with nothing set but a free
 // port, and its printed curl line answers 200 with a page of properties.
 func TestDemoEndToEnd(t *testing.T) {
 	s := start(t, map[string]string{"EDGE_ADDR": "127.0.0.1:0", "EDGE_ADMIN_ADDR": "off"})

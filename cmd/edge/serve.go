@@ -228,8 +228,9 @@ func (p *process) startCatalogs(ctx context.Context) error {
 }
 
 // newHandler is the partner API with problem types under docsURL and, when
-// docsPath is set, the documentation site there.
-func (p *process) newHandler(docsURL, docsPath string) (http.Handler, error) {
+// docsPath is set, the documentation site there, its examples and OpenAPI
+// document on publicURL.
+func (p *process) newHandler(docsURL, docsPath, publicURL string) (http.Handler, error) {
 	cfg := p.cfg
 	ec := edge.Config{
 		Brand:          cfg.Brand,
@@ -248,7 +249,8 @@ func (p *process) newHandler(docsURL, docsPath string) (http.Handler, error) {
 		AccessLog:       p.access.Log, // its own buffered stream: stdout by default
 		AccessLogSample: cfg.AccessLogSample,
 	}
-	docs, err := docsite.HandlerAt(docsURL, docsPath)
+	docs, err := docsite.HandlerAt(docsite.Options{DocsURL: docsURL, BasePath: docsPath,
+		PublicURL: publicURL, Contact: cfg.DocsContact})
 	if err != nil {
 		return nil, err
 	}
@@ -273,7 +275,7 @@ func (p *process) handler() (late *listener.LateHandler, demoDocs bool, err erro
 	}
 	late = &listener.LateHandler{}
 	if !demoDocs {
-		h, err := p.newHandler(cfg.DocsURL, cfg.DocsPath)
+		h, err := p.newHandler(cfg.DocsURL, cfg.DocsPath, cfg.PublicURL)
 		if err != nil {
 			return nil, false, err
 		}
@@ -301,11 +303,12 @@ func (p *process) serveConfig(ln net.Listener, late *listener.LateHandler, demoD
 		OnListen: func(addr net.Addr) {
 			p.log.Info("edge listening", "addr", addr.String())
 			if demoDocs {
-				p.demo.docsURL = demoOrigin(addr, cfg.TLSCert != "") + cfg.DocsPath
-				h, err := p.newHandler(p.demo.docsURL, cfg.DocsPath)
+				origin := demoOrigin(addr, cfg.TLSCert != "")
+				p.demo.docsURL = origin + cfg.DocsPath
+				h, err := p.newHandler(p.demo.docsURL, cfg.DocsPath, origin)
 				if err != nil { // a broken build of the site: serve the API without it
 					p.log.Error("documentation site not served", "error", err)
-					h, _ = p.newHandler(docsite.DefaultDocsURL, "")
+					h, _ = p.newHandler(docsite.DefaultDocsURL, "", "")
 				}
 				late.Set(h)
 			}

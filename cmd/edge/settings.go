@@ -12,6 +12,7 @@ import (
 
 	"github.com/partner-edge/partner-edge/cmd/internal/settingval"
 	"github.com/partner-edge/partner-edge/edge"
+	"github.com/partner-edge/partner-edge/edge/docsite"
 	"github.com/partner-edge/partner-edge/edge/listener"
 	"github.com/partner-edge/partner-edge/edge/oauth"
 	"github.com/partner-edge/partner-edge/mapping"
@@ -43,6 +44,7 @@ type settings struct {
 	Redis                    fleet.Settings // the fleet's Redis, one of three forms (docs/contract.md section 16); none: in-process (fleet.go)
 	DocsPath                 string         // serve the documentation site here (default /docs); empty: not served (docs.go)
 	PublicURL                string         // the URL partners call: the base of DocsURL; empty: none given (docs.go)
+	DocsContact              string         // the contact the documentation site shows (docsite.ParseContact); empty: none
 	AddrSet                  bool           // EDGE_ADDR given by the operator: the demo keeps it (demo.go)
 	FleetSecret              []byte         // authenticates what instances share through Redis
 	PMSMaxWalkBytes          int64          // bound on the total size of one PMS list walk, and on what it keeps
@@ -119,6 +121,7 @@ func settingTable() []*setting {
 		{env: "EDGE_REDIS_CERT_FILE", flag: "redis-cert-file", def: "", help: "client certificate (PEM) presented to Redis over TLS, with EDGE_REDIS_KEY_FILE", doc: "client certificate (PEM) presented to Redis over TLS, with `EDGE_REDIS_KEY_FILE` (both or neither)"},
 		{env: "EDGE_REDIS_KEY_FILE", flag: "redis-key-file", def: "", help: "the client certificate's private key (PEM)", doc: "the client certificate's private key (PEM)"},
 		{env: "EDGE_DOCS_PATH", flag: "docs-path", def: "/docs", help: "serve the documentation site at this path; off (or empty) turns it off", emptySet: true, doc: "serve the [documentation site]({docs}docsite.md) at this path (unauthenticated, cacheable, outside `/v1`); `off` (or empty) turns it off, and then `EDGE_DOCS_URL` must say where the site is published", docDef: "`/docs`; `off` disables"},
+		{env: "EDGE_DOCS_CONTACT", flag: "docs-contact", def: "", help: "the contact the documentation site and the served OpenAPI document show: an https URL or an e-mail address (empty: none)", doc: "the contact URL or e-mail address the documentation site and the served OpenAPI document (`info.contact`) show", docDef: "empty: no contact shown"},
 		{env: "EDGE_FLEET_SECRET", flag: "fleet-secret", def: "", help: "at least 32 bytes, the same on every instance; required with any Redis (EDGE_REDIS_URL, _SENTINELS or _CLUSTER): authenticates what instances share through Redis (prefer the variable: flags show in ps)", doc: "at least 32 bytes, the same on every instance: authenticates (HMAC-SHA256) what instances share through Redis; start-up fails naming it when a Redis is named (`EDGE_REDIS_URL`, `EDGE_REDIS_SENTINELS` or `EDGE_REDIS_CLUSTER`) without it (prefer the variable: flags show in `ps`)", docDef: "empty; required with any Redis"},
 		{env: "EDGE_PMS_MAX_WALK_BYTES", flag: "pms-max-walk-bytes", def: "256MiB", help: "bound on the total size of one PMS list walk (bytes, or with a unit: 64MiB, 1GiB); beyond it the walk fails (502)", doc: "bound on the total size of one PMS list walk, and on what the edge keeps of it (plain bytes, or `64MiB`, `1GiB`, `10MB`...); beyond it the walk fails (`502`, logged); a walk holds at most this plus about two pages (see [resilience.md]({docs}resilience.md)); `edge pms check` walks under it too"},
 		{env: "EDGE_OAUTH_ISSUER", flag: "oauth-issuer", def: "", help: "OAuth 2.0 authorization server's issuer URL; with EDGE_OAUTH_AUDIENCE turns access tokens on (empty: off)", doc: "the authorization server's issuer URL (compared exactly with `iss`); with `EDGE_OAUTH_AUDIENCE` (both or neither) OAuth 2.0 access tokens are accepted beside API keys; see [oauth.md]({docs}oauth.md)", docDef: "empty (tokens off)"},
@@ -210,6 +213,7 @@ func (p *parser) settings() settings {
 		Brand:                 p.str("EDGE_BRAND"),
 		DocsURL:               read(p, "EDGE_DOCS_URL", settingval.URL),
 		PublicURL:             read(p, "EDGE_PUBLIC_URL", settingval.PublicURL),
+		DocsContact:           read(p, "EDGE_DOCS_CONTACT", docsite.ParseContact),
 		KeysFile:              p.str("EDGE_KEYS_FILE"),
 		CodeSource:            read(p, "EDGE_CODE_SOURCE", mapping.ParseCodeSource),
 		CacheTTL:              read(p, "EDGE_CACHE_TTL", settingval.Duration),

@@ -18,7 +18,7 @@ import (
 	"time"
 )
 
-// Issue 28 findings 4 to 6 (docs/contract.md section 17): every walk, the live
+// docs/contract.md section 17: every walk, the live
 // edge's, the shadow candidate's and edge pms check's, holds at most its
 // bound of PMS data plus a constant, however often it runs. The tests run
 // the real binary as a child (RSS is a process property) with small bounds
@@ -88,7 +88,7 @@ func generatedHandler(pageBytes, total int64) http.Handler {
 // (baseline) plus 1.5 times the walk's bound (docs/contract.md section 17).
 func rssLimit(baseline, bound int64) int64 { return baseline + bound*3/2 }
 
-// Issue 28 finding 5: an endless list of pages makes each walk fail at the
+// docs/contract.md section 17: an endless list of pages makes each walk fail at the
 // bound (502), and five walks in a row keep the process's peak RSS under
 // its footprint plus 1.5 times the bound. Before the change, the second
 // walk stacked on the garbage of the first.
@@ -155,7 +155,7 @@ func (p *edgeBin) getPolling(t *testing.T, path, token string, maxRSS int64) int
 	}
 }
 
-// Issue 28 finding 4: a shadow candidate answering more valid records than
+// docs/contract.md section 17: a shadow candidate answering more valid records than
 // its bound (PMS_CANDIDATE_MAX_WALK_BYTES), or an endless list, costs the
 // edge at most 1.5 times that bound over its footprint, and /shadow
 // reports the candidate's walk as over its bound. Before the change the
@@ -250,7 +250,7 @@ func latestShadow(t *testing.T, admin string) *shadowComparison {
 	return st.Comparisons[0]
 }
 
-// Issue 28 finding 6: edge pms check on an endless list, and on valid
+// docs/contract.md section 17: edge pms check on an endless list, and on valid
 // records of less than its bound, peaks under its footprint (a check of a
 // small brand) plus 1.5 times the bound. Before the change it kept every body twice (the
 // client's and the recorder's) and decoded them again for the schema.

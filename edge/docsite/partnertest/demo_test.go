@@ -42,6 +42,9 @@ const (
 	testKey      = "svc_test_PartnerTestSandboxKey00000001"
 )
 
+// docsContact is the demo's EDGE_DOCS_CONTACT.
+const docsContact = "mailto:partner-support@aurora.test"
+
 // demo is the running demo: its /v1/ base and its docs URL.
 type demo struct {
 	base, docsURL string
@@ -114,6 +117,7 @@ func launch() (*demo, error) {
 		// an address; X-Forwarded-For from loopback names the address, so
 		// the test that provokes it uses an address of its own.
 		"EDGE_AUTH_FAIL_LIMIT=1", "EDGE_TRUSTED_PROXIES=127.0.0.1/32",
+		"EDGE_DOCS_CONTACT=" + docsContact,
 		"EDGE_LOG_LEVEL=warn", "OTEL_TRACES_EXPORTER=none", "OTEL_METRICS_EXPORTER=none", "OTEL_LOGS_EXPORTER=none",
 	}
 	stdout, err := cmd.StdoutPipe()
@@ -205,6 +209,9 @@ func TestMain(m *testing.M) {
 	}
 	if demoDir != "" {
 		_ = os.RemoveAll(demoDir)
+	}
+	if goClientTmp != "" {
+		_ = os.RemoveAll(goClientTmp)
 	}
 	os.Exit(code)
 }
