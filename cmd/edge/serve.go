@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -168,6 +169,13 @@ func (p *process) startKeys(ctx context.Context) error {
 		return fmt.Errorf("load EDGE_KEYS_FILE: %w", err)
 	}
 	p.store, p.tlsReload = store, make(chan struct{}, 1)
+	if brands := store.Brands(); len(brands) > 0 && !slices.Contains(brands, p.cfg.Brand) {
+		// A warning, not an error: keys of the brand may be added while the
+		// edge runs (edge keys add), and it then serves them without a
+		// restart; until then it refuses every key (docs/operations.md).
+		p.log.Warn("no key in EDGE_KEYS_FILE belongs to EDGE_BRAND: every key will be refused (403 BRAND_ACCESS_DENIED) until one is added",
+			"brand", p.cfg.Brand, "key_brands", brands, "file", p.cfg.KeysFile)
+	}
 	p.wg.Add(2)
 	go func() {
 		defer p.wg.Done()

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/partner-edge/partner-edge/cmd/internal/settingval"
@@ -195,6 +196,7 @@ func parseSettings(args []string, getenv lookupEnv, stderr io.Writer) (settings,
 	p.checkBounds(&s)
 	p.resolveDocsURL(&s)
 	p.checkTogether(&s)
+	p.checkDemo(s)
 	// A PMS call never outlives the request that waits for it: the call
 	// deadline is bounded by the request deadline (a shared cache load,
 	// detached from any one request, uses the call deadline).
@@ -272,6 +274,33 @@ func (p *parser) checkTogether(s *settings) {
 	} {
 		if r.broken {
 			p.fail(r.err)
+		}
+	}
+}
+
+// deploymentEnv are the settings that belong to a deployment: with
+// PMS_BASE_URL empty (the demo), any of them set is a mistake, most often a
+// misspelt PMS_BASE_URL, that would otherwise serve the simulator's hotels
+// to the real key file (docs/contract.md section 21). EDGE_REDIS_* is every
+// row of the table under that prefix.
+func deploymentEnv(env string) bool {
+	switch env {
+	case "EDGE_KEYS_FILE", "EDGE_PUBLIC_URL", "EDGE_DOCS_URL", "EDGE_TLS_CERT", "EDGE_OAUTH_ISSUER", "PMS_TOKEN":
+		return true
+	}
+	return strings.HasPrefix(env, "EDGE_REDIS_")
+}
+
+// checkDemo refuses the demo when a deployment setting is set (by its
+// variable or its flag): the error names PMS_BASE_URL and each setting
+// found.
+func (p *parser) checkDemo(s settings) {
+	if s.PMSBaseURL != "" || p.get["PMS_BASE_URL"].Value != "" {
+		return
+	}
+	for _, st := range settingTable() {
+		if got := p.get[st.env]; deploymentEnv(st.env) && got.Set {
+			p.fail(fmt.Errorf("%s is set but PMS_BASE_URL is not: the demo (no PMS_BASE_URL) runs only when nothing of a deployment is set; set PMS_BASE_URL to the live PMS, or unset %[1]s to run the demo", got.Source))
 		}
 	}
 }
