@@ -265,8 +265,8 @@ func (p *process) newHandler(docsURL, docsPath string) (http.Handler, error) {
 	return edge.NewServer(ec, p.store, p.live, p.sandbox), nil
 }
 
-// handler is the public listener's handler. Without a docs URL given, the
-// demo serves its own docs and points problem types at them: their URL is
+// handler is the public listener's handler. The demo (which takes no
+// EDGE_PUBLIC_URL or EDGE_DOCS_URL: checkDemo) serves its own docs and points problem types at them: their URL is
 // known once it listens (EDGE_ADDR may name port 0), so the handler is set
 // then (demoDocs). With the site off too, the placeholder default.
 func (p *process) handler() (late *listener.LateHandler, demoDocs bool, err error) {
@@ -274,9 +274,6 @@ func (p *process) handler() (late *listener.LateHandler, demoDocs bool, err erro
 	demoDocs = p.demo != nil && cfg.DocsPath != "" && cfg.DocsURL == ""
 	if cfg.DocsURL == "" && !demoDocs {
 		cfg.DocsURL = docsite.DefaultDocsURL
-	}
-	if p.demo != nil && !demoDocs && cfg.DocsPath != "" {
-		p.demo.docsURL = cfg.DocsURL // EDGE_PUBLIC_URL or EDGE_DOCS_URL given: the banner says where
 	}
 	late = &listener.LateHandler{}
 	if !demoDocs {
