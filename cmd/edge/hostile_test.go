@@ -75,14 +75,17 @@ func TestExpiredTokenNamedInAccessLog(t *testing.T) {
 }
 
 // slowProxy is a TCP proxy in front of a Redis that, while slow is set,
-// holds every answer for delay; it counts the quota commands (EVAL,
-// EVALSHA) that pass it.
+// holds the answer to every command but a connection's handshake (HELLO,
+// AUTH, CLIENT, SELECT: a new connection still gets to send its command)
+// for delay; it counts the quota commands (EVAL, EVALSHA) and the health
+// probe's writes (pe:probe) that reach Redis.
 type slowProxy struct {
 	ln     net.Listener
 	target string
 	delay  time.Duration
 	slow   atomic.Bool
 	evals  atomic.Int64
+	probes atomic.Int64
 	mu     sync.Mutex
 	conns  []net.Conn
 	wg     sync.WaitGroup
@@ -126,6 +129,7 @@ func (p *slowProxy) serve() {
 		p.mu.Lock()
 		p.conns = append(p.conns, c, s)
 		p.mu.Unlock()
+		var held atomic.Bool // the answer under way is held
 		p.wg.Add(2)
 		go func() { // client to Redis: counted, at once
 			defer p.wg.Done()
@@ -136,6 +140,12 @@ func (p *slowProxy) serve() {
 				if n > 0 {
 					chunk := bytes.ToLower(buf[:n])
 					p.evals.Add(int64(bytes.Count(chunk, []byte("\r\nevalsha\r\n")) + bytes.Count(chunk, []byte("\r\neval\r\n"))))
+					p.probes.Add(int64(bytes.Count(chunk, []byte("pe:probe"))))
+					handshake := false
+					for _, cmd := range []string{"hello", "auth", "client", "select"} {
+						handshake = handshake || bytes.Contains(chunk, []byte("\r\n"+cmd+"\r\n"))
+					}
+					held.Store(p.slow.Load() && !handshake)
 					if _, werr := s.Write(buf[:n]); werr != nil {
 						return
 					}
@@ -152,7 +162,7 @@ func (p *slowProxy) serve() {
 			for {
 				n, err := s.Read(buf)
 				if n > 0 {
-					if p.slow.Load() {
+					if held.Load() {
 						time.Sleep(p.delay) // the fault under test: a slow Redis
 					}
 					if _, werr := c.Write(buf[:n]); werr != nil {
@@ -221,7 +231,7 @@ func TestSlowRedisNeverOnRequestPath(t *testing.T) {
 	proxy.slow.Store(true)
 	testkit.Eventually(t, "the breaker opens on the slow Redis", func() bool { return !allShared(t, []*edgeProc{edge}, true) })
 	const trialFailed = `"from":"half-open","to":"open"`
-	evals, trials, before := proxy.evals.Load(), strings.Count(edge.stderr.String(), trialFailed), answers.Load()
+	evals, probes, trials, before := proxy.evals.Load(), proxy.probes.Load(), strings.Count(edge.stderr.String(), trialFailed), answers.Load()
 	slowest.Store(0)
 	// Measured window: more than two open timeouts (2 s each), so the
 	// breaker goes half-open at least twice while partners keep calling.
@@ -231,6 +241,9 @@ func TestSlowRedisNeverOnRequestPath(t *testing.T) {
 	}
 	if n := strings.Count(edge.stderr.String(), trialFailed) - trials; n < 1 {
 		t.Errorf("%d failed half-open trials logged in 5 s; want at least one (the breaker's open timeout is 2 s)", n)
+	}
+	if n := proxy.probes.Load() - probes; n < 1 {
+		t.Errorf("no health probe reached Redis in 5 s: the half-open trials were not the probe's")
 	}
 	if n := answers.Load() - before; n < 10 {
 		t.Errorf("only %d answers in 5 s: the traffic did not run", n)
