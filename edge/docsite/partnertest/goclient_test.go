@@ -21,6 +21,7 @@ import (
 // schema, and the health status, a concrete type: a partner branches on
 // them without decoding the body twice (issue 20, acceptance 3).
 func TestGoClientTypesAreConcrete(t *testing.T) {
+	t.Parallel() // reads files only
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, "internal/goclient/client.gen.go", nil, 0)
 	if err != nil {
@@ -91,6 +92,7 @@ func typeString(e ast.Expr) string {
 // client.gen.go is what the pinned oapi-codegen makes of docs/openapi.yaml
 // today.
 func TestGoClientIsFresh(t *testing.T) {
+	t.Parallel() // generates into a directory of its own
 	dir := t.TempDir()
 	cfg, err := os.ReadFile("internal/goclient/oapi-codegen.yaml")
 	if err != nil {
