@@ -1,3 +1,10 @@
+//go:build image
+
+// The container image test builds the image twice with buildah (minutes on
+// a small machine), so it is a step of .ci/run of its own,
+// `go test -tags image -run TestContainerImage ./cmd/edge`, and `go test
+// ./...` stays a newcomer's command (README.md, "Tests").
+
 package main
 
 import (

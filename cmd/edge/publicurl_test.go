@@ -139,9 +139,9 @@ func TestPublicURLRequired(t *testing.T) {
 		env  map[string]string
 		want string
 	}{
-		{map[string]string{"EDGE_PUBLIC_URL": "https://api.aurora.example.com/"}, "https://api.aurora.example.com/docs"},
-		{map[string]string{"EDGE_PUBLIC_URL": "https://api.aurora.example.com", "EDGE_DOCS_PATH": "/developer/"}, "https://api.aurora.example.com/developer"},
-		{map[string]string{"EDGE_PUBLIC_URL": "https://api.aurora.example.com", "EDGE_DOCS_URL": "https://docs.example.test/p"}, "https://docs.example.test/p"},
+		{outside(map[string]string{"EDGE_PUBLIC_URL": "https://api.aurora.example.com/"}), "https://api.aurora.example.com/docs"},
+		{outside(map[string]string{"EDGE_PUBLIC_URL": "https://api.aurora.example.com", "EDGE_DOCS_PATH": "/developer/"}), "https://api.aurora.example.com/developer"},
+		{outside(map[string]string{"EDGE_PUBLIC_URL": "https://api.aurora.example.com", "EDGE_DOCS_URL": "https://docs.example.test/p"}), "https://docs.example.test/p"},
 		{nil, ""}, // the demo: its own address, once it listens
 	} {
 		cfg, err := parseSettings(nil, mapEnv(tc.env), io.Discard)

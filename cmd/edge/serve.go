@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -169,6 +170,13 @@ func (p *process) startKeys(ctx context.Context) error {
 		return fmt.Errorf("load EDGE_KEYS_FILE: %w", err)
 	}
 	p.store, p.tlsReload = store, make(chan struct{}, 1)
+	if brands := store.Brands(); len(brands) > 0 && !slices.Contains(brands, p.cfg.Brand) {
+		// A warning, not an error: keys of the brand may be added while the
+		// edge runs (edge keys add), and it then serves them without a
+		// restart; until then it refuses every key (docs/operations.md).
+		p.log.Warn("no key in EDGE_KEYS_FILE belongs to EDGE_BRAND: every key will be refused (403 BRAND_ACCESS_DENIED) until one is added",
+			"brand", p.cfg.Brand, "key_brands", brands, "file", p.cfg.KeysFile)
+	}
 	p.wg.Add(2)
 	go func() {
 		defer p.wg.Done()
@@ -260,8 +268,8 @@ func (p *process) newHandler(docsURL, docsPath, publicURL string) (http.Handler,
 	return edge.NewServer(ec, p.store, p.live, p.sandbox), nil
 }
 
-// handler is the public listener's handler. Without a docs URL given, the
-// demo serves its own docs and points problem types at them: their URL is
+// handler is the public listener's handler. The demo (which takes no
+// EDGE_PUBLIC_URL or EDGE_DOCS_URL: checkDemo) serves its own docs and points problem types at them: their URL is
 // known once it listens (EDGE_ADDR may name port 0), so the handler is set
 // then (demoDocs). With the site off too, the placeholder default.
 func (p *process) handler() (late *listener.LateHandler, demoDocs bool, err error) {
@@ -269,9 +277,6 @@ func (p *process) handler() (late *listener.LateHandler, demoDocs bool, err erro
 	demoDocs = p.demo != nil && cfg.DocsPath != "" && cfg.DocsURL == ""
 	if cfg.DocsURL == "" && !demoDocs {
 		cfg.DocsURL = docsite.DefaultDocsURL
-	}
-	if p.demo != nil && !demoDocs && cfg.DocsPath != "" {
-		p.demo.docsURL = cfg.DocsURL // EDGE_PUBLIC_URL or EDGE_DOCS_URL given: the banner says where
 	}
 	late = &listener.LateHandler{}
 	if !demoDocs {

@@ -92,17 +92,17 @@ func TestTrustedProxiesTooWideRefused(t *testing.T) {
 // prints the secret.
 func TestFleetSecretRequired(t *testing.T) {
 	redisURL := map[string]string{"EDGE_REDIS_URL": "redis://127.0.0.1:6379/0"}
-	_, err := parseSettings(nil, mapEnv(redisURL), io.Discard)
+	_, err := parseSettings(nil, mapEnv(deployed(redisURL)), io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "EDGE_FLEET_SECRET") {
 		t.Errorf("no secret: %v; want an error naming EDGE_FLEET_SECRET", err)
 	}
 	short := map[string]string{"EDGE_REDIS_URL": "redis://127.0.0.1:6379/0", "EDGE_FLEET_SECRET": "only-twenty-six-bytes-long"}
-	_, err = parseSettings(nil, mapEnv(short), io.Discard)
+	_, err = parseSettings(nil, mapEnv(deployed(short)), io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "EDGE_FLEET_SECRET") || strings.Contains(err.Error(), "only-twenty-six") {
 		t.Errorf("short secret: %v; want an error naming EDGE_FLEET_SECRET without its value", err)
 	}
 	ok := map[string]string{"EDGE_REDIS_URL": "redis://127.0.0.1:6379/0", "EDGE_FLEET_SECRET": strings.Repeat("k", 32)}
-	s, err := parseSettings(nil, mapEnv(ok), io.Discard)
+	s, err := parseSettings(nil, mapEnv(deployed(ok)), io.Discard)
 	if err != nil || string(s.FleetSecret) != strings.Repeat("k", 32) {
 		t.Errorf("32-byte secret: %q, %v", s.FleetSecret, err)
 	}

@@ -53,7 +53,7 @@ func TestWatchKeepsIdleStateFresh(t *testing.T) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			watch(ctx, time.Second, func(ctx context.Context) { probes.Add(1); _ = g.Do(ctx, write) })
+			watch(ctx, time.Second, func(ctx context.Context) { probes.Add(1); _ = g.Probe(ctx, write) })
 		}()
 		time.Sleep(10 * time.Second)
 		synctest.Wait()

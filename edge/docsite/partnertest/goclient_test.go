@@ -18,6 +18,7 @@ import (
 // schema, and the health status, a concrete type: a partner branches on
 // them without decoding the body twice (docs/contract.md section 13).
 func TestGoClientTypesAreConcrete(t *testing.T) {
+	t.Parallel() // reads files only
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, filepath.Join(goClientFromDocs(t), "client.gen.go"), nil, 0)
 	if err != nil {
