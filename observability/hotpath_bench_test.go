@@ -112,10 +112,11 @@ func BenchmarkServerSpanSamplers(b *testing.B) {
 // BenchmarkAccessLogLine is one access-log line as the edge writes it
 // (cmd/edge's JSON logger, the same attributes) into: nothing (the
 // encoder alone: log/slog's JSONHandler, the library, and NewLogger's
-// jsonLineHandler), a LogBuffer over a file (as deployed), a bufio.Writer of the same 64 KiB under a mutex over the file
-// (the library alternative: a full buffer is written on the request's own
-// goroutine, and a slow output holds the request), and the file directly
-// (one write system call per line, as before the LogBuffer).
+// jsonLineHandler), a LogBuffer over a file (as deployed), a bufio.Writer
+// of the same 64 KiB under a mutex over the file (the library alternative:
+// a full buffer is written on the request's own goroutine, and a slow
+// output holds the request), and the file directly (one write system call
+// per line, as before the LogBuffer).
 func BenchmarkAccessLogLine(b *testing.B) {
 	file := func(b *testing.B) *os.File {
 		f, err := os.Create(filepath.Join(b.TempDir(), "access.log"))

@@ -34,7 +34,7 @@ type PMS interface {
 
 var _ PMS = (*Client)(nil)
 
-// Client calls one PMS (docs/pms-api.md) with the resilience of issue 3.
+// Client calls one PMS (docs/pms-api.md) with the resilience of docs/resilience.md.
 // Each logical call (ListHotels, GetHotel) runs through, outermost first:
 //
 //  1. the call's deadline (CallTimeout, or the caller's if earlier): it

@@ -10,7 +10,7 @@ import (
 	"github.com/partner-edge/partner-edge/mapping"
 )
 
-// Decoding one list page (issue 31). encoding/json reads a page twice
+// Decoding one list page (bench/README.md, "The PMS path"). encoding/json reads a page twice
 // before a record is mapped: it validates the whole body (checkValid), then
 // scans every record again to find its end (skip), a third pass being the
 // mapping's own; at brand scale those two passes were most of the edge's

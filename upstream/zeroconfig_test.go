@@ -10,7 +10,7 @@ import (
 
 // The zero ClientConfig (but its BaseURL) is usable: every size and
 // duration takes its documented default, so nothing panics and every
-// bound holds (issue 16, acceptance 7).
+// bound holds (docs/architecture.md).
 func TestZeroClientConfigUsesDefaults(t *testing.T) {
 	f := newFakePMS(t, hotels(2, "aurora"))
 	c, err := NewClient(ClientConfig{BaseURL: f.srv.URL})

@@ -1,5 +1,6 @@
-// Package archcheck holds the architecture test: docs/architecture.md's
-// package table against the module as `go list` sees it.
+// Package archcheck holds the architecture test (docs/architecture.md's
+// package table against the module as `go list` sees it) and the docs'
+// own checks: citations, links, anchors and cited paths resolve.
 package archcheck
 
 import (
@@ -18,7 +19,7 @@ import (
 
 const module = "github.com/partner-edge/partner-edge"
 
-// maxFiles bounds the non-test .go files of one package (issue 16).
+// maxFiles bounds the non-test .go files of one package (docs/architecture.md).
 const maxFiles = 20
 
 // listed is one package as `go list -json` reports it.
@@ -58,9 +59,9 @@ func goList(t *testing.T, root string) []listed {
 	return pkgs
 }
 
-// documented reads the package table of docs/architecture.md (its
-// "## Packages" section; other tables of the page are not read): package
-// path (relative to the module) to the module's packages it may import.
+// documented reads the package table of docs/architecture.md (the rows of
+// its "Packages" section; other sections' tables are not it): package path
+// (relative to the module) to the module's packages it may import.
 func documented(t *testing.T, path string) map[string][]string {
 	t.Helper()
 	f, err := os.Open(path)
