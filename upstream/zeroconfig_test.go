@@ -4,8 +4,6 @@ import (
 	"context"
 	"testing"
 	"time"
-
-	"github.com/partner-edge/partner-edge/observability/testkit"
 )
 
 // The zero ClientConfig (but its BaseURL) is usable: every size and
@@ -74,14 +72,5 @@ func TestNegativeClientConfigRefused(t *testing.T) {
 		if _, err := NewClient(cfg); err == nil {
 			t.Errorf("negative %s: client made, want an error", name)
 		}
-	}
-}
-
-// The zero BudgetConfig allows the documented floor of retries a second.
-func TestZeroBudgetConfig(t *testing.T) {
-	clk := testkit.NewClockAt(time.Unix(1_000_000, 0))
-	b := NewRetryBudget(BudgetConfig{Now: clk.Now})
-	if n := allowed(b, 100); n != DefaultBudgetMinPerSecond {
-		t.Fatalf("zero config, no requests: %d retries, want the floor %d", n, DefaultBudgetMinPerSecond)
 	}
 }
