@@ -140,8 +140,11 @@ func analyse(c config, d *data) *analysis {
 		}
 	}
 	for _, p := range d.probes {
-		if !p.ok || p.elapsedMS > p.boundMS {
-			a.breaches = append(a.breaches, fmt.Sprintf("%s on %s: %s after %d ms (bound %d ms)", p.change, p.edge, p.detail, p.elapsedMS, p.boundMS))
+		if !p.ok || p.probeMS > p.probeBound {
+			a.breaches = append(a.breaches, fmt.Sprintf("%s on %s: %s after %d ms (bound %d ms)", p.change, p.edge, p.detail, p.probeMS, p.probeBound))
+		}
+		if p.appliedBound > 0 && (p.appliedMS < 0 || p.appliedMS > p.appliedBound) {
+			a.breaches = append(a.breaches, fmt.Sprintf("%s on %s: applied after %d ms by its log (-1: never; bound %d ms)", p.change, p.edge, p.appliedMS, p.appliedBound))
 		}
 	}
 	for _, k := range d.checks {

@@ -119,10 +119,14 @@ type sample struct {
 	gc              float64 // collections so far (go_gc_duration_seconds_count)
 }
 
+// probe is one change as one edge took it: when its log said it applied
+// the change (-1: no file change, nothing to apply) and when a probe of the
+// edge first saw it, both from the change.
 type probe struct {
-	change, edge, detail string
-	elapsedMS, boundMS   int
-	ok                   bool
+	change, edge, detail    string
+	appliedMS, appliedBound int
+	probeMS, probeBound     int
+	ok                      bool
 }
 
 type check struct {
@@ -198,10 +202,17 @@ func (d *data) read(dir string) error {
 	}); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	if err := rows("keychecks.tsv", 6, func(c []string) error {
-		e, _ := strconv.Atoi(c[2])
-		b, _ := strconv.Atoi(c[4])
-		d.probes = append(d.probes, probe{change: c[0], edge: c[1], elapsedMS: e, ok: c[3] == "1", boundMS: b, detail: c[5]})
+	if err := rows("keychecks.tsv", 8, func(c []string) error {
+		n := make([]int, 4)
+		for i := range n {
+			v, err := strconv.Atoi(c[2+i])
+			if err != nil {
+				return err
+			}
+			n[i] = v
+		}
+		d.probes = append(d.probes, probe{change: c[0], edge: c[1], appliedMS: n[0], appliedBound: n[1],
+			probeMS: n[2], probeBound: n[3], ok: c[6] == "1", detail: c[7]})
 		return nil
 	}); err != nil {
 		return err

@@ -73,7 +73,7 @@ func TestThresholds(t *testing.T) {
 	for s := 0; s <= 100; s += 5 {
 		okSamples += sample(float64(s), 51200, 30, min(s/20, 3))
 	}
-	okProbes := "keys add\tedge0\t120\t1\t1000\twant 200, got 200\n"
+	okProbes := "keys add\tedge0\t110\t1000\t1200\t5000\t1\twant 200, got 200\n"
 	cases := []struct {
 		name     string
 		code     func(int) int
@@ -113,10 +113,14 @@ func TestThresholds(t *testing.T) {
 			[]string{"goroutines grew from 30 to 60"}},
 		{"RSS grows after the second collection", calm, 1010, okSamples + sample(100.5, 61440, 30, 3), okProbes,
 			[]string{"RSS grew from 51200 to 61440 KB"}},
-		{"a key change late", calm, 1010, okSamples, okProbes + "keys add\tedge1\t1500\t1\t1000\twant 200, got 200\n",
-			[]string{"keys add on edge1: want 200, got 200 after 1500 ms"}},
-		{"a key change never seen", calm, 1010, okSamples, okProbes + "keys suspend\tedge2\t8000\t0\t1000\twant 403, got 200\n",
-			[]string{"keys suspend on edge2: want 403, got 200"}},
+		{"a key change applied late", calm, 1010, okSamples, okProbes + "keys add\tedge1\t1500\t1000\t1600\t5000\t1\twant 200, got 200\n",
+			[]string{"keys add on edge1: applied after 1500 ms"}},
+		{"a key change never applied", calm, 1010, okSamples, okProbes + "keys add\tedge1\t-1\t1000\t1600\t5000\t1\twant 200, got 200\n",
+			[]string{"keys add on edge1: applied after -1 ms"}},
+		{"a key change never seen", calm, 1010, okSamples, okProbes + "keys suspend\tedge2\t120\t1000\t6000\t5000\t0\twant 403, got 200\n",
+			[]string{"keys suspend on edge2: want 403, got 200 after 6000 ms"}},
+		{"a probe-only check late", calm, 1010, okSamples, okProbes + "redis-failover\tedge2\t-1\t0\t12000\t10000\t1\tshared\n",
+			[]string{"redis-failover on edge2: shared after 12000 ms"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

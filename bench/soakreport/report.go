@@ -96,14 +96,24 @@ func report(c config, d *data, a *analysis) string {
 	}
 
 	if len(d.probes) > 0 {
-		p("\n## Changes seen by every edge (each probed directly, not through the balancer)\n\n")
-		p("| change | edge | seen after ms | bound ms | what |\n|---|---|---|---|---|\n")
+		p("\n## Changes taken by every edge\n\n")
+		p("From the change (the command or rename that made it): when the edge's own log said it applied it (`keys reloaded`, " +
+			"`TLS certificate reloaded`; \"-\" where no file changed), and when a probe of that edge, made directly and not " +
+			"through the balancer, first saw it (the probes share the loaded machine, so they lag).\n\n")
+		p("| change | edge | applied after ms (bound) | seen by a probe after ms (bound) | what the probe saw |\n|---|---|---|---|---|\n")
 		for _, pr := range d.probes {
-			mark := ""
-			if !pr.ok || pr.elapsedMS > pr.boundMS {
-				mark = " **not in time**"
+			applied := "-"
+			if pr.appliedBound > 0 {
+				applied = fmt.Sprintf("%d (%d)", pr.appliedMS, pr.appliedBound)
+				if pr.appliedMS < 0 || pr.appliedMS > pr.appliedBound {
+					applied += " **not in time**"
+				}
 			}
-			p("| %s | %s | %d%s | %d | %s |\n", pr.change, pr.edge, pr.elapsedMS, mark, pr.boundMS, pr.detail)
+			seen := fmt.Sprintf("%d (%d)", pr.probeMS, pr.probeBound)
+			if !pr.ok || pr.probeMS > pr.probeBound {
+				seen += " **not in time**"
+			}
+			p("| %s | %s | %s | %s | %s |\n", pr.change, pr.edge, applied, seen, pr.detail)
 		}
 	}
 	if len(d.checks) > 0 {
