@@ -162,6 +162,8 @@ func analyse(c config, d *data) *analysis {
 // since its first sample: the first under load sets the collector's goal
 // (the live heap + the edge's 48 MiB headroom, observability.TuneGC) and
 // the heap grows to it before the second; that growth is no leak either.
+// The end is the lowest of the samples of the last endSpan: a leak does not
+// go down, a burst of connections from the balancer does.
 func resources(c config, d *data, warmEnd time.Time) []resource {
 	byPID := map[string][]sample{}
 	var order []string
@@ -183,6 +185,15 @@ func resources(c config, d *data, warmEnd time.Time) []resource {
 			continue // too short-lived to compare
 		}
 		r := resource{edge: ss[0].edge, pid: pid, base: ss[i], end: ss[len(ss)-1], ok: true}
+		for _, s := range ss[i+1:] {
+			if s.at.Before(r.end.at.Add(-endSpan)) {
+				continue
+			}
+			r.end.rssKB = math.Min(r.end.rssKB, s.rssKB)
+			r.end.gor = math.Min(r.end.gor, s.gor)
+			r.end.fds = math.Min(r.end.fds, s.fds)
+			r.end.conns = math.Min(r.end.conns, s.conns)
+		}
 		if j := slices.IndexFunc(ss, func(s sample) bool { return s.gc >= ss[0].gc+2 && ss[0].gc >= 0 && !s.at.Before(from) }); j >= 0 && j < len(ss)-1 {
 			r.rssBase = &ss[j]
 		}
@@ -204,6 +215,10 @@ func resources(c config, d *data, warmEnd time.Time) []resource {
 	}
 	return out
 }
+
+// endSpan is how far back from a process's last sample its end value is
+// taken (the lowest in it).
+const endSpan = 30 * time.Second
 
 func percentile(ds []time.Duration, p float64) time.Duration {
 	if len(ds) == 0 {

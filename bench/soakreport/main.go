@@ -117,6 +117,7 @@ type sample struct {
 	edge, pid       string
 	rssKB, gor, fds float64
 	gc              float64 // collections so far (go_gc_duration_seconds_count)
+	conns           float64 // established connections to the edge's port
 }
 
 // probe is one change as one edge took it: when its log said it applied
@@ -193,9 +194,12 @@ func (d *data) read(dir string) error {
 		return err
 	}
 	if err := rows("samples.tsv", 6, func(c []string) error {
-		s := sample{at: ms(c[0]), edge: c[1], pid: c[2], rssKB: num(c[3]), gor: num(c[4]), fds: num(c[5]), gc: -1}
+		s := sample{at: ms(c[0]), edge: c[1], pid: c[2], rssKB: num(c[3]), gor: num(c[4]), fds: num(c[5]), gc: -1, conns: -1}
 		if len(c) > 6 {
 			s.gc = num(c[6])
+		}
+		if len(c) > 7 {
+			s.conns = num(c[7])
 		}
 		d.samples = append(d.samples, s)
 		return nil

@@ -78,10 +78,11 @@ func report(c config, d *data, a *analysis) string {
 
 	p("\n## Each edge's resources\n\n")
 	p("After warm-up (an edge started again: %s after its start) and at the end, under load. A threshold is growth beyond %.0f%% "+
-		"or %.0f MB, %.0f goroutines, %.0f fds, whichever is larger; a fall is no breach. RSS is taken from the first sample after the "+
+		"or %.0f MB, %.0f goroutines, %.0f fds, whichever is larger; a fall is no breach. The end is the lowest of the samples of the last %s (a leak does not go down; "+
+		"a burst of connections from the balancer does); connections are the established TCP connections to the edge's port. RSS is taken from the first sample after the "+
 		"process's second garbage collection under load (until then the heap is still growing to the collector's goal, the live heap "+
-		"plus the edge's 48 MiB headroom: at this rate that takes 1-2 minutes); in a run too short for it, RSS is not compared.\n\n", c.warm, c.growth*100, c.rssKB/1024, c.goroutines, c.fds)
-	p("| edge | pid | RSS MB after warm-up → after the second collection → end | goroutines | open fds | collections | within |\n|---|---|---|---|---|---|---|\n")
+		"plus the edge's 48 MiB headroom: at this rate that takes 1-2 minutes); in a run too short for it, RSS is not compared.\n\n", c.warm, c.growth*100, c.rssKB/1024, c.goroutines, c.fds, endSpan)
+	p("| edge | pid | RSS MB after warm-up → after the second collection → end | goroutines | open fds | connections | collections | within |\n|---|---|---|---|---|---|---|---|\n")
 	for _, r := range a.resources {
 		ok := "yes"
 		if !r.ok {
@@ -91,8 +92,8 @@ func report(c config, d *data, a *analysis) string {
 		if r.rssBase != nil {
 			first = fmt.Sprintf("%.1f (at %.0f s)", r.rssBase.rssKB/1024, r.rssBase.at.Sub(a.t0).Seconds())
 		}
-		p("| %s | %s | %.1f → %s → %.1f | %.0f → %.0f | %.0f → %.0f | %.0f → %.0f | %s |\n", r.edge, r.pid, r.base.rssKB/1024, first, r.end.rssKB/1024,
-			r.base.gor, r.end.gor, r.base.fds, r.end.fds, r.base.gc, r.end.gc, ok)
+		p("| %s | %s | %.1f → %s → %.1f | %.0f → %.0f | %.0f → %.0f | %.0f → %.0f | %.0f → %.0f | %s |\n", r.edge, r.pid, r.base.rssKB/1024, first, r.end.rssKB/1024,
+			r.base.gor, r.end.gor, r.base.fds, r.end.fds, r.base.conns, r.end.conns, r.base.gc, r.end.gc, ok)
 	}
 
 	if len(d.probes) > 0 {
