@@ -1,0 +1,160 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// soakDir writes what bench/soak records for a 100 s run with one fault
+// window (40-60 s, 503 allowed): the mixed traffic at 10/s answering code(t)
+// and the limited key admitting admitted answers.
+func soakDir(t *testing.T, code func(sec int) int, admitted int, samples, probes string) string {
+	t.Helper()
+	dir := t.TempDir()
+	t0 := time.UnixMilli(1_800_000_000_000)
+	write := func(name, body string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mix, lim strings.Builder
+	enc := func(b *strings.Builder, r result) {
+		j, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(append(j, '\n'))
+	}
+	for ms := 0; ms < 100_000; ms += 100 {
+		c := code(ms / 1000)
+		r := result{Attack: "mix", Code: c, Timestamp: t0.Add(time.Duration(ms) * time.Millisecond), Latency: time.Millisecond}
+		if c == 503 {
+			r.Headers = map[string][]string{"Retry-After": {"1"}}
+		}
+		enc(&mix, r)
+	}
+	for i := 0; i < 2*admitted; i++ {
+		c := 429
+		if i%2 == 0 {
+			c = 200
+		}
+		enc(&lim, result{Attack: "limited", Code: c, Timestamp: t0.Add(time.Duration(i) * 100_000 * time.Millisecond / time.Duration(2*admitted))})
+	}
+	write("mix.jsonl", mix.String())
+	write("limited.jsonl", lim.String())
+	ms := func(s int) int64 { return t0.UnixMilli() + int64(s)*1000 }
+	write("events.tsv", fmt.Sprintf("load\tload\t%d\t%d\t-\nwarmup\twarm-up\t%d\t%d\t-\nfault\tpms-500\t%d\t%d\t502,503\n",
+		ms(0), ms(100), ms(0), ms(10), ms(40), ms(60)))
+	write("samples.tsv", samples)
+	write("keychecks.tsv", probes)
+	write("checks.tsv", "")
+	return dir
+}
+
+func runReport(t *testing.T, dir string) error {
+	t.Helper()
+	return run([]string{"--dir", dir, "--out", filepath.Join(dir, "soak.md"), "--svg", filepath.Join(dir, "soak.svg"),
+		"--duration", "100", "--rate", "10", "--limit-rate", "10", "--limit-burst", "10"}, io.Discard, io.Discard)
+}
+
+func TestThresholds(t *testing.T) {
+	calm := func(int) int { return 200 }
+	// sample: edge0 at SEC s with RSS (KB), goroutines and collections so far.
+	sample := func(sec float64, rss, gor, gc int) string {
+		return fmt.Sprintf("%d\tedge0\t42\t%d\t%d\t25\t%d\n", 1_800_000_000_000+int64(sec*1000), rss, gor, gc)
+	}
+	// grown: RSS 50 MB, 30 goroutines, two collections by 40 s; from
+	// second from on, rss and gor.
+	grown := func(from, rss, gor int) string {
+		out := ""
+		for s := 0; s <= 100; s += 5 {
+			r, g := 51200, 30
+			if s >= from {
+				r, g = rss, gor
+			}
+			out += sample(float64(s), r, g, min(s/20, 3))
+		}
+		return out
+	}
+	okSamples := grown(1000, 0, 0)
+	okProbes := "keys add\tedge0\t110\t1000\t1200\t5000\t1\twant 200, got 200\n"
+	cases := []struct {
+		name     string
+		code     func(int) int
+		admitted int
+		samples  string
+		probes   string
+		want     []string // substrings of the breaches; none: passes
+	}{
+		{"calm", calm, 1010, okSamples, okProbes, nil},
+		{"allowed codes in the window", func(s int) int {
+			if s >= 45 && s < 50 {
+				return 503
+			}
+			return 200
+		}, 1010, okSamples, okProbes, nil},
+		{"5xx outside a window", func(s int) int {
+			if s == 70 {
+				return 502
+			}
+			return 200
+		}, 1010, okSamples, okProbes, []string{"calm after pms-500: 10 partner 5xx outside a fault window"}},
+		{"a code not promised", func(s int) int {
+			if s == 50 {
+				return 500
+			}
+			return 200
+		}, 1010, okSamples, okProbes, []string{"pms-500: 10 answers 500"}},
+		{"no answer", func(s int) int {
+			if s == 50 {
+				return 0
+			}
+			return 200
+		}, 1010, okSamples, okProbes, []string{"pms-500: 10 answers 0"}},
+		{"limited key over", calm, 1120, okSamples, okProbes, []string{"the limited key: 1120 admitted"}},
+		{"limited key under", calm, 900, okSamples, okProbes, []string{"the limited key: 900 admitted"}},
+		{"goroutines grow", calm, 1010, grown(60, 51200, 60), okProbes,
+			[]string{"goroutines grew from 30 to 60"}},
+		{"RSS grows after the second collection", calm, 1010, grown(60, 61440, 30), okProbes,
+			[]string{"RSS grew from 51200 to 61440 KB"}},
+		{"a burst at the end is no growth", calm, 1010, okSamples + sample(100.5, 61440, 60, 3), okProbes, nil},
+		{"a key change applied late", calm, 1010, okSamples, okProbes + "keys add\tedge1\t1500\t1000\t1600\t5000\t1\twant 200, got 200\n",
+			[]string{"keys add on edge1: applied after 1500 ms"}},
+		{"a key change never applied", calm, 1010, okSamples, okProbes + "keys add\tedge1\t-1\t1000\t1600\t5000\t1\twant 200, got 200\n",
+			[]string{"keys add on edge1: applied after -1 ms"}},
+		{"a key change never seen", calm, 1010, okSamples, okProbes + "keys suspend\tedge2\t120\t1000\t6000\t5000\t0\twant 403, got 200\n",
+			[]string{"keys suspend on edge2: want 403, got 200 after 6000 ms"}},
+		{"a probe-only check late", calm, 1010, okSamples, okProbes + "redis-failover\tedge2\t-1\t0\t12000\t10000\t1\tshared\n",
+			[]string{"redis-failover on edge2: shared after 12000 ms"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := runReport(t, soakDir(t, tc.code, tc.admitted, tc.samples, tc.probes))
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("want no breach, got %v", err)
+				}
+				return
+			}
+			b, ok := err.(breaches)
+			if !ok {
+				t.Fatalf("want breaches, got %v", err)
+			}
+			all := strings.Join(b, "\n")
+			for _, w := range tc.want {
+				if !strings.Contains(all, w) {
+					t.Errorf("breaches %q lack %q", all, w)
+				}
+			}
+			if len(b) != len(tc.want) {
+				t.Errorf("%d breaches, want %d: %q", len(b), len(tc.want), all)
+			}
+		})
+	}
+}

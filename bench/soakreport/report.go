@@ -1,0 +1,137 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d)/float64(time.Millisecond)) }
+
+func codeList(m map[int]int) string {
+	var cs []int
+	for c := range m {
+		cs = append(cs, c)
+	}
+	sort.Ints(cs)
+	var parts []string
+	for _, c := range cs {
+		name := fmt.Sprint(c)
+		if c == 0 {
+			name = "no answer"
+		}
+		parts = append(parts, fmt.Sprintf("%s: %d", name, m[c]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func report(c config, d *data, a *analysis) string {
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	verdict := "**passed**: every threshold held"
+	if len(a.breaches) > 0 {
+		verdict = fmt.Sprintf("**failed**: %d thresholds broken (listed at the end)", len(a.breaches))
+	}
+	p("# bench/soak %s (%s run)\n\n", a.t0.UTC().Format("2006-01-02 15:04Z"), c.mode)
+	p("Commit %s. %d s of constant load through nginx to three edges: %.0f mixed requests/s (lists with paging, gets, unknown ids, bad keys) "+
+		"and one key limited to %.0f/s (burst %.0f) driven at %.0f/s; `EDGE_CACHE_TTL=%s`. %d requests in all. Machine: %s.\n\n",
+		c.commit, c.duration, c.rate, c.limitRate, c.limitBurst, 2*c.limitRate, c.ttl, a.requests, c.machine)
+	p("Verdict: %s.\n\n", verdict)
+	if c.svg != "" {
+		p("![requests per second, partner 5xx and p99 over the run, fault windows shaded](%s)\n\n", filepath.Base(c.svg))
+	}
+
+	p("## Windows\n\n")
+	p("A fault's window runs from its start until the fleet is expected to have recovered; the calm follows. " +
+		"5xx counts every answer of 500 or more and every request vegeta got no answer to; " +
+		"\"allowed\" is what docs/resilience.md promises for the fault (none: no 5xx at all). " +
+		"Latency is the mixed traffic's (every answer), measured by vegeta at the balancer.\n\n")
+	p("| window | from s | length s | requests | 5xx | allowed 5xx | p50 ms | p99 ms | limited key 200 (rate × s) | answers |\n")
+	p("|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, s := range a.segments {
+		n, codes := s.serverErrors()
+		five := fmt.Sprint(n)
+		if n > 0 {
+			five += " (" + strings.Join(codes, ", ") + ")"
+		}
+		var allowed []string
+		for code := range s.allowed {
+			allowed = append(allowed, fmt.Sprint(code))
+		}
+		sort.Strings(allowed)
+		al := "none"
+		if s.kind != "fault" {
+			al = "none (outside faults)"
+		} else if len(allowed) > 0 {
+			al = strings.Join(allowed, ", ")
+		}
+		length := s.end.Sub(s.start).Seconds()
+		p("| %s | %.0f | %.1f | %d | %s | %s | %s | %s | %d (%.0f) | %s |\n", s.name, s.start.Sub(a.t0).Seconds(), length, s.reqs,
+			five, al, ms(percentile(s.lat, 0.5)), ms(percentile(s.lat, 0.99)), s.limited200, c.limitRate*length, codeList(s.codes))
+	}
+
+	p("\n## The limited key across the fleet\n\n")
+	p("%d admitted (200) against rate × seconds + burst = %.0f × %d + %.0f = %.0f: **%.3f** (bound %.2f-%.2f). All its answers: %s.\n",
+		a.admitted, c.limitRate, c.duration, c.limitBurst, a.expected, float64(a.admitted)/a.expected, c.admitLow, c.admitHigh, codeList(a.limited))
+
+	p("\n## Each edge's resources\n\n")
+	p("After warm-up (an edge started again: %s after its start) and at the end, under load. A threshold is growth beyond %.0f%% "+
+		"or %.0f MB, %.0f goroutines, %.0f fds, whichever is larger; a fall is no breach. The end is the lowest of the samples of the last %s (a leak does not go down; "+
+		"a burst of connections from the balancer does); connections are the established TCP connections to the edge's port. RSS is taken from the first sample after the "+
+		"process's second garbage collection under load (until then the heap is still growing to the collector's goal, the live heap "+
+		"plus the edge's 48 MiB headroom: at this rate that takes 1-2 minutes); in a run too short for it, RSS is not compared.\n\n", c.warm, c.growth*100, c.rssKB/1024, c.goroutines, c.fds, endSpan)
+	p("| edge | pid | RSS MB after warm-up → after the second collection → end | goroutines | open fds | connections | collections | within |\n|---|---|---|---|---|---|---|---|\n")
+	for _, r := range a.resources {
+		ok := "yes"
+		if !r.ok {
+			ok = "**no**: " + strings.Join(r.notes, "; ")
+		}
+		first := "none (not compared)"
+		if r.rssBase != nil {
+			first = fmt.Sprintf("%.1f (at %.0f s)", r.rssBase.rssKB/1024, r.rssBase.at.Sub(a.t0).Seconds())
+		}
+		p("| %s | %s | %.1f → %s → %.1f | %.0f → %.0f | %.0f → %.0f | %.0f → %.0f | %.0f → %.0f | %s |\n", r.edge, r.pid, r.base.rssKB/1024, first, r.end.rssKB/1024,
+			r.base.gor, r.end.gor, r.base.fds, r.end.fds, r.base.conns, r.end.conns, r.base.gc, r.end.gc, ok)
+	}
+
+	if len(d.probes) > 0 {
+		p("\n## Changes taken by every edge\n\n")
+		p("From the change (the command or rename that made it): when the edge's own log said it applied it (`keys reloaded`, " +
+			"`TLS certificate reloaded`; \"-\" where no file changed), and when a probe of that edge, made directly and not " +
+			"through the balancer, first saw it (the probes share the loaded machine, so they lag).\n\n")
+		p("| change | edge | applied after ms (bound) | seen by a probe after ms (bound) | what the probe saw |\n|---|---|---|---|---|\n")
+		for _, pr := range d.probes {
+			applied := "-"
+			if pr.appliedBound > 0 {
+				applied = fmt.Sprintf("%d (%d)", pr.appliedMS, pr.appliedBound)
+				if pr.appliedMS < 0 || pr.appliedMS > pr.appliedBound {
+					applied += " **not in time**"
+				}
+			}
+			seen := fmt.Sprintf("%d (%d)", pr.probeMS, pr.probeBound)
+			if !pr.ok || pr.probeMS > pr.probeBound {
+				seen += " **not in time**"
+			}
+			p("| %s | %s | %s | %s | %s |\n", pr.change, pr.edge, applied, seen, pr.detail)
+		}
+	}
+	if len(d.checks) > 0 {
+		p("\n## Checks\n\n")
+		for _, k := range d.checks {
+			mark := "held"
+			if !k.ok {
+				mark = "**broken**"
+			}
+			p("- %s: %s (%s)\n", k.name, mark, k.detail)
+		}
+	}
+	if len(a.breaches) > 0 {
+		p("\n## Thresholds broken\n\n")
+		for _, s := range a.breaches {
+			p("- %s\n", s)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"fmt"
+	"html"
+	"math"
+	"strings"
+	"time"
+)
+
+// picture draws three panels over the run's seconds: answers a second,
+// partner 5xx a second, and the mixed traffic's p99 over 5 s buckets, with
+// the fault windows shaded and named.
+func picture(c config, d *data, a *analysis) string {
+	secs := int(math.Ceil(a.tEnd.Sub(a.t0).Seconds()))
+	if secs < 1 {
+		secs = 1
+	}
+	rps := make([]float64, secs)
+	errs := make([]float64, secs)
+	const bucket = 5
+	lat := make([][]time.Duration, secs/bucket+1)
+	idx := func(t time.Time) int { return min(max(int(t.Sub(a.t0).Seconds()), 0), secs-1) }
+	for _, r := range d.mix {
+		i := idx(r.Timestamp)
+		rps[i]++
+		if r.Code == 0 || r.Code >= 500 {
+			errs[i]++
+		}
+		lat[i/bucket] = append(lat[i/bucket], r.Latency)
+	}
+	for _, r := range d.limited {
+		i := idx(r.Timestamp)
+		rps[i]++
+		if r.Code == 0 || r.Code >= 500 {
+			errs[i]++
+		}
+	}
+	p99 := make([]float64, len(lat))
+	for i, l := range lat {
+		p99[i] = float64(percentile(l, 0.99)) / float64(time.Millisecond)
+	}
+
+	const w, left, right, panelH, gap, top = 1000.0, 60.0, 20.0, 130.0, 40.0, 30.0
+	plotW := w - left - right
+	h := top + 3*(panelH+gap) + 10
+	x := func(s float64) float64 { return left + plotW*s/float64(secs) }
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	p(`<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" font-family="sans-serif" font-size="11">`+"\n", w, h)
+	p(`<rect width="100%%" height="100%%" fill="white"/>` + "\n")
+	p(`<text x="%.0f" y="16" font-size="13">bench/soak %s: %d s, %s run</text>`+"\n", left, a.t0.UTC().Format("2006-01-02 15:04Z"), c.duration, c.mode)
+	panels := []struct {
+		title string
+		v     []float64
+		step  float64 // seconds per value
+		color string
+	}{
+		{"answers a second (both attacks)", rps, 1, "#1f77b4"},
+		{"partner 5xx a second (and requests with no answer)", errs, 1, "#d62728"},
+		{fmt.Sprintf("p99 latency, ms, per %d s (mixed traffic)", bucket), p99, bucket, "#2ca02c"},
+	}
+	tick := 60
+	if secs <= 120 {
+		tick = 10
+	}
+	for k, pn := range panels {
+		y0 := top + float64(k)*(panelH+gap) + 14
+		maxV := 1.0
+		for _, v := range pn.v {
+			maxV = math.Max(maxV, v)
+		}
+		maxV = niceCeil(maxV)
+		for _, s := range a.segments {
+			if s.kind != "fault" {
+				continue
+			}
+			x0, x1 := x(s.start.Sub(a.t0).Seconds()), x(s.end.Sub(a.t0).Seconds())
+			p(`<rect x="%.1f" y="%.1f" width="%.1f" height="%.0f" fill="#f4a582" fill-opacity="0.35"/>`+"\n", x0, y0, math.Max(x1-x0, 1), panelH)
+			if k == 0 {
+				p(`<text x="%.1f" y="%.1f" font-size="9" fill="#b2182b">%s</text>`+"\n", x0+1, y0-3, html.EscapeString(s.name))
+			}
+		}
+		p(`<rect x="%.0f" y="%.1f" width="%.0f" height="%.0f" fill="none" stroke="#888"/>`+"\n", left, y0, plotW, panelH)
+		p(`<text x="%.0f" y="%.1f">%s</text>`+"\n", left+4, y0+12, html.EscapeString(pn.title))
+		for s := 0; s <= secs; s += tick {
+			p(`<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", x(float64(s)), x(float64(s)), y0, y0+panelH)
+			p(`<text x="%.1f" y="%.1f" text-anchor="middle" font-size="9">%ds</text>`+"\n", x(float64(s)), y0+panelH+11, s)
+		}
+		p(`<text x="%.0f" y="%.1f" text-anchor="end">%g</text>`+"\n", left-4, y0+8, maxV)
+		p(`<text x="%.0f" y="%.1f" text-anchor="end">0</text>`+"\n", left-4, y0+panelH)
+		var pts []string
+		for i, v := range pn.v {
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(math.Min((float64(i)+0.5)*pn.step, float64(secs))), y0+panelH-panelH*v/maxV))
+		}
+		p(`<polyline fill="none" stroke="%s" stroke-width="1.2" points="%s"/>`+"\n", pn.color, strings.Join(pts, " "))
+	}
+	p("</svg>\n")
+	return b.String()
+}
+
+// niceCeil rounds up to 1, 2 or 5 times a power of ten.
+func niceCeil(v float64) float64 {
+	e := math.Pow(10, math.Floor(math.Log10(v)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if m*e >= v {
+			return m * e
+		}
+	}
+	return 10 * e
+}
