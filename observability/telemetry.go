@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -65,6 +66,15 @@ type Config struct {
 	// consulted. Nil: an OTLP periodic reader when the environment asks for
 	// one, else none.
 	MetricReader sdkmetric.Reader
+
+	// TailSampling keeps, whatever the head sampler (OTEL_TRACES_SAMPLER)
+	// decided, the whole trace of a request answered 5xx or slower than
+	// KeepSlowerThan (tail.go; Decide). It needs an exporter: without one
+	// it is off.
+	TailSampling bool
+	// KeepSlowerThan is the time from which a request's trace is kept
+	// (EDGE_TRACE_SLOW); 0: no request is kept for its time.
+	KeepSlowerThan time.Duration
 }
 
 // Telemetry holds the providers, the propagator, the instruments and the
@@ -81,6 +91,8 @@ type Telemetry struct {
 	shutdowns    []func(context.Context) error
 	disabled     bool
 	serviceVer   string
+	tail         *tailProcessor // nil: no tail decisions (Decide keeps what the head sampler kept)
+	slow         time.Duration
 }
 
 // New builds the telemetry of the process from cfg.
@@ -141,7 +153,8 @@ func New(ctx context.Context, cfg Config) (*Telemetry, error) {
 	if err != nil {
 		return nil, err
 	}
-	tp, exporter, err := newTracerProvider(ctx, cfg, getenv, res)
+	t.slow = cfg.KeepSlowerThan
+	tp, exporter, err := newTracerProvider(ctx, cfg, getenv, res, &t.tail)
 	if err != nil {
 		return nil, err
 	}

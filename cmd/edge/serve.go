@@ -136,7 +136,8 @@ func (p *process) start(ctx context.Context, env func(string) string, isDemo boo
 // startTelemetry starts OpenTelemetry and the access log;
 // both are flushed at the end.
 func (p *process) startTelemetry(ctx context.Context, env func(string) string) error {
-	tel, err := observability.New(ctx, observability.Config{Getenv: env, Version: p.version})
+	tel, err := observability.New(ctx, observability.Config{Getenv: env, Version: p.version,
+		TailSampling: true, KeepSlowerThan: p.cfg.TraceSlow})
 	if err != nil {
 		return fmt.Errorf("bad OpenTelemetry settings: %w", err)
 	}
