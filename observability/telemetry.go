@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -66,6 +68,9 @@ type Config struct {
 	// consulted. Nil: an OTLP periodic reader when the environment asks for
 	// one, else none.
 	MetricReader sdkmetric.Reader
+
+	// Brand is the resource attribute partner_edge.brand; empty: not set.
+	Brand string
 
 	// TailSampling keeps, whatever the head sampler (OTEL_TRACES_SAMPLER)
 	// decided, the whole trace of a request answered 5xx or slower than
@@ -253,10 +258,19 @@ func newResource(cfg Config, getenv func(string) string, version string) (*resou
 	if name == "" {
 		name = DefaultServiceName
 	}
-	attrs, err := parseResourceAttributes(getenv("OTEL_RESOURCE_ATTRIBUTES"))
+	env, err := parseResourceAttributes(getenv("OTEL_RESOURCE_ATTRIBUTES"))
 	if err != nil {
 		return nil, err
 	}
+	// service.instance.id tells instances apart: the host name and the
+	// process id by default (a pod's name is its host name), which
+	// OTEL_RESOURCE_ATTRIBUTES (before it: the later value of a key wins)
+	// overrides, as the manifest does with the pod's name.
+	attrs := []attribute.KeyValue{semconv.ServiceInstanceID(defaultInstanceID())}
+	if cfg.Brand != "" {
+		attrs = append(attrs, AttrBrand.String(cfg.Brand))
+	}
+	attrs = append(attrs, env...)
 	// Ours come last: they win over OTEL_RESOURCE_ATTRIBUTES.
 	attrs = append(attrs,
 		semconv.ServiceName(name),
@@ -266,6 +280,19 @@ func newResource(cfg Config, getenv func(string) string, version string) (*resou
 		semconv.TelemetrySDKVersion(sdk.Version()),
 	)
 	return resource.NewWithAttributes(semconv.SchemaURL, attrs...), nil
+}
+
+// AttrBrand is the resource attribute naming the brand an edge serves
+// (EDGE_BRAND).
+const AttrBrand = attribute.Key("partner_edge.brand")
+
+// defaultInstanceID is "<host name>-<pid>".
+func defaultInstanceID() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown"
+	}
+	return host + "-" + strconv.Itoa(os.Getpid())
 }
 
 // parseResourceAttributes reads OTEL_RESOURCE_ATTRIBUTES: key=value pairs,

@@ -137,7 +137,7 @@ func (p *process) start(ctx context.Context, env func(string) string, isDemo boo
 // both are flushed at the end.
 func (p *process) startTelemetry(ctx context.Context, env func(string) string) error {
 	tel, err := observability.New(ctx, observability.Config{Getenv: env, Version: p.version,
-		TailSampling: true, KeepSlowerThan: p.cfg.TraceSlow})
+		Brand: p.cfg.Brand, TailSampling: true, KeepSlowerThan: p.cfg.TraceSlow})
 	if err != nil {
 		return fmt.Errorf("bad OpenTelemetry settings: %w", err)
 	}
