@@ -46,6 +46,9 @@ type tailSampler struct{ head sdktrace.Sampler }
 
 func (s tailSampler) ShouldSample(p sdktrace.SamplingParameters) sdktrace.SamplingResult {
 	psc := trace.SpanContextFromContext(p.ParentContext)
+	if p.ParentContext.Value(keepKey{}) != nil {
+		return sdktrace.SamplingResult{Decision: sdktrace.RecordAndSample}
+	}
 	if _, ok := p.ParentContext.Value(forcedIDsKey{}).(forcedIDs); ok {
 		return sdktrace.SamplingResult{Decision: sdktrace.RecordAndSample, Tracestate: psc.TraceState()}
 	}
@@ -56,6 +59,15 @@ func (s tailSampler) ShouldSample(p sdktrace.SamplingParameters) sdktrace.Sampli
 }
 
 func (s tailSampler) Description() string { return "Tail{" + s.head.Description() + "}" }
+
+type keepKey struct{}
+
+// KeepTrace marks ctx so that a root span started under it (a walk of the
+// PMS: upstream/cache) is kept whatever the head sampler says, when the
+// Telemetry decides tails (Config.TailSampling).
+func KeepTrace(ctx context.Context) context.Context {
+	return context.WithValue(ctx, keepKey{}, true)
+}
 
 // pendingTrace is a trace whose request has not decided yet, or has and
 // still has spans open (they follow the decision as they end).

@@ -39,7 +39,7 @@ func (d *Direct) Properties(ctx context.Context) ([]mapping.Property, time.Time,
 		p, err := mapping.MapRaw(raw, mo)
 		if err != nil {
 			held += rejectionSize
-			d.reject(err)
+			d.reject(ctx, err)
 		} else {
 			held += PropertySize(p)
 			kept.add(p)
@@ -162,7 +162,7 @@ func (d *Direct) propertiesOf(ctx context.Context) ([]mapping.Property, time.Tim
 	for _, raw := range raws {
 		p, err := mapping.MapRaw(raw, mo)
 		if err != nil {
-			d.reject(err)
+			d.reject(ctx, err)
 			continue
 		}
 		props = append(props, p)

@@ -64,6 +64,8 @@ var _ upstream.Catalog = (*Cache)(nil)
 // Cache is an upstream.Catalog that caches another one. It is safe for
 // concurrent use. Close stops its background loads.
 type Cache struct {
+	tracer       trace.Tracer // nil: no walk spans (walk.go)
+	lastWalk     lastWalkOf   // the latest walk, for its followers' links
 	inner        upstream.Catalog
 	load         Loader
 	disabled     bool
@@ -127,6 +129,7 @@ func New(inner upstream.Catalog, cfg Config) *Cache {
 		onOutcome:   cfg.OnOutcome,
 		onPanic:     cfg.OnPanic,
 		metrics:     cfg.Metrics,
+		tracer:      cfg.Tracer,
 		key:         cfg.Key,
 	}
 	if c.load == nil {

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/partner-edge/partner-edge/upstream"
 )
 
@@ -121,4 +123,7 @@ type Config struct {
 	// outcome is set as the attribute partner_edge.cache.outcome on the
 	// caller's recording span.
 	Metrics *Metrics
+	// Tracer makes the root span of each snapshot load (SpanWalk, walk.go);
+	// nil: none.
+	Tracer trace.Tracer
 }

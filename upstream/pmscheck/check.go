@@ -168,7 +168,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	// The walk: the edge's own list walk and mapping.
 	var rejected []*mapping.Rejection
 	walk := upstream.NewDirect(client, upstream.DirectOptions{Brand: cfg.Brand, CodeSource: cfg.CodeSource,
-		OnReject: func(rj *mapping.Rejection) { rejected = append(rejected, rj) }})
+		OnReject: func(_ context.Context, rj *mapping.Rejection) { rejected = append(rejected, rj) }})
 	props, _, walkErr := walk.Properties(ctx)
 	listed := rec.stop()
 	lc.finish(cfg)
