@@ -25,7 +25,9 @@ const (
 	WalkFirstLoad    = "first_load"    // nothing was held
 	WalkRefresh      = "refresh"       // the held snapshot had expired
 	WalkRefreshAhead = "refresh_ahead" // in the background, before expiry
-	WalkLoad         = "load"          // TTL 0: every read loads
+	// WalkLoad: TTL 0, every read loads for itself. Such a load is the
+	// request's own work and stays in its trace, with no walk span.
+	WalkLoad = "load"
 )
 
 // Attributes of the walk span and of the links to and from it.
@@ -52,7 +54,7 @@ type walkLinks struct {
 // startWalk starts the walk span of a load of kind under ctx's values and
 // returns its context and its end. Without a tracer it does nothing.
 func (c *Cache) startWalk(ctx context.Context, kind string) (context.Context, func(error)) {
-	if c.tracer == nil {
+	if c.tracer == nil || kind == WalkLoad {
 		return ctx, func(error) {}
 	}
 	caller := trace.SpanContextFromContext(ctx)
