@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -84,6 +85,9 @@ type tailProcessor struct {
 	next sdktrace.SpanProcessor
 	mu   sync.Mutex
 	held map[trace.TraceID]*pendingTrace
+	// n is len(held), read without the lock by decide: a cached answer
+	// (no span beneath its server span) then costs one atomic load.
+	n atomic.Int64
 }
 
 func newTailProcessor(next sdktrace.SpanProcessor) *tailProcessor {
@@ -105,6 +109,7 @@ func (t *tailProcessor) OnStart(ctx context.Context, s sdktrace.ReadWriteSpan) {
 	if p == nil && child && len(t.held) < maxPendingTraces {
 		p = &pendingTrace{}
 		t.held[tid] = p
+		t.n.Add(1)
 	}
 	if p != nil {
 		p.live++
@@ -133,6 +138,7 @@ func (t *tailProcessor) OnEnd(s sdktrace.ReadOnlySpan) {
 		forward = p.keep
 		if p.live <= 0 {
 			delete(t.held, tid)
+			t.n.Add(-1)
 		}
 	case len(p.spans) < maxPendingSpans:
 		p.spans = append(p.spans, s)
@@ -146,6 +152,9 @@ func (t *tailProcessor) OnEnd(s sdktrace.ReadOnlySpan) {
 // decide ends the wait of trace tid: its held spans are exported when
 // keep, dropped otherwise, and so are those still open as they end.
 func (t *tailProcessor) decide(tid trace.TraceID, keep bool) {
+	if t.n.Load() == 0 {
+		return
+	}
 	t.mu.Lock()
 	p := t.held[tid]
 	if p == nil {
@@ -156,6 +165,7 @@ func (t *tailProcessor) decide(tid trace.TraceID, keep bool) {
 	p.spans, p.decided, p.keep = nil, true, keep
 	if p.live <= 0 {
 		delete(t.held, tid)
+		t.n.Add(-1)
 	}
 	t.mu.Unlock()
 	if keep {
