@@ -99,17 +99,13 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 			return nil, errors.New("upstream: WrapTransport returned nil")
 		}
 	}
-	attempt := cfg.AttemptTimeout
-	if _, ok := cfg.Transport.(*h1Transport); ok {
-		attempt = 0 // it bounds each attempt by itself, without a context
-	}
 	c := &Client{
 		cfg:     cfg,
 		base:    strings.TrimRight(u.String(), "/"),
 		metrics: cfg.Metrics,
 		http: &http.Client{
 			// AttemptTimeout is roundTripOnly's: no Timeout here.
-			Transport: roundTripOnly{rt: send, timeout: attempt},
+			Transport: roundTripOnly{rt: send, timeout: cfg.AttemptTimeout, guarded: cfg.guarded},
 			// The PMS does not redirect; following one could carry the
 			// token elsewhere. A 3xx is an unexpected status.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },

@@ -80,13 +80,14 @@ type ClientConfig struct {
 	// Breaker configures the circuit breaker around logical calls.
 	Breaker BreakerConfig
 
-	// Transport sends each attempt. Nil means, for an http BaseURL, an
-	// HTTP/1.1 transport that sends each attempt on the calling goroutine
-	// (h1transport.go: about a tenth of a miss's CPU less than net/http's
-	// Transport), and for an https one a tuned *http.Transport (see
-	// NewTransport), which speaks HTTP/2. Client.CloseIdleConnections
+	// Transport sends each attempt. Nil means a new NewTransport(), for an
+	// http and an https BaseURL alike: net/http's Transport, tuned for a
+	// PMS (docs/resilience.md, "Transport"); for http its connections are
+	// also checked for stray bytes before they are reused (guardIdle). Client.CloseIdleConnections
 	// closes its idle connections if it has a CloseIdleConnections method.
 	Transport http.RoundTripper
+	// guarded: Transport is the default one, with guardIdle's connections.
+	guarded bool
 	// WrapTransport, when set, is called once by NewClient with Transport
 	// and its result sends the attempts instead, while
 	// Client.CloseIdleConnections still reaches Transport itself. It is
@@ -209,11 +210,12 @@ func (cfg ClientConfig) withDefaults() (ClientConfig, *url.URL, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Transport == nil {
+		t := NewTransport()
 		if u.Scheme == "http" {
-			cfg.Transport = newH1Transport(u, cfg.AttemptTimeout)
-		} else {
-			cfg.Transport = NewTransport()
+			t.DialContext = guardIdle(t.DialContext)
+			cfg.guarded = true
 		}
+		cfg.Transport = t
 	}
 	if cfg.Tracer == nil {
 		cfg.Tracer = tracenoop.NewTracerProvider().Tracer("")

@@ -39,9 +39,8 @@ func (c *countingRT) CloseIdleConnections() {
 // process, so retry waits, Retry-After and deadlines pass on the bubble's
 // clock and the elapsed time is exact whatever the machine's load. A case
 // that needs a real connection (socket: a refused dial, a reset) runs on
-// loopback and checks the outcome and the attempts, not the time, once
-// through each transport the client may use: net/http's (an https PMS)
-// and h1Transport (an http PMS, the default there).
+// loopback through the client's default transport (NewTransport) and
+// checks the outcome and the attempts, not the time.
 type faultCase struct {
 	cfg       func(*ClientConfig)
 	fault     func(w http.ResponseWriter, r *http.Request, n int64) bool
@@ -57,19 +56,12 @@ type faultCase struct {
 func (fc faultCase) run(t *testing.T) {
 	t.Helper()
 	if fc.socket {
-		for _, name := range []string{"net/http", "h1"} {
-			t.Run(name, func(t *testing.T) {
-				f := newFakePMS(t, hotels(3, "aurora"))
-				cfg := testConfig(f.srv.URL)
-				if fc.baseURL != "" {
-					cfg.BaseURL = fc.baseURL
-				}
-				if name == "net/http" {
-					cfg.Transport = NewTransport()
-				}
-				fc.check(t, f, cfg, false)
-			})
+		f := newFakePMS(t, hotels(3, "aurora"))
+		cfg := testConfig(f.srv.URL)
+		if fc.baseURL != "" {
+			cfg.BaseURL = fc.baseURL
 		}
+		fc.check(t, f, cfg, false)
 		return
 	}
 	synctest.Test(t, func(t *testing.T) {

@@ -2,37 +2,68 @@ package upstream
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
+	"sync/atomic"
+	"syscall"
 	"time"
 )
 
-// NewTransport returns the *http.Transport the client uses for an https PMS
-// when ClientConfig.Transport is nil, tuned for many concurrent calls to one
-// host:
+// NewTransport returns the *http.Transport a Client uses when
+// ClientConfig.Transport is nil, for an http and an https PMS alike. It is
+// net/http's Transport, whose connection handling is what makes a PMS's
+// routine behaviour harmless (docs/contract.md section 19): a connection
+// the PMS closes while idle is dropped as soon as its close arrives; a GET
+// that fails on a reused connection before any byte of its answer arrived
+// is sent again on another connection; bytes that arrive on an idle
+// connection (a stray 408, a late extra answer) close it and are never read
+// as an answer. The settings, and why (docs/resilience.md, "Transport"):
 //
-//   - MaxIdleConnsPerHost 128 (net/http's default of 2 would close and
-//     reopen connections under any real concurrency),
-//   - IdleConnTimeout 90 s, TLSHandshakeTimeout 5 s, dial timeout 2 s with
-//     30 s keep-alive, ExpectContinueTimeout 1 s,
-//   - ForceAttemptHTTP2, so an https PMS is spoken to over HTTP/2,
+//   - MaxResponseHeaderBytes 1 MiB: an answer's head (status line and
+//     headers, each informational answer's too) is bounded before it is
+//     read; net/http's default is 10 MiB. A PMS record's head is a few
+//     hundred bytes.
+//   - IdleConnTimeout 1 s: the edge closes an idle connection before the
+//     PMS (or a proxy in front of it) does under any common server
+//     default (gunicorn 2 s, Node.js, Apache and uvicorn 5 s, nginx 75 s),
+//     so the edge rarely sends on a connection the PMS is closing. Within
+//     a walk or under steady traffic connections are never idle that long.
+//   - MaxIdleConnsPerHost 64 and MaxConnsPerHost 256: enough to keep the
+//     connections of a busy edge warm (net/http's default of 2 idle would
+//     close and reopen them under any concurrency), and a cap on what one
+//     edge opens to the PMS; a call past the cap waits for a connection
+//     within its own deadline.
+//   - dial timeout 2 s with 30 s TCP keep-alive probes, TLSHandshakeTimeout
+//     5 s, ExpectContinueTimeout 1 s, ForceAttemptHTTP2 (an https PMS is
+//     spoken to over HTTP/2; an http one over HTTP/1.1 with keep-alive),
+//   - DisableCompression: the edge asks for no compression (an internal
+//     network; the walk's bytes are bounded as sent, EDGE_PMS_MAX_WALK_BYTES),
 //   - no proxy from the environment: the PMS is internal.
 //
-// No ResponseHeaderTimeout: every attempt is bounded as a whole by
-// ClientConfig.AttemptTimeout.
+// No ResponseHeaderTimeout: every attempt is bounded as a whole, body
+// included, by ClientConfig.AttemptTimeout.
 func NewTransport() *http.Transport {
 	d := &net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}
 	return &http.Transport{
-		DialContext:           d.DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          256,
-		MaxIdleConnsPerHost:   128,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   5 * time.Second,
-		ExpectContinueTimeout: time.Second,
+		DialContext:            d.DialContext,
+		ForceAttemptHTTP2:      true,
+		MaxIdleConns:           64,
+		MaxIdleConnsPerHost:    64,
+		MaxConnsPerHost:        256,
+		IdleConnTimeout:        time.Second,
+		MaxResponseHeaderBytes: MaxResponseHeaderBytes,
+		TLSHandshakeTimeout:    5 * time.Second,
+		ExpectContinueTimeout:  time.Second,
+		DisableCompression:     true,
 	}
 }
+
+// MaxResponseHeaderBytes bounds the head of every PMS answer NewTransport
+// reads (docs/contract.md section 19: at most 1 MiB).
+const MaxResponseHeaderBytes = 1 << 20
 
 // roundTripOnly hides every method of a RoundTripper but RoundTrip.
 // go-retryablehttp calls HTTPClient.CloseIdleConnections after every failed
@@ -49,22 +80,27 @@ func NewTransport() *http.Transport {
 // request hands the release to its attempts (attemptsFrom), which call it
 // when the next attempt starts or the request ends, after the body was
 // read or drained; any other request's body releases it when closed.
-// A zero timeout sets no deadline: the transport bounds each attempt by
-// itself (h1Transport).
 type roundTripOnly struct {
 	rt      http.RoundTripper
 	timeout time.Duration
+	// guarded: rt's connections are guardedConns (guardIdle), told when
+	// they go idle through each request's trace (withIdleTrace).
+	guarded bool
 }
 
 func (r roundTripOnly) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
-	if r.timeout == 0 {
-		return r.rt.RoundTrip(req)
+	sctx := ctx // the context the attempt is sent with
+	if r.guarded {
+		sctx = withIdleTrace(ctx)
 	}
 	if d, ok := ctx.Deadline(); ok && time.Until(d) <= r.timeout {
+		if r.guarded {
+			req = req.WithContext(sctx)
+		}
 		return r.rt.RoundTrip(req) // the call's deadline comes first
 	}
-	actx, cancel := context.WithTimeout(ctx, r.timeout)
+	actx, cancel := context.WithTimeout(sctx, r.timeout)
 	resp, err := r.rt.RoundTrip(req.WithContext(actx))
 	if err != nil {
 		cancel()
@@ -88,4 +124,101 @@ func (b *cancelOnClose) Close() error {
 	err := b.ReadCloser.Close()
 	b.cancel()
 	return err
+}
+
+// errStrayBytes fails the first write of a request on a reused connection
+// that holds bytes nobody asked for.
+var errStrayBytes = errors.New("upstream: bytes or a close arrived on an idle PMS connection")
+
+// guardIdle wraps dial so that a plain-HTTP/1.1 connection is never reused
+// when the PMS wrote to it (a stray 408, a late extra answer) or closed it
+// while it was idle (docs/contract.md section 19).
+//
+// net/http's Transport already closes such a connection when it notices
+// the bytes, but it notices them on a goroutine of its own: on a busy
+// machine a request may be written on the connection first, and the
+// stray bytes are then read as that request's answer (seen in
+// cmd/edge's TestPMSForgedTrailingAnswerIsNeverServed). So the guard
+// watches each connection from the moment net/http puts it back in its
+// pool (withIdleTrace): before the first write of the next request, if
+// net/http's reader took bytes off it meanwhile, or the kernel holds some
+// (asked without reading or waiting), the write fails having written
+// nothing, and net/http sends the request
+// again on another connection (its retry of a GET that failed on a reused
+// connection before any byte was written), which is neither an attempt
+// of the retry policy nor a failure of the breaker.
+//
+// Only for http: on an https connection, bytes while idle are normal
+// (HTTP/2 frames, TLS records).
+func guardIdle(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		sc, ok := c.(syscall.Conn)
+		if !ok {
+			return c, nil
+		}
+		raw, err := sc.SyscallConn()
+		if err != nil {
+			return c, nil
+		}
+		return &guardedConn{Conn: c, raw: raw}, nil
+	}
+}
+
+// guardedConn is a PMS connection that refuses to carry a request after
+// bytes arrived while it was idle.
+type guardedConn struct {
+	net.Conn
+	raw syscall.RawConn
+	// answered: a read returned data since the last write, so the next
+	// write starts a new request on a connection that has carried one.
+	answered atomic.Bool
+	// idle: net/http put the connection back in its pool (markIdle) and
+	// no request was written since; stray: a read returned data then.
+	idle, stray atomic.Bool
+}
+
+// markIdle is called when net/http has put the connection back in its idle
+// pool, on its reading goroutine before that goroutine reads again (the
+// PutIdleConn hook of withIdleTrace): from then on, any byte read is a
+// byte nobody asked for.
+func (c *guardedConn) markIdle() { c.idle.Store(true) }
+
+func (c *guardedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.answered.Store(true)
+		if c.idle.Load() {
+			c.stray.Store(true)
+		}
+	}
+	return n, err
+}
+
+func (c *guardedConn) Write(p []byte) (int, error) {
+	c.idle.Store(false)
+	// Either net/http's reader already took stray bytes off the socket
+	// (stray), or they still wait there (pending).
+	if c.answered.Swap(false) && (c.stray.Load() || pending(c.raw)) {
+		_ = c.Conn.Close()
+		return 0, errStrayBytes
+	}
+	return c.Conn.Write(p)
+}
+
+// withIdleTrace returns ctx with an httptrace.ClientTrace that tells the
+// guardedConn an attempt got when net/http puts it back in its pool.
+func withIdleTrace(ctx context.Context) context.Context {
+	var conn *guardedConn
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GotConn: func(info httptrace.GotConnInfo) { conn, _ = info.Conn.(*guardedConn) },
+		PutIdleConn: func(err error) {
+			if err == nil && conn != nil {
+				conn.markIdle()
+			}
+		},
+	})
 }

@@ -74,6 +74,7 @@ func serveEdge(ctx context.Context, args []string, getenv lookupEnv, stdout, std
 	p := &process{cfg: cfg, args: args, version: buildVersion(), stdout: stdout, stderr: stderr,
 		log: observability.NewLogger(stderr, cfg.LogFormat, cfg.LogLevel, cfg.PMSToken)}
 	defer p.stop()
+	p.onStop(routeStdLog(p.log))
 	// Both listeners bind before anything starts: one that cannot is a
 	// start-up error naming its setting (docs/contract.md section 18), never an
 	// edge serving on without metrics.

@@ -1,0 +1,442 @@
+// Package rawpms is a PMS that misbehaves at the socket level, for tests of
+// the edge's PMS connection (docs/contract.md section 19): it speaks
+// HTTP/1.1 by hand over raw TCP, answers through a handler (a *pmsim.Sim,
+// so the data is the simulator's and the API docs/pms-api.md's), and does,
+// on demand, what real PMSs and the proxies in front of them do to their
+// clients: close idle keep-alive connections, restart on the same address,
+// answer 408 on an idle connection, write a forged answer after a real one,
+// and send endless or oversized heads.
+//
+// Every behaviour can be changed while the server runs (Set), so a test
+// warms up against a healthy PMS and then turns a fault on.
+package rawpms
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Head is how the head of every answer misbehaves.
+type Head int
+
+const (
+	// HeadOK writes a normal head.
+	HeadOK Head = iota
+	// EndlessStatusLine writes a status line that never ends.
+	EndlessStatusLine
+	// EndlessHeader writes one header line that never ends.
+	EndlessHeader
+	// RepeatedHeader writes the same header line for ever.
+	RepeatedHeader
+	// DistinctHeaders writes a new header line for ever.
+	DistinctHeaders
+	// HugeHead writes 64 MiB of headers, then the real answer.
+	HugeHead
+	// HugeInformational writes informational (103) answers of 900 KiB
+	// heads each, more of them than any client should read, then the
+	// real answer.
+	HugeInformational
+)
+
+// Faults is what the server does besides answering. The zero value is a
+// healthy PMS.
+type Faults struct {
+	// IdleClose closes a keep-alive connection idle this long; zero never.
+	IdleClose time.Duration
+	// Idle408 writes an unsolicited "HTTP/1.1 408 Request Timeout" on a
+	// connection idle this long, then closes it, as nginx and Apache do;
+	// zero never.
+	Idle408 time.Duration
+	// ForgedAfter writes, this long after each answer and while the
+	// connection is still idle, a second answer nobody asked for: the
+	// same answer with every display_name replaced by ForgedName and, on
+	// a list page, a null nextCursor. Zero never.
+	ForgedAfter time.Duration
+	// Head makes every answer's head misbehave.
+	Head Head
+}
+
+// ForgedName is the display_name of every record of a forged answer.
+const ForgedName = "Forged Hotel"
+
+// Stats counts what the server did.
+type Stats struct {
+	Accepted    int64 // connections accepted
+	Requests    int64 // requests read
+	IdleClosed  int64 // connections closed by Faults.IdleClose
+	Sent408     int64 // unsolicited 408s written
+	Forged      int64 // forged answers written
+	BadHeads    int64 // answers whose head misbehaved (Faults.Head)
+	HeadBytes   int64 // bytes written in misbehaving heads
+	Restarts    int64 // Restart calls
+	ClosedConns int64 // connections closed by the server, for any reason
+}
+
+// Server is a raw-socket PMS on a loopback port. It is safe for concurrent
+// use.
+type Server struct {
+	h    http.Handler
+	addr string
+
+	mu     sync.Mutex
+	ln     net.Listener
+	conns  map[net.Conn]struct{}
+	faults Faults
+	closed bool
+	wg     sync.WaitGroup
+
+	accepted, requests, idleClosed, sent408, forged, badHeads, headBytes, restarts, closedConns atomic.Int64
+}
+
+// Start serves h on 127.0.0.1 at a port the kernel chooses.
+func Start(h http.Handler) (*Server, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{h: h, addr: ln.Addr().String(), conns: make(map[net.Conn]struct{})}
+	s.serve(ln)
+	return s, nil
+}
+
+// URL is the server's base URL, e.g. http://127.0.0.1:40123.
+func (s *Server) URL() string { return "http://" + s.addr }
+
+// Set replaces the faults; connections already open follow from their
+// next request or idle period.
+func (s *Server) Set(f Faults) {
+	s.mu.Lock()
+	s.faults = f
+	s.mu.Unlock()
+}
+
+func (s *Server) current() Faults {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.faults
+}
+
+// Stats returns the counts so far.
+func (s *Server) Stats() Stats {
+	return Stats{
+		Accepted: s.accepted.Load(), Requests: s.requests.Load(), IdleClosed: s.idleClosed.Load(),
+		Sent408: s.sent408.Load(), Forged: s.forged.Load(), BadHeads: s.badHeads.Load(),
+		HeadBytes: s.headBytes.Load(), Restarts: s.restarts.Load(), ClosedConns: s.closedConns.Load(),
+	}
+}
+
+// Restart plays a PMS restarting on the same address: the listener and
+// every open connection are closed, then the server listens again.
+func (s *Server) Restart() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return net.ErrClosed
+	}
+	_ = s.ln.Close()
+	for c := range s.conns {
+		_ = c.Close()
+	}
+	s.mu.Unlock()
+	s.restarts.Add(1)
+	var ln net.Listener
+	var err error
+	for range 50 { // the old socket may linger for a moment
+		if ln, err = net.Listen("tcp", s.addr); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err != nil {
+		return fmt.Errorf("rawpms: listen again on %s: %w", s.addr, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		_ = ln.Close()
+		return net.ErrClosed
+	}
+	s.serve(ln)
+	return nil
+}
+
+// Close stops the server and waits for its goroutines.
+func (s *Server) Close() {
+	s.mu.Lock()
+	s.closed = true
+	_ = s.ln.Close()
+	for c := range s.conns {
+		_ = c.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+}
+
+// serve accepts on ln until it is closed; s.mu is held or ln is new.
+func (s *Server) serve(ln net.Listener) {
+	s.ln = ln
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s.mu.Lock()
+			if s.closed {
+				s.mu.Unlock()
+				_ = c.Close()
+				return
+			}
+			s.conns[c] = struct{}{}
+			s.wg.Add(1)
+			s.mu.Unlock()
+			s.accepted.Add(1)
+			go func() {
+				defer s.wg.Done()
+				s.conn(c)
+				s.mu.Lock()
+				delete(s.conns, c)
+				s.mu.Unlock()
+				_ = c.Close()
+				s.closedConns.Add(1)
+			}()
+		}
+	}()
+}
+
+// conn serves one connection: requests one after another, and what the
+// faults do while it is idle.
+func (s *Server) conn(c net.Conn) {
+	br := bufio.NewReader(c)
+	var forge []byte // the forged answer due after the last one
+	last := time.Now()
+	for {
+		if !s.idle(c, br, &forge, last) {
+			return
+		}
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		s.requests.Add(1)
+		rec := httptest.NewRecorder()
+		s.h.ServeHTTP(rec, req)
+		res := rec.Result()
+		body := rec.Body.Bytes()
+		f := s.current()
+		if f.Head != HeadOK {
+			s.badHeads.Add(1)
+			if !s.badHead(c, f.Head, res, body) {
+				return
+			}
+		} else if _, err := c.Write(answer(res.StatusCode, res.Header, body)); err != nil {
+			return
+		}
+		last = time.Now()
+		forge = nil
+		if f.ForgedAfter > 0 && res.StatusCode == http.StatusOK {
+			forge = answer(http.StatusOK, res.Header, forged(body))
+		}
+		if req.Close {
+			return
+		}
+	}
+}
+
+// idle waits for the next request's first byte, doing meanwhile what the
+// faults say an idle connection gets. It reports whether a request is
+// there to read.
+func (s *Server) idle(c net.Conn, br *bufio.Reader, forge *[]byte, since time.Time) bool {
+	defer func() { _ = c.SetReadDeadline(time.Time{}) }()
+	for {
+		f := s.current()
+		// The earliest idle event still due; none: wait for ever.
+		var due time.Time
+		pick := func(d time.Duration) {
+			if d > 0 && (due.IsZero() || since.Add(d).Before(due)) {
+				due = since.Add(d)
+			}
+		}
+		if *forge != nil {
+			pick(f.ForgedAfter)
+		}
+		pick(f.Idle408)
+		pick(f.IdleClose)
+		_ = c.SetReadDeadline(due)
+		_, err := br.Peek(1)
+		if err == nil {
+			return true
+		}
+		var ne net.Error
+		if !errors.As(err, &ne) || !ne.Timeout() {
+			return false
+		}
+		idleFor := time.Since(since)
+		switch {
+		case *forge != nil && f.ForgedAfter > 0 && idleFor >= f.ForgedAfter:
+			// The connection is idle only if no request arrived while
+			// this goroutine waited to run: look once more without
+			// waiting. (A request already on its way cannot be seen: on
+			// loopback that is microseconds.)
+			if br.Buffered() > 0 || pending(c) {
+				return true
+			}
+			if _, err := c.Write(*forge); err != nil {
+				return false
+			}
+			s.forged.Add(1)
+			*forge = nil
+		case f.Idle408 > 0 && idleFor >= f.Idle408:
+			_, _ = io.WriteString(c, "HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+			s.sent408.Add(1)
+			return false
+		case f.IdleClose > 0 && idleFor >= f.IdleClose:
+			s.idleClosed.Add(1)
+			return false
+		}
+	}
+}
+
+// pending reports whether c has bytes to read, without reading or waiting
+// (a read deadline cannot do that: a passed deadline fails the read before
+// it looks).
+func pending(c net.Conn) bool {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	var n int
+	_ = raw.Control(func(fd uintptr) {
+		var b [1]byte
+		n, _, _ = syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	})
+	return n > 0
+}
+
+// answer is the bytes of a whole HTTP/1.1 answer.
+func answer(status int, h http.Header, body []byte) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "HTTP/1.1 %d %s\r\n", status, http.StatusText(status))
+	for k, vs := range h {
+		if k == "Content-Length" {
+			continue
+		}
+		for _, v := range vs {
+			fmt.Fprintf(&b, "%s: %s\r\n", k, v)
+		}
+	}
+	fmt.Fprintf(&b, "Content-Length: %d\r\n\r\n", len(body))
+	b.Write(body)
+	return b.Bytes()
+}
+
+var (
+	displayName = regexp.MustCompile(`"display_name"\s*:\s*"(?:[^"\\]|\\.)*"`)
+	nextCursor  = regexp.MustCompile(`"nextCursor"\s*:\s*"(?:[^"\\]|\\.)*"`)
+)
+
+// forged is body with every display_name replaced by ForgedName and the
+// next cursor, if any, removed: an answer the PMS never meant.
+func forged(body []byte) []byte {
+	b := displayName.ReplaceAll(body, []byte(`"display_name":"`+ForgedName+`"`))
+	return nextCursor.ReplaceAll(b, []byte(`"nextCursor":null`))
+}
+
+// endlessLimit bounds what an endless head writes, so that a client that
+// never gives up cannot keep the test busy for ever.
+const endlessLimit = 8 << 30
+
+// badHead writes the answer with f's head; it reports whether the
+// connection may serve another request.
+func (s *Server) badHead(c net.Conn, f Head, res *http.Response, body []byte) bool {
+	w := &countingWriter{w: c, n: &s.headBytes}
+	chunk := bytes.Repeat([]byte("a"), 32<<10)
+	endless := func(start string, line func(i int) []byte) bool {
+		if _, err := io.WriteString(w, start); err != nil {
+			return false
+		}
+		for i := 0; w.written < endlessLimit; i++ {
+			if _, err := w.Write(line(i)); err != nil {
+				return false
+			}
+		}
+		return false
+	}
+	switch f {
+	case EndlessStatusLine:
+		return endless("HTTP/1.1 200 ", func(int) []byte { return chunk })
+	case EndlessHeader:
+		return endless("HTTP/1.1 200 OK\r\nX-Endless: ", func(int) []byte { return chunk })
+	case RepeatedHeader:
+		line := bytes.Repeat([]byte("X-Same: value\r\n"), 2048)
+		return endless("HTTP/1.1 200 OK\r\n", func(int) []byte { return line })
+	case DistinctHeaders:
+		return endless("HTTP/1.1 200 OK\r\n", func(i int) []byte {
+			return []byte("X-Header-" + strconv.Itoa(i) + ": value\r\n")
+		})
+	case HugeHead:
+		full := answer(res.StatusCode, res.Header, body)
+		status, rest, _ := bytes.Cut(full, []byte("\r\n"))
+		if _, err := w.Write(append(status, "\r\n"...)); err != nil {
+			return false
+		}
+		pad := append([]byte("X-Pad: "), append(bytes.Repeat([]byte("p"), 1000), "\r\n"...)...)
+		for w.written < 64<<20 {
+			if _, err := w.Write(pad); err != nil {
+				return false
+			}
+		}
+		_, err := w.Write(rest)
+		return err == nil
+	case HugeInformational:
+		pad := append([]byte("X-Hint: "), append(bytes.Repeat([]byte("h"), 1000), "\r\n"...)...)
+		for range 8 {
+			if _, err := io.WriteString(w, "HTTP/1.1 103 Early Hints\r\n"); err != nil {
+				return false
+			}
+			for range 900 {
+				if _, err := w.Write(pad); err != nil {
+					return false
+				}
+			}
+			if _, err := io.WriteString(w, "\r\n"); err != nil {
+				return false
+			}
+		}
+		_, err := w.Write(answer(res.StatusCode, res.Header, body))
+		return err == nil
+	}
+	return false
+}
+
+// countingWriter counts what it writes, in written and n.
+type countingWriter struct {
+	w       io.Writer
+	written int64
+	n       *atomic.Int64
+}
+
+func (cw *countingWriter) Write(p []byte) (int, error) {
+	n, err := cw.w.Write(p)
+	cw.written += int64(n)
+	cw.n.Add(int64(n))
+	return n, err
+}
