@@ -103,13 +103,16 @@ func (c *Cache) refresh(ctx context.Context, seen *entry) {
 		return
 	}
 	c.outcome(ctx, OutcomeRefresh)
-	vals := context.WithoutCancel(ctx)
+	// The walk's span starts here, while the request that asked is still
+	// open, so that the request can link to it (walk.go).
+	vals, endWalk := c.startWalk(context.WithoutCancel(ctx), WalkRefreshAhead)
 	go func() {
 		defer c.wg.Done()
 		defer c.refreshing.Store(false)
 		// Do, not DoChan: this goroutine waits, so the flag is cleared
 		// only once the load (its own or one it joined) has ended.
-		_, err, _ := c.group.Do(snapKey, func() (any, error) { return c.run(vals, c.loadAfter(seen, c.refreshAfter), WalkRefreshAhead) })
+		_, err, _ := c.group.Do(snapKey, func() (any, error) { return c.run(vals, c.loadAfter(seen, c.refreshAfter), walkStarted) })
+		endWalk(err)
 		if err != nil {
 			c.log.WarnContext(vals, "cache refresh failed; serving the held snapshot", "key", c.key, "error", err)
 		}

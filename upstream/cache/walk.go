@@ -25,6 +25,8 @@ const (
 	WalkFirstLoad    = "first_load"    // nothing was held
 	WalkRefresh      = "refresh"       // the held snapshot had expired
 	WalkRefreshAhead = "refresh_ahead" // in the background, before expiry
+	// walkStarted: the caller started the walk span already (refresh).
+	walkStarted = ""
 	// WalkLoad: TTL 0, every read loads for itself. Such a load is the
 	// request's own work and stays in its trace, with no walk span.
 	WalkLoad = "load"
@@ -54,7 +56,7 @@ type walkLinks struct {
 // startWalk starts the walk span of a load of kind under ctx's values and
 // returns its context and its end. Without a tracer it does nothing.
 func (c *Cache) startWalk(ctx context.Context, kind string) (context.Context, func(error)) {
-	if c.tracer == nil || kind == WalkLoad {
+	if c.tracer == nil || kind == WalkLoad || kind == walkStarted {
 		return ctx, func(error) {}
 	}
 	caller := trace.SpanContextFromContext(ctx)
