@@ -74,9 +74,10 @@ func KeepTrace(ctx context.Context) context.Context {
 // still has spans open (they follow the decision as they end).
 type pendingTrace struct {
 	spans   []sdktrace.ReadOnlySpan
-	live    int  // spans started and not yet ended
-	decided bool // Decide was called
-	keep    bool // its outcome
+	links   []trace.Link // LinkRequest's, for the server span made again
+	live    int          // spans started and not yet ended
+	decided bool         // Decide was called
+	keep    bool         // its outcome
 }
 
 // tailProcessor holds the spans of pending traces and passes every other
@@ -149,20 +150,39 @@ func (t *tailProcessor) OnEnd(s sdktrace.ReadOnlySpan) {
 	}
 }
 
+// holdLink keeps l for the server span of trace tid, should it be kept.
+func (t *tailProcessor) holdLink(tid trace.TraceID, l trace.Link) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p := t.held[tid]
+	if p == nil {
+		if len(t.held) >= maxPendingTraces {
+			return
+		}
+		p = &pendingTrace{}
+		t.held[tid] = p
+		t.n.Add(1)
+	}
+	if len(p.links) < maxPendingSpans {
+		p.links = append(p.links, l)
+	}
+}
+
 // decide ends the wait of trace tid: its held spans are exported when
-// keep, dropped otherwise, and so are those still open as they end.
-func (t *tailProcessor) decide(tid trace.TraceID, keep bool) {
+// keep, dropped otherwise, and so are those still open as they end. It
+// returns the links held for its server span.
+func (t *tailProcessor) decide(tid trace.TraceID, keep bool) []trace.Link {
 	if t.n.Load() == 0 {
-		return
+		return nil
 	}
 	t.mu.Lock()
 	p := t.held[tid]
 	if p == nil {
 		t.mu.Unlock()
-		return
+		return nil
 	}
-	spans := p.spans
-	p.spans, p.decided, p.keep = nil, true, keep
+	spans, links := p.spans, p.links
+	p.spans, p.links, p.decided, p.keep = nil, nil, true, keep
 	if p.live <= 0 {
 		delete(t.held, tid)
 		t.n.Add(-1)
@@ -173,6 +193,7 @@ func (t *tailProcessor) decide(tid trace.TraceID, keep bool) {
 			t.next.OnEnd(s)
 		}
 	}
+	return links
 }
 
 func (t *tailProcessor) Shutdown(ctx context.Context) error   { return t.next.Shutdown(ctx) }
@@ -238,7 +259,7 @@ func (t *Telemetry) Decide(ctx context.Context, r *http.Request, start time.Time
 		return ctx, true, noEnd
 	}
 	keep := status >= 500 || (t.slow > 0 && elapsed >= t.slow)
-	t.tail.decide(sc.TraceID(), keep)
+	links := t.tail.decide(sc.TraceID(), keep)
 	if !keep {
 		return ctx, false, noEnd
 	}
@@ -250,7 +271,7 @@ func (t *Telemetry) Decide(ctx context.Context, r *http.Request, start time.Time
 	var kv [maxRequestAttrs]attribute.KeyValue
 	_, span := t.serverTracer.Start(pctx, spanMethod(r.Method),
 		trace.WithSpanKind(trace.SpanKindServer), trace.WithTimestamp(start),
-		trace.WithAttributes(requestAttrs(kv[:0], r)...))
+		trace.WithAttributes(requestAttrs(kv[:0], r)...), trace.WithLinks(links...))
 	why := "error"
 	if status < 500 {
 		why = "slow"
@@ -264,3 +285,18 @@ func (t *Telemetry) Decide(ctx context.Context, r *http.Request, start time.Time
 }
 
 func noEnd(time.Time) {}
+
+// LinkRequest links the server span of ctx (a request's) to l: at once
+// when the span records; for a request whose trace the head sampler
+// dropped, held until Decide, and carried by the server span made again
+// if the trace is kept (a request that waited for a walk, then failed).
+func (t *Telemetry) LinkRequest(ctx context.Context, l trace.Link) {
+	span := trace.SpanFromContext(ctx)
+	if span.IsRecording() {
+		span.AddLink(l)
+		return
+	}
+	if sc := span.SpanContext(); t != nil && t.tail != nil && sc.IsValid() && !sc.IsSampled() {
+		t.tail.holdLink(sc.TraceID(), l)
+	}
+}

@@ -121,3 +121,35 @@ func TestTailSlowOff(t *testing.T) {
 		t.Errorf("kept %v, %d spans: want nothing", kept, len(exp.GetSpans()))
 	}
 }
+
+// TestTailKeepsLinksOfDroppedRequests: a request the head sampler dropped
+// that linked to a walk (LinkRequest) and then failed is kept with the
+// link; one that succeeded leaves nothing behind.
+func TestTailKeepsLinksOfDroppedRequests(t *testing.T) {
+	tel, exp := newTail(t, map[string]string{"OTEL_TRACES_SAMPLER": "always_off"}, time.Second)
+	_, walk := tel.Tracer().Start(KeepTrace(context.Background()), "pms.walk")
+	walk.End()
+	for _, status := range []int{200, 502} {
+		r := httptest.NewRequest("GET", "/v1/properties", nil)
+		ctx, span := tel.StartServerSpan(r)
+		tel.LinkRequest(ctx, trace.Link{SpanContext: walk.SpanContext()})
+		_, kept, end := tel.Decide(ctx, r, time.Now(), status, time.Millisecond)
+		end(time.Now())
+		span.End()
+		if kept != (status == 502) {
+			t.Errorf("%d: kept %v", status, kept)
+		}
+	}
+	var server []tracetest.SpanStub
+	for _, s := range exp.GetSpans() {
+		if s.SpanKind == trace.SpanKindServer {
+			server = append(server, s)
+		}
+	}
+	if len(server) != 1 || len(server[0].Links) != 1 || server[0].Links[0].SpanContext.SpanID() != walk.SpanContext().SpanID() {
+		t.Fatalf("server spans %v: want the 502's, linked to the walk", server)
+	}
+	if n := tel.tail.n.Load(); n != 0 {
+		t.Errorf("%d traces still held", n)
+	}
+}

@@ -66,6 +66,7 @@ var _ upstream.Catalog = (*Cache)(nil)
 type Cache struct {
 	tracer       trace.Tracer // nil: no walk spans (walk.go)
 	lastWalk     lastWalkOf   // the latest walk, for its followers' links
+	linkRequest  func(context.Context, trace.Link)
 	inner        upstream.Catalog
 	load         Loader
 	disabled     bool
@@ -130,6 +131,7 @@ func New(inner upstream.Catalog, cfg Config) *Cache {
 		onPanic:     cfg.OnPanic,
 		metrics:     cfg.Metrics,
 		tracer:      cfg.Tracer,
+		linkRequest: cfg.LinkRequest,
 		key:         cfg.Key,
 	}
 	if c.load == nil {
@@ -155,6 +157,9 @@ func New(inner upstream.Catalog, cfg Config) *Cache {
 	}
 	if c.now == nil {
 		c.now = time.Now
+	}
+	if c.linkRequest == nil {
+		c.linkRequest = func(ctx context.Context, l trace.Link) { trace.SpanFromContext(ctx).AddLink(l) }
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)

@@ -126,4 +126,8 @@ type Config struct {
 	// Tracer makes the root span of each snapshot load (SpanWalk, walk.go);
 	// nil: none.
 	Tracer trace.Tracer
+	// LinkRequest links a request's span to a walk (observability's
+	// Telemetry.LinkRequest, which also keeps the link of a request whose
+	// trace is decided at its end); nil: the span's AddLink.
+	LinkRequest func(context.Context, trace.Link)
 }

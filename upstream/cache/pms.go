@@ -65,7 +65,7 @@ func NewPMS(cfg PMSConfig) (*Cache, error) {
 	}
 	direct := upstream.NewDirect(client, do)
 	c := cfg.Cache
-	c.Logger, c.Metrics, c.Tracer = log, cm, cfg.Telemetry.Tracer()
+	c.Logger, c.Metrics, c.Tracer, c.LinkRequest = log, cm, cfg.Telemetry.Tracer(), cfg.Telemetry.LinkRequest
 	if cfg.WrapLoad != nil {
 		c.Load = cfg.WrapLoad(direct)
 	}

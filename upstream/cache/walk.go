@@ -68,7 +68,7 @@ func (c *Cache) startWalk(ctx context.Context, kind string) (context.Context, fu
 	// Walks are few (one per brand and TTL at most) and what an SRE looks
 	// at first when the PMS misbehaves: each is kept, whatever the sampler.
 	wctx, span := c.tracer.Start(observability.KeepTrace(ctx), SpanWalk, opts...)
-	trace.SpanFromContext(ctx).AddLink(trace.Link{SpanContext: span.SpanContext(), Attributes: linkWalk})
+	c.linkRequest(ctx, trace.Link{SpanContext: span.SpanContext(), Attributes: linkWalk})
 	c.lastWalk.Store(&walkLinks{walk: span.SpanContext(), leader: caller})
 	return wctx, func(err error) {
 		if err != nil {
@@ -82,14 +82,13 @@ func (c *Cache) startWalk(ctx context.Context, kind string) (context.Context, fu
 // linkFollower links the span of ctx, a request that joined a load in
 // flight, to that load's walk and to the request that leads it.
 func (c *Cache) linkFollower(ctx context.Context) {
-	span := trace.SpanFromContext(ctx)
-	if !span.IsRecording() {
+	if c.tracer == nil || !trace.SpanContextFromContext(ctx).IsValid() {
 		return
 	}
 	if l := c.lastWalk.Load(); l != nil {
-		span.AddLink(trace.Link{SpanContext: l.walk, Attributes: linkWalk})
+		c.linkRequest(ctx, trace.Link{SpanContext: l.walk, Attributes: linkWalk})
 		if l.leader.IsValid() {
-			span.AddLink(trace.Link{SpanContext: l.leader, Attributes: linkLeader})
+			c.linkRequest(ctx, trace.Link{SpanContext: l.leader, Attributes: linkLeader})
 		}
 	}
 }
