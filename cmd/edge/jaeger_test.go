@@ -92,6 +92,7 @@ type jTrace struct {
 	Spans     []jSpan
 	Processes map[string]struct {
 		ServiceName string `json:"serviceName"`
+		Tags        []jTag
 	}
 }
 
@@ -445,6 +446,7 @@ func TestJaegerTraceTrees(t *testing.T) {
 	ok1 := t.Run("ratio 1", func(t *testing.T) { traceTreesAtRatio1(t, j, simTel, trees) })
 	ok0 := t.Run("ratio 0", func(t *testing.T) { traceTreesAtRatio0(t, j, simTel, trees) })
 	t.Run("ratio 0.01", func(t *testing.T) { tracesAtRatio001(t, j, simTel) })
+	t.Run("metrics to a traces-only backend", func(t *testing.T) { metricsRefused(t, j, simTel) })
 	if ok1 && ok0 {
 		trees.check(t)
 	}
@@ -519,6 +521,16 @@ func traceTreesAtRatio1(t *testing.T, j *jaeger, simTel *observability.Telemetry
 		if !ok || p.service != "partner-edge" || p.parent() != list[0].SpanID {
 			t.Errorf("simulator span %s is not under an attempt's client span", s.OperationName)
 		}
+	}
+
+	// The resource tells the instance and the brand.
+	proc := req.Processes[server.ProcessID]
+	res := map[string]string{}
+	for _, tag := range proc.Tags {
+		res[tag.Key] = fmt.Sprint(tag.Value)
+	}
+	if res["service.instance.id"] != "edge-ratio-1" || res["partner_edge.brand"] != "aurora" {
+		t.Errorf("resource %v: want service.instance.id edge-ratio-1, partner_edge.brand aurora", res)
 	}
 
 	// A cached hit: one server span.
@@ -713,4 +725,34 @@ func tracesAtRatio001(t *testing.T, j *jaeger, simTel *observability.Telemetry) 
 	if keptOK > 10 {
 		t.Errorf("%d of 200 200s kept at ratio 0.01: want about 2", keptOK)
 	}
+}
+
+// metricsRefused: pointed at Jaeger with OTEL_EXPORTER_OTLP_ENDPOINT alone,
+// the edge also pushes metrics, which Jaeger refuses; each failure is a
+// rate-limited JSON WARN line on stderr naming the signal and the
+// endpoint, and nothing else of the SDK's is written.
+func metricsRefused(t *testing.T, j *jaeger, simTel *observability.Telemetry) {
+	t.Setenv("OTEL_METRICS_EXPORTER", "")
+	t.Setenv("OTEL_METRIC_EXPORT_INTERVAL", "200")
+	e := startTraceEdge(t, j, simTel, map[string]string{"EDGE_CACHE_TTL": "1h", "EDGE_CACHE_STALE": "2h",
+		"OTEL_METRICS_EXPORTER": ""})
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		for l := range strings.SplitSeq(e.s.stderr.String(), "\n") {
+			var m map[string]any
+			if json.Unmarshal([]byte(l), &m) == nil && m["msg"] == "telemetry export failed" {
+				if m["level"] != "WARN" || m["signal"] != "metrics" || m["endpoint"] != "http://"+j.otlp {
+					t.Errorf("telemetry failure line %s: want WARN, signal metrics, endpoint http://%s", l, j.otlp)
+				}
+				for l := range strings.SplitSeq(strings.TrimSpace(e.s.stderr.String()), "\n") {
+					if !json.Valid([]byte(l)) {
+						t.Errorf("a line of stderr is not JSON: %q", l)
+					}
+				}
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond) // poll: the metric reader's interval is the outside event
+	}
+	t.Fatalf("no telemetry failure line on stderr:\n%s", e.s.stderr.String())
 }
