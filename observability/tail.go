@@ -39,10 +39,11 @@ const (
 	maxPendingSpans  = 512
 )
 
-// tailSampler is the configured (head) sampler, but a span started under a
-// local parent that is not sampled (a request whose head decision dropped
-// it) records, sampled, until its request decides; and the server span
-// Decide makes again is kept.
+// tailSampler is the configured (head) sampler for roots and spans of a
+// remote parent; a span started under a local parent records, sampled
+// (under a request whose head decision dropped it: held until the request
+// decides); the server span Decide makes again, and a root under KeepTrace,
+// are kept.
 type tailSampler struct{ head sdktrace.Sampler }
 
 func (s tailSampler) ShouldSample(p sdktrace.SamplingParameters) sdktrace.SamplingResult {
@@ -53,7 +54,11 @@ func (s tailSampler) ShouldSample(p sdktrace.SamplingParameters) sdktrace.Sampli
 	if _, ok := p.ParentContext.Value(forcedIDsKey{}).(forcedIDs); ok {
 		return sdktrace.SamplingResult{Decision: sdktrace.RecordAndSample, Tracestate: psc.TraceState()}
 	}
-	if psc.IsValid() && !psc.IsRemote() && !psc.IsSampled() {
+	// A span under a local parent follows it, sampled or held: the head
+	// decision is the request's (or the walk's), made once at its root,
+	// whatever the sampler (traceidratio and always_off, which are not
+	// parent-based, would otherwise cut a kept trace's PMS attempts out).
+	if psc.IsValid() && !psc.IsRemote() {
 		return sdktrace.SamplingResult{Decision: sdktrace.RecordAndSample, Tracestate: psc.TraceState()}
 	}
 	return s.head.ShouldSample(p)
