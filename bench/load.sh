@@ -66,7 +66,9 @@ wait_for() {
 # by default (no line for a 200): at info every request writes a JSON line,
 # which measures the log sink as much as the edge (LOG_LEVEL=info to see it).
 start_edge() {
-	EDGE_ADDR=127.0.0.1:$1 EDGE_ADMIN_ADDR=off EDGE_LOG_LEVEL=$LOG_LEVEL EDGE_CACHE_TTL=$2 \
+	# env -u: EDGE_PORT is this script's setting, not the edge's, which
+	# refuses every EDGE_* variable it does not read (docs/operations.md).
+	env -u EDGE_PORT EDGE_ADDR=127.0.0.1:$1 EDGE_ADMIN_ADDR=off EDGE_LOG_LEVEL=$LOG_LEVEL EDGE_CACHE_TTL=$2 \
 		"$work/edge" >"$work/$3.out" 2>"$work/$3.err" &
 	pids+=($!)
 	for _ in $(seq 100); do

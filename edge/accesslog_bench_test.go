@@ -16,7 +16,7 @@ import (
 	"github.com/partner-edge/partner-edge/observability"
 )
 
-// BenchmarkAccessLogSlowOutput is issue 18's acceptance 4, the latency
+// BenchmarkAccessLogSlowOutput is bench/README.md's slow-output row, the latency
 // half: cached gets over loopback keep-alive, one at a time, with the
 // access log (cmd/edge's JSON logger over an observability.LogBuffer) going
 // to a fast output (io.Discard) or to a pipe whose reader takes 10 lines a

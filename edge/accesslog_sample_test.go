@@ -26,7 +26,7 @@ func accessLines(t *testing.T, h *harness) map[int]int {
 	return n
 }
 
-// Issue 18: sampling of the access log is an explicit setting that only
+// docs/operations.md: sampling of the access log is an explicit setting that only
 // ever leaves out successful lines; by default every request is logged.
 func TestAccessLogSampling(t *testing.T) {
 	for _, tc := range []struct {

@@ -27,12 +27,12 @@ const (
 // (403): suspension, brand, scope and test-mode availability, in that order
 // (docs/contract.md sections 2 and 3). The key goes into the request state.
 // First of all, a client address past its failed authentications is
-// refused (ratelimit.go), and a 401 INVALID_API_KEY counts against it.
+// refused (quota.go), and a 401 INVALID_API_KEY counts against it.
 func (s *server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var bucket ratelimit.Key // the failed-auth throttle's bucket of the client address
 		if s.hasAuthLimit {
-			bucket = stateFrom(r.Context()).client.throttleKey()
+			bucket = stateFrom(r.Context()).client.ThrottleKey()
 			if s.authThrottled(w, r, bucket) {
 				return
 			}

@@ -96,7 +96,7 @@ func TestKeyAuthorisation(t *testing.T) {
 	})
 }
 
-// Acceptance 3 of issue 2: grants, and modes kept apart.
+// docs/contract.md section 3: grants, and modes kept apart.
 func TestPropertyAuthorisation(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
 	all := activeIDs(t, h.live, testBrand)

@@ -28,7 +28,7 @@ func (s *countingStore) Lookup(token string) (*keys.Key, bool) {
 
 func wrongKey(t testing.TB) string { return "svc_live_" + randomAlnum(t, 32) }
 
-// Issue 11, acceptance 4: 30 wrong keys from one address within a minute
+// docs/contract.md section 10: 30 wrong keys from one address within a minute
 // get 429 with Retry-After once the limit (20) is passed, and from then on
 // the key store is not consulted; a valid key from another address is
 // served; time lets the address try again.
@@ -167,7 +167,7 @@ func logHas(t *testing.T, h *harness, field, value string) bool {
 	return false
 }
 
-// Issue 27, acceptance 2: with EDGE_AUTH_FAIL_LIMIT=20 and three instances
+// docs/contract.md section 16: with EDGE_AUTH_FAIL_LIMIT=20 and three instances
 // sharing the throttle through one real redis-server (redislimit, each
 // instance on its own client), one address sending wrong keys to the
 // instances in turn gets 429 by its 25th failure within the minute, and

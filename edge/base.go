@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/partner-edge/partner-edge/edge/internal/clientaddr"
 	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/upstream"
 	"go.opentelemetry.io/otel/trace"
@@ -67,7 +68,7 @@ func (s *server) withState(next http.Handler) http.Handler {
 		if !s.realClock {
 			started = time.Now()
 		}
-		st.ctx.Context, st.ctx.st, st.ctx.deadline = parent, st, started.Add(d)
+		st.ctx.init(parent, st, started.Add(d))
 		defer st.ctx.stop()
 		next.ServeHTTP(&st.w, r.WithContext(&st.ctx))
 	})
@@ -126,4 +127,13 @@ func validCorrelationID(s string) bool {
 		}
 	}
 	return true
+}
+
+// resolveClient records the request's client address in its state, before
+// anything logs or limits by it.
+func (s *server) resolveClient(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		stateFrom(r.Context()).client = clientaddr.Resolve(r, s.cfg.TrustedProxies)
+		next.ServeHTTP(w, r)
+	})
 }

@@ -29,7 +29,7 @@ func BenchmarkUnknownQuery64KB(b *testing.B) {
 // 64 KB query of unknown names at once over loopback, and meanwhile asks
 // /v1/health every 10 ms. It reports the slowest and the median health
 // answer (health-max-ms, health-p99-ms, health-p50-ms): acceptance 5 of
-// issue 11 wants the slowest under 100 ms on the project's 2-core machine.
+// docs/contract.md section 10 wants the slowest under 100 ms on the project's 2-core machine.
 // The load generator shares the process (and GOMAXPROCS) with the edge;
 // it writes prebuilt requests on open connections to keep its own share
 // small. Compare runs on an otherwise idle machine.

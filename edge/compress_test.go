@@ -21,7 +21,7 @@ func sameAnswer(a, b []byte) bool {
 	return bytes.Equal(norm(a), norm(b))
 }
 
-// Issue 29, acceptance 3: with Accept-Encoding gzip and zstd, lists (a
+// docs/contract.md section 18: with Accept-Encoding gzip and zstd, lists (a
 // pre-joined page, compressed once, and a page filtered by a key's grants,
 // compressed per request) and gets come compressed and decode to the same
 // bytes as the plain answer; Content-Length is the compressed length;

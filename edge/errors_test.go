@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	if code == 0 {
-		// Every goroutine a request started has ended (issue 3, acceptance 7).
+		// Every goroutine a request started has ended (docs/resilience.md).
 		if err := goleak.Find(); err != nil {
 			fmt.Fprintf(os.Stderr, "FAIL: goroutines left behind: %v\n", err)
 			code = 1

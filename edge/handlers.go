@@ -89,7 +89,7 @@ func handleGetProperty(rs responder, cats catalogs) http.Handler {
 		}
 		key := Key(r.Context())
 		if !key.CanSee(id) {
-			rs.fail(w, r, propertyNotFound(id))
+			rs.fail(w, r, propertyNotFound())
 			return
 		}
 		item, err := cats.of(key).Property(r.Context(), id)
@@ -101,8 +101,10 @@ func handleGetProperty(rs responder, cats catalogs) http.Handler {
 	})
 }
 
-func propertyNotFound(id string) *problem.Error {
-	return problem.New(problem.PropertyNotFound, "No property %s is available to this API key.", id)
+// propertyNotFound is a get of an id the key cannot see, worded as the
+// PMS's own 404 is (upstreamProblems): a partner cannot tell which.
+func propertyNotFound() *problem.Error {
+	return problem.New(problem.PropertyNotFound, propertyNotFoundDetail)
 }
 
 // page is one page of a list, with the numbers of its pagination object.

@@ -44,7 +44,7 @@ func attackerJWKS(t testing.TB) (*httptest.Server, jose.JSONWebKey) {
 	return srv, key
 }
 
-// TestForgedTokenBehindRedirect (issue 28 finding 1, docs/contract.md section
+// TestForgedTokenBehindRedirect (docs/contract.md section
 // 17): a hostile https issuer whose jwks_uri answers 302 to a plain-http
 // URL on another host serving the attacker's keys. The edge must not
 // follow it: a token signed by the attacker's key answers 401

@@ -59,7 +59,7 @@ func (wt *waitTimer) count() int {
 	return len(wt.asked)
 }
 
-// TestHangingIssuerShedsNoOne (issue 28 finding 2, docs/contract.md section 17)
+// TestHangingIssuerShedsNoOne (docs/contract.md section 17)
 // over real HTTP: the issuer's JWKS hangs; 1,100 concurrent tokens of
 // unknown kids from one address wait for the one fetch in flight without
 // holding load-shedding slots (EDGE_MAX_CONCURRENT at its default, 1024),
@@ -159,7 +159,7 @@ func TestHangingIssuerShedsNoOne(t *testing.T) {
 	wantOK(t, req, h.do(req))
 }
 
-// TestKeyPublishedAfterStartAccepted (issue 28 finding 3, docs/contract.md
+// TestKeyPublishedAfterStartAccepted (docs/contract.md
 // section 17): the fetch at start is not a refetch, so a token signed by a
 // key the issuer publishes 1 s after the edge started is answered 200 on
 // its first use.

@@ -18,7 +18,7 @@ func (o *outcomeTB) Helper()                      {}
 func (o *outcomeTB) Fatalf(f string, args ...any) { o.failed = fmt.Sprintf(f, args...) }
 func (o *outcomeTB) Skipf(f string, args ...any)  { o.skipped = fmt.Sprintf(f, args...) }
 
-// Issue 29, finding 8: without node or `npm ci --prefix .ci/oidc` the token
+// docs/contract.md section 18: without node or `npm ci --prefix .ci/oidc` the token
 // tests fail under CI=true and otherwise skip saying what to run; with both
 // they run.
 func TestNeedOIDCFailsUnderCI(t *testing.T) {

@@ -17,13 +17,17 @@ type upstreamProblem struct {
 	retryAfter bool
 }
 
+// propertyNotFoundDetail is PROPERTY_NOT_FOUND's detail, whichever of the
+// snapshot or the PMS said so.
+const propertyNotFoundDetail = "No property with this id is available to this API key."
+
 // upstreamProblems is the one table from upstream.Kind to what a partner
 // sees (docs/contract.md section 7, 10 and 11). upstream.Canceled is absent: a partner
 // who left gets no answer (see problemOf). A kind absent from the table
 // answers as upstream.Internal.
 var upstreamProblems = map[upstream.Kind]upstreamProblem{
 	upstream.NotFound: {code: problem.PropertyNotFound,
-		detail: "No property with this id is available to the API key."},
+		detail: propertyNotFoundDetail},
 	upstream.Unavailable: {code: problem.ServiceUnavailable, retryAfter: true,
 		detail: "A system behind the API is temporarily unavailable. Retry after the number of seconds in Retry-After."},
 	upstream.Timeout: {code: problem.GatewayTimeout,

@@ -57,7 +57,7 @@ func expectedList(t testing.TB, sim *pmsim.Sim, brand string) expected {
 	return e
 }
 
-// Acceptance 4 of issue 2, with the simulator paging in pieces of 3.
+// Paging (docs/contract.md section 5), with the simulator paging in pieces of 3.
 func TestPagination(t *testing.T) {
 	h := newHarness(t, harnessOptions{pageSize: 3})
 	want := expectedList(t, h.live, testBrand)

@@ -32,7 +32,7 @@ func cached(t *testing.T, ttl time.Duration) func(live, sandbox upstream.Catalog
 	}
 }
 
-// Issue 8, acceptance 1: from cold, 10,000 gets of random unknown UUIDs
+// docs/contract.md section 11: from cold, 10,000 gets of random unknown UUIDs
 // from 20 concurrent clients through the real edge are all 404
 // PROPERTY_NOT_FOUND, and the PMS sees one list walk (4 pages of 10 at
 // most 5 requests) plus at most 5 other calls.
@@ -66,7 +66,7 @@ func TestUnknownIDFloodFromCold(t *testing.T) {
 	}
 }
 
-// Issue 8, acceptance 5: a PMS shedding load with Retry-After, and no
+// docs/contract.md section 11: a PMS shedding load with Retry-After, and no
 // cached data: 503 with the PMS's Retry-After clamped to 1..60 s, and no
 // further PMS call before it has passed.
 func TestPMSSheddingReachesPartner(t *testing.T) {
@@ -104,7 +104,7 @@ func (p *panicky) Snapshot(ctx context.Context) (*upstream.Snapshot, error) {
 	return p.Catalog.Snapshot(ctx)
 }
 
-// Issue 8, acceptance 3 at the edge: a panicking load answers 500
+// docs/contract.md section 11 at the edge: a panicking load answers 500
 // INTERNAL_ERROR (no panic text), the next request loads again and is
 // served, and the process goes on (goleak runs after the suite).
 func TestPanickingLoadAnswers500(t *testing.T) {

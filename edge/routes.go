@@ -49,7 +49,7 @@ func (s *server) routes() http.Handler {
 		// The documentation site: public pages outside /v1 and its rules.
 		r.Mount(s.cfg.DocsPath, http.StripPrefix(s.cfg.DocsPath, s.cfg.Docs))
 	}
-	if s.oauth != nil { // RFC 9728; outside /v1 and its checks (oauth.go)
+	if s.oauth != nil { // RFC 9728; outside /v1 and its checks (tokenauth.go)
 		r.Method(http.MethodGet, resourceMetadataPath, s.handleResourceMetadata())
 	}
 	r.Group(func(r chi.Router) {

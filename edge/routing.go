@@ -30,6 +30,12 @@ func (s *server) notFound(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if strings.EqualFold(p, "/v1") {
+		// The contract keeps /v1 a 404 (docs/contract.md section 1), but a
+		// partner one slash away from the API root is told so.
+		s.fail(w, r, problem.New(problem.RouteNotFound, "No endpoint exists at this path. The API root is /v1/, with its slash."))
+		return
+	}
 	s.fail(w, r, problem.New(problem.RouteNotFound, "No endpoint exists at this path."))
 }
 

@@ -1,12 +1,14 @@
 package edge_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/partner-edge/partner-edge/problem"
+	"github.com/partner-edge/partner-edge/upstream"
 )
 
 // docs/contract.md section 1.
@@ -159,5 +161,43 @@ func TestHealth(t *testing.T) {
 	req := request{path: "/v1/health", headers: map[string][]string{"Svc-Correlation-Id": {"abc-123"}}}
 	if got := h.do(req).header.Get("Svc-Correlation-Id"); got != "abc-123" {
 		t.Errorf("health did not echo a valid correlation id: %q", got)
+	}
+}
+
+// /v1 without its slash stays 404 ROUTE_NOT_FOUND (docs/contract.md
+// section 1), and its detail points at the API root; other unknown paths
+// get the plain detail.
+func TestRouteNotFoundHintsAtTheRoot(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	for path, hint := range map[string]bool{"/v1": true, "/V1": true, "/v2": false, "/v1/hotels": false} {
+		req := request{path: path, key: "live"}
+		p := wantProblem(t, req, h.do(req), problem.RouteNotFound)
+		if got := strings.Contains(p.Detail, "/v1/"); got != hint {
+			t.Errorf("%s: detail %q, naming /v1/: %v, want %v", path, p.Detail, got, hint)
+		}
+	}
+}
+
+// notFoundCatalog is a PMS that knows no property by id.
+type notFoundCatalog struct{ upstream.Catalog }
+
+func (notFoundCatalog) Property(context.Context, string) (*upstream.Item, error) {
+	return nil, &upstream.Error{Kind: upstream.NotFound}
+}
+
+// PROPERTY_NOT_FOUND reads the same whether the key may not see the id or
+// the PMS does not know it: a partner cannot tell which (docs/contract.md
+// section 3).
+func TestPropertyNotFoundWordedOnce(t *testing.T) {
+	h := newHarness(t, harnessOptions{catalogs: func(live, sb upstream.Catalog) (upstream.Catalog, upstream.Catalog) {
+		return notFoundCatalog{live}, sb
+	}})
+	ids := activeIDs(t, h.live, testBrand)
+	unknown := request{path: "/v1/properties/" + ids[0], key: "live"}
+	byPMS := wantProblem(t, unknown, h.do(unknown), problem.PropertyNotFound)
+	other := request{path: "/v1/properties/" + ids[5], key: "granted"} // granted ids[:3]
+	byKey := wantProblem(t, other, h.do(other), problem.PropertyNotFound)
+	if byPMS.Detail != byKey.Detail {
+		t.Errorf("PROPERTY_NOT_FOUND worded twice:\n the PMS's 404: %q\n the key's grant: %q", byPMS.Detail, byKey.Detail)
 	}
 }

@@ -1,7 +1,9 @@
 // Package edge is the HTTP face of the partner API: routing, middleware
-// (request id, correlation id, authentication, validation, content
-// negotiation) and handlers. Serving it (TLS, lifecycle) is
-// edge/listener's; the limits it applies are edge/ratelimit's.
+// (the request's state and deadline, access log, authentication by key or
+// token, quotas, header and query checks, content negotiation), handlers,
+// and the answers they write (JSON, compressed, or problem+json). Serving
+// it (TLS, lifecycle) is edge/listener's; the limits it applies are
+// edge/ratelimit's; a request's client address is edge/internal/clientaddr's.
 package edge
 
 import (

@@ -72,7 +72,7 @@ func authGet(url, token string) (*http.Response, []byte, error) {
 	return res, body, err
 }
 
-// Issue 11: past EDGE_MAX_CONCURRENT requests in progress the edge answers
+// docs/contract.md section 10: past EDGE_MAX_CONCURRENT requests in progress the edge answers
 // 503 SERVICE_UNAVAILABLE with Retry-After: 1 at once, while health is still
 // served; once a slot frees, requests are served again.
 func TestShedPastTheCap(t *testing.T) {
@@ -144,7 +144,7 @@ func TestShedDisabled(t *testing.T) {
 	}
 }
 
-// Issue 11: one overall deadline per request. A PMS that never answers is a
+// docs/contract.md section 10: one overall deadline per request. A PMS that never answers is a
 // 504 GATEWAY_TIMEOUT at Config.RequestTimeout (default 10 s), measured on
 // the bubble's fake clock.
 func TestRequestDeadline(t *testing.T) {

@@ -2,9 +2,11 @@ package edge
 
 import (
 	"context"
+	"net/netip"
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/partner-edge/partner-edge/edge/internal/clientaddr"
 	"github.com/partner-edge/partner-edge/edge/keys"
 	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/problem"
@@ -20,11 +22,11 @@ type state struct {
 	correlationID string    // the caller's, when valid; "" otherwise
 	correlationOK bool      // no Svc-Correlation-Id, or a valid one
 	key           *keys.Key
-	keyID         string       // the key's (or token client's) id once identified, before authorisation: refusals log it too (docs/contract.md section 17)
-	authMethod    string       // authMethodAPIKey or authMethodOAuth, once a credential was sent
-	client        clientAddr   // resolved client address (clientaddr.go)
-	code          problem.Code // the problem answered, if any
-	cause         error        // the problem's underlying cause, for logs
+	keyID         string          // the key's (or token client's) id once identified, before authorisation: refusals log it too (docs/contract.md section 17)
+	authMethod    string          // authMethodAPIKey or authMethodOAuth, once a credential was sent
+	client        clientaddr.Addr // resolved client address (resolveClient)
+	code          problem.Code    // the problem answered, if any
+	cause         error           // the problem's underlying cause, for logs
 	w             statusWriter
 	idHeader      [1]string               // backs the Svc-Request-Id header value
 	callerIDs     upstream.CallerIDs      // the ids above, answered by pointer for upstream.CallerIDsKey (no boxing per PMS call)
@@ -63,3 +65,62 @@ type statusWriter struct {
 
 // Status is the status written so far (0 when nothing was written).
 func (sw *statusWriter) Status() int { return sw.StatusCode }
+
+// DefaultRequestTimeout is Config.RequestTimeout's default (operations.md
+// EDGE_REQUEST_TIMEOUT).
+const DefaultRequestTimeout = 10 * time.Second
+
+// reqContext is the context of one request, embedded in its state, so the
+// request's values cost one link instead of a chain of them. It answers
+// the state (stateFrom), the caller ids the upstream client sends
+// (upstream.CallerIDsKey), the cache's slot and chi's routing context from
+// the state itself, over context.WithDeadline's context for the request's
+// one overall deadline, Config.RequestTimeout after it started: PMS calls,
+// their retries and waits for a shared cache load all run under it, and a
+// request still waiting when it passes answers 504 GATEWAY_TIMEOUT
+// (problemOf).
+type reqContext struct {
+	context.Context // context.WithDeadline over net/http's, with the span
+	st              *state
+	cancel          context.CancelFunc
+}
+
+// init sets c for st with the request's deadline.
+func (c *reqContext) init(parent context.Context, st *state, deadline time.Time) {
+	c.Context, c.cancel = context.WithDeadline(parent, deadline)
+	c.st = st
+}
+
+// Value answers the state and the caller ids; every other key is the
+// deadline context's, so that a context derived from this one finds the
+// cancellation it is tied to and needs no goroutine to follow it.
+func (c *reqContext) Value(key any) any {
+	switch key.(type) {
+	case stateKey:
+		return c.st
+	case upstream.CallerIDsKey:
+		return &c.st.callerIDs
+	case observability.CacheSlotKey:
+		return &c.st.cache
+	}
+	if key == chi.RouteCtxKey {
+		return c.st.route
+	}
+	return c.Context.Value(key)
+}
+
+func (c *reqContext) String() string { return "edge.reqContext" }
+
+// stop releases the deadline's timer: the request has been answered.
+func (c *reqContext) stop() { c.cancel() }
+
+// ParseTrustedProxies reads EDGE_TRUSTED_PROXIES (clientaddr.ParseTrusted):
+// comma-separated CIDRs (a bare address is a single host). Empty means
+// none. The error names the entry that is not a CIDR.
+func ParseTrustedProxies(s string) ([]netip.Prefix, error) { return clientaddr.ParseTrusted(s) }
+
+// ClientAddress returns the request's client address as the edge resolved
+// it (docs/contract.md section 10: X-Forwarded-For believed only from trusted
+// proxies), or "" outside the edge. Logs, traces and the failed-auth
+// throttle use it.
+func ClientAddress(ctx context.Context) string { return stateFrom(ctx).client.String() }

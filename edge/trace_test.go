@@ -37,7 +37,7 @@ const (
 	parentSpan  = "00f067aa0ba902b7"
 )
 
-// Issue 4, acceptance 1: one trace from the partner's parent to the PMS.
+// docs/observability.md: one trace from the partner's parent to the PMS.
 func TestOneTracePartnerToPMS(t *testing.T) {
 	tel, simTel, exp := newTelemetry(t)
 	h := newHarness(t, harnessOptions{tel: tel, simTel: simTel})
@@ -141,7 +141,7 @@ func TestOneTracePartnerToPMS(t *testing.T) {
 	}
 }
 
-// Issue 4, acceptance 2: the W3C trace-context vectors at the edge: valid
+// docs/observability.md: the W3C trace-context vectors at the edge: valid
 // ones continue, invalid ones start a fresh trace, none yields a 4xx.
 func TestTraceparentVectors(t *testing.T) {
 	tel, simTel, exp := newTelemetry(t)

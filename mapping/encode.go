@@ -65,11 +65,7 @@ const hexDigits = "0123456789abcdef"
 // with HTML escaping on (json.Marshal's default): '"' and '\\' escaped,
 // \b \f \n \r \t short, other control bytes and < > & as \u00XX, invalid
 // UTF-8 as \ufffd, U+2028 and U+2029 as \u2028 and \u2029.
-//
-// observability's appendJSONString (jsonline.go) shares its loop: they stay
-// apart because mapping and observability import nothing of ours
-// (docs/architecture.md), and their rules differ (HTML escaping here, \b
-// and \f short here, none of it in slog's).
+
 func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0

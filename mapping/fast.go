@@ -10,7 +10,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// The fast path of MapRaw (issue 31): one pass of a jsontext.Decoder over
+// The fast path of MapRaw (bench/README.md, "The PMS path"): one pass of a jsontext.Decoder over
 // the record, no reflection, and only the strings a Property keeps are
 // allocated. It takes the plain records a PMS sends: every known field at
 // most once, spelled exactly, its value of the expected JSON type, names

@@ -316,8 +316,8 @@ func undecodableCases() []mapCase {
 		bad("bool", `true`, ""),
 		bad("truncated object", `{"hotel_id":"`+baseID+`","display_name":"A`, ""),
 		bad("trailing data", string(record())+` {}`, ""),
-		bad("hotel_id a number", string(record(set("hotel_id", 42))), ""),
-		bad("hotel_id an object", string(record(set("hotel_id", map[string]any{"v": baseID}))), ""),
+		bad("hotel_id a number", string(record(set("hotel_id", 42))), "42"),
+		bad("hotel_id an object", string(record(set("hotel_id", map[string]any{"v": baseID}))), `{"v":"`+baseID+`"}`), // its JSON text: one rejection per record
 		bad("display_name a number", string(record(set("display_name", 7))), baseID),
 		bad("display_name an array", string(record(set("display_name", []string{"A"}))), baseID),
 		bad("brand_code a bool", string(record(set("brand_code", true))), baseID),

@@ -24,7 +24,7 @@ func tooLongCases() []mapCase {
 	}
 }
 
-// Issue 17 finding 5: a 7 MB PMS name is never mapped (so never served);
+// docs/contract.md section 15: a 7 MB PMS name is never mapped (so never served);
 // the rejection's reason is too_long.
 func TestOversizedFieldsRejected(t *testing.T) {
 	for _, tc := range tooLongCases() {

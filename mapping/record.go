@@ -69,16 +69,21 @@ func reject(id string, reason Reason) *Rejection {
 
 // Decode parses one record. A record that is not a JSON object of the
 // expected field types is a *Rejection with ReasonUndecodable; unknown fields
-// are ignored.
+// are ignored. Its id is hotel_id as sent: the string, or, when hotel_id is
+// of another JSON type, its JSON text (so that forty records whose ids
+// changed type are forty rejections, not one of an empty id).
 func Decode(raw []byte) (HotelRecord, error) {
 	var rec HotelRecord
 	// json.Unmarshal takes null as an empty object; a null record is not one.
 	if err := json.Unmarshal(raw, &rec); err != nil || string(bytes.TrimSpace(raw)) == "null" {
 		var probe struct {
-			HotelID any `json:"hotel_id"`
+			HotelID json.RawMessage `json:"hotel_id"`
 		}
 		_ = json.Unmarshal(raw, &probe)
-		id, _ := probe.HotelID.(string)
+		var id string
+		if json.Unmarshal(probe.HotelID, &id) != nil && string(probe.HotelID) != "null" {
+			id = string(probe.HotelID)
+		}
 		return HotelRecord{}, reject(id, ReasonUndecodable)
 	}
 	return rec, nil

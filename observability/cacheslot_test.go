@@ -24,7 +24,7 @@ func (c *slotCtx) Value(k any) any {
 	return c.Context.Value(k)
 }
 
-// Issue 21: the request duration carries the cache outcome the cache
+// docs/operations.md, "Production kit": the request duration carries the cache outcome the cache
 // reported for that request (the first one), so the latency SLO can tell
 // hits from misses; requests the cache did not answer carry none. Shed
 // requests and TLS reloads are counted.

@@ -17,7 +17,7 @@ import (
 // second under load, and its fixed cost per cycle (stacks, roots, its
 // workers' wake-ups, write barriers while it marks) was the largest single
 // cost of a cached answer after the system calls. bench/run measured a
-// cached get at 42.5 µs of CPU before issue 18's changes and 31.7 µs after,
+// cached get at 42.5 µs of CPU before the access-log and GC work and 31.7 µs after,
 // this the largest of them (bench/README.md). Why not a fixed 400, which
 // it was first: a brand of 50,000 hotels is a live heap of about 60 MB,
 // and five times that put bench/run's brand-scale RSS at 270 MiB; with

@@ -153,7 +153,7 @@ func TestRedactLevelUnchanged(t *testing.T) {
 	}
 }
 
-// Issue 29, finding 8: durations are logged as text ("30s"), not raw
+// docs/contract.md section 18: durations are logged as text ("30s"), not raw
 // nanoseconds ("interval":30000000000), by the JSON logger's fast path, by
 // its fallback (a record with a float goes to JSONHandler), and as text.
 func TestDurationsLoggedAsText(t *testing.T) {

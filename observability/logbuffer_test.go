@@ -163,7 +163,7 @@ func TestLogBufferWritesFullBuffers(t *testing.T) {
 	})
 }
 
-// Acceptance 4 of issue 18, the writer's half: an output that does not
+// A slow log output (bench/README.md, AccessLogSlowOutput), the writer's half: an output that does not
 // keep up never blocks Write; lines that find no room are dropped and
 // counted; once the output moves again, the buffered lines are written in
 // order and written+dropped accounts for every line.

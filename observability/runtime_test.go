@@ -20,7 +20,7 @@ import (
 
 var emptyScopeLabel = regexp.MustCompile(`otel_scope_[a-z_]*=""`)
 
-// Issue 29, acceptance 4: /metrics carries the Go runtime and the process
+// docs/contract.md section 18: /metrics carries the Go runtime and the process
 // under their conventional names beside the edge's own instruments, no
 // series has an empty otel_scope_* label, and promtool's linter passes on
 // the real scrape.

@@ -149,10 +149,14 @@ func newBreaker(name string, bc BreakerConfig, log *slog.Logger, metrics *PMSMet
 	return b
 }
 
-// execute runs call through the breaker. While open it returns
-// gobreaker.ErrOpenState (or ErrTooManyRequests in half-open) at once.
+// execute runs call through the breaker. While open it returns a
+// *breakerOpenError (gobreaker.ErrOpenState, or ErrTooManyRequests in
+// half-open) at once.
 func (b *breaker) execute(call func() error) error {
 	_, err := b.cb.Execute(func() (struct{}, error) { return struct{}{}, call() })
+	if err != nil && isBreakerOpen(err) {
+		return &breakerOpenError{err: err, wait: b.retryAfter()}
+	}
 	return err
 }
 

@@ -1,8 +1,10 @@
 // Package upstream is the edge's access to the PMS: the HTTP client
 // (transport, paging, bounded walks and bodies), the resilience around it
-// (retries, circuit breaker, budget, deadlines) and Direct, the Catalog that
-// asks the PMS on every call. The read model that caches mapped properties
-// is upstream/cache; sharing walks across a fleet is upstream/fleet.
+// (retries, circuit breaker, deadlines), Classify, the one classifier of
+// its failures, and Direct, the Catalog that asks the PMS on every call.
+// The retry budget is upstream/retrybudget; the read model that caches
+// mapped properties is upstream/cache; sharing walks across a fleet is
+// upstream/fleet.
 //
 // The edge consumes one small interface, Catalog. Layers wrap one another
 // behind it, so handlers never change when a layer is added.

@@ -34,7 +34,7 @@ type PMS interface {
 
 var _ PMS = (*Client)(nil)
 
-// Client calls one PMS (docs/pms-api.md) with the resilience of issue 3.
+// Client calls one PMS (docs/pms-api.md) with the resilience of docs/resilience.md.
 // Each logical call (ListHotels, GetHotel) runs through, outermost first:
 //
 //  1. the call's deadline (CallTimeout, or the caller's if earlier): it
@@ -168,9 +168,10 @@ var acceptJSON = []string{"application/json"}
 // classifies the failure for the caller and records it on span, the call's
 // span, which ctx carries.
 func (c *Client) call(ctx context.Context, span trace.Span, fn func(ctx context.Context) error) error {
-	if c.heldFor() > 0 {
-		e := c.classify(ctx, errHeld)
-		endCall(span, errHeld, e)
+	if wait := c.heldFor(); wait > 0 {
+		held := &heldError{wait: wait}
+		e := Classify(ctx, held, BadGateway)
+		endCall(span, held, e)
 		return e
 	}
 	cctx := ctx
@@ -196,13 +197,10 @@ func (c *Client) call(ctx context.Context, span trace.Span, fn func(ctx context.
 	if errors.As(err, &se) {
 		c.hold(se.wait)
 	}
-	e := c.classify(cctx, err)
+	e := Classify(cctx, err, BadGateway)
 	endCall(span, err, e)
 	return e
 }
-
-// errHeld: no call was made, the PMS asked to be left alone for a while.
-var errHeld = errors.New("pms call held back: the PMS asked to retry later")
 
 // hold keeps every call away from the PMS for d from now.
 func (c *Client) hold(d time.Duration) {

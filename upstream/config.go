@@ -10,6 +10,8 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/partner-edge/partner-edge/upstream/retrybudget"
 )
 
 // Defaults of ClientConfig.
@@ -147,9 +149,9 @@ type RetryConfig struct {
 	// DefaultRetryAfterMax (2 s).
 	RetryAfterMax time.Duration
 	// Budget limits retries across all calls of the client. Nil means
-	// NewRetryBudget(BudgetConfig{}) (20% of recent requests, at least 10
+	// retrybudget.New(retrybudget.Config{}) (20% of recent requests, at least 10
 	// per second).
-	Budget *RetryBudget
+	Budget *retrybudget.Budget
 }
 
 // withDefaults returns cfg with zero values replaced by defaults, or an
@@ -187,7 +189,7 @@ func (cfg ClientConfig) withDefaults() (ClientConfig, *url.URL, error) {
 		cfg.Now = time.Now
 	}
 	if r.Budget == nil {
-		r.Budget = NewRetryBudget(BudgetConfig{Now: cfg.Now})
+		r.Budget = retrybudget.New(retrybudget.Config{Now: cfg.Now})
 	}
 	for _, s := range []struct {
 		name string

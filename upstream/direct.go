@@ -23,6 +23,10 @@ type DirectOptions struct {
 	// or get that read it (its span, for the mapping.rejected event). Nil
 	// means rejections are dropped silently. It may be called concurrently.
 	OnReject func(context.Context, *mapping.Rejection)
+	// OnRecord, when set, sees every record of a list walk as the PMS sent
+	// it, before it is mapped (edge pms check's census of fields). raw is
+	// valid during the call only.
+	OnRecord func(raw []byte)
 }
 
 // Direct is a Catalog that asks the PMS on every call, with no cache. It is

@@ -24,7 +24,7 @@ import (
 // its bound collects its garbage before it returns: the next walk then
 // starts from the process's own footprint instead of stacking on this
 // one's (the collector would let the heap grow to twice what was live at
-// its last cycle, mid-walk: issue 28, finding 5).
+// its last cycle, mid-walk: docs/contract.md section 17).
 func (d *Direct) Properties(ctx context.Context) ([]mapping.Property, time.Time, error) {
 	w, ok := d.pms.(RecordWalker)
 	if !ok {
@@ -36,6 +36,9 @@ func (d *Direct) Properties(ctx context.Context) ([]mapping.Property, time.Time,
 	var held int64
 	g := newHeapGuard(bound)
 	err := w.WalkHotels(ctx, d.opts.Brand, func(raw []byte) error {
+		if d.opts.OnRecord != nil {
+			d.opts.OnRecord(raw)
+		}
 		p, err := mapping.MapRaw(raw, mo)
 		if err != nil {
 			held += rejectionSize
@@ -160,6 +163,9 @@ func (d *Direct) propertiesOf(ctx context.Context) ([]mapping.Property, time.Tim
 	props := make([]mapping.Property, 0, len(raws))
 	mo := d.mapOpts()
 	for _, raw := range raws {
+		if d.opts.OnRecord != nil {
+			d.opts.OnRecord(raw)
+		}
 		p, err := mapping.MapRaw(raw, mo)
 		if err != nil {
 			d.reject(ctx, err)

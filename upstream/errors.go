@@ -74,17 +74,30 @@ func KindOf(err error) Kind {
 	return Internal
 }
 
-// Classify is the one place where the end of a context becomes a kind. err
-// failed a call made under ctx:
+// Classify is the one classifier of PMS failures: every failed call, every
+// attempt's outcome (attemptOutcome) and every error the edge answers
+// (edge's problemOf) goes through it. err failed a call made under ctx:
 //   - an *Error in err's chain is returned as is;
+//   - the PMS asked for a pause (a 429 or 503 with a long Retry-After, or
+//     calls held back since), or the circuit breaker refused the call:
+//     Unavailable, with the wait;
+//   - the PMS answered 404 to a get: NotFound;
 //   - ctx cancelled (the caller left, or the process is stopping):
 //     Canceled;
 //   - ctx's deadline passed, or err is a timeout: Timeout;
 //   - anything else: otherwise.
 func Classify(ctx context.Context, err error, otherwise Kind) *Error {
-	var e *Error
-	if errors.As(err, &e) {
+	var (
+		e *Error
+		p pause
+	)
+	switch {
+	case errors.As(err, &e):
 		return e
+	case errors.As(err, &p):
+		return &Error{Kind: Unavailable, RetryAfter: p.retryAfter(), Err: err}
+	case errors.Is(err, errNotFound):
+		return &Error{Kind: NotFound, Err: err}
 	}
 	if err == nil {
 		err = ctx.Err()
@@ -148,6 +161,31 @@ func (e *sheddingError) Error() string {
 	return fmt.Sprintf("pms shed load: status %d, Retry-After %s", e.status, e.wait)
 }
 
+// pause is a failure after which the PMS is not called for a while:
+// sheddingError, heldError, breakerOpenError. Classify makes each
+// Unavailable, with retryAfter as its Retry-After.
+type pause interface{ retryAfter() time.Duration }
+
+func (e *sheddingError) retryAfter() time.Duration { return e.wait }
+
+// heldError: no call was made, the PMS asked to be left alone for a while
+// (Client.hold).
+type heldError struct{ wait time.Duration }
+
+func (e *heldError) Error() string             { return "pms call held back: the PMS asked to retry later" }
+func (e *heldError) retryAfter() time.Duration { return e.wait }
+
+// breakerOpenError: the circuit breaker refused the call
+// (gobreaker.ErrOpenState, or ErrTooManyRequests while half-open).
+type breakerOpenError struct {
+	err  error
+	wait time.Duration // until the breaker lets a probe through
+}
+
+func (e *breakerOpenError) Error() string             { return e.err.Error() }
+func (e *breakerOpenError) Unwrap() error             { return e.err }
+func (e *breakerOpenError) retryAfter() time.Duration { return e.wait }
+
 // errNotFound: the PMS answered 404 to a get. Not a failure of the PMS.
 var errNotFound = errors.New("pms: hotel not found")
 
@@ -185,23 +223,6 @@ const (
 // clampShed bounds a PMS Retry-After to 1..60 s.
 func clampShed(d time.Duration) time.Duration {
 	return min(max(d, minShedWait), maxShedWait)
-}
-
-// classify classifies the failure of one logical call. call is the call's
-// own context (under its deadline, a child of the caller's).
-func (c *Client) classify(call context.Context, err error) *Error {
-	var se *sheddingError
-	switch {
-	case isBreakerOpen(err):
-		return &Error{Kind: Unavailable, RetryAfter: c.breaker.retryAfter(), Err: err}
-	case errors.As(err, &se):
-		return &Error{Kind: Unavailable, RetryAfter: se.wait, Err: err}
-	case errors.Is(err, errHeld):
-		return &Error{Kind: Unavailable, RetryAfter: c.heldFor(), Err: err}
-	case errors.Is(err, errNotFound):
-		return &Error{Kind: NotFound, Err: err}
-	}
-	return Classify(call, err, BadGateway)
 }
 
 // retryAfterAtLeast returns d, but never less than one second.

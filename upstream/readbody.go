@@ -11,7 +11,7 @@ import (
 // to call) and copies once, so a large body costs one allocation of its own
 // size: io.ReadAll would leave about as much again in intermediate chunks,
 // and a list walk at MaxWalkBytes would then need twice its bound in heap
-// before the collector runs (issue 17: 7.6 MB pages).
+// before the collector runs (docs/contract.md section 15: 7.6 MB pages).
 func readBody(r *io.LimitedReader, scratch *bytes.Buffer) ([]byte, error) {
 	limit := r.N - 1
 	scratch.Reset()

@@ -40,7 +40,7 @@ import (
 //     the partner's time. A 429 or 503 with Retry-After that is not
 //     retried, for whatever reason, is a *sheddingError (the PMS asked
 //     for a pause; see Client).
-//   - budget: each retry takes a token from the shared RetryBudget; none
+//   - budget: each retry takes a token from the shared retrybudget.Budget; none
 //     left means no retry.
 //
 // With ClientConfig.Metrics, each attempt is recorded once (see record):
@@ -179,9 +179,11 @@ func (a *attempts) record(ctx context.Context, resp *http.Response, err error) {
 	}
 }
 
-// attemptOutcome classifies how one attempt ended. An unusable 200 answer
-// (answerError) is "ok": the outcome describes the HTTP exchange; the call
-// span's problem code (BAD_GATEWAY) tells the rest.
+// attemptOutcome is how one attempt ended, as a metric label: the status
+// the PMS answered, or, for an attempt without an answer, Classify's kind
+// of its failure. An unusable 200 answer (answerError) is "ok": the outcome
+// describes the HTTP exchange; the call span's problem code (BAD_GATEWAY)
+// tells the rest.
 func attemptOutcome(ctx context.Context, resp *http.Response, err error) PMSOutcome {
 	if err == nil && resp != nil { // the common case, before the targets below escape
 		return OutcomeOfStatus(resp.StatusCode)
@@ -195,11 +197,11 @@ func attemptOutcome(ctx context.Context, resp *http.Response, err error) PMSOutc
 		return OutcomeOfStatus(se.status)
 	case errors.As(err, &ae):
 		return PMSOK
-	case err == nil && resp != nil:
-		return OutcomeOfStatus(resp.StatusCode)
-	case errors.Is(ctx.Err(), context.Canceled):
+	}
+	switch Classify(ctx, err, BadGateway).Kind {
+	case Canceled:
 		return PMSCanceled
-	case ctx.Err() != nil, errors.Is(err, context.DeadlineExceeded), isTimeout(err):
+	case Timeout:
 		return PMSTimeout
 	}
 	return PMSConnection
@@ -370,29 +372,3 @@ func (r retryLogger) Error(msg string, kv ...any) { r.l.Debug("pms attempt: "+ms
 func (r retryLogger) Warn(msg string, kv ...any)  { r.l.Debug("pms attempt: "+msg, kv...) }
 func (r retryLogger) Info(msg string, kv ...any)  { r.l.Debug("pms attempt: "+msg, kv...) }
 func (r retryLogger) Debug(msg string, kv ...any) { r.l.Debug("pms attempt: "+msg, kv...) }
-
-// attemptKey is the context key of the *attempts a request belongs to
-// (withAttempts): ResendCount reads its attempt number, roundTripOnly
-// hands it the attempt's deadline to release.
-type attemptKey struct{}
-
-// ResendCount returns the number of the attempt a request made by the
-// Client is: 0 for the first, 1 for the first retry, and so on (the
-// http.request.resend_count of OpenTelemetry's HTTP conventions). It is
-// meant for a wrapping ClientConfig.Transport, which reads it from
-// req.Context() when RoundTrip starts. Outside a Client's request it is 0.
-func ResendCount(ctx context.Context) int {
-	if a, ok := ctx.Value(attemptKey{}).(*attempts); ok {
-		return int(a.resend.Load())
-	}
-	return 0
-}
-
-func withAttempts(ctx context.Context, a *attempts) context.Context {
-	return context.WithValue(ctx, attemptKey{}, a)
-}
-
-func attemptsFrom(ctx context.Context) *attempts {
-	a, _ := ctx.Value(attemptKey{}).(*attempts)
-	return a
-}

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Issue 8, acceptance 5 (client level): a PMS 503 with Retry-After is
+// docs/contract.md section 11 (client level): a PMS 503 with Retry-After is
 // Unavailable with that wait (clamped to 1..60 s), and no call reaches the
 // PMS before it has passed (on the client's injected clock).
 func TestPMSSheddingHoldsCalls(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"context"
 )
 
-// Fetching ahead (issue 31): a walk's time is the PMS producing each page
+// Fetching ahead (bench/README.md, "The PMS path"): a walk's time is the PMS producing each page
 // plus the edge decoding and mapping it. Fetched one after the other, the
 // two never overlap, although the cursor of the next page is known as
 // soon as a page is decoded: with ClientConfig.WalkAhead (the live edge's

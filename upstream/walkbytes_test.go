@@ -12,7 +12,7 @@ import (
 	"github.com/partner-edge/partner-edge/mapping"
 )
 
-// Issue 17 finding 4 (docs/contract.md section 15): a list walk stops, BAD_GATEWAY, as
+// docs/contract.md section 15: a list walk stops, BAD_GATEWAY, as
 // soon as its pages together pass MaxWalkBytes, whatever the page count.
 func TestListHotelsWalkBytesIsBadGateway(t *testing.T) {
 	f := newFakePMS(t, nil)
@@ -33,7 +33,7 @@ func TestListHotelsWalkBytesIsBadGateway(t *testing.T) {
 	}
 }
 
-// Issue 28 (docs/contract.md section 17): what a walk keeps counts against its bound as
+// docs/contract.md section 17: what a walk keeps counts against its bound as
 // well as what the PMS sends. Empty records are rejected (no id), and
 // each rejection is kept (OnReject): a few bytes sent cost many kept, so
 // the walk fails on what it keeps, long before the bytes sent reach the

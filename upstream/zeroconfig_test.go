@@ -4,13 +4,11 @@ import (
 	"context"
 	"testing"
 	"time"
-
-	"github.com/partner-edge/partner-edge/observability/testkit"
 )
 
 // The zero ClientConfig (but its BaseURL) is usable: every size and
 // duration takes its documented default, so nothing panics and every
-// bound holds (issue 16, acceptance 7).
+// bound holds (docs/architecture.md).
 func TestZeroClientConfigUsesDefaults(t *testing.T) {
 	f := newFakePMS(t, hotels(2, "aurora"))
 	c, err := NewClient(ClientConfig{BaseURL: f.srv.URL})
@@ -74,14 +72,5 @@ func TestNegativeClientConfigRefused(t *testing.T) {
 		if _, err := NewClient(cfg); err == nil {
 			t.Errorf("negative %s: client made, want an error", name)
 		}
-	}
-}
-
-// The zero BudgetConfig allows the documented floor of retries a second.
-func TestZeroBudgetConfig(t *testing.T) {
-	clk := testkit.NewClockAt(time.Unix(1_000_000, 0))
-	b := NewRetryBudget(BudgetConfig{Now: clk.Now})
-	if n := allowed(b, 100); n != DefaultBudgetMinPerSecond {
-		t.Fatalf("zero config, no requests: %d retries, want the floor %d", n, DefaultBudgetMinPerSecond)
 	}
 }

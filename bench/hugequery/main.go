@@ -1,4 +1,4 @@
-// Command hugequery is the load script of issue 11's acceptance 5: bursts
+// Command hugequery is the huge-query load of bench/README.md ("Huge queries against health"): bursts
 // of requests whose query is 64 KB of unknown parameter names, sent at once
 // on open keep-alive connections, while a second process (this program
 // again, with -probe) asks /v1/health every 10 ms and times each answer.

@@ -23,7 +23,7 @@ import (
 
 var droppedSeries = regexp.MustCompile(`(?m)^partner_edge_log_dropped_total\{[^}]*log="access"[^}]*\} (\S+)$`)
 
-// Issue 18, acceptance 4: the access log goes to stdout by default, and a
+// bench/README.md (AccessLogSlowOutput): the access log goes to stdout by default, and a
 // stdout that is read slowly (a pipe drained at 10 lines a second) holds no
 // request: thousands of requests complete one after the other while the
 // reader has taken only a few lines, and partner_edge_log_dropped_total

@@ -26,8 +26,9 @@ type demoEnv struct {
 	tel              *observability.Telemetry // the simulators' own, as service "pmsim"
 }
 
-// startDemo starts the simulators and points cfg at them. A key file given
-// by the operator is used as is; otherwise demo keys are minted.
+// startDemo starts the simulators and points cfg at them, with demo keys
+// minted into a key file of its own (the demo takes none of the operator's:
+// checkDemo, docs/contract.md section 21).
 func startDemo(ctx context.Context, cfg *settings, getenv func(string) string, log *slog.Logger) (_ *demoEnv, err error) {
 	d := &demoEnv{}
 	demoDefaults(cfg)
@@ -45,12 +46,10 @@ func startDemo(ctx context.Context, cfg *settings, getenv func(string) string, l
 	if cfg.PMSSandbox, err = d.serveSim(pmsim.New(pmsim.DemoSandbox)); err != nil {
 		return nil, err
 	}
-	if cfg.KeysFile == "" {
-		if err = d.writeKeys(cfg.Brand); err != nil {
-			return nil, err
-		}
-		cfg.KeysFile = filepath.Join(d.dir, "keys.json")
+	if err = d.writeKeys(cfg.Brand); err != nil {
+		return nil, err
 	}
+	cfg.KeysFile = filepath.Join(d.dir, "keys.json")
 	log.Info("demo started", "live_pms", cfg.PMSBaseURL, "sandbox_pms", cfg.PMSSandbox, "keys_file", cfg.KeysFile)
 	return d, nil
 }

@@ -90,7 +90,7 @@ func TestDeployManifestsStrict(t *testing.T) {
 	}
 }
 
-// Issue 21, acceptance 4: the manifests decode strictly into the Kubernetes
+// docs/operations.md, "Production kit": the manifests decode strictly into the Kubernetes
 // API types; their probe path, ports, grace period and variable names are
 // the code's: every variable is a row of settingTable (or the runtime's),
 // and the Deployment's environment, with placeholder secrets, is a valid
@@ -296,7 +296,7 @@ func TestDeployManifests(t *testing.T) {
 	}
 }
 
-// Issue 29, finding 7: the Deployment trusts X-Forwarded-For only from the
+// docs/contract.md section 18: the Deployment trusts X-Forwarded-For only from the
 // ingress (the https port admits the ingress namespace alone, and the
 // trusted range is not 10.0.0.0/8), spreads pods across hosts as well as
 // zones, and names its image by digest.

@@ -15,7 +15,7 @@ const docsUsage = "usage: edge docs build [--docs-url URL] DIR"
 
 // docsBuildLine is edge docs build's command line: the settings that make the
 // docs URL, as the edge reads them.
-var docsBuildLine = cmdLine{name: "edge docs build", settings: []string{"EDGE_DOCS_URL", "EDGE_PUBLIC_URL", "EDGE_DOCS_PATH"},
+var docsBuildLine = cmdLine{name: "edge docs build", settings: []string{"EDGE_DOCS_URL", "EDGE_PUBLIC_URL", "EDGE_DOCS_PATH", "EDGE_DOCS_CONTACT"},
 	usage: []string{docsUsage, "\nWrites the documentation site into DIR for any static file server; DIR will be",
 		"published at the docs URL (the base of the problem types in the example bodies)."}}
 
@@ -38,10 +38,12 @@ func runDocs(args []string, getenv lookupEnv, stdout, stderr io.Writer) error {
 		return errors.New(docsUsage)
 	}
 	docsURL := p.docsBuildURL()
+	opts := docsite.Options{DocsURL: docsURL, PublicURL: read(p, "EDGE_PUBLIC_URL", settingval.PublicURL),
+		Contact: read(p, "EDGE_DOCS_CONTACT", docsite.ParseContact)}
 	if err := errors.Join(p.errs...); err != nil {
 		return err
 	}
-	n, err := docsite.WriteSite(rest[0], docsURL)
+	n, err := docsite.WriteSite(rest[0], opts)
 	if err != nil {
 		return err
 	}

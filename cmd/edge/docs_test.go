@@ -85,24 +85,12 @@ func TestDemoServesItsDocs(t *testing.T) {
 	}
 }
 
-// An EDGE_DOCS_URL set by the operator wins over the demo's own docs, which
-// are still served at /docs; EDGE_DOCS_PATH set empty turns them off.
+// EDGE_DOCS_PATH set empty turns the demo's own docs off. (An
+// EDGE_DOCS_URL in the demo is a start-up error: docs/contract.md section
+// 21, TestDemoOnlyWithoutDeploymentSettings.)
 func TestDemoDocsSettings(t *testing.T) {
-	s := start(t, map[string]string{"EDGE_ADDR": "127.0.0.1:0", "EDGE_ADMIN_ADDR": "off",
-		"EDGE_DOCS_URL": "https://docs.example.test/partner"})
-	base := s.waitFor(t, urlLine)[1]
-	waitHealthy(t, base)
-	_, body := get(t, base+"nope")
-	if !strings.Contains(body, `"type":"https://docs.example.test/partner/errors/route-not-found"`) {
-		t.Errorf("with EDGE_DOCS_URL set: %s", body)
-	}
-	if res, page := get(t, strings.TrimSuffix(base, "/v1/")+"/docs/errors/route-not-found"); res.StatusCode != 200 ||
-		!strings.Contains(page, "https://docs.example.test/partner/errors/route-not-found") {
-		t.Errorf("docs at /docs: %d", res.StatusCode)
-	}
-
 	off := start(t, map[string]string{"EDGE_ADDR": "127.0.0.1:0", "EDGE_ADMIN_ADDR": "off", "EDGE_DOCS_PATH": ""})
-	base = off.waitFor(t, urlLine)[1]
+	base := off.waitFor(t, urlLine)[1]
 	waitHealthy(t, base)
 	res, body := get(t, strings.TrimSuffix(base, "/v1/")+"/docs")
 	if res.StatusCode != 404 || !strings.Contains(body, "ROUTE_NOT_FOUND") {
@@ -171,5 +159,41 @@ func TestDocsBuild(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "errors", "route-not-found", "index.html")); err != nil {
 		t.Error(err)
+	}
+}
+
+// edge docs build writes the OpenAPI document too (docs/contract.md
+// section 21), YAML and JSON, its server on EDGE_PUBLIC_URL and its
+// contact EDGE_DOCS_CONTACT's; the reference page links to both, and a
+// contact that is neither a URL nor an address is refused.
+func TestDocsBuildWritesTheContract(t *testing.T) {
+	dir := t.TempDir()
+	env := mapEnv(map[string]string{"EDGE_PUBLIC_URL": "https://partners.brand.test", "EDGE_DOCS_CONTACT": "https://support.brand.test/partners"})
+	if err := run(t.Context(), []string{"edge", "docs", "build", dir}, env, io.Discard, io.Discard); err != nil {
+		t.Fatalf("edge docs build: %v", err)
+	}
+	for _, name := range []string{"openapi.yaml", "openapi.json"} {
+		doc, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"https://partners.brand.test/v1", "https://support.brand.test/partners"} {
+			if !strings.Contains(string(doc), want) {
+				t.Errorf("%s lacks %s", name, want)
+			}
+		}
+	}
+	ref, err := os.ReadFile(filepath.Join(dir, "reference.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`href="openapi.yaml"`, `href="openapi.json"`} {
+		if !strings.Contains(string(ref), want) {
+			t.Errorf("reference.html lacks %s", want)
+		}
+	}
+	bad := mapEnv(map[string]string{"EDGE_DOCS_CONTACT": "call us"})
+	if err := run(t.Context(), []string{"edge", "docs", "build", dir}, bad, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), "EDGE_DOCS_CONTACT") {
+		t.Errorf("EDGE_DOCS_CONTACT=\"call us\": %v, want an error naming it", err)
 	}
 }

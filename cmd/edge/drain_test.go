@@ -98,7 +98,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// Issue 11, acceptance 3: a real edge process with 50 requests in flight
+// docs/contract.md section 10: a real edge process with 50 requests in flight
 // against a PMS answering in 2 s gets SIGTERM. Health answers 503 during
 // the drain, all 50 requests are answered 200, and the process exits 0.
 func TestSIGTERMDrainsInFlight(t *testing.T) {
@@ -219,7 +219,7 @@ poll:
 	}
 }
 
-// Issue 11, acceptance 3: with the default deadlines a PMS that takes 3 s
+// docs/contract.md section 10: with the default deadlines a PMS that takes 3 s
 // for every call is served 200, both the list and a property.
 func TestDefaultsServeASlowPMS(t *testing.T) {
 	t.Parallel()

@@ -19,12 +19,12 @@ import (
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
 
-// What Redis adds to a request (issue 9, docs/scaling.md "Capacity"): the
+// What Redis adds to a request (docs/scaling.md, "Capacity"): the
 // edge answering a cached list with a rate-limited key and the failed-auth
 // throttle on (a peek and a take per request), its limiter in-process or
 // over Redis (redislimit on a real redis-server over loopback: a request
 // spends units taken ahead of need, so Redis sees about ten calls a second,
-// not two per request as before issue 27).
+// not two per request as before the quotas' lease, docs/contract.md section 16).
 //
 //	go test -run '^$' -bench FleetLimiter -benchmem ./cmd/edge/
 //

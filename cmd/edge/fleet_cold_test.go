@@ -19,7 +19,7 @@ import (
 	"github.com/partner-edge/partner-edge/upstream/fleet/redistest"
 )
 
-// Issue 28, finding 8 (docs/contract.md section 17: a cold fleet walks once):
+// docs/contract.md section 17 (a cold fleet walks once):
 // three instances started together on one real Redis, each wired as run
 // wires it (the production Redis client and guard, the fleet loader, the
 // cache), are hit at once by 64 gets each: the PMS is walked exactly once
@@ -84,7 +84,7 @@ func TestColdFleetWalksOnce(t *testing.T) {
 	}
 }
 
-// Issue 28, finding 8: an edge that gets no request at all still shows, at
+// docs/contract.md section 17: an edge that gets no request at all still shows, at
 // /fleet on its admin listener, that Redis is unavailable within 5 s of
 // Redis refusing writes (min-replicas-to-write with no replica:
 // NOREPLICAS), and shared again within 5 s of Redis accepting them.

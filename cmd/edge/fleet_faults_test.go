@@ -79,7 +79,7 @@ func listIDs(t *testing.T, e *edgeProc, key string) (int, []string) {
 	return res.StatusCode, ids
 }
 
-// Issue 17 finding 3 (docs/contract.md section 15): anyone who can write to Redis stores
+// docs/contract.md section 15: anyone who can write to Redis stores
 // a well-formed snapshot of one invented property dated ten years ahead
 // under the live snapshot key, unsigned; then one signed with the fleet's
 // secret but dated in the future; then one signed with another secret.
@@ -150,7 +150,7 @@ func TestForgedSnapshotNeverServed(t *testing.T) {
 	}
 }
 
-// Issue 17 finding 7 (docs/contract.md section 15): Redis under maxmemory with
+// docs/contract.md section 15: Redis under maxmemory with
 // noeviction refuses every write (OOM) while reads still work. Every
 // edge's /fleet reports Redis as not shared within 5 s, each logs the
 // refusal once, and a key limited to 5/s (burst 5) stays within the

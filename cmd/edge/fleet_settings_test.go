@@ -18,7 +18,7 @@ func TestRedisURLSetting(t *testing.T) {
 		t.Fatalf("default: %q, %v; want empty", s.Redis.URL, err)
 	}
 	for _, ok := range []string{"redis://127.0.0.1:6379/0", "rediss://user:pw@redis.internal:6380/2", "redis://localhost"} {
-		s, err := parseSettings(nil, mapEnv(map[string]string{"EDGE_REDIS_URL": ok, "EDGE_FLEET_SECRET": testFleetSecret}), io.Discard)
+		s, err := parseSettings(nil, mapEnv(deployed(map[string]string{"EDGE_REDIS_URL": ok, "EDGE_FLEET_SECRET": testFleetSecret})), io.Discard)
 		if err != nil || s.Redis.URL != ok {
 			t.Errorf("%s: %q, %v", ok, s.Redis.URL, err)
 		}
@@ -40,7 +40,7 @@ func TestRedisURLSetting(t *testing.T) {
 			t.Errorf("%s: error %q; want EDGE_REDIS_URL and %s named, no password", tc.value, msg, tc.shown)
 		}
 	}
-	s, err = parseSettings([]string{"--redis-url", "redis://10.0.0.5:6379/1"}, mapEnv(map[string]string{"EDGE_FLEET_SECRET": testFleetSecret}), io.Discard)
+	s, err = parseSettings([]string{"--redis-url", "redis://10.0.0.5:6379/1"}, mapEnv(deployed(map[string]string{"EDGE_FLEET_SECRET": testFleetSecret})), io.Discard)
 	if err != nil || s.Redis.URL != "redis://10.0.0.5:6379/1" {
 		t.Errorf("flag: %q, %v", s.Redis.URL, err)
 	}

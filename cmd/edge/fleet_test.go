@@ -20,7 +20,7 @@ import (
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
 
-// Issue 9: three real edge processes on one Redis and one PMS simulator,
+// docs/scaling.md: three real edge processes on one Redis and one PMS simulator,
 // against three without Redis. One binary for all the subtests.
 //
 //   - a key at 5/s (burst 5) hammered round-robin for 4 s is accepted at

@@ -69,7 +69,7 @@ func (c keysCLI) minted(out string) (id, key string) {
 	return m.ID, m.Key
 }
 
-// Issue 29, acceptance 1 (docs/contract.md section 18): the real binary takes
+// docs/contract.md section 18: the real binary takes
 // a key through its life while a real edge serves with the file.
 func TestKeyLifeCycleThroughTheBinary(t *testing.T) {
 	t.Parallel()

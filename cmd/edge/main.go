@@ -11,6 +11,11 @@ import (
 
 func main() {
 	cli.Main("edge", func(ctx context.Context) error { // exitError: its own status
+		// A variable the edge does not read stops every command before it
+		// starts (checkEnviron): run sees the environment only by lookup.
+		if err := checkEnviron(os.Environ()); err != nil {
+			return err
+		}
 		return run(ctx, os.Args, os.LookupEnv, os.Stdout, os.Stderr)
 	})
 }

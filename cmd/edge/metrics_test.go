@@ -16,7 +16,7 @@ import (
 
 var adminListening = regexp.MustCompile(`"msg":"admin listening","addr":"([^"]+)"`)
 
-// Issue 4, acceptance 4: after traffic, /metrics on the admin listener has
+// docs/observability.md: after traffic, /metrics on the admin listener has
 // each metric with the expected counts; pprof is there and only there.
 func TestMetricsScrape(t *testing.T) {
 	sim := pmsim.New(pmsim.Config{Seed: 3})
@@ -104,7 +104,7 @@ func scrape(t *testing.T, url string) string {
 }
 
 // sample reads one line of the exposition; a series without labels has no
-// braces (no otel_scope_* labels since issue 29).
+// braces (no otel_scope_* labels: docs/contract.md section 18).
 var sample = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$`)
 var labelPair = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"`)
 

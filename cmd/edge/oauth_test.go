@@ -34,7 +34,7 @@ func TestOAuthSettingsBothOrNeither(t *testing.T) {
 		{map[string]string{"EDGE_OAUTH_ISSUER": "https://idp.example.com", "EDGE_OAUTH_AUDIENCE": "https://api.example.com/v1?x=1"},
 			[]string{"EDGE_OAUTH_AUDIENCE"}},
 	} {
-		err := run(context.Background(), []string{"edge"}, mapEnv(tc.env), io.Discard, io.Discard)
+		err := run(context.Background(), []string{"edge"}, mapEnv(deployed(tc.env)), io.Discard, io.Discard)
 		if err == nil {
 			t.Errorf("%v: started", tc.env)
 			continue
@@ -47,8 +47,8 @@ func TestOAuthSettingsBothOrNeither(t *testing.T) {
 	}
 	// The issuer is kept exactly, trailing slash included: iss is compared
 	// character for character.
-	s, err := parseSettings(nil, mapEnv(map[string]string{"EDGE_OAUTH_ISSUER": "https://idp.example.com/",
-		"EDGE_OAUTH_AUDIENCE": "https://api.aurora.example.com/v1"}), io.Discard)
+	s, err := parseSettings(nil, mapEnv(deployed(map[string]string{"EDGE_OAUTH_ISSUER": "https://idp.example.com/",
+		"EDGE_OAUTH_AUDIENCE": "https://api.aurora.example.com/v1"})), io.Discard)
 	if err != nil || s.OAuthIssuer != "https://idp.example.com/" {
 		t.Errorf("issuer %q, %v", s.OAuthIssuer, err)
 	}

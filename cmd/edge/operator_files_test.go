@@ -19,7 +19,7 @@ import (
 	"github.com/partner-edge/partner-edge/observability/testkit"
 )
 
-// Issue 17 findings 1 and 2 (docs/contract.md section 15), against the real edge binary:
+// docs/contract.md section 15, against the real edge binary:
 // an operator file (TLS certificate, TLS key, key file) replaced by a link
 // to /dev/zero or by a FIFO is refused like a malformed file: logged, the
 // previous certificate and keys stay in force, memory stays small, later

@@ -10,7 +10,7 @@ import (
 	"github.com/partner-edge/partner-edge/edge/keys/keystest"
 )
 
-// Issue 17 finding 5, end to end: a PMS on loopback lists a property whose
+// docs/contract.md section 15, end to end: a PMS on loopback lists a property whose
 // name is 7 MB beside a normal one. The edge never serves it (not in the
 // list, 404 by id), and counts the rejection with reason too_long.
 func TestOversizedPMSNameNeverServed(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
@@ -81,7 +82,7 @@ func mappedIDs(sim *pmsim.Sim) (map[string]bool, map[mapping.Reason][]string) {
 
 // TestPMSCheckHealthySimulator: against the simulator the check exits 0
 // and reports the simulator's known unmappable records, by reason, with
-// their ids (issue 22, acceptance 1).
+// their ids (docs/contract.md section 14).
 func TestPMSCheckHealthySimulator(t *testing.T) {
 	sim, env := serveSim(t, pmsim.Config{Seed: 7, PageSize: 9})
 	c := runCheck(t, env, "--json")
@@ -131,7 +132,7 @@ func TestPMSCheckHealthySimulator(t *testing.T) {
 
 // TestPMSCheckBrokenContract: a simulator that renames or retypes a field
 // the mapping reads, or breaks paging, fails the check (exit 1), and the
-// report names the field or rule (issue 22, acceptance 1).
+// report names the field or rule (docs/contract.md section 14).
 func TestPMSCheckBrokenContract(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
@@ -172,7 +173,7 @@ func TestPMSCheckBrokenContract(t *testing.T) {
 
 // TestPMSCheckBaselineLists3Removed: with --baseline from a healthy run,
 // a run where 3 properties disappeared lists exactly those 3 and exits 1
-// (issue 22, acceptance 1).
+// (docs/contract.md section 14).
 func TestPMSCheckBaselineLists3Removed(t *testing.T) {
 	healthy, env := serveSim(t, pmsim.Config{Seed: 7})
 	file := filepath.Join(t.TempDir(), "baseline.json")
@@ -302,5 +303,46 @@ func TestPMSCheckHonoursWalkBound(t *testing.T) {
 	c := runCheck(t, env)
 	if c.exitCode() != 1 || !strings.Contains(c.stdout+c.stderr, "1024 bytes") {
 		t.Errorf("1 KiB bound: exit %d (%v), want 1 naming the bound\n%s\n%s", c.exitCode(), c.err, c.stdout, c.stderr)
+	}
+}
+
+// edge pms check names a drift's cause with the records affected
+// (docs/contract.md section 14): a renamed display_name is missing where a
+// field name appeared, in as many records as the brand has; a retyped
+// hotel_id is counted record by record (every record walked and rejected),
+// not as one undecodable record of an empty id.
+func TestPMSCheckNamesTheDrift(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		drift pmsim.Drift
+		want  func(n int) []string
+	}{
+		{"rename display_name", pmsim.Drift{Rename: map[string]string{"display_name": "name"}}, func(n int) []string {
+			return []string{fmt.Sprintf("field `display_name` missing in %d records, a field `name` appeared in %d records", n, n),
+				fmt.Sprintf("Records: %d walked", n)}
+		}},
+		{"retype hotel_id", pmsim.Drift{Retype: []string{"hotel_id"}}, func(n int) []string {
+			return []string{fmt.Sprintf("field `hotel_id` is object in %d records, want string", n),
+				fmt.Sprintf("Records: %d walked, 0 mapped, %d rejected", n, n), fmt.Sprintf("rejected undecodable (%d)", n)}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sim, env := serveSim(t, pmsim.Config{Seed: 7, Drift: tc.drift})
+			n := len(sim.Records("aurora"))
+			c := runCheck(t, env)
+			for _, want := range tc.want(n) {
+				if !strings.Contains(c.stdout, want) {
+					t.Errorf("report lacks %q:\n%s", want, c.stdout)
+				}
+			}
+			r := jsonReport(t, runCheck(t, env, "--json"))
+			if len(r.Drift) != 1 || r.Drift[0].Records != n {
+				t.Errorf("--json drift %+v, want one of %d records", r.Drift, n)
+			}
+		})
+	}
+	_, env := serveSim(t, pmsim.Config{Seed: 7})
+	if r := jsonReport(t, runCheck(t, env, "--json")); len(r.Drift) != 0 {
+		t.Errorf("a healthy simulator drifts: %+v", r.Drift)
 	}
 }

@@ -30,7 +30,7 @@ func freePort(t *testing.T) string {
 	return addr
 }
 
-// Issue 29, acceptance 2: outside the demo, with EDGE_PUBLIC_URL set to the
+// docs/contract.md section 18: outside the demo, with EDGE_PUBLIC_URL set to the
 // edge's own address and no docs settings, every problem type and
 // documentationUrl the edge writes answers 200 HTML from the edge itself:
 // those of real answers, the API info's documentationUrl, and the type of
@@ -139,9 +139,9 @@ func TestPublicURLRequired(t *testing.T) {
 		env  map[string]string
 		want string
 	}{
-		{map[string]string{"EDGE_PUBLIC_URL": "https://api.aurora.example.com/"}, "https://api.aurora.example.com/docs"},
-		{map[string]string{"EDGE_PUBLIC_URL": "https://api.aurora.example.com", "EDGE_DOCS_PATH": "/developer/"}, "https://api.aurora.example.com/developer"},
-		{map[string]string{"EDGE_PUBLIC_URL": "https://api.aurora.example.com", "EDGE_DOCS_URL": "https://docs.example.test/p"}, "https://docs.example.test/p"},
+		{outside(map[string]string{"EDGE_PUBLIC_URL": "https://api.aurora.example.com/"}), "https://api.aurora.example.com/docs"},
+		{outside(map[string]string{"EDGE_PUBLIC_URL": "https://api.aurora.example.com", "EDGE_DOCS_PATH": "/developer/"}), "https://api.aurora.example.com/developer"},
+		{outside(map[string]string{"EDGE_PUBLIC_URL": "https://api.aurora.example.com", "EDGE_DOCS_URL": "https://docs.example.test/p"}), "https://docs.example.test/p"},
 		{nil, ""}, // the demo: its own address, once it listens
 	} {
 		cfg, err := parseSettings(nil, mapEnv(tc.env), io.Discard)
@@ -156,7 +156,7 @@ func TestPublicURLRequired(t *testing.T) {
 	}
 }
 
-// Issue 29, acceptance 5: the demo listens on loopback unless EDGE_ADDR
+// docs/contract.md section 18: the demo listens on loopback unless EDGE_ADDR
 // says otherwise; a deployment keeps :8080.
 func TestDemoListensOnLoopback(t *testing.T) {
 	for _, tc := range []struct {
@@ -183,7 +183,7 @@ func TestDemoListensOnLoopback(t *testing.T) {
 	}
 }
 
-// Issue 29, acceptance 5: a listener that cannot bind, admin included,
+// docs/contract.md section 18: a listener that cannot bind, admin included,
 // stops start-up with an error naming its setting; an empty
 // EDGE_ADMIN_ADDR still disables the admin listener.
 func TestListenerBindFailure(t *testing.T) {

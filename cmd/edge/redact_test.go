@@ -12,7 +12,7 @@ import (
 	"github.com/partner-edge/partner-edge/observability/testkit"
 )
 
-// Issue 28, finding 9: a real edge process given its secrets as flags
+// docs/contract.md section 17: a real edge process given its secrets as flags
 // (--pms-token, --fleet-secret, --pms-candidate-token, a Redis URL with a
 // password) shows none of them at /debug/pprof/cmdline on the admin
 // listener; the flags themselves are still there, values redacted.

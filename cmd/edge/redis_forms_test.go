@@ -15,7 +15,7 @@ func TestRedisFormSettings(t *testing.T) {
 	const pw, spw = "pw-never-shown-1", "sentinel-pw-never-shown-2"
 	withSecret := func(env map[string]string) map[string]string {
 		env["EDGE_FLEET_SECRET"] = testFleetSecret
-		return env
+		return deployed(env)
 	}
 	for _, ok := range []struct {
 		env  map[string]string

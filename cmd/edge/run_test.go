@@ -108,7 +108,7 @@ var (
 	curlLine = regexp.MustCompile(`(?m)^\s*(curl -H 'Authorization: Bearer (\S+)' (\S+))$`)
 )
 
-// Acceptance 6 of issue 2: the demo starts with nothing set but a free
+// README.md: the demo starts with nothing set but a free
 // port, and its printed curl line answers 200 with a page of properties.
 func TestDemoEndToEnd(t *testing.T) {
 	s := start(t, map[string]string{"EDGE_ADDR": "127.0.0.1:0", "EDGE_ADMIN_ADDR": "off"})
@@ -324,6 +324,19 @@ func call(t *testing.T, url, key string) int {
 
 // mapEnv is an environment of exactly the variables of m, read as
 // os.LookupEnv reads the process's.
+// deployed is env outside the demo: with PMS_BASE_URL, and the settings it
+// makes required (brand, key file, public URL), unless env sets them. A
+// deployment setting without PMS_BASE_URL is refused (docs/contract.md
+// section 21), so the tests of such settings use it.
+func deployed(env map[string]string) map[string]string {
+	out := map[string]string{"PMS_BASE_URL": "http://pms.internal:9000", "EDGE_BRAND": "aurora",
+		"EDGE_KEYS_FILE": "/etc/edge/keys.json", "EDGE_PUBLIC_URL": "https://api.aurora.example.com"}
+	for k, v := range env {
+		out[k] = v
+	}
+	return out
+}
+
 func mapEnv(m map[string]string) lookupEnv {
 	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 }

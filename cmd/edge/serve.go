@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -179,6 +180,13 @@ func (p *process) startKeys(ctx context.Context) error {
 		return fmt.Errorf("load EDGE_KEYS_FILE: %w", err)
 	}
 	p.store, p.tlsReload = store, make(chan struct{}, 1)
+	if brands := store.Brands(); len(brands) > 0 && !slices.Contains(brands, p.cfg.Brand) {
+		// A warning, not an error: keys of the brand may be added while the
+		// edge runs (edge keys add), and it then serves them without a
+		// restart; until then it refuses every key (docs/operations.md).
+		p.log.Warn("no key in EDGE_KEYS_FILE belongs to EDGE_BRAND: every key will be refused (403 BRAND_ACCESS_DENIED) until one is added",
+			"brand", p.cfg.Brand, "key_brands", brands, "file", p.cfg.KeysFile)
+	}
 	p.wg.Add(2)
 	go func() {
 		defer p.wg.Done()
@@ -238,8 +246,9 @@ func (p *process) startCatalogs(ctx context.Context) error {
 }
 
 // newHandler is the partner API with problem types under docsURL and, when
-// docsPath is set, the documentation site there.
-func (p *process) newHandler(docsURL, docsPath string) (http.Handler, error) {
+// docsPath is set, the documentation site there, its examples and OpenAPI
+// document on publicURL.
+func (p *process) newHandler(docsURL, docsPath, publicURL string) (http.Handler, error) {
 	cfg := p.cfg
 	ec := edge.Config{
 		Brand:          cfg.Brand,
@@ -258,7 +267,8 @@ func (p *process) newHandler(docsURL, docsPath string) (http.Handler, error) {
 		AccessLog:       p.access.Log, // its own buffered stream: stdout by default
 		AccessLogSample: cfg.AccessLogSample,
 	}
-	docs, err := docsite.HandlerAt(docsURL, docsPath)
+	docs, err := docsite.HandlerAt(docsite.Options{DocsURL: docsURL, BasePath: docsPath,
+		PublicURL: publicURL, Contact: cfg.DocsContact})
 	if err != nil {
 		return nil, err
 	}
@@ -268,8 +278,8 @@ func (p *process) newHandler(docsURL, docsPath string) (http.Handler, error) {
 	return edge.NewServer(ec, p.store, p.live, p.sandbox), nil
 }
 
-// handler is the public listener's handler. Without a docs URL given, the
-// demo serves its own docs and points problem types at them: their URL is
+// handler is the public listener's handler. The demo (which takes no
+// EDGE_PUBLIC_URL or EDGE_DOCS_URL: checkDemo) serves its own docs and points problem types at them: their URL is
 // known once it listens (EDGE_ADDR may name port 0), so the handler is set
 // then (demoDocs). With the site off too, the placeholder default.
 func (p *process) handler() (late *listener.LateHandler, demoDocs bool, err error) {
@@ -278,12 +288,9 @@ func (p *process) handler() (late *listener.LateHandler, demoDocs bool, err erro
 	if cfg.DocsURL == "" && !demoDocs {
 		cfg.DocsURL = docsite.DefaultDocsURL
 	}
-	if p.demo != nil && !demoDocs && cfg.DocsPath != "" {
-		p.demo.docsURL = cfg.DocsURL // EDGE_PUBLIC_URL or EDGE_DOCS_URL given: the banner says where
-	}
 	late = &listener.LateHandler{}
 	if !demoDocs {
-		h, err := p.newHandler(cfg.DocsURL, cfg.DocsPath)
+		h, err := p.newHandler(cfg.DocsURL, cfg.DocsPath, cfg.PublicURL)
 		if err != nil {
 			return nil, false, err
 		}
@@ -311,11 +318,12 @@ func (p *process) serveConfig(ln net.Listener, late *listener.LateHandler, demoD
 		OnListen: func(addr net.Addr) {
 			p.log.Info("edge listening", "addr", addr.String())
 			if demoDocs {
-				p.demo.docsURL = demoOrigin(addr, cfg.TLSCert != "") + cfg.DocsPath
-				h, err := p.newHandler(p.demo.docsURL, cfg.DocsPath)
+				origin := demoOrigin(addr, cfg.TLSCert != "")
+				p.demo.docsURL = origin + cfg.DocsPath
+				h, err := p.newHandler(p.demo.docsURL, cfg.DocsPath, origin)
 				if err != nil { // a broken build of the site: serve the API without it
 					p.log.Error("documentation site not served", "error", err)
-					h, _ = p.newHandler(docsite.DefaultDocsURL, "")
+					h, _ = p.newHandler(docsite.DefaultDocsURL, "", "")
 				}
 				late.Set(h)
 			}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/partner-edge/partner-edge/cmd/internal/settingval"
 	"github.com/partner-edge/partner-edge/edge"
+	"github.com/partner-edge/partner-edge/edge/docsite"
 	"github.com/partner-edge/partner-edge/edge/listener"
 	"github.com/partner-edge/partner-edge/edge/oauth"
 	"github.com/partner-edge/partner-edge/mapping"
@@ -44,6 +45,7 @@ type settings struct {
 	Redis                    fleet.Settings // the fleet's Redis, one of three forms (docs/contract.md section 16); none: in-process (fleet.go)
 	DocsPath                 string         // serve the documentation site here (default /docs); empty: not served (docs.go)
 	PublicURL                string         // the URL partners call: the base of DocsURL; empty: none given (docs.go)
+	DocsContact              string         // the contact the documentation site shows (docsite.ParseContact); empty: none
 	AddrSet                  bool           // EDGE_ADDR given by the operator: the demo keeps it (demo.go)
 	FleetSecret              []byte         // authenticates what instances share through Redis
 	PMSMaxWalkBytes          int64          // bound on the total size of one PMS list walk, and on what it keeps
@@ -98,17 +100,17 @@ type setting struct {
 func settingTable() []*setting {
 	return []*setting{
 		{env: "EDGE_ADDR", flag: "addr", def: ":8080", help: "public listener (demo: 127.0.0.1:8080); failing to bind it stops start-up", doc: "public listener; failing to bind it stops start-up", docDef: "`:8080`; `127.0.0.1:8080` in the demo"},
-		{env: "EDGE_PUBLIC_URL", flag: "public-url", def: "", help: "the URL partners call, e.g. https://api.aurora.example.com: the docs URL is it + EDGE_DOCS_PATH; required outside the demo unless EDGE_DOCS_URL is set", doc: "the URL partners call (e.g. `https://api.aurora.example.com`); the docs URL is it + `EDGE_DOCS_PATH`, so every problem `type` and `documentationUrl` opens on the edge itself; outside the demo start-up fails naming both when neither it nor `EDGE_DOCS_URL` is set", docDef: "the demo's own URL in the demo; required outside it unless `EDGE_DOCS_URL` is set"},
+		{env: "EDGE_PUBLIC_URL", flag: "public-url", def: "", help: "the URL partners call, e.g. https://api.aurora.example.com: the docs URL is it + EDGE_DOCS_PATH; required outside the demo unless EDGE_DOCS_URL is set", doc: "the URL partners call (e.g. `https://api.aurora.example.com`); the docs URL is it + `EDGE_DOCS_PATH`, so every problem `type` and `documentationUrl` opens on the edge itself; outside the demo start-up fails naming both when neither it nor `EDGE_DOCS_URL` is set", docDef: "required outside the demo unless `EDGE_DOCS_URL` is set; the demo takes none (its own URL)"},
 		{env: "EDGE_ADMIN_ADDR", flag: "admin-addr", def: "127.0.0.1:9090", help: "metrics and pprof listener; empty (or \"off\") disables it; failing to bind it stops start-up", emptySet: true, doc: "metrics (`/metrics`), profiling (`/debug/pprof/`), Redis state (`/fleet`) and shadow comparison (`/shadow`) listener; empty disables it (`off` too); failing to bind it stops start-up"},
 		{env: "EDGE_BRAND", flag: "brand", def: "", help: "brand this deployment serves (demo: aurora)", doc: "the brand this deployment serves; required outside the demo", docDef: "empty; `aurora` in the demo"},
 		{env: "EDGE_DOCS_URL", flag: "docs-url", def: "", help: "documentation base: problem type prefix and documentationUrl (default: EDGE_PUBLIC_URL + EDGE_DOCS_PATH)", doc: "`docs_url`: problem `type` base and `documentationUrl`, where the documentation site is published when not by the edge itself", docDef: "`EDGE_PUBLIC_URL` + `EDGE_DOCS_PATH`"},
-		{env: "EDGE_KEYS_FILE", flag: "keys-file", def: "", help: "API key file (demo: generated demo keys)", doc: "the [key file]({docs}../README.md#the-key-file); required outside the demo", docDef: "empty; demo keys in the demo"},
+		{env: "EDGE_KEYS_FILE", flag: "keys-file", def: "", help: "API key file (demo: generated demo keys)", doc: "the [key file]({docs}../README.md#the-key-file); required outside the demo", docDef: "empty; the demo mints its own keys and takes no key file"},
 		{env: "EDGE_CODE_SOURCE", flag: "code-source", def: "none", help: "source of the public code: none, short_code or legacy_property_code", doc: "`none`, `short_code` or `legacy_property_code`"},
 		{env: "EDGE_CACHE_TTL", flag: "cache-ttl", def: "30s", help: "how long PMS data is served without asking again; 0 disables caching", doc: "how long PMS data is served without asking again; `0` disables caching"},
 		{env: "EDGE_CACHE_STALE", flag: "cache-stale", def: "5m", help: "how old data may be when served because the PMS is failing", doc: "how old data may be when served because the PMS is failing (at least `EDGE_CACHE_TTL`)"},
 		{env: "EDGE_TLS_CERT", flag: "tls-cert", def: "", help: "TLS certificate file (HTTPS and HTTP/2 when set with the key)", doc: "TLS certificate file: with `EDGE_TLS_KEY`, serve HTTPS (HTTP/2 on); reloaded on change and on SIGHUP"},
 		{env: "EDGE_TLS_KEY", flag: "tls-key", def: "", help: "TLS private key file", doc: "TLS private key file (with `EDGE_TLS_CERT`)"},
-		{env: "PMS_BASE_URL", flag: "pms-base-url", def: "", help: "live PMS base URL (empty: the demo's embedded simulator)", doc: "live PMS; setting it leaves the demo (no query or fragment)", docDef: "empty: the embedded simulator (demo)"},
+		{env: "PMS_BASE_URL", flag: "pms-base-url", def: "", help: "live PMS base URL (empty: the demo's embedded simulator)", doc: "live PMS; setting it leaves the demo (no query or fragment); left empty while a deployment setting (`EDGE_KEYS_FILE`, `EDGE_PUBLIC_URL`, `EDGE_DOCS_URL`, `EDGE_TLS_CERT`, `EDGE_REDIS_*`, `EDGE_OAUTH_ISSUER`, `PMS_TOKEN`) is set, start-up fails naming it and the setting found", docDef: "empty: the embedded simulator (demo)"},
 		{env: "PMS_SANDBOX_URL", flag: "pms-sandbox-url", def: "", help: "sandbox PMS for svc_test_ keys (empty: test keys refused)", doc: "sandbox PMS for `svc_test_` keys; empty: test keys get `403 TEST_MODE_UNAVAILABLE`"},
 		{env: "PMS_TOKEN", flag: "pms-token", def: "", help: "bearer token the edge presents to the PMS (prefer the variable: flags show in ps)", doc: "bearer token the edge presents to the PMS (prefer the variable: flags show in `ps`)"},
 		{env: "EDGE_REQUEST_TIMEOUT", flag: "request-timeout", def: "10s", help: "overall deadline of one request; PMS calls and retries fit inside it"},
@@ -133,6 +135,7 @@ func settingTable() []*setting {
 		{env: "EDGE_REDIS_CERT_FILE", flag: "redis-cert-file", def: "", help: "client certificate (PEM) presented to Redis over TLS, with EDGE_REDIS_KEY_FILE", doc: "client certificate (PEM) presented to Redis over TLS, with `EDGE_REDIS_KEY_FILE` (both or neither)"},
 		{env: "EDGE_REDIS_KEY_FILE", flag: "redis-key-file", def: "", help: "the client certificate's private key (PEM)", doc: "the client certificate's private key (PEM)"},
 		{env: "EDGE_DOCS_PATH", flag: "docs-path", def: "/docs", help: "serve the documentation site at this path; off (or empty) turns it off", emptySet: true, doc: "serve the [documentation site]({docs}docsite.md) at this path (unauthenticated, cacheable, outside `/v1`); `off` (or empty) turns it off, and then `EDGE_DOCS_URL` must say where the site is published", docDef: "`/docs`; `off` disables"},
+		{env: "EDGE_DOCS_CONTACT", flag: "docs-contact", def: "", help: "the contact the documentation site and the served OpenAPI document show: an https URL or an e-mail address (empty: none)", doc: "the contact URL or e-mail address the documentation site and the served OpenAPI document (`info.contact`) show", docDef: "empty: no contact shown"},
 		{env: "EDGE_FLEET_SECRET", flag: "fleet-secret", def: "", help: "at least 32 bytes, the same on every instance; required with any Redis (EDGE_REDIS_URL, _SENTINELS or _CLUSTER): authenticates what instances share through Redis (prefer the variable: flags show in ps)", doc: "at least 32 bytes, the same on every instance: authenticates (HMAC-SHA256) what instances share through Redis; start-up fails naming it when a Redis is named (`EDGE_REDIS_URL`, `EDGE_REDIS_SENTINELS` or `EDGE_REDIS_CLUSTER`) without it (prefer the variable: flags show in `ps`)", docDef: "empty; required with any Redis"},
 		{env: "EDGE_PMS_MAX_WALK_BYTES", flag: "pms-max-walk-bytes", def: "256MiB", help: "bound on the total size of one PMS list walk (bytes, or with a unit: 64MiB, 1GiB); beyond it the walk fails (502)", doc: "bound on the total size of one PMS list walk, and on what the edge keeps of it (plain bytes, or `64MiB`, `1GiB`, `10MB`...); beyond it the walk fails (`502`, logged); a walk holds at most this plus about two pages (see [resilience.md]({docs}resilience.md)); `edge pms check` walks under it too"},
 		{env: "EDGE_OAUTH_ISSUER", flag: "oauth-issuer", def: "", help: "OAuth 2.0 authorization server's issuer URL; with EDGE_OAUTH_AUDIENCE turns access tokens on (empty: off)", doc: "the authorization server's issuer URL (compared exactly with `iss`); with `EDGE_OAUTH_AUDIENCE` (both or neither) OAuth 2.0 access tokens are accepted beside API keys; see [oauth.md]({docs}oauth.md)", docDef: "empty (tokens off)"},
@@ -210,6 +213,7 @@ func parseSettings(args []string, getenv lookupEnv, stderr io.Writer) (settings,
 	p.checkBounds(&s)
 	p.resolveDocsURL(&s)
 	p.checkTogether(&s)
+	p.checkDemo(s)
 	// A PMS call never outlives the request that waits for it: the call
 	// deadline is bounded by the request deadline (a shared cache load,
 	// detached from any one request, uses the call deadline).
@@ -225,6 +229,7 @@ func (p *parser) settings() settings {
 		Brand:                 p.str("EDGE_BRAND"),
 		DocsURL:               read(p, "EDGE_DOCS_URL", settingval.URL),
 		PublicURL:             read(p, "EDGE_PUBLIC_URL", settingval.PublicURL),
+		DocsContact:           read(p, "EDGE_DOCS_CONTACT", docsite.ParseContact),
 		KeysFile:              p.str("EDGE_KEYS_FILE"),
 		CodeSource:            read(p, "EDGE_CODE_SOURCE", mapping.ParseCodeSource),
 		CacheTTL:              read(p, "EDGE_CACHE_TTL", settingval.Duration),
@@ -288,6 +293,36 @@ func (p *parser) checkTogether(s *settings) {
 	} {
 		if r.broken {
 			p.fail(r.err)
+		}
+	}
+}
+
+// deploymentEnv are the settings that belong to a deployment: with
+// PMS_BASE_URL empty (the demo), any of them set is a mistake, most often a
+// misspelt PMS_BASE_URL, that would otherwise serve the simulator's hotels
+// to the real key file (docs/contract.md section 21). EDGE_REDIS_* is every
+// row of the table under that prefix.
+func deploymentEnv(env string) bool {
+	switch env {
+	case "EDGE_KEYS_FILE", "EDGE_PUBLIC_URL", "EDGE_DOCS_URL", "EDGE_TLS_CERT", "EDGE_OAUTH_ISSUER", "PMS_TOKEN":
+		return true
+	}
+	return strings.HasPrefix(env, redisPrefix)
+}
+
+// redisPrefix starts the name of every Redis setting.
+const redisPrefix = "EDGE_" + "REDIS_"
+
+// checkDemo refuses the demo when a deployment setting is set (by its
+// variable or its flag): the error names PMS_BASE_URL and each setting
+// found.
+func (p *parser) checkDemo(s settings) {
+	if s.PMSBaseURL != "" || p.get["PMS_BASE_URL"].Value != "" {
+		return
+	}
+	for _, st := range settingTable() {
+		if got := p.get[st.env]; deploymentEnv(st.env) && got.Set {
+			p.fail(fmt.Errorf("%s is set but PMS_BASE_URL is not: the demo (no PMS_BASE_URL) runs only when nothing of a deployment is set; set PMS_BASE_URL to the live PMS, or unset %[1]s to run the demo", got.Source))
 		}
 	}
 }

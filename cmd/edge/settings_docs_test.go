@@ -32,7 +32,7 @@ const (
 )
 
 // The settings tables in README.md and docs/operations.md are exactly what
-// settingTable renders (issue 16, acceptance 4); with -update-docs the test
+// settingTable renders (docs/architecture.md); with -update-docs the test
 // writes them instead (go generate ./cmd/edge).
 func TestSettingsTables(t *testing.T) {
 	for _, d := range settingsDocs {

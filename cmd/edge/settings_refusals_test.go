@@ -9,7 +9,7 @@ import (
 	"github.com/partner-edge/partner-edge/edge/keys/keystest"
 )
 
-// Issue 17 finding 6 (docs/contract.md section 15): a start-up error echoes a setting's
+// docs/contract.md section 15: a start-up error echoes a setting's
 // value with a URL's password, and query values that look like
 // credentials, shown as xxxxx; an unparseable URL included.
 func TestStartupErrorsRedactSecrets(t *testing.T) {
@@ -47,7 +47,7 @@ func TestStartupErrorsRedactSecrets(t *testing.T) {
 	}
 }
 
-// Issue 17 finding 8 (docs/contract.md section 15): a rate the limiter cannot represent
+// docs/contract.md section 15: a rate the limiter cannot represent
 // is a start-up error naming the setting, never "no limit".
 func TestUnrepresentableRateRefused(t *testing.T) {
 	for _, v := range []string{"1e-9", "1e-12", "2e6"} {
@@ -71,7 +71,7 @@ func TestUnrepresentableRateRefused(t *testing.T) {
 	}
 }
 
-// Issue 17 finding 9 (docs/contract.md section 15): trusted-proxy ranges shorter than /8
+// docs/contract.md section 15: trusted-proxy ranges shorter than /8
 // (IPv4) or /16 (IPv6) are refused, naming the setting.
 func TestTrustedProxiesTooWideRefused(t *testing.T) {
 	for _, v := range []string{"0.0.0.0/0,::/0", "0.0.0.0/0", "::/0", "10.0.0.0/7", "2001::/15", "::ffff:0.0.0.0/96"} {
@@ -87,22 +87,22 @@ func TestTrustedProxiesTooWideRefused(t *testing.T) {
 	}
 }
 
-// Issue 17 finding 3 (docs/contract.md section 15): with EDGE_REDIS_URL, EDGE_FLEET_SECRET
+// docs/contract.md section 15: with EDGE_REDIS_URL, EDGE_FLEET_SECRET
 // of at least 32 bytes is required; the error names the variable and never
 // prints the secret.
 func TestFleetSecretRequired(t *testing.T) {
 	redisURL := map[string]string{"EDGE_REDIS_URL": "redis://127.0.0.1:6379/0"}
-	_, err := parseSettings(nil, mapEnv(redisURL), io.Discard)
+	_, err := parseSettings(nil, mapEnv(deployed(redisURL)), io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "EDGE_FLEET_SECRET") {
 		t.Errorf("no secret: %v; want an error naming EDGE_FLEET_SECRET", err)
 	}
 	short := map[string]string{"EDGE_REDIS_URL": "redis://127.0.0.1:6379/0", "EDGE_FLEET_SECRET": "only-twenty-six-bytes-long"}
-	_, err = parseSettings(nil, mapEnv(short), io.Discard)
+	_, err = parseSettings(nil, mapEnv(deployed(short)), io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "EDGE_FLEET_SECRET") || strings.Contains(err.Error(), "only-twenty-six") {
 		t.Errorf("short secret: %v; want an error naming EDGE_FLEET_SECRET without its value", err)
 	}
 	ok := map[string]string{"EDGE_REDIS_URL": "redis://127.0.0.1:6379/0", "EDGE_FLEET_SECRET": strings.Repeat("k", 32)}
-	s, err := parseSettings(nil, mapEnv(ok), io.Discard)
+	s, err := parseSettings(nil, mapEnv(deployed(ok)), io.Discard)
 	if err != nil || string(s.FleetSecret) != strings.Repeat("k", 32) {
 		t.Errorf("32-byte secret: %q, %v", s.FleetSecret, err)
 	}
@@ -112,7 +112,7 @@ func TestFleetSecretRequired(t *testing.T) {
 	}
 }
 
-// Issue 17 finding 4 (docs/contract.md section 15): EDGE_PMS_MAX_WALK_BYTES, default
+// docs/contract.md section 15: EDGE_PMS_MAX_WALK_BYTES, default
 // 256MiB, in bytes or with a unit.
 func TestMaxWalkBytesSetting(t *testing.T) {
 	s, err := parseSettings(nil, mapEnv(nil), io.Discard)

@@ -22,7 +22,7 @@ import (
 	"github.com/partner-edge/partner-edge/upstream/shadow"
 )
 
-// What a shadow candidate costs a partner (issue 22, acceptance 2): the
+// What a shadow candidate costs a partner (docs/contract.md section 14): the
 // edge answering lists and gets while its cache reloads the live PMS every
 // 20 ms (TTL 20 ms, so refresh-ahead walks constantly and each walk hands
 // its snapshot to the shadow), with no candidate, a candidate that hangs
@@ -40,7 +40,7 @@ func BenchmarkShadowPartnerLatency(b *testing.B) {
 		name      string
 		candidate http.Handler
 	}{{"none", nil}, {"hanging", hang}, {"failing", fail}, {"changed", pmsim.New(pmsim.Config{Seed: 5, Drift: pmsim.Drift{Drop: 3}})},
-		// Issue 28 finding 4: 112 MB of valid records, and endless 7.6 MB
+		// docs/contract.md section 17: 112 MB of valid records, and endless 7.6 MB
 		// pages, against the candidate's default bound of 64 MiB. The
 		// page is made once: a real candidate makes its pages elsewhere,
 		// not on the edge's cores.

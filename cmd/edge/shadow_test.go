@@ -64,7 +64,7 @@ func startEdge(t *testing.T, pms, keysFile string, env map[string]string) (strin
 // TestShadowLeavesPartnerAnswersUnchanged: an edge with a changed
 // candidate (3 properties gone, names renamed away) answers partners byte
 // for byte as an edge without one, while /shadow and the metrics report
-// the differences; a hanging candidate changes no answer either (issue 22,
+// the differences; a hanging candidate changes no answer either (docs/contract.md section 14,
 // acceptance 2).
 func TestShadowLeavesPartnerAnswersUnchanged(t *testing.T) {
 	t.Parallel()

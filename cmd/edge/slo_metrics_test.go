@@ -121,7 +121,7 @@ func (e exposition) checkExpr(expr string, records map[string]bool) ([]string, e
 	return missing, nil
 }
 
-// Issue 21, acceptance 2: every metric and label the alert rules and the
+// docs/operations.md, "Production kit": every metric and label the alert rules and the
 // dashboard use is in the /metrics of a running edge that served traffic
 // (with Redis, a miss, a hit, errors, a throttled client), so a renamed
 // metric or label fails here.

@@ -41,7 +41,7 @@ func endlessPMS(t *testing.T) (*httptest.Server, *atomic.Int64) {
 	return srv, &pages
 }
 
-// Issue 17 finding 4 (docs/contract.md section 15), against the real edge binary: a PMS
+// docs/contract.md section 15, against the real edge binary: a PMS
 // whose list never ends, in pages of 7.6 MB, makes the walk fail at the
 // default bound of 256 MiB: the partner gets 502, the failure is logged,
 // and the process's peak RSS stays under 400 MB.

@@ -64,6 +64,22 @@ func (p page) Nav() [][2]string {
 // DocsURL is the deployment's docs_url.
 func (p page) DocsURL() string { return p.b.opts.DocsURL }
 
+// PublicURL is the URL partners call, for the examples: the deployment's,
+// or the OpenAPI document's template when none was given.
+func (p page) PublicURL() string {
+	if p.b.opts.PublicURL == "" {
+		return "https://{service}.{brand}.example.com"
+	}
+	return p.b.opts.PublicURL
+}
+
+// Contact is the deployment's contact link (EDGE_DOCS_CONTACT); empty
+// when none was given.
+func (p page) Contact() string { return p.b.opts.Contact }
+
+// ContactText is the contact as shown: the address of a mailto: link.
+func (p page) ContactText() string { return strings.TrimPrefix(p.b.opts.Contact, "mailto:") }
+
 // Static reports whether the site is built for a file server (relative
 // links) rather than for the edge.
 func (p page) Static() bool { return p.b.opts.BasePath == "" }
@@ -123,6 +139,9 @@ func (b *builder) build() error {
 		if err := b.render(pg.addr, pg.title, pg.tmpl, pg.data); err != nil {
 			return err
 		}
+	}
+	if err := b.openapi(); err != nil {
+		return err
 	}
 	return b.reference()
 }

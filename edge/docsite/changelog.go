@@ -20,7 +20,7 @@ var changelog = []change{
 		Title: "Documentation site and typed error responses",
 		Items: []string{
 			"This site: one page per error code at the problem's type URI, the API reference, authentication, rate limits and this changelog.",
-			"docs/openapi.yaml gives each error response a concrete schema (code, status and errors typed), so generated clients branch on code without decoding twice. The wire format is unchanged.",
+			"The OpenAPI document gives each error response a concrete schema (code, status and errors typed), so generated clients branch on code without decoding twice. The wire format is unchanged.",
 			"The traceparent request header has no pattern in the document any more: a malformed value is ignored, never refused, as it always was.",
 			"TRAILING_SLASH is listed among the 400 codes of /v1/, /v1/properties and /v1/properties/{propertyId}: tools match a path with a slash added, such as /v1/properties/, to these operations.",
 		},

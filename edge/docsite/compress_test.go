@@ -10,7 +10,7 @@ import (
 	"github.com/partner-edge/partner-edge/observability/testkit"
 )
 
-// Issue 29, acceptance 3: documentation pages come compressed with gzip and
+// docs/contract.md section 18: documentation pages come compressed with gzip and
 // zstd (Accept-Encoding's preference) and decode to the plain page; the
 // coded answer has its own ETag (304 on it), its Content-Length, and
 // Vary: Accept-Encoding; HEAD answers the same headers; a Range request,

@@ -158,7 +158,7 @@ var guides = map[problem.Code]guide{
 	problem.PropertyNotFound: {
 		when: "No property with this id is available to the key: it does not exist, belongs to another brand, or the key is not granted it. The answer never reveals which.",
 		do:   "Use ids from GET /v1/properties with the same key. Do not retry unchanged.",
-		path: "/v1/properties/" + exampleID, example: problem.New(problem.PropertyNotFound, "No property %s is available to this API key.", exampleID),
+		path: "/v1/properties/" + exampleID, example: problem.New(problem.PropertyNotFound, "No property with this id is available to this API key."),
 	},
 	problem.MethodNotAllowed: {
 		when: "A known route was called with a method other than GET (HEAD and OPTIONS included). Answered before authentication.",

@@ -90,9 +90,15 @@ func (s *Site) Handler() http.Handler {
 	})
 }
 
-// compressible: text worth compressing (pages, stylesheets, the SVG icon).
+// compressible: text worth compressing (pages, stylesheets, the SVG icon,
+// the OpenAPI documents).
 func compressible(contentType string) bool {
-	return strings.HasPrefix(contentType, "text/") || strings.HasPrefix(contentType, "image/svg+xml")
+	for _, p := range []string{"text/", "image/svg+xml", "application/json", "application/yaml"} {
+		if strings.HasPrefix(contentType, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // lookup finds the file served at p, a path under the site's root.

@@ -7,6 +7,7 @@ import (
 	_ "embed"
 	"encoding/base64"
 	"errors"
+	htmlpkg "html"
 	"io"
 	"slices"
 	"strings"
@@ -15,7 +16,7 @@ import (
 
 // referenceGz is Redocly's render of docs/openapi.yaml (.ci/docsite/render,
 // run by go generate), gzipped there: the render is a megabyte of HTML, a
-// sixth of that compressed, and the edge's image must stay small (issue 21).
+// sixth of that compressed, and the edge's image must stay small (docs/operations.md, "Production kit").
 //
 //go:embed reference.html.gz
 var referenceGz []byte
@@ -127,13 +128,25 @@ var contrastFixes = strings.NewReplacer(
 // its bundle from a CDN, and the colour-mode script) are removed, so the
 // server-side rendered markup is the page; its inline styles move into
 // assets/reference.css. The style attributes Redoc renders stay inline and
-// are allowed one by one by their hashes (CSP 'unsafe-hashes').
+// are allowed one by one by their hashes (CSP 'unsafe-hashes'). The
+// render's placeholder addresses become the deployment's, and a bar on top
+// links back to the site and to the OpenAPI documents.
+//
+// The page is edited as bytes, not parsed: golang.org/x/net/html's parse
+// and render of the megabyte cost start-up more than the whole edit does
+// (docs/architecture.md, "What we own, and why").
 func (b *builder) reference() error {
 	html := referenceHTML()
 	if !bytes.Contains(html, []byte(`id="redoc"`)) {
 		return errors.New("docs: reference.html is not a Redocly render (run go generate ./edge/docsite)")
 	}
 	html, _ = cutElements(html, "<script", "</script>")
+	public := b.opts.PublicURL
+	if public == "" {
+		public = "https://{service}.{brand}.example.com" // the document's own template
+	}
+	html = bytes.ReplaceAll(html, []byte(renderPublicURL), []byte(htmlpkg.EscapeString(public)))
+	html = bytes.ReplaceAll(html, []byte(renderDocsURL), []byte(htmlpkg.EscapeString(b.opts.DocsURL)))
 	html = cutRemoteLinks(html) // web fonts: the system font serves
 	html, styles := cutElements(html, "<style", "</style>")
 	var css bytes.Buffer
@@ -149,7 +162,13 @@ func (b *builder) reference() error {
 	html = bytes.Replace(html, []byte(`</head>`), []byte(`<link rel="stylesheet" href="`+p.Link(assetReferenceCSS)+
 		`"><link rel="icon" type="image/svg+xml" href="`+p.Link(assetFavicon)+`"></head>`), 1)
 	html = bytes.Replace(html, []byte(`<html>`), []byte(`<html lang="en">`), 1)
-	html = bytes.Replace(html, []byte(`<body>`), []byte(`<body><nav class="pe-back" aria-label="Site"><a href="`+p.Link(pageHome)+`">Partner API documentation</a> / API reference</nav>`), 1)
+	nav := `<body><nav class="pe-back" aria-label="Site"><a href="` + p.Link(pageHome) + `">Partner API documentation</a> / API reference` +
+		` · download the OpenAPI document: <a href="` + p.Link(docOpenAPIYAML) + `" download>` + docOpenAPIYAML + `</a>, <a href="` +
+		p.Link(docOpenAPIJSON) + `" download>` + docOpenAPIJSON + `</a>`
+	if c := b.opts.Contact; c != "" {
+		nav += ` · contact: <a href="` + htmlpkg.EscapeString(c) + `">` + htmlpkg.EscapeString(strings.TrimPrefix(c, "mailto:")) + `</a>`
+	}
+	html = bytes.Replace(html, []byte(`<body>`), []byte(nav+`</nav>`), 1)
 	for _, mark := range remoteMarks {
 		if bytes.Contains(html, []byte(mark)) || strings.Contains(cssText, mark) {
 			return errors.New("docs: reference.html loads a remote resource: " + mark)

@@ -31,6 +31,14 @@ type Options struct {
 	// .html files, so the written site works from any directory of any
 	// static file server.
 	BasePath string
+	// PublicURL is the URL partners call (EDGE_PUBLIC_URL): the server URL
+	// of the served OpenAPI document and of the site's examples. Empty
+	// keeps the document's own, a template.
+	PublicURL string
+	// Contact is EDGE_DOCS_CONTACT as ParseContact returns it (an http(s)
+	// URL or a mailto: URL): shown on the site and in the served
+	// document's info.contact. Empty: no contact at all.
+	Contact string
 	// Now dates the example bodies. Nil means a fixed example time, so the
 	// same options always build the same bytes.
 	Now func() time.Time
@@ -97,6 +105,7 @@ func Build(opts Options) (*Site, error) {
 	}
 	opts.DocsURL = strings.TrimRight(opts.DocsURL, "/")
 	opts.BasePath = strings.TrimRight(opts.BasePath, "/")
+	opts.PublicURL = strings.TrimRight(opts.PublicURL, "/")
 	if opts.Now == nil {
 		opts.Now = func() time.Time { return exampleTime }
 	}
@@ -155,24 +164,25 @@ func (s *Site) add(p, contentType, csp string, body []byte) {
 // but the site's stylesheet, no script at all, no framing, no forms.
 const cspPage = "default-src 'none'; style-src 'self'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
-// HandlerAt is the site built to be served at basePath (EDGE_DOCS_PATH)
-// with problem types under docsURL; nil, nil when basePath is empty (the
-// site is off).
-func HandlerAt(docsURL, basePath string) (http.Handler, error) {
-	if basePath == "" {
+// HandlerAt is the site built to be served at opts.BasePath
+// (EDGE_DOCS_PATH); nil, nil when that is empty (the site is off).
+func HandlerAt(opts Options) (http.Handler, error) {
+	if opts.BasePath == "" {
 		return nil, nil
 	}
-	site, err := Build(Options{DocsURL: docsURL, BasePath: basePath})
+	site, err := Build(opts)
 	if err != nil {
 		return nil, err
 	}
 	return site.Handler(), nil
 }
 
-// WriteSite builds the site with problem types under docsURL and writes it
-// into dir (`edge docs build`); it returns how many files it wrote.
-func WriteSite(dir, docsURL string) (int, error) {
-	site, err := Build(Options{DocsURL: docsURL})
+// WriteSite builds the site for a static file server (opts.BasePath is
+// ignored) and writes it into dir (`edge docs build`); it returns how many
+// files it wrote.
+func WriteSite(dir string, opts Options) (int, error) {
+	opts.BasePath = ""
+	site, err := Build(opts)
 	if err != nil {
 		return 0, err
 	}

@@ -31,9 +31,10 @@ Commands (docs/contract.md section 18; every one takes --file, default EDGE_KEYS
   check    load the file exactly as the edge does: exit 1 with the reason, 0 when good
   new      print a minted key and its record without touching any file
 
-Flags may come before or after ID. Edits are atomic (mode 0600), serialised
-with a lock file beside the key file (FILE.lock), and refused when the result
-would not load; a running edge picks each change up by itself.
+Flags may come before or after ID. Edits are atomic and keep the file's mode,
+owner and group (a new file: mode 0600), serialised with a lock file beside
+the key file (FILE.lock; one that is a symbolic link is refused), and refused
+when the result would not load; a running edge picks each change up by itself.
 `
 
 // UsageError is a command line Command cannot run: the program exits with

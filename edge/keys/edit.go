@@ -13,6 +13,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gofrs/flock"
+	"github.com/google/renameio/v2"
+
 	"github.com/partner-edge/partner-edge/edge/internal/opfile"
 )
 
@@ -29,7 +32,7 @@ const DefaultOverlap = 24 * time.Hour
 // temporary file in the same directory, fsync, rename over the file, fsync
 // of the directory), so a running edge reads either the old file or the new
 // one, never a partial one, and its watch (Watch) sees the rename. The file
-// is written with mode 0600.
+// keeps its mode, owner and group; a new one gets mode 0600.
 //
 // A key file that is a symbolic link is resolved: the link's target is
 // rewritten, the link is kept.
@@ -308,6 +311,7 @@ func (e Editor) edit(create bool, change func([]Record) ([]Record, error)) error
 		return err
 	}
 	defer unlock()
+	shareLock(path+".lock", path)
 	recs, err := load(path, create)
 	if err != nil {
 		return err
@@ -363,60 +367,51 @@ func render(recs []Record) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// lock takes an exclusive flock on path (created, mode 0600, when missing)
-// and returns its release. The kernel releases it when the process ends,
-// so a killed editor never leaves the file locked.
+// lock takes an exclusive flock (github.com/gofrs/flock) on path, created
+// with mode 0600 when missing, and returns its release. The kernel releases
+// it when the process ends, so a killed editor never leaves the file locked.
+// A lock file that is a symbolic link is refused, dangling or not: it is
+// opened with O_NOFOLLOW, so no link is followed and no target created
+// (docs/contract.md section 21).
 func lock(path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
+	fl := flock.New(path, flock.SetFlag(os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW), flock.SetPermissions(0o600))
+	if err := fl.Lock(); err != nil {
+		if fi, lerr := os.Lstat(path); lerr == nil && fi.Mode()&os.ModeSymlink != 0 {
+			return nil, fmt.Errorf("lock file %s is a symbolic link: refused (remove it; edge keys creates the lock file itself)", path)
+		}
 		return nil, fmt.Errorf("lock file %s: %w", path, describeFSError(err))
 	}
-	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
-		if !errors.Is(err, syscall.EINTR) {
-			break
-		}
-	}
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("lock file %s: %w", path, err)
-	}
-	return func() { f.Close() }, nil // closing the descriptor releases the lock
+	return func() { _ = fl.Unlock() }, nil
 }
 
-// writeAtomic replaces path by a file holding data, mode 0600: a temporary
-// file in the same directory (rename is atomic only within a file system),
-// synced, renamed over path, and the directory synced so that the rename
-// survives a crash.
+// writeAtomic replaces path by a file holding data: a temporary file in the
+// same directory (rename is atomic only within a file system), synced,
+// renamed over path (github.com/google/renameio/v2), and the directory
+// synced so that the rename survives a crash. The new file keeps the old
+// one's mode, owner and group (docs/contract.md section 21: `edge keys` run
+// as root must not leave a file the edge's own user cannot read); a new
+// file gets mode 0600 and the editor's owner. An owner that cannot be kept
+// (an editor that is neither root nor the owner) refuses the write.
 func writeAtomic(path string, data []byte) (err error) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	tmp, err := os.CreateTemp(dir, "."+base+".*.tmp") // mode 0600
+	dir := filepath.Dir(path)
+	tmp, err := renameio.NewPendingFile(path, renameio.WithTempDir(dir),
+		renameio.WithStaticPermissions(0o600), renameio.WithExistingPermissions())
 	if err != nil {
 		return fmt.Errorf("write key file: %w", describeFSError(err))
 	}
 	defer func() {
+		_ = tmp.Cleanup() // after CloseAtomicallyReplace, nothing to do
 		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
 			err = fmt.Errorf("write key file %s: %w (left unchanged)", path, err)
 		}
 	}()
-	if err = tmp.Chmod(0o600); err != nil {
+	if err = keepOwner(tmp.File, path); err != nil {
 		return err
 	}
 	if _, err = tmp.Write(data); err != nil {
 		return err
 	}
-	if err = tmp.Sync(); err != nil {
-		return err
-	}
-	if err = tmp.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
+	if err = tmp.CloseAtomicallyReplace(); err != nil {
 		return err
 	}
 	d, err := os.Open(dir)
@@ -425,6 +420,44 @@ func writeAtomic(path string, data []byte) (err error) {
 	}
 	defer d.Close()
 	_ = d.Sync()
+	return nil
+}
+
+// shareLock gives the lock file the key file's owner and group, best
+// effort (Lchown: the lock is no link, lock saw to that): a lock file left
+// by root would otherwise shut out the edge's own user from the next edit.
+func shareLock(lockPath, path string) {
+	if fi, err := os.Stat(path); err == nil {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			_ = os.Lchown(lockPath, int(st.Uid), int(st.Gid))
+		}
+	}
+}
+
+// keepOwner gives f the owner and group of the file at path, when it
+// exists and they differ from f's.
+func keepOwner(f *os.File, path string) error {
+	old, err := os.Lstat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	was, ok := old.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil // no owners on this system
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if now, ok := fi.Sys().(*syscall.Stat_t); ok && now.Uid == was.Uid && now.Gid == was.Gid {
+		return nil
+	}
+	if err := f.Chown(int(was.Uid), int(was.Gid)); err != nil {
+		return fmt.Errorf("cannot keep the key file's owner %d:%d: %w", was.Uid, was.Gid, err)
+	}
 	return nil
 }
 

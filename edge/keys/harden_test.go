@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// Issue 17 finding 8 (docs/contract.md section 15): a key's rateLimit that the limiter
+// docs/contract.md section 15: a key's rateLimit that the limiter
 // cannot represent (perSecond 1e-9: a bucket that would take decades to
 // refill) rejects the key file, at start-up and on reload, never "no
 // limit".

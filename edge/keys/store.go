@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -120,6 +121,20 @@ func (s *Store) LookupClient(clientID string) (*Key, bool) {
 // Usable reports whether the store holds at least one key. An edge without
 // usable keys cannot serve and reports itself unhealthy.
 func (s *Store) Usable() bool { return s.Len() > 0 }
+
+// Brands returns the brands of the keys in force, sorted, each once.
+func (s *Store) Brands() []string {
+	set := s.set.Load()
+	if set == nil {
+		return nil
+	}
+	var brands []string
+	for _, k := range set.all() {
+		brands = append(brands, k.Brand)
+	}
+	slices.Sort(brands)
+	return slices.Compact(brands)
+}
 
 // Len returns the number of keys in force.
 func (s *Store) Len() int {

@@ -18,7 +18,7 @@ import (
 	"github.com/partner-edge/partner-edge/observability/testkit"
 )
 
-// Issue 11, acceptance 2: 100 slowloris clients, each trickling header
+// docs/contract.md section 10: 100 slowloris clients, each trickling header
 // lines that never end, are cut off by ReadHeaderTimeout, while a normal
 // client is served meanwhile.
 func TestSlowlorisCutOff(t *testing.T) {
@@ -94,7 +94,7 @@ func TestSlowlorisCutOff(t *testing.T) {
 	}
 }
 
-// Issue 11, acceptance 2: 2 MiB of request headers answer 431 (the server's
+// docs/contract.md section 10: 2 MiB of request headers answer 431 (the server's
 // MaxHeaderBytes), and nothing reaches the handler.
 func TestHugeHeaders431(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())

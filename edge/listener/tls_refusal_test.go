@@ -12,7 +12,7 @@ import (
 	"github.com/partner-edge/partner-edge/observability/testkit"
 )
 
-// Issue 28, finding 9: a refused TLS reload says what was refused (the
+// docs/contract.md section 17: a refused TLS reload says what was refused (the
 // certificate, the key, or the pair that do not go together) and names
 // the file, in the log line's refused and file fields and in its error.
 func TestTLSReloadNamesRefusedFile(t *testing.T) {

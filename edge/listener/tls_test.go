@@ -82,7 +82,7 @@ func (e *tlsEdge) serial(t *testing.T) int64 {
 	return st.PeerCertificates[0].SerialNumber.Int64()
 }
 
-// Issue 11, TLS: HTTP/2 is negotiated, answers carry HSTS, TLS 1.1 and CBC
+// docs/contract.md section 10, TLS: HTTP/2 is negotiated, answers carry HSTS, TLS 1.1 and CBC
 // suites are refused while TLS 1.2 with AES-GCM and TLS 1.3 are served.
 func TestTLSPolicy(t *testing.T) {
 	e := serveTLS(t, listener.ServeConfig{})
@@ -133,7 +133,7 @@ func TestNoHSTSOverPlainHTTP(t *testing.T) {
 	<-done
 }
 
-// Issue 11, TLS rotation: a renewed certificate is served by the next
+// docs/contract.md section 10, TLS rotation: a renewed certificate is served by the next
 // handshake without a restart, whether the files changed (watch) or SIGHUP
 // asked (TLSReload); a bad new certificate is logged and the old one kept.
 func TestTLSCertificateReload(t *testing.T) {
@@ -197,7 +197,7 @@ func TestTLSBadCertificateAtStart(t *testing.T) {
 	}
 }
 
-// Issue 11: an HTTP/2 client that stalls mid-frame is dropped within about
+// docs/contract.md section 10: an HTTP/2 client that stalls mid-frame is dropped within about
 // ReadHeaderTimeout (the HTTP/2 ping timeouts), not held for the 120 s
 // idle timeout.
 func TestStalledHTTP2ClientDropped(t *testing.T) {

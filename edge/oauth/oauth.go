@@ -184,6 +184,10 @@ type Error struct {
 	Reason string
 	// RetryAfter is when a new key fetch may be tried (Unavailable only).
 	RetryAfter time.Duration
+	// ClientID is the client of an Expired token, whose signature did
+	// verify: the edge names its record in the access log (docs/contract.md
+	// section 17). Empty for every other failure.
+	ClientID string
 }
 
 func (e *Error) Error() string { return "access token refused: " + e.Reason }

@@ -158,7 +158,12 @@ func (v *Verifier) run(call *fetchCall, jwksURI string) {
 	}
 	v.mu.Unlock()
 	close(call.done)
-	if err != nil {
+	switch {
+	case re != nil: // the issuer answered; tokens no cached key verifies get 401
+		v.log.Warn("oauth keys fetch refused by policy; cached keys stay in force", "issuer", v.cfg.Issuer,
+			"error", err.Error(), "cached_keys", len(v.keys.Load().list()))
+		return
+	case err != nil: // the issuer cannot be reached; such tokens get 503
 		v.log.Warn("oauth keys fetch failed; cached keys stay in force", "issuer", v.cfg.Issuer,
 			"error", err.Error(), "cached_keys", len(v.keys.Load().list()))
 		return
@@ -334,7 +339,8 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*Token, error) {
 		AnyAudience: jwt.Audience{v.cfg.Audience}, Time: now}, Leeway)
 	switch {
 	case errors.Is(err, jwt.ErrExpired):
-		return nil, &Error{Kind: Expired, Reason: "exp has passed"}
+		// The signature verified: the client it names is who sent it.
+		return nil, &Error{Kind: Expired, Reason: "exp has passed", ClientID: clientOf(claims, extra)}
 	case errors.Is(err, jwt.ErrInvalidAudience):
 		return nil, invalid("aud does not contain the audience")
 	case errors.Is(err, jwt.ErrNotValidYet):
@@ -344,13 +350,7 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*Token, error) {
 	case err != nil:
 		return nil, invalid("claims refused: %v", err)
 	}
-	t := &Token{ClientID: extra.ClientID, Expiry: claims.Expiry.Time()}
-	if t.ClientID == "" {
-		t.ClientID = extra.AZP
-	}
-	if t.ClientID == "" {
-		t.ClientID = claims.Subject
-	}
+	t := &Token{ClientID: clientOf(claims, extra), Expiry: claims.Expiry.Time()}
 	if t.ClientID == "" {
 		return nil, invalid("no client_id, azp or sub claim")
 	}
@@ -358,6 +358,17 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*Token, error) {
 		return nil, invalid("scope: %v", err)
 	}
 	return t, nil
+}
+
+// clientOf is a token's client: client_id, else azp, else sub.
+func clientOf(claims jwt.Claims, extra extraClaims) string {
+	switch {
+	case extra.ClientID != "":
+		return extra.ClientID
+	case extra.AZP != "":
+		return extra.AZP
+	}
+	return claims.Subject
 }
 
 // typeAllowed: RFC 9068 section 2.1 says at+jwt (application/at+jwt in

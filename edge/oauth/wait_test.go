@@ -45,7 +45,7 @@ func (h *hangingIssuer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: h.keys})
 }
 
-// TestHangingIssuer (issue 28 finding 2, docs/contract.md section 17), on the
+// TestHangingIssuer (docs/contract.md section 17), on the
 // bubble's clock: start-up waits 1 s for a hanging issuer, not the 5 s of
 // the fetch; 1,100 concurrent tokens of unknown kids share the one fetch in
 // flight and answer Unavailable (503 with Retry-After) after exactly 1 s;
@@ -159,7 +159,7 @@ func TestStartFetchFinishesInBackground(t *testing.T) {
 	})
 }
 
-// TestFirstRotationAfterStart (issue 28 finding 3, docs/contract.md section
+// TestFirstRotationAfterStart (docs/contract.md section
 // 17): the fetch at start is not a refetch, so a key published 1 s after
 // start is fetched for the first token that names it; a second rotation
 // then waits for the 30 s since that fetch.

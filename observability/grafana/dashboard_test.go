@@ -29,7 +29,7 @@ func TestDashboardGenerated(t *testing.T) {
 }
 
 // The panels the alerts and docs/runbooks.md send an engineer to exist, and
-// the dashboard covers what issue 21 asks: traffic, errors by code, latency
+// the dashboard covers what docs/operations.md ("Production kit") lists: traffic, errors by code, latency
 // histograms, cache outcomes, PMS attempts, breaker state, rate limiting,
 // Redis, and links to traces.
 func TestDashboardPanelsNamedByRunbooks(t *testing.T) {
@@ -86,7 +86,7 @@ func TestDashboardPanelsNamedByRunbooks(t *testing.T) {
 	}
 }
 
-// Issue 29, finding 7: every Prometheus query filters by the job variable
+// docs/contract.md section 18: every Prometheus query filters by the job variable
 // (two deployments sharing a Prometheus never mix on a panel), and by
 // instance except the SLO panels' recorded series, which keep only job;
 // the job and instance variables are what github.com/grafana/dashboard-linter

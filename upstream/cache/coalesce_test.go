@@ -26,7 +26,7 @@ func blocking(release <-chan struct{}, started chan<- context.Context) func(cont
 }
 
 // 100 concurrent cold requests make one inner load, and all get its result
-// (issue 3, acceptance 4). synctest.Wait proves every caller is waiting on
+// (docs/resilience.md). synctest.Wait proves every caller is waiting on
 // the load before it is released, so the count is coalescing, not caching.
 func TestSnapshotHerdMakesOneLoad(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

@@ -17,7 +17,7 @@ import (
 )
 
 // TestMain fails the package if any goroutine (a load, a refresh, a store
-// janitor) outlives the tests (issue 3, acceptance 7).
+// janitor) outlives the tests (docs/resilience.md).
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // fakeCatalog is a Catalog of function fields that counts its calls.

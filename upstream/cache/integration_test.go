@@ -84,8 +84,7 @@ func TestIntegrationStaleOnBadGateway(t *testing.T) {
 }
 
 // 100 concurrent cold requests for the list make one PMS load over
-// loopback, and the leader cancelling does not fail the others (issue 3,
-// acceptance 4). The simulator's latency keeps the load in flight.
+// loopback, and the leader cancelling does not fail the others (docs/resilience.md). The simulator's latency keeps the load in flight.
 func TestIntegrationHerdAndCancelledLeader(t *testing.T) {
 	st := newStack(t, cache.Config{TTL: time.Minute})
 	st.sim.SetFaults(pmsim.Faults{Latency: 200 * time.Millisecond})
@@ -124,7 +123,7 @@ func TestIntegrationHerdAndCancelledLeader(t *testing.T) {
 
 // Random unknown ids do not grow the cache over the real chain either: with
 // a fresh list they never reach the PMS; without one, each is a PMS 404
-// that is not stored (issue 3, acceptance 6).
+// that is not stored (docs/resilience.md).
 func TestIntegrationUnknownIDs(t *testing.T) {
 	st := newStack(t, cache.Config{TTL: time.Minute})
 	ctx := context.Background()

@@ -13,7 +13,7 @@ import (
 )
 
 // 10,000 requests for random unknown ids leave the store's entry count
-// unchanged (issue 3, acceptance 6), with a fresh snapshot (which answers
+// unchanged (docs/resilience.md), with a fresh snapshot (which answers
 // alone, the PMS is not asked) and without one (the PMS answers 404 each
 // time and nothing is stored).
 func TestUnknownIDsDoNotGrowTheCache(t *testing.T) {

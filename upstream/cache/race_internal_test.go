@@ -64,7 +64,7 @@ func (rc *raceCache) heldReaders(t *testing.T, n int) *sync.WaitGroup {
 	return &wg
 }
 
-// Issue 17 finding 10, deterministic: from cold, a request that saw no
+// docs/contract.md section 15, deterministic: from cold, a request that saw no
 // snapshot and joins only after the first load has stored one and ended
 // takes that snapshot: one load, not two.
 func TestColdLateJoinerMakesNoSecondLoad(t *testing.T) {
@@ -83,7 +83,7 @@ func TestColdLateJoinerMakesNoSecondLoad(t *testing.T) {
 	})
 }
 
-// Issue 17 finding 10, refresh after the TTL: requests that saw the
+// docs/contract.md section 15, refresh after the TTL: requests that saw the
 // expired snapshot and join after its reload ended take the reloaded one;
 // requests that saw a snapshot due for refresh start no refresh once a
 // newer one is held. One load per expiry, whatever the concurrency.

@@ -12,7 +12,7 @@ import (
 	"github.com/partner-edge/partner-edge/upstream"
 )
 
-// Issue 8, acceptance 1 (cache level): from cold, 10,000 gets of random
+// docs/contract.md section 11 (cache level): from cold, 10,000 gets of random
 // unknown ids from 20 concurrent clients are all NotFound, and the PMS sees
 // one snapshot load and no get.
 func TestColdUnknownIDsMakeOneLoad(t *testing.T) {
@@ -36,7 +36,7 @@ func TestColdUnknownIDsMakeOneLoad(t *testing.T) {
 	}
 }
 
-// Issue 8, acceptance 2: TTL 1 s and a request every 50 ms for 5 s: after
+// docs/contract.md section 11: TTL 1 s and a request every 50 ms for 5 s: after
 // the first load every request is a hit (answered without waiting on a
 // load), while background refreshes keep the snapshot fresh.
 func TestSteadyTrafficNeverWaits(t *testing.T) {
@@ -65,7 +65,7 @@ func TestSteadyTrafficNeverWaits(t *testing.T) {
 	})
 }
 
-// Issue 8, acceptance 3: a load that panics fails the callers that waited
+// docs/contract.md section 11: a load that panics fails the callers that waited
 // with Internal, is counted, and the next call loads again; the process
 // (test) survives and goleak (TestMain) finds no goroutine left.
 func TestPanickingLoad(t *testing.T) {
@@ -101,7 +101,7 @@ func TestPanickingLoad(t *testing.T) {
 	})
 }
 
-// Issue 8, acceptance 4: TTL 0, 50 concurrent identical gets against a PMS
+// docs/contract.md section 11: TTL 0, 50 concurrent identical gets against a PMS
 // answering in 300 ms make at most 2 PMS calls.
 func TestDisabledCoalescesIdenticalGets(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

@@ -175,7 +175,7 @@ func (c *Cache) loadOnly(ctx context.Context, kind string) (any, error) {
 // and join only after that load has ended, starting a second one. So the
 // load that runs looks again first: when cur holds another entry than
 // seen, younger than maxAge, some load has already done the work since
-// the caller looked, and that entry is the answer (issue 17: one load per
+// the caller looked, and that entry is the answer (docs/contract.md section 15: one load per
 // cold start or expiry, whatever the concurrency).
 func (c *Cache) loadAfter(seen *entry, maxAge time.Duration) loadFunc {
 	return func(ctx context.Context, kind string) (any, error) {

@@ -9,8 +9,7 @@ import (
 // The zero Config is usable: TTL zero is the documented "no cache" (every
 // call reads the inner catalog), and the other durations take their
 // defaults; negative durations never mean a panic or an instant timeout
-// (a negative Stale is raised to TTL, as the Config says) (issue 16,
-// acceptance 7).
+// (a negative Stale is raised to TTL, as the Config says) (docs/architecture.md).
 func TestZeroAndNegativeConfig(t *testing.T) {
 	for _, cfg := range []Config{{}, {TTL: -time.Second, Stale: -time.Second, LoadTimeout: -time.Second, RefreshAhead: -1, RefreshBackoff: -time.Second}} {
 		inner := newVersioned(3)

@@ -205,6 +205,12 @@ func (c *Client) Do(ctx context.Context, fn func(ctx context.Context, rdb redis.
 	return c.guard.Do(ctx, func(ctx context.Context) error { return fn(ctx, c.rdb) })
 }
 
+// probe is Do for Watch: the one caller that runs the breaker's half-open
+// trial and the fence's probe (Guard.Probe).
+func (c *Client) probe(ctx context.Context, fn func(ctx context.Context, rdb redis.UniversalClient) error) error {
+	return c.guard.Probe(ctx, func(ctx context.Context) error { return fn(ctx, c.rdb) })
+}
+
 // Ping checks Redis through the guard.
 func (c *Client) Ping(ctx context.Context) error {
 	return c.Do(ctx, func(ctx context.Context, rdb redis.UniversalClient) error { return rdb.Ping(ctx).Err() })

@@ -29,6 +29,16 @@ func newTestClient(t *testing.T, url string, tl *tel, log *testkit.LogBuffer) *C
 	return c
 }
 
+// watchClient runs c's health probe every every, as the edge does
+// (cmd/edge serve.go), until the test ends: it alone finds Redis back once
+// the breaker has opened (Guard.Do never runs the half-open trial).
+func watchClient(t *testing.T, c *Client, every time.Duration) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); c.Watch(ctx, every) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
 // A user of the client (the edge's redislimit.Limiter) counts a fallback on
 // each error and decides in-process; the client must err at once while
 // Redis is down and answer again once it is back.
@@ -65,8 +75,10 @@ func TestClientSurvivesRedisRestart(t *testing.T) {
 	}
 
 	srv.Restart()
+	watchClient(t, c, 50*time.Millisecond)
 	// The outside event: the restarted Redis accepting connections again
-	// (the guard's 50 ms open timeout is short beside it).
+	// (the guard's 50 ms open timeout is short beside it), which the
+	// client's watch finds.
 	testkit.Eventually(t, "the client answers from Redis again", fromRedis)
 	if c.State() != 0 {
 		t.Fatalf("breaker %v after Redis returned, want closed", c.State())

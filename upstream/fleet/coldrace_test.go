@@ -23,7 +23,7 @@ func (s *pausingStore) Fetch(ctx context.Context, name string) ([]byte, int64, t
 	return payload, version, at, err
 }
 
-// Issue 28, finding 8: an instance finds no publication, and before it
+// docs/contract.md section 17: an instance finds no publication, and before it
 // asks for the lease another instance walks, publishes and releases (on a
 // busy machine the gap between two Redis calls is that long). It then wins
 // the lease, and must take the publication that landed meanwhile, not walk

@@ -37,7 +37,7 @@ func (s *ttlStore) Publish(_ context.Context, _ string, _ int64, _ []byte, ttl t
 
 // A Coordinator with zero (or negative) durations uses the documented
 // defaults: no panic in time.NewTicker, no lease or publication without
-// expiry (issue 16, acceptance 7).
+// expiry (docs/architecture.md).
 func TestCoordinatorZeroDurationsUseDefaults(t *testing.T) {
 	for _, d := range []time.Duration{0, -time.Second} {
 		synctest.Test(t, func(t *testing.T) {

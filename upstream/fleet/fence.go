@@ -80,13 +80,15 @@ func (f *fence) isUp() bool {
 // pass returns nil when a call may go to Redis: the fence is down, or it
 // is this call's turn to probe and the probe write succeeded (the fence
 // then falls). Otherwise it returns why not, wrapping ErrUnavailable.
-func (f *fence) pass(ctx context.Context, timeout time.Duration) error {
+// Only the background probe (mayProbe: Guard.Probe) writes the probe: a
+// partner's request never waits on it.
+func (f *fence) pass(ctx context.Context, timeout time.Duration, mayProbe bool) error {
 	f.mu.Lock()
 	if !f.up {
 		f.mu.Unlock()
 		return nil
 	}
-	if f.probing || time.Now().Before(f.next) {
+	if f.probing || time.Now().Before(f.next) || !mayProbe && f.probe != nil {
 		f.mu.Unlock()
 		return fmt.Errorf("%w: redis refuses writes", ErrUnavailable)
 	}

@@ -125,8 +125,12 @@ func (g *Guard) State() upstream.BreakerState {
 func (g *Guard) setProbe(probe func(ctx context.Context) error) { g.fence.probe = probe }
 
 // Do runs fn with a context bounded by the call timeout, through the
-// breaker. While the breaker is open it returns an error wrapping
-// ErrUnavailable at once, without calling fn. A timeout or connection
+// breaker, for a caller on a request's path (a quota, a snapshot load).
+// While the breaker is not closed (open, or half-open: its trial is
+// Probe's) it returns an error wrapping ErrUnavailable at once, without
+// calling fn: a partner's request never waits on the trial of a Redis that
+// may still be slow, quotas stay off the request path in every state
+// (docs/contract.md section 21). A timeout or connection
 // failure is returned wrapping ErrUnavailable as well. redis.Nil is a
 // success and returned as is; so is a Redis error reply that does not mean
 // "unavailable" (LOADING, READONLY, BUSY... do). When ctx itself ends, Do
@@ -134,12 +138,27 @@ func (g *Guard) setProbe(probe func(ctx context.Context) error) { g.fence.probe 
 // refusal (OOM, READONLY, NOPERM...: fence.go) raises the fence: until a
 // probe write succeeds, Do returns ErrUnavailable at once.
 func (g *Guard) Do(ctx context.Context, fn func(ctx context.Context) error) error {
+	return g.do(ctx, fn, false)
+}
+
+// Probe is Do for the background health probe (Client.Watch): it alone
+// runs the breaker's half-open trial and the fence's probe write, so that
+// Redis is found back without a partner's request paying for the finding.
+func (g *Guard) Probe(ctx context.Context, fn func(ctx context.Context) error) error {
+	return g.do(ctx, fn, true)
+}
+
+func (g *Guard) do(ctx context.Context, fn func(ctx context.Context) error, probe bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := g.fence.pass(ctx, g.timeout); err != nil {
+	if err := g.fence.pass(ctx, g.timeout, probe); err != nil {
 		g.count(ErrRejected)
 		return &shutOff{err}
+	}
+	if st := g.cb.State(); !probe && st != gobreaker.StateClosed {
+		g.count(ErrRejected)
+		return &shutOff{fmt.Errorf("%w: circuit breaker %s", ErrUnavailable, st)}
 	}
 	_, err := g.cb.Execute(func() (struct{}, error) {
 		cctx, cancel := context.WithTimeout(ctx, g.timeout)

@@ -69,7 +69,17 @@ func TestGuardOpensFailsFastAndRecovers(t *testing.T) {
 		if g.State() != upstream.BreakerHalfOpen {
 			t.Fatalf("state %v after the open timeout, want half-open", g.State())
 		}
-		if err := g.Do(t.Context(), ok); err != nil {
+		// Half-open: a request's call is never the trial (docs/contract.md
+		// section 21); it falls back at once, without calling Redis.
+		called = false
+		start = time.Now()
+		if err := g.Do(t.Context(), func(context.Context) error { called = true; return nil }); !errors.Is(err, ErrUnavailable) || called || time.Since(start) != 0 {
+			t.Fatalf("half-open breaker, a request's call: err %v, called %v, took %v; want a fast ErrUnavailable", err, called, time.Since(start))
+		}
+		if g.State() != upstream.BreakerHalfOpen {
+			t.Fatalf("state %v after a request's call, want still half-open", g.State())
+		}
+		if err := g.Probe(t.Context(), ok); err != nil {
 			t.Fatalf("probe: %v", err)
 		}
 		if g.State() != upstream.BreakerClosed {
@@ -96,7 +106,7 @@ func TestGuardFailedProbeReopens(t *testing.T) {
 			_ = g.Do(t.Context(), slow)
 		}
 		time.Sleep(2*time.Second + time.Millisecond) // the bubble's clock: past the open timeout
-		if err := g.Do(t.Context(), slow); !errors.Is(err, ErrUnavailable) {
+		if err := g.Probe(t.Context(), slow); !errors.Is(err, ErrUnavailable) {
 			t.Fatalf("failed probe: %v", err)
 		}
 		if g.State() != upstream.BreakerOpen {

@@ -21,7 +21,7 @@ const DefaultHealthEvery = time.Second
 // (one trace a second would bury the others); their metrics are recorded.
 func (c *Client) Watch(ctx context.Context, every time.Duration) {
 	watch(ctx, orDefault(every, DefaultHealthEvery), func(ctx context.Context) {
-		_ = c.Do(withoutSpan(ctx), func(ctx context.Context, rdb redis.UniversalClient) error {
+		_ = c.probe(withoutSpan(ctx), func(ctx context.Context, rdb redis.UniversalClient) error {
 			return rdb.Set(ctx, probeKey, "1", time.Second).Err()
 		})
 	})

@@ -29,7 +29,7 @@ func untilState(t *testing.T, g interface{ State() upstream.BreakerState }, want
 	return time.Since(start)
 }
 
-// Issue 28, finding 8: with no request at all, the state the admin
+// docs/contract.md section 17: with no request at all, the state the admin
 // listener shows follows Redis within 5 s both ways, for a Redis that
 // refuses writes and for one that stops answering; the watch ends with
 // its context.
@@ -53,7 +53,7 @@ func TestWatchKeepsIdleStateFresh(t *testing.T) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			watch(ctx, time.Second, func(ctx context.Context) { probes.Add(1); _ = g.Do(ctx, write) })
+			watch(ctx, time.Second, func(ctx context.Context) { probes.Add(1); _ = g.Probe(ctx, write) })
 		}()
 		time.Sleep(10 * time.Second)
 		synctest.Wait()
@@ -83,7 +83,7 @@ func TestWatchKeepsIdleStateFresh(t *testing.T) {
 	})
 }
 
-// Issue 28, finding 8, on a real redis-server: an idle client's State says
+// docs/contract.md section 17, on a real redis-server: an idle client's State says
 // unavailable within 5 s of Redis refusing writes (min-replicas-to-write
 // with no replica: NOREPLICAS), and available again within 5 s of Redis
 // accepting them.

@@ -3,7 +3,6 @@ package fleet
 import (
 	"context"
 	"errors"
-	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,6 +13,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/partner-edge/partner-edge/upstream"
 )
 
 // otelHook gives every Redis command a client span and a
@@ -95,11 +96,12 @@ func errorType(err error) string {
 		}
 		return w
 	}
-	var ne net.Error
-	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
+	// Otherwise the connection failed, timed out or was cancelled: the
+	// one classifier of failed calls (upstream.Classify) tells which.
+	switch upstream.Classify(context.Background(), err, upstream.BadGateway).Kind {
+	case upstream.Timeout:
 		return "timeout"
-	}
-	if errors.Is(err, context.Canceled) {
+	case upstream.Canceled:
 		return "canceled"
 	}
 	return "connection"

@@ -92,6 +92,10 @@ type Report struct {
 	// Rejected lists the ids of the records the mapping left out, by
 	// reason.
 	Rejected map[mapping.Reason][]string `json:"rejected"`
+	// Drift names what changed in the records' shape (a field missing, and
+	// what appeared instead; a field of another JSON type), with the
+	// records affected: the cause behind the rejections.
+	Drift []Drift `json:"drift"`
 	// Visible counts the properties partners would see: listed (active)
 	// and readable by id only (inactive).
 	Visible Visible `json:"visible"`
@@ -167,8 +171,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 	// The walk: the edge's own list walk and mapping.
 	var rejected []*mapping.Rejection
+	census := NewCensus(cfg.CodeSource)
 	walk := upstream.NewDirect(client, upstream.DirectOptions{Brand: cfg.Brand, CodeSource: cfg.CodeSource,
-		OnReject: func(_ context.Context, rj *mapping.Rejection) { rejected = append(rejected, rj) }})
+		OnReject: func(_ context.Context, rj *mapping.Rejection) { rejected = append(rejected, rj) }, OnRecord: census.Add})
 	props, _, walkErr := walk.Properties(ctx)
 	listed := rec.stop()
 	lc.finish(cfg)
@@ -185,6 +190,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 
 	r.Violations = v.list
+	r.Drift = census.Drift()
+	if r.Drift == nil {
+		r.Drift = []Drift{}
+	}
 	// A record on two overlapping pages is one record (the paging rule
 	// reports the overlap): counted, and listed as rejected, once.
 	rejected = uniqueRejections(rejected)

@@ -132,7 +132,7 @@ func failGets(next http.Handler, fails func(path string) bool) http.Handler {
 	})
 }
 
-// Issue 29, finding 8: a get that still answers 500 after the edge's own
+// docs/contract.md section 18: a get that still answers 500 after the edge's own
 // retries is a flaky PMS, counted and noted, not a broken rule (the old
 // check printed BROKEN [get] and failed); only when no get succeeds at all
 // is the get route broken.
@@ -177,7 +177,7 @@ func TestCheckTransientGetsAreNotBroken(t *testing.T) {
 	}
 }
 
-// Issue 29, finding 8: a rejected record on two overlapping pages is one
+// docs/contract.md section 18: a rejected record on two overlapping pages is one
 // rejected record (the overlap is the paging rule's), not two.
 func TestCheckOverlapRejectsOnce(t *testing.T) {
 	recs := pmsim.New(pmsim.Config{Seed: 1}).Records("aurora")

@@ -48,6 +48,12 @@ func (r *Report) WriteText(w io.Writer) error {
 		ids := r.Rejected[reason]
 		fmt.Fprintf(&b, "  rejected %s (%d): %s\n", reason, len(ids), listed(ids))
 	}
+	if len(r.Drift) > 0 {
+		fmt.Fprintf(&b, "Drift: the records changed shape (docs/pms-api.md section 5)\n")
+		for _, d := range r.Drift {
+			fmt.Fprintf(&b, "  %s\n", d.Message)
+		}
+	}
 	if r.Result == nil {
 		fmt.Fprintf(&b, "Partners would see no properties: the walk failed, they would get an error\n")
 	} else {

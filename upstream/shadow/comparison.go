@@ -50,6 +50,11 @@ type Comparison struct {
 	MaxWalkBytes int64     `json:"maxWalkBytes"`
 	Counts       Counts    `json:"counts"`
 	Examples     []Example `json:"examples"`
+	// Drift names what changed in the candidate's records (a field
+	// missing and what appeared instead, a field of another JSON type),
+	// with the records affected: the cause behind rejected and removed
+	// properties. Field names and counts only.
+	Drift []pmscheck.Drift `json:"drift"`
 }
 
 // Counts are the differences by kind, and the properties on each side.

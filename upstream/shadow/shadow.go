@@ -234,9 +234,10 @@ func (s *Shadow) compare(ctx context.Context, mode string, live *upstream.Snapsh
 	wctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	cr := pmscheck.NewComparer(live.All())
-	err := s.walk(wctx, cr)
+	census := pmscheck.NewCensus(s.cs)
+	err := s.walk(wctx, cr, census)
 	c := &Comparison{Brand: s.brand, Mode: mode, At: s.now().UTC(), LiveLoadedAt: live.LoadedAt.UTC(),
-		MaxWalkBytes: s.client.MaxWalkBytes(), Examples: []Example{}}
+		MaxWalkBytes: s.client.MaxWalkBytes(), Examples: []Example{}, Drift: []pmscheck.Drift{}}
 	s.mu.Lock()
 	c.Walks = s.walks[mode]
 	s.mu.Unlock()
@@ -258,17 +259,24 @@ func (s *Shadow) compare(ctx context.Context, mode string, live *upstream.Snapsh
 	c.Counts = Counts{Added: len(diff.Added), Removed: len(diff.Removed), Changed: len(diff.Changed),
 		Rejected: len(diff.Rejected), Live: live.Len(), CandidateProperties: cr.Properties()}
 	c.Examples = examples(diff)
+	if d := census.Drift(); d != nil {
+		c.Drift = d
+	}
 	s.metrics.walk(mode, true)
 	s.metrics.differences(mode, c.Counts, c.At)
 	if !diff.Empty() {
 		s.log.Info("shadow candidate differs from the live PMS", "mode", mode, "added", c.Counts.Added,
 			"removed", c.Counts.Removed, "changed", c.Counts.Changed, "rejected", c.Counts.Rejected)
 	}
+	for _, d := range c.Drift {
+		s.log.Info("shadow candidate's records changed shape", "mode", mode, "drift", d.Message)
+	}
 	s.store(mode, c)
 }
 
 // walk walks the candidate with the edge's client and mapping (the options
-// upstream.Direct maps with) and feeds each record to cr as it arrives:
+// upstream.Direct maps with) and feeds each record to cr as it arrives,
+// and to census (which fields each record carries, to name a drift's cause):
 // the walk keeps its differences from the live snapshot only, never the
 // candidate's properties (docs/contract.md section 17), and copies the name
 // and code only of the records it compares (those the live snapshot has),
@@ -276,11 +284,12 @@ func (s *Shadow) compare(ctx context.Context, mode string, live *upstream.Snapsh
 // while partners are served. The client bounds the bytes the candidate sends (MaxWalkBytes)
 // and what cr keeps counts against the same bound: either ends the walk
 // with ErrWalkOverBound.
-func (s *Shadow) walk(ctx context.Context, cr *pmscheck.Comparer) error {
+func (s *Shadow) walk(ctx context.Context, cr *pmscheck.Comparer, census *pmscheck.Census) error {
 	bound := s.client.MaxWalkBytes()
 	mo := mapping.Options{Brand: s.brand, CodeSource: s.cs, Zones: s.zones}
 	wants := cr.Wants
 	return s.client.WalkHotels(ctx, s.brand, func(raw []byte) error {
+		census.Add(raw)
 		p, err := mapping.MapRawFor(raw, mo, wants)
 		var rj *mapping.Rejection
 		switch {

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -74,7 +75,7 @@ func newShadow(t *testing.T, candidate http.Handler, interval time.Duration) *Sh
 
 // TestCandidateWalkedAtMostOncePerTTL: whatever the partner traffic (a
 // read every 50 ms for ten minutes, on two modes), each mode's candidate
-// is walked at most once per TTL, and is walked (issue 22, acceptance 3).
+// is walked at most once per TTL, and is walked (docs/contract.md section 14).
 func TestCandidateWalkedAtMostOncePerTTL(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const ttl = 30 * time.Second
@@ -197,8 +198,8 @@ func changedCandidate(t *testing.T) (cand *pmsim.Sim, removed []string, changed,
 
 // TestShadowReportsDifferencesWithinTwoTTLs: with a changed candidate,
 // the comparison is there within two TTLs of the first partner read, with
-// counts by kind and examples of ids and public field names only (issue
-// 22, acceptance 2).
+// counts by kind and examples of ids and public field names only
+// (docs/contract.md section 14).
 func TestShadowReportsDifferencesWithinTwoTTLs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const ttl = 30 * time.Second
@@ -410,4 +411,53 @@ func TestShadowComparesAsTheWholeWalk(t *testing.T) {
 			t.Fatalf("the candidate's differences are not the ones made: %+v", want)
 		}
 	})
+}
+
+// The shadow names a drift's cause (docs/contract.md section 14): against
+// a candidate that renamed display_name, the comparison says the field is
+// missing and name appeared, in as many records as the candidate sent;
+// against one that retyped hotel_id, the field is another type in every
+// record; a candidate like the live PMS drifts not at all.
+func TestShadowNamesTheDrift(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		drift pmsim.Drift
+		want  string
+	}{
+		{"rename display_name", pmsim.Drift{Rename: map[string]string{"display_name": "name"}}, "field `display_name` missing in %d records, a field `name` appeared in %d records"},
+		{"retype hotel_id", pmsim.Drift{Retype: []string{"hotel_id"}}, "field `hotel_id` is object in %d records, want string"},
+		{"none", pmsim.Drift{}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				const ttl = 30 * time.Second
+				cand := pmsim.New(pmsim.Config{Seed: 1, Drift: tc.drift})
+				n := len(cand.Records("aurora"))
+				sh := newShadow(t, cand, ttl)
+				ctx, cancel := context.WithCancel(t.Context())
+				defer cancel()
+				go sh.Run(ctx)
+				c := edgeMode(t, sh, "live", pmsim.New(pmsim.Config{Seed: 1}), ttl)
+				if _, err := c.Snapshot(ctx); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(2 * ttl) // the bubble's clock
+				synctest.Wait()
+				got := sh.Latest()["live"]
+				if got == nil || got.Candidate != "ok" {
+					t.Fatalf("comparison %+v", got)
+				}
+				if tc.want == "" {
+					if len(got.Drift) != 0 {
+						t.Errorf("drift %+v, want none", got.Drift)
+					}
+					return
+				}
+				want := strings.ReplaceAll(tc.want, "%d", strconv.Itoa(n))
+				if len(got.Drift) != 1 || got.Drift[0].Message != want || got.Drift[0].Records != n {
+					t.Errorf("drift %+v, want %q", got.Drift, want)
+				}
+			})
+		})
+	}
 }

@@ -251,6 +251,10 @@ type axeResult struct {
 // violation on the reference, the home page and every problem page, and
 // no page logs a console error, scripts on (acceptance 2).
 func TestPagesPassAxe(t *testing.T) {
+	// Beside the other tests: it opens only the site's pages, never /v1,
+	// so it cannot trip the edge's failed-auth throttle they provoke; its
+	// Chromium is its own. The package's longest test on a busy machine.
+	t.Parallel()
 	d := startDemo(t)
 	src, err := os.ReadFile(filepath.Join(repoRoot, ".ci/docsite/node_modules/axe-core/axe.min.js"))
 	need(t, "axe-core (npm ci --prefix .ci/docsite)", err)

@@ -1,7 +1,8 @@
 // Package partnertest uses the edge as a partner developer would: clients
 // generated from docs/openapi.yaml (Go with oapi-codegen, TypeScript with
-// openapi-typescript) and a real headless Chromium call the running demo
-// (go run ./cmd/edge), with Prism validating traffic against the document.
+// openapi-typescript) and a real headless Chromium call a running edge in
+// front of the demo's simulators, with Prism validating traffic against the
+// document.
 //
 // It is part of the edge's module, so go test ./... runs it: one go.mod to
 // keep tidy. .ci/run installs the pinned Node tools (.ci/partner,
@@ -10,29 +11,30 @@
 package partnertest
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
 
 // repoRoot is the edge's repository, from this package's folder.
 const repoRoot = "../../.."
 
-// The demo's keys, written into its key file (a key file given to the demo
-// is used as is): one per answer a partner's key can get.
+// The keys of the edge under test, written into its key file: one per
+// answer a partner's key can get.
 const (
 	liveKey      = "svc_live_PartnerTestLiveKey0000000001"
 	expiredKey   = "svc_live_PartnerTestExpiredKey00000001"
@@ -41,6 +43,9 @@ const (
 	noScopeKey   = "svc_live_PartnerTestNoScopeKey00000001"
 	testKey      = "svc_test_PartnerTestSandboxKey00000001"
 )
+
+// docsContact is the demo's EDGE_DOCS_CONTACT.
+const docsContact = "mailto:partner-support@aurora.test"
 
 // demo is the running demo: its /v1/ base and its docs URL.
 type demo struct {
@@ -86,6 +91,7 @@ var (
 	demoCmd  *exec.Cmd
 	demoDir  string
 	demoDone = make(chan struct{})
+	simStops []func() // the simulators behind it
 )
 
 func launch() (*demo, error) {
@@ -104,67 +110,80 @@ func launch() (*demo, error) {
 	if err := writeKeys(keysFile); err != nil {
 		return nil, err
 	}
+	// The demo's own simulators, live and sandbox, behind an edge deployed
+	// as an operator would: the demo takes no key file of ours
+	// (docs/contract.md section 21), and the keys below need one.
+	live, stopLive, err := pmsim.ServeLoopback(pmsim.New(pmsim.DemoLive))
+	if err != nil {
+		return nil, err
+	}
+	sandbox, stopSandbox, err := pmsim.ServeLoopback(pmsim.New(pmsim.DemoSandbox))
+	if err != nil {
+		stopLive()
+		return nil, err
+	}
+	simStops = []func(){stopLive, stopSandbox}
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	public := "http://" + addr
 	cmd := exec.Command(bin)
-	// Only what the demo needs: EDGE_DOCS_URL stays unset, so the demo
-	// points problem types at its own /docs.
+	// EDGE_DOCS_URL stays unset, so problem types point at the edge's own
+	// /docs under EDGE_PUBLIC_URL.
 	cmd.Env = []string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + dir,
-		"EDGE_ADDR=127.0.0.1:0", "EDGE_ADMIN_ADDR=", "EDGE_KEYS_FILE=" + keysFile,
+		"EDGE_ADDR=" + addr, "EDGE_ADMIN_ADDR=", "EDGE_PUBLIC_URL=" + public,
+		"EDGE_BRAND=" + pmsim.DemoBrand, "EDGE_KEYS_FILE=" + keysFile,
+		"PMS_BASE_URL=" + live, "PMS_SANDBOX_URL=" + sandbox,
 		// The failed-auth throttle answers 429 after one invalid key from
 		// an address; X-Forwarded-For from loopback names the address, so
 		// the test that provokes it uses an address of its own.
 		"EDGE_AUTH_FAIL_LIMIT=1", "EDGE_TRUSTED_PROXIES=127.0.0.1/32",
+		"EDGE_DOCS_CONTACT=" + docsContact,
 		"EDGE_LOG_LEVEL=warn", "OTEL_TRACES_EXPORTER=none", "OTEL_METRICS_EXPORTER=none", "OTEL_LOGS_EXPORTER=none",
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
 	}
 	logFile, err := os.Create(filepath.Join(dir, "edge.log"))
 	if err != nil {
 		return nil, err
 	}
-	cmd.Stderr = logFile // the demo's log; shown when the start fails
+	cmd.Stdout, cmd.Stderr = logFile, logFile // the edge's log; shown when the start fails
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
 	demoCmd = cmd
 	go func() { _ = cmd.Wait(); close(demoDone) }()
-	urlLine := regexp.MustCompile(`URL:\s+(http://\S+/v1/)`)
-	docsLine := regexp.MustCompile(`docs:\s+(http://\S+)/`)
-	d := &demo{}
-	lines := make(chan string)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-		_, _ = io.Copy(io.Discard, stdout)
-	}()
-	timeout := time.After(2 * time.Minute) // a start-up bound, not a speed assertion
-	for d.base == "" || d.docsURL == "" {
+	d := &demo{base: public + "/v1/", docsURL: public + "/docs"}
+	deadline := time.Now().Add(2 * time.Minute) // a start-up bound, not a speed assertion
+	for {
 		select {
-		case l, ok := <-lines:
-			if !ok {
-				log, _ := os.ReadFile(logFile.Name())
-				return nil, fmt.Errorf("demo exited before printing its URL and docs URL:\n%s", log)
-			}
-			if m := urlLine.FindStringSubmatch(l); m != nil {
-				d.base = m[1]
-			}
-			if m := docsLine.FindStringSubmatch(l); m != nil {
-				d.docsURL = m[1]
-			}
-		case <-timeout:
-			return nil, fmt.Errorf("demo printed no URL")
+		case <-demoDone:
+			log, _ := os.ReadFile(logFile.Name())
+			return nil, fmt.Errorf("the edge exited before serving:\n%s", log)
+		default:
 		}
+		if res, err := http.Get(d.docsURL + "/"); err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				return d, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("the edge served no %s/ within 2 minutes", d.docsURL)
+		}
+		time.Sleep(50 * time.Millisecond) // outside event: the edge process binding its port
 	}
-	go func() {
-		for range lines { // keep the pipe drained
-		}
-	}()
-	return d, nil
+}
+
+// freeAddr is a loopback address with a port free now: the edge must
+// know its public URL before it listens.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
 }
 
 func writeKeys(path string) error {
@@ -203,8 +222,14 @@ func TestMain(m *testing.M) {
 			<-demoDone
 		}
 	}
+	for _, stop := range simStops {
+		stop()
+	}
 	if demoDir != "" {
 		_ = os.RemoveAll(demoDir)
+	}
+	if goClientTmp != "" {
+		_ = os.RemoveAll(goClientTmp)
 	}
 	os.Exit(code)
 }

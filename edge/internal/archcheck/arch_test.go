@@ -1,5 +1,6 @@
-// Package archcheck holds the architecture test: docs/architecture.md's
-// package table against the module as `go list` sees it.
+// Package archcheck holds the architecture test (docs/architecture.md's
+// package table against the module as `go list` sees it) and the docs'
+// own checks: citations, links, anchors and cited paths resolve.
 package archcheck
 
 import (
@@ -18,7 +19,7 @@ import (
 
 const module = "github.com/partner-edge/partner-edge"
 
-// maxFiles bounds the non-test .go files of one package (issue 16).
+// maxFiles bounds the non-test .go files of one package (docs/architecture.md).
 const maxFiles = 20
 
 // listed is one package as `go list -json` reports it.
@@ -58,7 +59,8 @@ func goList(t *testing.T, root string) []listed {
 	return pkgs
 }
 
-// documented reads the package table of docs/architecture.md: package path
+// documented reads the package table of docs/architecture.md (the rows of
+// its "Packages" section; other sections' tables are not it): package path
 // (relative to the module) to the module's packages it may import.
 func documented(t *testing.T, path string) map[string][]string {
 	t.Helper()
@@ -69,9 +71,13 @@ func documented(t *testing.T, path string) map[string][]string {
 	defer f.Close()
 	rows := map[string][]string{}
 	sc := bufio.NewScanner(f)
+	inPackages := false
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, "| `") {
+		if strings.HasPrefix(line, "## ") {
+			inPackages = line == "## Packages"
+		}
+		if !inPackages || !strings.HasPrefix(line, "| `") {
 			continue
 		}
 		cells := strings.Split(strings.Trim(line, "|"), "|")

@@ -81,6 +81,49 @@ func TestNegotiateAllocs(t *testing.T) {
 	}
 }
 
+// Accept-Encoding is read up to MaxElements elements (empty ones
+// included, over all field lines) and MaxParams parameters of each: a
+// coding named past the bound is not seen, one at the bound is, so 60,000
+// commas cost what 64 do (docs/contract.md section 21;
+// BenchmarkNegotiateJunk measures it).
+func TestNegotiateIsBounded(t *testing.T) {
+	commas := func(n int) string { return strings.Repeat(",", n) }
+	for _, tc := range []struct {
+		name string
+		ae   []string
+		want Coding
+	}{
+		{"60,000 commas, then gzip", []string{commas(60000) + "gzip"}, Identity},
+		{"gzip, then 60,000 commas", []string{"gzip" + commas(60000)}, Gzip},
+		{"gzip the 64th element", []string{commas(MaxElements-1) + "gzip"}, Gzip},
+		{"gzip the 65th element", []string{commas(MaxElements) + "gzip"}, Identity},
+		{"the bound spans field lines", []string{commas(MaxElements - 1), "gzip"}, Identity},
+		{"zstd in the second line, in bound", []string{"br, deflate", "zstd"}, Zstd},
+		{"q=0 past the parameter bound is not read", []string{"gzip" + strings.Repeat(";a=1", MaxParams) + ";q=0"}, Gzip},
+		{"q=0 within it is", []string{"gzip" + strings.Repeat(";a=1", MaxParams-2) + ";q=0"}, Identity},
+	} {
+		if got := Negotiate(tc.ae).Coding; got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// BenchmarkNegotiateJunk is the cost of a header of 60,000 commas beside a
+// browser's: the bound makes them alike.
+func BenchmarkNegotiateJunk(b *testing.B) {
+	for name, ae := range map[string][]string{
+		"browser":          {"gzip, deflate, br, zstd"},
+		"60000-commas":     {strings.Repeat(",", 60000) + "gzip"},
+		"60000-semicolons": {"gzip" + strings.Repeat(";", 60000)},
+	} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				Negotiate(ae)
+			}
+		})
+	}
+}
+
 // body is JSON-like text of n bytes: compressible, as the edge's are.
 func body(n int, seed uint64) []byte {
 	r := rand.New(rand.NewPCG(seed, 1))

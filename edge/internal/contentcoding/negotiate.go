@@ -84,12 +84,19 @@ func (c Choice) For(n int) Coding {
 // nothing gets plain bytes, as every server does in practice. Codings are
 // case-insensitive; x-gzip is gzip; "*" stands for every coding not named;
 // a q outside 0..1 or malformed counts as 0 (never chosen). A coding named
-// twice keeps its first entry. It reads without allocating.
+// twice keeps its first entry. It reads without allocating, and at most
+// MaxElements elements and MaxParams parameters of each: the rest is
+// ignored.
 func Negotiate(vs []string) Choice {
 	const unset = -1
 	qZstd, qGzip, qIdentity, qAny := unset, unset, unset, unset // q in thousandths
+	n := 0
+read:
 	for _, v := range vs {
 		for elem := range strings.SplitSeq(v, ",") {
+			if n++; n > MaxElements {
+				break read
+			}
 			name, params, _ := strings.Cut(elem, ";")
 			name = strings.TrimSpace(name)
 			if name == "" {
@@ -136,11 +143,27 @@ func Negotiate(vs []string) Choice {
 	return c
 }
 
+// MaxElements and MaxParams bound what Negotiate reads of Accept-Encoding:
+// the elements (empty ones included) over all its field lines, and the
+// parameters of one element. A real client sends a handful of each; a
+// header of 60,000 commas or semicolons then costs what 64 do, not time
+// linear in the junk (docs/contract.md section 21). Elements past the
+// bound are ignored, as if not sent.
+const (
+	MaxElements = 64
+	MaxParams   = 8
+)
+
 // quality parses the q parameter of one Accept-Encoding element, in
 // thousandths: absent is 1000; malformed or out of range is 0 (RFC 9110
 // section 12.4.2: qvalue = ( "0" [ "." 0*3DIGIT ] ) / ( "1" [ "." 0*3("0") ] )).
+// Only its first MaxParams parameters are read.
 func quality(params string) int {
+	n := 0
 	for p := range strings.SplitSeq(params, ";") {
+		if n++; n > MaxParams {
+			break
+		}
 		name, val, _ := strings.Cut(p, "=")
 		if !strings.EqualFold(strings.TrimSpace(name), "q") {
 			continue

@@ -137,7 +137,7 @@ func TestFieldErrorCodesMatchRegistry(t *testing.T) {
 // responseCodes is the code enum of a problem response's schema. The
 // schema is a $ref to a concrete object schema (no allOf overlay), whose
 // status and code are typed enums, so that client generators give them
-// concrete types (issue 20); its status is the registry's status of every
+// concrete types (docs/contract.md section 13); its status is the registry's status of every
 // code it lists, and its fields are Problem's.
 func responseCodes(t *testing.T, where string, ref *openapi3.ResponseRef) []string {
 	t.Helper()

@@ -9,7 +9,7 @@ import (
 	"github.com/partner-edge/partner-edge/upstream/fleet/redistest"
 )
 
-// Issue 27, acceptance 2: three instances on one real redis-server, a key
+// docs/contract.md section 16: three instances on one real redis-server, a key
 // limited to 50/s burst 50, offered 200/s for 20 s (synctest's clock: the
 // test takes well under a second of wall time; the script is given that
 // clock, so Redis's buckets run on it too). The fleet admits between 0.9

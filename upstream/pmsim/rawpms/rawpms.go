@@ -56,11 +56,12 @@ type Faults struct {
 	// IdleClose closes a keep-alive connection idle this long; zero never.
 	IdleClose time.Duration
 	// Idle408 writes an unsolicited "HTTP/1.1 408 Request Timeout" on a
-	// connection idle this long, then closes it, as nginx and Apache do;
-	// zero never.
+	// connection idle this long (the server too), then closes it, as nginx
+	// and Apache do; zero never.
 	Idle408 time.Duration
 	// ForgedAfter writes, this long after each answer and while the
-	// connection is still idle, a second answer nobody asked for: the
+	// connection and the server are still idle, a second answer nobody
+	// asked for: the
 	// same answer with every display_name replaced by ForgedName and, on
 	// a list page, a null nextCursor. Zero never.
 	ForgedAfter time.Duration
@@ -98,6 +99,9 @@ type Server struct {
 	wg     sync.WaitGroup
 
 	accepted, requests, idleClosed, sent408, forged, badHeads, headBytes, restarts, closedConns atomic.Int64
+	// lastRequest is when a request last arrived on any connection (unix
+	// nanoseconds).
+	lastRequest atomic.Int64
 }
 
 // Start serves h on 127.0.0.1 at a port the kernel chooses.
@@ -260,51 +264,66 @@ func (s *Server) conn(c net.Conn) {
 // idle waits for the next request's first byte, doing meanwhile what the
 // faults say an idle connection gets. It reports whether a request is
 // there to read.
+//
+// A forged answer and an unsolicited 408 are written only when the whole
+// server has been quiet that long (no request on any connection), and only
+// when no request waits on this one: a test then plays bytes that arrive on
+// an idle connection, not an answer racing a request already on its way,
+// which no HTTP/1.1 client can tell from the real answer.
 func (s *Server) idle(c net.Conn, br *bufio.Reader, forge *[]byte, since time.Time) bool {
 	defer func() { _ = c.SetReadDeadline(time.Time{}) }()
 	for {
 		f := s.current()
+		quiet := since // since when this connection and the server are quiet
+		if last := time.Unix(0, s.lastRequest.Load()); last.After(quiet) {
+			quiet = last
+		}
 		// The earliest idle event still due; none: wait for ever.
 		var due time.Time
-		pick := func(d time.Duration) {
-			if d > 0 && (due.IsZero() || since.Add(d).Before(due)) {
-				due = since.Add(d)
+		pick := func(from time.Time, d time.Duration) {
+			if d > 0 && (due.IsZero() || from.Add(d).Before(due)) {
+				due = from.Add(d)
 			}
 		}
 		if *forge != nil {
-			pick(f.ForgedAfter)
+			pick(quiet, f.ForgedAfter)
 		}
-		pick(f.Idle408)
-		pick(f.IdleClose)
+		pick(quiet, f.Idle408)
+		pick(since, f.IdleClose)
 		_ = c.SetReadDeadline(due)
 		_, err := br.Peek(1)
 		if err == nil {
+			s.lastRequest.Store(time.Now().UnixNano())
 			return true
 		}
 		var ne net.Error
 		if !errors.As(err, &ne) || !ne.Timeout() {
 			return false
 		}
-		idleFor := time.Since(since)
+		now := time.Now()
+		if last := time.Unix(0, s.lastRequest.Load()); last.After(quiet) {
+			continue // another connection got a request meanwhile
+		}
 		switch {
-		case *forge != nil && f.ForgedAfter > 0 && idleFor >= f.ForgedAfter:
-			// The connection is idle only if no request arrived while
-			// this goroutine waited to run: look once more without
-			// waiting. (A request already on its way cannot be seen: on
-			// loopback that is microseconds.)
+		case *forge != nil && f.ForgedAfter > 0 && now.Sub(quiet) >= f.ForgedAfter:
+			// Look once more, without waiting, for a request that came
+			// while this goroutine waited to run.
 			if br.Buffered() > 0 || pending(c) {
-				return true
+				continue
 			}
 			if _, err := c.Write(*forge); err != nil {
 				return false
 			}
 			s.forged.Add(1)
 			*forge = nil
-		case f.Idle408 > 0 && idleFor >= f.Idle408:
+		case f.Idle408 > 0 && now.Sub(quiet) >= f.Idle408:
+			if br.Buffered() > 0 || pending(c) {
+				continue
+			}
 			_, _ = io.WriteString(c, "HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
 			s.sent408.Add(1)
 			return false
-		case f.IdleClose > 0 && idleFor >= f.IdleClose:
+		case f.IdleClose > 0 && now.Sub(since) >= f.IdleClose:
 			s.idleClosed.Add(1)
 			return false
 		}

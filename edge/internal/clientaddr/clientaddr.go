@@ -1,7 +1,10 @@
-package edge
+// Package clientaddr resolves a request's client address: the TCP peer, or,
+// behind trusted proxies, the right-most X-Forwarded-For address that is not
+// itself a trusted proxy (docs/contract.md sections 10 and 15), and the
+// failed-auth throttle's bucket of an address.
+package clientaddr
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/netip"
@@ -10,10 +13,10 @@ import (
 	"github.com/partner-edge/partner-edge/edge/ratelimit"
 )
 
-// ParseTrustedProxies reads EDGE_TRUSTED_PROXIES: comma-separated CIDRs (a
+// ParseTrusted reads EDGE_TRUSTED_PROXIES: comma-separated CIDRs (a
 // bare address is a single host). Empty means none. The error names the
 // entry that is not a CIDR.
-func ParseTrustedProxies(s string) ([]netip.Prefix, error) {
+func ParseTrusted(s string) ([]netip.Prefix, error) {
 	var out []netip.Prefix
 	for entry := range strings.SplitSeq(s, ",") {
 		entry = strings.TrimSpace(entry)
@@ -48,47 +51,34 @@ func minTrustedBits(a netip.Addr) int {
 	return 16
 }
 
-// clientAddr is the resolved client address of a request: the TCP peer, or,
+// Addr is the resolved client address of a request: the TCP peer, or,
 // when the peer is a trusted proxy, the right-most X-Forwarded-For address
 // that is not itself a trusted proxy.
-type clientAddr struct {
+type Addr struct {
 	ip  netip.Addr
 	raw string // the peer as given, when it is not an IP address (tests, pipes)
 }
 
-func (c clientAddr) String() string {
+func (c Addr) String() string {
 	if c.ip.IsValid() {
 		return c.ip.String()
 	}
 	return c.raw
 }
 
-// ClientAddress returns the request's client address as the edge resolved
-// it (docs/contract.md section 10: X-Forwarded-For believed only from trusted
-// proxies), or "" outside the edge. Logs, traces and the failed-auth
-// throttle use it.
-func ClientAddress(ctx context.Context) string { return stateFrom(ctx).client.String() }
-
-// resolveClient records the request's client address in its state, before
-// anything logs or limits by it.
-func (s *server) resolveClient(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		stateFrom(r.Context()).client = resolveClientAddr(r, s.cfg.TrustedProxies)
-		next.ServeHTTP(w, r)
-	})
-}
-
 // maxForwardedHops bounds how many X-Forwarded-For entries are looked at:
 // more proxies than this in a row is not a real deployment.
 const maxForwardedHops = 16
 
-func resolveClientAddr(r *http.Request, trusted []netip.Prefix) clientAddr {
+// Resolve is r's client address, with trusted the proxies whose
+// X-Forwarded-For is believed.
+func Resolve(r *http.Request, trusted []netip.Prefix) Addr {
 	peer := parseAddr(r.RemoteAddr)
 	if !peer.IsValid() {
-		return clientAddr{raw: clipAddr(r.RemoteAddr)}
+		return Addr{raw: clipAddr(r.RemoteAddr)}
 	}
 	if !isTrusted(peer, trusted) {
-		return clientAddr{ip: peer}
+		return Addr{ip: peer}
 	}
 	// Walk X-Forwarded-For from the right (the entry our proxy appended)
 	// past trusted proxies; left of the first untrusted address is what
@@ -99,7 +89,7 @@ func resolveClientAddr(r *http.Request, trusted []netip.Prefix) clientAddr {
 		v := xff[i]
 		for v != "" {
 			if hops++; hops > maxForwardedHops {
-				return clientAddr{ip: client}
+				return Addr{ip: client}
 			}
 			entry := v
 			if j := strings.LastIndexByte(v, ','); j >= 0 {
@@ -109,15 +99,15 @@ func resolveClientAddr(r *http.Request, trusted []netip.Prefix) clientAddr {
 			}
 			a := parseAddr(strings.TrimSpace(entry))
 			if !a.IsValid() {
-				return clientAddr{ip: client} // garbage: keep the last address vouched for
+				return Addr{ip: client} // garbage: keep the last address vouched for
 			}
 			client = a
 			if !isTrusted(a, trusted) {
-				return clientAddr{ip: a}
+				return Addr{ip: a}
 			}
 		}
 	}
-	return clientAddr{ip: client}
+	return Addr{ip: client}
 }
 
 // parseAddr reads "ip", "ip:port" or "[ipv6]:port"; IPv4-mapped IPv6 is
@@ -141,10 +131,10 @@ func isTrusted(a netip.Addr, trusted []netip.Prefix) bool {
 	return false
 }
 
-// throttleKey names the failed-auth bucket of an address: an IPv4 address,
+// ThrottleKey names the failed-auth bucket of an address: an IPv4 address,
 // or the /64 of an IPv6 one (one host usually holds a whole /64).
 // It runs on every authenticated request: one allocation.
-func (c clientAddr) throttleKey() ratelimit.Key {
+func (c Addr) ThrottleKey() ratelimit.Key {
 	if !c.ip.IsValid() {
 		return ratelimit.Key{Kind: ratelimit.Address, ID: c.raw}
 	}

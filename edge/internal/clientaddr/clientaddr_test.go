@@ -1,4 +1,4 @@
-package edge
+package clientaddr
 
 import (
 	"net/http/httptest"
@@ -8,8 +8,8 @@ import (
 	"github.com/partner-edge/partner-edge/edge/ratelimit"
 )
 
-func TestParseTrustedProxies(t *testing.T) {
-	ps, err := ParseTrustedProxies(" 10.0.0.0/8, 192.0.2.7 ,2001:db8::/32,::ffff:198.51.100.0/120,")
+func TestParseTrusted(t *testing.T) {
+	ps, err := ParseTrusted(" 10.0.0.0/8, 192.0.2.7 ,2001:db8::/32,::ffff:198.51.100.0/120,")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,18 +22,18 @@ func TestParseTrustedProxies(t *testing.T) {
 			t.Errorf("entry %d = %s, want %s", i, p, want[i])
 		}
 	}
-	if ps, err := ParseTrustedProxies(""); err != nil || len(ps) != 0 {
+	if ps, err := ParseTrusted(""); err != nil || len(ps) != 0 {
 		t.Errorf("empty: %v, %v", ps, err)
 	}
 	for _, bad := range []string{"10.0.0.0/33", "proxy.example", "10.0.0.0/8;192.0.2.0/24", "10.0.0"} {
-		if _, err := ParseTrustedProxies(bad); err == nil || !strings.Contains(err.Error(), "is not a CIDR") {
+		if _, err := ParseTrusted(bad); err == nil || !strings.Contains(err.Error(), "is not a CIDR") {
 			t.Errorf("%q: %v", bad, err)
 		}
 	}
 }
 
-func TestResolveClientAddr(t *testing.T) {
-	trusted, err := ParseTrustedProxies("10.0.0.0/8,2001:db8:1::/48")
+func TestResolve(t *testing.T) {
+	trusted, err := ParseTrusted("10.0.0.0/8,2001:db8:1::/48")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestResolveClientAddr(t *testing.T) {
 			if tt.xff != nil {
 				r.Header["X-Forwarded-For"] = tt.xff
 			}
-			if got := resolveClientAddr(r, trusted).String(); got != tt.want {
+			if got := Resolve(r, trusted).String(); got != tt.want {
 				t.Errorf("client = %q, want %q", got, tt.want)
 			}
 		})
@@ -72,12 +72,12 @@ func TestResolveClientAddr(t *testing.T) {
 }
 
 // A long chain of trusted-looking entries costs bounded work.
-func TestResolveClientAddrBounded(t *testing.T) {
-	trusted, _ := ParseTrustedProxies("10.0.0.0/8")
+func TestResolveBounded(t *testing.T) {
+	trusted, _ := ParseTrusted("10.0.0.0/8")
 	r := httptest.NewRequest("GET", "/v1/", nil)
 	r.RemoteAddr = "10.0.0.1:1"
 	r.Header.Set("X-Forwarded-For", "198.51.100.1"+strings.Repeat(",10.0.0.2", 10_000))
-	if got := resolveClientAddr(r, trusted).String(); got != "10.0.0.2" {
+	if got := Resolve(r, trusted).String(); got != "10.0.0.2" {
 		t.Errorf("client = %q", got)
 	}
 }
@@ -91,7 +91,7 @@ func TestThrottleKey(t *testing.T) {
 		want := ratelimit.Key{Kind: ratelimit.Address, ID: id}
 		r := httptest.NewRequest("GET", "/", nil)
 		r.RemoteAddr = addr
-		if got := resolveClientAddr(r, nil).throttleKey(); got != want {
+		if got := Resolve(r, nil).ThrottleKey(); got != want {
 			t.Errorf("%s: %+v, want %+v", addr, got, want)
 		}
 	}

@@ -1,4 +1,7 @@
-package upstream
+// Package retrybudget bounds the retries of the PMS client (upstream's
+// retries): over a sliding window they stay under a share of requests, plus
+// a small floor per second (Finagle's retry budget).
+package retrybudget
 
 import (
 	"sync"
@@ -7,40 +10,40 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// Defaults of BudgetConfig.
+// Defaults of Config.
 const (
-	DefaultBudgetRatio        = 0.2
-	DefaultBudgetMinPerSecond = 10
-	DefaultBudgetWindow       = 10 * time.Second
+	DefaultRatio        = 0.2
+	DefaultMinPerSecond = 10
+	DefaultWindow       = 10 * time.Second
 )
 
 // budgetBuckets is the number of buckets the window is cut into.
 const budgetBuckets = 10
 
-// BudgetConfig configures a RetryBudget.
-type BudgetConfig struct {
+// Config configures a Budget.
+type Config struct {
 	// Ratio is the share of recent requests that may be retried: a retry
 	// is allowed while retries+1 <= Ratio*requests over the window. Zero
-	// means DefaultBudgetRatio (0.2); negative means none beyond the floor.
+	// means DefaultRatio (0.2); negative means none beyond the floor.
 	Ratio float64
 	// MinPerSecond is the floor: this many retries per second (with a
 	// burst of as many) are allowed whatever the ratio, so that a quiet
-	// client can still retry a blip. Zero means DefaultBudgetMinPerSecond
+	// client can still retry a blip. Zero means DefaultMinPerSecond
 	// (10); negative means no floor.
 	MinPerSecond int
 	// Window is how far back "recent" reaches, in 10 buckets. Zero means
-	// DefaultBudgetWindow (10 s, buckets of 1 s).
+	// DefaultWindow (10 s, buckets of 1 s).
 	Window time.Duration
 	// Now returns the current time. Nil means time.Now.
 	Now func() time.Time
 }
 
-// RetryBudget bounds the retries of all calls sharing it, so that retries
+// Budget bounds the retries of all calls sharing it, so that retries
 // cannot multiply the load on a failing PMS (Finagle's retry budget): over
 // a sliding window, retries stay under a share of requests, plus a small
 // floor per second. Once the budget is spent, a failed attempt is returned
 // without retrying. Safe for concurrent use.
-type RetryBudget struct {
+type Budget struct {
 	ratio  float64
 	floor  *rate.Limiter // nil: no floor
 	now    func() time.Time
@@ -52,18 +55,18 @@ type RetryBudget struct {
 	requests, retries int64 // sums over the ring
 }
 
-// NewRetryBudget returns a budget configured by cfg.
-func NewRetryBudget(cfg BudgetConfig) *RetryBudget {
+// NewBudget returns a budget configured by cfg.
+func New(cfg Config) *Budget {
 	if cfg.Ratio == 0 {
-		cfg.Ratio = DefaultBudgetRatio
+		cfg.Ratio = DefaultRatio
 	}
 	if cfg.MinPerSecond == 0 {
-		cfg.MinPerSecond = DefaultBudgetMinPerSecond
+		cfg.MinPerSecond = DefaultMinPerSecond
 	}
 	if cfg.Window <= 0 {
-		cfg.Window = DefaultBudgetWindow
+		cfg.Window = DefaultWindow
 	}
-	b := &RetryBudget{ratio: max(cfg.Ratio, 0), now: cfg.Now, bucket: max(cfg.Window/budgetBuckets, time.Millisecond)}
+	b := &Budget{ratio: max(cfg.Ratio, 0), now: cfg.Now, bucket: max(cfg.Window/budgetBuckets, time.Millisecond)}
 	if b.now == nil {
 		b.now = time.Now
 	}
@@ -75,7 +78,7 @@ func NewRetryBudget(cfg BudgetConfig) *RetryBudget {
 }
 
 // advance drops the buckets that left the window. b.mu is held.
-func (b *RetryBudget) advance(now time.Time) {
+func (b *Budget) advance(now time.Time) {
 	idx := now.UnixNano() / int64(b.bucket)
 	if idx <= b.cur {
 		return
@@ -90,7 +93,7 @@ func (b *RetryBudget) advance(now time.Time) {
 }
 
 // Request records one request (a first attempt).
-func (b *RetryBudget) Request() {
+func (b *Budget) Request() {
 	now := b.now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -100,7 +103,7 @@ func (b *RetryBudget) Request() {
 }
 
 // TryRetry reports whether one retry may be made now, and if so counts it.
-func (b *RetryBudget) TryRetry() bool {
+func (b *Budget) TryRetry() bool {
 	now := b.now()
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -117,6 +117,12 @@ func (s *server) authoriseToken(r *http.Request, token string) (*keys.Key, error
 		errors.As(err, &oe)
 		switch {
 		case oe != nil && oe.Kind == oauth.Expired:
+			// A verified signature: the access line names the record of
+			// its client, as for every identified refusal
+			// (docs/contract.md section 17).
+			if key, ok := s.oauth.cfg.Clients.LookupClient(oe.ClientID); ok && oe.ClientID != "" {
+				st.keyID = key.ID
+			}
 			return nil, withCause(unauthorized(problem.AccessTokenExpired, challengeInvalid,
 				"The access token has expired. Get a new one from the authorization server."), err)
 		case oe != nil && oe.Kind == oauth.Unavailable:

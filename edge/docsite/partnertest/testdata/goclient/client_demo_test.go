@@ -1,0 +1,161 @@
+// This file is copied next to the client oapi-codegen generates from
+// docs/openapi.yaml, in a module of its own in a temporary directory, and
+// run there by partnertest's TestGoClientAgainstDemo: the client is made
+// where the test runs, never committed. The demo's address and keys come
+// from the environment.
+package goclient
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+)
+
+var (
+	demoBase    = os.Getenv("DEMO_BASE")
+	demoDocsURL = os.Getenv("DEMO_DOCS_URL")
+	liveKey     = os.Getenv("DEMO_LIVE_KEY")
+)
+
+// strictDecode decodes body into v refusing unknown fields: a body the
+// generated type cannot hold is a decode mismatch.
+func strictDecode(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
+// A partner's Go client against the demo: every page of the list, every
+// property by id, and a 404, a 422 and a 401 decoded into their typed
+// problems; no answer fails to decode into its generated type.
+func TestGoClientAgainstDemo(t *testing.T) {
+	if demoBase == "" {
+		t.Fatal("DEMO_BASE unset: this test runs from partnertest's TestGoClientAgainstDemo")
+	}
+	ctx := context.Background()
+	auth := func(key string) RequestEditorFn {
+		return func(_ context.Context, r *http.Request) error {
+			r.Header.Set("Authorization", "Bearer "+key)
+			return nil
+		}
+	}
+	c, err := NewClientWithResponses(strings.TrimSuffix(demoBase, "/"), WithRequestEditorFn(auth(liveKey)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ua = "partnertest-go/1.0"
+	mismatches := 0
+	mismatch := func(what string, err error) {
+		if err != nil {
+			mismatches++
+			t.Errorf("%s: decode mismatch: %v", what, err)
+		}
+	}
+
+	info, err := c.GetApiInfoWithResponse(ctx, &GetApiInfoParams{UserAgent: ua})
+	if err != nil {
+		t.Fatalf("GET /v1/: %v", err) // info is nil: no status to show
+	}
+	if info.JSON200 == nil {
+		t.Fatalf("GET /v1/: status %d", info.StatusCode())
+	}
+	mismatch("api info", strictDecode(info.Body, new(ApiInfoResponse)))
+	if info.JSON200.Data.DocumentationUrl != demoDocsURL {
+		t.Errorf("documentationUrl %q, want the demo's docs %q", info.JSON200.Data.DocumentationUrl, demoDocsURL)
+	}
+
+	perPage := int32(5)
+	var ids []string
+	total := int64(-1)
+	for page := int32(1); ; page++ {
+		res, err := c.ListPropertiesWithResponse(ctx, &ListPropertiesParams{Page: &page, PerPage: &perPage, UserAgent: ua})
+		if err != nil || res.JSON200 == nil {
+			t.Fatalf("list page %d: %v, status %d: %s", page, err, res.StatusCode(), res.Body)
+		}
+		mismatch("list page", strictDecode(res.Body, new(PropertyList)))
+		total = res.JSON200.Meta.Pagination.Total
+		for _, p := range res.JSON200.Data {
+			ids = append(ids, p.Id.String())
+		}
+		if len(res.JSON200.Data) == 0 || int64(len(ids)) >= total {
+			break
+		}
+		if page > 1000 {
+			t.Fatal("the list does not end")
+		}
+	}
+	if total <= int64(perPage) || int64(len(ids)) != total {
+		t.Fatalf("listed %d properties over pages, total %d; want several pages", len(ids), total)
+	}
+	for _, id := range ids {
+		uid, err := uuidOf(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := c.GetPropertyWithResponse(ctx, uid, &GetPropertyParams{UserAgent: ua})
+		if err != nil || res.JSON200 == nil || res.JSON200.Data.Id.String() != id {
+			t.Fatalf("get %s: %v, status %d", id, err, res.StatusCode())
+		}
+		mismatch("property", strictDecode(res.Body, new(PropertyResponse)))
+	}
+
+	// 404: a property that does not exist.
+	missing, _ := uuidOf("0c8ea9b2-6a5e-4d0a-9c7b-3f1e2d4a5b6c")
+	nf, err := c.GetPropertyWithResponse(ctx, missing, &GetPropertyParams{UserAgent: ua})
+	if err != nil || nf.ApplicationproblemJSON404 == nil {
+		t.Fatalf("404: %v, status %d: %s", err, nf.StatusCode(), nf.Body)
+	}
+	if p := nf.ApplicationproblemJSON404; p.Code != PropertyNotFoundProblemCodePROPERTYNOTFOUND || p.Status != 404 || len(p.Errors) != 0 {
+		t.Errorf("404 problem %+v", p)
+	}
+	mismatch("404", strictDecode(nf.Body, new(PropertyNotFoundProblem)))
+
+	// 422: perPage out of range.
+	zero := int32(0)
+	vf, err := c.ListPropertiesWithResponse(ctx, &ListPropertiesParams{PerPage: &zero, UserAgent: ua})
+	if err != nil || vf.ApplicationproblemJSON422 == nil {
+		t.Fatalf("422: %v, status %d: %s", err, vf.StatusCode(), vf.Body)
+	}
+	if p := vf.ApplicationproblemJSON422; p.Code != ValidationFailedProblemCodeVALIDATIONFAILED || p.Status != 422 ||
+		len(p.Errors) != 1 || p.Errors[0].Code != OUTOFRANGE || p.Errors[0].Field != "perPage" {
+		t.Errorf("422 problem %+v", p)
+	}
+	mismatch("422", strictDecode(vf.Body, new(ValidationFailedProblem)))
+
+	// 401: an unknown key (from an address of its own: the demo throttles
+	// an address after one invalid key).
+	bad, err := NewClientWithResponses(strings.TrimSuffix(demoBase, "/"), WithRequestEditorFn(auth("svc_live_NoSuchKeyNoSuchKeyNoSuchKey01")),
+		WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
+			r.Header.Set("X-Forwarded-For", "198.51.100.21")
+			return nil
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	un, err := bad.ListPropertiesWithResponse(ctx, &ListPropertiesParams{UserAgent: ua})
+	if err != nil || un.ApplicationproblemJSON401 == nil {
+		t.Fatalf("401: %v, status %d: %s", err, un.StatusCode(), un.Body)
+	}
+	if p := un.ApplicationproblemJSON401; p.Code != UnauthorizedProblemCodeINVALIDAPIKEY || p.Status != 401 {
+		t.Errorf("401 problem %+v", p)
+	}
+	mismatch("401", strictDecode(un.Body, new(UnauthorizedProblem)))
+
+	// Health, unauthenticated.
+	h, err := c.GetHealthWithResponse(ctx)
+	if err != nil || h.JSON200 == nil || h.JSON200.Status != Ok {
+		t.Fatalf("health: %v, status %d", err, h.StatusCode())
+	}
+	t.Logf("Go client: %d pages of %d, %d properties fetched, 404/422/401 typed, %d decode mismatches", (total+int64(perPage)-1)/int64(perPage), perPage, len(ids), mismatches)
+}
+
+// uuidOf parses a property id as the generated client's PropertyId.
+func uuidOf(s string) (PropertyId, error) {
+	var id PropertyId
+	err := id.UnmarshalText([]byte(s))
+	return id, err
+}
