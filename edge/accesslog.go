@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"context"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -28,13 +29,19 @@ func (s *server) accessLog(next http.Handler) http.Handler {
 		end := s.now()
 		elapsed := end.Sub(st.start)
 		route := routePattern(r)
+		// The trace's tail decision (docs/observability.md, "Sampling"): a
+		// 5xx or slow answer keeps a trace the head sampler dropped; sctx
+		// then holds its server span, made again, for the duration's
+		// exemplar, the span's attributes and the log line.
+		sctx, kept, endSpan := s.tel.Decide(ctx, r, st.start, st.w.StatusCode, elapsed)
 		if s.metrics != nil {
-			s.metrics.RequestDone(ctx, r.Method, route, st.w.StatusCode, elapsed)
+			s.metrics.RequestDone(sctx, r.Method, route, st.w.StatusCode, elapsed)
 			if st.code != "" {
 				s.metrics.Problem(ctx, string(st.code))
 			}
 		}
-		s.annotateSpan(r, st, route)
+		s.annotateSpan(sctx, st, r.Method, route)
+		endSpan(end)
 
 		level := slog.LevelInfo
 		if st.w.StatusCode >= 500 && st.w.StatusCode != statusClientClosed {
@@ -47,7 +54,7 @@ func (s *server) accessLog(next http.Handler) http.Handler {
 		if !log.Enabled(ctx, level) || sampledOut(s.cfg.AccessLogSample, st.w.StatusCode) {
 			return
 		}
-		var buf [12]slog.Attr
+		var buf [14]slog.Attr
 		attrs := append(buf[:0],
 			slog.String("method", problem.Clip(r.Method, maxLoggedMethod)),
 			slog.String("route", routeOrUnmatched(route)),
@@ -69,6 +76,16 @@ func (s *server) accessLog(next http.Handler) http.Handler {
 			attrs = append(attrs, slog.String("auth_method", st.authMethod))
 		}
 		attrs = append(attrs, slog.String("client_address", st.client.String()))
+		// A plain hit is the common case and says nothing: the line names
+		// the cache's outcome otherwise (miss, coalesced, stale).
+		if kv, ok := st.cache.Attr(); ok && kv.Value.AsString() != cacheHit {
+			attrs = append(attrs, slog.String("cache", kv.Value.AsString()))
+		}
+		// trace_id and span_id come from the context (the log handler);
+		// trace_sampled says whether the backend has that trace.
+		if s.tel != nil {
+			attrs = append(attrs, slog.Bool("trace_sampled", kept))
+		}
 		if st.cause != nil {
 			attrs = append(attrs, slog.String("error", problem.Clip(st.cause.Error(), maxLoggedError)))
 		}
@@ -78,7 +95,7 @@ func (s *server) accessLog(next http.Handler) http.Handler {
 		// (runtime.Callers) for a source location nobody logs.
 		rec := slog.NewRecord(end, level, "request", 0)
 		rec.AddAttrs(attrs...)
-		_ = log.Handler().Handle(ctx, rec)
+		_ = log.Handler().Handle(sctx, rec)
 	})
 }
 
@@ -100,12 +117,12 @@ const (
 // annotateSpan names the server span by route and adds what an SRE
 // searches by: request id, correlation id, key id, problem code. (The
 // cache sets its outcome, partner_edge.cache.outcome, on the span itself.)
-func (s *server) annotateSpan(r *http.Request, st *state, route string) {
-	span := trace.SpanFromContext(r.Context())
+func (s *server) annotateSpan(ctx context.Context, st *state, method, route string) {
+	span := trace.SpanFromContext(ctx)
 	if !span.IsRecording() {
 		return
 	}
-	observability.SetRoute(r.Context(), r.Method, route)
+	observability.SetRoute(ctx, method, route)
 	var buf [9]attribute.KeyValue // one SetAttributes call (SetResponse's, which adds two): each call allocates
 	attrs := append(buf[:0], observability.AttrRequestID.String(st.requestID),
 		observability.AttrClientAddress.String(st.client.String()))
@@ -132,8 +149,12 @@ func (s *server) annotateSpan(r *http.Request, st *state, route string) {
 	if status == statusClientClosed {
 		status = 0
 	}
-	observability.SetResponse(r.Context(), status, st.w.BodyBytes, attrs...)
+	observability.SetResponse(ctx, status, st.w.BodyBytes, attrs...)
 }
+
+// cacheHit is the cache's outcome of a fresh answer (upstream/cache's
+// OutcomeHit), which the access log leaves out.
+const cacheHit = "hit"
 
 // routePattern is the matched route template, or "" when no route matched:
 // raw paths are partner input and must never become log or metric labels.

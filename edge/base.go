@@ -26,7 +26,9 @@ func (s *server) withState(next http.Handler) http.Handler {
 	d := s.cfg.RequestTimeout
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		parent := r.Context()
-		if s.tel != nil {
+		// /v1/health is a probe's, many times a minute: not traced
+		// (docs/contract.md section 20).
+		if s.tel != nil && r.URL.Path != healthPath {
 			var span trace.Span
 			parent, span = s.tel.StartServerSpan(r)
 			defer span.End() // after the deferred stop below: the span covers the whole answer

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/partner-edge/partner-edge/problem"
 	"github.com/partner-edge/partner-edge/upstream"
@@ -139,7 +140,13 @@ func dataOf(t *testing.T, body []byte) string {
 func TestStaleServedWhilePMSFails(t *testing.T) {
 	clock := newClock()
 	h := newHarness(t, harnessOptions{catalogs: func(live, sandbox upstream.Catalog) (upstream.Catalog, upstream.Catalog) {
-		l := cache.New(live, cache.Config{Key: "aurora/live", TTL: 30 * time.Second, Stale: 5 * time.Minute, Now: clock.Now})
+		// The cache's metrics (on a no-op meter) report its outcome to the
+		// request, for the access line.
+		cm, err := cache.NewMetrics(metricnoop.NewMeterProvider().Meter("test"), "live")
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := cache.New(live, cache.Config{Key: "aurora/live", TTL: 30 * time.Second, Stale: 5 * time.Minute, Now: clock.Now, Metrics: cm})
 		t.Cleanup(l.Close)
 		return l, sandbox
 	}})
@@ -148,12 +155,19 @@ func TestStaleServedWhilePMSFails(t *testing.T) {
 	if fresh.status != 200 {
 		t.Fatalf("first list: %d %s", fresh.status, fresh.body)
 	}
+	if line := accessLine(t, h.logs, fresh.header.Get("Svc-Request-Id")); line["cache"] != "miss" {
+		t.Errorf("the first list's access line: cache %v, want miss", line["cache"])
+	}
 	h.live.SetFaults(pmsim.Faults{ErrorStatus: 500})
 	for _, age := range []time.Duration{31 * time.Second, 2 * time.Minute, 4*time.Minute + 50*time.Second} {
 		clock.Advance(age - clock.Now().Sub(time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)))
 		res := h.do(req)
 		if res.status != 200 || dataOf(t, res.body) != dataOf(t, fresh.body) {
 			t.Fatalf("at age %s with the PMS failing: %d %s, want the stale page", age, res.status, res.body)
+		}
+		// A stale answer's access line says so (docs/observability.md, Logs).
+		if line := accessLine(t, h.logs, res.header.Get("Svc-Request-Id")); line["cache"] != "stale" {
+			t.Errorf("at age %s: the access line's cache %v, want stale", age, line["cache"])
 		}
 	}
 	clock.Advance(20 * time.Second) // 5m10s: past EDGE_CACHE_STALE

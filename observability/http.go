@@ -49,7 +49,8 @@ func (t *Telemetry) Transport(base http.RoundTripper, resendCount func(context.C
 
 // clientTransport sends an attempt through otelhttp when the request's
 // span records, and around it when the span does not (a trace sampled
-// out, nearly every request at a ratio of 0.01): otelhttp would start a
+// out without tail decisions, Config.TailSampling; with them, the spans
+// under a request record until it is answered): otelhttp would start a
 // span nobody records and compute its attributes and metric options all
 // the same, about 5% of a PMS call's CPU. The PMS still gets the
 // traceparent (with the caller's span id: no span of the attempt exists to

@@ -59,6 +59,10 @@ func metricsExporterName(getenv func(string) string) string {
 	return "none"
 }
 
+// promHandler serves the Prometheus text format, or OpenMetrics to a
+// scraper that asks for it (Accept: application/openmetrics-text):
+// only OpenMetrics carries exemplars, the trace_id of a kept request on
+// the request-duration histogram (docs/contract.md section 20).
 func promHandler(reg *prometheus.Registry) http.Handler {
-	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg, EnableOpenMetrics: true})
 }

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -65,6 +68,18 @@ type Config struct {
 	// consulted. Nil: an OTLP periodic reader when the environment asks for
 	// one, else none.
 	MetricReader sdkmetric.Reader
+
+	// Brand is the resource attribute partner_edge.brand; empty: not set.
+	Brand string
+
+	// TailSampling keeps, whatever the head sampler (OTEL_TRACES_SAMPLER)
+	// decided, the whole trace of a request answered 5xx or slower than
+	// KeepSlowerThan (tail.go; Decide). It needs an exporter: without one
+	// it is off.
+	TailSampling bool
+	// KeepSlowerThan is the time from which a request's trace is kept
+	// (EDGE_TRACE_SLOW); 0: no request is kept for its time.
+	KeepSlowerThan time.Duration
 }
 
 // Telemetry holds the providers, the propagator, the instruments and the
@@ -81,6 +96,8 @@ type Telemetry struct {
 	shutdowns    []func(context.Context) error
 	disabled     bool
 	serviceVer   string
+	tail         *tailProcessor // nil: no tail decisions (Decide keeps what the head sampler kept)
+	slow         time.Duration
 }
 
 // New builds the telemetry of the process from cfg.
@@ -141,7 +158,8 @@ func New(ctx context.Context, cfg Config) (*Telemetry, error) {
 	if err != nil {
 		return nil, err
 	}
-	tp, exporter, err := newTracerProvider(ctx, cfg, getenv, res)
+	t.slow = cfg.KeepSlowerThan
+	tp, exporter, err := newTracerProvider(ctx, cfg, getenv, res, &t.tail)
 	if err != nil {
 		return nil, err
 	}
@@ -240,10 +258,19 @@ func newResource(cfg Config, getenv func(string) string, version string) (*resou
 	if name == "" {
 		name = DefaultServiceName
 	}
-	attrs, err := parseResourceAttributes(getenv("OTEL_RESOURCE_ATTRIBUTES"))
+	env, err := parseResourceAttributes(getenv("OTEL_RESOURCE_ATTRIBUTES"))
 	if err != nil {
 		return nil, err
 	}
+	// service.instance.id tells instances apart: the host name and the
+	// process id by default (a pod's name is its host name), which
+	// OTEL_RESOURCE_ATTRIBUTES (before it: the later value of a key wins)
+	// overrides, as the manifest does with the pod's name.
+	attrs := []attribute.KeyValue{semconv.ServiceInstanceID(defaultInstanceID())}
+	if cfg.Brand != "" {
+		attrs = append(attrs, AttrBrand.String(cfg.Brand))
+	}
+	attrs = append(attrs, env...)
 	// Ours come last: they win over OTEL_RESOURCE_ATTRIBUTES.
 	attrs = append(attrs,
 		semconv.ServiceName(name),
@@ -253,6 +280,19 @@ func newResource(cfg Config, getenv func(string) string, version string) (*resou
 		semconv.TelemetrySDKVersion(sdk.Version()),
 	)
 	return resource.NewWithAttributes(semconv.SchemaURL, attrs...), nil
+}
+
+// AttrBrand is the resource attribute naming the brand an edge serves
+// (EDGE_BRAND).
+const AttrBrand = attribute.Key("partner_edge.brand")
+
+// defaultInstanceID is "<host name>-<pid>".
+func defaultInstanceID() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown"
+	}
+	return host + "-" + strconv.Itoa(os.Getpid())
 }
 
 // parseResourceAttributes reads OTEL_RESOURCE_ATTRIBUTES: key=value pairs,

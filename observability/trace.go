@@ -32,17 +32,18 @@ const (
 )
 
 // newTracerProvider builds the SDK provider and names its exporter.
-func newTracerProvider(ctx context.Context, cfg Config, getenv func(string) string, res *resource.Resource) (*sdktrace.TracerProvider, string, error) {
+func newTracerProvider(ctx context.Context, cfg Config, getenv func(string) string, res *resource.Resource, tailOut **tailProcessor) (*sdktrace.TracerProvider, string, error) {
 	sampler, err := samplerFromEnv(getenv)
 	if err != nil {
 		return nil, "", err
 	}
-	opts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res), sdktrace.WithSampler(sampler)}
+	opts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
 
+	var proc sdktrace.SpanProcessor
 	name := "custom"
 	switch {
 	case cfg.SpanExporter != nil:
-		opts = append(opts, sdktrace.WithSyncer(cfg.SpanExporter))
+		proc = sdktrace.NewSimpleSpanProcessor(cfg.SpanExporter)
 	default:
 		name = tracesExporterName(getenv)
 		if name == "none" {
@@ -56,7 +57,20 @@ func newTracerProvider(ctx context.Context, cfg Config, getenv func(string) stri
 			name = "none"
 			break
 		}
-		opts = append(opts, sdktrace.WithBatcher(exp))
+		proc = sdktrace.NewBatchSpanProcessor(exp)
+	}
+	// Tail decisions only where spans go somewhere: with no exporter, a
+	// request's children need not record for a decision nobody reads.
+	if cfg.TailSampling && proc != nil {
+		tail := newTailProcessor(proc)
+		*tailOut = tail
+		proc = tail
+		sampler = tailSampler{head: sampler}
+		opts = append(opts, sdktrace.WithIDGenerator(tailIDs{}))
+	}
+	opts = append(opts, sdktrace.WithSampler(sampler))
+	if proc != nil {
+		opts = append(opts, sdktrace.WithSpanProcessor(proc))
 	}
 	return sdktrace.NewTracerProvider(opts...), name, nil
 }

@@ -19,9 +19,10 @@ type DirectOptions struct {
 	// Now stamps Snapshot.LoadedAt. Nil means time.Now.
 	Now func() time.Time
 	// OnReject is called with every record that cannot be mapped (other
-	// brands included), for logs and metrics. Nil means rejections are
-	// dropped silently. It may be called concurrently.
-	OnReject func(*mapping.Rejection)
+	// brands included), for logs and metrics, with the context of the walk
+	// or get that read it (its span, for the mapping.rejected event). Nil
+	// means rejections are dropped silently. It may be called concurrently.
+	OnReject func(context.Context, *mapping.Rejection)
 	// OnRecord, when set, sees every record of a list walk as the PMS sent
 	// it, before it is mapped (edge pms check's census of fields). raw is
 	// valid during the call only.
@@ -58,10 +59,10 @@ func (d *Direct) mapOpts() mapping.Options {
 	return mapping.Options{Brand: d.opts.Brand, CodeSource: d.opts.CodeSource, Zones: d.zones}
 }
 
-func (d *Direct) reject(err error) {
+func (d *Direct) reject(ctx context.Context, err error) {
 	var rj *mapping.Rejection
 	if d.opts.OnReject != nil && errors.As(err, &rj) {
-		d.opts.OnReject(rj)
+		d.opts.OnReject(ctx, rj)
 	}
 }
 
@@ -85,7 +86,7 @@ func (d *Direct) Property(ctx context.Context, id string) (*Item, error) {
 	}
 	p, err := mapping.MapRaw(raw, d.mapOpts())
 	if err != nil {
-		d.reject(err)
+		d.reject(ctx, err)
 		return nil, &Error{Kind: NotFound, Err: err}
 	}
 	if want, _ := mapping.ParseID(id); p.ID != want {

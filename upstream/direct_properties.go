@@ -42,7 +42,7 @@ func (d *Direct) Properties(ctx context.Context) ([]mapping.Property, time.Time,
 		p, err := mapping.MapRaw(raw, mo)
 		if err != nil {
 			held += rejectionSize
-			d.reject(err)
+			d.reject(ctx, err)
 		} else {
 			held += PropertySize(p)
 			kept.add(p)
@@ -168,7 +168,7 @@ func (d *Direct) propertiesOf(ctx context.Context) ([]mapping.Property, time.Tim
 		}
 		p, err := mapping.MapRaw(raw, mo)
 		if err != nil {
-			d.reject(err)
+			d.reject(ctx, err)
 			continue
 		}
 		props = append(props, p)

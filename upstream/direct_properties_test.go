@@ -29,7 +29,7 @@ func TestPropertiesRebuildTheSnapshot(t *testing.T) {
 	rejected := 0
 	d := NewDirect(newTestClient(t, testConfig(f.srv.URL)), DirectOptions{
 		Brand: "aurora", CodeSource: mapping.CodeSourceShortCode, Now: func() time.Time { return now },
-		OnReject: func(*mapping.Rejection) { rejected++ },
+		OnReject: func(context.Context, *mapping.Rejection) { rejected++ },
 	})
 	want, err := d.Snapshot(context.Background())
 	if err != nil {

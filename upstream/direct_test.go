@@ -38,7 +38,7 @@ func TestDirectSnapshotMapsFiltersAndOrders(t *testing.T) {
 		Brand:      "aurora",
 		CodeSource: mapping.CodeSourceShortCode,
 		Now:        func() time.Time { return now },
-		OnReject: func(r *mapping.Rejection) {
+		OnReject: func(_ context.Context, r *mapping.Rejection) {
 			mu.Lock()
 			rejected = append(rejected, r.Reason)
 			mu.Unlock()
@@ -91,7 +91,7 @@ func TestDirectProperty(t *testing.T) {
 	})
 	var rejected int
 	d := NewDirect(newTestClient(t, testConfig(f.srv.URL)), DirectOptions{
-		Brand: "aurora", OnReject: func(*mapping.Rejection) { rejected++ },
+		Brand: "aurora", OnReject: func(context.Context, *mapping.Rejection) { rejected++ },
 	})
 	ctx := context.Background()
 

@@ -15,7 +15,12 @@ import (
 const (
 	// AttrRejectReason is why a PMS record was not mapped (mapping.Reason).
 	AttrRejectReason = attribute.Key("partner_edge.mapping.reason")
-	// EventMappingRejected is the span event of one rejected record.
+	// AttrRecordID is the rejected PMS record's id as sent (clipped to 64
+	// bytes by mapping), on EventMappingRejected.
+	AttrRecordID = attribute.Key("partner_edge.pms.record_id")
+	// EventMappingRejected is the span event of one rejected record (the
+	// walk's span: docs/contract.md section 20), with AttrRecordID and
+	// AttrRejectReason.
 	EventMappingRejected = "mapping.rejected"
 )
 
@@ -52,14 +57,15 @@ func reasonOpts(reason string) []metric.AddOption {
 }
 
 // Rejected counts one PMS record that could not be mapped, and adds a
-// "mapping.rejected" event (AttrRejectReason) to the recording span of ctx.
-func (m *RejectionMetrics) Rejected(ctx context.Context, reason mapping.Reason) {
+// "mapping.rejected" event (AttrRecordID, AttrRejectReason) to the
+// recording span of ctx.
+func (m *RejectionMetrics) Rejected(ctx context.Context, recordID string, reason mapping.Reason) {
 	o, ok := m.opts[reason]
 	if !ok {
 		o, reason = m.unknown, "unknown"
 	}
 	m.counter.Add(ctx, 1, o...)
 	if span := trace.SpanFromContext(ctx); span.IsRecording() {
-		span.AddEvent(EventMappingRejected, trace.WithAttributes(AttrRejectReason.String(string(reason))))
+		span.AddEvent(EventMappingRejected, trace.WithAttributes(AttrRecordID.String(recordID), AttrRejectReason.String(string(reason))))
 	}
 }

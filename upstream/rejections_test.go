@@ -55,11 +55,11 @@ func TestRejectionMetrics(t *testing.T) {
 	}
 
 	ctx, span := tp.Tracer("test").Start(context.Background(), "pms.snapshot")
-	m.Rejected(ctx, mapping.ReasonEmptyName)
-	m.Rejected(ctx, mapping.ReasonEmptyName)
-	m.Rejected(ctx, "made_up")
+	m.Rejected(ctx, "HTL-1", mapping.ReasonEmptyName)
+	m.Rejected(ctx, "HTL-1", mapping.ReasonEmptyName)
+	m.Rejected(ctx, "HTL-2", "made_up")
 	span.End()
-	m.Rejected(context.Background(), mapping.ReasonInvalidID) // no span: no event, no panic
+	m.Rejected(context.Background(), "HTL-3", mapping.ReasonInvalidID) // no span: no event, no panic
 
 	after := counts()
 	if after[string(mapping.ReasonEmptyName)] != 2 || after["unknown"] != 1 || after[string(mapping.ReasonInvalidID)] != 1 {
@@ -77,9 +77,9 @@ func TestRejectionMetrics(t *testing.T) {
 		got = append(got, s)
 	}
 	want := []string{
-		"mapping.rejected partner_edge.mapping.reason=empty_name",
-		"mapping.rejected partner_edge.mapping.reason=empty_name",
-		"mapping.rejected partner_edge.mapping.reason=unknown",
+		"mapping.rejected partner_edge.pms.record_id=HTL-1 partner_edge.mapping.reason=empty_name",
+		"mapping.rejected partner_edge.pms.record_id=HTL-1 partner_edge.mapping.reason=empty_name",
+		"mapping.rejected partner_edge.pms.record_id=HTL-2 partner_edge.mapping.reason=unknown",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -30,7 +30,7 @@ func TestSimDirectReadsEveryPage(t *testing.T) {
 	var rejected atomic.Int64
 	d := NewDirect(newTestClient(t, testConfig(srv.URL)), DirectOptions{
 		Brand: "aurora", CodeSource: mapping.CodeSourceShortCode,
-		OnReject: func(*mapping.Rejection) { rejected.Add(1) },
+		OnReject: func(context.Context, *mapping.Rejection) { rejected.Add(1) },
 	})
 	s, err := d.Snapshot(context.Background())
 	if err != nil {

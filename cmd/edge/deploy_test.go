@@ -27,7 +27,7 @@ import (
 // runtimeEnv are variables read by the Go runtime or the OpenTelemetry SDK,
 // not by run's settings table.
 func runtimeEnv(name string) bool {
-	return strings.HasPrefix(name, "OTEL_") || name == "GOMEMLIMIT" || name == "GOMAXPROCS" || name == "GODEBUG"
+	return strings.HasPrefix(name, "OTEL_") || name == "POD_NAME" || name == "GOMEMLIMIT" || name == "GOMAXPROCS" || name == "GODEBUG"
 }
 
 type manifests struct {
@@ -115,6 +115,19 @@ func TestDeployManifests(t *testing.T) {
 		default:
 			t.Errorf("env %s is no setting of cmd/edge", e.Name)
 		}
+		if e.Name == "POD_NAME" {
+			// The downward API: service.instance.id is the pod's name.
+			if e.ValueFrom == nil || e.ValueFrom.FieldRef == nil || e.ValueFrom.FieldRef.FieldPath != "metadata.name" {
+				t.Errorf("POD_NAME is not the pod's metadata.name")
+			}
+			if !slices.ContainsFunc(c.Env, func(o corev1.EnvVar) bool {
+				return o.Name == "OTEL_RESOURCE_ATTRIBUTES" && strings.Contains(o.Value, "service.instance.id=$(POD_NAME)")
+			}) {
+				t.Errorf("OTEL_RESOURCE_ATTRIBUTES does not set service.instance.id=$(POD_NAME)")
+			}
+			env[e.Name] = "edge-7d9f-abcde"
+			continue
+		}
 		if e.ValueFrom != nil {
 			ref := e.ValueFrom.SecretKeyRef
 			if ref == nil || ref.Name == "" || ref.Key == "" {
@@ -124,6 +137,9 @@ func TestDeployManifests(t *testing.T) {
 			continue
 		}
 		env[e.Name] = e.Value
+	}
+	if !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "POD_NAME" }) {
+		t.Errorf("no POD_NAME: service.instance.id is not the pod's name")
 	}
 	for _, secret := range []string{"PMS_TOKEN", "EDGE_REDIS_URL", "EDGE_FLEET_SECRET"} {
 		if !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"go.opentelemetry.io/otel"
 	"io"
 	"log/slog"
 	"net"
@@ -138,7 +139,16 @@ func (p *process) start(ctx context.Context, env func(string) string, isDemo boo
 // startTelemetry starts OpenTelemetry and the access log;
 // both are flushed at the end.
 func (p *process) startTelemetry(ctx context.Context, env func(string) string) error {
-	tel, err := observability.New(ctx, observability.Config{Getenv: env, Version: p.version})
+	// The SDK's failures (an export refused, a backend away) become
+	// rate-limited JSON WARN lines of the log, never its default free text
+	// on stderr (docs/observability.md, "When telemetry fails"). The SDK
+	// has one handler per process: the last edge started in a process
+	// (tests start several) logs them.
+	sdkErrs := observability.NewSDKErrors(p.log, env, time.Minute, nil)
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(sdkErrs.Handle))
+	otel.SetLogger(sdkErrs.Logger())
+	tel, err := observability.New(ctx, observability.Config{Getenv: env, Version: p.version,
+		Brand: p.cfg.Brand, TailSampling: true, KeepSlowerThan: p.cfg.TraceSlow})
 	if err != nil {
 		return fmt.Errorf("bad OpenTelemetry settings: %w", err)
 	}

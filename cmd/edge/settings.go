@@ -54,7 +54,20 @@ type settings struct {
 	OAuthJWKSHosts           []string // hosts besides the issuer's the jwks_uri may name (docs/contract.md section 17)
 	CandidateURL             string   // shadow candidate PMS; empty: none (shadow.go)
 	CandidateToken           string
-	CandidateMaxWalkBytes    int64 // bound of one candidate walk (docs/contract.md section 17)
+	CandidateMaxWalkBytes    int64         // bound of one candidate walk (docs/contract.md section 17)
+	TraceSlow                time.Duration // a slower request keeps its trace (docs/observability.md); 0: off
+}
+
+// offDuration reads a positive duration, or "off" (0).
+func offDuration(v string) (time.Duration, error) {
+	if strings.EqualFold(strings.TrimSpace(v), "off") {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, errors.New("want a positive duration such as 1s, or off")
+	}
+	return d, nil
 }
 
 // lookupEnv reads one environment variable and says whether it is set at
@@ -134,6 +147,7 @@ func settingTable() []*setting {
 		{env: "EDGE_LOG_FORMAT", flag: "log-format", def: "json", help: "log format: json or text", doc: "`json` or `text`"},
 		{env: "EDGE_LOG_LEVEL", flag: "log-level", def: "info", help: "log level: debug, info, warn or error", doc: "`debug`, `info`, `warn` or `error`"},
 		{env: "EDGE_ACCESS_LOG", flag: "access-log", def: "stdout", help: "where the access log goes (buffered, flushed every second): stdout, stderr, off, or a file path (appended to); the other logs go to stderr", doc: "where the access log goes: `stdout`, `stderr`, `off` or a file path (appended to); buffered (64 KiB, flushed every second and at exit); lines the output cannot take are dropped and counted (`partner_edge_log_dropped_total`), never waited for; the other logs stay on stderr"},
+		{env: "EDGE_TRACE_SLOW", flag: "trace-slow", def: "1s", help: "a request slower than this keeps its whole trace whatever the sampler (5xx answers always do); off disables", doc: "a request slower than this keeps its whole trace whatever the sampler (`OTEL_TRACES_SAMPLER`); a `5xx` answer always does; see [observability.md]({docs}observability.md#sampling)", docDef: "`1s`; `off` disables"},
 		{env: "EDGE_ACCESS_LOG_SAMPLE", flag: "access-log-sample", def: "1", help: "fraction (0 to 1] of successful requests' access-log lines written; 4xx and 5xx are always written", doc: "fraction (above 0, at most 1) of successful requests' access lines written; 4xx and 5xx lines are always written"},
 	}
 }
@@ -251,6 +265,7 @@ func (p *parser) settings() settings {
 
 		AccessLog:       p.str("EDGE_ACCESS_LOG"),
 		AccessLogSample: read(p, "EDGE_ACCESS_LOG_SAMPLE", settingval.Float),
+		TraceSlow:       read(p, "EDGE_TRACE_SLOW", offDuration),
 	}
 	if s.AdminAddr == "off" {
 		s.AdminAddr = ""

@@ -64,6 +64,9 @@ var _ upstream.Catalog = (*Cache)(nil)
 // Cache is an upstream.Catalog that caches another one. It is safe for
 // concurrent use. Close stops its background loads.
 type Cache struct {
+	tracer       trace.Tracer // nil: no walk spans (walk.go)
+	lastWalk     lastWalkOf   // the latest walk, for its followers' links
+	linkRequest  func(context.Context, trace.Link)
 	inner        upstream.Catalog
 	load         Loader
 	disabled     bool
@@ -127,6 +130,8 @@ func New(inner upstream.Catalog, cfg Config) *Cache {
 		onOutcome:   cfg.OnOutcome,
 		onPanic:     cfg.OnPanic,
 		metrics:     cfg.Metrics,
+		tracer:      cfg.Tracer,
+		linkRequest: cfg.LinkRequest,
 		key:         cfg.Key,
 	}
 	if c.load == nil {
@@ -152,6 +157,9 @@ func New(inner upstream.Catalog, cfg Config) *Cache {
 	}
 	if c.now == nil {
 		c.now = time.Now
+	}
+	if c.linkRequest == nil {
+		c.linkRequest = func(ctx context.Context, l trace.Link) { trace.SpanFromContext(ctx).AddLink(l) }
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/partner-edge/partner-edge/upstream"
 )
 
@@ -121,4 +123,11 @@ type Config struct {
 	// outcome is set as the attribute partner_edge.cache.outcome on the
 	// caller's recording span.
 	Metrics *Metrics
+	// Tracer makes the root span of each snapshot load (SpanWalk, walk.go);
+	// nil: none.
+	Tracer trace.Tracer
+	// LinkRequest links a request's span to a walk (observability's
+	// Telemetry.LinkRequest, which also keeps the link of a request whose
+	// trace is decided at its end); nil: the span's AddLink.
+	LinkRequest func(context.Context, trace.Link)
 }

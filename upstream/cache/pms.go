@@ -57,13 +57,15 @@ func NewPMS(cfg PMSConfig) (*Cache, error) {
 		return nil, fmt.Errorf("PMS client (%s): %w", cfg.Mode, err)
 	}
 	do := cfg.Direct
-	do.OnReject = func(r *mapping.Rejection) {
-		rejections.Rejected(context.Background(), r.Reason)
-		log.Warn("pms record rejected", "hotel_id", r.HotelID, "reason", string(r.Reason))
+	// A rejection is an event on the span of the walk (or get) that read
+	// the record, and its log line carries that trace's id.
+	do.OnReject = func(ctx context.Context, r *mapping.Rejection) {
+		rejections.Rejected(ctx, r.HotelID, r.Reason)
+		log.WarnContext(ctx, "pms record rejected", "hotel_id", r.HotelID, "reason", string(r.Reason))
 	}
 	direct := upstream.NewDirect(client, do)
 	c := cfg.Cache
-	c.Logger, c.Metrics = log, cm
+	c.Logger, c.Metrics, c.Tracer, c.LinkRequest = log, cm, cfg.Telemetry.Tracer(), cfg.Telemetry.LinkRequest
 	if cfg.WrapLoad != nil {
 		c.Load = cfg.WrapLoad(direct)
 	}

@@ -20,7 +20,10 @@ func (c *Cache) Snapshot(ctx context.Context) (*upstream.Snapshot, error) {
 // served because of the returned loadErr (nil otherwise).
 func (c *Cache) snapshot(ctx context.Context) (s *upstream.Snapshot, loadErr error, err error) {
 	if c.disabled {
-		v, led, err := c.shared(ctx, &c.group, snapKey, c.loadOnly, "")
+		v, led, err := c.shared(ctx, &c.group, snapKey, c.loadOnly, WalkLoad)
+		if !led {
+			c.linkFollower(ctx)
+		}
 		if err != nil {
 			c.report(ctx, err, led)
 			return nil, nil, err
@@ -50,7 +53,14 @@ func (c *Cache) snapshot(ctx context.Context) (s *upstream.Snapshot, loadErr err
 			return e.val, errBackoff, nil
 		}
 	}
-	v, led, err := c.shared(ctx, &c.group, snapKey, c.loadAfter(e, c.ttl), "")
+	kind := WalkRefresh
+	if e == nil {
+		kind = WalkFirstLoad
+	}
+	v, led, err := c.shared(ctx, &c.group, snapKey, c.loadAfter(e, c.ttl), kind)
+	if !led {
+		c.linkFollower(ctx)
+	}
 	if err != nil {
 		if servable(err) {
 			if e := c.cur.Load(); e != nil && c.now().Sub(e.loadedAt) < c.stale {
@@ -93,13 +103,16 @@ func (c *Cache) refresh(ctx context.Context, seen *entry) {
 		return
 	}
 	c.outcome(ctx, OutcomeRefresh)
-	vals := context.WithoutCancel(ctx)
+	// The walk's span starts here, while the request that asked is still
+	// open, so that the request can link to it (walk.go).
+	vals, endWalk := c.startWalk(context.WithoutCancel(ctx), WalkRefreshAhead)
 	go func() {
 		defer c.wg.Done()
 		defer c.refreshing.Store(false)
 		// Do, not DoChan: this goroutine waits, so the flag is cleared
 		// only once the load (its own or one it joined) has ended.
-		_, err, _ := c.group.Do(snapKey, func() (any, error) { return c.run(vals, c.loadAfter(seen, c.refreshAfter), "") })
+		_, err, _ := c.group.Do(snapKey, func() (any, error) { return c.run(vals, c.loadAfter(seen, c.refreshAfter), walkStarted) })
+		endWalk(err)
 		if err != nil {
 			c.log.WarnContext(vals, "cache refresh failed; serving the held snapshot", "key", c.key, "error", err)
 		}
@@ -142,8 +155,11 @@ func retryAfterOf(err error) time.Duration {
 }
 
 // loadOnly loads the snapshot without holding it (TTL 0).
-func (c *Cache) loadOnly(ctx context.Context, _ string) (any, error) {
+// kind (Walk*) labels its walk span.
+func (c *Cache) loadOnly(ctx context.Context, kind string) (any, error) {
+	ctx, end := c.startWalk(ctx, kind)
 	s, err := c.load(ctx)
+	end(err)
 	if err != nil {
 		return nil, err
 	}
@@ -162,17 +178,17 @@ func (c *Cache) loadOnly(ctx context.Context, _ string) (any, error) {
 // the caller looked, and that entry is the answer (docs/contract.md section 15: one load per
 // cold start or expiry, whatever the concurrency).
 func (c *Cache) loadAfter(seen *entry, maxAge time.Duration) loadFunc {
-	return func(ctx context.Context, _ string) (any, error) {
+	return func(ctx context.Context, kind string) (any, error) {
 		if cur := c.cur.Load(); cur != nil && cur != seen && c.now().Sub(cur.loadedAt) < maxAge {
 			return cur, nil
 		}
-		return c.loadAndStore(ctx)
+		return c.loadAndStore(ctx, kind)
 	}
 }
 
 // loadAndStore loads the snapshot and holds it.
-func (c *Cache) loadAndStore(ctx context.Context) (any, error) {
-	v, err := c.loadOnly(ctx, "")
+func (c *Cache) loadAndStore(ctx context.Context, kind string) (any, error) {
+	v, err := c.loadOnly(ctx, kind)
 	if err != nil {
 		if servable(upstream.Classify(ctx, err, upstream.Internal)) {
 			c.loaded(err)

@@ -173,7 +173,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	var rejected []*mapping.Rejection
 	census := NewCensus(cfg.CodeSource)
 	walk := upstream.NewDirect(client, upstream.DirectOptions{Brand: cfg.Brand, CodeSource: cfg.CodeSource,
-		OnReject: func(rj *mapping.Rejection) { rejected = append(rejected, rj) }, OnRecord: census.Add})
+		OnReject: func(_ context.Context, rj *mapping.Rejection) { rejected = append(rejected, rj) }, OnRecord: census.Add})
 	props, _, walkErr := walk.Properties(ctx)
 	listed := rec.stop()
 	lc.finish(cfg)

@@ -395,7 +395,7 @@ func TestShadowComparesAsTheWholeWalk(t *testing.T) {
 		}
 		var rejected []*mapping.Rejection
 		props, _, err := upstream.NewDirect(client, upstream.DirectOptions{Brand: "aurora",
-			OnReject: func(r *mapping.Rejection) { rejected = append(rejected, r) }}).Properties(ctx)
+			OnReject: func(_ context.Context, r *mapping.Rejection) { rejected = append(rejected, r) }}).Properties(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,307 @@
+package observability
+
+import (
+	"context"
+	"encoding/binary"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Tail sampling (docs/observability.md, "Sampling"): the configured sampler
+// (OTEL_TRACES_SAMPLER) makes the head decision of a request's server span,
+// as before; a request it drops is not lost yet. Its server span stays a
+// cheap non-recording one (a cached answer costs what it did), but every
+// span started beneath it (a PMS call, its attempts) records, carries the
+// sampled flag to the PMS, and is held here until the request is answered.
+// Then the edge asks Decide: a 5xx answer, or one slower than
+// Config.KeepSlowerThan, keeps the trace: the server span is made again,
+// with its own ids and start time, and the held spans are exported; any
+// other answer drops them. A trace the head sampler kept is exported as it
+// goes, as before.
+
+// AttrKeptBy is set on the server span of a trace the head sampler dropped
+// and the request's outcome kept: "error" (a 5xx answer) or "slow".
+const AttrKeptBy = attribute.Key("partner_edge.trace.kept_by")
+
+// maxPendingTraces bounds the traces held at once, and maxPendingSpans the
+// spans of each: past them a held span is dropped (a trace cannot hold the
+// process's memory).
+const (
+	maxPendingTraces = 4096
+	maxPendingSpans  = 512
+)
+
+// tailSampler is the configured (head) sampler for roots and spans of a
+// remote parent; a span started under a local parent records, sampled
+// (under a request whose head decision dropped it: held until the request
+// decides); the server span Decide makes again, and a root under KeepTrace,
+// are kept.
+type tailSampler struct{ head sdktrace.Sampler }
+
+func (s tailSampler) ShouldSample(p sdktrace.SamplingParameters) sdktrace.SamplingResult {
+	psc := trace.SpanContextFromContext(p.ParentContext)
+	if p.ParentContext.Value(keepKey{}) != nil {
+		return sdktrace.SamplingResult{Decision: sdktrace.RecordAndSample}
+	}
+	if _, ok := p.ParentContext.Value(forcedIDsKey{}).(forcedIDs); ok {
+		return sdktrace.SamplingResult{Decision: sdktrace.RecordAndSample, Tracestate: psc.TraceState()}
+	}
+	// A span under a local parent follows it, sampled or held: the head
+	// decision is the request's (or the walk's), made once at its root,
+	// whatever the sampler (traceidratio and always_off, which are not
+	// parent-based, would otherwise cut a kept trace's PMS attempts out).
+	if psc.IsValid() && !psc.IsRemote() {
+		return sdktrace.SamplingResult{Decision: sdktrace.RecordAndSample, Tracestate: psc.TraceState()}
+	}
+	return s.head.ShouldSample(p)
+}
+
+func (s tailSampler) Description() string { return "Tail{" + s.head.Description() + "}" }
+
+type keepKey struct{}
+
+// KeepTrace marks ctx so that a root span started under it (a walk of the
+// PMS: upstream/cache) is kept whatever the head sampler says, when the
+// Telemetry decides tails (Config.TailSampling).
+func KeepTrace(ctx context.Context) context.Context {
+	return context.WithValue(ctx, keepKey{}, true)
+}
+
+// pendingTrace is a trace whose request has not decided yet, or has and
+// still has spans open (they follow the decision as they end).
+type pendingTrace struct {
+	spans   []sdktrace.ReadOnlySpan
+	links   []trace.Link // LinkRequest's, for the server span made again
+	live    int          // spans started and not yet ended
+	decided bool         // Decide was called
+	keep    bool         // its outcome
+}
+
+// tailProcessor holds the spans of pending traces and passes every other
+// span on to next (the batcher, or the syncer of Config.SpanExporter).
+type tailProcessor struct {
+	next sdktrace.SpanProcessor
+	mu   sync.Mutex
+	held map[trace.TraceID]*pendingTrace
+	// n is len(held), read without the lock by decide: a cached answer
+	// (no span beneath its server span) then costs one atomic load.
+	n atomic.Int64
+}
+
+func newTailProcessor(next sdktrace.SpanProcessor) *tailProcessor {
+	return &tailProcessor{next: next, held: make(map[trace.TraceID]*pendingTrace)}
+}
+
+// pendingChild: s was started under a local, unsampled parent (tailSampler
+// recorded it for its request's decision).
+func pendingChild(s sdktrace.ReadOnlySpan) bool {
+	p := s.Parent()
+	return p.IsValid() && !p.IsRemote() && !p.IsSampled()
+}
+
+func (t *tailProcessor) OnStart(ctx context.Context, s sdktrace.ReadWriteSpan) {
+	tid := s.SpanContext().TraceID()
+	child := pendingChild(s)
+	t.mu.Lock()
+	p := t.held[tid]
+	if p == nil && child && len(t.held) < maxPendingTraces {
+		p = &pendingTrace{}
+		t.held[tid] = p
+		t.n.Add(1)
+	}
+	if p != nil {
+		p.live++
+	}
+	t.mu.Unlock()
+	if p == nil && !child {
+		t.next.OnStart(ctx, s)
+	}
+}
+
+func (t *tailProcessor) OnEnd(s sdktrace.ReadOnlySpan) {
+	tid := s.SpanContext().TraceID()
+	t.mu.Lock()
+	p := t.held[tid]
+	if p == nil {
+		t.mu.Unlock()
+		if !pendingChild(s) { // a pending child of a trace past maxPendingTraces is dropped
+			t.next.OnEnd(s)
+		}
+		return
+	}
+	p.live--
+	var forward bool
+	switch {
+	case p.decided:
+		forward = p.keep
+		if p.live <= 0 {
+			delete(t.held, tid)
+			t.n.Add(-1)
+		}
+	case len(p.spans) < maxPendingSpans:
+		p.spans = append(p.spans, s)
+	}
+	t.mu.Unlock()
+	if forward {
+		t.next.OnEnd(s)
+	}
+}
+
+// holdLink keeps l for the server span of trace tid, should it be kept.
+func (t *tailProcessor) holdLink(tid trace.TraceID, l trace.Link) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p := t.held[tid]
+	if p == nil {
+		if len(t.held) >= maxPendingTraces {
+			return
+		}
+		p = &pendingTrace{}
+		t.held[tid] = p
+		t.n.Add(1)
+	}
+	if len(p.links) < maxPendingSpans {
+		p.links = append(p.links, l)
+	}
+}
+
+// decide ends the wait of trace tid: its held spans are exported when
+// keep, dropped otherwise, and so are those still open as they end. It
+// returns the links held for its server span.
+func (t *tailProcessor) decide(tid trace.TraceID, keep bool) []trace.Link {
+	if t.n.Load() == 0 {
+		return nil
+	}
+	t.mu.Lock()
+	p := t.held[tid]
+	if p == nil {
+		t.mu.Unlock()
+		return nil
+	}
+	spans, links := p.spans, p.links
+	p.spans, p.links, p.decided, p.keep = nil, nil, true, keep
+	if p.live <= 0 {
+		delete(t.held, tid)
+		t.n.Add(-1)
+	}
+	t.mu.Unlock()
+	if keep {
+		for _, s := range spans {
+			t.next.OnEnd(s)
+		}
+	}
+	return links
+}
+
+func (t *tailProcessor) Shutdown(ctx context.Context) error   { return t.next.Shutdown(ctx) }
+func (t *tailProcessor) ForceFlush(ctx context.Context) error { return t.next.ForceFlush(ctx) }
+
+// forcedIDs are the ids the server span made again by Decide takes: those
+// its non-recording first self had, which the PMS and the logs already know.
+type forcedIDs struct {
+	trace trace.TraceID
+	span  trace.SpanID
+}
+
+type forcedIDsKey struct{}
+
+// tailIDs is the SDK's random id generator (math/rand/v2's), but the ids
+// in the context's forcedIDs win.
+type tailIDs struct{}
+
+func (tailIDs) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
+	if f, ok := ctx.Value(forcedIDsKey{}).(forcedIDs); ok {
+		return f.trace, f.span
+	}
+	var tid trace.TraceID
+	for !tid.IsValid() {
+		binary.NativeEndian.PutUint64(tid[:8], rand.Uint64())
+		binary.NativeEndian.PutUint64(tid[8:], rand.Uint64())
+	}
+	return tid, randomSpanID()
+}
+
+func (tailIDs) NewSpanID(ctx context.Context, _ trace.TraceID) trace.SpanID {
+	if f, ok := ctx.Value(forcedIDsKey{}).(forcedIDs); ok {
+		return f.span
+	}
+	return randomSpanID()
+}
+
+func randomSpanID() trace.SpanID {
+	var sid trace.SpanID
+	for !sid.IsValid() {
+		binary.NativeEndian.PutUint64(sid[:], rand.Uint64())
+	}
+	return sid
+}
+
+// Decide is the tail decision of the request of ctx (its server span made
+// by StartServerSpan), once it is answered: status is the status sent,
+// elapsed its time, start when it began. It reports whether the trace is
+// kept: always when the head sampler kept it; otherwise when status is 5xx
+// or elapsed is at least Config.KeepSlowerThan (when set). The returned
+// context holds the span to annotate (SetRoute, SetResponse): ctx's own,
+// or, for a trace kept here, the server span made again (same ids, start
+// time start, the request's attributes); end it with end (at the time
+// given). The spans held for the trace are exported or dropped now.
+//
+// Without telemetry, or with tracing disabled, it keeps nothing.
+func (t *Telemetry) Decide(ctx context.Context, r *http.Request, start time.Time, status int, elapsed time.Duration) (_ context.Context, kept bool, end func(time.Time)) {
+	sc := trace.SpanContextFromContext(ctx)
+	if t == nil || !sc.IsValid() || t.tail == nil {
+		return ctx, sc.IsSampled(), noEnd
+	}
+	if sc.IsSampled() {
+		return ctx, true, noEnd
+	}
+	keep := status >= 500 || (t.slow > 0 && elapsed >= t.slow)
+	links := t.tail.decide(sc.TraceID(), keep)
+	if !keep {
+		return ctx, false, noEnd
+	}
+	pctx := context.WithValue(ctx, forcedIDsKey{}, forcedIDs{sc.TraceID(), sc.SpanID()})
+	pctx = trace.ContextWithSpanContext(pctx, trace.SpanContext{})
+	if _, sent := r.Header["Traceparent"]; sent {
+		pctx = propagation.TraceContext{}.Extract(pctx, traceHeaders(r.Header))
+	}
+	var kv [maxRequestAttrs]attribute.KeyValue
+	_, span := t.serverTracer.Start(pctx, spanMethod(r.Method),
+		trace.WithSpanKind(trace.SpanKindServer), trace.WithTimestamp(start),
+		trace.WithAttributes(requestAttrs(kv[:0], r)...), trace.WithLinks(links...))
+	why := "error"
+	if status < 500 {
+		why = "slow"
+	}
+	span.SetAttributes(AttrKeptBy.String(why))
+	// The span goes into ctx (its values: the request's state, the cache's
+	// slot), not pctx's forced ids.
+	return trace.ContextWithSpan(ctx, span), true, func(at time.Time) {
+		span.End(trace.WithTimestamp(at))
+	}
+}
+
+func noEnd(time.Time) {}
+
+// LinkRequest links the server span of ctx (a request's) to l: at once
+// when the span records; for a request whose trace the head sampler
+// dropped, held until Decide, and carried by the server span made again
+// if the trace is kept (a request that waited for a walk, then failed).
+func (t *Telemetry) LinkRequest(ctx context.Context, l trace.Link) {
+	span := trace.SpanFromContext(ctx)
+	if span.IsRecording() {
+		span.AddLink(l)
+		return
+	}
+	if sc := span.SpanContext(); t != nil && t.tail != nil && sc.IsValid() && !sc.IsSampled() {
+		t.tail.holdLink(sc.TraceID(), l)
+	}
+}

@@ -1,0 +1,97 @@
+package cache
+
+import (
+	"context"
+	"sync/atomic"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/partner-edge/partner-edge/observability"
+)
+
+// SpanWalk is the root span of one load of the brand's snapshot (a walk of
+// the PMS's list, or a fleet member's share of one): a trace of its own,
+// not a part of the request that happened to start it, which may have
+// answered long before (docs/contract.md section 20; docs/observability.md,
+// "Walks"). Its pages and attempts are beneath it; it links to the request
+// that started it, and that request, and each one that joined the load in
+// flight, links to it.
+const SpanWalk = "pms.walk"
+
+// Walk kinds (AttrWalkKind): why the snapshot was loaded.
+const (
+	WalkFirstLoad    = "first_load"    // nothing was held
+	WalkRefresh      = "refresh"       // the held snapshot had expired
+	WalkRefreshAhead = "refresh_ahead" // in the background, before expiry
+	// walkStarted: the caller started the walk span already (refresh).
+	walkStarted = ""
+	// WalkLoad: TTL 0, every read loads for itself. Such a load is the
+	// request's own work and stays in its trace, with no walk span.
+	WalkLoad = "load"
+)
+
+// Attributes of the walk span and of the links to and from it.
+const (
+	AttrWalkKind = attribute.Key("partner_edge.walk.kind")
+	// AttrLinkRole says what a link is: on the walk, "started_by" (the
+	// request); on a request, "walk" (the walk it started or waited for)
+	// and "leader" (the request whose load it joined).
+	AttrLinkRole = attribute.Key("partner_edge.link.role")
+)
+
+var (
+	linkStartedBy = []attribute.KeyValue{AttrLinkRole.String("started_by")}
+	linkWalk      = []attribute.KeyValue{AttrLinkRole.String("walk")}
+	linkLeader    = []attribute.KeyValue{AttrLinkRole.String("leader")}
+)
+
+// walkLinks are the span contexts of the latest walk and of the request
+// that started it, for the requests that joined it (followers).
+type walkLinks struct {
+	walk, leader trace.SpanContext
+}
+
+// startWalk starts the walk span of a load of kind under ctx's values and
+// returns its context and its end. Without a tracer it does nothing.
+func (c *Cache) startWalk(ctx context.Context, kind string) (context.Context, func(error)) {
+	if c.tracer == nil || kind == WalkLoad || kind == walkStarted {
+		return ctx, func(error) {}
+	}
+	caller := trace.SpanContextFromContext(ctx)
+	opts := []trace.SpanStartOption{trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithAttributes(AttrWalkKind.String(kind))}
+	if caller.IsValid() {
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: caller, Attributes: linkStartedBy}))
+	}
+	// Walks are few (one per brand and TTL at most) and what an SRE looks
+	// at first when the PMS misbehaves: each is kept, whatever the sampler.
+	wctx, span := c.tracer.Start(observability.KeepTrace(ctx), SpanWalk, opts...)
+	c.linkRequest(ctx, trace.Link{SpanContext: span.SpanContext(), Attributes: linkWalk})
+	c.lastWalk.Store(&walkLinks{walk: span.SpanContext(), leader: caller})
+	return wctx, func(err error) {
+		if err != nil {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, "walk failed")
+		}
+		span.End()
+	}
+}
+
+// linkFollower links the span of ctx, a request that joined a load in
+// flight, to that load's walk and to the request that leads it.
+func (c *Cache) linkFollower(ctx context.Context) {
+	if c.tracer == nil || !trace.SpanContextFromContext(ctx).IsValid() {
+		return
+	}
+	if l := c.lastWalk.Load(); l != nil {
+		c.linkRequest(ctx, trace.Link{SpanContext: l.walk, Attributes: linkWalk})
+		if l.leader.IsValid() {
+			c.linkRequest(ctx, trace.Link{SpanContext: l.leader, Attributes: linkLeader})
+		}
+	}
+}
+
+// lastWalkOf is a helper type for Cache's field.
+type lastWalkOf = atomic.Pointer[walkLinks]
