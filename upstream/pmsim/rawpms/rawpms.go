@@ -307,9 +307,11 @@ func (s *Server) idle(c net.Conn, br *bufio.Reader, forge *[]byte, since time.Ti
 		switch {
 		case *forge != nil && f.ForgedAfter > 0 && now.Sub(quiet) >= f.ForgedAfter:
 			// Look once more, without waiting, for a request that came
-			// while this goroutine waited to run.
+			// while this goroutine waited to run (a read would not: its
+			// deadline has passed).
 			if br.Buffered() > 0 || pending(c) {
-				continue
+				s.lastRequest.Store(now.UnixNano())
+				return true
 			}
 			if _, err := c.Write(*forge); err != nil {
 				return false
@@ -318,7 +320,8 @@ func (s *Server) idle(c net.Conn, br *bufio.Reader, forge *[]byte, since time.Ti
 			*forge = nil
 		case f.Idle408 > 0 && now.Sub(quiet) >= f.Idle408:
 			if br.Buffered() > 0 || pending(c) {
-				continue
+				s.lastRequest.Store(now.UnixNano())
+				return true
 			}
 			_, _ = io.WriteString(c, "HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
 			s.sent408.Add(1)
