@@ -236,19 +236,22 @@ func TestSlowRedisNeverOnRequestPath(t *testing.T) {
 	// Measured window: more than two open timeouts (2 s each), so the
 	// breaker goes half-open at least twice while partners keep calling.
 	time.Sleep(5 * time.Second)
+	// The half-open trials come every 2 s on the probe's schedule; on a
+	// machine too busy to run the probe on time they come later, never
+	// from a partner's request: wait for them rather than for the clock.
+	testkit.Eventually(t, "a failed half-open trial logged (the breaker's open timeout is 2 s)", func() bool {
+		return strings.Count(edge.stderr.String(), trialFailed) > trials
+	})
+	testkit.Eventually(t, "a health probe reaches the slow Redis (the half-open trials are the probe's)", func() bool {
+		return proxy.probes.Load() > probes
+	})
 	if n := proxy.evals.Load() - evals; n != 0 {
 		t.Errorf("%d quota calls reached the slow Redis after the breaker opened: a partner's request (or the quota refill) ran the half-open trial", n)
 	}
-	if n := strings.Count(edge.stderr.String(), trialFailed) - trials; n < 1 {
-		t.Errorf("%d failed half-open trials logged in 5 s; want at least one (the breaker's open timeout is 2 s)", n)
-	}
-	if n := proxy.probes.Load() - probes; n < 1 {
-		t.Errorf("no health probe reached Redis in 5 s: the half-open trials were not the probe's")
-	}
 	if n := answers.Load() - before; n < 10 {
-		t.Errorf("only %d answers in 5 s: the traffic did not run", n)
+		t.Errorf("only %d answers while the breaker was open or half-open: the traffic did not run", n)
 	}
-	t.Logf("slow Redis, breaker open or half-open: %d answers in 5 s, the slowest %v", answers.Load()-before, time.Duration(slowest.Load()))
+	t.Logf("slow Redis, breaker open or half-open: %d answers, the slowest %v", answers.Load()-before, time.Duration(slowest.Load()))
 
 	proxy.slow.Store(false)
 	testkit.Eventually(t, "the health probe closes the breaker once Redis is fast again", func() bool {
