@@ -1,11 +1,14 @@
 // Package rawpms is a PMS that misbehaves at the socket level, for tests of
-// the edge's PMS connection (docs/contract.md section 19): it speaks
-// HTTP/1.1 by hand over raw TCP, answers through a handler (a *pmsim.Sim,
-// so the data is the simulator's and the API docs/pms-api.md's), and does,
-// on demand, what real PMSs and the proxies in front of them do to their
-// clients: close idle keep-alive connections, restart on the same address,
-// answer 408 on an idle connection, write a forged answer after a real one,
-// and send endless or oversized heads.
+// the edge's PMS connection (docs/contract.md section 19). It answers
+// through a handler (a *pmsim.Sim, so the data is the simulator's and the
+// API docs/pms-api.md's), reads requests with net/http's ReadRequest and
+// writes answers with net/http's Response.Write; it runs each TCP
+// connection's loop itself because its faults act in a connection's idle
+// time, which net/http's server keeps to itself. On demand it does what
+// real PMSs and the proxies in front of them do to their clients: close
+// idle keep-alive connections, restart on the same address, answer 408 on
+// an idle connection, write a forged answer after a real one, and send
+// endless or oversized heads (the only bytes written by hand).
 //
 // Every behaviour can be changed while the server runs (Set), so a test
 // warms up against a healthy PMS and then turns a fault on.
@@ -247,13 +250,13 @@ func (s *Server) conn(c net.Conn) {
 			if !s.badHead(c, f.Head, res, body) {
 				return
 			}
-		} else if _, err := c.Write(answer(res.StatusCode, res.Header, body)); err != nil {
+		} else if _, err := c.Write(answer(res, body)); err != nil {
 			return
 		}
 		last = time.Now()
 		forge = nil
 		if f.ForgedAfter > 0 && res.StatusCode == http.StatusOK {
-			forge = answer(http.StatusOK, res.Header, forged(body))
+			forge = answer(res, forged(body))
 		}
 		if req.Close {
 			return
@@ -353,20 +356,17 @@ func pending(c net.Conn) bool {
 	return n > 0
 }
 
-// answer is the bytes of a whole HTTP/1.1 answer.
-func answer(status int, h http.Header, body []byte) []byte {
+// answer is the bytes of res as a whole HTTP/1.1 answer with body as its
+// body, written by net/http (Response.Write): only the misbehaving heads
+// (badHead) are written by hand.
+func answer(res *http.Response, body []byte) []byte {
+	r := *res
+	r.Header = res.Header.Clone()
+	r.Header.Del("Content-Length")
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "HTTP/1.1 %d %s\r\n", status, http.StatusText(status))
-	for k, vs := range h {
-		if k == "Content-Length" {
-			continue
-		}
-		for _, v := range vs {
-			fmt.Fprintf(&b, "%s: %s\r\n", k, v)
-		}
-	}
-	fmt.Fprintf(&b, "Content-Length: %d\r\n\r\n", len(body))
-	b.Write(body)
+	_ = r.Write(&b) // a bytes.Buffer does not fail
 	return b.Bytes()
 }
 
@@ -415,7 +415,7 @@ func (s *Server) badHead(c net.Conn, f Head, res *http.Response, body []byte) bo
 			return []byte("X-Header-" + strconv.Itoa(i) + ": value\r\n")
 		})
 	case HugeHead:
-		full := answer(res.StatusCode, res.Header, body)
+		full := answer(res, body)
 		status, rest, _ := bytes.Cut(full, []byte("\r\n"))
 		if _, err := w.Write(append(status, "\r\n"...)); err != nil {
 			return false
@@ -443,7 +443,7 @@ func (s *Server) badHead(c net.Conn, f Head, res *http.Response, body []byte) bo
 				return false
 			}
 		}
-		_, err := w.Write(answer(res.StatusCode, res.Header, body))
+		_, err := w.Write(answer(res, body))
 		return err == nil
 	}
 	return false
