@@ -164,27 +164,77 @@ type cmdLine struct {
 	flags    func(fs *flag.FlagSet) // the command's own flags; nil: none
 }
 
-// parse parses args and resolves the command's settings
-// (settingval.Parse). --help prints the usage and returns flag.ErrHelp. It
-// returns the parser of the resolved settings and the positional
-// arguments.
+// got is a setting's resolved value.
+type got struct {
+	value  string
+	source string // the variable, or "--flag" when the flag gave it: for messages
+	set    bool   // given by the variable or the flag, not defaulted
+}
+
+// parse parses args and resolves the command's settings (resolve). --help
+// prints the usage and returns flag.ErrHelp. It returns the parser of the
+// resolved settings and the positional arguments.
 func (c cmdLine) parse(args []string, getenv lookupEnv, stderr io.Writer) (*parser, []string, error) {
-	var specs []settingval.Spec
-	for _, st := range settingTable() {
-		if c.settings == nil || slices.Contains(c.settings, st.env) {
-			specs = append(specs, settingval.Spec{Env: st.env, Flag: st.flag, Def: st.def, Help: st.help, EmptySet: st.emptySet})
-		}
-	}
+	rows := slices.DeleteFunc(settingTable(), func(st *setting) bool {
+		return c.settings != nil && !slices.Contains(c.settings, st.env)
+	})
 	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	if c.flags != nil {
 		c.flags(fs)
 	}
-	got, err := settingval.Parse(fs, c.usage, specs, args, getenv)
-	if err != nil {
-		return nil, nil, err
+	get, err := resolve(fs, c.usage, rows, args, getenv)
+	return &parser{get: get}, fs.Args(), err
+}
+
+// resolve defines a string flag per row on fs, after the command's own
+// flags (already defined), parses args and resolves every row by
+// variable: the flag's value when given, else the variable's (an empty one
+// is the default unless the row is emptySet), else the default. --help
+// prints usage, the command's own flags, then the rows, and returns
+// flag.ErrHelp.
+func resolve(fs *flag.FlagSet, usage []string, rows []*setting, args []string, getenv lookupEnv) (map[string]got, error) {
+	var own []*flag.Flag
+	fs.VisitAll(func(f *flag.Flag) { own = append(own, f) })
+	for _, st := range rows {
+		fs.String(st.flag, "", st.help)
 	}
-	return &parser{get: got}, fs.Args(), nil
+	fs.Usage = func() { printUsage(fs.Output(), usage, own, rows) }
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	get := make(map[string]got, len(rows))
+	for _, st := range rows {
+		g := got{value: st.def, source: st.env}
+		if v, ok := getenv(st.env); ok && (v != "" || st.emptySet) {
+			g.value, g.set = v, true
+		}
+		if given[st.flag] {
+			g = got{fs.Lookup(st.flag).Value.String(), "--" + st.flag, true}
+		}
+		get[st.env] = g
+	}
+	return get, nil
+}
+
+// printUsage is --help: the usage lines, the command's own flags, then its
+// settings.
+func printUsage(w io.Writer, usage []string, own []*flag.Flag, rows []*setting) {
+	for _, l := range usage {
+		fmt.Fprintln(w, l)
+	}
+	if len(own) > 0 {
+		fmt.Fprintln(w, "\nFlags:")
+		for _, f := range own {
+			fmt.Fprintf(w, "  --%s (default %q)\n        %s\n", f.Name, f.DefValue, f.Usage)
+		}
+	}
+	fmt.Fprintln(w, "\nSettings (a flag overrides its environment variable):")
+	for _, st := range rows {
+		fmt.Fprintf(w, "  --%s, %s (default %q)\n        %s\n", st.flag, st.env, st.def, st.help)
+	}
 }
 
 // noArgs refuses positional arguments.
@@ -261,7 +311,7 @@ func (p *parser) settings() settings {
 		FleetSecret:           p.secret("EDGE_FLEET_SECRET"),
 		PMSMaxWalkBytes:       read(p, "EDGE_PMS_MAX_WALK_BYTES", settingval.Size),
 		DocsPath:              read(p, "EDGE_DOCS_PATH", settingval.DocsPath),
-		AddrSet:               p.get["EDGE_ADDR"].Set,
+		AddrSet:               p.get["EDGE_ADDR"].set,
 
 		AccessLog:       p.str("EDGE_ACCESS_LOG"),
 		AccessLogSample: read(p, "EDGE_ACCESS_LOG_SAMPLE", settingval.Float),
@@ -317,19 +367,19 @@ const redisPrefix = "EDGE_" + "REDIS_"
 // variable or its flag): the error names PMS_BASE_URL and each setting
 // found.
 func (p *parser) checkDemo(s settings) {
-	if s.PMSBaseURL != "" || p.get["PMS_BASE_URL"].Value != "" {
+	if s.PMSBaseURL != "" || p.get["PMS_BASE_URL"].value != "" {
 		return
 	}
 	for _, st := range settingTable() {
-		if got := p.get[st.env]; deploymentEnv(st.env) && got.Set {
-			p.fail(fmt.Errorf("%s is set but PMS_BASE_URL is not: the demo (no PMS_BASE_URL) runs only when nothing of a deployment is set; set PMS_BASE_URL to the live PMS, or unset %[1]s to run the demo", got.Source))
+		if g := p.get[st.env]; deploymentEnv(st.env) && g.set {
+			p.fail(fmt.Errorf("%s is set but PMS_BASE_URL is not: the demo (no PMS_BASE_URL) runs only when nothing of a deployment is set; set PMS_BASE_URL to the live PMS, or unset %[1]s to run the demo", g.source))
 		}
 	}
 }
 
 // parser converts settings, collecting every error.
 type parser struct {
-	get  map[string]settingval.Got // by variable
+	get  map[string]got // by variable
 	errs []error
 }
 
@@ -337,18 +387,18 @@ func (p *parser) fail(err error) { p.errs = append(p.errs, err) }
 
 // bad reports st's value as invalid; the value is shown redacted
 // (settingval.Redact): no start-up error prints a secret.
-func (p *parser) bad(st settingval.Got, want string) {
-	p.fail(fmt.Errorf("invalid %s %q: %s", st.Source, settingval.Redact(st.Value), want))
+func (p *parser) bad(st got, want string) {
+	p.fail(fmt.Errorf("invalid %s %q: %s", st.source, settingval.Redact(st.value), want))
 }
 
-func (p *parser) str(env string) string { return p.get[env].Value }
+func (p *parser) str(env string) string { return p.get[env].value }
 
 // read reads env's setting with conv (settingval's readers, or a
 // package's own parser); a refused value is a start-up error naming the
 // setting and the value, redacted.
 func read[T any](p *parser, env string, conv func(string) (T, error)) T {
 	st := p.get[env]
-	v, err := conv(st.Value)
+	v, err := conv(st.value)
 	if err != nil {
 		p.bad(st, err.Error())
 	}
@@ -387,7 +437,7 @@ func (p *parser) redis() fleet.Settings {
 		ReadFile:         listener.ReadTLSFile,
 	}
 	check := s
-	if p.get["EDGE_REDIS_URL"].Value != "" && s.URL == "" {
+	if p.get["EDGE_REDIS_URL"].value != "" && s.URL == "" {
 		check.URL = "redis://refused" // refused above, but still a form for the rules below
 	}
 	if err := check.Check(); err != nil {

@@ -18,7 +18,7 @@ const maxRate = 1e6
 // secret reads a setting that is never echoed: errors name the variable
 // only.
 func (p *parser) secret(env string) []byte {
-	return []byte(p.get[env].Value)
+	return []byte(p.get[env].value)
 }
 
 // checkBounds refuses what would not be enforced as configured
@@ -38,7 +38,7 @@ func (p *parser) checkBounds(s *settings) {
 		}
 	}
 	if s.Redis.Configured() && len(s.FleetSecret) < minFleetSecret {
-		src := p.get["EDGE_FLEET_SECRET"].Source
+		src := p.get["EDGE_FLEET_SECRET"].source
 		if len(s.FleetSecret) == 0 {
 			p.fail(fmt.Errorf("%s is required when %s is set: a random secret of at least %d bytes shared by every instance (docs/contract.md section 15)", src, s.Redis.Variable(), minFleetSecret))
 		} else {

@@ -1,8 +1,6 @@
 package settingval
 
 import (
-	"flag"
-	"io"
 	"strings"
 	"testing"
 )
@@ -56,40 +54,5 @@ func anyOf[T any](read func(string) (T, error)) func(string) (any, error) {
 			return d.String(), err
 		}
 		return v, err
-	}
-}
-
-// A flag beats its variable; an empty variable is the default unless the
-// setting takes empty; --help lists every setting with its default.
-func TestParse(t *testing.T) {
-	specs := []Spec{{Env: "A", Flag: "a", Def: "da"}, {Env: "B", Flag: "b", Def: "db", EmptySet: true},
-		{Env: "C", Flag: "c", Def: "dc"}, {Env: "D", Flag: "d", Def: "dd"}}
-	env := map[string]string{"A": "", "B": "", "C": "vc", "D": "vd"}
-	getenv := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-	fs := flag.NewFlagSet("t", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	got, err := Parse(fs, nil, specs, []string{"--d", "fd", "rest"}, getenv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]Got{"A": {"da", "A", false}, "B": {"", "B", true}, "C": {"vc", "C", true}, "D": {"fd", "--d", true}}
-	for k, w := range want {
-		if got[k] != w {
-			t.Errorf("%s: %+v, want %+v", k, got[k], w)
-		}
-	}
-	if fs.NArg() != 1 || fs.Arg(0) != "rest" {
-		t.Errorf("positional arguments %q", fs.Args())
-	}
-	var help strings.Builder
-	fs = flag.NewFlagSet("t", flag.ContinueOnError)
-	fs.SetOutput(&help)
-	if _, err := Parse(fs, []string{"usage: t"}, specs, []string{"--help"}, getenv); err != flag.ErrHelp {
-		t.Fatalf("--help: %v", err)
-	}
-	for _, s := range specs {
-		if !strings.Contains(help.String(), "--"+s.Flag+", "+s.Env+` (default "`+s.Def+`")`) {
-			t.Errorf("--help lacks %s:\n%s", s.Env, help.String())
-		}
 	}
 }
