@@ -259,6 +259,11 @@ func parseSettings(args []string, getenv lookupEnv, stderr io.Writer) (settings,
 	if err := noArgs(rest); err != nil {
 		return settings{}, err
 	}
+	return p.edgeSettings()
+}
+
+// edgeSettings converts and checks every setting of the edge.
+func (p *parser) edgeSettings() (settings, error) {
 	s := p.settings()
 	p.checkBounds(&s)
 	p.resolveDocsURL(&s)
