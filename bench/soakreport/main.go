@@ -151,27 +151,26 @@ func (d *data) read(dir string) error {
 	if d.limited, err = readResults(filepath.Join(dir, "limited.jsonl")); err != nil {
 		return err
 	}
+	// rows calls each with the tab-separated cells of every line of name.
 	rows := func(name string, min int, each func([]string) error) error {
-		f, err := os.Open(filepath.Join(dir, name))
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		s := bufio.NewScanner(f)
-		for s.Scan() {
-			cells := strings.Split(s.Text(), "\t")
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		for line := range strings.Lines(string(b)) {
+			cells := strings.Split(strings.TrimRight(line, "\r\n"), "\t")
 			if len(cells) < min {
-				return fmt.Errorf("%s: short line %q", name, s.Text())
+				return fmt.Errorf("%s: short line %q", name, strings.TrimRight(line, "\r\n"))
 			}
 			if err := each(cells); err != nil {
 				return fmt.Errorf("%s: %w", name, err)
 			}
 		}
-		return s.Err()
+		return err
 	}
 	ms := func(s string) time.Time { n, _ := strconv.ParseInt(s, 10, 64); return time.UnixMilli(n) }
-	num := func(s string) float64 {
-		f, err := strconv.ParseFloat(s, 64)
+	num := func(c []string, i int) float64 { // -1: not sampled
+		if i >= len(c) {
+			return -1
+		}
+		f, err := strconv.ParseFloat(c[i], 64)
 		if err != nil {
 			return -1
 		}
@@ -180,7 +179,7 @@ func (d *data) read(dir string) error {
 	if err := rows("events.tsv", 4, func(c []string) error {
 		e := event{kind: c[0], name: c[1], start: ms(c[2]), end: ms(c[3]), allowed: map[int]bool{}}
 		if len(c) > 4 && c[4] != "-" {
-			for _, s := range strings.Split(c[4], ",") {
+			for s := range strings.SplitSeq(c[4], ",") {
 				n, err := strconv.Atoi(s)
 				if err != nil {
 					return err
@@ -194,26 +193,17 @@ func (d *data) read(dir string) error {
 		return err
 	}
 	if err := rows("samples.tsv", 6, func(c []string) error {
-		s := sample{at: ms(c[0]), edge: c[1], pid: c[2], rssKB: num(c[3]), gor: num(c[4]), fds: num(c[5]), gc: -1, conns: -1}
-		if len(c) > 6 {
-			s.gc = num(c[6])
-		}
-		if len(c) > 7 {
-			s.conns = num(c[7])
-		}
-		d.samples = append(d.samples, s)
+		d.samples = append(d.samples, sample{at: ms(c[0]), edge: c[1], pid: c[2], rssKB: num(c, 3), gor: num(c, 4), fds: num(c, 5), gc: num(c, 6), conns: num(c, 7)})
 		return nil
 	}); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
 	if err := rows("keychecks.tsv", 8, func(c []string) error {
-		n := make([]int, 4)
+		var n [4]int
 		for i := range n {
-			v, err := strconv.Atoi(c[2+i])
-			if err != nil {
+			if n[i], err = strconv.Atoi(c[2+i]); err != nil {
 				return err
 			}
-			n[i] = v
 		}
 		d.probes = append(d.probes, probe{change: c[0], edge: c[1], appliedMS: n[0], appliedBound: n[1],
 			probeMS: n[2], probeBound: n[3], ok: c[6] == "1", detail: c[7]})
@@ -234,15 +224,13 @@ func readResults(path string) ([]result, error) {
 	}
 	defer f.Close()
 	var rs []result
-	dec := json.NewDecoder(bufio.NewReader(f))
-	for {
+	for dec := json.NewDecoder(bufio.NewReader(f)); ; {
 		var r result
 		if err := dec.Decode(&r); err == io.EOF {
-			break
+			return rs, nil
 		} else if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		rs = append(rs, r)
 	}
-	return rs, nil
 }

@@ -2,8 +2,9 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 )
@@ -11,13 +12,8 @@ import (
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d)/float64(time.Millisecond)) }
 
 func codeList(m map[int]int) string {
-	var cs []int
-	for c := range m {
-		cs = append(cs, c)
-	}
-	sort.Ints(cs)
 	var parts []string
-	for _, c := range cs {
+	for _, c := range slices.Sorted(maps.Keys(m)) {
 		name := fmt.Sprint(c)
 		if c == 0 {
 			name = "no answer"
@@ -56,16 +52,11 @@ func report(c config, d *data, a *analysis) string {
 		if n > 0 {
 			five += " (" + strings.Join(codes, ", ") + ")"
 		}
-		var allowed []string
-		for code := range s.allowed {
-			allowed = append(allowed, fmt.Sprint(code))
-		}
-		sort.Strings(allowed)
 		al := "none"
 		if s.kind != "fault" {
 			al = "none (outside faults)"
-		} else if len(allowed) > 0 {
-			al = strings.Join(allowed, ", ")
+		} else if len(s.allowed) > 0 {
+			al = strings.ReplaceAll(strings.Trim(fmt.Sprint(slices.Sorted(maps.Keys(s.allowed))), "[]"), " ", ", ")
 		}
 		length := s.end.Sub(s.start).Seconds()
 		p("| %s | %.0f | %.1f | %d | %s | %s | %s | %s | %d (%.0f) | %s |\n", s.name, s.start.Sub(a.t0).Seconds(), length, s.reqs,

@@ -12,28 +12,22 @@ import (
 // partner 5xx a second, and the mixed traffic's p99 over 5 s buckets, with
 // the fault windows shaded and named.
 func picture(c config, d *data, a *analysis) string {
-	secs := int(math.Ceil(a.tEnd.Sub(a.t0).Seconds()))
-	if secs < 1 {
-		secs = 1
-	}
+	secs := max(int(math.Ceil(a.tEnd.Sub(a.t0).Seconds())), 1)
 	rps := make([]float64, secs)
 	errs := make([]float64, secs)
 	const bucket = 5
 	lat := make([][]time.Duration, secs/bucket+1)
 	idx := func(t time.Time) int { return min(max(int(t.Sub(a.t0).Seconds()), 0), secs-1) }
-	for _, r := range d.mix {
-		i := idx(r.Timestamp)
-		rps[i]++
-		if r.Code == 0 || r.Code >= 500 {
-			errs[i]++
-		}
-		lat[i/bucket] = append(lat[i/bucket], r.Latency)
-	}
-	for _, r := range d.limited {
-		i := idx(r.Timestamp)
-		rps[i]++
-		if r.Code == 0 || r.Code >= 500 {
-			errs[i]++
+	for k, rs := range [][]result{d.mix, d.limited} {
+		for _, r := range rs {
+			i := idx(r.Timestamp)
+			rps[i]++
+			if r.Code == 0 || r.Code >= 500 {
+				errs[i]++
+			}
+			if k == 0 { // the mixed traffic's latency only
+				lat[i/bucket] = append(lat[i/bucket], r.Latency)
+			}
 		}
 	}
 	p99 := make([]float64, len(lat))

@@ -91,7 +91,7 @@ func serveEdge(ctx context.Context, args []string, getenv lookupEnv, stdout, std
 	ctx, cancel := context.WithCancel(ctx)
 	p.onStop(cancel)
 	observability.TuneGC(ctx, getenv) // the GC headroom rule unless GOGC is set
-	if err := p.start(ctx, envGetter(getenv), isDemo); err != nil {
+	if err := p.start(ctx, func(k string) string { v, _ := getenv(k); return v }, isDemo); err != nil {
 		return err
 	}
 	late, demoDocs, err := p.handler()

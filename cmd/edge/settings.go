@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/netip"
 	"slices"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/partner-edge/partner-edge/edge/docsite"
 	"github.com/partner-edge/partner-edge/edge/listener"
 	"github.com/partner-edge/partner-edge/edge/oauth"
+	"github.com/partner-edge/partner-edge/edge/ratelimit"
 	"github.com/partner-edge/partner-edge/mapping"
 	"github.com/partner-edge/partner-edge/upstream/fleet"
 )
@@ -73,11 +75,6 @@ func offDuration(v string) (time.Duration, error) {
 // lookupEnv reads one environment variable and says whether it is set at
 // all, as os.LookupEnv does: an empty value is not an absent one.
 type lookupEnv = func(string) (string, bool)
-
-// envGetter adapts a lookupEnv to the plain getenv that libraries want.
-func envGetter(lookup lookupEnv) func(string) string {
-	return func(k string) string { v, _ := lookup(k); return v }
-}
 
 // setting is one row of the table: variable, flag, default, help. The
 // table is the one place a setting is declared: `edge --help` prints it and
@@ -245,14 +242,11 @@ func noArgs(rest []string) error {
 	return nil
 }
 
-// edgeLine is the edge's own command line: every setting.
-var edgeLine = cmdLine{name: "edge", usage: commandsUsage}
-
 // parseSettings resolves every setting of the edge. --help prints the
 // table and returns flag.ErrHelp. Errors name the variable (or flag) and
 // the value; every error is reported, not only the first.
 func parseSettings(args []string, getenv lookupEnv, stderr io.Writer) (settings, error) {
-	p, rest, err := edgeLine.parse(args, getenv, stderr)
+	p, rest, err := cmdLine{name: "edge", usage: commandsUsage}.parse(args, getenv, stderr)
 	if err != nil {
 		return settings{}, err
 	}
@@ -449,4 +443,44 @@ func (p *parser) redis() fleet.Settings {
 		p.fail(err)
 	}
 	return s
+}
+
+// minFleetSecret is the shortest EDGE_FLEET_SECRET taken (docs/contract.md section 15):
+// an HMAC-SHA256 key of at least the hash's own size.
+const minFleetSecret = 32
+
+// maxRate is the fastest rate a limiter can represent: the Redis limiter
+// counts in emission intervals of at least a microsecond.
+const maxRate = 1e6
+
+// secret reads a setting that is never echoed: errors name the variable
+// only.
+func (p *parser) secret(env string) []byte {
+	return []byte(p.get[env].value)
+}
+
+// checkBounds refuses what would not be enforced as configured
+// (docs/contract.md section 15): a default quota the limiter cannot represent (it would
+// mean no limit at all), and a fleet in Redis without a secret to
+// authenticate what it shares.
+func (p *parser) checkBounds(s *settings) {
+	if s.RatePerSecond > 0 {
+		burst := s.RateBurst
+		if burst <= 0 {
+			burst = max(1, int(math.Ceil(min(s.RatePerSecond, maxRate))))
+		}
+		if l := (ratelimit.Limit{PerSecond: s.RatePerSecond, Burst: burst}); !l.Valid() || s.RatePerSecond > maxRate {
+			st := p.get["EDGE_RATE_LIMIT"]
+			p.bad(st, fmt.Sprintf("a limiter cannot represent this rate with burst %d: want 0 (off) or more than %g and at most %g requests a second",
+				burst, ratelimit.MinRate(burst), float64(maxRate)))
+		}
+	}
+	if s.Redis.Configured() && len(s.FleetSecret) < minFleetSecret {
+		src := p.get["EDGE_FLEET_SECRET"].source
+		if len(s.FleetSecret) == 0 {
+			p.fail(fmt.Errorf("%s is required when %s is set: a random secret of at least %d bytes shared by every instance (docs/contract.md section 15)", src, s.Redis.Variable(), minFleetSecret))
+		} else {
+			p.fail(fmt.Errorf("%s is too short (%d bytes): want at least %d bytes", src, len(s.FleetSecret), minFleetSecret))
+		}
+	}
 }
