@@ -15,6 +15,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -27,7 +28,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -43,15 +43,10 @@ func main() {
 }
 
 type config struct {
-	base      string
-	key       string
-	conns     int
-	size      int
-	bursts    int
-	gap       time.Duration
-	max       time.Duration
-	maxBody   int
-	probeOnly bool
+	base, key                    string
+	conns, size, bursts, maxBody int
+	gap, max                     time.Duration
+	probeOnly                    bool
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout io.Writer) error {
@@ -179,7 +174,6 @@ func load(ctx context.Context, c config, stdout io.Writer) error {
 			failures = append(failures, fmt.Sprintf("health answer %d", s.status))
 		}
 	}
-	var worst time.Duration
 	var during []time.Duration
 	for i, w := range windows {
 		var in []time.Duration
@@ -191,7 +185,6 @@ func load(ctx context.Context, c config, stdout io.Writer) error {
 		}
 		during = append(during, in...)
 		m := slices.Max(append(in, 0))
-		worst = max(worst, m)
 		fmt.Fprintf(stdout, "burst %2d: %d requests in %6.1f ms; %2d health answers during it, slowest %6.1f ms\n",
 			i+1, c.conns, ms(w.end.Sub(w.start)), len(in), ms(m))
 	}
@@ -199,6 +192,7 @@ func load(ctx context.Context, c config, stdout io.Writer) error {
 		return errors.New("no health answer overlapped a burst")
 	}
 	slices.Sort(during)
+	worst := during[len(during)-1]
 	fmt.Fprintf(stdout, "health during bursts: %d answers, p50 %.1f ms, p99 %.1f ms, max %.1f ms (limit %.0f ms); largest load answer %d bytes\n",
 		len(during), ms(during[len(during)/2]), ms(during[len(during)*99/100]), ms(worst), ms(c.max), maxBody)
 	if worst > c.max {
@@ -234,39 +228,26 @@ func startProber(base string) (stop func() []sample, err error) {
 	if err != nil {
 		return nil, err
 	}
+	var out bytes.Buffer
 	cmd := exec.Command(exe, "-probe", "-url", base)
-	cmd.Stderr = os.Stderr
+	cmd.Stdout, cmd.Stderr = &out, os.Stderr
 	in, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	var samples []sample
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			f := strings.Fields(sc.Text())
-			if len(f) != 3 {
-				continue
-			}
-			start, _ := strconv.ParseInt(f[0], 10, 64)
-			took, _ := strconv.ParseInt(f[1], 10, 64)
-			status, _ := strconv.Atoi(f[2])
-			samples = append(samples, sample{time.Unix(0, start), time.Duration(took), status})
-		}
-	}()
-	return func() []sample {
+	return func() (samples []sample) {
 		_ = in.Close()
-		<-done
 		_ = cmd.Wait()
+		for line := range strings.Lines(out.String()) {
+			var start, took int64
+			var status int
+			if _, err := fmt.Sscan(line, &start, &took, &status); err == nil {
+				samples = append(samples, sample{time.Unix(0, start), time.Duration(took), status})
+			}
+		}
 		return samples
 	}, nil
 }
