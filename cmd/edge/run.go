@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"github.com/partner-edge/partner-edge/edge/keys"
@@ -49,14 +51,9 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 
 // newCatalog builds the PMS access of one mode: client (retries, breaker),
 // mapping, cache, each reporting to telemetry; with a fleet member, the
-// cache's loads are shared through Redis (fleet.go).
-func newCatalog(cfg settings, baseURL string, mode keys.Mode, version string, log *slog.Logger, tel *observability.Telemetry, fm *member) (upstream.Catalog, func(), error) {
-	return newShadowedCatalog(cfg, baseURL, mode, version, log, tel, fm, nil)
-}
-
-// newShadowedCatalog is newCatalog whose loads are each handed to sh after
-// they end (nil: none; shadow.go).
-func newShadowedCatalog(cfg settings, baseURL string, mode keys.Mode, version string, log *slog.Logger, tel *observability.Telemetry, fm *member, sh *shadow.Shadow) (upstream.Catalog, func(), error) {
+// cache's loads are shared through Redis (fleet.go), and each load is
+// handed to sh after it ends (nil: none; shadow.go).
+func newCatalog(cfg settings, baseURL string, mode keys.Mode, version string, log *slog.Logger, tel *observability.Telemetry, fm *member, sh *shadow.Shadow) (upstream.Catalog, func(), error) {
 	cc := cache.Config{Key: cfg.Brand + "/" + string(mode), TTL: cfg.CacheTTL, Stale: cfg.CacheStale, LoadTimeout: cfg.PMSTimeout}
 	if fm != nil { // loads shared through Redis (fleet.go)
 		cc.RefreshAhead = fleet.RefreshAhead
@@ -146,4 +143,32 @@ func buildVersion() string {
 		return bi.Main.Version
 	}
 	return "dev"
+}
+
+// runKeys is "edge keys ...": keys.Command, whose usage errors end the
+// program with status 2.
+func runKeys(args []string, getenv lookupEnv, stdout, stderr io.Writer) error {
+	err := keys.Command(args, getenv, stdout, stderr)
+	var ue *keys.UsageError
+	if errors.As(err, &ue) {
+		return &exitError{code: 2, err: ue.Err}
+	}
+	return err
+}
+
+// commandsUsage lists the program's commands: `edge help` prints it, and
+// `edge --help` before the settings.
+var commandsUsage = []string{
+	"usage: edge [flags]         run the edge (no settings: the demo); settings: edge --help",
+	"       edge keys COMMAND    manage the key file: add, list, suspend, resume, revoke,",
+	"                            rotate, check, new (edge keys --help)",
+	"       edge docs build DIR  write the documentation site (edge docs build --help)",
+	"       edge pms check ...   check a PMS against docs/pms-api.md (edge pms check --help)",
+	"       edge help            this text",
+}
+
+// runHelp is "edge help": the commands, and where their flags are told.
+func runHelp(stdout io.Writer) error {
+	_, err := fmt.Fprintln(stdout, strings.Join(commandsUsage, "\n"))
+	return err
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/partner-edge/partner-edge/edge/docsite"
 	"github.com/partner-edge/partner-edge/edge/keys"
 	"github.com/partner-edge/partner-edge/edge/listener"
+	"github.com/partner-edge/partner-edge/edge/oauth"
 	"github.com/partner-edge/partner-edge/edge/ratelimit"
 	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/upstream"
@@ -228,14 +229,14 @@ func (p *process) startCatalogs(ctx context.Context) error {
 		p.wg.Add(1)
 		go func() { defer p.wg.Done(); sh.Run(ctx) }()
 	}
-	live, closeLive, err := newShadowedCatalog(p.cfg, p.cfg.PMSBaseURL, keys.ModeLive, p.version, p.log, p.tel, p.fm, sh)
+	live, closeLive, err := newCatalog(p.cfg, p.cfg.PMSBaseURL, keys.ModeLive, p.version, p.log, p.tel, p.fm, sh)
 	if err != nil {
 		return err
 	}
 	p.live = live
 	p.onStop(closeLive)
 	if p.cfg.PMSSandbox != "" {
-		sb, closeSandbox, err := newCatalog(p.cfg, p.cfg.PMSSandbox, keys.ModeTest, p.version, p.log, p.tel, p.fm)
+		sb, closeSandbox, err := newCatalog(p.cfg, p.cfg.PMSSandbox, keys.ModeTest, p.version, p.log, p.tel, p.fm, nil)
 		if err != nil {
 			return err
 		}
@@ -332,4 +333,19 @@ func (p *process) serveConfig(ln net.Listener, late *listener.LateHandler, demoD
 			}
 		},
 	}
+}
+
+// newOAuth turns access tokens on (edge.NewOAuth) when EDGE_OAUTH_ISSUER
+// and EDGE_OAUTH_AUDIENCE are set (parseSettings made sure both or neither
+// are), and returns nil otherwise.
+func newOAuth(ctx context.Context, cfg settings, store *keys.Store, log *slog.Logger) (*edge.OAuth, error) {
+	if cfg.OAuthIssuer == "" {
+		return nil, nil
+	}
+	o, err := edge.NewOAuth(ctx, oauth.Config{Issuer: cfg.OAuthIssuer, Audience: cfg.OAuthAudience,
+		JWKSHosts: cfg.OAuthJWKSHosts, Logger: log.With("component", "oauth")}, store)
+	if err != nil {
+		return nil, fmt.Errorf("bad OAuth settings (EDGE_OAUTH_ISSUER, EDGE_OAUTH_AUDIENCE, EDGE_OAUTH_JWKS_HOSTS): %w", err)
+	}
+	return o, nil
 }

@@ -79,7 +79,7 @@ type lookupEnv = func(string) (string, bool)
 // setting is one row of the table: variable, flag, default, help. The
 // table is the one place a setting is declared: `edge --help` prints it and
 // `go generate ./cmd/edge` writes the settings tables of README.md and
-// docs/operations.md from it (settings_gen.go).
+// docs/operations.md from it (settings_docs_test.go).
 type setting struct {
 	env, flag, def, help string
 	// doc is the row's markdown meaning in the generated tables; empty:

@@ -106,7 +106,7 @@ func shadowBenchEdge(b *testing.B, candidate http.Handler) (http.Handler, []*htt
 	} else {
 		close(done)
 	}
-	cat, closeCat, err := newShadowedCatalog(cfg, pms.URL, keys.ModeLive, "bench", log, tel, nil, sh)
+	cat, closeCat, err := newCatalog(cfg, pms.URL, keys.ModeLive, "bench", log, tel, nil, sh)
 	if err != nil {
 		b.Fatal(err)
 	}
