@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -28,22 +29,18 @@ func knownEnv() map[string]bool {
 // unknown variable and, when one is close, the setting it probably means.
 func checkEnviron(environ []string) error {
 	known := knownEnv()
-	names := make([]string, 0, len(known))
-	for k := range known {
-		names = append(names, k)
-	}
-	slices.Sort(names)
+	names := slices.Sorted(maps.Keys(known))
 	var errs []error
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
 		if !strings.HasPrefix(name, "EDGE_") && !strings.HasPrefix(name, "PMS_") || known[name] {
 			continue
 		}
+		msg := "the edge reads no such variable (edge --help lists its settings)"
 		if near := closest(name, names); near != "" {
-			errs = append(errs, fmt.Errorf("unknown setting %s: did you mean %s?", name, near))
-		} else {
-			errs = append(errs, fmt.Errorf("unknown setting %s: the edge reads no such variable (edge --help lists its settings)", name))
+			msg = "did you mean " + near + "?"
 		}
+		errs = append(errs, fmt.Errorf("unknown setting %s: %s", name, msg))
 	}
 	if len(errs) == 0 {
 		return nil

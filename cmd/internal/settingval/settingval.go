@@ -11,6 +11,7 @@ import (
 	"math"
 	"net/url"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -64,10 +65,8 @@ func Level(v string) (slog.Level, error) {
 // OneOf is the reader of one of allowed, the first when v is none of them.
 func OneOf(allowed ...string) func(string) (string, error) {
 	return func(v string) (string, error) {
-		for _, a := range allowed {
-			if v == a {
-				return a, nil
-			}
+		if slices.Contains(allowed, v) {
+			return v, nil
 		}
 		return allowed[0], errors.New("want one of " + strings.Join(allowed, ", "))
 	}
@@ -96,14 +95,17 @@ func Size(v string) (int64, error) {
 	return n * unit, nil
 }
 
+// absHTTP parses v as an absolute http or https URL: ok false when it is
+// not one.
+func absHTTP(v string) (u *url.URL, ok bool) {
+	u, err := url.Parse(v)
+	return u, err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
 // URL reads empty (none) or an absolute http or https URL, without its
 // trailing slashes.
 func URL(v string) (string, error) {
-	if v == "" {
-		return "", nil
-	}
-	u, err := url.Parse(v)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	if _, ok := absHTTP(v); !ok && v != "" {
 		return strings.TrimRight(v, "/"), errors.New("want an absolute http or https URL")
 	}
 	return strings.TrimRight(v, "/"), nil
@@ -113,13 +115,10 @@ func URL(v string) (string, error) {
 // query or fragment (the client appends its own paths and queries).
 func BaseURL(v string) (string, error) {
 	s, err := URL(v)
-	if err != nil {
-		return s, err
-	}
-	if u, err := url.Parse(s); err == nil && s != "" && (u.RawQuery != "" || u.ForceQuery || u.Fragment != "") {
+	if u, ok := absHTTP(s); err == nil && ok && (u.RawQuery != "" || u.ForceQuery || u.Fragment != "") {
 		return s, errors.New("want a base URL without query or fragment")
 	}
-	return s, nil
+	return s, err
 }
 
 // ExactURL reads empty or an absolute http(s) URL without query, fragment
@@ -127,12 +126,7 @@ func BaseURL(v string) (string, error) {
 // character for character (a trailing slash included), an audience with
 // aud.
 func ExactURL(v string) (string, error) {
-	if v == "" {
-		return "", nil
-	}
-	u, err := url.Parse(v)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
-		u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+	if u, ok := absHTTP(v); v != "" && (!ok || u.RawQuery != "" || u.Fragment != "" || u.User != nil) {
 		return v, errors.New("want an absolute http or https URL without query or fragment")
 	}
 	return v, nil
@@ -142,12 +136,7 @@ func ExactURL(v string) (string, error) {
 // query, fragment or credentials; a trailing slash is dropped, as a path
 // is appended to it.
 func PublicURL(v string) (string, error) {
-	if v == "" {
-		return "", nil
-	}
-	u, err := url.Parse(v)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
-		u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.User != nil {
+	if u, ok := absHTTP(v); v != "" && (!ok || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.User != nil) {
 		return "", errors.New("want the absolute http or https URL partners call, without query or fragment")
 	}
 	return strings.TrimRight(v, "/"), nil
