@@ -30,8 +30,7 @@ type demoEnv struct {
 // minted into a key file of its own (the demo takes none of the operator's:
 // checkDemo, docs/contract.md section 21).
 func startDemo(ctx context.Context, cfg *settings, getenv func(string) string, log *slog.Logger) (_ *demoEnv, err error) {
-	d := &demoEnv{}
-	demoDefaults(cfg)
+	d := &demoEnv{} // cfg has the demo's defaults (demoDefaults)
 	if d.tel, err = observability.New(ctx, observability.Config{ServiceName: "pmsim", Getenv: getenv}); err != nil {
 		return nil, err
 	}
@@ -46,10 +45,13 @@ func startDemo(ctx context.Context, cfg *settings, getenv func(string) string, l
 	if cfg.PMSSandbox, err = d.serveSim(pmsim.New(pmsim.DemoSandbox)); err != nil {
 		return nil, err
 	}
-	if err = d.writeKeys(cfg.Brand); err != nil {
+	if d.dir, err = os.MkdirTemp("", "partner-edge-demo-"); err != nil {
 		return nil, err
 	}
 	cfg.KeysFile = filepath.Join(d.dir, "keys.json")
+	if d.liveKey, d.testKey, err = keys.WriteDemoFile(cfg.KeysFile, cfg.Brand, rand.Reader); err != nil {
+		return nil, err
+	}
 	log.Info("demo started", "live_pms", cfg.PMSBaseURL, "sandbox_pms", cfg.PMSSandbox, "keys_file", cfg.KeysFile)
 	return d, nil
 }
@@ -76,14 +78,6 @@ func (d *demoEnv) serveSim(sim *pmsim.Sim) (url string, err error) {
 		d.stops = append(d.stops, stop)
 	}
 	return url, err
-}
-
-func (d *demoEnv) writeKeys(brand string) (err error) {
-	if d.dir, err = os.MkdirTemp("", "partner-edge-demo-"); err != nil {
-		return err
-	}
-	d.liveKey, d.testKey, err = keys.WriteDemoFile(filepath.Join(d.dir, "keys.json"), brand, rand.Reader)
-	return err
 }
 
 func (d *demoEnv) close() {

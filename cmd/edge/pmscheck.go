@@ -55,7 +55,11 @@ func runPMSCheck(ctx context.Context, args []string, getenv lookupEnv, stdout, s
 		return &exitError{code: 2, err: err}
 	}
 	if o.cmd.Config.Client.BaseURL == "" {
-		url, stop, err := startCheckSim(o.sandbox)
+		data := pmsim.DemoLive
+		if o.sandbox {
+			data = pmsim.DemoSandbox
+		}
+		url, stop, err := pmsim.ServeLoopback(pmsim.New(data))
 		if err != nil {
 			return err
 		}
@@ -163,13 +167,4 @@ func (o *checkOptions) choosePMS(p *parser) {
 		c.Client.BaseURL, c.Client.Token, c.Mode = candidate, p.str("PMS_CANDIDATE_TOKEN"), "candidate"
 		c.Client.MaxWalkBytes = read(p, "PMS_CANDIDATE_MAX_WALK_BYTES", settingval.Size)
 	}
-}
-
-// startCheckSim serves the demo's simulator (live or sandbox data) on
-// loopback for a check without PMS_BASE_URL.
-func startCheckSim(sandbox bool) (string, func(), error) {
-	if sandbox {
-		return pmsim.ServeLoopback(pmsim.New(pmsim.DemoSandbox))
-	}
-	return pmsim.ServeLoopback(pmsim.New(pmsim.DemoLive))
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"io"
 	"log"
 	"log/slog"
 	"strings"
@@ -26,8 +25,6 @@ func routeStdLog(logger *slog.Logger) (restore func()) {
 }
 
 type stdLogWriter struct{ log *slog.Logger }
-
-var _ io.Writer = stdLogWriter{}
 
 // stdLogClip bounds the part of a standard-log line that is kept.
 const stdLogClip = 200
