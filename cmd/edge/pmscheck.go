@@ -36,15 +36,10 @@ type checkOptions struct {
 	brandDefaulted     bool // EDGE_BRAND unset: the demo's brand
 }
 
-// runPMSCheck is edge pms check (docs/contract.md section 14): it walks a PMS with the
-// edge's client, checks every answer against docs/pms-api.md, maps
-// every record and reports. Exit status: nil (0) when the PMS keeps the
-// contract and no baseline property is lost; an error (1) otherwise;
-// usage errors are *exitError with code 2.
-//
-// With no PMS_BASE_URL it checks the demo's embedded simulator (the same
-// data the demo serves: pmsim.DemoLive, or pmsim.DemoSandbox with
-// --sandbox), so the command shows what it does with nothing set, as the
+// runPMSCheck is edge pms check (docs/contract.md section 14, its usage
+// below): nil (0) when the PMS keeps docs/pms-api.md and no baseline
+// property is lost, an error (1) otherwise, usage errors *exitError (2).
+// With no PMS_BASE_URL it checks the demo's embedded simulator, as the
 // demo does.
 func runPMSCheck(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io.Writer) error {
 	o, err := parseCheck(args, getenv, stderr)

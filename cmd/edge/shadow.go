@@ -10,14 +10,10 @@ import (
 )
 
 // newShadow builds the shadow candidate of PMS_CANDIDATE_URL (docs/contract.md
-// 14); nil when it is empty. The candidate has its own client (its own
-// breaker, retry budget and connections, metrics labelled pms=candidate)
-// with the edge's PMS deadlines; it is walked at most once per cache TTL,
-// after the edge's own walk of the live PMS, under its own bound
-// (PMS_CANDIDATE_MAX_WALK_BYTES) and paced (shadow.DefaultReadBytesPerSecond)
-// so that it takes a bounded share of memory and CPU from partners
-// (docs/contract.md section 17). The sandbox is not shadowed:
-// the candidate stands for the live PMS, and sandbox data differs by design.
+// sections 14 and 17); nil when it is empty. It has a client of its own
+// (breaker, retries, connections, metrics labelled pms=candidate) with the
+// edge's PMS deadlines. The sandbox is not shadowed: the candidate stands
+// for the live PMS, and sandbox data differs by design.
 func newShadow(cfg settings, version string, log *slog.Logger, tel *observability.Telemetry) (*shadow.Shadow, error) {
 	if cfg.CandidateURL == "" {
 		return nil, nil

@@ -22,15 +22,9 @@ const shutdownGrace = 5 * time.Second
 // gracefully. The first line on stdout is "pmsim listening on <URL>", with
 // the real port when --addr asks for port 0.
 //
-// The simulator is traced like the edge (pmsim.Instrument): a server span
-// per request, named by route template, continuing the caller's
-// traceparent, with service.name "pmsim" (OTEL_SERVICE_NAME is not
-// consulted: the edge's and the simulator's spans must stay apart). Spans
-// are exported as the OTEL_* variables say (observability.New); with none
-// set, nothing leaves the process. The simulator has no metrics of its own,
-// so none are exported (OTEL_METRICS_EXPORTER is read as none): the edge's
-// instruments, all zero, would only add noise under service "pmsim".
-// Telemetry is flushed on exit.
+// It is traced like the edge (pmsim.Instrument), as service "pmsim"
+// whatever OTEL_SERVICE_NAME says, so that the two stay apart; it exports
+// no metrics (the edge's instruments, all zero, would only add noise).
 func run(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) (err error) {
 	getenv := func(k string) string { v, _ := lookupEnv(k); return v }
 	var (
