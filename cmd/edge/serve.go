@@ -32,7 +32,6 @@ import (
 // the last started first, when it returns.
 type process struct {
 	cfg            settings
-	args           []string // the command line, shown redacted at /debug/pprof/cmdline
 	version        string
 	log            *slog.Logger
 	stdout, stderr io.Writer
@@ -73,7 +72,7 @@ func serveEdge(ctx context.Context, args []string, getenv lookupEnv, stdout, std
 	if isDemo {
 		demoDefaults(&cfg)
 	}
-	p := &process{cfg: cfg, args: args, version: buildVersion(), stdout: stdout, stderr: stderr,
+	p := &process{cfg: cfg, version: buildVersion(), stdout: stdout, stderr: stderr,
 		log: observability.NewLogger(stderr, cfg.LogFormat, cfg.LogLevel, cfg.PMSToken)}
 	defer p.stop()
 	p.onStop(routeStdLog(p.log))
@@ -103,11 +102,9 @@ func serveEdge(ctx context.Context, args []string, getenv lookupEnv, stdout, std
 		"demo", p.demo != nil, "sandbox", p.sandbox != nil, "tls", p.cfg.TLSCert != "",
 		"traces_exporter", p.tel.TracesExporter(), "redis", p.fm != nil, "oauth", p.tokens != nil)
 	if adminLn != nil {
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
+		p.wg.Go(func() {
 			serveAdmin(ctx, adminLn, p.cfg.AdminAddr, p.tel, settingval.RedactArgs(args), fleetHandler(p.fm), shadow.Handler(p.sh), p.log)
-		}()
+		})
 	}
 	return listener.Serve(ctx, p.serveConfig(publicLn, late, demoDocs))
 }
@@ -188,14 +185,12 @@ func (p *process) startKeys(ctx context.Context) error {
 		p.log.Warn("no key in EDGE_KEYS_FILE belongs to EDGE_BRAND: every key will be refused (403 BRAND_ACCESS_DENIED) until one is added",
 			"brand", p.cfg.Brand, "key_brands", brands, "file", p.cfg.KeysFile)
 	}
-	p.wg.Add(2)
-	go func() {
-		defer p.wg.Done()
+	p.wg.Go(func() {
 		if err := store.Watch(ctx); err != nil && ctx.Err() == nil {
 			p.log.Warn("key file watch stopped; SIGHUP still reloads", "error", err)
 		}
-	}()
-	go func() { defer p.wg.Done(); reloadOnHangup(ctx, store, p.tlsReload) }()
+	})
+	p.wg.Go(func() { reloadOnHangup(ctx, store, p.tlsReload) })
 	return nil
 }
 
@@ -226,8 +221,7 @@ func (p *process) startCatalogs(ctx context.Context) error {
 	}
 	if sh != nil {
 		p.sh = sh
-		p.wg.Add(1)
-		go func() { defer p.wg.Done(); sh.Run(ctx) }()
+		p.wg.Go(func() { sh.Run(ctx) })
 	}
 	live, closeLive, err := newCatalog(p.cfg, p.cfg.PMSBaseURL, keys.ModeLive, p.version, p.log, p.tel, p.fm, sh)
 	if err != nil {
