@@ -128,12 +128,12 @@ func analyse(c config, d *data) *analysis {
 	}
 
 	a.expected = c.limitRate*float64(c.duration) + c.limitBurst
-	if ratio := float64(a.admitted) / a.expected; ratio < c.admitLow || ratio > c.admitHigh {
+	if ratio := float64(a.admitted) / a.expected; ratio < admitLow || ratio > admitHigh {
 		a.breaches = append(a.breaches, fmt.Sprintf("the limited key: %d admitted, %.3f of rate × seconds + burst (%.0f); allowed %.2f-%.2f",
-			a.admitted, ratio, a.expected, c.admitLow, c.admitHigh))
+			a.admitted, ratio, a.expected, admitLow, admitHigh))
 	}
 
-	a.resources = resources(c, d, warmEnd)
+	a.resources = resources(d, warmEnd)
 	for _, r := range a.resources {
 		for _, n := range r.notes {
 			a.breaches = append(a.breaches, fmt.Sprintf("%s (pid %s): %s", r.edge, r.pid, n))
@@ -164,7 +164,7 @@ func analyse(c config, d *data) *analysis {
 // the heap grows to it before the second; that growth is no leak either.
 // The end is the lowest of the samples of the last endSpan: a leak does not
 // go down, a burst of connections from the balancer does.
-func resources(c config, d *data, warmEnd time.Time) []resource {
+func resources(d *data, warmEnd time.Time) []resource {
 	byPID := map[string][]sample{}
 	var order []string
 	for _, s := range d.samples {
@@ -176,7 +176,7 @@ func resources(c config, d *data, warmEnd time.Time) []resource {
 	var out []resource
 	for _, pid := range order {
 		ss := byPID[pid]
-		from := ss[0].at.Add(c.warm)
+		from := ss[0].at.Add(edgeWarm)
 		if warmEnd.After(from) {
 			from = warmEnd
 		}
@@ -198,7 +198,7 @@ func resources(c config, d *data, warmEnd time.Time) []resource {
 			r.rssBase = &ss[j]
 		}
 		grow := func(what string, base, end, abs float64, unit string) {
-			allow := math.Max(base*c.growth, abs)
+			allow := math.Max(base*growth, abs)
 			if base < 0 || end < 0 {
 				r.notes = append(r.notes, what+" not sampled")
 			} else if end-base > allow {
@@ -206,10 +206,10 @@ func resources(c config, d *data, warmEnd time.Time) []resource {
 			}
 		}
 		if r.rssBase != nil {
-			grow("RSS", r.rssBase.rssKB, r.end.rssKB, c.rssKB, "KB")
+			grow("RSS", r.rssBase.rssKB, r.end.rssKB, growRSSKB, "KB")
 		}
-		grow("goroutines", r.base.gor, r.end.gor, c.goroutines, "")
-		grow("open fds", r.base.fds, r.end.fds, c.fds, "")
+		grow("goroutines", r.base.gor, r.end.gor, growGoroutines, "")
+		grow("open fds", r.base.fds, r.end.fds, growFDs, "")
 		r.ok = len(r.notes) == 0
 		out = append(out, r)
 	}

@@ -34,11 +34,17 @@ type config struct {
 	dir, out, svg, mode, machine, commit, ttl string
 	duration                                  int
 	rate, limitRate, limitBurst               float64
-	admitLow, admitHigh                       float64 // the limited key's admitted / (rate × seconds + burst)
-	growth                                    float64 // resources may grow by this share...
-	rssKB, goroutines, fds                    float64 // ...or by this much, whichever is larger
-	warm                                      time.Duration
 }
+
+// The thresholds: the limited key's admitted / (rate × seconds + burst);
+// each edge's growth in resources after its warm-up, by a share or by an
+// amount, whichever is larger.
+const (
+	admitLow, admitHigh                        = 0.9, 1.1
+	growth                                     = 0.10
+	growRSSKB, growGoroutines, growFDs float64 = 5 * 1024, 20, 10
+	edgeWarm                                   = 20 * time.Second
+)
 
 // breaches is every threshold broken: the report is still written.
 type breaches []string
@@ -62,13 +68,6 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&c.rate, "rate", 0, "mixed requests a second")
 	fs.Float64Var(&c.limitRate, "limit-rate", 0, "the limited key's rate")
 	fs.Float64Var(&c.limitBurst, "limit-burst", 0, "the limited key's burst")
-	fs.Float64Var(&c.admitLow, "admit-low", 0.9, "lowest admitted share of rate × seconds + burst")
-	fs.Float64Var(&c.admitHigh, "admit-high", 1.1, "highest admitted share")
-	fs.Float64Var(&c.growth, "growth", 0.10, "allowed growth of RSS, goroutines and fds, as a share")
-	fs.Float64Var(&c.rssKB, "rss-kb", 5*1024, "allowed RSS growth in KB when larger than the share")
-	fs.Float64Var(&c.goroutines, "goroutines", 20, "allowed goroutine growth when larger than the share")
-	fs.Float64Var(&c.fds, "fds", 10, "allowed fd growth when larger than the share")
-	fs.DurationVar(&c.warm, "edge-warm", 20*time.Second, "an edge's warm-up before its resources are taken as the baseline")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -65,14 +65,14 @@ func report(c config, d *data, a *analysis) string {
 
 	p("\n## The limited key across the fleet\n\n")
 	p("%d admitted (200) against rate × seconds + burst = %.0f × %d + %.0f = %.0f: **%.3f** (bound %.2f-%.2f). All its answers: %s.\n",
-		a.admitted, c.limitRate, c.duration, c.limitBurst, a.expected, float64(a.admitted)/a.expected, c.admitLow, c.admitHigh, codeList(a.limited))
+		a.admitted, c.limitRate, c.duration, c.limitBurst, a.expected, float64(a.admitted)/a.expected, admitLow, admitHigh, codeList(a.limited))
 
 	p("\n## Each edge's resources\n\n")
 	p("After warm-up (an edge started again: %s after its start) and at the end, under load. A threshold is growth beyond %.0f%% "+
 		"or %.0f MB, %.0f goroutines, %.0f fds, whichever is larger; a fall is no breach. The end is the lowest of the samples of the last %s (a leak does not go down; "+
 		"a burst of connections from the balancer does); connections are the established TCP connections to the edge's port. RSS is taken from the first sample after the "+
 		"process's second garbage collection under load (until then the heap is still growing to the collector's goal, the live heap "+
-		"plus the edge's 48 MiB headroom: at this rate that takes 1-2 minutes); in a run too short for it, RSS is not compared.\n\n", c.warm, c.growth*100, c.rssKB/1024, c.goroutines, c.fds, endSpan)
+		"plus the edge's 48 MiB headroom: at this rate that takes 1-2 minutes); in a run too short for it, RSS is not compared.\n\n", edgeWarm, growth*100, growRSSKB/1024, growGoroutines, growFDs, endSpan)
 	p("| edge | pid | RSS MB after warm-up → after the second collection → end | goroutines | open fds | connections | collections | within |\n|---|---|---|---|---|---|---|---|\n")
 	for _, r := range a.resources {
 		ok := "yes"
