@@ -11,11 +11,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
-	"sort"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -85,12 +86,7 @@ func (s *sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *sink) report(w io.Writer) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	paths := make([]string, 0, len(s.counts))
-	for p := range s.counts {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths)
-	for _, p := range paths {
+	for _, p := range slices.Sorted(maps.Keys(s.counts)) {
 		fmt.Fprintf(w, "exports %s %d\n", p, s.counts[p])
 	}
 }
