@@ -95,17 +95,22 @@ func Size(v string) (int64, error) {
 	return n * unit, nil
 }
 
-// absHTTP parses v as an absolute http or https URL: ok false when it is
-// not one.
-func absHTTP(v string) (u *url.URL, ok bool) {
-	u, err := url.Parse(v)
-	return u, err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+// absHTTP is v parsed as an absolute http or https URL; nil when it is not
+// one (empty is not parsed).
+func absHTTP(v string) *url.URL {
+	if v == "" {
+		return nil
+	}
+	if u, err := url.Parse(v); err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
+		return u
+	}
+	return nil
 }
 
 // URL reads empty (none) or an absolute http or https URL, without its
 // trailing slashes.
 func URL(v string) (string, error) {
-	if _, ok := absHTTP(v); !ok && v != "" {
+	if v != "" && absHTTP(v) == nil {
 		return strings.TrimRight(v, "/"), errors.New("want an absolute http or https URL")
 	}
 	return strings.TrimRight(v, "/"), nil
@@ -115,7 +120,7 @@ func URL(v string) (string, error) {
 // query or fragment (the client appends its own paths and queries).
 func BaseURL(v string) (string, error) {
 	s, err := URL(v)
-	if u, ok := absHTTP(s); err == nil && ok && (u.RawQuery != "" || u.ForceQuery || u.Fragment != "") {
+	if u := absHTTP(s); err == nil && u != nil && (u.RawQuery != "" || u.ForceQuery || u.Fragment != "") {
 		return s, errors.New("want a base URL without query or fragment")
 	}
 	return s, err
@@ -126,7 +131,7 @@ func BaseURL(v string) (string, error) {
 // character for character (a trailing slash included), an audience with
 // aud.
 func ExactURL(v string) (string, error) {
-	if u, ok := absHTTP(v); v != "" && (!ok || u.RawQuery != "" || u.Fragment != "" || u.User != nil) {
+	if u := absHTTP(v); v != "" && (u == nil || u.RawQuery != "" || u.Fragment != "" || u.User != nil) {
 		return v, errors.New("want an absolute http or https URL without query or fragment")
 	}
 	return v, nil
@@ -136,7 +141,7 @@ func ExactURL(v string) (string, error) {
 // query, fragment or credentials; a trailing slash is dropped, as a path
 // is appended to it.
 func PublicURL(v string) (string, error) {
-	if u, ok := absHTTP(v); v != "" && (!ok || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.User != nil) {
+	if u := absHTTP(v); v != "" && (u == nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.User != nil) {
 		return "", errors.New("want the absolute http or https URL partners call, without query or fragment")
 	}
 	return strings.TrimRight(v, "/"), nil
