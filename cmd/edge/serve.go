@@ -124,14 +124,12 @@ func (p *process) start(ctx context.Context, env func(string) string, isDemo boo
 		p.demo = demo
 		p.onStop(demo.close)
 	}
-	for _, start := range []func(context.Context) error{p.startKeys, p.startFleet, p.startCatalogs} {
+	for _, start := range []func(context.Context) error{p.startKeys, p.startFleet, p.startCatalogs, p.startOAuth} {
 		if err := start(ctx); err != nil {
 			return err
 		}
 	}
-	var err error
-	p.tokens, err = newOAuth(ctx, p.cfg, p.store, p.log)
-	return err
+	return nil
 }
 
 // startTelemetry starts OpenTelemetry and the access log;
@@ -329,17 +327,17 @@ func (p *process) serveConfig(ln net.Listener, late *listener.LateHandler, demoD
 	}
 }
 
-// newOAuth turns access tokens on (edge.NewOAuth) when EDGE_OAUTH_ISSUER
+// startOAuth turns access tokens on (edge.NewOAuth) when EDGE_OAUTH_ISSUER
 // and EDGE_OAUTH_AUDIENCE are set (parseSettings made sure both or neither
-// are), and returns nil otherwise.
-func newOAuth(ctx context.Context, cfg settings, store *keys.Store, log *slog.Logger) (*edge.OAuth, error) {
-	if cfg.OAuthIssuer == "" {
-		return nil, nil
+// are); p.tokens stays nil otherwise.
+func (p *process) startOAuth(ctx context.Context) (err error) {
+	if p.cfg.OAuthIssuer == "" {
+		return nil
 	}
-	o, err := edge.NewOAuth(ctx, oauth.Config{Issuer: cfg.OAuthIssuer, Audience: cfg.OAuthAudience,
-		JWKSHosts: cfg.OAuthJWKSHosts, Logger: log.With("component", "oauth")}, store)
+	p.tokens, err = edge.NewOAuth(ctx, oauth.Config{Issuer: p.cfg.OAuthIssuer, Audience: p.cfg.OAuthAudience,
+		JWKSHosts: p.cfg.OAuthJWKSHosts, Logger: p.log.With("component", "oauth")}, p.store)
 	if err != nil {
-		return nil, fmt.Errorf("bad OAuth settings (EDGE_OAUTH_ISSUER, EDGE_OAUTH_AUDIENCE, EDGE_OAUTH_JWKS_HOSTS): %w", err)
+		return fmt.Errorf("bad OAuth settings (EDGE_OAUTH_ISSUER, EDGE_OAUTH_AUDIENCE, EDGE_OAUTH_JWKS_HOSTS): %w", err)
 	}
-	return o, nil
+	return nil
 }
