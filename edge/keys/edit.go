@@ -2,7 +2,6 @@ package keys
 
 import (
 	"bytes"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,8 +14,6 @@ import (
 
 	"github.com/gofrs/flock"
 	"github.com/google/renameio/v2"
-
-	"github.com/partner-edge/partner-edge/edge/internal/opfile"
 )
 
 // DefaultOverlap is how long a rotated key keeps working beside its
@@ -39,10 +36,9 @@ const DefaultOverlap = 24 * time.Hour
 type Editor struct {
 	// Path is the key file. Required.
 	Path string
-	// Now is the clock for expiries ("--expires 720h", rotation overlaps).
-	// nil: time.Now.
+	// Now is the clock for expiries ("--expires 720h", rotation overlaps). Required.
 	Now func() time.Time
-	// Random is the randomness keys are minted from. nil: crypto/rand.Reader.
+	// Random is the randomness keys are minted from (crypto/rand.Reader). Required.
 	Random io.Reader
 }
 
@@ -85,25 +81,11 @@ type Entry struct {
 	APIKey bool `json:"apiKey"`
 }
 
-func (e Editor) now() time.Time {
-	if e.Now == nil {
-		return time.Now()
-	}
-	return e.Now()
-}
-
-func (e Editor) random() io.Reader {
-	if e.Random == nil {
-		return rand.Reader
-	}
-	return e.Random
-}
-
 // Add mints a key with the grants of k, adds its record to the file
 // (creating the file when it does not exist) and returns the key, which is
 // shown once and stored nowhere, and the record.
 func (e Editor) Add(k NewKey) (token string, rec Record, err error) {
-	token, rec, err = Mint(e.random(), k.Brand, k.Mode, k.Properties)
+	token, rec, err = Mint(e.Random, k.Brand, k.Mode, k.Properties)
 	if err != nil {
 		return "", Record{}, err
 	}
@@ -112,7 +94,7 @@ func (e Editor) Add(k NewKey) (token string, rec Record, err error) {
 		rec.Scopes = k.Scopes
 	}
 	if k.ExpiresAt != nil {
-		if !k.ExpiresAt.After(e.now()) {
+		if !k.ExpiresAt.After(e.Now()) {
 			return "", Record{}, errors.New("the expiry is not in the future")
 		}
 		t := k.ExpiresAt.UTC()
@@ -142,7 +124,7 @@ func (e Editor) List() ([]Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	now := e.now()
+	now := e.Now()
 	out := make([]Entry, 0, len(recs))
 	for _, r := range recs {
 		out = append(out, Entry{
@@ -204,17 +186,17 @@ func (e Editor) Rotate(id string, overlap time.Duration) (token string, rec Reco
 		if old.SHA256 == "" {
 			return nil, fmt.Errorf("%s has no API key to rotate (a record of OAuth 2.0 tokens only)", id)
 		}
-		if old.ExpiresAt != nil && !e.now().Before(*old.ExpiresAt) {
+		if old.ExpiresAt != nil && !e.Now().Before(*old.ExpiresAt) {
 			return nil, fmt.Errorf("%s has expired: its successor would be born expired; add a new key instead", id)
 		}
-		token, rec, err = Mint(e.random(), old.Brand, old.Mode, old.Properties)
+		token, rec, err = Mint(e.Random, old.Brand, old.Mode, old.Properties)
 		if err != nil {
 			return nil, err
 		}
 		rec.Partner, rec.Status, rec.Scopes = old.Partner, old.Status, old.Scopes
 		rec.RateLimit, rec.ClientID, rec.ExpiresAt = old.RateLimit, old.ClientID, old.ExpiresAt
 		old.ClientID = ""
-		end := e.now().Add(overlap).UTC()
+		end := e.Now().Add(overlap).UTC()
 		if old.ExpiresAt == nil || end.Before(*old.ExpiresAt) {
 			old.ExpiresAt = &end
 		}
@@ -240,14 +222,7 @@ func Check(path string, now time.Time) (Summary, error) {
 		return Summary{}, err
 	}
 	sum := Summary{Keys: s.Len()}
-	for _, k := range s.set.Load().all() {
-		if k.Suspended {
-			sum.Suspended++
-		}
-		if k.Expired(now) {
-			sum.Expired++
-		}
-	}
+	sum.Suspended, sum.Expired = s.keys().counts(now)
 	return sum, nil
 }
 
@@ -335,15 +310,12 @@ func (e Editor) edit(create bool, change func([]Record) ([]Record, error)) error
 // load reads and parses the key file as the edge does. A file that does
 // not load now is not edited: the edit could not tell what it would keep.
 func load(path string, create bool) ([]Record, error) {
-	data, err := opfile.Read(path, maxFileSize)
-	if create && errors.Is(err, os.ErrNotExist) {
+	data, err := readFile(path)
+	if create && errors.Is(err, errNoFile) {
 		return []Record{}, nil
 	}
-	if errors.Is(err, opfile.ErrTooLarge) {
-		return nil, fmt.Errorf("key file %s: file is larger than %d bytes", path, maxFileSize)
-	}
 	if err != nil {
-		return nil, fmt.Errorf("key file %s: %w", path, describeFSError(err))
+		return nil, fmt.Errorf("key file %s: %w", path, err)
 	}
 	recs, err := Parse(data)
 	if err != nil {

@@ -405,31 +405,12 @@ func checkFields(data []byte, allowed map[string]bool, label string) error {
 			return fmt.Errorf("%s: field %q appears twice", label, name)
 		}
 		seen[name] = true
-		if err := skipValue(dec); err != nil {
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
 			return fmt.Errorf("%s: %w", label, describe(err))
 		}
 	}
 	return nil
-}
-
-// skipValue consumes one JSON value from dec.
-func skipValue(dec *json.Decoder) error {
-	depth := 0
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		switch tok {
-		case json.Delim('{'), json.Delim('['):
-			depth++
-		case json.Delim('}'), json.Delim(']'):
-			depth--
-		}
-		if depth == 0 {
-			return nil
-		}
-	}
 }
 
 // clip shortens an unknown field name for a message: a field name is not a

@@ -62,7 +62,20 @@ type Store struct {
 type keySet struct {
 	byDigest map[[sha256.Size]byte]*Key
 	byClient map[string]*Key // records with a clientId (docs/contract.md section 12)
-	n        int             // records in force
+	all      []*Key          // every record, in file order
+}
+
+// counts returns how many of the set's keys are suspended and expired at now.
+func (set *keySet) counts(now time.Time) (suspended, expired int) {
+	for _, k := range set.all {
+		if k.Suspended {
+			suspended++
+		}
+		if k.Expired(now) {
+			expired++
+		}
+	}
+	return suspended, expired
 }
 
 // Open loads the key file at path. An error means the edge must not start;
@@ -76,7 +89,7 @@ func Open(path string, opts Options) (*Store, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	data, sum, err := s.read()
+	data, err := readFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("key file %s: %w", path, err)
 	}
@@ -84,7 +97,7 @@ func Open(path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("key file %s: %w", path, err)
 	}
-	s.lastSum = sum
+	s.lastSum = sha256.Sum256(data)
 	s.set.Store(set)
 	s.logLoaded("keys loaded", set)
 	return s, nil
@@ -99,7 +112,7 @@ func (s *Store) Lookup(token string) (*Key, bool) {
 	if !ok {
 		return nil, false
 	}
-	k, ok := s.keys()[digestBounded(token)] // modeOf bounded its length
+	k, ok := s.keys().byDigest[digestBounded(token)] // modeOf bounded its length
 	if !ok || k.Mode != mode {
 		return nil, false
 	}
@@ -110,11 +123,7 @@ func (s *Store) Lookup(token string) (*Key, bool) {
 // an OAuth 2.0 access token of that client acts as. The caller decides what
 // expiry, suspension, brand and scopes mean, as for Lookup.
 func (s *Store) LookupClient(clientID string) (*Key, bool) {
-	set := s.set.Load()
-	if set == nil {
-		return nil, false
-	}
-	k, ok := set.byClient[clientID]
+	k, ok := s.keys().byClient[clientID]
 	return k, ok
 }
 
@@ -124,12 +133,8 @@ func (s *Store) Usable() bool { return s.Len() > 0 }
 
 // Brands returns the brands of the keys in force, sorted, each once.
 func (s *Store) Brands() []string {
-	set := s.set.Load()
-	if set == nil {
-		return nil
-	}
 	var brands []string
-	for _, k := range set.all() {
+	for _, k := range s.keys().all {
 		brands = append(brands, k.Brand)
 	}
 	slices.Sort(brands)
@@ -137,20 +142,17 @@ func (s *Store) Brands() []string {
 }
 
 // Len returns the number of keys in force.
-func (s *Store) Len() int {
+func (s *Store) Len() int { return len(s.keys().all) }
+
+// keys returns the set in force; an empty one for a Store not made by Open.
+func (s *Store) keys() *keySet {
 	if set := s.set.Load(); set != nil {
-		return set.n
+		return set
 	}
-	return 0
+	return &noKeys
 }
 
-// keys returns the map in force; nil (empty) for a Store not made by Open.
-func (s *Store) keys() map[[sha256.Size]byte]*Key {
-	if set := s.set.Load(); set != nil {
-		return set.byDigest
-	}
-	return nil
-}
+var noKeys keySet
 
 // Path returns the key file's path.
 func (s *Store) Path() string { return s.path }
@@ -168,7 +170,8 @@ func (s *Store) Reload() error {
 func (s *Store) reload(force bool) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	data, sum, err := s.read()
+	data, err := readFile(s.path)
+	sum := sha256.Sum256(data)
 	if err == nil && !force && sum == s.lastSum {
 		return false, nil
 	}
@@ -193,25 +196,28 @@ func (s *Store) reload(force bool) (bool, error) {
 	return true, nil
 }
 
-// read returns the file's content and its SHA-256.
-func (s *Store) read() ([]byte, [sha256.Size]byte, error) {
-	// A regular file only (links followed), never blocking: a FIFO or a
-	// device is refused like a malformed file (docs/contract.md section 15).
-	data, err := opfile.Read(s.path, maxFileSize)
+// errNoFile is readFile's error for a key file that does not exist.
+var errNoFile = errors.New("file does not exist")
+
+// readFile reads the key file: a regular file only (links followed), never
+// blocking, bounded (docs/contract.md section 15). Errors keep the useful
+// part of a file-system error.
+func readFile(path string) ([]byte, error) {
+	data, err := opfile.Read(path, maxFileSize)
 	if errors.Is(err, opfile.ErrTooLarge) {
-		return nil, [sha256.Size]byte{}, fmt.Errorf("file is larger than %d bytes", maxFileSize)
+		return nil, fmt.Errorf("file is larger than %d bytes", maxFileSize)
 	}
 	if err != nil {
-		return nil, [sha256.Size]byte{}, describeFSError(err)
+		return nil, describeFSError(err)
 	}
-	return data, sha256.Sum256(data), nil
+	return data, nil
 }
 
 // describeFSError keeps the useful part of a file-system error.
 func describeFSError(err error) error {
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return errors.New("file does not exist")
+		return errNoFile
 	case errors.Is(err, os.ErrPermission):
 		return errors.New("permission denied")
 	}
@@ -223,21 +229,12 @@ func describeFSError(err error) error {
 }
 
 func (s *Store) logLoaded(msg string, set *keySet) {
-	now := s.now()
-	var suspended, expired int
-	for _, k := range set.all() {
-		if k.Suspended {
-			suspended++
-		}
-		if k.Expired(now) {
-			expired++
-		}
-	}
+	suspended, expired := set.counts(s.now())
 	level := slog.LevelInfo
-	if set.n == 0 {
+	if len(set.all) == 0 {
 		level = slog.LevelWarn // the edge cannot authenticate anyone
 	}
-	s.log.Log(context.Background(), level, msg, "file", s.path, "count", set.n,
+	s.log.Log(context.Background(), level, msg, "file", s.path, "count", len(set.all),
 		"suspended", suspended, "expired", expired)
 }
 
@@ -247,10 +244,10 @@ func build(data []byte) (*keySet, error) {
 	if err != nil {
 		return nil, err
 	}
-	set := &keySet{byDigest: make(map[[sha256.Size]byte]*Key, len(recs)),
-		byClient: map[string]*Key{}, n: len(recs)}
+	set := &keySet{byDigest: make(map[[sha256.Size]byte]*Key, len(recs)), byClient: map[string]*Key{}}
 	for _, r := range recs {
 		k := newKey(r)
+		set.all = append(set.all, k)
 		if r.SHA256 != "" {
 			var d [sha256.Size]byte
 			if _, err := hex.Decode(d[:], []byte(r.SHA256)); err != nil {
@@ -265,21 +262,6 @@ func build(data []byte) (*keySet, error) {
 	return set, nil
 }
 
-// all returns every record's Key once (a record with both a digest and a
-// clientId sits in both maps).
-func (set *keySet) all() []*Key {
-	out := make([]*Key, 0, set.n)
-	for _, k := range set.byDigest {
-		out = append(out, k)
-	}
-	for _, k := range set.byClient {
-		if !k.hasDigest {
-			out = append(out, k)
-		}
-	}
-	return out
-}
-
 // newKey builds the Key of a validated record.
 func newKey(r Record) *Key {
 	k := &Key{
@@ -290,7 +272,6 @@ func newKey(r Record) *Key {
 		Suspended: r.Status == StatusSuspended,
 		RateLimit: r.RateLimit,
 		ClientID:  r.ClientID,
-		hasDigest: r.SHA256 != "",
 	}
 	if r.ExpiresAt != nil {
 		k.ExpiresAt = *r.ExpiresAt
