@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/go-jose/go-jose/v4"
@@ -34,37 +35,22 @@ type keySet struct {
 
 // candidates returns the keys that may verify a token of alg with kid: the
 // kid must match when the token names one; the key's type must fit alg, and
-// its own alg and use, when published, must agree (RFC 8725 section 3.1).
-func (s *keySet) candidates(kid string, alg jose.SignatureAlgorithm) []jose.JSONWebKey {
+// its own alg, when published, must agree (RFC 8725 section 3.1). known
+// reports whether the token names a kid that is in the set, fit or not.
+func (s *keySet) candidates(kid string, alg jose.SignatureAlgorithm) (out []jose.JSONWebKey, known bool) {
 	if s == nil {
-		return nil
+		return nil, false
 	}
-	var out []jose.JSONWebKey
 	for _, k := range s.keys {
 		if kid != "" && k.KeyID != kid {
 			continue
 		}
-		if k.Algorithm != "" && k.Algorithm != string(alg) {
-			continue
-		}
-		if fits(k.Key, alg) {
+		known = kid != ""
+		if (k.Algorithm == "" || k.Algorithm == string(alg)) && fits(k.Key, alg) {
 			out = append(out, k)
 		}
 	}
-	return out
-}
-
-// hasKID reports whether a key with kid is in the set.
-func (s *keySet) hasKID(kid string) bool {
-	if s == nil {
-		return false
-	}
-	for _, k := range s.keys {
-		if k.KeyID == kid {
-			return true
-		}
-	}
-	return false
+	return out, known
 }
 
 // fits reports whether key is of the type alg signs with.
@@ -102,19 +88,9 @@ func parseJWKS(data []byte) (*keySet, int, error) {
 		if !k.IsPublic() {
 			k = k.Public() // an issuer publishing private keys is misconfigured; use the public half only
 		}
-		if k.Use != "" && k.Use != "sig" {
-			skipped++
-			continue
-		}
-		if rk, ok := k.Key.(*rsa.PublicKey); ok && rk.N.BitLen() < minRSABits {
-			skipped++
-			continue
-		}
-		usable := false
-		for _, alg := range allowedAlgs {
-			usable = usable || fits(k.Key, alg)
-		}
-		if !usable {
+		rk, isRSA := k.Key.(*rsa.PublicKey)
+		if k.Use != "" && k.Use != "sig" || isRSA && rk.N.BitLen() < minRSABits ||
+			!slices.ContainsFunc(allowedAlgs, func(alg jose.SignatureAlgorithm) bool { return fits(k.Key, alg) }) {
 			skipped++
 			continue
 		}

@@ -209,6 +209,3 @@ func refused(format string, args ...any) error {
 func invalid(format string, args ...any) *Error {
 	return &Error{Kind: Invalid, Reason: fmt.Sprintf(format, args...)}
 }
-
-// scopesOf splits an RFC 6749 scope string (space-delimited).
-func scopesOf(s string) []string { return strings.Fields(s) }

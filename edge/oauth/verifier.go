@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -72,18 +73,11 @@ func New(ctx context.Context, cfg Config) (*Verifier, error) {
 	if cfg.After == nil {
 		cfg.After = time.After
 	}
-	if cfg.MinRefetch <= 0 {
-		cfg.MinRefetch = DefaultMinRefetch
-	}
-	if cfg.MaxKeyAge <= 0 {
-		cfg.MaxKeyAge = DefaultMaxKeyAge
-	}
-	if cfg.FetchTimeout <= 0 {
-		cfg.FetchTimeout = DefaultFetchTimeout
-	}
-	if cfg.MaxWait <= 0 {
-		cfg.MaxWait = DefaultMaxWait
-	}
+	// Zero or negative durations take their defaults.
+	cfg.MinRefetch = cmp.Or(max(cfg.MinRefetch, 0), DefaultMinRefetch)
+	cfg.MaxKeyAge = cmp.Or(max(cfg.MaxKeyAge, 0), DefaultMaxKeyAge)
+	cfg.FetchTimeout = cmp.Or(max(cfg.FetchTimeout, 0), DefaultFetchTimeout)
+	cfg.MaxWait = cmp.Or(max(cfg.MaxWait, 0), DefaultMaxWait)
 	v := &Verifier{cfg: cfg, log: cfg.Logger, ctx: ctx}
 	if v.log == nil {
 		v.log = slog.New(slog.DiscardHandler)
@@ -158,14 +152,16 @@ func (v *Verifier) run(call *fetchCall, jwksURI string) {
 	}
 	v.mu.Unlock()
 	close(call.done)
-	switch {
-	case re != nil: // the issuer answered; tokens no cached key verifies get 401
-		v.log.Warn("oauth keys fetch refused by policy; cached keys stay in force", "issuer", v.cfg.Issuer,
-			"error", err.Error(), "cached_keys", len(v.keys.Load().list()))
-		return
-	case err != nil: // the issuer cannot be reached; such tokens get 503
-		v.log.Warn("oauth keys fetch failed; cached keys stay in force", "issuer", v.cfg.Issuer,
-			"error", err.Error(), "cached_keys", len(v.keys.Load().list()))
+	if err != nil {
+		msg := "oauth keys fetch failed; cached keys stay in force" // the issuer cannot be reached; such tokens get 503
+		if re != nil {
+			msg = "oauth keys fetch refused by policy; cached keys stay in force" // the issuer answered; they get 401
+		}
+		cached := 0
+		if set := v.keys.Load(); set != nil {
+			cached = len(set.keys)
+		}
+		v.log.Warn(msg, "issuer", v.cfg.Issuer, "error", err.Error(), "cached_keys", cached)
 		return
 	}
 	v.log.Info("oauth keys fetched", "issuer", v.cfg.Issuer, "jwks_uri", uri,
@@ -187,14 +183,6 @@ func (v *Verifier) fetch(ctx context.Context, jwksURI string) (*keySet, int, str
 	}
 	set, skipped, err := parseJWKS(data)
 	return set, skipped, jwksURI, err
-}
-
-// list is the set's keys; nil for no set.
-func (s *keySet) list() []jose.JSONWebKey {
-	if s == nil {
-		return nil
-	}
-	return s.keys
 }
 
 // refreshIfStale starts a fetch, without waiting for it, when the key set
@@ -304,13 +292,13 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*Token, error) {
 	now := v.cfg.Now()
 	v.refreshIfStale(now)
 	alg := jose.SignatureAlgorithm(h.Algorithm)
-	keys := v.keys.Load().candidates(h.KeyID, alg)
-	if len(keys) == 0 && (h.KeyID == "" || !v.keys.Load().hasKID(h.KeyID)) {
+	keys, known := v.keys.Load().candidates(h.KeyID, alg)
+	if len(keys) == 0 && !known {
 		// An unknown kid: perhaps a new key (paced, docs/contract.md section 17).
 		if err := v.awaitKeys(ctx, now); err != nil {
 			return nil, err
 		}
-		keys = v.keys.Load().candidates(h.KeyID, alg)
+		keys, _ = v.keys.Load().candidates(h.KeyID, alg)
 	}
 	if len(keys) == 0 {
 		if wait, down := v.unavailable(v.cfg.Now()); down {
@@ -362,13 +350,7 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*Token, error) {
 
 // clientOf is a token's client: client_id, else azp, else sub.
 func clientOf(claims jwt.Claims, extra extraClaims) string {
-	switch {
-	case extra.ClientID != "":
-		return extra.ClientID
-	case extra.AZP != "":
-		return extra.AZP
-	}
-	return claims.Subject
+	return cmp.Or(extra.ClientID, extra.AZP, claims.Subject)
 }
 
 // typeAllowed: RFC 9068 section 2.1 says at+jwt (application/at+jwt in
@@ -397,5 +379,5 @@ func parseScope(raw json.RawMessage) ([]string, error) {
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return nil, errors.New("not a string")
 	}
-	return scopesOf(s), nil
+	return strings.Fields(s), nil // RFC 6749: space-delimited
 }
