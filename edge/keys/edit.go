@@ -326,9 +326,6 @@ func load(path string, create bool) ([]Record, error) {
 
 // render is the key file of recs: indented JSON, one trailing newline.
 func render(recs []Record) ([]byte, error) {
-	if recs == nil {
-		recs = []Record{}
-	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")

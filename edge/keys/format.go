@@ -70,14 +70,6 @@ func isAlnum(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
 }
 
-// prefixOf returns the key prefix of a mode.
-func prefixOf(m Mode) string {
-	if m == ModeTest {
-		return PrefixTest
-	}
-	return PrefixLive
-}
-
 // digestBounded is Digest for a token of at most MaxTokenLen bytes, copied
 // into a stack buffer so that the per-request path allocates nothing.
 func digestBounded(token string) [sha256.Size]byte {

@@ -47,7 +47,10 @@ func Mint(random io.Reader, brand string, mode Mode, properties []string) (token
 	if err != nil {
 		return "", Record{}, err
 	}
-	token = prefixOf(mode) + secret
+	token = PrefixLive + secret
+	if mode == ModeTest {
+		token = PrefixTest + secret
+	}
 	d := Digest(token)
 	rec = Record{
 		ID:         "key_" + id,
@@ -155,7 +158,7 @@ func WriteDemoFile(path, brand string, random io.Reader) (liveKey, testKey strin
 			testKey = token
 		}
 	}
-	b, err := json.MarshalIndent(map[string]any{"keys": recs}, "", "  ")
+	b, err := render(recs)
 	if err != nil {
 		return "", "", err
 	}

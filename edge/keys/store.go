@@ -160,20 +160,17 @@ func (s *Store) Path() string { return s.path }
 // Reload re-reads the key file and puts its keys in force. On any failure the
 // keys already in force stay, the failure is logged ("keys reload failed",
 // with the reason) and returned. The run loop calls it on SIGHUP.
-func (s *Store) Reload() error {
-	_, err := s.reload(true)
-	return err
-}
+func (s *Store) Reload() error { return s.reload(true) }
 
 // reload loads the file; unless force, only when its content changed since
-// the last attempt. It reports whether a load was attempted.
-func (s *Store) reload(force bool) (bool, error) {
+// the last attempt.
+func (s *Store) reload(force bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	data, err := readFile(s.path)
 	sum := sha256.Sum256(data)
 	if err == nil && !force && sum == s.lastSum {
-		return false, nil
+		return nil
 	}
 	if err == nil {
 		s.lastSum = sum // a bad content is reported once, not per event
@@ -184,16 +181,13 @@ func (s *Store) reload(force bool) (bool, error) {
 		}
 	}
 	if err != nil {
-		s.log.Error("keys reload failed", "file", s.path, "reason", err.Error(),
-			"keys", s.Len())
+		s.log.Error("keys reload failed", "file", s.path, "reason", err.Error(), "keys", s.Len())
+		err = fmt.Errorf("key file %s: %w (previous keys stay in force)", s.path, err)
 	}
 	if s.onReload != nil {
 		s.onReload(err == nil)
 	}
-	if err != nil {
-		return true, fmt.Errorf("key file %s: %w (previous keys stay in force)", s.path, err)
-	}
-	return true, nil
+	return err
 }
 
 // errNoFile is readFile's error for a key file that does not exist.

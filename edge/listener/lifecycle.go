@@ -7,6 +7,7 @@
 package listener
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -106,11 +107,9 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	var certs *certStore
 	if cfg.TLSCertFile != "" {
 		var err error
-		if certs, err = newCertStore(cfg.TLSCertFile, cfg.TLSKeyFile, log, cfg.Now); err != nil {
+		if certs, err = newCertStore(cfg); err != nil {
 			return err
 		}
-		certs.onReload = cfg.OnTLSReload
-		certs.settle, certs.onApplied = cfg.tlsSettle, cfg.onTLSLoad
 		srv.TLSConfig = newTLSConfig(certs.getCertificate)
 		srv.Handler = hsts(srv.Handler)
 	}
@@ -169,16 +168,11 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	return nil
 }
 
+// withDefaults gives zero or negative durations and nil hooks their defaults.
 func (cfg ServeConfig) withDefaults() ServeConfig {
-	if cfg.ShutdownTimeout <= 0 {
-		cfg.ShutdownTimeout = 15 * time.Second
-	}
-	if cfg.RequestTimeout <= 0 {
-		cfg.RequestTimeout = defaultRequestTimeout
-	}
-	if cfg.ReadHeaderTimeout <= 0 {
-		cfg.ReadHeaderTimeout = DefaultReadHeaderTimeout
-	}
+	cfg.ShutdownTimeout = cmp.Or(max(cfg.ShutdownTimeout, 0), 15*time.Second)
+	cfg.RequestTimeout = cmp.Or(max(cfg.RequestTimeout, 0), defaultRequestTimeout)
+	cfg.ReadHeaderTimeout = cmp.Or(max(cfg.ReadHeaderTimeout, 0), DefaultReadHeaderTimeout)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}

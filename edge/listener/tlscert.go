@@ -36,12 +36,14 @@ type certStore struct {
 	onReload  func(ok bool) // ServeConfig.OnTLSReload; nil: none
 }
 
-// newCertStore loads the pair once; an error here stops start-up.
-func newCertStore(certFile, keyFile string, log *slog.Logger, now func() time.Time) (*certStore, error) {
-	c := &certStore{certFile: certFile, keyFile: keyFile, log: log, now: now}
+// newCertStore loads cfg's pair once; an error here stops start-up.
+func newCertStore(cfg ServeConfig) (*certStore, error) {
+	c := &certStore{certFile: cfg.TLSCertFile, keyFile: cfg.TLSKeyFile, log: cfg.Logger, now: cfg.Now,
+		settle: cfg.tlsSettle, onReload: cfg.OnTLSReload}
 	if err := c.reload(true); err != nil {
 		return nil, err
 	}
+	c.onApplied = cfg.onTLSLoad // the loads after this first one
 	return c, nil
 }
 
