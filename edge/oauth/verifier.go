@@ -37,15 +37,12 @@ type Verifier struct {
 	keys    atomic.Pointer[keySet] // nil until a fetch succeeded
 	fetches atomic.Int64
 
-	mu          sync.Mutex // guards the fields below
-	jwksURI     string     // from discovery; "" until discovery succeeded
-	inflight    *fetchCall // the fetch under way; nil for none
-	paced       bool       // a fetch after the start's was made: nextFetch applies
-	nextFetch   time.Time  // when paced, the earliest start of the next fetch
-	attempted   bool       // a fetch has ended
-	lastOK      bool       // the last fetch that ended got a key set
-	lastRefused bool       // its answer was refused by policy (refusedError)
-	fetchedAt   time.Time  // of the key set in force
+	mu        sync.Mutex // guards the fields below
+	jwksURI   string     // from discovery; "" until discovery succeeded
+	inflight  *fetchCall // the fetch under way; nil for none
+	nextFetch time.Time  // the earliest start of the next paced fetch; zero before the first
+	down      bool       // the last fetch that ended failed, not refused by policy (refusedError)
+	fetchedAt time.Time  // of the key set in force
 }
 
 // fetchCall is one fetch: done is closed when it has ended and its outcome
@@ -119,11 +116,11 @@ func (v *Verifier) startLocked(now time.Time, paced bool) *fetchCall {
 	if v.inflight != nil {
 		return v.inflight
 	}
-	if v.ctx.Err() != nil || (paced && v.paced && now.Before(v.nextFetch)) {
+	if v.ctx.Err() != nil || (paced && now.Before(v.nextFetch)) {
 		return nil
 	}
 	if paced {
-		v.paced, v.nextFetch = true, now.Add(v.cfg.MinRefetch)
+		v.nextFetch = now.Add(v.cfg.MinRefetch)
 	}
 	call := &fetchCall{done: make(chan struct{}), deadline: now.Add(v.cfg.FetchTimeout)}
 	v.inflight = call
@@ -142,9 +139,7 @@ func (v *Verifier) run(call *fetchCall, jwksURI string) {
 	var re *refusedError
 	v.mu.Lock()
 	v.inflight = nil
-	v.attempted = true
-	v.lastOK = err == nil
-	v.lastRefused = errors.As(err, &re)
+	v.down = err != nil && !errors.As(err, &re)
 	if err == nil {
 		v.jwksURI = uri
 		v.keys.Store(set)
@@ -246,7 +241,7 @@ func (v *Verifier) unavailable(now time.Time) (time.Duration, bool) {
 	if v.inflight != nil {
 		return max(v.inflight.deadline.Sub(now), time.Second), true
 	}
-	if !v.attempted || v.lastOK || v.lastRefused {
+	if !v.down {
 		return 0, false
 	}
 	return max(v.nextFetch.Sub(now), time.Second), true
