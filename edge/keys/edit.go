@@ -383,12 +383,11 @@ func writeAtomic(path string, data []byte) (err error) {
 	if err = tmp.CloseAtomicallyReplace(); err != nil {
 		return err
 	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return nil // renamed: the change is made, only its durability is unconfirmed
+	// Renamed: the change is made; a failure below leaves only its durability unconfirmed.
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		_ = d.Close()
 	}
-	defer d.Close()
-	_ = d.Sync()
 	return nil
 }
 

@@ -278,11 +278,8 @@ func parseExpiry(raw json.RawMessage) (*time.Time, error) {
 		return nil, nil
 	}
 	var s string
-	if json.Unmarshal(raw, &s) != nil {
-		return nil, errors.New("must be an RFC 3339 time or null")
-	}
 	var t time.Time
-	if t.UnmarshalText([]byte(s)) != nil {
+	if json.Unmarshal(raw, &s) != nil || t.UnmarshalText([]byte(s)) != nil {
 		return nil, errors.New("must be an RFC 3339 time or null")
 	}
 	t = t.UTC()
@@ -320,15 +317,7 @@ const maxClientID = 255
 // validClientID reports whether id can be a client_id claim to match:
 // visible ASCII (RFC 6749 appendix A.1: VSCHAR, space excluded), bounded.
 func validClientID(id string) bool {
-	if id == "" || len(id) > maxClientID {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		if id[i] <= 0x20 || id[i] > 0x7e {
-			return false
-		}
-	}
-	return true
+	return id != "" && len(id) <= maxClientID && !strings.ContainsFunc(id, func(r rune) bool { return r <= 0x20 || r > 0x7e })
 }
 
 func isHex(s string) bool {
