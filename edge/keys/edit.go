@@ -21,18 +21,10 @@ import (
 const DefaultOverlap = 24 * time.Hour
 
 // Editor changes one key file on behalf of `edge keys` (docs/contract.md
-// section 18). Every change is a read, an edit and a write of the whole
-// file under an exclusive lock (flock on the file's path + ".lock"), so two
-// editors at once keep both their changes; the result is checked with the
-// edge's own Parse before it is written, so an edit that would not load is
-// refused and the file is left as it was; and the write is atomic (a
-// temporary file in the same directory, fsync, rename over the file, fsync
-// of the directory), so a running edge reads either the old file or the new
-// one, never a partial one, and its watch (Watch) sees the rename. The file
-// keeps its mode, owner and group; a new one gets mode 0600.
-//
-// A key file that is a symbolic link is resolved: the link's target is
-// rewritten, the link is kept.
+// section 18; docs/operations.md, "Managing keys"): each change reads, edits,
+// checks with Parse and atomically rewrites the whole file under a lock on
+// FILE.lock, keeping its mode, owner and group (a new file: mode 0600). A key
+// file that is a symbolic link is resolved: its target is rewritten.
 type Editor struct {
 	// Path is the key file. Required.
 	Path string
@@ -336,12 +328,9 @@ func render(recs []Record) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// lock takes an exclusive flock (github.com/gofrs/flock) on path, created
-// with mode 0600 when missing, and returns its release. The kernel releases
-// it when the process ends, so a killed editor never leaves the file locked.
-// A lock file that is a symbolic link is refused, dangling or not: it is
-// opened with O_NOFOLLOW, so no link is followed and no target created
-// (docs/contract.md section 21).
+// lock takes an exclusive flock on path (mode 0600 when created) and returns
+// its release; the kernel releases it if the editor is killed. O_NOFOLLOW: a
+// lock file that is a symbolic link is refused, never followed (docs/contract.md section 21).
 func lock(path string) (func(), error) {
 	fl := flock.New(path, flock.SetFlag(os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW), flock.SetPermissions(0o600))
 	if err := fl.Lock(); err != nil {
@@ -353,14 +342,11 @@ func lock(path string) (func(), error) {
 	return func() { _ = fl.Unlock() }, nil
 }
 
-// writeAtomic replaces path by a file holding data: a temporary file in the
-// same directory (rename is atomic only within a file system), synced,
-// renamed over path (github.com/google/renameio/v2), and the directory
-// synced so that the rename survives a crash. The new file keeps the old
-// one's mode, owner and group (docs/contract.md section 21: `edge keys` run
-// as root must not leave a file the edge's own user cannot read); a new
-// file gets mode 0600 and the editor's owner. An owner that cannot be kept
-// (an editor that is neither root nor the owner) refuses the write.
+// writeAtomic replaces path by a file holding data with renameio (a synced
+// temporary file in the same directory, renamed over path), then syncs the
+// directory so that the rename survives a crash. The old file's mode, owner
+// and group are kept (docs/contract.md section 21: root's edit must leave a
+// file the edge's user can read); an owner that cannot be kept refuses the write.
 func writeAtomic(path string, data []byte) (err error) {
 	dir := filepath.Dir(path)
 	tmp, err := renameio.NewPendingFile(path, renameio.WithTempDir(dir),

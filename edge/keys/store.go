@@ -16,9 +16,7 @@ import (
 	"github.com/partner-edge/partner-edge/edge/internal/opfile"
 )
 
-// maxFileSize bounds how much of a key file is read: far above any real key
-// file (about 400 bytes a key), small enough that a wrong path (a log file)
-// cannot exhaust memory (docs/contract.md section 15: 16 MiB).
+// maxFileSize bounds how much of a key file is read (docs/contract.md section 15).
 const maxFileSize = opfile.MaxKeyFile
 
 // Options configures a Store. The zero value is usable.
@@ -53,8 +51,7 @@ type Store struct {
 	// watch and looked at the file: changes after that raise events.
 	watching func()
 	// looked, when set (tests only), is called by Watch after each look at
-	// the file that a change led to, reload or not: a test can wait for
-	// that event instead of for Watch's settling timer.
+	// the file that a change led to, reload or not.
 	looked func()
 }
 

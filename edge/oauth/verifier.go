@@ -17,17 +17,12 @@ import (
 )
 
 // Verifier verifies access tokens of one issuer for one audience. Verify is
-// safe for concurrent use. Keys are fetched at New and then on demand: when
-// a token names a key the set lacks, or the set is older than MaxKeyAge.
-// The fetch at start is not a refetch: the first unknown kid after it may
-// fetch at once; after that, fetches start at most once per MinRefetch,
-// whatever tokens arrive (docs/contract.md sections 12 and 17).
-//
-// Every fetch runs in a goroutine of its own, at most one at a time, bounded
-// by FetchTimeout and ended by New's context. A token that needs keys waits
-// for the fetch in flight at most MaxWait, then is Unavailable: a hanging
-// issuer holds no request for longer, and New returns after MaxWait at the
-// latest, the fetch going on in the background.
+// safe for concurrent use. Keys are fetched at New, then when a token names a
+// key the set lacks (at most once per MinRefetch after the first such fetch)
+// or the set is older than MaxKeyAge (docs/oauth.md, "Signing keys: fetching,
+// caching, outages"). One fetch at a time runs in its own goroutine, bounded
+// by FetchTimeout and New's context; a token, and New, wait for it at most
+// MaxWait, so a hanging issuer holds no request longer.
 type Verifier struct {
 	cfg    Config
 	client *http.Client
@@ -53,13 +48,10 @@ type fetchCall struct {
 }
 
 // New checks cfg and starts fetching the issuer's keys, waiting at most
-// MaxWait for them (docs/contract.md section 17: a hanging issuer does not delay
-// start-up). Failing to reach the issuer is not an error: the edge starts,
-// logs the failure, and answers tokens 503 SERVICE_UNAVAILABLE (with
-// Retry-After) until a later fetch succeeds; API keys are unaffected. Only a
-// bad cfg is an error. ctx bounds the Verifier's life: once it ends, the
-// fetch under way stops and no other starts (tokens then verify with the
-// keys already fetched).
+// MaxWait for them (docs/contract.md section 17). Only a bad cfg is an error:
+// an issuer out of reach is logged, and tokens are answered 503 with
+// Retry-After until a later fetch succeeds. ctx bounds the Verifier's life:
+// once it ends, no fetch runs (tokens verify with the keys already fetched).
 func New(ctx context.Context, cfg Config) (*Verifier, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
