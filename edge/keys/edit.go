@@ -209,7 +209,7 @@ type Summary struct {
 // on reload (Open), and reports what it holds at now, or the reason it would
 // not load.
 func Check(path string, now time.Time) (Summary, error) {
-	s, err := Open(path, Options{Now: func() time.Time { return now }})
+	s, err := Open(path, Options{})
 	if err != nil {
 		return Summary{}, err
 	}

@@ -24,9 +24,6 @@ type Options struct {
 	// Logger receives "keys loaded", "keys reloaded" and "keys reload
 	// failed" records. It never receives a key or a digest. nil: discard.
 	Logger *slog.Logger
-	// Now is the clock used to count expired keys in those records.
-	// nil: time.Now.
-	Now func() time.Time
 	// OnReload, when set, is called after every reload attempt (Reload, or a
 	// change seen by Watch) with whether it succeeded; meant for metrics. It
 	// is not called for the initial load in Open. nil: none.
@@ -39,7 +36,6 @@ type Options struct {
 type Store struct {
 	path     string
 	log      *slog.Logger
-	now      func() time.Time
 	onReload func(bool)
 
 	set atomic.Pointer[keySet]
@@ -79,12 +75,9 @@ func (set *keySet) counts(now time.Time) (suspended, expired int) {
 // it names the file and every problem found (never a key or a digest). A
 // file with no keys opens, but the store is not Usable.
 func Open(path string, opts Options) (*Store, error) {
-	s := &Store{path: path, log: opts.Logger, now: opts.Now, onReload: opts.OnReload}
+	s := &Store{path: path, log: opts.Logger, onReload: opts.OnReload}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
-	}
-	if s.now == nil {
-		s.now = time.Now
 	}
 	data, err := readFile(path)
 	if err != nil {
@@ -220,7 +213,7 @@ func describeFSError(err error) error {
 }
 
 func (s *Store) logLoaded(msg string, set *keySet) {
-	suspended, expired := set.counts(s.now())
+	suspended, expired := set.counts(time.Now())
 	level := slog.LevelInfo
 	if len(set.all) == 0 {
 		level = slog.LevelWarn // the edge cannot authenticate anyone

@@ -102,7 +102,6 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		return errors.New("TLS needs both a certificate and a key")
 	}
 	cfg = cfg.withDefaults()
-	log := cfg.Logger
 	srv := newHTTPServer(cfg)
 	var certs *certStore
 	if cfg.TLSCertFile != "" {
@@ -145,7 +144,7 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		return fmt.Errorf("serve on %s: %w", cfg.Addr, err)
 	case <-ctx.Done():
 	}
-	log.Info("shutdown begun", "addr", ln.Addr().String(), "drain_delay", cfg.DrainDelay)
+	cfg.Logger.Info("shutdown begun", "addr", ln.Addr().String(), "drain_delay", cfg.DrainDelay)
 	if cfg.OnDraining != nil {
 		cfg.OnDraining()
 	}
@@ -164,7 +163,7 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		return fmt.Errorf("shutdown of %s: %w", cfg.Addr, err)
 	}
 	<-errc // http.ErrServerClosed
-	log.Info("shutdown complete", "addr", ln.Addr().String())
+	cfg.Logger.Info("shutdown complete", "addr", ln.Addr().String())
 	return nil
 }
 

@@ -73,10 +73,7 @@ func New(ctx context.Context, cfg Config) (*Verifier, error) {
 	}
 	// A copy of the caller's client with the verifier's redirect policy:
 	// safe by default, whatever client is passed (docs/contract.md section 17).
-	client := http.Client{}
-	if cfg.HTTPClient != nil {
-		client = *cfg.HTTPClient
-	}
+	client := *cmp.Or(cfg.HTTPClient, &http.Client{})
 	client.CheckRedirect = v.checkRedirect
 	v.client = &client
 	v.mu.Lock()
