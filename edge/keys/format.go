@@ -15,14 +15,12 @@ const (
 // prefix (docs/contract.md section 3).
 const minSecretLen = 24
 
-const (
-	// MaxTokenLen caps a key's total length. The contract sets no maximum,
-	// but every lookup hashes the whole token: the cap bounds the hashing
-	// work a caller can cause per request, whatever header sizes the server
-	// allows. Minted keys are 41 characters; 256 leaves ample room for keys
-	// issued by other tools.
-	MaxTokenLen = 256
-)
+// MaxTokenLen caps a key's total length. The contract sets no maximum,
+// but every lookup hashes the whole token: the cap bounds the hashing
+// work a caller can cause per request, whatever header sizes the server
+// allows. Minted keys are 41 characters; 256 leaves ample room for keys
+// issued by other tools.
+const MaxTokenLen = 256
 
 // ValidFormat reports whether token has the shape of a key: svc_live_ or
 // svc_test_ followed by at least 24 characters of [A-Za-z0-9], at most

@@ -342,15 +342,9 @@ func clientOf(claims jwt.Claims, extra extraClaims) string {
 // also accepts JWT and no typ, which issuers that predate RFC 9068 send.
 // Anything else (an ID token's or a logout token's type) is refused.
 func typeAllowed(typ any) bool {
-	if typ == nil {
-		return true
-	}
 	s, ok := typ.(string)
-	if !ok {
-		return false
-	}
 	s = strings.ToLower(s)
-	return s == "at+jwt" || s == "application/at+jwt" || s == "jwt"
+	return typ == nil || ok && (s == "at+jwt" || s == "application/at+jwt" || s == "jwt")
 }
 
 // parseScope reads scope: an RFC 6749 space-delimited string; absent means

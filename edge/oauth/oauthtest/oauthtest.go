@@ -62,11 +62,7 @@ func (s *Signer) Sign(t testing.TB, claims map[string]any, typ any) string {
 	t.Helper()
 	opts := (&jose.SignerOptions{}).WithHeader("kid", s.kid)
 	if typ != nil {
-		if str, ok := typ.(string); ok {
-			opts = opts.WithType(jose.ContentType(str))
-		} else {
-			opts = opts.WithHeader("typ", typ)
-		}
+		opts = opts.WithHeader(jose.HeaderType, typ)
 	}
 	sig, err := jose.NewSigner(jose.SigningKey{Algorithm: s.alg, Key: s.priv}, opts)
 	if err != nil {
