@@ -165,13 +165,8 @@ func (v *Verifier) checkJWKSURI(issuer *url.URL, raw string) error {
 		return refused("jwks_uri %s refused: not https (http only on loopback with an http issuer)", clip(raw))
 	}
 	host := normHost(j.Hostname())
-	if host == normHost(issuer.Hostname()) {
+	if host == normHost(issuer.Hostname()) || slices.ContainsFunc(v.cfg.JWKSHosts, func(h string) bool { return normHost(h) == host }) {
 		return nil
-	}
-	for _, h := range v.cfg.JWKSHosts {
-		if host == normHost(h) {
-			return nil
-		}
 	}
 	v.log.Warn("oauth: jwks_uri refused: host neither the issuer's nor in EDGE_OAUTH_JWKS_HOSTS",
 		"jwks_uri", clip(raw), "issuer", v.cfg.Issuer)
@@ -180,11 +175,7 @@ func (v *Verifier) checkJWKSURI(issuer *url.URL, raw string) error {
 
 // isLoopback reports whether host is localhost or a loopback IP address.
 func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return strings.EqualFold(host, "localhost") || net.ParseIP(host).IsLoopback() // a nil IP is no loopback
 }
 
 // maxRedirects bounds the same-origin redirects of one fetch.

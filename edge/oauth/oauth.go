@@ -125,10 +125,8 @@ func ParseHosts(s string) ([]string, error) {
 // brackets): what a URL's Hostname() gives.
 func checkHost(h string) error {
 	u, err := url.Parse("https://" + h)
-	if err != nil || h == "" || u.Host != h || u.Port() != "" || u.Path != "" || u.User != nil {
-		if ip := net.ParseIP(h); ip != nil {
-			return nil // a bare IPv6 address
-		}
+	bad := err != nil || h == "" || u.Host != h || u.Port() != "" || u.Path != "" || u.User != nil
+	if bad && net.ParseIP(h) == nil { // a bare IPv6 address is not bad
 		return errors.New("want a host name or IP address without scheme, port or path")
 	}
 	return nil
