@@ -78,9 +78,6 @@ type ServeConfig struct {
 	// Logger receives lifecycle lines, certificate reloads, and net/http's
 	// own errors (at warn, at most 10 a minute). Nil discards.
 	Logger *slog.Logger
-	// Now is the clock of the error log's rate limit and of certificate
-	// validity. Nil means time.Now.
-	Now func() time.Time
 
 	// tlsSettle, when set (tests only: a tiny one), replaces the certificate
 	// watch's settling delay; zero: dirwatch.DefaultSettle.
@@ -167,16 +164,13 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	return nil
 }
 
-// withDefaults gives zero or negative durations and nil hooks their defaults.
+// withDefaults gives zero or negative durations and a nil Logger their defaults.
 func (cfg ServeConfig) withDefaults() ServeConfig {
 	cfg.ShutdownTimeout = cmp.Or(max(cfg.ShutdownTimeout, 0), 15*time.Second)
 	cfg.RequestTimeout = cmp.Or(max(cfg.RequestTimeout, 0), defaultRequestTimeout)
 	cfg.ReadHeaderTimeout = cmp.Or(max(cfg.ReadHeaderTimeout, 0), DefaultReadHeaderTimeout)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
 	}
 	return cfg
 }
@@ -201,7 +195,7 @@ func newHTTPServer(cfg ServeConfig) *http.Server {
 			PingTimeout:      rht - rht/2,
 			WriteByteTimeout: 2 * rht,
 		},
-		ErrorLog:    newErrorLog(cfg.Logger, cfg.Now),
+		ErrorLog:    newErrorLog(cfg.Logger, time.Now),
 		ConnContext: gateConnContext, // with Serve's headGate listener
 	}
 }

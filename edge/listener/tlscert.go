@@ -24,7 +24,6 @@ import (
 type certStore struct {
 	certFile, keyFile string
 	log               *slog.Logger
-	now               func() time.Time
 
 	cur atomic.Pointer[tls.Certificate]
 
@@ -38,7 +37,7 @@ type certStore struct {
 
 // newCertStore loads cfg's pair once; an error here stops start-up.
 func newCertStore(cfg ServeConfig) (*certStore, error) {
-	c := &certStore{certFile: cfg.TLSCertFile, keyFile: cfg.TLSKeyFile, log: cfg.Logger, now: cfg.Now,
+	c := &certStore{certFile: cfg.TLSCertFile, keyFile: cfg.TLSKeyFile, log: cfg.Logger,
 		settle: cfg.tlsSettle, onReload: cfg.OnTLSReload}
 	if err := c.reload(true); err != nil {
 		return nil, err
@@ -80,12 +79,10 @@ func (c *certStore) reload(force bool) error {
 		return c.reject(c.diagnose(certPEM, keyPEM, err))
 	}
 	leaf := cert.Leaf // set by X509KeyPair
-	if now := c.now(); leaf == nil || now.After(leaf.NotAfter) || now.Before(leaf.NotBefore) {
+	if now := time.Now(); leaf == nil || now.After(leaf.NotAfter) || now.Before(leaf.NotBefore) {
 		return c.reject(&tlsRefusal{what: refusedCert, file: c.certFile, err: errors.New("not valid now")})
 	}
-	first := c.cur.Load() == nil
-	c.cur.Store(&cert)
-	if !first {
+	if c.cur.Swap(&cert) != nil { // a reload, not the first load
 		if c.onReload != nil {
 			c.onReload(true)
 		}
