@@ -144,21 +144,15 @@ func RunNew(args []string, stdout, stderr io.Writer, random io.Reader) error {
 // and one test key of brand, minted from random, and returns them. The
 // demo prints them on its banner (README.md).
 func WriteDemoFile(path, brand string, random io.Reader) (liveKey, testKey string, err error) {
-	var recs []Record
-	for _, mode := range []Mode{ModeLive, ModeTest} {
-		token, rec, err := Mint(random, brand, mode, nil)
-		if err != nil {
-			return "", "", err
-		}
-		rec.Partner = "Demo partner (" + string(mode) + ")"
-		recs = append(recs, rec)
-		if mode == ModeLive {
-			liveKey = token
-		} else {
-			testKey = token
-		}
+	var live, test Record
+	if liveKey, live, err = Mint(random, brand, ModeLive, nil); err != nil {
+		return "", "", err
 	}
-	b, err := render(recs)
+	if testKey, test, err = Mint(random, brand, ModeTest, nil); err != nil {
+		return "", "", err
+	}
+	live.Partner, test.Partner = "Demo partner (live)", "Demo partner (test)"
+	b, err := render([]Record{live, test})
 	if err != nil {
 		return "", "", err
 	}
