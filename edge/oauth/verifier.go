@@ -293,16 +293,14 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*Token, error) {
 	}
 	var claims jwt.Claims
 	var extra extraClaims
-	verified := false
-	for _, k := range keys {
+	for i := 0; ; i++ {
+		if i == len(keys) {
+			return nil, invalid("signature does not verify")
+		}
 		claims, extra = jwt.Claims{}, extraClaims{}
-		if tok.Claims(k.Key, &claims, &extra) == nil {
-			verified = true
+		if tok.Claims(keys[i].Key, &claims, &extra) == nil {
 			break
 		}
-	}
-	if !verified {
-		return nil, invalid("signature does not verify")
 	}
 	if claims.Expiry == nil {
 		return nil, invalid("no exp claim")
