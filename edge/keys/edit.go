@@ -158,13 +158,10 @@ func (e Editor) Revoke(id string) error {
 	})
 }
 
-// Rotate mints a successor of record id and returns its key and record.
-// The successor has the same grants as the old record (partner, brand,
-// mode, properties, status, scopes, rate limit and expiry) and takes over
-// its clientId, which only one record may hold. The old record stays until
-// overlap has passed: its expiresAt becomes now + overlap, or stays the
-// earlier time it already had. A record without an API key (OAuth 2.0
-// tokens only) has nothing to rotate.
+// Rotate mints a successor of record id with the same grants, hands it the
+// clientId (only one record may hold it) and returns its key and record. The
+// old record's expiresAt becomes now + overlap, unless it was earlier. A
+// record of OAuth 2.0 tokens only has no API key to rotate.
 func (e Editor) Rotate(id string, overlap time.Duration) (token string, rec Record, err error) {
 	if overlap < 0 {
 		return "", Record{}, errors.New("the overlap must not be negative")

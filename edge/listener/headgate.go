@@ -23,13 +23,10 @@ const bigHead = 8 << 10
 // behind all of them; past the gate they wait parked, in arrival order, and
 // only for one another (the figures: bench/README.md).
 //
-// A connection holds its slot until it writes (its answer, a 431, an
-// HTTP/2 frame), until its handler starts (releaseHead), or until it is
-// closed. A waiting Read still honours the read deadline, so
-// ReadHeaderTimeout keeps bounding a slow head, and returns at once when
-// the connection is closed. A client that stalls mid-head holds its slot
-// until ReadHeaderTimeout: it delays other oversized heads, never a normal
-// request.
+// A connection holds its slot until it writes (an answer, a 431, an HTTP/2
+// frame), its handler starts (releaseHead) or it is closed. A waiting Read
+// still ends at the read deadline (ReadHeaderTimeout) and at Close, so a
+// stalled head delays other oversized heads at most that long, never a normal request.
 type headGate struct {
 	slots chan struct{}
 	limit int64 // bytes read since the last write that make a head oversized

@@ -175,12 +175,9 @@ func (cfg ServeConfig) withDefaults() ServeConfig {
 	return cfg
 }
 
-// newHTTPServer bounds what slow, idle or hostile clients can hold: header
-// reading (ReadHeaderTimeout, MaxHeaderBytes: 431 beyond; oversized heads
-// take turns at Serve's headGate), whole request
-// reading, writing (the request deadline plus a margin), idleness, and on
-// HTTP/2 a silent connection (ping after half of ReadHeaderTimeout, closed
-// when unanswered after the other half) and a peer that stops reading.
+// newHTTPServer bounds what slow, idle or hostile clients can hold: reading
+// the head (431 beyond MaxHeaderBytes) and the request, writing, idleness,
+// and on HTTP/2 a silent connection or a peer that stops reading.
 func newHTTPServer(cfg ServeConfig) *http.Server {
 	rht := cfg.ReadHeaderTimeout
 	return &http.Server{

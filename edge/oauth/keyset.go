@@ -146,12 +146,10 @@ func (v *Verifier) discover(ctx context.Context) (string, error) {
 	return "", errors.Join(errs...)
 }
 
-// checkJWKSURI applies docs/contract.md section 17 to a discovered jwks_uri:
-// https, or http on a loopback host when the issuer is http too (tests and
-// the demo; keys must not travel in clear, and never from an https issuer);
-// on the issuer's host or one of Config.JWKSHosts. A discovery document is
-// only as trustworthy as the channel it came by, so it must not be able to
-// send the key fetch anywhere it likes.
+// checkJWKSURI applies docs/contract.md section 17 to a discovered jwks_uri,
+// so that a discovery document cannot send the key fetch anywhere it likes:
+// https (http only on loopback with an http issuer), on the issuer's host or
+// one of Config.JWKSHosts.
 func (v *Verifier) checkJWKSURI(issuer *url.URL, raw string) error {
 	j, err := url.Parse(raw)
 	if err != nil {
@@ -182,11 +180,9 @@ func isLoopback(host string) bool {
 const maxRedirects = 5
 
 // checkRedirect is the CheckRedirect of the verifier's client: a fetch
-// follows a redirect only within the origin (scheme, host and port) it was
-// sent to, so neither a discovery document nor a JWKS can be taken from
-// another host, and never over http after https. net/http's default would
-// follow any redirect, to any host, https to http included: the forged-key
-// attack of docs/contract.md section 17.
+// follows redirects only within its origin (scheme, host and port), where
+// net/http's default would follow any, https to http included: the
+// forged-key attack of docs/contract.md section 17.
 func (v *Verifier) checkRedirect(req *http.Request, via []*http.Request) error {
 	from := via[len(via)-1].URL
 	if !sameOrigin(from, req.URL) {

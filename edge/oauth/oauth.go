@@ -190,12 +190,10 @@ type Error struct {
 
 func (e *Error) Error() string { return "access token refused: " + e.Reason }
 
-// refusedError is an issuer's answer the key-fetch policy refuses (a
-// redirect to another origin, a jwks_uri on a host not allowed, an http
-// jwks_uri off loopback) as opposed to an issuer that cannot be reached.
-// Keys behind it are never trusted, and a token no cached key verifies is
-// then Invalid (401), not Unavailable: waiting would not help, and a 503
-// would invite the attacker's client to retry.
+// refusedError is an issuer's answer the key-fetch policy refuses (a redirect
+// to another origin, a jwks_uri off the allowed hosts or over http) rather
+// than an issuer out of reach: a token no cached key verifies is then Invalid
+// (401), not Unavailable, since a 503 would invite the attacker to retry.
 type refusedError struct{ reason string }
 
 func (e *refusedError) Error() string { return e.reason }
