@@ -81,7 +81,6 @@ func (e Editor) Add(k NewKey) (token string, rec Record, err error) {
 	if err != nil {
 		return "", Record{}, err
 	}
-	rec.Partner = k.Partner
 	if k.Scopes != nil {
 		rec.Scopes = k.Scopes
 	}
@@ -92,15 +91,11 @@ func (e Editor) Add(k NewKey) (token string, rec Record, err error) {
 		t := k.ExpiresAt.UTC()
 		rec.ExpiresAt = &t
 	}
-	rec.RateLimit = k.RateLimit
 	if k.ClientID != "" && !validClientID(k.ClientID) {
 		return "", Record{}, fmt.Errorf("the client id must be 1 to %d printable ASCII characters without spaces", maxClientID)
 	}
-	rec.ClientID = k.ClientID
-	err = e.edit(true, func(recs []Record) ([]Record, error) {
-		return append(recs, rec), nil
-	})
-	if err != nil {
+	rec.Partner, rec.RateLimit, rec.ClientID = k.Partner, k.RateLimit, k.ClientID
+	if err = e.edit(true, func(recs []Record) ([]Record, error) { return append(recs, rec), nil }); err != nil {
 		return "", Record{}, err
 	}
 	return token, rec, nil

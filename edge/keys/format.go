@@ -40,20 +40,13 @@ func HasKeyPrefix(token string) bool {
 // modeOf returns the mode a well-formed token's prefix names; false when the
 // token is not of the key format.
 func modeOf(token string) (Mode, bool) {
-	if len(token) > MaxTokenLen {
-		return "", false
+	mode := ModeLive
+	rest, ok := strings.CutPrefix(token, PrefixLive)
+	if !ok {
+		mode = ModeTest
+		rest, ok = strings.CutPrefix(token, PrefixTest)
 	}
-	var mode Mode
-	var rest string
-	switch {
-	case strings.HasPrefix(token, PrefixLive):
-		mode, rest = ModeLive, token[len(PrefixLive):]
-	case strings.HasPrefix(token, PrefixTest):
-		mode, rest = ModeTest, token[len(PrefixTest):]
-	default:
-		return "", false
-	}
-	if len(rest) < minSecretLen {
+	if !ok || len(token) > MaxTokenLen || len(rest) < minSecretLen {
 		return "", false
 	}
 	for i := 0; i < len(rest); i++ {
