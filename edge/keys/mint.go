@@ -82,12 +82,9 @@ func randomBase62(random io.Reader, n int) (string, error) {
 	return string(out), nil
 }
 
-// RunNew implements `edge keys new`: it mints a key with Mint and prints
-// to stdout the key (once, on a line "key: svc_...") followed by its record as
-// indented JSON, ready to add to the key file's "keys" list; a one-line
-// warning that the key cannot be shown again goes to stderr. args are the
-// arguments after "new". Usage and flag errors go to stderr; -h returns
-// flag.ErrHelp.
+// RunNew implements `edge keys new ARGS...`: it prints to stdout a key from
+// Mint ("key: svc_...") and its record as indented JSON, and a warning to
+// stderr. Usage and flag errors go to stderr; -h returns flag.ErrHelp.
 func RunNew(args []string, stdout, stderr io.Writer, random io.Reader) error {
 	fs := flag.NewFlagSet("edge keys new", flag.ContinueOnError)
 	fs.SetOutput(stderr)

@@ -58,11 +58,9 @@ type Config struct {
 	// name (EDGE_OAUTH_JWKS_HOSTS): host names or IP addresses, no port.
 	// Nil or empty: only the issuer's host.
 	JWKSHosts []string
-	// HTTPClient fetches the discovery document and the JWKS: its
-	// Transport, Jar and Timeout are used, never its CheckRedirect (the
-	// verifier's own redirect policy replaces it, so a caller's client can
-	// not weaken it). Nil means a client of its own with no overall timeout
-	// (FetchTimeout bounds each fetch).
+	// HTTPClient fetches the discovery document and the JWKS, with the
+	// verifier's redirect policy in place of its CheckRedirect. Nil means a
+	// client of its own (FetchTimeout bounds each fetch).
 	HTTPClient *http.Client
 	// Now is the clock for claim checks and fetch pacing. Nil means time.Now.
 	Now func() time.Time
