@@ -66,17 +66,10 @@ type Config struct {
 	Now func() time.Time
 	// Logger receives key fetch outcomes (never a token). Nil discards.
 	Logger *slog.Logger
-	// MinRefetch is the least time between key fetches. Zero means
-	// DefaultMinRefetch.
-	MinRefetch time.Duration
-	// MaxKeyAge is how long fetched keys are used before a token triggers
-	// a refresh. Zero means DefaultMaxKeyAge.
-	MaxKeyAge time.Duration
-	// FetchTimeout bounds one fetch. Zero means DefaultFetchTimeout.
-	FetchTimeout time.Duration
-	// MaxWait is the longest a token, or New, waits for a fetch under way.
-	// Zero means DefaultMaxWait.
-	MaxWait time.Duration
+	// MinRefetch, MaxKeyAge, FetchTimeout and MaxWait replace
+	// DefaultMinRefetch, DefaultMaxKeyAge, DefaultFetchTimeout and
+	// DefaultMaxWait, which say what each bounds. Zero means the default.
+	MinRefetch, MaxKeyAge, FetchTimeout, MaxWait time.Duration
 	// After is the timer of MaxWait, as time.After: tests inject one they
 	// fire themselves. Nil means time.After.
 	After func(time.Duration) <-chan time.Time
