@@ -225,15 +225,13 @@ func (v *Verifier) get(ctx context.Context, loc string) ([]byte, error) {
 		return nil, err
 	}
 	defer res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, maxDocumentSize))
+	data, err := io.ReadAll(io.LimitReader(res.Body, maxDocumentSize+1)) // read, whatever the status, so the connection is reused
+	switch {
+	case res.StatusCode != http.StatusOK:
 		return nil, fmt.Errorf("status %d", res.StatusCode)
-	}
-	data, err := io.ReadAll(io.LimitReader(res.Body, maxDocumentSize+1))
-	if err != nil {
+	case err != nil:
 		return nil, err
-	}
-	if len(data) > maxDocumentSize {
+	case len(data) > maxDocumentSize:
 		return nil, fmt.Errorf("larger than %d bytes", maxDocumentSize)
 	}
 	return data, nil
