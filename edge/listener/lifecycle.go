@@ -22,13 +22,9 @@ import (
 // Defaults of ServeConfig.
 const (
 	DefaultReadHeaderTimeout = 5 * time.Second
-	// defaultRequestTimeout is RequestTimeout's default, the same as the
-	// API's (edge.DefaultRequestTimeout, EDGE_REQUEST_TIMEOUT): cmd/edge
-	// always passes its setting.
+	// defaultRequestTimeout is edge.DefaultRequestTimeout; cmd/edge always passes its setting.
 	defaultRequestTimeout = 10 * time.Second
-	// writeMargin is how much longer than the request deadline the server
-	// lets a response take to write: a request answered 504 at its deadline
-	// still gets its answer out.
+	// writeMargin lets an answer given at the request deadline (a 504) still be written.
 	writeMargin = 5 * time.Second
 )
 

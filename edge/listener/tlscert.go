@@ -184,8 +184,6 @@ func firstPrivateKey(data []byte) error {
 }
 
 // ReadTLSFile reads TLS material an operator points the edge at (a
-// certificate, a key, a CA bundle) as the listener reads its own: a regular
-// file after links, at most 1 MiB, never blocking (docs/contract.md section
-// 15). cmd/edge hands it to the Redis TLS settings too, so every operator
-// TLS file is read by one reader.
+// certificate, a key, a CA bundle) as the listener reads its own
+// (docs/contract.md section 15); cmd/edge hands it to the Redis TLS settings.
 func ReadTLSFile(path string) ([]byte, error) { return opfile.Read(path, opfile.MaxTLSFile) }
