@@ -259,15 +259,11 @@ func printList(w io.Writer, asJSON bool, list []Entry) error {
 		if e.RateLimit != nil {
 			rate = strconv.FormatFloat(e.RateLimit.PerSecond, 'g', -1, 64) + "/s burst " + strconv.Itoa(e.RateLimit.Burst)
 		}
-		client := e.ClientID
-		if client == "" {
-			client = "-"
-		}
 		if !e.APIKey {
 			status += " (tokens only)"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, status, e.Mode, e.Brand,
-			orDash(e.Partner), expires, orDash(scopes), rate, client, strings.Join(e.Properties, ","))
+			orDash(e.Partner), expires, orDash(scopes), rate, orDash(e.ClientID), strings.Join(e.Properties, ","))
 	}
 	return tw.Flush()
 }

@@ -2,7 +2,6 @@ package keys
 
 import (
 	"bytes"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,8 +14,6 @@ import (
 
 	"github.com/gofrs/flock"
 	"github.com/google/renameio/v2"
-
-	"github.com/partner-edge/partner-edge/edge/internal/opfile"
 )
 
 // DefaultOverlap is how long a rotated key keeps working beside its
@@ -24,25 +21,16 @@ import (
 const DefaultOverlap = 24 * time.Hour
 
 // Editor changes one key file on behalf of `edge keys` (docs/contract.md
-// section 18). Every change is a read, an edit and a write of the whole
-// file under an exclusive lock (flock on the file's path + ".lock"), so two
-// editors at once keep both their changes; the result is checked with the
-// edge's own Parse before it is written, so an edit that would not load is
-// refused and the file is left as it was; and the write is atomic (a
-// temporary file in the same directory, fsync, rename over the file, fsync
-// of the directory), so a running edge reads either the old file or the new
-// one, never a partial one, and its watch (Watch) sees the rename. The file
-// keeps its mode, owner and group; a new one gets mode 0600.
-//
-// A key file that is a symbolic link is resolved: the link's target is
-// rewritten, the link is kept.
+// section 18; docs/operations.md, "Managing keys"): each change reads, edits,
+// checks with Parse and atomically rewrites the whole file under a lock on
+// FILE.lock, keeping its mode, owner and group (a new file: mode 0600). A key
+// file that is a symbolic link is resolved: its target is rewritten.
 type Editor struct {
 	// Path is the key file. Required.
 	Path string
-	// Now is the clock for expiries ("--expires 720h", rotation overlaps).
-	// nil: time.Now.
+	// Now is the clock for expiries ("--expires 720h", rotation overlaps). Required.
 	Now func() time.Time
-	// Random is the randomness keys are minted from. nil: crypto/rand.Reader.
+	// Random is the randomness keys are minted from (crypto/rand.Reader). Required.
 	Random io.Reader
 }
 
@@ -85,48 +73,29 @@ type Entry struct {
 	APIKey bool `json:"apiKey"`
 }
 
-func (e Editor) now() time.Time {
-	if e.Now == nil {
-		return time.Now()
-	}
-	return e.Now()
-}
-
-func (e Editor) random() io.Reader {
-	if e.Random == nil {
-		return rand.Reader
-	}
-	return e.Random
-}
-
 // Add mints a key with the grants of k, adds its record to the file
 // (creating the file when it does not exist) and returns the key, which is
 // shown once and stored nowhere, and the record.
 func (e Editor) Add(k NewKey) (token string, rec Record, err error) {
-	token, rec, err = Mint(e.random(), k.Brand, k.Mode, k.Properties)
+	token, rec, err = Mint(e.Random, k.Brand, k.Mode, k.Properties)
 	if err != nil {
 		return "", Record{}, err
 	}
-	rec.Partner = k.Partner
 	if k.Scopes != nil {
 		rec.Scopes = k.Scopes
 	}
 	if k.ExpiresAt != nil {
-		if !k.ExpiresAt.After(e.now()) {
+		if !k.ExpiresAt.After(e.Now()) {
 			return "", Record{}, errors.New("the expiry is not in the future")
 		}
 		t := k.ExpiresAt.UTC()
 		rec.ExpiresAt = &t
 	}
-	rec.RateLimit = k.RateLimit
 	if k.ClientID != "" && !validClientID(k.ClientID) {
 		return "", Record{}, fmt.Errorf("the client id must be 1 to %d printable ASCII characters without spaces", maxClientID)
 	}
-	rec.ClientID = k.ClientID
-	err = e.edit(true, func(recs []Record) ([]Record, error) {
-		return append(recs, rec), nil
-	})
-	if err != nil {
+	rec.Partner, rec.RateLimit, rec.ClientID = k.Partner, k.RateLimit, k.ClientID
+	if err = e.edit(true, func(recs []Record) ([]Record, error) { return append(recs, rec), nil }); err != nil {
 		return "", Record{}, err
 	}
 	return token, rec, nil
@@ -142,7 +111,7 @@ func (e Editor) List() ([]Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	now := e.now()
+	now := e.Now()
 	out := make([]Entry, 0, len(recs))
 	for _, r := range recs {
 		out = append(out, Entry{
@@ -184,13 +153,10 @@ func (e Editor) Revoke(id string) error {
 	})
 }
 
-// Rotate mints a successor of record id and returns its key and record.
-// The successor has the same grants as the old record (partner, brand,
-// mode, properties, status, scopes, rate limit and expiry) and takes over
-// its clientId, which only one record may hold. The old record stays until
-// overlap has passed: its expiresAt becomes now + overlap, or stays the
-// earlier time it already had. A record without an API key (OAuth 2.0
-// tokens only) has nothing to rotate.
+// Rotate mints a successor of record id with the same grants, hands it the
+// clientId (only one record may hold it) and returns its key and record. The
+// old record's expiresAt becomes now + overlap, unless it was earlier. A
+// record of OAuth 2.0 tokens only has no API key to rotate.
 func (e Editor) Rotate(id string, overlap time.Duration) (token string, rec Record, err error) {
 	if overlap < 0 {
 		return "", Record{}, errors.New("the overlap must not be negative")
@@ -204,17 +170,17 @@ func (e Editor) Rotate(id string, overlap time.Duration) (token string, rec Reco
 		if old.SHA256 == "" {
 			return nil, fmt.Errorf("%s has no API key to rotate (a record of OAuth 2.0 tokens only)", id)
 		}
-		if old.ExpiresAt != nil && !e.now().Before(*old.ExpiresAt) {
+		if old.ExpiresAt != nil && !e.Now().Before(*old.ExpiresAt) {
 			return nil, fmt.Errorf("%s has expired: its successor would be born expired; add a new key instead", id)
 		}
-		token, rec, err = Mint(e.random(), old.Brand, old.Mode, old.Properties)
+		token, rec, err = Mint(e.Random, old.Brand, old.Mode, old.Properties)
 		if err != nil {
 			return nil, err
 		}
 		rec.Partner, rec.Status, rec.Scopes = old.Partner, old.Status, old.Scopes
 		rec.RateLimit, rec.ClientID, rec.ExpiresAt = old.RateLimit, old.ClientID, old.ExpiresAt
 		old.ClientID = ""
-		end := e.now().Add(overlap).UTC()
+		end := e.Now().Add(overlap).UTC()
 		if old.ExpiresAt == nil || end.Before(*old.ExpiresAt) {
 			old.ExpiresAt = &end
 		}
@@ -235,19 +201,12 @@ type Summary struct {
 // on reload (Open), and reports what it holds at now, or the reason it would
 // not load.
 func Check(path string, now time.Time) (Summary, error) {
-	s, err := Open(path, Options{Now: func() time.Time { return now }})
+	s, err := Open(path, Options{})
 	if err != nil {
 		return Summary{}, err
 	}
 	sum := Summary{Keys: s.Len()}
-	for _, k := range s.set.Load().all() {
-		if k.Suspended {
-			sum.Suspended++
-		}
-		if k.Expired(now) {
-			sum.Expired++
-		}
-	}
+	sum.Suspended, sum.Expired = s.keys().counts(now)
 	return sum, nil
 }
 
@@ -335,15 +294,12 @@ func (e Editor) edit(create bool, change func([]Record) ([]Record, error)) error
 // load reads and parses the key file as the edge does. A file that does
 // not load now is not edited: the edit could not tell what it would keep.
 func load(path string, create bool) ([]Record, error) {
-	data, err := opfile.Read(path, maxFileSize)
-	if create && errors.Is(err, os.ErrNotExist) {
+	data, err := readFile(path)
+	if create && errors.Is(err, errNoFile) {
 		return []Record{}, nil
 	}
-	if errors.Is(err, opfile.ErrTooLarge) {
-		return nil, fmt.Errorf("key file %s: file is larger than %d bytes", path, maxFileSize)
-	}
 	if err != nil {
-		return nil, fmt.Errorf("key file %s: %w", path, describeFSError(err))
+		return nil, fmt.Errorf("key file %s: %w", path, err)
 	}
 	recs, err := Parse(data)
 	if err != nil {
@@ -354,9 +310,6 @@ func load(path string, create bool) ([]Record, error) {
 
 // render is the key file of recs: indented JSON, one trailing newline.
 func render(recs []Record) ([]byte, error) {
-	if recs == nil {
-		recs = []Record{}
-	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
@@ -367,12 +320,9 @@ func render(recs []Record) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// lock takes an exclusive flock (github.com/gofrs/flock) on path, created
-// with mode 0600 when missing, and returns its release. The kernel releases
-// it when the process ends, so a killed editor never leaves the file locked.
-// A lock file that is a symbolic link is refused, dangling or not: it is
-// opened with O_NOFOLLOW, so no link is followed and no target created
-// (docs/contract.md section 21).
+// lock takes an exclusive flock on path (mode 0600 when created) and returns
+// its release; the kernel releases it if the editor is killed. O_NOFOLLOW: a
+// lock file that is a symbolic link is refused, never followed (docs/contract.md section 21).
 func lock(path string) (func(), error) {
 	fl := flock.New(path, flock.SetFlag(os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW), flock.SetPermissions(0o600))
 	if err := fl.Lock(); err != nil {
@@ -384,14 +334,11 @@ func lock(path string) (func(), error) {
 	return func() { _ = fl.Unlock() }, nil
 }
 
-// writeAtomic replaces path by a file holding data: a temporary file in the
-// same directory (rename is atomic only within a file system), synced,
-// renamed over path (github.com/google/renameio/v2), and the directory
-// synced so that the rename survives a crash. The new file keeps the old
-// one's mode, owner and group (docs/contract.md section 21: `edge keys` run
-// as root must not leave a file the edge's own user cannot read); a new
-// file gets mode 0600 and the editor's owner. An owner that cannot be kept
-// (an editor that is neither root nor the owner) refuses the write.
+// writeAtomic replaces path by a file holding data with renameio (a synced
+// temporary file in the same directory, renamed over path), then syncs the
+// directory so that the rename survives a crash. The old file's mode, owner
+// and group are kept (docs/contract.md section 21: root's edit must leave a
+// file the edge's user can read); an owner that cannot be kept refuses the write.
 func writeAtomic(path string, data []byte) (err error) {
 	dir := filepath.Dir(path)
 	tmp, err := renameio.NewPendingFile(path, renameio.WithTempDir(dir),
@@ -414,12 +361,11 @@ func writeAtomic(path string, data []byte) (err error) {
 	if err = tmp.CloseAtomicallyReplace(); err != nil {
 		return err
 	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return nil // renamed: the change is made, only its durability is unconfirmed
+	// Renamed: the change is made; a failure below leaves only its durability unconfirmed.
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		_ = d.Close()
 	}
-	defer d.Close()
-	_ = d.Sync()
 	return nil
 }
 

@@ -278,11 +278,8 @@ func parseExpiry(raw json.RawMessage) (*time.Time, error) {
 		return nil, nil
 	}
 	var s string
-	if json.Unmarshal(raw, &s) != nil {
-		return nil, errors.New("must be an RFC 3339 time or null")
-	}
 	var t time.Time
-	if t.UnmarshalText([]byte(s)) != nil {
+	if json.Unmarshal(raw, &s) != nil || t.UnmarshalText([]byte(s)) != nil {
 		return nil, errors.New("must be an RFC 3339 time or null")
 	}
 	t = t.UTC()
@@ -320,15 +317,7 @@ const maxClientID = 255
 // validClientID reports whether id can be a client_id claim to match:
 // visible ASCII (RFC 6749 appendix A.1: VSCHAR, space excluded), bounded.
 func validClientID(id string) bool {
-	if id == "" || len(id) > maxClientID {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		if id[i] <= 0x20 || id[i] > 0x7e {
-			return false
-		}
-	}
-	return true
+	return id != "" && len(id) <= maxClientID && !strings.ContainsFunc(id, func(r rune) bool { return r <= 0x20 || r > 0x7e })
 }
 
 func isHex(s string) bool {
@@ -405,31 +394,12 @@ func checkFields(data []byte, allowed map[string]bool, label string) error {
 			return fmt.Errorf("%s: field %q appears twice", label, name)
 		}
 		seen[name] = true
-		if err := skipValue(dec); err != nil {
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
 			return fmt.Errorf("%s: %w", label, describe(err))
 		}
 	}
 	return nil
-}
-
-// skipValue consumes one JSON value from dec.
-func skipValue(dec *json.Decoder) error {
-	depth := 0
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		switch tok {
-		case json.Delim('{'), json.Delim('['):
-			depth++
-		case json.Delim('}'), json.Delim(']'):
-			depth--
-		}
-		if depth == 0 {
-			return nil
-		}
-	}
 }
 
 // clip shortens an unknown field name for a message: a field name is not a

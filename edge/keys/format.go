@@ -15,14 +15,12 @@ const (
 // prefix (docs/contract.md section 3).
 const minSecretLen = 24
 
-const (
-	// MaxTokenLen caps a key's total length. The contract sets no maximum,
-	// but every lookup hashes the whole token: the cap bounds the hashing
-	// work a caller can cause per request, whatever header sizes the server
-	// allows. Minted keys are 41 characters; 256 leaves ample room for keys
-	// issued by other tools.
-	MaxTokenLen = 256
-)
+// MaxTokenLen caps a key's total length. The contract sets no maximum,
+// but every lookup hashes the whole token: the cap bounds the hashing
+// work a caller can cause per request, whatever header sizes the server
+// allows. Minted keys are 41 characters; 256 leaves ample room for keys
+// issued by other tools.
+const MaxTokenLen = 256
 
 // ValidFormat reports whether token has the shape of a key: svc_live_ or
 // svc_test_ followed by at least 24 characters of [A-Za-z0-9], at most
@@ -42,20 +40,13 @@ func HasKeyPrefix(token string) bool {
 // modeOf returns the mode a well-formed token's prefix names; false when the
 // token is not of the key format.
 func modeOf(token string) (Mode, bool) {
-	if len(token) > MaxTokenLen {
-		return "", false
+	mode := ModeLive
+	rest, ok := strings.CutPrefix(token, PrefixLive)
+	if !ok {
+		mode = ModeTest
+		rest, ok = strings.CutPrefix(token, PrefixTest)
 	}
-	var mode Mode
-	var rest string
-	switch {
-	case strings.HasPrefix(token, PrefixLive):
-		mode, rest = ModeLive, token[len(PrefixLive):]
-	case strings.HasPrefix(token, PrefixTest):
-		mode, rest = ModeTest, token[len(PrefixTest):]
-	default:
-		return "", false
-	}
-	if len(rest) < minSecretLen {
+	if !ok || len(token) > MaxTokenLen || len(rest) < minSecretLen {
 		return "", false
 	}
 	for i := 0; i < len(rest); i++ {
@@ -68,14 +59,6 @@ func modeOf(token string) (Mode, bool) {
 
 func isAlnum(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
-}
-
-// prefixOf returns the key prefix of a mode.
-func prefixOf(m Mode) string {
-	if m == ModeTest {
-		return PrefixTest
-	}
-	return PrefixLive
 }
 
 // digestBounded is Digest for a token of at most MaxTokenLen bytes, copied

@@ -36,7 +36,6 @@ type Key struct {
 	// record; empty when the record serves its API key only.
 	ClientID string
 
-	hasDigest     bool                // the record has a sha256 (an API key)
 	allProperties bool                // properties: ["*"]
 	properties    map[string]struct{} // lower-case ids, when not all
 	scopes        map[string]struct{} // nil: scopes absent, meaning all

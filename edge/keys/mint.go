@@ -47,7 +47,10 @@ func Mint(random io.Reader, brand string, mode Mode, properties []string) (token
 	if err != nil {
 		return "", Record{}, err
 	}
-	token = prefixOf(mode) + secret
+	token = PrefixLive + secret
+	if mode == ModeTest {
+		token = PrefixTest + secret
+	}
 	d := Digest(token)
 	rec = Record{
 		ID:         "key_" + id,
@@ -79,12 +82,9 @@ func randomBase62(random io.Reader, n int) (string, error) {
 	return string(out), nil
 }
 
-// RunNew implements `edge keys new`: it mints a key with Mint and prints
-// to stdout the key (once, on a line "key: svc_...") followed by its record as
-// indented JSON, ready to add to the key file's "keys" list; a one-line
-// warning that the key cannot be shown again goes to stderr. args are the
-// arguments after "new". Usage and flag errors go to stderr; -h returns
-// flag.ErrHelp.
+// RunNew implements `edge keys new ARGS...`: it prints to stdout a key from
+// Mint ("key: svc_...") and its record as indented JSON, and a warning to
+// stderr. Usage and flag errors go to stderr; -h returns flag.ErrHelp.
 func RunNew(args []string, stdout, stderr io.Writer, random io.Reader) error {
 	fs := flag.NewFlagSet("edge keys new", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -141,21 +141,15 @@ func RunNew(args []string, stdout, stderr io.Writer, random io.Reader) error {
 // and one test key of brand, minted from random, and returns them. The
 // demo prints them on its banner (README.md).
 func WriteDemoFile(path, brand string, random io.Reader) (liveKey, testKey string, err error) {
-	var recs []Record
-	for _, mode := range []Mode{ModeLive, ModeTest} {
-		token, rec, err := Mint(random, brand, mode, nil)
-		if err != nil {
-			return "", "", err
-		}
-		rec.Partner = "Demo partner (" + string(mode) + ")"
-		recs = append(recs, rec)
-		if mode == ModeLive {
-			liveKey = token
-		} else {
-			testKey = token
-		}
+	var live, test Record
+	if liveKey, live, err = Mint(random, brand, ModeLive, nil); err != nil {
+		return "", "", err
 	}
-	b, err := json.MarshalIndent(map[string]any{"keys": recs}, "", "  ")
+	if testKey, test, err = Mint(random, brand, ModeTest, nil); err != nil {
+		return "", "", err
+	}
+	live.Partner, test.Partner = "Demo partner (live)", "Demo partner (test)"
+	b, err := render([]Record{live, test})
 	if err != nil {
 		return "", "", err
 	}

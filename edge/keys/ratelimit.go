@@ -21,12 +21,6 @@ const (
 	maxBurst     = 1e6
 )
 
-// representable reports whether the limiters can enforce perSecond with
-// burst (ratelimit.Limit.Valid: a bucket that refills within 1e18 ns).
-func representable(perSecond, burst float64) bool {
-	return ratelimit.Limit{PerSecond: perSecond, Burst: int(burst)}.Valid()
-}
-
 var rateLimitFields = map[string]bool{"perSecond": true, "burst": true}
 
 // parseRateLimit reads rateLimit: absent gives nil (the deployment's
@@ -56,8 +50,9 @@ func parseRateLimit(raw json.RawMessage) (*RateLimit, error) {
 		return nil, errors.New("perSecond must be a positive number of requests a second, at most 1000000")
 	case *w.Burst < 1 || *w.Burst > maxBurst || *w.Burst != math.Trunc(*w.Burst):
 		return nil, errors.New("burst must be a whole number from 1 to 1000000")
-	case !representable(*w.PerSecond, *w.Burst):
-		// The limiter would take this for "no limit" (docs/contract.md section 15).
+	case !(RateLimit{PerSecond: *w.PerSecond, Burst: int(*w.Burst)}).Valid():
+		// A bucket that does not refill within 1e18 ns: the limiter would take
+		// it for "no limit" (docs/contract.md section 15).
 		return nil, fmt.Errorf("perSecond %g is too small for burst %g: a limiter cannot represent it; want more than %g",
 			*w.PerSecond, *w.Burst, ratelimit.MinRate(int(*w.Burst)))
 	}

@@ -16,9 +16,7 @@ import (
 	"github.com/partner-edge/partner-edge/edge/internal/opfile"
 )
 
-// maxFileSize bounds how much of a key file is read: far above any real key
-// file (about 400 bytes a key), small enough that a wrong path (a log file)
-// cannot exhaust memory (docs/contract.md section 15: 16 MiB).
+// maxFileSize bounds how much of a key file is read (docs/contract.md section 15).
 const maxFileSize = opfile.MaxKeyFile
 
 // Options configures a Store. The zero value is usable.
@@ -26,9 +24,6 @@ type Options struct {
 	// Logger receives "keys loaded", "keys reloaded" and "keys reload
 	// failed" records. It never receives a key or a digest. nil: discard.
 	Logger *slog.Logger
-	// Now is the clock used to count expired keys in those records.
-	// nil: time.Now.
-	Now func() time.Time
 	// OnReload, when set, is called after every reload attempt (Reload, or a
 	// change seen by Watch) with whether it succeeded; meant for metrics. It
 	// is not called for the initial load in Open. nil: none.
@@ -41,7 +36,6 @@ type Options struct {
 type Store struct {
 	path     string
 	log      *slog.Logger
-	now      func() time.Time
 	onReload func(bool)
 
 	set atomic.Pointer[keySet]
@@ -53,8 +47,7 @@ type Store struct {
 	// watch and looked at the file: changes after that raise events.
 	watching func()
 	// looked, when set (tests only), is called by Watch after each look at
-	// the file that a change led to, reload or not: a test can wait for
-	// that event instead of for Watch's settling timer.
+	// the file that a change led to, reload or not.
 	looked func()
 }
 
@@ -62,21 +55,31 @@ type Store struct {
 type keySet struct {
 	byDigest map[[sha256.Size]byte]*Key
 	byClient map[string]*Key // records with a clientId (docs/contract.md section 12)
-	n        int             // records in force
+	all      []*Key          // every record, in file order
+}
+
+// counts returns how many of the set's keys are suspended and expired at now.
+func (set *keySet) counts(now time.Time) (suspended, expired int) {
+	for _, k := range set.all {
+		if k.Suspended {
+			suspended++
+		}
+		if k.Expired(now) {
+			expired++
+		}
+	}
+	return suspended, expired
 }
 
 // Open loads the key file at path. An error means the edge must not start;
 // it names the file and every problem found (never a key or a digest). A
 // file with no keys opens, but the store is not Usable.
 func Open(path string, opts Options) (*Store, error) {
-	s := &Store{path: path, log: opts.Logger, now: opts.Now, onReload: opts.OnReload}
+	s := &Store{path: path, log: opts.Logger, onReload: opts.OnReload}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	if s.now == nil {
-		s.now = time.Now
-	}
-	data, sum, err := s.read()
+	data, err := readFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("key file %s: %w", path, err)
 	}
@@ -84,7 +87,7 @@ func Open(path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("key file %s: %w", path, err)
 	}
-	s.lastSum = sum
+	s.lastSum = sha256.Sum256(data)
 	s.set.Store(set)
 	s.logLoaded("keys loaded", set)
 	return s, nil
@@ -99,7 +102,7 @@ func (s *Store) Lookup(token string) (*Key, bool) {
 	if !ok {
 		return nil, false
 	}
-	k, ok := s.keys()[digestBounded(token)] // modeOf bounded its length
+	k, ok := s.keys().byDigest[digestBounded(token)] // modeOf bounded its length
 	if !ok || k.Mode != mode {
 		return nil, false
 	}
@@ -110,11 +113,7 @@ func (s *Store) Lookup(token string) (*Key, bool) {
 // an OAuth 2.0 access token of that client acts as. The caller decides what
 // expiry, suspension, brand and scopes mean, as for Lookup.
 func (s *Store) LookupClient(clientID string) (*Key, bool) {
-	set := s.set.Load()
-	if set == nil {
-		return nil, false
-	}
-	k, ok := set.byClient[clientID]
+	k, ok := s.keys().byClient[clientID]
 	return k, ok
 }
 
@@ -124,12 +123,8 @@ func (s *Store) Usable() bool { return s.Len() > 0 }
 
 // Brands returns the brands of the keys in force, sorted, each once.
 func (s *Store) Brands() []string {
-	set := s.set.Load()
-	if set == nil {
-		return nil
-	}
 	var brands []string
-	for _, k := range set.all() {
+	for _, k := range s.keys().all {
 		brands = append(brands, k.Brand)
 	}
 	slices.Sort(brands)
@@ -137,20 +132,17 @@ func (s *Store) Brands() []string {
 }
 
 // Len returns the number of keys in force.
-func (s *Store) Len() int {
+func (s *Store) Len() int { return len(s.keys().all) }
+
+// keys returns the set in force; an empty one for a Store not made by Open.
+func (s *Store) keys() *keySet {
 	if set := s.set.Load(); set != nil {
-		return set.n
+		return set
 	}
-	return 0
+	return &noKeys
 }
 
-// keys returns the map in force; nil (empty) for a Store not made by Open.
-func (s *Store) keys() map[[sha256.Size]byte]*Key {
-	if set := s.set.Load(); set != nil {
-		return set.byDigest
-	}
-	return nil
-}
+var noKeys keySet
 
 // Path returns the key file's path.
 func (s *Store) Path() string { return s.path }
@@ -158,19 +150,17 @@ func (s *Store) Path() string { return s.path }
 // Reload re-reads the key file and puts its keys in force. On any failure the
 // keys already in force stay, the failure is logged ("keys reload failed",
 // with the reason) and returned. The run loop calls it on SIGHUP.
-func (s *Store) Reload() error {
-	_, err := s.reload(true)
-	return err
-}
+func (s *Store) Reload() error { return s.reload(true) }
 
 // reload loads the file; unless force, only when its content changed since
-// the last attempt. It reports whether a load was attempted.
-func (s *Store) reload(force bool) (bool, error) {
+// the last attempt.
+func (s *Store) reload(force bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	data, sum, err := s.read()
+	data, err := readFile(s.path)
+	sum := sha256.Sum256(data)
 	if err == nil && !force && sum == s.lastSum {
-		return false, nil
+		return nil
 	}
 	if err == nil {
 		s.lastSum = sum // a bad content is reported once, not per event
@@ -181,37 +171,37 @@ func (s *Store) reload(force bool) (bool, error) {
 		}
 	}
 	if err != nil {
-		s.log.Error("keys reload failed", "file", s.path, "reason", err.Error(),
-			"keys", s.Len())
+		s.log.Error("keys reload failed", "file", s.path, "reason", err.Error(), "keys", s.Len())
+		err = fmt.Errorf("key file %s: %w (previous keys stay in force)", s.path, err)
 	}
 	if s.onReload != nil {
 		s.onReload(err == nil)
 	}
-	if err != nil {
-		return true, fmt.Errorf("key file %s: %w (previous keys stay in force)", s.path, err)
-	}
-	return true, nil
+	return err
 }
 
-// read returns the file's content and its SHA-256.
-func (s *Store) read() ([]byte, [sha256.Size]byte, error) {
-	// A regular file only (links followed), never blocking: a FIFO or a
-	// device is refused like a malformed file (docs/contract.md section 15).
-	data, err := opfile.Read(s.path, maxFileSize)
+// errNoFile is readFile's error for a key file that does not exist.
+var errNoFile = errors.New("file does not exist")
+
+// readFile reads the key file: a regular file only (links followed), never
+// blocking, bounded (docs/contract.md section 15). Errors keep the useful
+// part of a file-system error.
+func readFile(path string) ([]byte, error) {
+	data, err := opfile.Read(path, maxFileSize)
 	if errors.Is(err, opfile.ErrTooLarge) {
-		return nil, [sha256.Size]byte{}, fmt.Errorf("file is larger than %d bytes", maxFileSize)
+		return nil, fmt.Errorf("file is larger than %d bytes", maxFileSize)
 	}
 	if err != nil {
-		return nil, [sha256.Size]byte{}, describeFSError(err)
+		return nil, describeFSError(err)
 	}
-	return data, sha256.Sum256(data), nil
+	return data, nil
 }
 
 // describeFSError keeps the useful part of a file-system error.
 func describeFSError(err error) error {
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return errors.New("file does not exist")
+		return errNoFile
 	case errors.Is(err, os.ErrPermission):
 		return errors.New("permission denied")
 	}
@@ -223,21 +213,12 @@ func describeFSError(err error) error {
 }
 
 func (s *Store) logLoaded(msg string, set *keySet) {
-	now := s.now()
-	var suspended, expired int
-	for _, k := range set.all() {
-		if k.Suspended {
-			suspended++
-		}
-		if k.Expired(now) {
-			expired++
-		}
-	}
+	suspended, expired := set.counts(time.Now())
 	level := slog.LevelInfo
-	if set.n == 0 {
+	if len(set.all) == 0 {
 		level = slog.LevelWarn // the edge cannot authenticate anyone
 	}
-	s.log.Log(context.Background(), level, msg, "file", s.path, "count", set.n,
+	s.log.Log(context.Background(), level, msg, "file", s.path, "count", len(set.all),
 		"suspended", suspended, "expired", expired)
 }
 
@@ -247,15 +228,13 @@ func build(data []byte) (*keySet, error) {
 	if err != nil {
 		return nil, err
 	}
-	set := &keySet{byDigest: make(map[[sha256.Size]byte]*Key, len(recs)),
-		byClient: map[string]*Key{}, n: len(recs)}
+	set := &keySet{byDigest: make(map[[sha256.Size]byte]*Key, len(recs)), byClient: map[string]*Key{}}
 	for _, r := range recs {
 		k := newKey(r)
+		set.all = append(set.all, k)
 		if r.SHA256 != "" {
 			var d [sha256.Size]byte
-			if _, err := hex.Decode(d[:], []byte(r.SHA256)); err != nil {
-				return nil, err // unreachable: Parse checked it
-			}
+			_, _ = hex.Decode(d[:], []byte(r.SHA256)) // Parse checked it: 64 hex digits
 			set.byDigest[d] = k
 		}
 		if r.ClientID != "" {
@@ -263,21 +242,6 @@ func build(data []byte) (*keySet, error) {
 		}
 	}
 	return set, nil
-}
-
-// all returns every record's Key once (a record with both a digest and a
-// clientId sits in both maps).
-func (set *keySet) all() []*Key {
-	out := make([]*Key, 0, set.n)
-	for _, k := range set.byDigest {
-		out = append(out, k)
-	}
-	for _, k := range set.byClient {
-		if !k.hasDigest {
-			out = append(out, k)
-		}
-	}
-	return out
 }
 
 // newKey builds the Key of a validated record.
@@ -290,7 +254,6 @@ func newKey(r Record) *Key {
 		Suspended: r.Status == StatusSuspended,
 		RateLimit: r.RateLimit,
 		ClientID:  r.ClientID,
-		hasDigest: r.SHA256 != "",
 	}
 	if r.ExpiresAt != nil {
 		k.ExpiresAt = *r.ExpiresAt

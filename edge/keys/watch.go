@@ -12,19 +12,12 @@ import (
 // returns nil, having stopped everything it started. It returns an error only
 // when the watch cannot be set up.
 //
-// It watches the file's directory, not the file: editors save by writing a
-// new file and renaming it over the old one, and Kubernetes updates a mounted
-// ConfigMap or Secret by swapping a symlink in that directory; a watch on the
-// file itself would lose track after the first such swap. Any change in the
-// directory leads, after a short settling delay, to reading the file; the
-// keys are reloaded only when its content differs from the content last
-// loaded (or last rejected), so unrelated files in the directory and
-// repeated events cause no reload. Reloads go through the same path as
-// Reload: a bad file keeps the previous keys and is logged once.
-//
-// A key file that is a symlink into another directory is followed when that
-// symlink is replaced, not when its target is edited in place; use SIGHUP
-// (Reload) then.
+// The file's directory is watched, not the file (edge/internal/dirwatch), so
+// editors' renames and Kubernetes' symlink swaps are seen. A change reloads
+// the keys, as Reload does, only when the content differs from the content
+// last loaded or rejected: other files and repeated events cause no reload,
+// and a bad file is logged once. A symlink into another directory whose
+// target is edited in place needs SIGHUP (Reload).
 func (s *Store) Watch(ctx context.Context) error {
 	w, err := dirwatch.New(s.path)
 	if err != nil {

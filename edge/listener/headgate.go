@@ -17,25 +17,16 @@ import (
 const bigHead = 8 << 10
 
 // headGate lets at most a few connections at a time (GOMAXPROCS) read an
-// oversized request head: more than bigHead bytes read since the
-// connection last wrote. net/http reads a request line 4 KB at a time,
-// growing its buffer as it goes (a 64 KB line costs about 300 KB of
-// allocation), and Go has no goroutine priorities: when hundreds of such
-// heads arrive at once, hundreds of connections are runnable together and
-// a health check queues behind all of them (a fresh edge answered it in
-// 125-185 ms during 300 64 KB queries at once; bench/README.md). Past the
-// gate, the others wait parked, so a small request queues behind a few
-// busy connections instead of hundreds (30-60 ms in the same test). No
-// request of this API comes near bigHead: only oversized heads (hostile
-// or broken) ever wait, and only for one another, in arrival order.
+// oversized request head: more than bigHead bytes read since the connection
+// last wrote. Hundreds of such heads at once (net/http grows its buffer 4 KB
+// at a time, and Go has no goroutine priorities) would queue a health check
+// behind all of them; past the gate they wait parked, in arrival order, and
+// only for one another (the figures: bench/README.md).
 //
-// A connection holds its slot until it writes (its answer, a 431, an
-// HTTP/2 frame), until its handler starts (releaseHead), or until it is
-// closed. A waiting Read still honours the read deadline, so
-// ReadHeaderTimeout keeps bounding a slow head, and returns at once when
-// the connection is closed. A client that stalls mid-head holds its slot
-// until ReadHeaderTimeout: it delays other oversized heads, never a normal
-// request.
+// A connection holds its slot until it writes (an answer, a 431, an HTTP/2
+// frame), its handler starts (releaseHead) or it is closed. A waiting Read
+// still ends at the read deadline (ReadHeaderTimeout) and at Close, so a
+// stalled head delays other oversized heads at most that long, never a normal request.
 type headGate struct {
 	slots chan struct{}
 	limit int64 // bytes read since the last write that make a head oversized

@@ -7,6 +7,7 @@
 package listener
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -21,13 +22,9 @@ import (
 // Defaults of ServeConfig.
 const (
 	DefaultReadHeaderTimeout = 5 * time.Second
-	// defaultRequestTimeout is RequestTimeout's default, the same as the
-	// API's (edge.DefaultRequestTimeout, EDGE_REQUEST_TIMEOUT): cmd/edge
-	// always passes its setting.
+	// defaultRequestTimeout is edge.DefaultRequestTimeout; cmd/edge always passes its setting.
 	defaultRequestTimeout = 10 * time.Second
-	// writeMargin is how much longer than the request deadline the server
-	// lets a response take to write: a request answered 504 at its deadline
-	// still gets its answer out.
+	// writeMargin lets an answer given at the request deadline (a 504) still be written.
 	writeMargin = 5 * time.Second
 )
 
@@ -77,9 +74,6 @@ type ServeConfig struct {
 	// Logger receives lifecycle lines, certificate reloads, and net/http's
 	// own errors (at warn, at most 10 a minute). Nil discards.
 	Logger *slog.Logger
-	// Now is the clock of the error log's rate limit and of certificate
-	// validity. Nil means time.Now.
-	Now func() time.Time
 
 	// tlsSettle, when set (tests only: a tiny one), replaces the certificate
 	// watch's settling delay; zero: dirwatch.DefaultSettle.
@@ -101,16 +95,13 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		return errors.New("TLS needs both a certificate and a key")
 	}
 	cfg = cfg.withDefaults()
-	log := cfg.Logger
 	srv := newHTTPServer(cfg)
 	var certs *certStore
 	if cfg.TLSCertFile != "" {
 		var err error
-		if certs, err = newCertStore(cfg.TLSCertFile, cfg.TLSKeyFile, log, cfg.Now); err != nil {
+		if certs, err = newCertStore(cfg); err != nil {
 			return err
 		}
-		certs.onReload = cfg.OnTLSReload
-		certs.settle, certs.onApplied = cfg.tlsSettle, cfg.onTLSLoad
 		srv.TLSConfig = newTLSConfig(certs.getCertificate)
 		srv.Handler = hsts(srv.Handler)
 	}
@@ -146,7 +137,7 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		return fmt.Errorf("serve on %s: %w", cfg.Addr, err)
 	case <-ctx.Done():
 	}
-	log.Info("shutdown begun", "addr", ln.Addr().String(), "drain_delay", cfg.DrainDelay)
+	cfg.Logger.Info("shutdown begun", "addr", ln.Addr().String(), "drain_delay", cfg.DrainDelay)
 	if cfg.OnDraining != nil {
 		cfg.OnDraining()
 	}
@@ -165,35 +156,24 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		return fmt.Errorf("shutdown of %s: %w", cfg.Addr, err)
 	}
 	<-errc // http.ErrServerClosed
-	log.Info("shutdown complete", "addr", ln.Addr().String())
+	cfg.Logger.Info("shutdown complete", "addr", ln.Addr().String())
 	return nil
 }
 
+// withDefaults gives zero or negative durations and a nil Logger their defaults.
 func (cfg ServeConfig) withDefaults() ServeConfig {
-	if cfg.ShutdownTimeout <= 0 {
-		cfg.ShutdownTimeout = 15 * time.Second
-	}
-	if cfg.RequestTimeout <= 0 {
-		cfg.RequestTimeout = defaultRequestTimeout
-	}
-	if cfg.ReadHeaderTimeout <= 0 {
-		cfg.ReadHeaderTimeout = DefaultReadHeaderTimeout
-	}
+	cfg.ShutdownTimeout = cmp.Or(max(cfg.ShutdownTimeout, 0), 15*time.Second)
+	cfg.RequestTimeout = cmp.Or(max(cfg.RequestTimeout, 0), defaultRequestTimeout)
+	cfg.ReadHeaderTimeout = cmp.Or(max(cfg.ReadHeaderTimeout, 0), DefaultReadHeaderTimeout)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
 	}
 	return cfg
 }
 
-// newHTTPServer bounds what slow, idle or hostile clients can hold: header
-// reading (ReadHeaderTimeout, MaxHeaderBytes: 431 beyond; oversized heads
-// take turns at Serve's headGate), whole request
-// reading, writing (the request deadline plus a margin), idleness, and on
-// HTTP/2 a silent connection (ping after half of ReadHeaderTimeout, closed
-// when unanswered after the other half) and a peer that stops reading.
+// newHTTPServer bounds what slow, idle or hostile clients can hold: reading
+// the head (431 beyond MaxHeaderBytes) and the request, writing, idleness,
+// and on HTTP/2 a silent connection or a peer that stops reading.
 func newHTTPServer(cfg ServeConfig) *http.Server {
 	rht := cfg.ReadHeaderTimeout
 	return &http.Server{
@@ -208,7 +188,7 @@ func newHTTPServer(cfg ServeConfig) *http.Server {
 			PingTimeout:      rht - rht/2,
 			WriteByteTimeout: 2 * rht,
 		},
-		ErrorLog:    newErrorLog(cfg.Logger, cfg.Now),
+		ErrorLog:    newErrorLog(cfg.Logger, time.Now),
 		ConnContext: gateConnContext, // with Serve's headGate listener
 	}
 }

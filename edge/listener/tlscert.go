@@ -24,7 +24,6 @@ import (
 type certStore struct {
 	certFile, keyFile string
 	log               *slog.Logger
-	now               func() time.Time
 
 	cur atomic.Pointer[tls.Certificate]
 
@@ -36,12 +35,14 @@ type certStore struct {
 	onReload  func(ok bool) // ServeConfig.OnTLSReload; nil: none
 }
 
-// newCertStore loads the pair once; an error here stops start-up.
-func newCertStore(certFile, keyFile string, log *slog.Logger, now func() time.Time) (*certStore, error) {
-	c := &certStore{certFile: certFile, keyFile: keyFile, log: log, now: now}
+// newCertStore loads cfg's pair once; an error here stops start-up.
+func newCertStore(cfg ServeConfig) (*certStore, error) {
+	c := &certStore{certFile: cfg.TLSCertFile, keyFile: cfg.TLSKeyFile, log: cfg.Logger,
+		settle: cfg.tlsSettle, onReload: cfg.OnTLSReload}
 	if err := c.reload(true); err != nil {
 		return nil, err
 	}
+	c.onApplied = cfg.onTLSLoad // the loads after this first one
 	return c, nil
 }
 
@@ -78,12 +79,10 @@ func (c *certStore) reload(force bool) error {
 		return c.reject(c.diagnose(certPEM, keyPEM, err))
 	}
 	leaf := cert.Leaf // set by X509KeyPair
-	if now := c.now(); leaf == nil || now.After(leaf.NotAfter) || now.Before(leaf.NotBefore) {
+	if now := time.Now(); leaf == nil || now.After(leaf.NotAfter) || now.Before(leaf.NotBefore) {
 		return c.reject(&tlsRefusal{what: refusedCert, file: c.certFile, err: errors.New("not valid now")})
 	}
-	first := c.cur.Load() == nil
-	c.cur.Store(&cert)
-	if !first {
+	if c.cur.Swap(&cert) != nil { // a reload, not the first load
 		if c.onReload != nil {
 			c.onReload(true)
 		}
@@ -185,8 +184,6 @@ func firstPrivateKey(data []byte) error {
 }
 
 // ReadTLSFile reads TLS material an operator points the edge at (a
-// certificate, a key, a CA bundle) as the listener reads its own: a regular
-// file after links, at most 1 MiB, never blocking (docs/contract.md section
-// 15). cmd/edge hands it to the Redis TLS settings too, so every operator
-// TLS file is read by one reader.
+// certificate, a key, a CA bundle) as the listener reads its own
+// (docs/contract.md section 15); cmd/edge hands it to the Redis TLS settings.
 func ReadTLSFile(path string) ([]byte, error) { return opfile.Read(path, opfile.MaxTLSFile) }

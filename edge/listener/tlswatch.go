@@ -6,11 +6,9 @@ import (
 	"github.com/partner-edge/partner-edge/edge/internal/dirwatch"
 )
 
-// watch reloads the certificate when its files change (edge/internal/dirwatch:
-// their directories are watched, changes settle before one read), and on
-// every value from hup (SIGHUP), until ctx is done. Renewals (certbot,
-// cert-manager's Secret volumes) replace files by rename or by swapping a
-// symlink, which a watch on the file itself loses. A failed watch set-up is
+// watch reloads the certificate when its files change (edge/internal/dirwatch
+// watches their directories: renewals rename files or swap symlinks), and on
+// every value from hup (SIGHUP), until ctx is done. A failed watch set-up is
 // logged; hup still works.
 func (c *certStore) watch(ctx context.Context, hup <-chan struct{}) {
 	w, err := dirwatch.New(c.certFile, c.keyFile)

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/go-jose/go-jose/v4"
@@ -34,37 +35,22 @@ type keySet struct {
 
 // candidates returns the keys that may verify a token of alg with kid: the
 // kid must match when the token names one; the key's type must fit alg, and
-// its own alg and use, when published, must agree (RFC 8725 section 3.1).
-func (s *keySet) candidates(kid string, alg jose.SignatureAlgorithm) []jose.JSONWebKey {
+// its own alg, when published, must agree (RFC 8725 section 3.1). known
+// reports whether the token names a kid that is in the set, fit or not.
+func (s *keySet) candidates(kid string, alg jose.SignatureAlgorithm) (out []jose.JSONWebKey, known bool) {
 	if s == nil {
-		return nil
+		return nil, false
 	}
-	var out []jose.JSONWebKey
 	for _, k := range s.keys {
 		if kid != "" && k.KeyID != kid {
 			continue
 		}
-		if k.Algorithm != "" && k.Algorithm != string(alg) {
-			continue
-		}
-		if fits(k.Key, alg) {
+		known = kid != ""
+		if (k.Algorithm == "" || k.Algorithm == string(alg)) && fits(k.Key, alg) {
 			out = append(out, k)
 		}
 	}
-	return out
-}
-
-// hasKID reports whether a key with kid is in the set.
-func (s *keySet) hasKID(kid string) bool {
-	if s == nil {
-		return false
-	}
-	for _, k := range s.keys {
-		if k.KeyID == kid {
-			return true
-		}
-	}
-	return false
+	return out, known
 }
 
 // fits reports whether key is of the type alg signs with.
@@ -102,19 +88,9 @@ func parseJWKS(data []byte) (*keySet, int, error) {
 		if !k.IsPublic() {
 			k = k.Public() // an issuer publishing private keys is misconfigured; use the public half only
 		}
-		if k.Use != "" && k.Use != "sig" {
-			skipped++
-			continue
-		}
-		if rk, ok := k.Key.(*rsa.PublicKey); ok && rk.N.BitLen() < minRSABits {
-			skipped++
-			continue
-		}
-		usable := false
-		for _, alg := range allowedAlgs {
-			usable = usable || fits(k.Key, alg)
-		}
-		if !usable {
+		rk, isRSA := k.Key.(*rsa.PublicKey)
+		if k.Use != "" && k.Use != "sig" || isRSA && rk.N.BitLen() < minRSABits ||
+			!slices.ContainsFunc(allowedAlgs, func(alg jose.SignatureAlgorithm) bool { return fits(k.Key, alg) }) {
 			skipped++
 			continue
 		}
@@ -129,10 +105,7 @@ func parseJWKS(data []byte) (*keySet, int, error) {
 // The document's issuer must equal the configured one (RFC 8414 section
 // 3.3), or a misrouted document could hand over another server's keys.
 func (v *Verifier) discover(ctx context.Context) (string, error) {
-	u, err := url.Parse(v.cfg.Issuer)
-	if err != nil {
-		return "", err
-	}
+	u, _ := url.Parse(v.cfg.Issuer) // New's Validate checked it
 	path := strings.TrimSuffix(u.Path, "/")
 	rfc8414 := *u
 	rfc8414.Path = "/.well-known/oauth-authorization-server" + path
@@ -170,12 +143,10 @@ func (v *Verifier) discover(ctx context.Context) (string, error) {
 	return "", errors.Join(errs...)
 }
 
-// checkJWKSURI applies docs/contract.md section 17 to a discovered jwks_uri:
-// https, or http on a loopback host when the issuer is http too (tests and
-// the demo; keys must not travel in clear, and never from an https issuer);
-// on the issuer's host or one of Config.JWKSHosts. A discovery document is
-// only as trustworthy as the channel it came by, so it must not be able to
-// send the key fetch anywhere it likes.
+// checkJWKSURI applies docs/contract.md section 17 to a discovered jwks_uri,
+// so that a discovery document cannot send the key fetch anywhere it likes:
+// https (http only on loopback with an http issuer), on the issuer's host or
+// one of Config.JWKSHosts.
 func (v *Verifier) checkJWKSURI(issuer *url.URL, raw string) error {
 	j, err := url.Parse(raw)
 	if err != nil {
@@ -189,13 +160,8 @@ func (v *Verifier) checkJWKSURI(issuer *url.URL, raw string) error {
 		return refused("jwks_uri %s refused: not https (http only on loopback with an http issuer)", clip(raw))
 	}
 	host := normHost(j.Hostname())
-	if host == normHost(issuer.Hostname()) {
+	if host == normHost(issuer.Hostname()) || slices.ContainsFunc(v.cfg.JWKSHosts, func(h string) bool { return normHost(h) == host }) {
 		return nil
-	}
-	for _, h := range v.cfg.JWKSHosts {
-		if host == normHost(h) {
-			return nil
-		}
 	}
 	v.log.Warn("oauth: jwks_uri refused: host neither the issuer's nor in EDGE_OAUTH_JWKS_HOSTS",
 		"jwks_uri", clip(raw), "issuer", v.cfg.Issuer)
@@ -204,22 +170,16 @@ func (v *Verifier) checkJWKSURI(issuer *url.URL, raw string) error {
 
 // isLoopback reports whether host is localhost or a loopback IP address.
 func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return strings.EqualFold(host, "localhost") || net.ParseIP(host).IsLoopback() // a nil IP is no loopback
 }
 
 // maxRedirects bounds the same-origin redirects of one fetch.
 const maxRedirects = 5
 
 // checkRedirect is the CheckRedirect of the verifier's client: a fetch
-// follows a redirect only within the origin (scheme, host and port) it was
-// sent to, so neither a discovery document nor a JWKS can be taken from
-// another host, and never over http after https. net/http's default would
-// follow any redirect, to any host, https to http included: the forged-key
-// attack of docs/contract.md section 17.
+// follows redirects only within its origin (scheme, host and port), where
+// net/http's default would follow any, https to http included: the
+// forged-key attack of docs/contract.md section 17.
 func (v *Verifier) checkRedirect(req *http.Request, via []*http.Request) error {
 	from := via[len(via)-1].URL
 	if !sameOrigin(from, req.URL) {
@@ -262,15 +222,13 @@ func (v *Verifier) get(ctx context.Context, loc string) ([]byte, error) {
 		return nil, err
 	}
 	defer res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, maxDocumentSize))
+	data, err := io.ReadAll(io.LimitReader(res.Body, maxDocumentSize+1)) // read, whatever the status, so the connection is reused
+	switch {
+	case res.StatusCode != http.StatusOK:
 		return nil, fmt.Errorf("status %d", res.StatusCode)
-	}
-	data, err := io.ReadAll(io.LimitReader(res.Body, maxDocumentSize+1))
-	if err != nil {
+	case err != nil:
 		return nil, err
-	}
-	if len(data) > maxDocumentSize {
+	case len(data) > maxDocumentSize:
 		return nil, fmt.Errorf("larger than %d bytes", maxDocumentSize)
 	}
 	return data, nil

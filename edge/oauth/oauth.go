@@ -58,27 +58,18 @@ type Config struct {
 	// name (EDGE_OAUTH_JWKS_HOSTS): host names or IP addresses, no port.
 	// Nil or empty: only the issuer's host.
 	JWKSHosts []string
-	// HTTPClient fetches the discovery document and the JWKS: its
-	// Transport, Jar and Timeout are used, never its CheckRedirect (the
-	// verifier's own redirect policy replaces it, so a caller's client can
-	// not weaken it). Nil means a client of its own with no overall timeout
-	// (FetchTimeout bounds each fetch).
+	// HTTPClient fetches the discovery document and the JWKS, with the
+	// verifier's redirect policy in place of its CheckRedirect. Nil means a
+	// client of its own (FetchTimeout bounds each fetch).
 	HTTPClient *http.Client
 	// Now is the clock for claim checks and fetch pacing. Nil means time.Now.
 	Now func() time.Time
 	// Logger receives key fetch outcomes (never a token). Nil discards.
 	Logger *slog.Logger
-	// MinRefetch is the least time between key fetches. Zero means
-	// DefaultMinRefetch.
-	MinRefetch time.Duration
-	// MaxKeyAge is how long fetched keys are used before a token triggers
-	// a refresh. Zero means DefaultMaxKeyAge.
-	MaxKeyAge time.Duration
-	// FetchTimeout bounds one fetch. Zero means DefaultFetchTimeout.
-	FetchTimeout time.Duration
-	// MaxWait is the longest a token, or New, waits for a fetch under way.
-	// Zero means DefaultMaxWait.
-	MaxWait time.Duration
+	// MinRefetch, MaxKeyAge, FetchTimeout and MaxWait replace
+	// DefaultMinRefetch, DefaultMaxKeyAge, DefaultFetchTimeout and
+	// DefaultMaxWait, which say what each bounds. Zero means the default.
+	MinRefetch, MaxKeyAge, FetchTimeout, MaxWait time.Duration
 	// After is the timer of MaxWait, as time.After: tests inject one they
 	// fire themselves. Nil means time.After.
 	After func(time.Duration) <-chan time.Time
@@ -125,10 +116,8 @@ func ParseHosts(s string) ([]string, error) {
 // brackets): what a URL's Hostname() gives.
 func checkHost(h string) error {
 	u, err := url.Parse("https://" + h)
-	if err != nil || h == "" || u.Host != h || u.Port() != "" || u.Path != "" || u.User != nil {
-		if ip := net.ParseIP(h); ip != nil {
-			return nil // a bare IPv6 address
-		}
+	bad := err != nil || h == "" || u.Host != h || u.Port() != "" || u.Path != "" || u.User != nil
+	if bad && net.ParseIP(h) == nil { // a bare IPv6 address is not bad
 		return errors.New("want a host name or IP address without scheme, port or path")
 	}
 	return nil
@@ -192,12 +181,10 @@ type Error struct {
 
 func (e *Error) Error() string { return "access token refused: " + e.Reason }
 
-// refusedError is an issuer's answer the key-fetch policy refuses (a
-// redirect to another origin, a jwks_uri on a host not allowed, an http
-// jwks_uri off loopback) as opposed to an issuer that cannot be reached.
-// Keys behind it are never trusted, and a token no cached key verifies is
-// then Invalid (401), not Unavailable: waiting would not help, and a 503
-// would invite the attacker's client to retry.
+// refusedError is an issuer's answer the key-fetch policy refuses (a redirect
+// to another origin, a jwks_uri off the allowed hosts or over http) rather
+// than an issuer out of reach: a token no cached key verifies is then Invalid
+// (401), not Unavailable, since a 503 would invite the attacker to retry.
 type refusedError struct{ reason string }
 
 func (e *refusedError) Error() string { return e.reason }
@@ -209,6 +196,3 @@ func refused(format string, args ...any) error {
 func invalid(format string, args ...any) *Error {
 	return &Error{Kind: Invalid, Reason: fmt.Sprintf(format, args...)}
 }
-
-// scopesOf splits an RFC 6749 scope string (space-delimited).
-func scopesOf(s string) []string { return strings.Fields(s) }

@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,17 +17,12 @@ import (
 )
 
 // Verifier verifies access tokens of one issuer for one audience. Verify is
-// safe for concurrent use. Keys are fetched at New and then on demand: when
-// a token names a key the set lacks, or the set is older than MaxKeyAge.
-// The fetch at start is not a refetch: the first unknown kid after it may
-// fetch at once; after that, fetches start at most once per MinRefetch,
-// whatever tokens arrive (docs/contract.md sections 12 and 17).
-//
-// Every fetch runs in a goroutine of its own, at most one at a time, bounded
-// by FetchTimeout and ended by New's context. A token that needs keys waits
-// for the fetch in flight at most MaxWait, then is Unavailable: a hanging
-// issuer holds no request for longer, and New returns after MaxWait at the
-// latest, the fetch going on in the background.
+// safe for concurrent use. Keys are fetched at New, then when a token names a
+// key the set lacks (at most once per MinRefetch after the first such fetch)
+// or the set is older than MaxKeyAge (docs/oauth.md, "Signing keys: fetching,
+// caching, outages"). One fetch at a time runs in its own goroutine, bounded
+// by FetchTimeout and New's context; a token, and New, wait for it at most
+// MaxWait, so a hanging issuer holds no request longer.
 type Verifier struct {
 	cfg    Config
 	client *http.Client
@@ -36,15 +32,12 @@ type Verifier struct {
 	keys    atomic.Pointer[keySet] // nil until a fetch succeeded
 	fetches atomic.Int64
 
-	mu          sync.Mutex // guards the fields below
-	jwksURI     string     // from discovery; "" until discovery succeeded
-	inflight    *fetchCall // the fetch under way; nil for none
-	paced       bool       // a fetch after the start's was made: nextFetch applies
-	nextFetch   time.Time  // when paced, the earliest start of the next fetch
-	attempted   bool       // a fetch has ended
-	lastOK      bool       // the last fetch that ended got a key set
-	lastRefused bool       // its answer was refused by policy (refusedError)
-	fetchedAt   time.Time  // of the key set in force
+	mu        sync.Mutex // guards the fields below
+	jwksURI   string     // from discovery; "" until discovery succeeded
+	inflight  *fetchCall // the fetch under way; nil for none
+	nextFetch time.Time  // the earliest start of the next paced fetch; zero before the first
+	down      bool       // the last fetch that ended failed, not refused by policy (refusedError)
+	fetchedAt time.Time  // of the key set in force
 }
 
 // fetchCall is one fetch: done is closed when it has ended and its outcome
@@ -55,13 +48,10 @@ type fetchCall struct {
 }
 
 // New checks cfg and starts fetching the issuer's keys, waiting at most
-// MaxWait for them (docs/contract.md section 17: a hanging issuer does not delay
-// start-up). Failing to reach the issuer is not an error: the edge starts,
-// logs the failure, and answers tokens 503 SERVICE_UNAVAILABLE (with
-// Retry-After) until a later fetch succeeds; API keys are unaffected. Only a
-// bad cfg is an error. ctx bounds the Verifier's life: once it ends, the
-// fetch under way stops and no other starts (tokens then verify with the
-// keys already fetched).
+// MaxWait for them (docs/contract.md section 17). Only a bad cfg is an error:
+// an issuer out of reach is logged, and tokens are answered 503 with
+// Retry-After until a later fetch succeeds. ctx bounds the Verifier's life:
+// once it ends, no fetch runs (tokens verify with the keys already fetched).
 func New(ctx context.Context, cfg Config) (*Verifier, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -72,28 +62,18 @@ func New(ctx context.Context, cfg Config) (*Verifier, error) {
 	if cfg.After == nil {
 		cfg.After = time.After
 	}
-	if cfg.MinRefetch <= 0 {
-		cfg.MinRefetch = DefaultMinRefetch
-	}
-	if cfg.MaxKeyAge <= 0 {
-		cfg.MaxKeyAge = DefaultMaxKeyAge
-	}
-	if cfg.FetchTimeout <= 0 {
-		cfg.FetchTimeout = DefaultFetchTimeout
-	}
-	if cfg.MaxWait <= 0 {
-		cfg.MaxWait = DefaultMaxWait
-	}
+	// Zero or negative durations take their defaults.
+	cfg.MinRefetch = cmp.Or(max(cfg.MinRefetch, 0), DefaultMinRefetch)
+	cfg.MaxKeyAge = cmp.Or(max(cfg.MaxKeyAge, 0), DefaultMaxKeyAge)
+	cfg.FetchTimeout = cmp.Or(max(cfg.FetchTimeout, 0), DefaultFetchTimeout)
+	cfg.MaxWait = cmp.Or(max(cfg.MaxWait, 0), DefaultMaxWait)
 	v := &Verifier{cfg: cfg, log: cfg.Logger, ctx: ctx}
 	if v.log == nil {
 		v.log = slog.New(slog.DiscardHandler)
 	}
 	// A copy of the caller's client with the verifier's redirect policy:
 	// safe by default, whatever client is passed (docs/contract.md section 17).
-	client := http.Client{}
-	if cfg.HTTPClient != nil {
-		client = *cfg.HTTPClient
-	}
+	client := *cmp.Or(cfg.HTTPClient, &http.Client{})
 	client.CheckRedirect = v.checkRedirect
 	v.client = &client
 	v.mu.Lock()
@@ -125,11 +105,11 @@ func (v *Verifier) startLocked(now time.Time, paced bool) *fetchCall {
 	if v.inflight != nil {
 		return v.inflight
 	}
-	if v.ctx.Err() != nil || (paced && v.paced && now.Before(v.nextFetch)) {
+	if v.ctx.Err() != nil || (paced && now.Before(v.nextFetch)) {
 		return nil
 	}
 	if paced {
-		v.paced, v.nextFetch = true, now.Add(v.cfg.MinRefetch)
+		v.nextFetch = now.Add(v.cfg.MinRefetch)
 	}
 	call := &fetchCall{done: make(chan struct{}), deadline: now.Add(v.cfg.FetchTimeout)}
 	v.inflight = call
@@ -148,9 +128,7 @@ func (v *Verifier) run(call *fetchCall, jwksURI string) {
 	var re *refusedError
 	v.mu.Lock()
 	v.inflight = nil
-	v.attempted = true
-	v.lastOK = err == nil
-	v.lastRefused = errors.As(err, &re)
+	v.down = err != nil && !errors.As(err, &re)
 	if err == nil {
 		v.jwksURI = uri
 		v.keys.Store(set)
@@ -158,14 +136,16 @@ func (v *Verifier) run(call *fetchCall, jwksURI string) {
 	}
 	v.mu.Unlock()
 	close(call.done)
-	switch {
-	case re != nil: // the issuer answered; tokens no cached key verifies get 401
-		v.log.Warn("oauth keys fetch refused by policy; cached keys stay in force", "issuer", v.cfg.Issuer,
-			"error", err.Error(), "cached_keys", len(v.keys.Load().list()))
-		return
-	case err != nil: // the issuer cannot be reached; such tokens get 503
-		v.log.Warn("oauth keys fetch failed; cached keys stay in force", "issuer", v.cfg.Issuer,
-			"error", err.Error(), "cached_keys", len(v.keys.Load().list()))
+	if err != nil {
+		msg := "oauth keys fetch failed; cached keys stay in force" // the issuer cannot be reached; such tokens get 503
+		if re != nil {
+			msg = "oauth keys fetch refused by policy; cached keys stay in force" // the issuer answered; they get 401
+		}
+		cached := 0
+		if set := v.keys.Load(); set != nil {
+			cached = len(set.keys)
+		}
+		v.log.Warn(msg, "issuer", v.cfg.Issuer, "error", err.Error(), "cached_keys", cached)
 		return
 	}
 	v.log.Info("oauth keys fetched", "issuer", v.cfg.Issuer, "jwks_uri", uri,
@@ -187,14 +167,6 @@ func (v *Verifier) fetch(ctx context.Context, jwksURI string) (*keySet, int, str
 	}
 	set, skipped, err := parseJWKS(data)
 	return set, skipped, jwksURI, err
-}
-
-// list is the set's keys; nil for no set.
-func (s *keySet) list() []jose.JSONWebKey {
-	if s == nil {
-		return nil
-	}
-	return s.keys
 }
 
 // refreshIfStale starts a fetch, without waiting for it, when the key set
@@ -258,7 +230,7 @@ func (v *Verifier) unavailable(now time.Time) (time.Duration, bool) {
 	if v.inflight != nil {
 		return max(v.inflight.deadline.Sub(now), time.Second), true
 	}
-	if !v.attempted || v.lastOK || v.lastRefused {
+	if !v.down {
 		return 0, false
 	}
 	return max(v.nextFetch.Sub(now), time.Second), true
@@ -304,13 +276,13 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*Token, error) {
 	now := v.cfg.Now()
 	v.refreshIfStale(now)
 	alg := jose.SignatureAlgorithm(h.Algorithm)
-	keys := v.keys.Load().candidates(h.KeyID, alg)
-	if len(keys) == 0 && (h.KeyID == "" || !v.keys.Load().hasKID(h.KeyID)) {
+	keys, known := v.keys.Load().candidates(h.KeyID, alg)
+	if len(keys) == 0 && !known {
 		// An unknown kid: perhaps a new key (paced, docs/contract.md section 17).
 		if err := v.awaitKeys(ctx, now); err != nil {
 			return nil, err
 		}
-		keys = v.keys.Load().candidates(h.KeyID, alg)
+		keys, _ = v.keys.Load().candidates(h.KeyID, alg)
 	}
 	if len(keys) == 0 {
 		if wait, down := v.unavailable(v.cfg.Now()); down {
@@ -321,16 +293,14 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*Token, error) {
 	}
 	var claims jwt.Claims
 	var extra extraClaims
-	verified := false
-	for _, k := range keys {
+	for i := 0; ; i++ {
+		if i == len(keys) {
+			return nil, invalid("signature does not verify")
+		}
 		claims, extra = jwt.Claims{}, extraClaims{}
-		if tok.Claims(k.Key, &claims, &extra) == nil {
-			verified = true
+		if tok.Claims(keys[i].Key, &claims, &extra) == nil {
 			break
 		}
-	}
-	if !verified {
-		return nil, invalid("signature does not verify")
 	}
 	if claims.Expiry == nil {
 		return nil, invalid("no exp claim")
@@ -362,13 +332,7 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (*Token, error) {
 
 // clientOf is a token's client: client_id, else azp, else sub.
 func clientOf(claims jwt.Claims, extra extraClaims) string {
-	switch {
-	case extra.ClientID != "":
-		return extra.ClientID
-	case extra.AZP != "":
-		return extra.AZP
-	}
-	return claims.Subject
+	return cmp.Or(extra.ClientID, extra.AZP, claims.Subject)
 }
 
 // typeAllowed: RFC 9068 section 2.1 says at+jwt (application/at+jwt in
@@ -376,15 +340,9 @@ func clientOf(claims jwt.Claims, extra extraClaims) string {
 // also accepts JWT and no typ, which issuers that predate RFC 9068 send.
 // Anything else (an ID token's or a logout token's type) is refused.
 func typeAllowed(typ any) bool {
-	if typ == nil {
-		return true
-	}
 	s, ok := typ.(string)
-	if !ok {
-		return false
-	}
 	s = strings.ToLower(s)
-	return s == "at+jwt" || s == "application/at+jwt" || s == "jwt"
+	return typ == nil || ok && (s == "at+jwt" || s == "application/at+jwt" || s == "jwt")
 }
 
 // parseScope reads scope: an RFC 6749 space-delimited string; absent means
@@ -397,5 +355,5 @@ func parseScope(raw json.RawMessage) ([]string, error) {
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return nil, errors.New("not a string")
 	}
-	return scopesOf(s), nil
+	return strings.Fields(s), nil // RFC 6749: space-delimited
 }

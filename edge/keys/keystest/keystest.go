@@ -6,9 +6,10 @@ package keystest
 import (
 	"crypto/rand"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/google/renameio/v2"
 
 	"github.com/partner-edge/partner-edge/edge/keys"
 )
@@ -26,11 +27,7 @@ func Write[R any](t testing.TB, path string, recs ...R) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := renameio.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
 }

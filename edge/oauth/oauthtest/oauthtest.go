@@ -15,7 +15,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -63,11 +62,7 @@ func (s *Signer) Sign(t testing.TB, claims map[string]any, typ any) string {
 	t.Helper()
 	opts := (&jose.SignerOptions{}).WithHeader("kid", s.kid)
 	if typ != nil {
-		if str, ok := typ.(string); ok {
-			opts = opts.WithType(jose.ContentType(str))
-		} else {
-			opts = opts.WithHeader("typ", typ)
-		}
+		opts = opts.WithHeader(jose.HeaderType, typ)
 	}
 	sig, err := jose.NewSigner(jose.SigningKey{Algorithm: s.alg, Key: s.priv}, opts)
 	if err != nil {
@@ -87,33 +82,27 @@ type Issuer struct {
 	// JWKSHits counts the JWKS fetches.
 	JWKSHits atomic.Int64
 
-	mu        sync.Mutex
-	keys      []jose.JSONWebKey
-	raw       []byte // when set, served as the JWKS instead of keys
-	oidcOnly  bool   // serve only OpenID discovery, not RFC 8414
-	hanging   bool   // a JWKS request answers nothing until it ends
-	issuerURL string // the issuer the metadata names; "" means the server's URL
+	jwks      atomic.Pointer[[]byte] // the JWKS served
+	oidcOnly  atomic.Bool            // serve only OpenID discovery, not RFC 8414
+	hanging   atomic.Bool            // a JWKS request answers nothing until it ends
+	issuerURL atomic.Pointer[string] // the issuer the metadata names; nil or "": the server's URL
 }
 
 // NewIssuer starts an issuer publishing keys; it stops when t ends.
 func NewIssuer(t testing.TB, keys ...jose.JSONWebKey) *Issuer {
 	t.Helper()
-	is := &Issuer{keys: keys}
+	is := &Issuer{}
+	is.Publish(keys...)
 	mux := http.NewServeMux()
 	meta := func(w http.ResponseWriter, r *http.Request) {
-		is.mu.Lock()
-		iss := is.issuerURL
-		is.mu.Unlock()
-		if iss == "" {
-			iss = is.srv.URL
+		iss := is.srv.URL
+		if p := is.issuerURL.Load(); p != nil && *p != "" {
+			iss = *p
 		}
 		_ = json.NewEncoder(w).Encode(map[string]string{"issuer": iss, "jwks_uri": is.srv.URL + "/jwks"})
 	}
 	mux.HandleFunc("GET /.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
-		is.mu.Lock()
-		oidcOnly := is.oidcOnly
-		is.mu.Unlock()
-		if oidcOnly {
+		if is.oidcOnly.Load() {
 			http.NotFound(w, r)
 			return
 		}
@@ -122,20 +111,11 @@ func NewIssuer(t testing.TB, keys ...jose.JSONWebKey) *Issuer {
 	mux.HandleFunc("GET /.well-known/openid-configuration", meta)
 	mux.HandleFunc("GET /jwks", func(w http.ResponseWriter, r *http.Request) {
 		is.JWKSHits.Add(1)
-		is.mu.Lock()
-		hanging := is.hanging
-		is.mu.Unlock()
-		if hanging {
+		if is.hanging.Load() {
 			<-r.Context().Done()
 			return
 		}
-		is.mu.Lock()
-		defer is.mu.Unlock()
-		if is.raw != nil {
-			_, _ = w.Write(is.raw)
-			return
-		}
-		_ = json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: is.keys})
+		_, _ = w.Write(*is.jwks.Load())
 	})
 	is.srv = httptest.NewServer(mux)
 	t.Cleanup(is.srv.Close)
@@ -150,33 +130,20 @@ func (is *Issuer) Close() { is.srv.Close() }
 
 // Publish replaces the published keys.
 func (is *Issuer) Publish(keys ...jose.JSONWebKey) {
-	is.mu.Lock()
-	is.keys, is.raw = keys, nil
-	is.mu.Unlock()
+	b, _ := json.Marshal(jose.JSONWebKeySet{Keys: keys})
+	is.jwks.Store(&b)
 }
 
 // PublishRaw serves b as the JWKS, whatever it holds.
-func (is *Issuer) PublishRaw(b []byte) {
-	is.mu.Lock()
-	is.raw = b
-	is.mu.Unlock()
-}
+func (is *Issuer) PublishRaw(b []byte) { is.jwks.Store(&b) }
 
 // SetOIDCOnly makes the issuer answer OpenID discovery only (404 for RFC
 // 8414's metadata) when on.
-func (is *Issuer) SetOIDCOnly(on bool) {
-	is.mu.Lock()
-	is.oidcOnly = on
-	is.mu.Unlock()
-}
+func (is *Issuer) SetOIDCOnly(on bool) { is.oidcOnly.Store(on) }
 
 // SetIssuerURL makes the metadata name iss as the issuer ("": the
 // server's own URL).
-func (is *Issuer) SetIssuerURL(iss string) {
-	is.mu.Lock()
-	is.issuerURL = iss
-	is.mu.Unlock()
-}
+func (is *Issuer) SetIssuerURL(iss string) { is.issuerURL.Store(&iss) }
 
 // Client is an HTTP client for the issuer's server.
 func (is *Issuer) Client() *http.Client { return is.srv.Client() }
@@ -196,11 +163,7 @@ func (s *Signer) As(kid string, alg jose.SignatureAlgorithm) *Signer {
 
 // SetHanging makes JWKS requests answer nothing until they end (the
 // client gives up or the issuer closes) when on.
-func (is *Issuer) SetHanging(on bool) {
-	is.mu.Lock()
-	is.hanging = on
-	is.mu.Unlock()
-}
+func (is *Issuer) SetHanging(on bool) { is.hanging.Store(on) }
 
 // FromJWK signs with a private JWK's key, kid and algorithm (a key also
 // given to a real authorization server).
