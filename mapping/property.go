@@ -62,54 +62,21 @@ type Property struct {
 // Active reports whether the property is listed.
 func (p Property) Active() bool { return p.Status == StatusActive }
 
-// Map maps one record, or returns a *Rejection.
+// Map maps one record, or returns a *Rejection: the fast path's mapView
+// over the record's fields, so both paths apply one set of checks.
 func Map(rec HotelRecord, opts Options) (Property, error) {
-	id, ok := ParseID(rec.HotelID)
-	if !ok {
-		return Property{}, reject(rec.HotelID, ReasonInvalidID)
-	}
-	if rec.BrandCode != opts.Brand {
-		return Property{}, reject(rec.HotelID, ReasonOtherBrand)
-	}
-	name := strings.TrimSpace(rec.DisplayName)
-	if name == "" {
-		return Property{}, reject(rec.HotelID, ReasonEmptyName)
-	}
-	if tooLong(name, MaxNameLen) {
-		return Property{}, reject(rec.HotelID, ReasonTooLong)
-	}
-	if !opts.Zones.valid(rec.TimeZone) {
-		return Property{}, reject(rec.HotelID, ReasonInvalidTimeZone)
-	}
-	created, ok := parseCreated(rec.CreatedAt)
-	if !ok {
-		return Property{}, reject(rec.HotelID, ReasonInvalidCreatedAt)
-	}
-	updated := created
-	if rec.LastModifiedMS != nil {
-		ms, ok := epochMillis(*rec.LastModifiedMS)
-		if !ok {
-			return Property{}, reject(rec.HotelID, ReasonInvalidModified)
+	var v recordView
+	for f, s := range [...]*string{fHotelID: &rec.HotelID, fBrand: &rec.BrandCode, fName: &rec.DisplayName,
+		fShortCode: rec.ShortCode, fLegacyCode: rec.LegacyPropertyCode, fLifecycle: &rec.Lifecycle,
+		fZone: &rec.TimeZone, fCreated: &rec.CreatedAt} {
+		if s != nil {
+			v.kind[f], v.val[f] = vString, []byte(*s)
 		}
-		updated = time.UnixMilli(ms).UTC()
 	}
-	pcode := code(rec, opts.CodeSource)
-	if pcode != nil && tooLong(*pcode, MaxCodeLen) {
-		return Property{}, reject(rec.HotelID, ReasonTooLong)
+	if rec.LastModifiedMS != nil {
+		v.kind[fModified], v.val[fModified] = vNumber, []byte(*rec.LastModifiedMS)
 	}
-	status := StatusInactive
-	if rec.Lifecycle == "LIVE" {
-		status = StatusActive
-	}
-	return Property{
-		ID:        id,
-		Name:      name,
-		Code:      pcode,
-		Status:    status,
-		Timezone:  rec.TimeZone,
-		CreatedAt: created,
-		UpdatedAt: updated,
-	}, nil
+	return mapView(&v, opts, nil)
 }
 
 // Longest name and code served, in characters (docs/contract.md section 15;
@@ -133,24 +100,6 @@ func tooLong[S string | []byte](s S, n int) bool {
 	return utf8.RuneCountInString(string(s)) > n // a copy of bytes only here, near the limit
 }
 
-func code(rec HotelRecord, src CodeSource) *string {
-	var v *string
-	switch src {
-	case CodeSourceShortCode:
-		v = rec.ShortCode
-	case CodeSourceLegacyCode:
-		v = rec.LegacyPropertyCode
-	}
-	if v == nil {
-		return nil
-	}
-	s := strings.TrimSpace(*v)
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
 // parseCreated reads an RFC 3339 time and returns it in UTC, truncated to
 // milliseconds, within the years TimeFormat can write (0001 to 9999 in UTC:
 // "9999-12-31T23:30:00-01:00" would otherwise be written as year 10000).
@@ -166,7 +115,7 @@ func parseCreated(s string) (time.Time, bool) {
 	return t, true
 }
 
-// ZoneCache memoises validZone for the names a PMS sends. It holds at most
+// ZoneCache memoises validZone for the names a PMS sends (lookup). It holds at most
 // maxZones names (more than the IANA database has), so drifting data cannot
 // grow it without bound; past that, names are checked afresh. Safe for
 // concurrent use; the zero value is ready.
@@ -183,35 +132,6 @@ type zoneEntry struct {
 }
 
 const maxZones = 1024
-
-func (c *ZoneCache) valid(name string) bool {
-	if c == nil {
-		return validZone(name)
-	}
-	c.mu.Lock()
-	e, hit := c.known[name]
-	c.mu.Unlock()
-	if hit {
-		return e.ok
-	}
-	ok := validZone(name)
-	c.mu.Lock()
-	if c.known == nil {
-		c.known = make(map[string]zoneEntry)
-	}
-	if len(c.known) < maxZones {
-		c.known[name] = zoneEntry{name: name, ok: ok}
-	}
-	c.mu.Unlock()
-	return ok
-}
-
-// Len is the number of names remembered.
-func (c *ZoneCache) Len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.known)
-}
 
 // validZone accepts IANA names only: time.LoadLocation also takes "" (UTC),
 // "Local" and, from the system's zoneinfo directory, "localtime" (the
