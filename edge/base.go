@@ -69,7 +69,7 @@ func (s *server) withState(next http.Handler) http.Handler {
 			started = time.Now()
 		}
 		st.ctx.init(parent, st, started.Add(d))
-		defer st.ctx.stop()
+		defer st.ctx.cancel() // the deadline's timer: the request has been answered
 		next.ServeHTTP(&st.w, r.WithContext(&st.ctx))
 	})
 }

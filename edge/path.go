@@ -78,9 +78,6 @@ func unreserved(c byte) bool {
 		c == '-' || c == '.' || c == '_' || c == '~'
 }
 
-// isHex and unhex stand again in edge/internal/openapicheck: that checker
-// of the edge shares none of the edge's code, so that a bug here is not
-// copied into the check.
 func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }

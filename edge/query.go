@@ -3,6 +3,7 @@ package edge
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -68,7 +69,7 @@ func parseQuery(raw string, params []intParam) (queryValues, error) {
 		if !ok {
 			return vals, malformedEscape()
 		}
-		i := paramIndex(params, name)
+		i := slices.IndexFunc(params, func(p intParam) bool { return p.name == name })
 		if i < 0 {
 			// An unknown name's value is only checked, never decoded.
 			if !validEscapes(rawValue) {
@@ -152,15 +153,6 @@ func validEscapes(s string) bool {
 	return true
 }
 
-func paramIndex(params []intParam, name string) int {
-	for i, p := range params {
-		if p.name == name {
-			return i
-		}
-	}
-	return -1
-}
-
 // unknownNames collects the distinct unknown names of a query: the first
 // problem.MaxErrors as entries, and the count of all. A name is looked up
 // only among the listed ones, so nothing grows with the query beyond the
@@ -217,29 +209,17 @@ func unknownParam(name string, params []intParam) problem.FieldError {
 
 // fold is s in lower case without '_' and '-'.
 func fold(s string) string {
-	b := make([]byte, 0, len(s))
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '_' || c == '-':
-		case 'A' <= c && c <= 'Z':
-			b = append(b, c+'a'-'A')
-		default:
-			b = append(b, c)
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '_' || r == '-':
+			return -1
+		case 'A' <= r && r <= 'Z':
+			return r + 'a' - 'A'
 		}
-	}
-	return string(b)
+		return r
+	}, s)
 }
 
 // decimal reports whether s is a plain decimal integer: digits only, no
 // sign, space, point or prefix.
-func decimal(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
-}
+func decimal(s string) bool { return s != "" && strings.Trim(s, "0123456789") == "" }

@@ -124,9 +124,7 @@ func putBuf(bp *[]byte, b []byte) {
 	bufPool.Put(bp)
 }
 
-var (
-	contentTypeJSON = []string{"application/json"}
-)
+var contentTypeJSON = []string{"application/json"}
 
 func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	setJSONHeaders(w, len(body))

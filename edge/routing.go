@@ -48,24 +48,17 @@ func (s *server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// routeSegments are the patterns of v1Routes split once: the 404 path runs
-// on whatever a partner sends, so it does no per-request work it can avoid.
-var routeSegments = func() [][]string {
-	segs := make([][]string, len(v1Routes))
+// routeSegments are the patterns of v1Routes split once, and
+// maxRouteSegments the most segments of any (a longer path matches none and
+// is not split at all): the 404 path runs on whatever a partner sends, so it
+// does no per-request work it can avoid.
+var routeSegments, maxRouteSegments = func() ([][]string, int) {
+	segs, n := make([][]string, len(v1Routes)), 0
 	for i, rt := range v1Routes {
 		segs[i] = strings.Split(rt.pattern, "/")
+		n = max(n, len(segs[i]))
 	}
-	return segs
-}()
-
-// maxRouteSegments is the most segments of any route: a longer path
-// matches none, and is not split at all.
-var maxRouteSegments = func() int {
-	n := 0
-	for _, segs := range routeSegments {
-		n = max(n, len(segs))
-	}
-	return n
+	return segs, n
 }()
 
 // maxEchoedParam bounds how much of a sent parameter value the canonical

@@ -49,9 +49,6 @@ func stateFrom(ctx context.Context) *state {
 // RequestID returns the request's Svc-Request-Id ("" outside the edge).
 func RequestID(ctx context.Context) string { return stateFrom(ctx).requestID }
 
-// CorrelationID returns the caller's valid Svc-Correlation-Id, or "".
-func CorrelationID(ctx context.Context) string { return stateFrom(ctx).correlationID }
-
 // Key returns the authenticated key, or nil before authentication.
 func Key(ctx context.Context) *keys.Key { return stateFrom(ctx).key }
 
@@ -62,9 +59,6 @@ type statusWriter struct {
 	observability.StatusRecorder
 	lenHeader [1]string
 }
-
-// Status is the status written so far (0 when nothing was written).
-func (sw *statusWriter) Status() int { return sw.StatusCode }
 
 // DefaultRequestTimeout is Config.RequestTimeout's default (operations.md
 // EDGE_REQUEST_TIMEOUT).
@@ -111,16 +105,7 @@ func (c *reqContext) Value(key any) any {
 
 func (c *reqContext) String() string { return "edge.reqContext" }
 
-// stop releases the deadline's timer: the request has been answered.
-func (c *reqContext) stop() { c.cancel() }
-
 // ParseTrustedProxies reads EDGE_TRUSTED_PROXIES (clientaddr.ParseTrusted):
 // comma-separated CIDRs (a bare address is a single host). Empty means
 // none. The error names the entry that is not a CIDR.
 func ParseTrustedProxies(s string) ([]netip.Prefix, error) { return clientaddr.ParseTrusted(s) }
-
-// ClientAddress returns the request's client address as the edge resolved
-// it (docs/contract.md section 10: X-Forwarded-For believed only from trusted
-// proxies), or "" outside the edge. Logs, traces and the failed-auth
-// throttle use it.
-func ClientAddress(ctx context.Context) string { return stateFrom(ctx).client.String() }

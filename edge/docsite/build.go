@@ -5,6 +5,7 @@ import (
 	"embed"
 	"fmt"
 	"html/template"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"path"
@@ -176,13 +177,7 @@ func (b *builder) codePage(e problem.Entry) (codePage, error) {
 	res := rec.Result()
 	var ex2 strings.Builder
 	fmt.Fprintf(&ex2, "HTTP/1.1 %d %s\n", res.StatusCode, http.StatusText(res.StatusCode))
-	for _, k := range slices.Sorted(func(yield func(string) bool) {
-		for k := range res.Header {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, k := range slices.Sorted(maps.Keys(res.Header)) {
 		if k == "Content-Length" {
 			continue
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"slices"
@@ -121,12 +122,7 @@ func compileResponse(comp *jsonschema.Compiler, ref *openapi3.ResponseRef, loc, 
 		return nil, fmt.Errorf("response %s: only local $refs are supported", loc)
 	}
 	r := &response{name: label}
-	names := make([]string, 0, len(ref.Value.Headers))
-	for name := range ref.Value.Headers {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(ref.Value.Headers)) {
 		href := ref.Value.Headers[name]
 		if strings.EqualFold(name, "Content-Type") {
 			continue // ignored by OpenAPI; Content-Type is checked against content
