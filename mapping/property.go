@@ -166,41 +166,28 @@ func epochMillis(n json.Number) (int64, bool) {
 }
 
 // ParseID accepts a UUID in 8-4-4-4-12 hex form, any case, and returns it
-// lower-cased.
+// lower-cased (copied only when it was not already).
 func ParseID(s string) (string, bool) {
 	if len(s) != 36 {
 		return "", false
 	}
 	upper := false
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch i {
-		case 8, 13, 18, 23:
+		switch c := s[i]; {
+		case i == 8 || i == 13 || i == 18 || i == 23:
 			if c != '-' {
 				return "", false
 			}
-			continue
-		}
-		switch {
-		case '0' <= c && c <= '9', 'a' <= c && c <= 'f':
 		case 'A' <= c && c <= 'F':
 			upper = true
-		default:
+		case !('0' <= c && c <= '9' || 'a' <= c && c <= 'f'):
 			return "", false
 		}
 	}
-	if !upper { // the common case: already canonical, no copy
-		return s, true
+	if upper {
+		return strings.ToLower(s), true
 	}
-	var b [36]byte
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if 'A' <= c && c <= 'F' {
-			c += 'a' - 'A'
-		}
-		b[i] = c
-	}
-	return string(b[:]), true
+	return s, true
 }
 
 // MapRaw decodes and maps one raw record: Map(Decode(raw)). Most records
