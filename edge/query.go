@@ -29,12 +29,10 @@ const maxParams = 2
 type queryValues [maxParams]int64
 
 // parseQuery validates raw against the allow-list params (at most
-// maxParams) and returns the value of each param (its default when absent).
-// The checks run in the order of docs/contract.md section 5: unparseable (400
-// MALFORMED_QUERY_STRING), unknown names (400), malformed or repeated values
-// (400), out of range (422); every problem of the first failing class is
-// listed (at most problem.MaxErrors of them, with their total). The work is
-// linear in len(raw). A well-formed query allocates nothing.
+// maxParams) and returns the value of each param (its default when absent),
+// checked in the order of docs/contract.md section 5; every problem of the
+// first failing class is listed (problem.MaxErrors at most, with their
+// total). Linear in len(raw); a well-formed query allocates nothing.
 func parseQuery(raw string, params []intParam) (queryValues, error) {
 	var vals queryValues
 	for i, p := range params {
@@ -154,11 +152,9 @@ func validEscapes(s string) bool {
 }
 
 // unknownNames collects the distinct unknown names of a query: the first
-// problem.MaxErrors as entries, and the count of all. A name is looked up
-// only among the listed ones, so nothing grows with the query beyond the
-// list. Names past the list are counted, not de-duplicated (that would
-// need a set as large as the query): the total counts a repeated one each
-// time, except a repeat of a listed one.
+// problem.MaxErrors as entries, and the count of all. Only listed names are
+// de-duplicated (more would need a set as large as the query): the total
+// counts a repeat of an unlisted name each time.
 type unknownNames struct {
 	listed []problem.FieldError
 	total  int

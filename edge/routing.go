@@ -8,11 +8,9 @@ import (
 )
 
 // notFound answers paths chi did not route: a known route with a trailing
-// slash (400 TRAILING_SLASH), a known route in other casing (400
-// INVALID_PATH_CASING), anything else 404 ROUTE_NOT_FOUND. No redirects.
-// It reads the escaped path, as chi routed it once canonicalPath decoded
-// the unreserved characters: a segment still holding a percent-encoding
-// (%2F included) equals no literal segment, so it matches no route.
+// slash (400 TRAILING_SLASH) or in other casing (400 INVALID_PATH_CASING),
+// anything else 404 ROUTE_NOT_FOUND; no redirects. It reads the escaped
+// path as chi routed it: a segment still holding an escape matches none.
 func (s *server) notFound(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.EscapedPath()
 	trimmed, slashed := strings.CutSuffix(p, "/")

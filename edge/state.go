@@ -13,9 +13,9 @@ import (
 	"github.com/partner-edge/partner-edge/upstream"
 )
 
-// state is everything the edge learns about one request. It is allocated
-// once per request, with the response writer wrapper and the request's
-// context inside it, so the middleware chain costs one allocation.
+// state is everything the edge learns about one request, with the response
+// writer wrapper and the request's context inside it: the middleware chain
+// costs one allocation.
 type state struct {
 	requestID     string
 	start         time.Time // when the edge got the request (Config.Now)
@@ -65,14 +65,10 @@ type statusWriter struct {
 const DefaultRequestTimeout = 10 * time.Second
 
 // reqContext is the context of one request, embedded in its state, so the
-// request's values cost one link instead of a chain of them. It answers
-// the state (stateFrom), the caller ids the upstream client sends
-// (upstream.CallerIDsKey), the cache's slot and chi's routing context from
-// the state itself, over context.WithDeadline's context for the request's
-// one overall deadline, Config.RequestTimeout after it started: PMS calls,
-// their retries and waits for a shared cache load all run under it, and a
-// request still waiting when it passes answers 504 GATEWAY_TIMEOUT
-// (problemOf).
+// request's values cost one link instead of a chain of them: it answers the
+// state, the caller ids, the cache's slot and chi's routing context itself,
+// over context.WithDeadline's context for the request's one deadline
+// (docs/operations.md, EDGE_REQUEST_TIMEOUT; past it, 504 GATEWAY_TIMEOUT).
 type reqContext struct {
 	context.Context // context.WithDeadline over net/http's, with the span
 	st              *state
@@ -85,9 +81,9 @@ func (c *reqContext) init(parent context.Context, st *state, deadline time.Time)
 	c.st = st
 }
 
-// Value answers the state and the caller ids; every other key is the
-// deadline context's, so that a context derived from this one finds the
-// cancellation it is tied to and needs no goroutine to follow it.
+// Value answers the state's keys; every other key is the deadline
+// context's, so that a derived context finds the cancellation it is tied to
+// and needs no goroutine to follow it.
 func (c *reqContext) Value(key any) any {
 	switch key.(type) {
 	case stateKey:
