@@ -1,15 +1,17 @@
-// Package openapicheck validates real responses of the edge against the
+package edge_test
+
+// The openapicheck files validate real responses of the edge against the
 // OpenAPI 3.1 document of the public contract (docs/openapi.yaml), so the
-// document cannot drift from the code.
+// document cannot drift from the code: every answer of the harness (do) is
+// checked.
 //
 // kin-openapi loads and validates the document and routes requests to its
 // operations. Response headers and bodies are validated with JSON Schema
 // 2020-12 (santhosh-tekuri/jsonschema, kin-openapi's own engine for 3.1),
-// compiled once by Load: kin's openapi3filter.ValidateResponse recompiles
+// compiled once by LoadOpenAPI: kin's openapi3filter.ValidateResponse recompiles
 // every schema on every call for 3.1 documents (4.6 ms a response against
 // Check's 0.11 ms, far more under -race). A *Checker is read-only after
-// Load: call Check or CheckResponse from any number of goroutines.
-package openapicheck
+// LoadOpenAPI: call Check or CheckResponse from any number of goroutines.
 
 import (
 	"errors"
@@ -45,7 +47,7 @@ var wrongMethodStatuses = map[int]bool{
 }
 
 // Checker validates responses against one loaded document. It is safe for
-// concurrent use; create it with Load.
+// concurrent use; create it with LoadOpenAPI.
 type Checker struct {
 	router routers.Router
 	// ops holds the compiled operations by method and path template
