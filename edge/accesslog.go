@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"math/rand/v2"
@@ -57,7 +58,7 @@ func (s *server) accessLog(next http.Handler) http.Handler {
 		var buf [14]slog.Attr
 		attrs := append(buf[:0],
 			slog.String("method", problem.Clip(r.Method, maxLoggedMethod)),
-			slog.String("route", routeOrUnmatched(route)),
+			slog.String("route", cmp.Or(route, "unmatched")),
 			slog.Int("status", st.w.StatusCode),
 			slog.Duration("duration", elapsed),
 			slog.Int64("bytes", st.w.BodyBytes),
@@ -160,11 +161,4 @@ func routePattern(r *http.Request) string {
 		return rc.RoutePattern()
 	}
 	return ""
-}
-
-func routeOrUnmatched(route string) string {
-	if route == "" {
-		return "unmatched"
-	}
-	return route
 }

@@ -95,16 +95,13 @@ type codePage struct {
 }
 
 func (b *builder) build() error {
-	css, err := sources.ReadFile("assets/site.css")
-	if err != nil {
-		return err
+	for name, contentType := range map[string]string{assetSiteCSS: "text/css; charset=utf-8", assetFavicon: "image/svg+xml"} {
+		data, err := sources.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		b.site.add(name, contentType, cspPage, data)
 	}
-	b.site.add(assetSiteCSS, "text/css; charset=utf-8", cspPage, css)
-	icon, err := sources.ReadFile("assets/favicon.svg")
-	if err != nil {
-		return err
-	}
-	b.site.add(assetFavicon, "image/svg+xml", cspPage, icon)
 
 	var codes []codePage
 	for _, e := range problem.All() {
@@ -167,11 +164,11 @@ func (b *builder) render(addr, title, tmpl string, data any) error {
 func (b *builder) codePage(e problem.Entry) (codePage, error) {
 	g, ok := guides[e.Code]
 	if !ok { // a code added to the registry without its guide still gets a page
-		g = guide{path: "/v1/properties", example: &problem.Error{Code: e.Code}}
+		g = guide{example: &problem.Error{Code: e.Code}}
 	}
 	ex := *g.example
 	rec := httptest.NewRecorder()
-	req := httptest.NewRequest(http.MethodGet, g.path, nil)
+	req := httptest.NewRequest(http.MethodGet, g.requestPath(), nil)
 	pw := problem.Writer{DocsURL: b.opts.DocsURL, Now: b.opts.Now}
 	pw.Write(rec, req, "req_4sVh2Kq8ZtR1nXw7Lp3Da9Ec", &ex)
 	res := rec.Result()

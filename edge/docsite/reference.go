@@ -135,15 +135,9 @@ func (b *builder) reference() error {
 	html = bytes.ReplaceAll(html, []byte(renderDocsURL), []byte(htmlpkg.EscapeString(b.opts.DocsURL)))
 	html = cutRemoteLinks(html) // web fonts: the system font serves
 	html, styles := cutElements(html, "<style", "</style>")
-	var css bytes.Buffer
-	for _, st := range styles {
-		css.Write(st)
-		css.WriteByte('\n')
-	}
-	css.WriteString(referenceOverride)
-	cssText := contrastFixes.Replace(css.String())
-	css.Reset()
-	css.WriteString(cssText)
+	// Each style block followed by a newline (the nil joins one after the
+	// last), then the override.
+	cssText := contrastFixes.Replace(string(bytes.Join(append(styles, nil), []byte("\n"))) + referenceOverride)
 	p := page{Addr: pageReference, b: b}
 	html = bytes.Replace(html, []byte(`</head>`), []byte(`<link rel="stylesheet" href="`+p.Link(assetReferenceCSS)+
 		`"><link rel="icon" type="image/svg+xml" href="`+p.Link(assetFavicon)+`"></head>`), 1)
@@ -175,7 +169,7 @@ func (b *builder) reference() error {
 		styleSrc += " 'unsafe-hashes' " + strings.Join(hashes, " ")
 	}
 	csp := "default-src 'none'; " + styleSrc + "; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
-	b.site.add(assetReferenceCSS, "text/css; charset=utf-8", cspPage, css.Bytes())
+	b.site.add(assetReferenceCSS, "text/css; charset=utf-8", cspPage, []byte(cssText))
 	b.site.add(pageReference+".html", "text/html; charset=utf-8", csp, html)
 	return nil
 }
