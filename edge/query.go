@@ -205,15 +205,17 @@ func unknownParam(name string, params []intParam) problem.FieldError {
 
 // fold is s in lower case without '_' and '-'.
 func fold(s string) string {
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r == '_' || r == '-':
-			return -1
-		case 'A' <= r && r <= 'Z':
-			return r + 'a' - 'A'
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '_' || c == '-':
+		case 'A' <= c && c <= 'Z':
+			b = append(b, c+'a'-'A')
+		default:
+			b = append(b, c)
 		}
-		return r
-	}, s)
+	}
+	return string(b)
 }
 
 // decimal reports whether s is a plain decimal integer: digits only, no
