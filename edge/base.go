@@ -3,7 +3,6 @@ package edge
 import (
 	"math/rand/v2"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -104,10 +103,25 @@ func correlationID(h http.Header) (id string, ok bool) {
 	switch {
 	case len(vs) == 0:
 		return "", true
-	case len(vs) > 1 || len(vs[0]) < 1 || len(vs[0]) > 128 || strings.Trim(vs[0], idAlphabet+"._=+/-") != "":
+	case len(vs) > 1 || !validCorrelationID(vs[0]):
 		return "", false
 	}
 	return vs[0], true
+}
+
+func validCorrelationID(s string) bool {
+	if len(s) < 1 || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case c == '.', c == '_', c == '=', c == '+', c == '/', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // resolveClient records the request's client address in its state, before

@@ -220,4 +220,11 @@ func fold(s string) string {
 
 // decimal reports whether s is a plain decimal integer: digits only, no
 // sign, space, point or prefix.
-func decimal(s string) bool { return s != "" && strings.Trim(s, "0123456789") == "" }
+func decimal(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}

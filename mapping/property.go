@@ -90,14 +90,11 @@ const (
 
 // tooLong reports whether s has more than n characters, looking at no more
 // than about 4n bytes of it.
-func tooLong[S string | []byte](s S, n int) bool {
+func tooLong(s []byte, n int) bool {
 	if len(s) <= n {
 		return false
 	}
-	if len(s) > 4*n { // UTF-8: at most 4 bytes a character
-		return true
-	}
-	return utf8.RuneCountInString(string(s)) > n // a copy of bytes only here, near the limit
+	return len(s) > 4*n || utf8.RuneCount(s) > n // UTF-8: at most 4 bytes a character
 }
 
 // parseCreated reads an RFC 3339 time and returns it in UTC, truncated to
