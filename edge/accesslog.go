@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"math/rand/v2"
@@ -14,10 +15,10 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// accessLog records each request once it is answered: its metrics, the
-// attributes of its server span (named here by route template), and one log
-// line. It never records a key or any Authorization value: only the key's
-// public id, for refusals too once the key is identified. It runs inside chi, where the matched route is still known.
+// accessLog records each request once it is answered (inside chi, where the
+// matched route is known): its metrics, its server span's name and
+// attributes, and one log line. It never records a key or any Authorization
+// value: only the key's public id, for refusals too once identified.
 func (s *server) accessLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
@@ -57,7 +58,7 @@ func (s *server) accessLog(next http.Handler) http.Handler {
 		var buf [14]slog.Attr
 		attrs := append(buf[:0],
 			slog.String("method", problem.Clip(r.Method, maxLoggedMethod)),
-			slog.String("route", routeOrUnmatched(route)),
+			slog.String("route", cmp.Or(route, "unmatched")),
 			slog.Int("status", st.w.StatusCode),
 			slog.Duration("duration", elapsed),
 			slog.Int64("bytes", st.w.BodyBytes),
@@ -89,10 +90,9 @@ func (s *server) accessLog(next http.Handler) http.Handler {
 		if st.cause != nil {
 			attrs = append(attrs, slog.String("error", problem.Clip(st.cause.Error(), maxLoggedError)))
 		}
-		// The record is handed to the handler directly, as LogAttrs would,
-		// but stamped with the end time already read and with no caller
-		// PC: LogAttrs reads the clock again and walks the stack
-		// (runtime.Callers) for a source location nobody logs.
+		// Handed to the handler directly, stamped with the end time already
+		// read: LogAttrs would read the clock again and walk the stack for
+		// a source location nobody logs.
 		rec := slog.NewRecord(end, level, "request", 0)
 		rec.AddAttrs(attrs...)
 		_ = log.Handler().Handle(sctx, rec)
@@ -141,10 +141,8 @@ func (s *server) annotateSpan(ctx context.Context, st *state, method, route stri
 	if st.code != "" && st.w.StatusCode >= 500 {
 		span.SetStatus(codes.Error, string(st.code))
 	}
-	// The one ResponseWriter wrapper of the request is the state's: the
-	// server span (started by withState) learns the answer from it. A partner
-	// who left got nothing written, which the span records as net/http
-	// would send it (200), as before; the access log says 499.
+	// A partner who left got nothing written: the span records it as
+	// net/http would send it (200); the access log says 499.
 	status := st.w.StatusCode
 	if status == statusClientClosed {
 		status = 0
@@ -163,11 +161,4 @@ func routePattern(r *http.Request) string {
 		return rc.RoutePattern()
 	}
 	return ""
-}
-
-func routeOrUnmatched(route string) string {
-	if route == "" {
-		return "unmatched"
-	}
-	return route
 }

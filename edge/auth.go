@@ -23,11 +23,10 @@ const (
 	challengeInvalid = `Bearer realm="partner-api", error="invalid_token"`
 )
 
-// authenticate checks the Bearer API key (401), then key-level authorisation
-// (403): suspension, brand, scope and test-mode availability, in that order
-// (docs/contract.md sections 2 and 3). The key goes into the request state.
-// First of all, a client address past its failed authentications is
-// refused (quota.go), and a 401 INVALID_API_KEY counts against it.
+// authenticate refuses a client address past its failed authentications
+// (quota.go), then checks the credential (401) and authorises its key
+// (403; docs/contract.md sections 2 and 3); the key goes into the request
+// state. A failed authentication counts against the address.
 func (s *server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var bucket ratelimit.Key // the failed-auth throttle's bucket of the client address

@@ -12,16 +12,12 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// withState is the outermost middleware, around the router: it starts the
-// server span (when telemetry is on), gives the request its id and its one
-// context (reqContext: the state, the caller ids, the request deadline,
-// chi's routing context, over the span's), sets the headers every response
-// carries (docs/contract.md section 4) and echoes a valid Svc-Correlation-Id,
-// before anything can fail.
-//
-// One context and one copy of the request, where a layer each (span,
-// state, chi) made three: each http.Request.WithContext copies the request
-// and each layer's context is another link for every Value lookup.
+// withState is the outermost middleware, around the router: before anything
+// can fail it starts the server span (when telemetry is on), gives the
+// request its id and its one context (reqContext), sets the headers every
+// response carries and echoes a valid Svc-Correlation-Id (docs/contract.md
+// section 4). One context and one copy of the request, where a layer each
+// (span, state, chi) made three copies and three links for every lookup.
 func (s *server) withState(next http.Handler) http.Handler {
 	d := s.cfg.RequestTimeout
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -69,7 +65,7 @@ func (s *server) withState(next http.Handler) http.Handler {
 			started = time.Now()
 		}
 		st.ctx.init(parent, st, started.Add(d))
-		defer st.ctx.stop()
+		defer st.ctx.cancel() // the deadline's timer: the request has been answered
 		next.ServeHTTP(&st.w, r.WithContext(&st.ctx))
 	})
 }
@@ -118,8 +114,7 @@ func validCorrelationID(s string) bool {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
+		switch c := s[i]; {
 		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
 		case c == '.', c == '_', c == '=', c == '+', c == '/', c == '-':
 		default:

@@ -15,15 +15,12 @@ func announcesBody(r *http.Request) bool {
 }
 
 // closeOnBody marks an HTTP/1 connection for closing after the answer when
-// the request announced a body: no route takes one, and with
-// "Connection: close" net/http does not read the unwanted body before
-// answering (docs/contract.md section 10). Once answered, the connection's read
-// deadline is set in the past, so net/http's drain of the body after the
-// handler fails at once instead of waiting for a trickled body. This
-// covers every request that carried both Content-Length and
-// Transfer-Encoding, on every route. HTTP/2 needs nothing: the server
-// resets a stream whose body the handler left unread, and Connection:
-// close there would end every other stream of the connection.
+// the request announced a body (on every route): no route takes one, and
+// with "Connection: close" net/http does not read it before answering
+// (docs/contract.md section 10). Once answered, the read deadline is set in
+// the past, so net/http's drain of the body fails at once instead of
+// waiting for a trickle. HTTP/2 needs nothing: the server resets a stream
+// whose body was left unread, and Connection: close would end the others.
 func closeOnBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ProtoMajor != 1 || !announcesBody(r) {

@@ -7,17 +7,11 @@ import (
 )
 
 // compressor compresses the answers of GET /v1/ and /v1/properties[/{id}]
-// (docs/contract.md section 18): a body of 1 KiB or more in the coding
-// Accept-Encoding prefers (zstd or gzip), identity otherwise. Problems and
-// /v1/health stay plain.
-//
-// A list page is the same bytes for every request of a key (of every key
-// that sees every property) but its meta, so its start ({"data":[...]) is
-// compressed once per snapshot and page (pages), and each request appends
-// only its meta, framed uncompressed (contentcoding.Static): a compressed
-// cached list costs about what the plain one does, which copies the whole
-// page. Other bodies (a get over 1 KiB, a page once the cache is full) are
-// compressed per request at the fastest levels.
+// (docs/contract.md section 18; problems and /v1/health stay plain). A list
+// page is the same bytes for every request of a key but its meta, so its
+// start is compressed once per snapshot and page (pages) and each request
+// appends its meta uncompressed (contentcoding.Static; docs/architecture.md,
+// "What we own, and why"). Other bodies are compressed per request (fast).
 type compressor struct {
 	fast  *contentcoding.Encoder
 	pages *contentcoding.PageCache
@@ -36,10 +30,9 @@ func writeCoded(w http.ResponseWriter, c contentcoding.Coding, body []byte) {
 
 // writePageCoded answers the page p compressed from its cached start, when
 // choice compresses a body of its size; false (nothing written) otherwise,
-// or when the page cache is full. A pre-joined page is cached by its
-// bounds in the snapshot; a page filtered by the key's grants by the key
-// (its grants never change: a reload makes new keys) and the page's number
-// and size, and its items are joined only to compress it the first time.
+// or when the page cache is full. A pre-joined page is cached by its bounds
+// in the snapshot; a filtered page by the key (its grants never change: a
+// reload makes new keys), the page's number and size.
 func (s responder) writePageCoded(w http.ResponseWriter, r *http.Request, p page, choice contentcoding.Choice) bool {
 	if p.joined == nil && len(p.items) == 0 {
 		return false // an empty page: small

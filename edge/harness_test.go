@@ -13,12 +13,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/partner-edge/partner-edge/edge"
-	"github.com/partner-edge/partner-edge/edge/internal/openapicheck"
 	"github.com/partner-edge/partner-edge/edge/keys"
 	"github.com/partner-edge/partner-edge/edge/keys/keystest"
 	"github.com/partner-edge/partner-edge/edge/ratelimit"
@@ -80,10 +78,6 @@ type harnessOptions struct {
 	// harness's key store (records get a clientId through keyOver).
 	oauth *edge.OAuth
 }
-
-var openAPI = sync.OnceValues(func() (*openapicheck.Checker, error) {
-	return openapicheck.Load(filepath.Join("..", "docs", "openapi.yaml"))
-})
 
 func newHarness(t testing.TB, opts harnessOptions) *harness {
 	t.Helper()
@@ -289,11 +283,7 @@ func (h *harness) do(req request) response {
 	checkCommon(h.t, req, out)
 	recordCode(body)
 	if req.method != http.MethodHead {
-		checker, err := openAPI()
-		if err != nil {
-			h.t.Fatalf("load OpenAPI document: %v", err)
-		}
-		if err := checker.CheckResponse(r, res, body); err != nil {
+		if err := checker(h.t).CheckResponse(r, res, body); err != nil {
 			h.t.Errorf("%s %s: response does not match docs/openapi.yaml: %v\n%s", req.method, req.path, err, short(body))
 		}
 	}

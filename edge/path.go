@@ -6,11 +6,9 @@ import (
 )
 
 // canonicalPath decodes the percent-encoded unreserved characters of the
-// path (RFC 3986 section 6.2.2.2: letters, digits, - . _ ~) before chi
-// routes it, so /v1/propert%69es is /v1/properties (docs/contract.md section
-// 10). Every other percent-encoding stays encoded in RawPath, which chi
-// routes on when it is set: an encoded '/' (%2F) is never a separator, so
-// its segment matches no route or is an invalid propertyId.
+// path (RFC 3986 section 6.2.2.2) before chi routes it: /v1/propert%69es is
+// /v1/properties (docs/contract.md section 10). Other escapes stay in
+// RawPath, which chi routes on: an encoded '/' is never a separator.
 func canonicalPath(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// net/http leaves RawPath empty when the sent path is the default
@@ -41,10 +39,9 @@ func canonicalPath(next http.Handler) http.Handler {
 }
 
 // decodeUnreserved decodes every %XX of p that encodes an unreserved
-// character and keeps every other byte as it is. It reports whether
-// anything changed; it runs in time linear in len(p). A p with a '%' not
-// followed by two hex digits is not a valid escaped path and is left as it
-// is (net/http refuses such a request before any handler).
+// character, in linear time, and reports whether anything changed. A p with
+// a '%' not followed by two hex digits is left as it is (net/http refuses
+// such a request before any handler).
 func decodeUnreserved(p string) (string, bool) {
 	var b []byte
 	for i := 0; i < len(p); i++ {
@@ -78,9 +75,6 @@ func unreserved(c byte) bool {
 		c == '-' || c == '.' || c == '_' || c == '~'
 }
 
-// isHex and unhex stand again in edge/internal/openapicheck: that checker
-// of the edge shares none of the edge's code, so that a bug here is not
-// copied into the check.
 func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }

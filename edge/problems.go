@@ -38,20 +38,14 @@ var upstreamProblems = map[upstream.Kind]upstreamProblem{
 		detail: "An unexpected fault occurred in the API. It has been logged; retry later and quote the requestId when contacting support."},
 }
 
-// problemOf is the one place where an error becomes what a partner sees:
-//   - a *problem.Error in err's chain (with a registered code) is the
-//     edge's own answer (a check of the request failed): it is answered
-//     as is;
-//   - anything else is a domain error of the catalog: upstream names its
-//     kind (an *upstream.Error in the chain; a bare error is classified by
-//     upstream's one rule, upstream.Classify, against the request's
-//     context: a context error by how the context ended, anything else
-//     Internal), and upstreamProblems turns the kind into the problem.
-//
-// gone reports that the partner went away (the request's context was
-// cancelled and the error is that cancellation): nothing is answered, and
-// cause is what the access log records. Cancelled while the partner is
-// still here means the edge is stopping: 503.
+// problemOf is the one place where an error becomes what a partner sees: a
+// *problem.Error in err's chain (with a registered code) is the edge's own
+// answer, as is; anything else is a domain error whose kind upstream's one
+// classifier names (upstream.Classify, against the request's context) and
+// upstreamProblems turns into the problem. gone reports that the partner
+// went away (the context was cancelled and err is that cancellation):
+// nothing is answered, cause is what the access log records. Cancelled
+// while the partner is still here means the edge is stopping: 503.
 func problemOf(ctx context.Context, err error) (pe *problem.Error, cause error, gone bool) {
 	if errors.As(err, &pe) && pe != nil && problem.Known(pe.Code) {
 		return pe, pe.Err, false

@@ -3,6 +3,7 @@ package edge
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -28,12 +29,10 @@ const maxParams = 2
 type queryValues [maxParams]int64
 
 // parseQuery validates raw against the allow-list params (at most
-// maxParams) and returns the value of each param (its default when absent).
-// The checks run in the order of docs/contract.md section 5: unparseable (400
-// MALFORMED_QUERY_STRING), unknown names (400), malformed or repeated values
-// (400), out of range (422); every problem of the first failing class is
-// listed (at most problem.MaxErrors of them, with their total). The work is
-// linear in len(raw). A well-formed query allocates nothing.
+// maxParams) and returns the value of each param (its default when absent),
+// checked in the order of docs/contract.md section 5; every problem of the
+// first failing class is listed (problem.MaxErrors at most, with their
+// total). Linear in len(raw); a well-formed query allocates nothing.
 func parseQuery(raw string, params []intParam) (queryValues, error) {
 	var vals queryValues
 	for i, p := range params {
@@ -68,7 +67,7 @@ func parseQuery(raw string, params []intParam) (queryValues, error) {
 		if !ok {
 			return vals, malformedEscape()
 		}
-		i := paramIndex(params, name)
+		i := slices.IndexFunc(params, func(p intParam) bool { return p.name == name })
 		if i < 0 {
 			// An unknown name's value is only checked, never decoded.
 			if !validEscapes(rawValue) {
@@ -152,21 +151,10 @@ func validEscapes(s string) bool {
 	return true
 }
 
-func paramIndex(params []intParam, name string) int {
-	for i, p := range params {
-		if p.name == name {
-			return i
-		}
-	}
-	return -1
-}
-
 // unknownNames collects the distinct unknown names of a query: the first
-// problem.MaxErrors as entries, and the count of all. A name is looked up
-// only among the listed ones, so nothing grows with the query beyond the
-// list. Names past the list are counted, not de-duplicated (that would
-// need a set as large as the query): the total counts a repeated one each
-// time, except a repeat of a listed one.
+// problem.MaxErrors as entries, and the count of all. Only listed names are
+// de-duplicated (more would need a set as large as the query): the total
+// counts a repeat of an unlisted name each time.
 type unknownNames struct {
 	listed []problem.FieldError
 	total  int
@@ -233,13 +221,10 @@ func fold(s string) string {
 // decimal reports whether s is a plain decimal integer: digits only, no
 // sign, space, point or prefix.
 func decimal(s string) bool {
-	if s == "" {
-		return false
-	}
 	for i := 0; i < len(s); i++ {
 		if s[i] < '0' || s[i] > '9' {
 			return false
 		}
 	}
-	return true
+	return s != ""
 }

@@ -13,10 +13,8 @@ import (
 	"github.com/partner-edge/partner-edge/problem"
 )
 
-// The edge applies two kinds of limits, both as buckets of one
-// ratelimit.Limiter: each API key's quota (rateLimit, below) and the
-// failed-authentication throttle of each client address (authThrottled,
-// authFailed).
+// The edge's two limits, buckets of one ratelimit.Limiter: each API key's
+// quota (rateLimit) and each client address's failed-auth throttle.
 
 // policyName names the one quota policy of the RateLimit fields.
 const policyName = `"default"`
@@ -41,12 +39,10 @@ func (s *server) allowN(ctx context.Context, key ratelimit.Key, l ratelimit.Limi
 }
 
 // rateLimit counts every authenticated request against its key's quota
-// (docs/contract.md section 10). Every answer from here on, 200 or error, carries
-// RateLimit-Policy and RateLimit (draft-ietf-httpapi-ratelimit-headers-10,
-// structured fields); over the quota the answer is 429 RATE_LIMITED with
-// Retry-After equal to RateLimit's t. A key without a quota (no rateLimit
-// of its own and no default) gets neither. The mapping of the bucket to the
-// fields is in docs/ratelimits.md.
+// (docs/contract.md section 10): every answer from here on carries
+// RateLimit-Policy and RateLimit (docs/ratelimits.md), over the quota 429
+// RATE_LIMITED with Retry-After equal to RateLimit's t. A key without a
+// quota (its own or the default) gets neither.
 func (s *server) rateLimit(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := Key(r.Context())
@@ -113,10 +109,9 @@ func authFailLimit(n int) (ratelimit.Limit, bool) {
 	return ratelimit.Limit{PerSecond: float64(n) / authThrottleWindow, Burst: n}, true
 }
 
-// authThrottled answers 429 RATE_LIMITED, with Retry-After, to a client
-// address that has used up its failed authentications (docs/contract.md section
-// 10), before any key is looked at, and reports whether it did. It only
-// peeks at the address's bucket: failures alone fill it (authFailed).
+// authThrottled answers 429 RATE_LIMITED to a client address that has used
+// up its failed authentications (docs/contract.md section 10), and reports
+// whether it did. It only peeks: failures alone fill the bucket (authFailed).
 func (s *server) authThrottled(w http.ResponseWriter, r *http.Request, bucket ratelimit.Key) bool {
 	d := s.allowN(r.Context(), bucket, s.authLimit, 0)
 	if d.Allowed {
@@ -134,11 +129,10 @@ func (s *server) authThrottled(w http.ResponseWriter, r *http.Request, bucket ra
 }
 
 // authFailed counts err against the client address when it is a 401
-// INVALID_API_KEY (a key was presented and no such key exists), or a 401
-// INVALID_ACCESS_TOKEN or ACCESS_TOKEN_EXPIRED (docs/contract.md section 12),
-// or a token's 503 because no key could be had to verify it (section 17):
-// otherwise tokens of made-up kids sent while the issuer is slow or down
-// would cost their sender nothing.
+// INVALID_API_KEY, INVALID_ACCESS_TOKEN or ACCESS_TOKEN_EXPIRED, or a
+// token's 503 for want of a key to verify it (docs/contract.md sections 12
+// and 17): else tokens of made-up kids sent while the issuer is down would
+// cost their sender nothing.
 func (s *server) authFailed(r *http.Request, bucket ratelimit.Key, err error) {
 	var pe *problem.Error
 	var oe *oauth.Error

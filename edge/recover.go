@@ -22,7 +22,7 @@ func (s *server) recoverer(next http.Handler) http.Handler {
 			}
 			st := stateFrom(r.Context())
 			err := fmt.Errorf("panic: %v", v)
-			if st.w.Status() != 0 {
+			if st.w.StatusCode != 0 {
 				st.cause = err // too late to answer; the access log says why
 				return
 			}

@@ -18,9 +18,8 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 8<<10); return &b
 // maxPooled keeps one rare huge response from pinning memory in the pool.
 const maxPooled = 256 << 10
 
-// responder is what every answer needs: the problem writer for errors
-// (fail) and the clock of meta.timestamp. Handlers and middleware take it
-// by value; it holds no request state.
+// responder is what every answer needs: the problem writer (fail), the
+// clock of meta.timestamp, the compressor. Taken by value: no request state.
 type responder struct {
 	problems problem.Writer
 	now      func() time.Time
@@ -38,15 +37,10 @@ func (s responder) writeOne(w http.ResponseWriter, r *http.Request, data []byte)
 	putBuf(bp, b)
 }
 
-// writePage answers a list: {"data": [...], "meta": {..., "pagination"}}.
-// The answer is assembled in one pooled buffer (a pre-joined page is one
-// copy from the snapshot) and written with one Write: written in three
-// pieces (head, the snapshot's bytes, tail), net/http's 2 KB response
-// buffer split the large middle write and the answer cost one more write
-// system call, far more than copying 12 KB.
-//
-// Compressed, a page is its start compressed once (compressor.pages, compress.go) and
-// this request's meta (writePageCoded).
+// writePage answers a list: {"data": [...], "meta": {..., "pagination"}},
+// assembled in one pooled buffer and written with one Write (in three
+// pieces, net/http's 2 KB buffer split the middle one: one more write
+// system call, far more than copying 12 KB). Compressed: writePageCoded.
 func (s responder) writePage(w http.ResponseWriter, r *http.Request, p page) {
 	if ae, ok := r.Header["Accept-Encoding"]; ok && s.comp != nil && p.snap != nil &&
 		s.writePageCoded(w, r, p, contentcoding.Negotiate(ae)) {
@@ -78,10 +72,9 @@ func appendItems(b []byte, p page) []byte {
 	return b
 }
 
-// write answers 200 with the plain body b: compressed per request by the
-// fast encoder when Accept-Encoding and b's size call for it. Every such
-// answer carries Vary: Accept-Encoding, plain ones too, since another
-// request's could be compressed.
+// write answers 200 with body b, compressed per request when
+// Accept-Encoding and b's size call for it; with Vary: Accept-Encoding,
+// plain too, since another request's could be compressed.
 func (s responder) write(w http.ResponseWriter, r *http.Request, b []byte) {
 	w.Header()["Vary"] = contentcoding.VaryHeader
 	if ae, ok := r.Header["Accept-Encoding"]; ok && s.comp != nil {
@@ -124,9 +117,7 @@ func putBuf(bp *[]byte, b []byte) {
 	bufPool.Put(bp)
 }
 
-var (
-	contentTypeJSON = []string{"application/json"}
-)
+var contentTypeJSON = []string{"application/json"}
 
 func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	setJSONHeaders(w, len(body))
@@ -134,9 +125,8 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	_, _ = w.Write(body)
 }
 
-// setJSONHeaders sets Content-Type and Content-Length. Through the edge's
-// own writer the length's value is backed by the request's state, not a
-// fresh slice.
+// setJSONHeaders sets Content-Type and Content-Length, the length's value
+// backed by the request's state through the edge's own writer.
 func setJSONHeaders(w http.ResponseWriter, length int) {
 	h := w.Header()
 	h["Content-Type"] = contentTypeJSON

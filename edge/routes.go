@@ -25,15 +25,10 @@ var v1Routes = []route{
 }
 
 // routes is the one place every route is registered. Middleware order is
-// the order of checks of docs/contract.md section 2: the path is made canonical
-// and an announced body marks the connection for closing; chi's routing
-// (404, 400 trailing slash or casing, 405) comes first; then authentication
-// and key authorisation, the key's rate limit (when on), headers, Accept;
-// query and path checks open each handler.
-// withState wraps the router: it starts the server span, when telemetry is
-// on, so every answer (404s and panics included) is traced, and it builds
-// the request's one context, which also holds chi's routing context so
-// chi makes no copy of its own (base.go).
+// the order of checks of docs/contract.md section 2 (docs/architecture.md,
+// "The path of one request"); query and path checks open each handler.
+// withState wraps the router, so every answer (404s and panics included)
+// is traced and has the request's one context (base.go).
 func (s *server) routes() http.Handler {
 	r := chi.NewRouter()
 	r.Use(s.resolveClient, s.accessLog, s.recoverer, canonicalPath, closeOnBody, s.shed)

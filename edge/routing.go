@@ -8,11 +8,9 @@ import (
 )
 
 // notFound answers paths chi did not route: a known route with a trailing
-// slash (400 TRAILING_SLASH), a known route in other casing (400
-// INVALID_PATH_CASING), anything else 404 ROUTE_NOT_FOUND. No redirects.
-// It reads the escaped path, as chi routed it once canonicalPath decoded
-// the unreserved characters: a segment still holding a percent-encoding
-// (%2F included) equals no literal segment, so it matches no route.
+// slash (400 TRAILING_SLASH) or in other casing (400 INVALID_PATH_CASING),
+// anything else 404 ROUTE_NOT_FOUND; no redirects. It reads the escaped
+// path as chi routed it: a segment still holding an escape matches none.
 func (s *server) notFound(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.EscapedPath()
 	trimmed, slashed := strings.CutSuffix(p, "/")
@@ -48,24 +46,17 @@ func (s *server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// routeSegments are the patterns of v1Routes split once: the 404 path runs
-// on whatever a partner sends, so it does no per-request work it can avoid.
-var routeSegments = func() [][]string {
-	segs := make([][]string, len(v1Routes))
+// routeSegments are the patterns of v1Routes split once, and
+// maxRouteSegments the most segments of any (a longer path matches none and
+// is not split at all): the 404 path runs on whatever a partner sends, so it
+// does no per-request work it can avoid.
+var routeSegments, maxRouteSegments = func() ([][]string, int) {
+	segs, n := make([][]string, len(v1Routes)), 0
 	for i, rt := range v1Routes {
 		segs[i] = strings.Split(rt.pattern, "/")
+		n = max(n, len(segs[i]))
 	}
-	return segs
-}()
-
-// maxRouteSegments is the most segments of any route: a longer path
-// matches none, and is not split at all.
-var maxRouteSegments = func() int {
-	n := 0
-	for _, segs := range routeSegments {
-		n = max(n, len(segs))
-	}
-	return n
+	return segs, n
 }()
 
 // maxEchoedParam bounds how much of a sent parameter value the canonical

@@ -22,7 +22,8 @@ import (
 	"github.com/partner-edge/partner-edge/upstream"
 )
 
-// Config is what NewServer needs besides its collaborators.
+// Config is what NewServer needs besides its collaborators. The settings
+// behind its fields are docs/operations.md's (EDGE_*).
 type Config struct {
 	// Brand is the brand this deployment serves. Required: keys of any
 	// other brand get 403 BRAND_ACCESS_DENIED.
@@ -30,10 +31,9 @@ type Config struct {
 	// DocsURL is the documentation base: the problem type prefix and the
 	// API info documentationUrl.
 	DocsURL string
-	// Docs, when not nil, serves the documentation site at DocsPath (a path
-	// outside /v1, such as "/docs"; the handler sees paths relative to it):
+	// Docs, when not nil and DocsPath is set (a path outside /v1, such as
+	// "/docs"), serves the documentation site there, relative to DocsPath:
 	// unauthenticated, outside the checks of /v1, still logged and traced.
-	// Nil (or an empty DocsPath) serves no documentation.
 	Docs     http.Handler
 	DocsPath string
 	// Now returns the current time. Nil means time.Now.
@@ -42,56 +42,43 @@ type Config struct {
 	// nil. Nil discards them.
 	Logger *slog.Logger
 	// AccessLog receives one "request" line per answered request (info; 5xx
-	// at error). Nil means Logger. cmd/edge gives it a logger over an
-	// observability.LogBuffer, so a slow output never holds a request.
+	// at error). Nil means Logger.
 	AccessLog *slog.Logger
-	// AccessLogSample is the fraction of successful requests (status below
-	// 400) whose access-log line is written, for a deployment whose log
-	// pipeline cannot take every line; errors are always written. Zero, or
-	// 1 and above, writes every line (the default: no sampling).
+	// AccessLogSample is the fraction of successful (below 400) requests'
+	// lines written (EDGE_ACCESS_LOG_SAMPLE); zero, or 1 and above, writes
+	// every line.
 	AccessLogSample float64
 	// Healthy reports whether the process can serve (keys usable, not
 	// draining). Nil means always healthy.
 	Healthy func() bool
-	// Telemetry traces every request (a server span continuing a valid
-	// traceparent, named by route template) and records its metrics. Nil
-	// means no spans and no metrics; the Traceparent response header then
-	// is not sent either.
+	// Telemetry traces every request and records its metrics. Nil: no
+	// spans, no metrics, no Traceparent response header.
 	Telemetry *observability.Telemetry
-	// RateLimit is the default quota of each key (429 RATE_LIMITED beyond
-	// it; EDGE_RATE_LIMIT, EDGE_RATE_BURST); a key's own rateLimit in the
-	// key file overrides it. A zero Burst means max(1, ceil(PerSecond)).
-	// The zero value sets no default: only keys with their own rateLimit
-	// are limited.
+	// RateLimit is the default quota of each key (EDGE_RATE_LIMIT,
+	// EDGE_RATE_BURST); a key's own rateLimit overrides it. A zero Burst
+	// means max(1, ceil(PerSecond)); the zero value limits only keys with
+	// their own rateLimit.
 	RateLimit ratelimit.Limit
-	// RequestTimeout is the overall deadline of one request (operations.md
-	// EDGE_REQUEST_TIMEOUT): PMS calls and retries fit inside it; a request
-	// still waiting on the PMS when it passes answers 504. Zero means
-	// DefaultRequestTimeout (10 s).
+	// RequestTimeout is the overall deadline of one request
+	// (EDGE_REQUEST_TIMEOUT). Zero means DefaultRequestTimeout.
 	RequestTimeout time.Duration
-	// MaxConcurrent caps the requests in progress (operations.md
-	// EDGE_MAX_CONCURRENT); beyond it the edge answers 503
-	// SERVICE_UNAVAILABLE with Retry-After: 1 at once. /v1/health is never
-	// shed. Zero (or less) disables the cap.
+	// MaxConcurrent caps the requests in progress (EDGE_MAX_CONCURRENT;
+	// shed.go). Zero (or less) disables the cap.
 	MaxConcurrent int
-	// AuthFailLimit is how many 401 INVALID_API_KEY answers a client
-	// address may get in a minute; past it the address gets 429
-	// RATE_LIMITED before any key is looked at. Zero disables the throttle
-	// (cmd/edge's default is 20).
+	// AuthFailLimit is how many 401s a client address may get in a minute
+	// before 429 RATE_LIMITED (EDGE_AUTH_FAIL_LIMIT; quota.go). Zero
+	// disables the throttle.
 	AuthFailLimit int
-	// Limiter keeps the buckets of both the per-key quotas and the
-	// failed-auth throttle; one over Redis (redislimit.Limiter) shares them
-	// across a fleet. Nil means an in-process ratelimit.Local on Now. When
-	// it returns an error, the edge decides with an in-process
-	// ratelimit.Local instead.
+	// Limiter keeps the buckets of the per-key quotas and the failed-auth
+	// throttle (redislimit.Limiter shares them across a fleet). Nil means an
+	// in-process ratelimit.Local on Now, which also decides whenever the
+	// Limiter returns an error.
 	Limiter ratelimit.Limiter
 	// TrustedProxies are the proxies whose X-Forwarded-For is believed for
-	// the client address (ParseTrustedProxies). Empty: the TCP peer is the
-	// client address.
+	// the client address (ParseTrustedProxies). Empty: the TCP peer.
 	TrustedProxies []netip.Prefix
-	// OAuth turns on OAuth 2.0 access tokens beside API keys, and the
-	// RFC 9728 metadata route (docs/contract.md section 12). Nil: tokens off; a
-	// bearer credential without the API-key prefix is then 401 INVALID_API_KEY.
+	// OAuth turns on OAuth 2.0 access tokens beside API keys
+	// (docs/contract.md section 12). Nil: tokens off.
 	OAuth *OAuth
 }
 

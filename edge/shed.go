@@ -13,14 +13,12 @@ import (
 // load onto the others.
 const healthPath = "/v1/health"
 
-// shed caps the requests in progress at Config.MaxConcurrent. One more
-// is answered at once, without queueing, with 503 SERVICE_UNAVAILABLE and
-// Retry-After: 1: a partner retries a second later rather than waiting in a
-// queue that only lengthens every answer. The count is a single atomic
-// integer of this server, so shedding costs no lock and no allocation.
-// A request holds its place in the request's state (shedSlot), so it can
-// give it up while it waits on something that is no work of the edge's (a
-// key fetch from a slow issuer, docs/contract.md section 17).
+// shed caps the requests in progress at Config.MaxConcurrent: one more is
+// answered at once, unqueued, 503 SERVICE_UNAVAILABLE with Retry-After: 1
+// (docs/operations.md, "Shedding and capacity"). The count is one atomic
+// integer: no lock, no allocation. A request holds its place in its state
+// (shedSlot), so it can give it up while it waits on something that is no
+// work of the edge's (a slow issuer's keys, docs/contract.md section 17).
 func (s *server) shed(next http.Handler) http.Handler {
 	limit := int64(s.cfg.MaxConcurrent)
 	if limit <= 0 {

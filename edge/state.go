@@ -13,9 +13,9 @@ import (
 	"github.com/partner-edge/partner-edge/upstream"
 )
 
-// state is everything the edge learns about one request. It is allocated
-// once per request, with the response writer wrapper and the request's
-// context inside it, so the middleware chain costs one allocation.
+// state is everything the edge learns about one request, with the response
+// writer wrapper and the request's context inside it: the middleware chain
+// costs one allocation.
 type state struct {
 	requestID     string
 	start         time.Time // when the edge got the request (Config.Now)
@@ -49,9 +49,6 @@ func stateFrom(ctx context.Context) *state {
 // RequestID returns the request's Svc-Request-Id ("" outside the edge).
 func RequestID(ctx context.Context) string { return stateFrom(ctx).requestID }
 
-// CorrelationID returns the caller's valid Svc-Correlation-Id, or "".
-func CorrelationID(ctx context.Context) string { return stateFrom(ctx).correlationID }
-
 // Key returns the authenticated key, or nil before authentication.
 func Key(ctx context.Context) *keys.Key { return stateFrom(ctx).key }
 
@@ -63,22 +60,15 @@ type statusWriter struct {
 	lenHeader [1]string
 }
 
-// Status is the status written so far (0 when nothing was written).
-func (sw *statusWriter) Status() int { return sw.StatusCode }
-
 // DefaultRequestTimeout is Config.RequestTimeout's default (operations.md
 // EDGE_REQUEST_TIMEOUT).
 const DefaultRequestTimeout = 10 * time.Second
 
 // reqContext is the context of one request, embedded in its state, so the
-// request's values cost one link instead of a chain of them. It answers
-// the state (stateFrom), the caller ids the upstream client sends
-// (upstream.CallerIDsKey), the cache's slot and chi's routing context from
-// the state itself, over context.WithDeadline's context for the request's
-// one overall deadline, Config.RequestTimeout after it started: PMS calls,
-// their retries and waits for a shared cache load all run under it, and a
-// request still waiting when it passes answers 504 GATEWAY_TIMEOUT
-// (problemOf).
+// request's values cost one link instead of a chain of them: it answers the
+// state, the caller ids, the cache's slot and chi's routing context itself,
+// over context.WithDeadline's context for the request's one deadline
+// (docs/operations.md, EDGE_REQUEST_TIMEOUT; past it, 504 GATEWAY_TIMEOUT).
 type reqContext struct {
 	context.Context // context.WithDeadline over net/http's, with the span
 	st              *state
@@ -91,9 +81,9 @@ func (c *reqContext) init(parent context.Context, st *state, deadline time.Time)
 	c.st = st
 }
 
-// Value answers the state and the caller ids; every other key is the
-// deadline context's, so that a context derived from this one finds the
-// cancellation it is tied to and needs no goroutine to follow it.
+// Value answers the state's keys; every other key is the deadline
+// context's, so that a derived context finds the cancellation it is tied to
+// and needs no goroutine to follow it.
 func (c *reqContext) Value(key any) any {
 	switch key.(type) {
 	case stateKey:
@@ -111,16 +101,7 @@ func (c *reqContext) Value(key any) any {
 
 func (c *reqContext) String() string { return "edge.reqContext" }
 
-// stop releases the deadline's timer: the request has been answered.
-func (c *reqContext) stop() { c.cancel() }
-
 // ParseTrustedProxies reads EDGE_TRUSTED_PROXIES (clientaddr.ParseTrusted):
 // comma-separated CIDRs (a bare address is a single host). Empty means
 // none. The error names the entry that is not a CIDR.
 func ParseTrustedProxies(s string) ([]netip.Prefix, error) { return clientaddr.ParseTrusted(s) }
-
-// ClientAddress returns the request's client address as the edge resolved
-// it (docs/contract.md section 10: X-Forwarded-For believed only from trusted
-// proxies), or "" outside the edge. Logs, traces and the failed-auth
-// throttle use it.
-func ClientAddress(ctx context.Context) string { return stateFrom(ctx).client.String() }

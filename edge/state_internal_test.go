@@ -43,7 +43,7 @@ func TestReqContextDeadline(t *testing.T) {
 		default:
 			t.Fatal("Done open after the deadline")
 		}
-		ctx.stop()
+		ctx.cancel()
 	})
 	synctest.Test(t, func(t *testing.T) {
 		st := newReqContext(context.Background(), 2*time.Second)
@@ -61,7 +61,7 @@ func TestReqContextDeadline(t *testing.T) {
 		if ctx.Value(stateKey{}) != st {
 			t.Fatal("state lost once the timer runs")
 		}
-		ctx.stop()
+		ctx.cancel()
 	})
 }
 
@@ -84,7 +84,7 @@ func TestReqContextParent(t *testing.T) {
 
 		st = newReqContext(context.Background(), 10*time.Second)
 		done := st.ctx.Done()
-		st.ctx.stop()
+		st.ctx.cancel()
 		<-done
 		if !errors.Is(st.ctx.Err(), context.Canceled) {
 			t.Fatalf("after stop, Err %v", st.ctx.Err())

@@ -59,10 +59,9 @@ type oauthState struct {
 	challenge401 string
 }
 
-// newOAuthState builds the metadata and its URL. The URL is built from the
-// audience's scheme and host, not from the request's Host header: that
-// header is the caller's to choose, and the audience is what partners'
-// tokens name, so the two stay consistent (RFC 9728 section 3.3).
+// newOAuthState builds the metadata and its URL, from the audience's scheme
+// and host (what partners' tokens name), never from the caller's Host
+// header (RFC 9728 section 3.3).
 func newOAuthState(cfg *OAuth, docsURL string) *oauthState {
 	if cfg == nil {
 		return nil
@@ -99,13 +98,10 @@ func (s *server) handleResourceMetadata() http.Handler {
 const insufficientScopeChallenge = `Bearer error="insufficient_scope", scope="` + keys.ScopePropertiesRead + `"`
 
 // authoriseToken identifies the client of an access token and returns its
-// key-file record, which is then authorised exactly as an API key is. The
-// token itself goes nowhere: not into errors, logs or traces.
-//
-// A token that must wait for a key fetch gives up its load-shedding slot
-// while it waits (oauth.BeforeWait): a slow issuer holds no other request
-// up (docs/contract.md section 17). A verified token takes a slot again, or is
-// shed; a refused one is answered without one, as shed answers.
+// key-file record, then authorised as an API key is. The token itself goes
+// nowhere: not into errors, logs or traces. A token waiting for a key fetch
+// gives up its shedding slot meanwhile (oauth.BeforeWait; docs/contract.md
+// section 17); a verified one takes a slot again or is shed.
 func (s *server) authoriseToken(r *http.Request, token string) (*keys.Key, error) {
 	st := stateFrom(r.Context())
 	t, err := s.oauth.cfg.Verifier.Verify(oauth.BeforeWait(r.Context(), st.slot.release), token)
@@ -167,11 +163,10 @@ func (s *server) addResourceMetadata(err error) {
 }
 
 // NewOAuth turns access tokens on (docs/contract.md section 12) for cfg's
-// issuer and audience, with clients found in clients. The issuer's keys
-// are fetched now, waiting at most 1 s (then in the background, until ctx
-// ends); an issuer that cannot be reached does not stop the edge (API keys
-// serve; tokens get 503 with Retry-After until a fetch succeeds, at most
-// one per 30 s): it is logged as a warning.
+// issuer and audience, with clients found in clients. The issuer's keys are
+// fetched now, waiting at most 1 s, then in the background until ctx ends;
+// an unreachable issuer is logged as a warning and does not stop the edge
+// (tokens get 503 until a fetch succeeds).
 func NewOAuth(ctx context.Context, cfg oauth.Config, clients ClientStore) (*OAuth, error) {
 	v, err := oauth.New(ctx, cfg)
 	if err != nil {

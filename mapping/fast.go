@@ -169,7 +169,7 @@ func FieldIndex(quoted []byte, names []string) (int, bool) {
 	return -1, true
 }
 
-// mapView is Map over a recordView: the same checks in the same order,
+// mapView maps a record's fields (both paths, Map and the fast path),
 // reading bytes, so that only the kept strings are allocated; when want
 // refuses the record's id, none but the id (MapRawFor).
 func mapView(v *recordView, opts Options, want func(id string) bool) (Property, error) {
@@ -284,8 +284,9 @@ func epochMillisBytes(b []byte) (int64, bool) {
 	return ms, ms >= minMillis && ms <= maxMillis
 }
 
-// lookup is valid over bytes, and returns the name as a string the cache
-// already holds when it can, so that a known zone costs no allocation.
+// lookup is validZone over bytes, remembered, and returns the name as a
+// string the cache already holds when it can, so that a known zone costs
+// no allocation.
 func (c *ZoneCache) lookup(b []byte) (string, bool) {
 	if c == nil {
 		s := string(b)
@@ -298,15 +299,19 @@ func (c *ZoneCache) lookup(b []byte) (string, bool) {
 		return e.name, e.ok
 	}
 	s := string(b)
-	return s, c.valid(s)
+	ok := validZone(s)
+	c.mu.Lock()
+	if c.known == nil {
+		c.known = make(map[string]zoneEntry)
+	}
+	if len(c.known) < maxZones {
+		c.known[s] = zoneEntry{name: s, ok: ok}
+	}
+	c.mu.Unlock()
+	return s, ok
 }
 
-// mapRawFast is MapRaw's fast path; ok is false when it gave up.
-func mapRawFast(raw []byte, opts Options) (p Property, ok bool, err error) {
-	return mapRawFastFor(raw, opts, nil)
-}
-
-// mapRawFastFor is mapRawFast for MapRawFor.
+// mapRawFastFor is MapRawFor's fast path; ok is false when it gave up.
 func mapRawFastFor(raw []byte, opts Options, want func(id string) bool) (p Property, ok bool, err error) {
 	d := fastDecoders.Get().(*fastDecoder)
 	defer func() {

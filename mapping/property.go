@@ -62,54 +62,21 @@ type Property struct {
 // Active reports whether the property is listed.
 func (p Property) Active() bool { return p.Status == StatusActive }
 
-// Map maps one record, or returns a *Rejection.
+// Map maps one record, or returns a *Rejection: the fast path's mapView
+// over the record's fields, so both paths apply one set of checks.
 func Map(rec HotelRecord, opts Options) (Property, error) {
-	id, ok := ParseID(rec.HotelID)
-	if !ok {
-		return Property{}, reject(rec.HotelID, ReasonInvalidID)
-	}
-	if rec.BrandCode != opts.Brand {
-		return Property{}, reject(rec.HotelID, ReasonOtherBrand)
-	}
-	name := strings.TrimSpace(rec.DisplayName)
-	if name == "" {
-		return Property{}, reject(rec.HotelID, ReasonEmptyName)
-	}
-	if tooLong(name, MaxNameLen) {
-		return Property{}, reject(rec.HotelID, ReasonTooLong)
-	}
-	if !opts.Zones.valid(rec.TimeZone) {
-		return Property{}, reject(rec.HotelID, ReasonInvalidTimeZone)
-	}
-	created, ok := parseCreated(rec.CreatedAt)
-	if !ok {
-		return Property{}, reject(rec.HotelID, ReasonInvalidCreatedAt)
-	}
-	updated := created
-	if rec.LastModifiedMS != nil {
-		ms, ok := epochMillis(*rec.LastModifiedMS)
-		if !ok {
-			return Property{}, reject(rec.HotelID, ReasonInvalidModified)
+	var v recordView
+	for f, s := range [...]*string{fHotelID: &rec.HotelID, fBrand: &rec.BrandCode, fName: &rec.DisplayName,
+		fShortCode: rec.ShortCode, fLegacyCode: rec.LegacyPropertyCode, fLifecycle: &rec.Lifecycle,
+		fZone: &rec.TimeZone, fCreated: &rec.CreatedAt} {
+		if s != nil {
+			v.kind[f], v.val[f] = vString, []byte(*s)
 		}
-		updated = time.UnixMilli(ms).UTC()
 	}
-	pcode := code(rec, opts.CodeSource)
-	if pcode != nil && tooLong(*pcode, MaxCodeLen) {
-		return Property{}, reject(rec.HotelID, ReasonTooLong)
+	if rec.LastModifiedMS != nil {
+		v.kind[fModified], v.val[fModified] = vNumber, []byte(*rec.LastModifiedMS)
 	}
-	status := StatusInactive
-	if rec.Lifecycle == "LIVE" {
-		status = StatusActive
-	}
-	return Property{
-		ID:        id,
-		Name:      name,
-		Code:      pcode,
-		Status:    status,
-		Timezone:  rec.TimeZone,
-		CreatedAt: created,
-		UpdatedAt: updated,
-	}, nil
+	return mapView(&v, opts, nil)
 }
 
 // Longest name and code served, in characters (docs/contract.md section 15;
@@ -123,32 +90,11 @@ const (
 
 // tooLong reports whether s has more than n characters, looking at no more
 // than about 4n bytes of it.
-func tooLong[S string | []byte](s S, n int) bool {
+func tooLong(s []byte, n int) bool {
 	if len(s) <= n {
 		return false
 	}
-	if len(s) > 4*n { // UTF-8: at most 4 bytes a character
-		return true
-	}
-	return utf8.RuneCountInString(string(s)) > n // a copy of bytes only here, near the limit
-}
-
-func code(rec HotelRecord, src CodeSource) *string {
-	var v *string
-	switch src {
-	case CodeSourceShortCode:
-		v = rec.ShortCode
-	case CodeSourceLegacyCode:
-		v = rec.LegacyPropertyCode
-	}
-	if v == nil {
-		return nil
-	}
-	s := strings.TrimSpace(*v)
-	if s == "" {
-		return nil
-	}
-	return &s
+	return len(s) > 4*n || utf8.RuneCount(s) > n // UTF-8: at most 4 bytes a character
 }
 
 // parseCreated reads an RFC 3339 time and returns it in UTC, truncated to
@@ -166,7 +112,7 @@ func parseCreated(s string) (time.Time, bool) {
 	return t, true
 }
 
-// ZoneCache memoises validZone for the names a PMS sends. It holds at most
+// ZoneCache memoises validZone for the names a PMS sends (lookup). It holds at most
 // maxZones names (more than the IANA database has), so drifting data cannot
 // grow it without bound; past that, names are checked afresh. Safe for
 // concurrent use; the zero value is ready.
@@ -183,35 +129,6 @@ type zoneEntry struct {
 }
 
 const maxZones = 1024
-
-func (c *ZoneCache) valid(name string) bool {
-	if c == nil {
-		return validZone(name)
-	}
-	c.mu.Lock()
-	e, hit := c.known[name]
-	c.mu.Unlock()
-	if hit {
-		return e.ok
-	}
-	ok := validZone(name)
-	c.mu.Lock()
-	if c.known == nil {
-		c.known = make(map[string]zoneEntry)
-	}
-	if len(c.known) < maxZones {
-		c.known[name] = zoneEntry{name: name, ok: ok}
-	}
-	c.mu.Unlock()
-	return ok
-}
-
-// Len is the number of names remembered.
-func (c *ZoneCache) Len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.known)
-}
 
 // validZone accepts IANA names only: time.LoadLocation also takes "" (UTC),
 // "Local" and, from the system's zoneinfo directory, "localtime" (the
@@ -246,41 +163,28 @@ func epochMillis(n json.Number) (int64, bool) {
 }
 
 // ParseID accepts a UUID in 8-4-4-4-12 hex form, any case, and returns it
-// lower-cased.
+// lower-cased (copied only when it was not already).
 func ParseID(s string) (string, bool) {
 	if len(s) != 36 {
 		return "", false
 	}
 	upper := false
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch i {
-		case 8, 13, 18, 23:
+		switch c := s[i]; {
+		case i == 8 || i == 13 || i == 18 || i == 23:
 			if c != '-' {
 				return "", false
 			}
-			continue
-		}
-		switch {
-		case '0' <= c && c <= '9', 'a' <= c && c <= 'f':
 		case 'A' <= c && c <= 'F':
 			upper = true
-		default:
+		case !('0' <= c && c <= '9' || 'a' <= c && c <= 'f'):
 			return "", false
 		}
 	}
-	if !upper { // the common case: already canonical, no copy
-		return s, true
+	if upper {
+		return strings.ToLower(s), true
 	}
-	var b [36]byte
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if 'A' <= c && c <= 'F' {
-			c += 'a' - 'A'
-		}
-		b[i] = c
-	}
-	return string(b[:]), true
+	return s, true
 }
 
 // MapRaw decodes and maps one raw record: Map(Decode(raw)). Most records

@@ -5,6 +5,7 @@ import (
 	"embed"
 	"fmt"
 	"html/template"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"path"
@@ -94,16 +95,13 @@ type codePage struct {
 }
 
 func (b *builder) build() error {
-	css, err := sources.ReadFile("assets/site.css")
-	if err != nil {
-		return err
+	for name, contentType := range map[string]string{assetSiteCSS: "text/css; charset=utf-8", assetFavicon: "image/svg+xml"} {
+		data, err := sources.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		b.site.add(name, contentType, cspPage, data)
 	}
-	b.site.add(assetSiteCSS, "text/css; charset=utf-8", cspPage, css)
-	icon, err := sources.ReadFile("assets/favicon.svg")
-	if err != nil {
-		return err
-	}
-	b.site.add(assetFavicon, "image/svg+xml", cspPage, icon)
 
 	var codes []codePage
 	for _, e := range problem.All() {
@@ -166,23 +164,17 @@ func (b *builder) render(addr, title, tmpl string, data any) error {
 func (b *builder) codePage(e problem.Entry) (codePage, error) {
 	g, ok := guides[e.Code]
 	if !ok { // a code added to the registry without its guide still gets a page
-		g = guide{path: "/v1/properties", example: &problem.Error{Code: e.Code}}
+		g = guide{example: &problem.Error{Code: e.Code}}
 	}
 	ex := *g.example
 	rec := httptest.NewRecorder()
-	req := httptest.NewRequest(http.MethodGet, g.path, nil)
+	req := httptest.NewRequest(http.MethodGet, g.requestPath(), nil)
 	pw := problem.Writer{DocsURL: b.opts.DocsURL, Now: b.opts.Now}
 	pw.Write(rec, req, "req_4sVh2Kq8ZtR1nXw7Lp3Da9Ec", &ex)
 	res := rec.Result()
 	var ex2 strings.Builder
 	fmt.Fprintf(&ex2, "HTTP/1.1 %d %s\n", res.StatusCode, http.StatusText(res.StatusCode))
-	for _, k := range slices.Sorted(func(yield func(string) bool) {
-		for k := range res.Header {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, k := range slices.Sorted(maps.Keys(res.Header)) {
 		if k == "Content-Length" {
 			continue
 		}

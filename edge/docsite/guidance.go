@@ -1,6 +1,7 @@
 package docsite
 
 import (
+	"cmp"
 	"net/http"
 	"time"
 
@@ -13,7 +14,7 @@ import (
 // problem.Writer, with the detail texts the edge uses).
 type guide struct {
 	when, do string
-	path     string // the example request's path (the problem's instance)
+	path     string // the example request's path (the problem's instance); empty: /v1/properties
 	example  *problem.Error
 }
 
@@ -22,6 +23,9 @@ const (
 	challenge  = `Bearer realm="partner-api"`
 	challengeT = `Bearer realm="partner-api", error="invalid_token"`
 )
+
+// requestPath is the example request's path.
+func (g guide) requestPath() string { return cmp.Or(g.path, "/v1/properties") }
 
 func fe(field, code, detail string) problem.FieldError {
 	return problem.FieldError{Field: field, Code: code, Detail: detail}
@@ -37,21 +41,19 @@ func withHeader(pe *problem.Error, k, v string) *problem.Error {
 // only what the registry says).
 var guides = map[problem.Code]guide{
 	problem.MalformedQueryString: {
-		when: "The query string does not parse: a '%' not followed by two hexadecimal digits, or a ';' used as a separator. Checked after authentication, headers and Accept.",
-		do:   "Build query strings with your HTTP library's URL encoder and separate parameters with '&'. Do not retry unchanged.",
-		path: "/v1/properties", example: problem.New(problem.MalformedQueryString, "The query string cannot contain ';'. Separate parameters with '&'."),
+		when:    "The query string does not parse: a '%' not followed by two hexadecimal digits, or a ';' used as a separator. Checked after authentication, headers and Accept.",
+		do:      "Build query strings with your HTTP library's URL encoder and separate parameters with '&'. Do not retry unchanged.",
+		example: problem.New(problem.MalformedQueryString, "The query string cannot contain ';'. Separate parameters with '&'."),
 	},
 	problem.UnknownQueryParameter: {
 		when: "A query parameter name is not in the endpoint's allow-list: page and perPage on /v1/properties, none elsewhere. Names are case-sensitive.",
 		do:   "Remove the parameter or correct its spelling; each errors entry names one unknown parameter and, for a near miss such as per_page, suggests the right name.",
-		path: "/v1/properties",
 		example: &problem.Error{Code: problem.UnknownQueryParameter, Detail: "The query string names parameters this endpoint does not accept.",
 			Errors: []problem.FieldError{fe("per_page", problem.FieldUnknownParameter, `Unknown query parameter "per_page". Did you mean "perPage"? Names are case-sensitive.`)}},
 	},
 	problem.InvalidQueryParameter: {
 		when: "A value is not a plain decimal integer (empty, a sign, a space, a decimal point, hexadecimal), or a parameter is given more than once.",
 		do:   "Send each parameter once, as digits only. Out-of-range integers are a different error (VALIDATION_FAILED).",
-		path: "/v1/properties",
 		example: &problem.Error{Code: problem.InvalidQueryParameter, Detail: "One or more query parameters are malformed.",
 			Errors: []problem.FieldError{fe("page", problem.FieldInvalidFormat, "page must be a plain decimal integer.")}},
 	},
@@ -75,75 +77,71 @@ var guides = map[problem.Code]guide{
 	problem.MissingRequiredHeader: {
 		when: "An authenticated endpoint was called without a User-Agent header, or with an empty one.",
 		do:   "Send a User-Agent naming your software and version, for example 'AcmeChannelManager/4.2'.",
-		path: "/v1/properties",
 		example: &problem.Error{Code: problem.MissingRequiredHeader, Detail: "One or more request headers are missing or invalid.",
 			Errors: []problem.FieldError{fe("User-Agent", problem.FieldRequired, "User-Agent is required: name the calling software.")}},
 	},
 	problem.InvalidHeader: {
 		when: "User-Agent is shorter than 3 or longer than 255 characters, holds a byte outside printable ASCII, or is sent twice; or Svc-Correlation-Id is malformed or longer than 128 characters (then it is not echoed).",
 		do:   "Fix the header named in errors. Svc-Correlation-Id is optional: leave it out rather than send an invalid one.",
-		path: "/v1/properties",
 		example: &problem.Error{Code: problem.InvalidHeader, Detail: "One or more request headers are missing or invalid.",
 			Errors: []problem.FieldError{fe("Svc-Correlation-Id", problem.FieldInvalidFormat, "Svc-Correlation-Id must be sent once, as 1 to 128 characters of A-Z, a-z, 0-9 and . _ = + / -.")}},
 	},
 	problem.UnexpectedRequestBody: {
-		when: "A GET request announced a body: Content-Length above 0, Transfer-Encoding, or an HTTP/2 stream carrying data. The connection is closed after the answer.",
-		do:   "Send GET requests without a body; check that your HTTP library does not add one.",
-		path: "/v1/properties", example: problem.New(problem.UnexpectedRequestBody, "GET requests take no body."),
+		when:    "A GET request announced a body: Content-Length above 0, Transfer-Encoding, or an HTTP/2 stream carrying data. The connection is closed after the answer.",
+		do:      "Send GET requests without a body; check that your HTTP library does not add one.",
+		example: problem.New(problem.UnexpectedRequestBody, "GET requests take no body."),
 	},
 	problem.MissingAuthHeader: {
-		when: "An authenticated endpoint (everything but /v1/health) was called without an Authorization header.",
-		do:   "Send 'Authorization: Bearer <API key>'. See Authentication.",
-		path: "/v1/properties", example: withHeader(problem.New(problem.MissingAuthHeader, "Send the API key as 'Authorization: Bearer <API key>'."), "Www-Authenticate", challenge),
+		when:    "An authenticated endpoint (everything but /v1/health) was called without an Authorization header.",
+		do:      "Send 'Authorization: Bearer <API key>'. See Authentication.",
+		example: withHeader(problem.New(problem.MissingAuthHeader, "Send the API key as 'Authorization: Bearer <API key>'."), "Www-Authenticate", challenge),
 	},
 	problem.InvalidAuthHeader: {
-		when: "The Authorization header is not 'Bearer <token>': another scheme (Basic), an empty token, or the header sent twice. The scheme name is case-insensitive.",
-		do:   "Send exactly one header of the form 'Authorization: Bearer <API key>'.",
-		path: "/v1/properties", example: withHeader(problem.New(problem.InvalidAuthHeader, "The Authorization header must be sent once, as 'Bearer <API key>'."), "Www-Authenticate", challenge),
+		when:    "The Authorization header is not 'Bearer <token>': another scheme (Basic), an empty token, or the header sent twice. The scheme name is case-insensitive.",
+		do:      "Send exactly one header of the form 'Authorization: Bearer <API key>'.",
+		example: withHeader(problem.New(problem.InvalidAuthHeader, "The Authorization header must be sent once, as 'Bearer <API key>'."), "Www-Authenticate", challenge),
 	},
 	problem.InvalidAPIKey: {
-		when: "The key is not of the key format (svc_live_ or svc_test_ and at least 24 letters and digits) or no such key exists. Repeated failures from one address are throttled with 429 RATE_LIMITED.",
-		do:   "Check that the whole key was copied. Do not retry with the same key: every failure counts toward the throttle of your address.",
-		path: "/v1/properties", example: withHeader(problem.New(problem.InvalidAPIKey, "The API key is malformed or unknown."), "Www-Authenticate", challengeT),
+		when:    "The key is not of the key format (svc_live_ or svc_test_ and at least 24 letters and digits) or no such key exists. Repeated failures from one address are throttled with 429 RATE_LIMITED.",
+		do:      "Check that the whole key was copied. Do not retry with the same key: every failure counts toward the throttle of your address.",
+		example: withHeader(problem.New(problem.InvalidAPIKey, "The API key is malformed or unknown."), "Www-Authenticate", challengeT),
 	},
 	problem.APIKeyExpired: {
-		when: "The key is known but its expiry time has passed.",
-		do:   "Ask partner support for a new key and replace the expired one. Do not retry.",
-		path: "/v1/properties", example: withHeader(problem.New(problem.APIKeyExpired, "The API key expired at 2026-10-31T00:00:00Z."), "Www-Authenticate", challengeT),
+		when:    "The key is known but its expiry time has passed.",
+		do:      "Ask partner support for a new key and replace the expired one. Do not retry.",
+		example: withHeader(problem.New(problem.APIKeyExpired, "The API key expired at 2026-10-31T00:00:00Z."), "Www-Authenticate", challengeT),
 	},
 	problem.InvalidAccessToken: {
 		when: "Where OAuth 2.0 access tokens are on, a bearer credential without the svc_live_/svc_test_ prefix is taken as an access token, and this one is malformed, not signed by the authorization server's keys, for another issuer or audience, not yet valid, or of a client with no record at the brand. Counts toward the failed-authentication throttle.",
 		do:   "Get a new token from the authorization server with your client credentials, for this API's audience, and check that your client is registered with the brand. Do not retry with the same token.",
-		path: "/v1/properties",
 		example: withHeader(problem.New(problem.InvalidAccessToken,
 			"The access token is malformed, not signed by the authorization server, or not issued for this API."), "Www-Authenticate", challengeT),
 	},
 	problem.AccessTokenExpired: {
 		when: "The access token's exp has passed (60 seconds of clock skew allowed). Counts toward the failed-authentication throttle.",
 		do:   "Get a new token from the authorization server and retry once; refresh tokens shortly before they expire.",
-		path: "/v1/properties",
 		example: withHeader(problem.New(problem.AccessTokenExpired,
 			"The access token has expired. Get a new one from the authorization server."), "Www-Authenticate", challengeT),
 	},
 	problem.APIKeySuspended: {
-		when: "The key is known and not expired, but suspended by the brand.",
-		do:   "Contact partner support. Retrying does not help.",
-		path: "/v1/properties", example: problem.New(problem.APIKeySuspended, "The API key is suspended."),
+		when:    "The key is known and not expired, but suspended by the brand.",
+		do:      "Contact partner support. Retrying does not help.",
+		example: problem.New(problem.APIKeySuspended, "The API key is suspended."),
 	},
 	problem.BrandAccessDenied: {
-		when: "The key was issued for another brand than the one this host serves.",
-		do:   "Call the host of the key's brand, or use a key of this brand.",
-		path: "/v1/properties", example: problem.New(problem.BrandAccessDenied, "The API key is not valid for this brand."),
+		when:    "The key was issued for another brand than the one this host serves.",
+		do:      "Call the host of the key's brand, or use a key of this brand.",
+		example: problem.New(problem.BrandAccessDenied, "The API key is not valid for this brand."),
 	},
 	problem.InsufficientScope: {
-		when: "The key's scopes do not include properties:read, which every v1 endpoint needs.",
-		do:   "Ask partner support for a key with the properties:read scope.",
-		path: "/v1/properties", example: problem.New(problem.InsufficientScope, "The API key lacks the scope properties:read."),
+		when:    "The key's scopes do not include properties:read, which every v1 endpoint needs.",
+		do:      "Ask partner support for a key with the properties:read scope.",
+		example: problem.New(problem.InsufficientScope, "The API key lacks the scope properties:read."),
 	},
 	problem.TestModeUnavailable: {
-		when: "A test-mode key (svc_test_) was sent to a deployment that has no sandbox.",
-		do:   "Use a live key here, or the deployment that serves test mode.",
-		path: "/v1/properties", example: problem.New(problem.TestModeUnavailable, "This deployment does not serve test-mode keys."),
+		when:    "A test-mode key (svc_test_) was sent to a deployment that has no sandbox.",
+		do:      "Use a live key here, or the deployment that serves test mode.",
+		example: problem.New(problem.TestModeUnavailable, "This deployment does not serve test-mode keys."),
 	},
 	problem.PropertyAccessDenied: {
 		when: "Reserved for property-scoped routes (those that read Svc-Property-Id) when the key is not granted the property. No v1 route is property-scoped, so v1 never sends it.",
@@ -161,52 +159,46 @@ var guides = map[problem.Code]guide{
 		path: "/v1/properties/" + exampleID, example: problem.New(problem.PropertyNotFound, "No property with this id is available to this API key."),
 	},
 	problem.MethodNotAllowed: {
-		when: "A known route was called with a method other than GET (HEAD and OPTIONS included). Answered before authentication.",
-		do:   "Use GET, as the Allow header says.",
-		path: "/v1/properties", example: withHeader(&problem.Error{Code: problem.MethodNotAllowed, Detail: "Only GET is supported on this endpoint."}, "Allow", "GET"),
+		when:    "A known route was called with a method other than GET (HEAD and OPTIONS included). Answered before authentication.",
+		do:      "Use GET, as the Allow header says.",
+		example: withHeader(&problem.Error{Code: problem.MethodNotAllowed, Detail: "Only GET is supported on this endpoint."}, "Allow", "GET"),
 	},
 	problem.NotAcceptable: {
-		when: "The Accept header admits neither application/json, application/*, nor */*.",
-		do:   "Send 'Accept: application/json' or no Accept header. Errors are always application/problem+json.",
-		path: "/v1/properties", example: problem.New(problem.NotAcceptable, "This API produces application/json only."),
+		when:    "The Accept header admits neither application/json, application/*, nor */*.",
+		do:      "Send 'Accept: application/json' or no Accept header. Errors are always application/problem+json.",
+		example: problem.New(problem.NotAcceptable, "This API produces application/json only."),
 	},
 	problem.ValidationFailed: {
 		when: "Well-formed integers are out of range: page below 1 or above 2147483647, perPage below 1 or above 100. A 400 problem of the same request wins.",
 		do:   "Correct the values named in errors (code OUT_OF_RANGE). Do not retry unchanged.",
-		path: "/v1/properties",
 		example: &problem.Error{Code: problem.ValidationFailed, Detail: "One or more query parameters are out of range.",
 			Errors: []problem.FieldError{fe("perPage", problem.FieldOutOfRange, "perPage must be between 1 and 100.")}},
 	},
 	problem.RateLimited: {
 		when: "The key has used its quota (while per-key limiting is on; the answer then carries RateLimit-Policy and RateLimit), or too many invalid API keys came from your address.",
 		do:   "Wait the number of seconds in Retry-After, then retry. Pace requests with the RateLimit fields; see Rate limits.",
-		path: "/v1/properties",
 		example: &problem.Error{Code: problem.RateLimited, RetryAfter: 2 * time.Second,
 			Detail: "This API key has used its request quota. Retry after the number of seconds in Retry-After."},
 	},
 	problem.InternalError: {
 		when:    "A fault of the edge itself. Nothing about it is disclosed in the answer; it is logged with the requestId.",
 		do:      "Retry later with backoff; if it persists, contact partner support quoting requestId.",
-		path:    "/v1/properties",
 		example: problem.New(problem.InternalError, "An unexpected fault occurred in the API. It has been logged; retry later and quote the requestId when contacting support."),
 	},
 	problem.BadGateway: {
 		when:    "The hotel system behind the API failed or answered nonsense, retries included, and no cached data could answer.",
 		do:      "Retry later with backoff; quote requestId when contacting support.",
-		path:    "/v1/properties",
 		example: problem.New(problem.BadGateway, "A system behind the API failed or gave an invalid answer. Retry later and quote the requestId when contacting support."),
 	},
 	problem.ServiceUnavailable: {
 		when: "The edge sheds load, is draining for a restart, or the system behind it asked to back off, with no cached data to answer.",
 		do:   "Wait the number of seconds in Retry-After, then retry.",
-		path: "/v1/properties",
 		example: &problem.Error{Code: problem.ServiceUnavailable, RetryAfter: time.Second,
 			Detail: "The API is at capacity. Retry after the number of seconds in Retry-After."},
 	},
 	problem.GatewayTimeout: {
 		when:    "The system behind the API did not answer within the request deadline (10 seconds by default), and no cached data could answer.",
 		do:      "Retry later with backoff.",
-		path:    "/v1/properties",
 		example: problem.New(problem.GatewayTimeout, "The property system did not answer in time. Retry later."),
 	},
 }

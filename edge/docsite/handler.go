@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net/http"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -93,12 +94,8 @@ func (s *Site) Handler() http.Handler {
 // compressible: text worth compressing (pages, stylesheets, the SVG icon,
 // the OpenAPI documents).
 func compressible(contentType string) bool {
-	for _, p := range []string{"text/", "image/svg+xml", "application/json", "application/yaml"} {
-		if strings.HasPrefix(contentType, p) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc([]string{"text/", "image/svg+xml", "application/json", "application/yaml"},
+		func(p string) bool { return strings.HasPrefix(contentType, p) })
 }
 
 // lookup finds the file served at p, a path under the site's root.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/mail"
 	"net/url"
+	"slices"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -65,11 +66,7 @@ func openapiYAML(publicURL, contact string) ([]byte, error) {
 			return nil, errors.New("docs: openapi.yaml has no servers")
 		}
 		first, _ := json.Marshal(publicURL + "/v1")
-		var b bytes.Buffer
-		b.Write(doc[:start])
-		fmt.Fprintf(&b, "servers:\n  - url: %s\n    description: This deployment of the API.\n", first)
-		b.Write(doc[end:])
-		doc = b.Bytes()
+		doc = slices.Concat(doc[:start], fmt.Appendf(nil, "servers:\n  - url: %s\n    description: This deployment of the API.\n", first), doc[end:])
 	}
 	if contact != "" {
 		start, _, ok := topLevelBlock(doc, "info")
@@ -82,11 +79,7 @@ func openapiYAML(publicURL, contact string) ([]byte, error) {
 		}
 		q, _ := json.Marshal(value)
 		line := start + len("info:\n")
-		var b bytes.Buffer
-		b.Write(doc[:line])
-		fmt.Fprintf(&b, "  contact:\n    %s: %s\n", field, q)
-		b.Write(doc[line:])
-		doc = b.Bytes()
+		doc = slices.Concat(doc[:line], fmt.Appendf(nil, "  contact:\n    %s: %s\n", field, q), doc[line:])
 	}
 	return doc, nil
 }

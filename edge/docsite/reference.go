@@ -43,20 +43,15 @@ var remoteMarks = []string{`src="http`, `src="//`, `srcset="http`, `url(http`, `
 func cutElements(html []byte, open, close string) (rest []byte, inner [][]byte) {
 	var out bytes.Buffer
 	for {
-		i := bytes.Index(html, []byte(open))
-		if i < 0 {
+		before, after, ok := bytes.Cut(html, []byte(open))
+		gt, end := bytes.IndexByte(after, '>'), bytes.Index(after, []byte(close))
+		if !ok || gt < 0 || end < gt {
 			out.Write(html)
 			return out.Bytes(), inner
 		}
-		gt := bytes.IndexByte(html[i:], '>')
-		end := bytes.Index(html[i:], []byte(close))
-		if gt < 0 || end < gt {
-			out.Write(html)
-			return out.Bytes(), inner
-		}
-		out.Write(html[:i])
-		inner = append(inner, html[i+gt+1:i+end])
-		html = html[i+end+len(close):]
+		out.Write(before)
+		inner = append(inner, after[gt+1:end])
+		html = after[end+len(close):]
 	}
 }
 
@@ -66,12 +61,8 @@ func cutRemoteLinks(html []byte) []byte {
 	var out bytes.Buffer
 	for {
 		i := bytes.Index(html, []byte("<link "))
-		if i < 0 {
-			out.Write(html)
-			return out.Bytes()
-		}
-		gt := bytes.IndexByte(html[i:], '>')
-		if gt < 0 {
+		gt := bytes.IndexByte(html[max(i, 0):], '>')
+		if i < 0 || gt < 0 {
 			out.Write(html)
 			return out.Bytes()
 		}
@@ -85,20 +76,15 @@ func cutRemoteLinks(html []byte) []byte {
 }
 
 // styleAttrs returns the values of the style attributes in html.
-func styleAttrs(html []byte) []string {
-	var vals []string
+func styleAttrs(html []byte) (vals []string) {
 	for {
-		i := bytes.Index(html, []byte(` style="`))
-		if i < 0 {
+		_, after, ok := bytes.Cut(html, []byte(` style="`))
+		v, rest, closed := bytes.Cut(after, []byte(`"`))
+		if !ok || !closed {
 			return vals
 		}
-		html = html[i+len(` style="`):]
-		j := bytes.IndexByte(html, '"')
-		if j < 0 {
-			return vals
-		}
-		vals = append(vals, string(html[:j]))
-		html = html[j:]
+		vals = append(vals, string(v))
+		html = rest
 	}
 }
 
@@ -149,15 +135,9 @@ func (b *builder) reference() error {
 	html = bytes.ReplaceAll(html, []byte(renderDocsURL), []byte(htmlpkg.EscapeString(b.opts.DocsURL)))
 	html = cutRemoteLinks(html) // web fonts: the system font serves
 	html, styles := cutElements(html, "<style", "</style>")
-	var css bytes.Buffer
-	for _, st := range styles {
-		css.Write(st)
-		css.WriteByte('\n')
-	}
-	css.WriteString(referenceOverride)
-	cssText := contrastFixes.Replace(css.String())
-	css.Reset()
-	css.WriteString(cssText)
+	// Each style block followed by a newline (the nil joins one after the
+	// last), then the override.
+	cssText := contrastFixes.Replace(string(bytes.Join(append(styles, nil), []byte("\n"))) + referenceOverride)
 	p := page{Addr: pageReference, b: b}
 	html = bytes.Replace(html, []byte(`</head>`), []byte(`<link rel="stylesheet" href="`+p.Link(assetReferenceCSS)+
 		`"><link rel="icon" type="image/svg+xml" href="`+p.Link(assetFavicon)+`"></head>`), 1)
@@ -176,7 +156,9 @@ func (b *builder) reference() error {
 	}
 	var hashes []string
 	for _, v := range styleAttrs(html) {
-		sum := sha256.Sum256([]byte(unescapeAttr(v)))
+		// The browser hashes the value it parsed: the character references
+		// React writes in attribute values undone.
+		sum := sha256.Sum256([]byte(htmlpkg.UnescapeString(v)))
 		h := "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
 		if !slices.Contains(hashes, h) {
 			hashes = append(hashes, h)
@@ -187,13 +169,7 @@ func (b *builder) reference() error {
 		styleSrc += " 'unsafe-hashes' " + strings.Join(hashes, " ")
 	}
 	csp := "default-src 'none'; " + styleSrc + "; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
-	b.site.add(assetReferenceCSS, "text/css; charset=utf-8", cspPage, css.Bytes())
+	b.site.add(assetReferenceCSS, "text/css; charset=utf-8", cspPage, []byte(cssText))
 	b.site.add(pageReference+".html", "text/html; charset=utf-8", csp, html)
 	return nil
-}
-
-// unescapeAttr undoes the character references React writes in attribute
-// values: the browser hashes the value it parsed.
-func unescapeAttr(s string) string {
-	return strings.NewReplacer("&quot;", `"`, "&#x27;", "'", "&amp;", "&", "&lt;", "<", "&gt;", ">").Replace(s)
 }

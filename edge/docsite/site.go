@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -118,13 +119,7 @@ func Build(opts Options) (*Site, error) {
 
 // Files lists the paths of the site's files, sorted.
 func (s *Site) Files() []string {
-	return slices.Sorted(func(yield func(string) bool) {
-		for p := range s.files {
-			if !yield(p) {
-				return
-			}
-		}
-	})
+	return slices.Sorted(maps.Keys(s.files))
 }
 
 // File returns the content of the file at path p under the site's root.

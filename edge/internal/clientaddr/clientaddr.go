@@ -34,21 +34,16 @@ func ParseTrusted(s string) ([]netip.Prefix, error) {
 		if p.Addr().Is4In6() {
 			p = netip.PrefixFrom(p.Addr().Unmap(), max(p.Bits()-96, 0))
 		}
-		if min := minTrustedBits(p.Addr()); p.Bits() < min {
-			return nil, fmt.Errorf("%q is wider than /%d: a trusted range that large lets anyone forge X-Forwarded-For (docs/contract.md section 15)", entry, min)
+		minBits := 16 // the shortest prefix taken: /16 for IPv6, /8 for IPv4 (docs/contract.md section 15)
+		if p.Addr().Is4() {
+			minBits = 8
+		}
+		if p.Bits() < minBits {
+			return nil, fmt.Errorf("%q is wider than /%d: a trusted range that large lets anyone forge X-Forwarded-For (docs/contract.md section 15)", entry, minBits)
 		}
 		out = append(out, p.Masked())
 	}
 	return out, nil
-}
-
-// minTrustedBits is the shortest trusted-proxy prefix taken: /8 for IPv4,
-// /16 for IPv6 (docs/contract.md section 15).
-func minTrustedBits(a netip.Addr) int {
-	if a.Is4() {
-		return 8
-	}
-	return 16
 }
 
 // Addr is the resolved client address of a request: the TCP peer, or,
@@ -75,7 +70,7 @@ const maxForwardedHops = 16
 func Resolve(r *http.Request, trusted []netip.Prefix) Addr {
 	peer := parseAddr(r.RemoteAddr)
 	if !peer.IsValid() {
-		return Addr{raw: clipAddr(r.RemoteAddr)}
+		return Addr{raw: r.RemoteAddr[:min(len(r.RemoteAddr), 64)]} // clipped
 	}
 	if !isTrusted(peer, trusted) {
 		return Addr{ip: peer}
@@ -147,12 +142,4 @@ func (c Addr) ThrottleKey() ratelimit.Key {
 		b = c.ip.AppendTo(b)
 	}
 	return ratelimit.Key{Kind: ratelimit.Address, ID: string(b)}
-}
-
-func clipAddr(s string) string {
-	const n = 64
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
 }

@@ -1,6 +1,9 @@
 package contentcoding
 
-import "sync"
+import (
+	"slices"
+	"sync"
+)
 
 // The page cache's default bounds: the compressed starts of at most
 // CacheOwners owners (for the edge, snapshots: the live and sandbox ones in
@@ -32,7 +35,7 @@ type ownerPages struct {
 // once. An owner is what the pages are slices of (the edge's snapshot),
 // compared by ==: a new owner's pages are compressed anew, and the
 // stalest owner's are dropped once CacheOwners are held, so the cache
-// keeps at most that many owners alive. Past MaxBytes, Start answers nil
+// keeps at most that many owners alive. Past MaxBytes, Get answers nil
 // for more pages of an owner it holds: the caller compresses per request.
 // Safe for concurrent use.
 type PageCache struct {
@@ -53,23 +56,11 @@ func NewPageCache(enc *Encoder, maxBytes int) *PageCache {
 	return &PageCache{enc: enc, maxBytes: maxBytes}
 }
 
-// Start returns the compressed start of the page [from, to) of owner and
+// Get returns the compressed start of the page [from, to) of owner and
 // variant (nil, or what else the page's bytes depend on, compared by ==:
-// the edge's key, for a page filtered by its grants) in coding c, whose
-// bytes are head, mid and tail joined, compressing it on the first request.
-// Nil when the cache is full.
-func (pc *PageCache) Start(owner, variant any, from, to int, c Coding, head, mid, tail []byte) *Static {
-	st, full := pc.Get(owner, variant, from, to, c)
-	if st != nil || full {
-		return st
-	}
-	plain := make([]byte, 0, len(head)+len(mid)+len(tail))
-	plain = append(append(append(plain, head...), mid...), tail...)
-	return pc.Add(owner, variant, from, to, c, plain)
-}
-
-// Get is Start's lookup: the cached start, or nil and whether the cache is
-// full for owner (then the caller compresses per request rather than Add).
+// the edge's key, for a page filtered by its grants) in coding c, or nil
+// and whether the cache is full for owner (then the caller compresses per
+// request rather than Add).
 func (pc *PageCache) Get(owner, variant any, from, to int, c Coding) (st *Static, full bool) {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
@@ -91,7 +82,7 @@ func (pc *PageCache) Add(owner, variant any, from, to int, c Coding, plain []byt
 	defer pc.mu.Unlock()
 	op := pc.find(owner)
 	if op == nil {
-		if len(pc.owners) == CacheOwners || pc.anyFull() {
+		if len(pc.owners) == CacheOwners || slices.ContainsFunc(pc.owners, func(op *ownerPages) bool { return op.full }) {
 			pc.dropStalest() // a new owner: the stalest is likely replaced
 		}
 		op = &ownerPages{owner: owner, pages: map[pageKey]*Static{}, used: pc.clock}
@@ -121,16 +112,6 @@ func (pc *PageCache) find(owner any) *ownerPages {
 	return nil
 }
 
-// anyFull: an owner's page did not fit; mu held.
-func (pc *PageCache) anyFull() bool {
-	for _, op := range pc.owners {
-		if op.full {
-			return true
-		}
-	}
-	return false
-}
-
 // dropStalest forgets the pages of the owner used longest ago; mu held.
 func (pc *PageCache) dropStalest() {
 	i := 0
@@ -145,7 +126,5 @@ func (pc *PageCache) dropStalest() {
 	for _, op := range pc.owners {
 		op.full = false // room again
 	}
-	pc.owners[i] = pc.owners[len(pc.owners)-1]
-	pc.owners[len(pc.owners)-1] = nil
-	pc.owners = pc.owners[:len(pc.owners)-1]
+	pc.owners = slices.Delete(pc.owners, i, i+1)
 }

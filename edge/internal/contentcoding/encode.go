@@ -147,9 +147,6 @@ func (e *Encoder) Static(c Coding, start []byte) Static {
 	return s
 }
 
-// Coding is the coding of the compressed start.
-func (s *Static) Coding() Coding { return s.coding }
-
 // Size is the length of the compressed start, for a cache's accounting.
 func (s *Static) Size() int { return len(s.data) }
 

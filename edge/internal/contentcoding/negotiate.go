@@ -7,9 +7,7 @@
 // answers) and edge/docsite (the documentation site).
 package contentcoding
 
-import (
-	"strings"
-)
+import "strings"
 
 // Coding is a content coding the edge can send.
 type Coding uint8
@@ -25,36 +23,21 @@ const (
 // save.
 const MinSize = 1 << 10
 
+// VaryHeader is the Vary value of an answer whose coding follows
+// Accept-Encoding.
+var VaryHeader = []string{"Accept-Encoding"}
+
 var (
-	headerZstd = []string{"zstd"}
-	headerGzip = []string{"gzip"}
-	// VaryHeader is the Vary value of an answer whose coding follows
-	// Accept-Encoding.
-	VaryHeader = []string{"Accept-Encoding"}
+	names   = [...]string{Identity: "identity", Zstd: "zstd", Gzip: "gzip"}
+	headers = [...][]string{Zstd: {"zstd"}, Gzip: {"gzip"}}
 )
 
 // String is the coding's name in Content-Encoding.
-func (c Coding) String() string {
-	switch c {
-	case Zstd:
-		return "zstd"
-	case Gzip:
-		return "gzip"
-	}
-	return "identity"
-}
+func (c Coding) String() string { return names[c] }
 
 // Header is the Content-Encoding value of c, shared: never modify it. Nil
 // for Identity.
-func (c Coding) Header() []string {
-	switch c {
-	case Zstd:
-		return headerZstd
-	case Gzip:
-		return headerGzip
-	}
-	return nil
-}
+func (c Coding) Header() []string { return headers[c] }
 
 // Choice is the outcome of a negotiation.
 type Choice struct {
@@ -120,14 +103,10 @@ read:
 			}
 		}
 	}
-	if qZstd == unset {
-		qZstd = qAny
-	}
-	if qGzip == unset {
-		qGzip = qAny
-	}
-	if qIdentity == unset {
-		qIdentity = qAny
+	for _, q := range [...]*int{&qZstd, &qGzip, &qIdentity} {
+		if *q == unset {
+			*q = qAny
+		}
 	}
 	c := Choice{IdentityRefused: qIdentity == 0}
 	best := 0

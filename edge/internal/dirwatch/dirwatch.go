@@ -17,7 +17,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -28,39 +27,21 @@ import (
 // prompt.
 const DefaultSettle = 100 * time.Millisecond
 
-// Watcher is an fsnotify watch of a few directories.
-type Watcher struct {
-	w *fsnotify.Watcher
-}
-
-// New starts watching the directories of files (each directory once). The
-// caller must Run it, or Close it.
-func New(files ...string) (*Watcher, error) {
+// New starts watching the directories of files (each directory once:
+// fsnotify adds a watched path again as a no-op). The caller must Run the
+// watch, or Close it.
+func New(files ...string) (*fsnotify.Watcher, error) {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return nil, err
 	}
-	var dirs []string
 	for _, f := range files {
-		if d := filepath.Dir(f); !slices.Contains(dirs, d) {
-			dirs = append(dirs, d)
-		}
-	}
-	for _, d := range dirs {
-		if err := w.Add(d); err != nil {
+		if err := w.Add(filepath.Dir(f)); err != nil {
 			_ = w.Close()
-			return nil, fmt.Errorf("watch %s: %w", d, err)
+			return nil, fmt.Errorf("watch %s: %w", filepath.Dir(f), err)
 		}
 	}
-	return &Watcher{w: w}, nil
-}
-
-// Close stops the watch; it waits for fsnotify's own goroutine to end.
-func (w *Watcher) Close() error {
-	if w == nil {
-		return nil
-	}
-	return w.w.Close()
+	return w, nil
 }
 
 // Loop is what Run calls.
@@ -85,14 +66,14 @@ type Loop struct {
 // Run calls l's functions until ctx is done, then closes w. A nil w
 // watches nothing: only l.Signal then calls back (a watch that could not be
 // set up). Callbacks run on Run's goroutine, one at a time.
-func Run(ctx context.Context, w *Watcher, l Loop) {
-	defer w.Close()
+func Run(ctx context.Context, w *fsnotify.Watcher, l Loop) {
 	var (
 		events <-chan fsnotify.Event
 		errs   <-chan error
 	)
 	if w != nil {
-		events, errs = w.w.Events, w.w.Errors
+		defer w.Close() // waits for fsnotify's own goroutine to end
+		events, errs = w.Events, w.Errors
 	}
 	l.run(ctx, events, errs)
 }

@@ -178,7 +178,7 @@ func TestNew(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := w.w.WatchList(); len(got) != 1 || got[0] != dir {
+	if got := w.WatchList(); len(got) != 1 || got[0] != dir {
 		t.Errorf("watched %v, want [%s]", got, dir)
 	}
 	if err := w.Close(); err != nil {

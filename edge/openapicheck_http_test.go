@@ -1,4 +1,4 @@
-package openapicheck
+package edge_test
 
 import (
 	"fmt"
@@ -98,7 +98,7 @@ func TestConcurrentUse(t *testing.T) {
 	}
 }
 
-func BenchmarkCheck(b *testing.B) {
+func BenchmarkOpenAPICheck(b *testing.B) {
 	c := checker(b)
 	r := validReplies(b)[5] // a list of two properties
 	b.ReportAllocs()
@@ -109,9 +109,9 @@ func BenchmarkCheck(b *testing.B) {
 	}
 }
 
-func BenchmarkLoad(b *testing.B) {
+func BenchmarkOpenAPILoad(b *testing.B) {
 	for b.Loop() {
-		if _, err := Load(docPath); err != nil {
+		if _, err := LoadOpenAPI(docPath); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,9 +1,10 @@
-package openapicheck
+package edge_test
 
 import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"slices"
@@ -20,13 +21,13 @@ import (
 // from JSON pointers into it, so their $refs resolve within the document.
 const docURL = "urn:partner-edge:openapi"
 
-// Load reads the OpenAPI 3.1 document at path, validates it (kin-openapi's
+// LoadOpenAPI reads the OpenAPI 3.1 document at path, validates it (kin-openapi's
 // (*openapi3.T).Validate), checks that every server ends in /v1, and compiles
 // the headers and body schema of every response of every operation, and of
 // the components.responses that answer requests matching no route
 // (RoutingBadRequest, RouteNotFound, MethodNotAllowed, InternalError,
 // ServiceUnavailable).
-func Load(path string) (*Checker, error) {
+func LoadOpenAPI(path string) (*Checker, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("openapicheck: %w", err)
@@ -84,7 +85,7 @@ func load(data []byte) (*Checker, error) {
 	for _, p := range doc.Paths.InMatchingOrder() {
 		for method, op := range doc.Paths.Value(p).Operations() {
 			base := "#/paths/" + pointerEscape(p) + "/" + strings.ToLower(method) + "/responses/"
-			o := &operation{name: method + " " + p, responses: map[int]*response{}}
+			o := &operation{name: method + " " + p, responses: map[int]*docResponse{}}
 			for code, ref := range op.Responses.Map() {
 				status, err := strconv.Atoi(code)
 				if err != nil {
@@ -97,7 +98,7 @@ func load(data []byte) (*Checker, error) {
 			c.ops[method+" "+p] = o
 		}
 	}
-	c.unrouted = &operation{name: "a request matching no route", responses: map[int]*response{}}
+	c.unrouted = &operation{name: "a request matching no route", responses: map[int]*docResponse{}}
 	for status, name := range unroutedResponses {
 		ref := doc.Components.Responses[name]
 		if ref == nil || ref.Value == nil {
@@ -112,7 +113,7 @@ func load(data []byte) (*Checker, error) {
 
 // compileResponse compiles the response at loc (or at the component its
 // $ref names); label names it in errors.
-func compileResponse(comp *jsonschema.Compiler, ref *openapi3.ResponseRef, loc, label string) (*response, error) {
+func compileResponse(comp *jsonschema.Compiler, ref *openapi3.ResponseRef, loc, label string) (*docResponse, error) {
 	if ref.Ref != "" {
 		loc = ref.Ref
 		label += " (" + strings.TrimPrefix(loc, "#/") + ")"
@@ -120,13 +121,8 @@ func compileResponse(comp *jsonschema.Compiler, ref *openapi3.ResponseRef, loc, 
 	if !strings.HasPrefix(loc, "#/") {
 		return nil, fmt.Errorf("response %s: only local $refs are supported", loc)
 	}
-	r := &response{name: label}
-	names := make([]string, 0, len(ref.Value.Headers))
-	for name := range ref.Value.Headers {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	r := &docResponse{name: label}
+	for _, name := range slices.Sorted(maps.Keys(ref.Value.Headers)) {
 		href := ref.Value.Headers[name]
 		if strings.EqualFold(name, "Content-Type") {
 			continue // ignored by OpenAPI; Content-Type is checked against content

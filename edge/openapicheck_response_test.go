@@ -1,4 +1,4 @@
-package openapicheck
+package edge_test
 
 import (
 	"bytes"
@@ -15,11 +15,11 @@ import (
 // operation is one compiled operation: its documented responses by status.
 type operation struct {
 	name      string
-	responses map[int]*response
+	responses map[int]*docResponse
 }
 
-// response is one compiled response of the document.
-type response struct {
+// docResponse is one compiled response of the document.
+type docResponse struct {
 	name    string // its location in the document
 	headers []header
 	// mediaType is the documented Content-Type; empty when the response
@@ -37,7 +37,7 @@ type header struct {
 }
 
 // checkHeaders checks the Content-Type and every documented header.
-func (r *response) checkHeaders(h http.Header) error {
+func (r *docResponse) checkHeaders(h http.Header) error {
 	if r.mediaType != "" {
 		ct := h.Values("Content-Type")
 		if len(ct) != 1 {
@@ -77,7 +77,7 @@ func (r *response) checkHeaders(h http.Header) error {
 }
 
 // checkBody checks that body is one JSON value matching the schema.
-func (r *response) checkBody(body []byte) error {
+func (r *docResponse) checkBody(body []byte) error {
 	if r.body == nil {
 		if len(body) != 0 {
 			return errors.New("body sent where none is documented")

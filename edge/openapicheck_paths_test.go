@@ -1,4 +1,4 @@
-package openapicheck
+package edge_test
 
 import (
 	"strings"

@@ -1,10 +1,12 @@
-package openapicheck
+package edge_test
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -86,51 +88,22 @@ func instanceNames(instance, escapedPath string) bool {
 // normalizePath decodes the percent-encoded unreserved characters of an
 // escaped path and upper-cases the hex digits of the other escapes
 // (RFC 3986 sections 6.2.2.1 and 6.2.2.2). A '%' not followed by two hex
-// digits is kept as it is.
+// digits is kept as it is. It shares no code with edge/path.go, which it
+// checks, so that a bug there is not copied here.
 func normalizePath(p string) string {
-	if !strings.Contains(p, "%") {
-		return p
-	}
-	var b strings.Builder
-	b.Grow(len(p))
-	for i := 0; i < len(p); i++ {
-		if p[i] != '%' || i+2 >= len(p) || !isHex(p[i+1]) || !isHex(p[i+2]) {
-			b.WriteByte(p[i])
-			continue
+	return escape.ReplaceAllStringFunc(p, func(e string) string {
+		c, _ := strconv.ParseUint(e[1:], 16, 8)
+		if s := string(rune(c)); unreserved.MatchString(s) {
+			return s
 		}
-		c := unhex(p[i+1])<<4 | unhex(p[i+2])
-		if isUnreserved(c) {
-			b.WriteByte(c)
-		} else {
-			b.WriteString(strings.ToUpper(p[i : i+3]))
-		}
-		i += 2
-	}
-	return b.String()
+		return strings.ToUpper(e)
+	})
 }
 
-// isHex and unhex stand again in edge/path.go: this package checks the
-// edge from outside and shares none of its code, so that a bug there is
-// not copied into the check.
-func isHex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
-}
-
-func unhex(c byte) byte {
-	switch {
-	case c <= '9':
-		return c - '0'
-	case c <= 'F':
-		return c - 'A' + 10
-	}
-	return c - 'a' + 10
-}
-
-// isUnreserved: ALPHA / DIGIT / "-" / "." / "_" / "~" (RFC 3986 2.3).
-func isUnreserved(c byte) bool {
-	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
-		c == '-' || c == '.' || c == '_' || c == '~'
-}
+var (
+	escape     = regexp.MustCompile(`%[0-9A-Fa-f]{2}`)
+	unreserved = regexp.MustCompile(`^[A-Za-z0-9._~-]$`) // RFC 3986 section 2.3
+)
 
 // clip shortens s for an error message.
 func clip(s string) string {

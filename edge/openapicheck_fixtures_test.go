@@ -1,4 +1,4 @@
-package openapicheck
+package edge_test
 
 import (
 	"encoding/json"
@@ -14,7 +14,7 @@ import (
 )
 
 const (
-	docPath  = "../../../docs/openapi.yaml"
+	docPath  = "../docs/openapi.yaml"
 	docsURL  = "https://developer.example.com/partner-api"
 	reqID    = "req_0123456789abcdefABCD"
 	propID   = "0b9f3c1e-8a1d-4f7e-9c2a-1d2e3f4a5b6c"
@@ -31,13 +31,13 @@ const (
 var fixedNow = time.Date(2026, 11, 22, 9, 41, 0, 123_000_000, time.UTC)
 
 // sharedChecker loads the document once for all tests, as the edge's tests do.
-var sharedChecker = sync.OnceValues(func() (*Checker, error) { return Load(docPath) })
+var sharedChecker = sync.OnceValues(func() (*Checker, error) { return LoadOpenAPI(docPath) })
 
 func checker(t testing.TB) *Checker {
 	t.Helper()
 	c, err := sharedChecker()
 	if err != nil {
-		t.Fatalf("Load: %v", err)
+		t.Fatalf("LoadOpenAPI: %v", err)
 	}
 	return c
 }
