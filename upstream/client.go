@@ -21,21 +21,11 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// PMS is the edge's view of one PMS: raw hotel records of a brand. Errors
-// are *Error: NotFound from GetHotel on a PMS 404; BadGateway, Timeout or
-// Unavailable when the PMS fails or sheds load; Canceled when the caller
-// left.
-type PMS interface {
-	// ListHotels returns every record of the brand, all pages.
-	ListHotels(ctx context.Context, brand string) ([]json.RawMessage, error)
-	// GetHotel returns the record of one hotel of the brand.
-	GetHotel(ctx context.Context, brand, id string) (json.RawMessage, error)
-}
-
-var _ PMS = (*Client)(nil)
-
 // Client calls one PMS (docs/pms-api.md) with the resilience of docs/resilience.md.
-// Each logical call (ListHotels, GetHotel) runs through, outermost first:
+// Errors are *Error: NotFound from GetHotel on a PMS 404; BadGateway,
+// Timeout or Unavailable when the PMS fails or sheds load; Canceled when
+// the caller left. Each logical call (WalkHotels, GetHotel) runs through,
+// outermost first:
 //
 //  1. the call's deadline (CallTimeout, or the caller's if earlier): it
 //     bounds everything below, retry waits included;
@@ -276,23 +266,6 @@ func (b *bodySlice) UnmarshalJSON(data []byte) error { *b = data; return nil }
 // its processor.
 const yieldEvery = 64
 
-// RecordWalker is a PMS whose list walk hands each record over as its page
-// arrives, so the caller keeps only what it makes of the records
-// (docs/contract.md section 17: a walk holds at most its bound of PMS data).
-// Client is one; Direct uses it when its PMS is one.
-type RecordWalker interface {
-	// WalkHotels calls visit with every record of the brand, page after
-	// page; rec is valid only during the call (the page's buffer is
-	// reused), and an error of visit ends the walk with that error (an
-	// *Error as is, anything else as BadGateway).
-	WalkHotels(ctx context.Context, brand string, visit func(rec []byte) error) error
-	// MaxWalkBytes is the walk's bound: on the bytes the PMS sends, and
-	// on what the caller keeps of them.
-	MaxWalkBytes() int64
-}
-
-var _ RecordWalker = (*Client)(nil)
-
 // ErrWalkOverBound is the cause (errors.Is) of a walk that passed its
 // bound (ClientConfig.MaxWalkBytes), in bytes sent or in bytes kept.
 var ErrWalkOverBound = errors.New("list walk over its bound")
@@ -305,25 +278,16 @@ func OverBound(bound int64) error {
 		reason: fmt.Sprintf("list walk keeps more than %d bytes", bound), err: ErrWalkOverBound}}
 }
 
-// MaxWalkBytes is the bound of one list walk (ClientConfig.MaxWalkBytes).
+// MaxWalkBytes is the bound of one list walk (ClientConfig.MaxWalkBytes):
+// on the bytes the PMS sends, and on what a walk's caller keeps of them.
 func (c *Client) MaxWalkBytes() int64 { return c.cfg.MaxWalkBytes }
 
-// ListHotels returns every record of brand, following nextCursor to the
-// last page (WalkHotels), each record a copy of its bytes.
-func (c *Client) ListHotels(ctx context.Context, brand string) ([]json.RawMessage, error) {
-	var all []json.RawMessage
-	err := c.WalkHotels(ctx, brand, func(rec []byte) error {
-		all = append(all, bytes.Clone(rec))
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return all, nil
-}
-
 // WalkHotels hands every record of brand to visit, following nextCursor to
-// the last page. A cursor seen twice in one walk, an empty cursor, more
+// the last page, so the caller keeps only what it makes of the records
+// (docs/contract.md section 17). rec is valid only during the call (the
+// page's buffer is reused); an error of visit ends the walk with that
+// error (an *Error as is, anything else as BadGateway). A cursor seen
+// twice in one walk, an empty cursor, more
 // than MaxPages pages or more than MaxWalkBytes of bodies is a failure
 // (BAD_GATEWAY): the PMS would never end.
 //
@@ -338,7 +302,7 @@ func (c *Client) ListHotels(ctx context.Context, brand string) ([]json.RawMessag
 // background walk's bounded CPU: the shadow candidate), and it fetches no
 // page ahead.
 func (c *Client) WalkHotels(ctx context.Context, brand string, visit func(rec []byte) error) error {
-	ctx, span := c.startCall(ctx, SpanListHotels, AttrBrand.String(brand))
+	ctx, span := c.startCall(ctx, SpanListHotels, brand, "")
 	defer span.End()
 	pages, records := 0, 0
 	err := c.call(ctx, span, func(ctx context.Context) error {
@@ -371,7 +335,7 @@ func (c *Client) WalkHotels(ctx context.Context, brand string, visit func(rec []
 				body, err = next.wait()
 				next = nil
 			} else {
-				body, err = c.doInto(ctx, pageURL(), &bufs[0])
+				body, err = c.do(ctx, pageURL(), &bufs[0])
 			}
 			var se *statusError
 			if errors.As(err, &se) && se.status == http.StatusNotFound {
@@ -446,11 +410,11 @@ func (c *Client) WalkHotels(ctx context.Context, brand string, visit func(rec []
 // its body:
 // not retried, and not a failure for the breaker.
 func (c *Client) GetHotel(ctx context.Context, brand, id string) (json.RawMessage, error) {
-	ctx, span := c.startGet(ctx, brand, id)
+	ctx, span := c.startCall(ctx, SpanGetHotel, brand, id)
 	defer span.End()
 	var rec json.RawMessage
 	err := c.call(ctx, span, func(ctx context.Context) error {
-		body, err := c.do(ctx, c.hotelsURL(brand, id))
+		body, err := c.do(ctx, c.hotelsURL(brand, id), nil)
 		if err != nil {
 			if se := (*statusError)(nil); errors.As(err, &se) && se.status == http.StatusNotFound {
 				return errNotFound

@@ -15,9 +15,8 @@ import (
 // snapshot is shared in between edge instances (upstream/fleet). Unmappable
 // records are left out and reported to OnReject.
 //
-// When the PMS is a RecordWalker (a Client), each record is mapped as its
-// page arrives and only the mapped records are kept (docs/contract.md section
-// 17): they, and the rejections handed to OnReject, count against the
+// Each record is mapped as its page arrives and only the mapped records are
+// kept (docs/contract.md section 17): they, and the rejections handed to OnReject, count against the
 // walk's bound (MaxWalkBytes) as they are kept, so the walk fails
 // (BadGateway, ErrWalkOverBound) before it keeps more than its bound,
 // whatever the PMS sends. A walk that fails after keeping a large share of
@@ -26,16 +25,12 @@ import (
 // one's (the collector would let the heap grow to twice what was live at
 // its last cycle, mid-walk: docs/contract.md section 17).
 func (d *Direct) Properties(ctx context.Context) ([]mapping.Property, time.Time, error) {
-	w, ok := d.pms.(RecordWalker)
-	if !ok {
-		return d.propertiesOf(ctx)
-	}
-	bound := w.MaxWalkBytes()
+	bound := d.pms.MaxWalkBytes()
 	mo := d.mapOpts()
 	var kept propertyChunks
 	var held int64
 	g := newHeapGuard(bound)
-	err := w.WalkHotels(ctx, d.opts.Brand, func(raw []byte) error {
+	err := d.pms.WalkHotels(ctx, d.opts.Brand, func(raw []byte) error {
 		if d.opts.OnRecord != nil {
 			d.opts.OnRecord(raw)
 		}
@@ -151,29 +146,6 @@ func (c *propertyChunks) all() []mapping.Property {
 		out = append(out, ch...)
 	}
 	return out
-}
-
-// propertiesOf is Properties for a PMS that hands over all its records at
-// once (ListHotels).
-func (d *Direct) propertiesOf(ctx context.Context) ([]mapping.Property, time.Time, error) {
-	raws, err := d.pms.ListHotels(ctx, d.opts.Brand)
-	if err != nil {
-		return nil, time.Time{}, err
-	}
-	props := make([]mapping.Property, 0, len(raws))
-	mo := d.mapOpts()
-	for _, raw := range raws {
-		if d.opts.OnRecord != nil {
-			d.opts.OnRecord(raw)
-		}
-		p, err := mapping.MapRaw(raw, mo)
-		if err != nil {
-			d.reject(ctx, err)
-			continue
-		}
-		props = append(props, p)
-	}
-	return props, d.opts.Now(), nil
 }
 
 // SnapshotOf builds the Snapshot of mapped records loaded at loadedAt.

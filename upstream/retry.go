@@ -59,9 +59,9 @@ type attempts struct {
 	retries int
 	wait    time.Duration
 	body    []byte
-	scratch bytes.Buffer     // readBody's buffer, reused from call to call
+	scratch bytes.Buffer     // a get's body is read into it, reused from call to call
 	limited io.LimitedReader // the body's bounded reader, reused (no allocation per attempt)
-	into    *bytes.Buffer    // doInto's: the body is read into it, not copied
+	into    *bytes.Buffer    // do's buf: the body is read into it, not copied
 
 	started time.Time // of the attempt under way
 	open    bool      // the attempt under way is not yet recorded
@@ -99,17 +99,12 @@ func (c *Client) putAttempts(a *attempts) {
 	c.attemptsPool.Put(a)
 }
 
-// do runs one GET of u with retries and returns the body of its 200.
-// Errors are *statusError, *answerError, *transportError or a context
-// error (possibly wrapped).
-func (c *Client) do(ctx context.Context, u string) ([]byte, error) {
-	return c.doInto(ctx, u, nil)
-}
-
-// doInto is do, reading the body into buf (nil: a copy of its own size)
-// and returning buf's bytes: valid until buf is used again. A list walk
-// reads every page into one buffer.
-func (c *Client) doInto(ctx context.Context, u string, buf *bytes.Buffer) ([]byte, error) {
+// do runs one GET of u with retries and returns the body of its 200, read
+// into buf (nil: a copy of its own size) and valid until buf is used
+// again: a list walk reads every page into one buffer. Errors are
+// *statusError, *answerError, *transportError or a context error
+// (possibly wrapped).
+func (c *Client) do(ctx context.Context, u string, buf *bytes.Buffer) ([]byte, error) {
 	a := c.getAttempts()
 	defer c.putAttempts(a)
 	a.into = buf
@@ -218,22 +213,30 @@ func (a *attempts) handleResponse(resp *http.Response) error {
 	if resp.ContentLength > limit {
 		return &answerError{reason: "body larger than " + strconv.FormatInt(limit, 10) + " bytes"}
 	}
-	var body []byte
-	var err error
-	a.limited = io.LimitedReader{R: resp.Body, N: limit + 1}
-	if a.into != nil {
-		a.into.Reset()
-		if resp.ContentLength > 0 {
-			// One allocation when the size is told: room for the body
-			// and the read that finds its end.
-			a.into.Grow(int(resp.ContentLength) + bytes.MinRead)
-		}
-		_, err = a.into.ReadFrom(&a.limited)
-		body = a.into.Bytes()
-	} else {
-		body, err = readBody(&a.limited, &a.scratch)
+	// A get reads into scratch and copies once, so a large body costs one
+	// allocation of its own size (io.ReadAll would leave about as much
+	// again in intermediate chunks: docs/contract.md section 15); a list
+	// walk reads each page into its own buffer (do).
+	buf := a.into
+	if buf == nil {
+		buf = &a.scratch
 	}
+	buf.Reset()
+	if resp.ContentLength > 0 {
+		// One allocation when the size is told: room for the body and
+		// the read that finds its end.
+		buf.Grow(int(resp.ContentLength) + bytes.MinRead)
+	}
+	a.limited = io.LimitedReader{R: resp.Body, N: limit + 1}
+	_, err := buf.ReadFrom(&a.limited)
 	a.limited = io.LimitedReader{} // a pooled attempts keeps no body
+	body := buf.Bytes()
+	if a.into == nil {
+		body = append([]byte{}, body...)
+		if int64(a.scratch.Cap()) > 2*limit+bytes.MinRead { // never keep more than a body's worth
+			a.scratch = bytes.Buffer{}
+		}
+	}
 	if err != nil {
 		return &transportError{err: err}
 	}

@@ -25,13 +25,13 @@ type pageFetch struct {
 	err    error
 }
 
-// fetchAhead starts fetching u into buf (doInto, retries included).
+// fetchAhead starts fetching u into buf (do, retries included).
 func (c *Client) fetchAhead(ctx context.Context, u string, buf *bytes.Buffer) *pageFetch {
 	ctx, cancel := context.WithCancel(ctx)
 	f := &pageFetch{done: make(chan struct{}), cancel: cancel}
 	go func() {
 		defer close(f.done)
-		f.body, f.err = c.doInto(ctx, u, buf)
+		f.body, f.err = c.do(ctx, u, buf)
 	}()
 	return f
 }

@@ -44,6 +44,7 @@
 package cache
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -64,23 +65,11 @@ var _ upstream.Catalog = (*Cache)(nil)
 // Cache is an upstream.Catalog that caches another one. It is safe for
 // concurrent use. Close stops its background loads.
 type Cache struct {
-	tracer       trace.Tracer // nil: no walk spans (walk.go)
-	lastWalk     lastWalkOf   // the latest walk, for its followers' links
-	linkRequest  func(context.Context, trace.Link)
+	cfg          Config                    // defaults applied (New)
+	lastWalk     atomic.Pointer[walkLinks] // the latest walk, for its followers' links (walk.go)
 	inner        upstream.Catalog
-	load         Loader
 	disabled     bool
-	ttl          time.Duration
-	stale        time.Duration
-	loadTimeout  time.Duration
 	refreshAfter time.Duration // age from which a hit refreshes; > ttl: never
-	backoffMin   time.Duration
-	now          func() time.Time
-	log          *slog.Logger
-	onOutcome    func(string)
-	onPanic      func()
-	metrics      *Metrics // nil: none
-	key          string
 
 	cur        atomic.Pointer[entry] // the held snapshot; nil: none
 	group      singleflight.Group    // the snapshot's load
@@ -117,52 +106,23 @@ const snapKey = "snapshot"
 
 // New returns a Cache of inner configured by cfg (see Config for defaults).
 func New(inner upstream.Catalog, cfg Config) *Cache {
-	c := &Cache{
-		inner:       inner,
-		load:        cfg.Load,
-		disabled:    cfg.TTL <= 0,
-		ttl:         cfg.TTL,
-		stale:       cfg.Stale,
-		loadTimeout: cfg.LoadTimeout,
-		backoffMin:  cfg.RefreshBackoff,
-		now:         cfg.Now,
-		log:         cfg.Logger,
-		onOutcome:   cfg.OnOutcome,
-		onPanic:     cfg.OnPanic,
-		metrics:     cfg.Metrics,
-		tracer:      cfg.Tracer,
-		linkRequest: cfg.LinkRequest,
-		key:         cfg.Key,
+	if cfg.Load == nil {
+		cfg.Load = inner.Snapshot
 	}
-	if c.load == nil {
-		c.load = inner.Snapshot
+	cfg.Stale = max(cmp.Or(cfg.Stale, DefaultStale), cfg.TTL)
+	cfg.LoadTimeout = cmp.Or(max(cfg.LoadTimeout, 0), DefaultLoadTimeout)
+	cfg.RefreshBackoff = cmp.Or(max(cfg.RefreshBackoff, 0), DefaultRefreshBackoff)
+	ahead := cmp.Or(max(cfg.RefreshAhead, 0), DefaultRefreshAhead)
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
-	if c.stale == 0 {
-		c.stale = DefaultStale
+	if cfg.LinkRequest == nil {
+		cfg.LinkRequest = func(ctx context.Context, l trace.Link) { trace.SpanFromContext(ctx).AddLink(l) }
 	}
-	c.stale = max(c.stale, c.ttl)
-	if c.loadTimeout <= 0 {
-		c.loadTimeout = DefaultLoadTimeout
-	}
-	if c.backoffMin <= 0 {
-		c.backoffMin = DefaultRefreshBackoff
-	}
-	ahead := cfg.RefreshAhead
-	if ahead <= 0 {
-		ahead = DefaultRefreshAhead
-	}
-	c.refreshAfter = time.Duration(ahead * float64(c.ttl))
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
+	c := &Cache{cfg: cfg, inner: inner, disabled: cfg.TTL <= 0, refreshAfter: time.Duration(ahead * float64(cfg.TTL))}
 	if ahead >= 1 {
-		c.refreshAfter = c.ttl + 1 // never reached by a fresh snapshot
-	}
-	if c.now == nil {
-		c.now = time.Now
-	}
-	if c.linkRequest == nil {
-		c.linkRequest = func(ctx context.Context, l trace.Link) { trace.SpanFromContext(ctx).AddLink(l) }
-	}
-	if c.log == nil {
-		c.log = slog.New(slog.DiscardHandler)
+		c.refreshAfter = cfg.TTL + 1 // never reached by a fresh snapshot
 	}
 	c.base, c.cancel = context.WithCancel(context.Background())
 	c.work = make(chan func())
@@ -207,14 +167,14 @@ func (c *Cache) track() bool {
 // not the caller's answer (refresh, panic), to the metrics and the caller's
 // span.
 func (c *Cache) outcome(ctx context.Context, o string) {
-	if c.onOutcome != nil {
-		c.onOutcome(o)
+	if c.cfg.OnOutcome != nil {
+		c.cfg.OnOutcome(o)
 	}
 	if o == OutcomeRefresh || o == OutcomePanic {
 		return
 	}
-	if c.metrics != nil {
-		c.metrics.Lookup(ctx, o)
+	if c.cfg.Metrics != nil {
+		c.cfg.Metrics.Lookup(ctx, o)
 	}
 	if span := trace.SpanFromContext(ctx); span.IsRecording() {
 		span.SetAttributes(AttrCacheOutcome.String(o))
@@ -299,7 +259,7 @@ func (c *Cache) shared(ctx context.Context, group *singleflight.Group, key strin
 // Err, not Done: Done would start the edge request context's timer.
 func (c *Cache) inline(ctx context.Context) bool {
 	d, ok := ctx.Deadline()
-	return ok && !d.Before(time.Now().Add(c.loadTimeout)) && ctx.Err() == nil
+	return ok && !d.Before(time.Now().Add(c.cfg.LoadTimeout)) && ctx.Err() == nil
 }
 
 // answer is a shared call's result for one caller; ran: this caller's fn
@@ -365,20 +325,20 @@ func (c *Cache) run(ctx context.Context, fn loadFunc, arg string) (v any, err er
 	// The load's deadline is a child of base, which Close cancels; the
 	// caller's values (trace, caller ids) come along, its cancellation
 	// does not (loadContext).
-	tctx, cancel := context.WithTimeout(c.base, c.loadTimeout)
+	tctx, cancel := context.WithTimeout(c.base, c.cfg.LoadTimeout)
 	defer cancel()
 	lctx := &loadContext{Context: tctx, values: ctx}
 	defer func() {
 		if r := recover(); r != nil {
 			v, err = nil, &upstream.Error{Kind: upstream.Internal, Err: fmt.Errorf("cache load panicked: %v", r)}
-			c.log.ErrorContext(ctx, "cache load panicked", "key", c.key, "panic", fmt.Sprint(r),
+			c.cfg.Logger.ErrorContext(ctx, "cache load panicked", "key", c.cfg.Key, "panic", fmt.Sprint(r),
 				"stack", string(debug.Stack()))
 			c.outcome(ctx, OutcomePanic)
-			if c.metrics != nil {
-				c.metrics.LoadPanic(ctx)
+			if c.cfg.Metrics != nil {
+				c.cfg.Metrics.LoadPanic(ctx)
 			}
-			if c.onPanic != nil {
-				c.onPanic()
+			if c.cfg.OnPanic != nil {
+				c.cfg.OnPanic()
 			}
 		}
 	}()

@@ -32,20 +32,20 @@ func (c *Cache) snapshot(ctx context.Context) (s *upstream.Snapshot, loadErr err
 		return v.(*upstream.Snapshot), nil, nil
 	}
 	e := c.cur.Load()
-	now := c.now()
+	now := c.cfg.Now()
 	if c.afterCheck != nil {
 		c.afterCheck()
 	}
 	if e != nil {
 		age := now.Sub(e.loadedAt)
-		if age < c.ttl {
+		if age < c.cfg.TTL {
 			if age >= c.refreshAfter {
 				c.refresh(ctx, e)
 			}
 			c.outcome(ctx, OutcomeHit)
 			return e.val, nil, nil
 		}
-		if age < c.stale && c.backingOff(now) {
+		if age < c.cfg.Stale && c.backingOff(now) {
 			// The last load failed: serve stale until the backoff ends
 			// rather than every caller trying again; a refresh retries.
 			c.refresh(ctx, e)
@@ -57,16 +57,16 @@ func (c *Cache) snapshot(ctx context.Context) (s *upstream.Snapshot, loadErr err
 	if e == nil {
 		kind = WalkFirstLoad
 	}
-	v, led, err := c.shared(ctx, &c.group, snapKey, c.loadAfter(e, c.ttl), kind)
+	v, led, err := c.shared(ctx, &c.group, snapKey, c.loadAfter(e, c.cfg.TTL), kind)
 	if !led {
 		c.linkFollower(ctx)
 	}
 	if err != nil {
 		if servable(err) {
-			if e := c.cur.Load(); e != nil && c.now().Sub(e.loadedAt) < c.stale {
+			if e := c.cur.Load(); e != nil && c.cfg.Now().Sub(e.loadedAt) < c.cfg.Stale {
 				c.outcome(ctx, OutcomeStale)
-				c.log.DebugContext(ctx, "cache served stale snapshot", "key", c.key,
-					"age", c.now().Sub(e.loadedAt), "error", err)
+				c.cfg.Logger.DebugContext(ctx, "cache served stale snapshot", "key", c.cfg.Key,
+					"age", c.cfg.Now().Sub(e.loadedAt), "error", err)
 				return e.val, err, nil
 			}
 		}
@@ -95,7 +95,7 @@ func (c *Cache) report(ctx context.Context, err error, led bool) {
 // trace), not its cancellation. Refreshes happen only when someone asks:
 // a brand nobody reads is not refreshed.
 func (c *Cache) refresh(ctx context.Context, seen *entry) {
-	if c.backingOff(c.now()) || !c.refreshing.CompareAndSwap(false, true) {
+	if c.backingOff(c.cfg.Now()) || !c.refreshing.CompareAndSwap(false, true) {
 		return
 	}
 	if !c.track() {
@@ -114,7 +114,7 @@ func (c *Cache) refresh(ctx context.Context, seen *entry) {
 		_, err, _ := c.group.Do(snapKey, func() (any, error) { return c.run(vals, c.loadAfter(seen, c.refreshAfter), walkStarted) })
 		endWalk(err)
 		if err != nil {
-			c.log.WarnContext(vals, "cache refresh failed; serving the held snapshot", "key", c.key, "error", err)
+			c.cfg.Logger.WarnContext(vals, "cache refresh failed; serving the held snapshot", "key", c.cfg.Key, "error", err)
 		}
 	}()
 }
@@ -134,16 +134,16 @@ func (c *Cache) loaded(err error) {
 		c.failures, c.backoffTo = 0, time.Time{}
 		return
 	}
-	wait := c.backoffMin
-	for i := 1; i < c.failures && wait < c.ttl; i++ {
+	wait := c.cfg.RefreshBackoff
+	for i := 1; i < c.failures && wait < c.cfg.TTL; i++ {
 		wait *= 2
 	}
-	wait = min(wait, max(c.ttl, c.backoffMin))
+	wait = min(wait, max(c.cfg.TTL, c.cfg.RefreshBackoff))
 	if ra := retryAfterOf(err); ra > wait {
 		wait = ra // the PMS asked for longer
 	}
 	c.failures++
-	c.backoffTo = c.now().Add(wait)
+	c.backoffTo = c.cfg.Now().Add(wait)
 }
 
 func retryAfterOf(err error) time.Duration {
@@ -158,7 +158,7 @@ func retryAfterOf(err error) time.Duration {
 // kind (Walk*) labels its walk span.
 func (c *Cache) loadOnly(ctx context.Context, kind string) (any, error) {
 	ctx, end := c.startWalk(ctx, kind)
-	s, err := c.load(ctx)
+	s, err := c.cfg.Load(ctx)
 	end(err)
 	if err != nil {
 		return nil, err
@@ -179,7 +179,7 @@ func (c *Cache) loadOnly(ctx context.Context, kind string) (any, error) {
 // cold start or expiry, whatever the concurrency).
 func (c *Cache) loadAfter(seen *entry, maxAge time.Duration) loadFunc {
 	return func(ctx context.Context, kind string) (any, error) {
-		if cur := c.cur.Load(); cur != nil && cur != seen && c.now().Sub(cur.loadedAt) < maxAge {
+		if cur := c.cur.Load(); cur != nil && cur != seen && c.cfg.Now().Sub(cur.loadedAt) < maxAge {
 			return cur, nil
 		}
 		return c.loadAndStore(ctx, kind)
@@ -195,7 +195,7 @@ func (c *Cache) loadAndStore(ctx context.Context, kind string) (any, error) {
 		}
 		return nil, err
 	}
-	e := &entry{val: v.(*upstream.Snapshot), loadedAt: c.now()}
+	e := &entry{val: v.(*upstream.Snapshot), loadedAt: c.cfg.Now()}
 	c.cur.Store(e)
 	c.loaded(nil)
 	return e, nil

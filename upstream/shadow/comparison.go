@@ -2,6 +2,7 @@ package shadow
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
 	"slices"
 	"time"
@@ -124,12 +125,7 @@ func Handler(s *Shadow) http.Handler {
 		if s != nil {
 			st.Configured = true
 			latest := s.Latest()
-			modes := make([]string, 0, len(latest))
-			for m := range latest {
-				modes = append(modes, m)
-			}
-			slices.Sort(modes)
-			for _, m := range modes {
+			for _, m := range slices.Sorted(maps.Keys(latest)) {
 				st.Comparisons = append(st.Comparisons, latest[m])
 			}
 		}

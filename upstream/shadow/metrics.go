@@ -52,8 +52,13 @@ func newMetrics(meter metric.Meter) (*Metrics, error) {
 	return m, nil
 }
 
-func modeKind(mode, kind string) metric.MeasurementOption {
-	return metric.WithAttributeSet(attribute.NewSet(attribute.String("mode", mode), attribute.String("kind", kind)))
+// attrs is the attribute set of a measurement, from name, value pairs.
+func attrs(kv ...string) metric.MeasurementOption {
+	var a []attribute.KeyValue
+	for i := 0; i < len(kv); i += 2 {
+		a = append(a, attribute.String(kv[i], kv[i+1]))
+	}
+	return metric.WithAttributeSet(attribute.NewSet(a...))
 }
 
 // register records every series of mode at 0, once.
@@ -64,28 +69,23 @@ func (m *Metrics) register(mode string) {
 		return
 	}
 	m.seen[mode] = true
-	ctx := context.Background()
 	for _, result := range []string{"ok", "failed"} {
-		m.walks.Add(ctx, 0, metric.WithAttributeSet(attribute.NewSet(attribute.String("mode", mode), attribute.String("result", result))))
+		m.walks.Add(context.Background(), 0, attrs("mode", mode, "result", result))
 	}
 	for _, k := range Kinds {
-		m.diffs.Record(ctx, 0, modeKind(mode, k))
+		m.diffs.Record(context.Background(), 0, attrs("mode", mode, "kind", k))
 	}
 }
 
-func (m *Metrics) walk(mode string, ok bool) {
-	result := "failed"
-	if ok {
-		result = "ok"
-	}
-	m.walks.Add(context.Background(), 1,
-		metric.WithAttributeSet(attribute.NewSet(attribute.String("mode", mode), attribute.String("result", result))))
+// walk counts one candidate walk of mode with its result (ok, failed).
+func (m *Metrics) walk(mode, result string) {
+	m.walks.Add(context.Background(), 1, attrs("mode", mode, "result", result))
 }
 
 func (m *Metrics) differences(mode string, c Counts, at time.Time) {
 	ctx := context.Background()
 	for k, n := range map[string]int{KindAdded: c.Added, KindRemoved: c.Removed, KindChanged: c.Changed, KindRejected: c.Rejected} {
-		m.diffs.Record(ctx, int64(n), modeKind(mode, k))
+		m.diffs.Record(ctx, int64(n), attrs("mode", mode, "kind", k))
 	}
-	m.last.Record(ctx, float64(at.UnixNano())/1e9, metric.WithAttributeSet(attribute.NewSet(attribute.String("mode", mode))))
+	m.last.Record(ctx, float64(at.UnixNano())/1e9, attrs("mode", mode))
 }

@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"runtime"
 	"sync"
 	"time"
@@ -129,15 +130,10 @@ func New(cfg Config) (*Shadow, error) {
 	if s.interval <= 0 {
 		s.interval = cache.DefaultTTL
 	}
-	if s.timeout <= 0 {
-		s.timeout = upstream.DefaultCallTimeout
-	}
 	if s.now == nil {
 		s.now = time.Now
 	}
-	if s.log == nil {
-		s.log = slog.New(slog.DiscardHandler)
-	}
+	s.log = cmp.Or(s.log, slog.New(slog.DiscardHandler))
 	if s.metrics, err = newMetrics(cfg.Meter); err != nil {
 		return nil, err
 	}
@@ -250,7 +246,7 @@ func (s *Shadow) compare(ctx context.Context, mode string, live *upstream.Snapsh
 			c.Error = ErrorOverBound
 		}
 		s.log.Warn("shadow candidate walk failed; partners are not affected", "mode", mode, "error", err)
-		s.metrics.walk(mode, false)
+		s.metrics.walk(mode, c.Candidate)
 		s.store(mode, c)
 		return
 	}
@@ -262,7 +258,7 @@ func (s *Shadow) compare(ctx context.Context, mode string, live *upstream.Snapsh
 	if d := census.Drift(); d != nil {
 		c.Drift = d
 	}
-	s.metrics.walk(mode, true)
+	s.metrics.walk(mode, c.Candidate)
 	s.metrics.differences(mode, c.Counts, c.At)
 	if !diff.Empty() {
 		s.log.Info("shadow candidate differs from the live PMS", "mode", mode, "added", c.Counts.Added,
@@ -322,9 +318,5 @@ func (s *Shadow) Walks(mode string) int {
 func (s *Shadow) Latest() map[string]*Comparison {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make(map[string]*Comparison, len(s.latest))
-	for k, v := range s.latest {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(s.latest)
 }
