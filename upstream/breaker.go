@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -62,26 +63,17 @@ type BreakerConfig struct {
 }
 
 func (bc BreakerConfig) withDefaults() (BreakerConfig, error) {
-	bc.ConsecutiveFailures = orDefault32(bc.ConsecutiveFailures, DefaultBreakerConsecutiveFailures)
-	if bc.FailureRatio == 0 {
-		bc.FailureRatio = DefaultBreakerFailureRatio
-	}
-	bc.MinRequests = orDefault32(bc.MinRequests, DefaultBreakerMinRequests)
-	bc.Window = orDefault(bc.Window, DefaultBreakerWindow)
-	bc.BucketPeriod = orDefault(bc.BucketPeriod, DefaultBreakerBucketPeriod)
-	bc.OpenTimeout = orDefault(bc.OpenTimeout, DefaultBreakerOpenTimeout)
-	bc.HalfOpenProbes = orDefault32(bc.HalfOpenProbes, DefaultBreakerHalfOpenProbes)
+	bc.ConsecutiveFailures = cmp.Or(bc.ConsecutiveFailures, DefaultBreakerConsecutiveFailures)
+	bc.FailureRatio = cmp.Or(bc.FailureRatio, DefaultBreakerFailureRatio)
+	bc.MinRequests = cmp.Or(bc.MinRequests, DefaultBreakerMinRequests)
+	bc.Window = cmp.Or(bc.Window, DefaultBreakerWindow)
+	bc.BucketPeriod = cmp.Or(bc.BucketPeriod, DefaultBreakerBucketPeriod)
+	bc.OpenTimeout = cmp.Or(bc.OpenTimeout, DefaultBreakerOpenTimeout)
+	bc.HalfOpenProbes = cmp.Or(bc.HalfOpenProbes, DefaultBreakerHalfOpenProbes)
 	if bc.FailureRatio < 0 || bc.Window < 0 || bc.BucketPeriod < 0 || bc.OpenTimeout < 0 {
 		return bc, fmt.Errorf("upstream: Breaker settings must not be negative")
 	}
 	return bc, nil
-}
-
-func orDefault32(v, def uint32) uint32 {
-	if v == 0 {
-		return def
-	}
-	return v
 }
 
 // breaker wraps gobreaker and remembers when it last opened, to tell
@@ -174,7 +166,7 @@ func (b *breaker) retryAfter() time.Duration {
 	if opened.IsZero() {
 		return time.Second
 	}
-	return retryAfterAtLeast(opened.Add(b.timeout).Sub(b.now()))
+	return max(opened.Add(b.timeout).Sub(b.now()), time.Second)
 }
 
 // State is the breaker's current state: "closed", "half-open" or "open".

@@ -76,10 +76,7 @@ func NewSnapshot(items []*Item, loadedAt time.Time) *Snapshot {
 		}
 	}
 	slices.SortFunc(s.Active, func(a, b *Item) int {
-		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.ID, b.ID)
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
 	})
 	s.ends = make([]int, len(s.Active))
 	for k, it := range s.Active {

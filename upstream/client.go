@@ -214,7 +214,7 @@ func (c *Client) heldFor() time.Duration {
 	if d <= 0 {
 		return 0
 	}
-	return retryAfterAtLeast(d)
+	return max(d, time.Second)
 }
 
 // hotelsURL is the list address of brand, or of one hotel when id is set.
@@ -421,7 +421,7 @@ func (c *Client) GetHotel(ctx context.Context, brand, id string) (json.RawMessag
 			}
 			return err
 		}
-		if t := bytes.TrimLeft(body, " \t\r\n"); len(t) == 0 || t[0] != '{' || !validJSON(body) {
+		if t := bytes.TrimLeft(body, " \t\r\n"); len(t) == 0 || t[0] != '{' || !json.Valid(body) {
 			return &answerError{reason: "hotel is not a JSON object"}
 		}
 		rec = body

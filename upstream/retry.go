@@ -270,7 +270,8 @@ func (a *attempts) checkRetry(ctx context.Context, resp *http.Response, err erro
 	case retryableStatus(resp.StatusCode):
 		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
 			if ra, ok := parseRetryAfter(resp.Header.Get("Retry-After"), a.c.now()); ok {
-				a.shed = &sheddingError{status: resp.StatusCode, wait: clampShed(ra)}
+				// Sent to partners within 1..60 s (docs/contract.md section 10).
+				a.shed = &sheddingError{status: resp.StatusCode, wait: min(max(ra, time.Second), time.Minute)}
 				if ra > a.c.cfg.Retry.RetryAfterMax {
 					a.c.log.Debug("pms retry skipped: Retry-After beyond cap", "retry_after", ra)
 					return false, a.shed

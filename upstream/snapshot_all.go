@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 
 	"github.com/partner-edge/partner-edge/mapping"
@@ -11,12 +12,7 @@ import (
 // ordered by id: for comparing two snapshots property by property (edge pms
 // check, the shadow candidate). The items are shared: never modify them.
 func (s *Snapshot) All() []*Item {
-	out := make([]*Item, 0, len(s.byID))
-	for _, it := range s.byID {
-		out = append(out, it)
-	}
-	slices.SortFunc(out, func(a, b *Item) int { return cmp.Compare(a.ID, b.ID) })
-	return out
+	return slices.SortedFunc(maps.Values(s.byID), func(a, b *Item) int { return cmp.Compare(a.ID, b.ID) })
 }
 
 // ItemsByID encodes every mapped record (NewItem), ordered by id, the

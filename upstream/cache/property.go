@@ -20,7 +20,7 @@ func (c *Cache) Property(ctx context.Context, id string) (*upstream.Item, error)
 	if c.disabled {
 		v, led, err := c.shared(ctx, &c.props, id, c.loadProperty, id)
 		if err != nil {
-			c.report(ctx, err, led)
+			c.report(ctx, led)
 			return nil, err
 		}
 		c.outcome(ctx, ledOutcome(led))

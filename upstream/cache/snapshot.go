@@ -25,7 +25,7 @@ func (c *Cache) snapshot(ctx context.Context) (s *upstream.Snapshot, loadErr err
 			c.linkFollower(ctx)
 		}
 		if err != nil {
-			c.report(ctx, err, led)
+			c.report(ctx, led)
 			return nil, nil, err
 		}
 		c.outcome(ctx, ledOutcome(led))
@@ -70,7 +70,7 @@ func (c *Cache) snapshot(ctx context.Context) (s *upstream.Snapshot, loadErr err
 				return e.val, err, nil
 			}
 		}
-		c.report(ctx, err, led)
+		c.report(ctx, led)
 		return nil, nil, err
 	}
 	c.outcome(ctx, ledOutcome(led))
@@ -82,7 +82,7 @@ var errBackoff = &upstream.Error{Kind: upstream.Unavailable, RetryAfter: time.Se
 	Err: errors.New("cache: the last snapshot load failed; backing off")}
 
 // report records the outcome of a call that failed, unless the caller left.
-func (c *Cache) report(ctx context.Context, err error, led bool) {
+func (c *Cache) report(ctx context.Context, led bool) {
 	if ctx.Err() == nil {
 		c.outcome(ctx, ledOutcome(led))
 	}

@@ -4,6 +4,7 @@
 package retrybudget
 
 import (
+	"cmp"
 	"sync"
 	"time"
 
@@ -55,17 +56,11 @@ type Budget struct {
 	requests, retries int64 // sums over the ring
 }
 
-// NewBudget returns a budget configured by cfg.
+// New returns a budget configured by cfg.
 func New(cfg Config) *Budget {
-	if cfg.Ratio == 0 {
-		cfg.Ratio = DefaultRatio
-	}
-	if cfg.MinPerSecond == 0 {
-		cfg.MinPerSecond = DefaultMinPerSecond
-	}
-	if cfg.Window <= 0 {
-		cfg.Window = DefaultWindow
-	}
+	cfg.Ratio = cmp.Or(cfg.Ratio, DefaultRatio)
+	cfg.MinPerSecond = cmp.Or(cfg.MinPerSecond, DefaultMinPerSecond)
+	cfg.Window = cmp.Or(max(cfg.Window, 0), DefaultWindow)
 	b := &Budget{ratio: max(cfg.Ratio, 0), now: cfg.Now, bucket: max(cfg.Window/budgetBuckets, time.Millisecond)}
 	if b.now == nil {
 		b.now = time.Now
