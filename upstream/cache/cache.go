@@ -1,46 +1,18 @@
-// Package cache is the read model of one (brand, mode) (docs/contract.md section 9 and
-// 11): a decorator of upstream.Catalog that holds one snapshot of the
-// brand, loaded by the list walk, and answers both routes from it.
-//
-// # Flow
-//
-// A snapshot younger than TTL answers every call: Snapshot returns it and
-// Property looks the id up in it; an id it lacks is upstream.NotFound
-// without any PMS call. Past RefreshAhead*TTL a call also starts one
-// background refresh (at most one at a time), so under steady traffic the
-// snapshot is replaced before it expires and nobody waits on the PMS.
-//
-// Without a fresh snapshot (cold start, or nobody asked for a while) every
-// call, gets included, joins the one shared load of the snapshot
-// (golang.org/x/sync/singleflight) and waits for it at most until its own
-// context's deadline. The load runs with the values of the first caller's
-// context (such as trace and request ids), not its cancellation, under
-// its own LoadTimeout, so a partner who leaves never fails the
-// others waiting. A caller whose deadline is at least LoadTimeout away
-// waits on its own goroutine (it can never be late), any other on a kept
-// worker (see shared).
-//
-// A load that fails with a PMS failure (upstream.BadGateway, Unavailable,
-// Timeout), or a caller whose own deadline passed while waiting, is
-// answered from the held snapshot if it is younger than Stale (for a get:
-// if the snapshot holds the id; otherwise the failure, because during an
-// outage the edge does not claim a property is gone). A failed load also
-// backs refreshes off (RefreshBackoff, doubling up to TTL); while backed
-// off, calls past TTL are served stale at once instead of each trying.
-//
-// A panic in a load is recovered, logged with its stack, reported to
-// OnPanic, and fails the callers that waited with upstream.Internal; the
-// next call loads again.
-//
-// With TTL 0 nothing is held: each call reads the inner Catalog, but
-// concurrent identical calls (the snapshot, or one id) share one call.
-//
-// # Memory
+// Package cache is the read model of one (brand, mode) (docs/contract.md
+// sections 9 and 11): a decorator of upstream.Catalog that holds one
+// snapshot of the brand, loaded by the list walk, and answers both routes
+// from it. docs/resilience.md, "Cache: the read model", draws the flow:
+// a snapshot younger than TTL answers (an id it lacks is upstream.NotFound
+// without a PMS call), past RefreshAhead*TTL a call also starts one
+// background refresh; without a fresh snapshot every call joins the one
+// shared load (singleflight), which runs with the first caller's values,
+// not its cancellation, under LoadTimeout; a PMS failure is answered from
+// a snapshot younger than Stale and backs refreshes off; a panicking load
+// fails its waiters with upstream.Internal. With TTL 0 nothing is held,
+// but concurrent identical calls share one call.
 //
 // The store is one atomic pointer to the current snapshot, replaced whole
-// by each load: nothing a partner sends adds an entry. Singleflight keys
-// are the snapshot and, with TTL 0 only, ids being fetched right now (in
-// a group of their own).
+// by each load: nothing a partner sends adds an entry.
 package cache
 
 import (
@@ -88,10 +60,7 @@ type Cache struct {
 	cancel context.CancelFunc
 	mu     sync.Mutex // guards closed and the wg.Add calls
 	closed bool
-	wg     sync.WaitGroup // running loads, refresh goroutines and kept workers
-
-	work chan func()  // unbuffered: hands a load to an idle worker (workers.go)
-	idle atomic.Int32 // workers waiting on work
+	wg     sync.WaitGroup // running loads and refresh goroutines
 
 	loadProperty loadFunc // c.property, bound once
 }
@@ -125,7 +94,6 @@ func New(inner upstream.Catalog, cfg Config) *Cache {
 		c.refreshAfter = cfg.TTL + 1 // never reached by a fresh snapshot
 	}
 	c.base, c.cancel = context.WithCancel(context.Background())
-	c.work = make(chan func())
 	c.waiters.New = c.newWaiter
 	c.loadProperty = c.property
 	return c
@@ -189,38 +157,20 @@ func ledOutcome(led bool) string {
 }
 
 // loadFunc is a load of the cache: fn(ctx, arg) of shared, run under the
-// load's context (run), on the caller's goroutine or a worker. arg saves a
+// load's context (run), on the caller's goroutine or another. arg saves a
 // closure per call: the property of a get is a method value bound once
 // and the id.
 type loadFunc func(ctx context.Context, arg string) (any, error)
 
 // shared joins or starts the call of key in group and waits for it or for
 // ctx. led reports whether this call's fn ran. A caller whose context ends
-// first gets that end, classified.
-//
-// Where the wait happens depends on the caller's deadline. A load runs
-// under LoadTimeout whoever waits for it (run), and a load in flight
-// started earlier under the same LoadTimeout. So a caller whose deadline
-// is at least LoadTimeout away, and whose context has not ended, can
-// never be made late by the load it leads or joins (given a load that
-// ends with its context, which Close relies on as well; at the limit, a
-// deadline exactly LoadTimeout away, by the few microseconds between this
-// check and the load's timer): it runs group.Do itself, on its own
-// goroutine (inline). That saves a miss the hand-off
-// to a worker, a channel and a select, and, because the edge's request
-// context starts its deadline's timer only when Done is asked, that
-// timer too: the inline path never asks ctx.Done. What changes visibly:
-// a caller cancelled while it waits (a partner who disconnects) gets its
-// answer, the same Canceled classification, only when the load ends, at
-// most LoadTimeout later, instead of at once; the worker that ran the
-// load waited that long before too, so no more goroutines or memory are
-// held. The load still runs detached from the caller's cancellation,
-// under LoadTimeout and Close, with panics recovered (run).
-//
-// Every other caller (no deadline, as context.Background's; a deadline
-// nearer than LoadTimeout; a context already ended) hands group.Do to a
-// worker (spawn) and selects on ctx.Done and the result, so it can leave
-// at its deadline while the load goes on for the others.
+// first gets that end, classified. A caller whose deadline is at least
+// LoadTimeout away, and whose context has not ended, cannot be made late
+// by the load (which runs under LoadTimeout: run), so it runs group.Do on
+// its own goroutine and never asks ctx.Done (which would start the edge
+// request context's timer); any other caller hands group.Do to a goroutine
+// and leaves at its deadline while the load goes on for the others
+// (docs/resilience.md, "Where a caller waits").
 func (c *Cache) shared(ctx context.Context, group *singleflight.Group, key string, fn loadFunc, arg string) (v any, led bool, err error) {
 	w := c.waiters.Get().(*waiter)
 	w.group, w.ctx, w.key, w.fn, w.arg = group, ctx, key, fn, arg
@@ -230,19 +180,18 @@ func (c *Cache) shared(ctx context.Context, group *singleflight.Group, key strin
 		c.putWaiter(w) // nobody else holds w: its load, if it led, ran here
 		if ctx.Err() != nil {
 			// The caller left during the load, which filled the cache
-			// all the same: the answer the worker path gives a caller
-			// whose context ends first.
+			// all the same: the answer of a caller who leaves first.
 			return nil, false, upstream.Classify(ctx, ctx.Err(), upstream.Internal)
 		}
 		return answer(v, err, shared, ran)
 	}
-	// group.Do on a worker, which DoChan would be on a new goroutine: the
-	// caller can still leave when ctx ends, and the load goes on.
-	c.spawn(w.start)
+	// group.Do on a goroutine of its own, as DoChan: the caller can still
+	// leave when ctx ends, and the load goes on.
+	go w.run()
 	select {
 	case <-ctx.Done():
-		// w stays with its worker, which still sends on w.res: it is
-		// not reused.
+		// w stays with its goroutine, which still sends on w.res: it
+		// is not reused.
 		return nil, false, upstream.Classify(ctx, ctx.Err(), upstream.Internal)
 	case r := <-w.res:
 		ran := w.ran
@@ -273,10 +222,10 @@ func answer(v any, err error, shared, ran bool) (any, bool, error) {
 	return v, ran, err
 }
 
-// waiter is one caller's call of shared, run inline or handed to a
-// worker. Waiters are pooled (Cache.waiters) with their channel and bound
-// methods, so a call costs no allocation of its own: a waiter goes back
-// to the pool only after its caller received the result, the worker's
+// waiter is one caller's call of shared, run inline or on a goroutine of
+// its own. Waiters are pooled (Cache.waiters) with their channel and bound
+// method, so a call costs no allocation of its own: a waiter goes back to
+// the pool only after its caller received the result, the goroutine's
 // last use of it (inline: after group.Do returned).
 type waiter struct {
 	c     *Cache
@@ -287,23 +236,22 @@ type waiter struct {
 	arg   string
 	ran   bool                     // fn ran in this call (the caller led); read after res
 	res   chan singleflight.Result // capacity 1
-	start func()                   // w.run, bound once
 	load  func() (any, error)      // w.lead, bound once
 }
 
 // putWaiter clears w and returns it to the pool.
 func (c *Cache) putWaiter(w *waiter) {
-	*w = waiter{c: c, res: w.res, start: w.start, load: w.load}
+	*w = waiter{c: c, res: w.res, load: w.load}
 	c.waiters.Put(w)
 }
 
 func (c *Cache) newWaiter() any {
 	w := &waiter{c: c, res: make(chan singleflight.Result, 1)}
-	w.start, w.load = w.run, w.lead
+	w.load = w.lead
 	return w
 }
 
-// run is the worker's side: the shared call, its result to the caller.
+// run is the goroutine's side: the shared call, its result to the caller.
 func (w *waiter) run() {
 	v, err, shared := w.group.Do(w.key, w.load)
 	w.res <- singleflight.Result{Val: v, Err: err, Shared: shared} // the last use of w
