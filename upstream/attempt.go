@@ -3,8 +3,8 @@ package upstream
 import "context"
 
 // attemptKey is the context key of the *attempts a request belongs to
-// (withAttempts): ResendCount reads its attempt number, roundTripOnly
-// hands it the attempt's deadline to release.
+// (do): ResendCount reads its attempt number, roundTripOnly hands it the
+// attempt's deadline to release.
 type attemptKey struct{}
 
 // ResendCount returns the number of the attempt a request made by the
@@ -17,13 +17,4 @@ func ResendCount(ctx context.Context) int {
 		return int(a.resend.Load())
 	}
 	return 0
-}
-
-func withAttempts(ctx context.Context, a *attempts) context.Context {
-	return context.WithValue(ctx, attemptKey{}, a)
-}
-
-func attemptsFrom(ctx context.Context) *attempts {
-	a, _ := ctx.Value(attemptKey{}).(*attempts)
-	return a
 }

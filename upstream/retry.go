@@ -24,24 +24,11 @@ import (
 // found per request through one shared client). Do runs every hook on the
 // calling goroutine, so the state needs no locks.
 //
-// The policy:
-//   - retried: connection failures (dial errors, resets, EOF, also mid-body),
-//     per-attempt timeouts, and statuses 429, 500, 502, 503, 504. 500 is
-//     retried because docs/pms-api.md section 4 declares every 5xx
-//     transient; 501 and other statuses are not.
-//   - never retried: other statuses (404 and every other 4xx), a 200 whose
-//     body is unusable (answerError: the same request would get the same
-//     answer), TLS verification failures, and anything once the call's
-//     context is done (the caller left, or the deadline passed).
-//   - wait: full jitter, uniform in [0, min(WaitMax, WaitMin*2^n)]; a
-//     Retry-After on 429 or 503 is a minimum. A Retry-After above
-//     RetryAfterMax, or a wait that would end after the call's deadline,
-//     means no retry: the failure is returned at once rather than wasting
-//     the partner's time. A 429 or 503 with Retry-After that is not
-//     retried, for whatever reason, is a *sheddingError (the PMS asked
-//     for a pause; see Client).
-//   - budget: each retry takes a token from the shared retrybudget.Budget; none
-//     left means no retry.
+// The policy (what is retried, what not, the full-jitter wait, Retry-After
+// as a minimum and the retry budget): docs/resilience.md, "Retries: what,
+// what not, why". A 429 or 503 with Retry-After that is not retried, for
+// whatever reason, is a *sheddingError (the PMS asked for a pause; see
+// Client).
 //
 // With ClientConfig.Metrics, each attempt is recorded once (see record):
 // its duration and outcome when it ends; a retry is counted when it
@@ -108,7 +95,7 @@ func (c *Client) do(ctx context.Context, u string, buf *bytes.Buffer) ([]byte, e
 	a := c.getAttempts()
 	defer c.putAttempts(a)
 	a.into = buf
-	req, err := retryablehttp.NewRequestWithContext(withAttempts(ctx, a), http.MethodGet, u, nil)
+	req, err := retryablehttp.NewRequestWithContext(context.WithValue(ctx, attemptKey{}, a), http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -94,16 +94,12 @@ func examples(d *pmscheck.Diff) []Example {
 		by[3] = append(by[3], Example{Kind: KindAdded, ID: id})
 	}
 	out := []Example{}
-	for i := 0; len(out) < MaxExamples; i++ { // round robin over the kinds
-		took := false
+	longest := max(len(by[0]), len(by[1]), len(by[2]), len(by[3]))
+	for i := 0; i < longest && len(out) < MaxExamples; i++ { // round robin over the kinds
 		for k := range by {
 			if i < len(by[k]) && len(out) < MaxExamples {
 				out = append(out, by[k][i])
-				took = true
 			}
-		}
-		if !took {
-			break
 		}
 	}
 	return out

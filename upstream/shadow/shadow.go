@@ -237,37 +237,38 @@ func (s *Shadow) compare(ctx context.Context, mode string, live *upstream.Snapsh
 	s.mu.Lock()
 	c.Walks = s.walks[mode]
 	s.mu.Unlock()
-	if err != nil {
-		if ctx.Err() != nil {
-			return // the process is stopping: no comparison
-		}
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return // the process is stopping: no comparison
+	case err != nil:
 		c.Candidate, c.Error = "failed", upstream.KindOf(err).String()
 		if errors.Is(err, upstream.ErrWalkOverBound) {
 			c.Error = ErrorOverBound
 		}
 		s.log.Warn("shadow candidate walk failed; partners are not affected", "mode", mode, "error", err)
 		s.metrics.walk(mode, c.Candidate)
-		s.store(mode, c)
-		return
+	default:
+		diff := cr.Diff()
+		c.Candidate = "ok"
+		c.Counts = Counts{Added: len(diff.Added), Removed: len(diff.Removed), Changed: len(diff.Changed),
+			Rejected: len(diff.Rejected), Live: live.Len(), CandidateProperties: cr.Properties()}
+		c.Examples = examples(diff)
+		if d := census.Drift(); d != nil {
+			c.Drift = d
+		}
+		s.metrics.walk(mode, c.Candidate)
+		s.metrics.differences(mode, c.Counts, c.At)
+		if !diff.Empty() {
+			s.log.Info("shadow candidate differs from the live PMS", "mode", mode, "added", c.Counts.Added,
+				"removed", c.Counts.Removed, "changed", c.Counts.Changed, "rejected", c.Counts.Rejected)
+		}
+		for _, d := range c.Drift {
+			s.log.Info("shadow candidate's records changed shape", "mode", mode, "drift", d.Message)
+		}
 	}
-	diff := cr.Diff()
-	c.Candidate = "ok"
-	c.Counts = Counts{Added: len(diff.Added), Removed: len(diff.Removed), Changed: len(diff.Changed),
-		Rejected: len(diff.Rejected), Live: live.Len(), CandidateProperties: cr.Properties()}
-	c.Examples = examples(diff)
-	if d := census.Drift(); d != nil {
-		c.Drift = d
-	}
-	s.metrics.walk(mode, c.Candidate)
-	s.metrics.differences(mode, c.Counts, c.At)
-	if !diff.Empty() {
-		s.log.Info("shadow candidate differs from the live PMS", "mode", mode, "added", c.Counts.Added,
-			"removed", c.Counts.Removed, "changed", c.Counts.Changed, "rejected", c.Counts.Rejected)
-	}
-	for _, d := range c.Drift {
-		s.log.Info("shadow candidate's records changed shape", "mode", mode, "drift", d.Message)
-	}
-	s.store(mode, c)
+	s.mu.Lock()
+	s.latest[mode] = c
+	s.mu.Unlock()
 }
 
 // walk walks the candidate with the edge's client and mapping (the options
@@ -299,12 +300,6 @@ func (s *Shadow) walk(ctx context.Context, cr *pmscheck.Comparer, census *pmsche
 		}
 		return nil
 	})
-}
-
-func (s *Shadow) store(mode string, c *Comparison) {
-	s.mu.Lock()
-	s.latest[mode] = c
-	s.mu.Unlock()
 }
 
 // Walks returns how many candidate walks of mode have started.
