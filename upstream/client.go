@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"runtime"
@@ -52,13 +51,10 @@ import (
 // the transport's connection goroutines end with CloseIdleConnections or
 // the idle timeout.
 type Client struct {
-	cfg     ClientConfig
-	base    string      // base URL without trailing slash
-	metrics *PMSMetrics // nil: none
+	cfg     ClientConfig // defaults applied (withDefaults)
+	base    string       // base URL without trailing slash
 	http    *http.Client
 	breaker *breaker
-	log     *slog.Logger
-	now     func() time.Time
 	// Header values sent on every request, built once (setHeaders).
 	userAgent, authorization []string
 	// retryLog is log as retryablehttp's logger, boxed once.
@@ -90,9 +86,8 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		}
 	}
 	c := &Client{
-		cfg:     cfg,
-		base:    strings.TrimRight(u.String(), "/"),
-		metrics: cfg.Metrics,
+		cfg:  cfg,
+		base: strings.TrimRight(u.String(), "/"),
 		http: &http.Client{
 			// AttemptTimeout is roundTripOnly's: no Timeout here.
 			Transport: roundTripOnly{rt: send, timeout: cfg.AttemptTimeout, guarded: cfg.guarded},
@@ -100,11 +95,8 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 			// token elsewhere. A 3xx is an unexpected status.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
-		log:      cfg.Logger,
-		now:      cfg.Now,
-		spans:    spans,
-		retryLog: retryLogger{cfg.Logger},
-
+		spans:     spans,
+		retryLog:  retryLogger{cfg.Logger},
 		userAgent: []string{"partner-edge/" + cfg.Version},
 	}
 	if cfg.Token != "" {
@@ -194,7 +186,7 @@ func (c *Client) call(ctx context.Context, span trace.Span, fn func(ctx context.
 
 // hold keeps every call away from the PMS for d from now.
 func (c *Client) hold(d time.Duration) {
-	until := c.now().Add(d).UnixNano()
+	until := c.cfg.Now().Add(d).UnixNano()
 	for {
 		cur := c.heldUntil.Load()
 		if cur >= until || c.heldUntil.CompareAndSwap(cur, until) {
@@ -210,7 +202,7 @@ func (c *Client) heldFor() time.Duration {
 	if until == 0 {
 		return 0
 	}
-	d := time.Duration(until - c.now().UnixNano())
+	d := time.Duration(until - c.cfg.Now().UnixNano())
 	if d <= 0 {
 		return 0
 	}
@@ -341,7 +333,7 @@ func (c *Client) WalkHotels(ctx context.Context, brand string, visit func(rec []
 			if errors.As(err, &se) && se.status == http.StatusNotFound {
 				// An unknown brand lists as empty: a 404 here is a wrong
 				// base address or route (docs/contract.md section 10).
-				c.log.Error("pms list route answered 404: configuration fault, check the PMS base URL",
+				c.cfg.Logger.Error("pms list route answered 404: configuration fault, check the PMS base URL",
 					"brand", brand)
 			}
 			if err != nil {
@@ -427,8 +419,5 @@ func (c *Client) GetHotel(ctx context.Context, brand, id string) (json.RawMessag
 		rec = body
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return rec, nil
+	return rec, err // rec is nil unless the call succeeded
 }

@@ -206,6 +206,9 @@ func (cfg ClientConfig) withDefaults() (ClientConfig, *url.URL, error) {
 		return cfg, nil, err
 	}
 	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
+	if cfg.Tracer == nil {
+		cfg.Tracer = tracenoop.NewTracerProvider().Tracer("")
+	}
 	if cfg.Transport == nil {
 		t := NewTransport()
 		if u.Scheme == "http" {
@@ -213,9 +216,6 @@ func (cfg ClientConfig) withDefaults() (ClientConfig, *url.URL, error) {
 			cfg.guarded = true
 		}
 		cfg.Transport = t
-	}
-	if cfg.Tracer == nil {
-		cfg.Tracer = tracenoop.NewTracerProvider().Tracer("")
 	}
 	return cfg, u, nil
 }

@@ -81,16 +81,13 @@ func ParseBreakerState(name string) BreakerState {
 	return BreakerOpen
 }
 
+var breakerStateNames = [...]string{BreakerClosed: "closed", BreakerHalfOpen: "half_open", BreakerOpen: "open"}
+
 func (s BreakerState) String() string {
-	switch s {
-	case BreakerClosed:
-		return "closed"
-	case BreakerHalfOpen:
-		return "half_open"
-	case BreakerOpen:
-		return "open"
+	if s < 0 || int(s) >= len(breakerStateNames) {
+		return "unknown"
 	}
-	return "unknown"
+	return breakerStateNames[s]
 }
 
 // PMSMetrics are the instruments of one PMS, labelled pms (live, test,

@@ -105,7 +105,7 @@ func (c *Client) do(ctx context.Context, u string, buf *bytes.Buffer) ([]byte, e
 	// (a redacted copy of the URL) first: give it a logger only when
 	// debug is on.
 	a.rc.Logger = nil
-	if c.log.Enabled(ctx, slog.LevelDebug) {
+	if c.cfg.Logger.Enabled(ctx, slog.LevelDebug) {
 		a.rc.Logger = c.retryLog
 	}
 	c.cfg.Retry.Budget.Request()
@@ -124,10 +124,10 @@ func (c *Client) do(ctx context.Context, u string, buf *bytes.Buffer) ([]byte, e
 func (a *attempts) begin(_ retryablehttp.Logger, r *http.Request, i int) {
 	a.releaseDeadline()
 	a.resend.Store(int32(i))
-	if i > 0 && a.c.metrics != nil {
-		a.c.metrics.Retry(r.Context(), a.last)
+	if i > 0 && a.c.cfg.Metrics != nil {
+		a.c.cfg.Metrics.Retry(r.Context(), a.last)
 	}
-	a.started, a.open, a.checked, a.shed = a.c.now(), true, false, nil
+	a.started, a.open, a.checked, a.shed = a.c.cfg.Now(), true, false, nil
 }
 
 // releaseDeadline ends the deadline of the attempt before, if one is held.
@@ -156,8 +156,8 @@ func (a *attempts) check(ctx context.Context, resp *http.Response, err error) (b
 func (a *attempts) record(ctx context.Context, resp *http.Response, err error) {
 	a.open = false
 	a.last = attemptOutcome(ctx, resp, err)
-	if a.c.metrics != nil {
-		a.c.metrics.Attempt(ctx, a.last, a.c.now().Sub(a.started))
+	if a.c.cfg.Metrics != nil {
+		a.c.cfg.Metrics.Attempt(ctx, a.last, a.c.cfg.Now().Sub(a.started))
 	}
 }
 
@@ -256,11 +256,11 @@ func (a *attempts) checkRetry(ctx context.Context, resp *http.Response, err erro
 		}
 	case retryableStatus(resp.StatusCode):
 		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
-			if ra, ok := parseRetryAfter(resp.Header.Get("Retry-After"), a.c.now()); ok {
+			if ra, ok := parseRetryAfter(resp.Header.Get("Retry-After"), a.c.cfg.Now()); ok {
 				// Sent to partners within 1..60 s (docs/contract.md section 10).
 				a.shed = &sheddingError{status: resp.StatusCode, wait: min(max(ra, time.Second), time.Minute)}
 				if ra > a.c.cfg.Retry.RetryAfterMax {
-					a.c.log.Debug("pms retry skipped: Retry-After beyond cap", "retry_after", ra)
+					a.c.cfg.Logger.Debug("pms retry skipped: Retry-After beyond cap", "retry_after", ra)
 					return false, a.shed
 				}
 				minWait = ra
@@ -273,12 +273,12 @@ func (a *attempts) checkRetry(ctx context.Context, resp *http.Response, err erro
 		return false, a.shed
 	}
 	wait := max(a.jitter(), minWait)
-	if dl, ok := ctx.Deadline(); ok && !a.c.now().Add(wait).Before(dl) {
-		a.c.log.Debug("pms retry skipped: wait would pass the deadline", "wait", wait)
+	if dl, ok := ctx.Deadline(); ok && !a.c.cfg.Now().Add(wait).Before(dl) {
+		a.c.cfg.Logger.Debug("pms retry skipped: wait would pass the deadline", "wait", wait)
 		return false, a.shed
 	}
 	if !a.c.cfg.Retry.Budget.TryRetry() {
-		a.c.log.Debug("pms retry skipped: retry budget exhausted")
+		a.c.cfg.Logger.Debug("pms retry skipped: retry budget exhausted")
 		return false, a.shed
 	}
 	a.retries++
@@ -327,12 +327,12 @@ func (a *attempts) giveUp(resp *http.Response, err error, _ int) (*http.Response
 		sh *sheddingError
 	)
 	switch {
-	case errors.As(err, &se), errors.As(err, &ae), errors.As(err, &te), errors.As(err, &sh):
-		return nil, err
 	case err == nil && resp != nil:
 		return nil, &statusError{status: resp.StatusCode}
 	case err == nil:
-		return nil, &transportError{err: errors.New("no response")}
+		err = errors.New("no response")
+	case errors.As(err, &se), errors.As(err, &ae), errors.As(err, &te), errors.As(err, &sh):
+		return nil, err
 	}
 	return nil, &transportError{err: err}
 }

@@ -127,7 +127,7 @@ func (c *Cache) backingOff(now time.Time) bool {
 }
 
 // loaded records the end of a load for the refresh backoff.
-func (c *Cache) loaded(err error) {
+func (c *Cache) loaded(err *upstream.Error) {
 	c.bmu.Lock()
 	defer c.bmu.Unlock()
 	if err == nil {
@@ -139,19 +139,11 @@ func (c *Cache) loaded(err error) {
 		wait *= 2
 	}
 	wait = min(wait, max(c.cfg.TTL, c.cfg.RefreshBackoff))
-	if ra := retryAfterOf(err); ra > wait {
-		wait = ra // the PMS asked for longer
+	if err.Kind == upstream.Unavailable {
+		wait = max(wait, err.RetryAfter) // the PMS asked for longer
 	}
 	c.failures++
 	c.backoffTo = c.cfg.Now().Add(wait)
-}
-
-func retryAfterOf(err error) time.Duration {
-	var e *upstream.Error
-	if errors.As(err, &e) && e.Kind == upstream.Unavailable {
-		return e.RetryAfter
-	}
-	return 0
 }
 
 // loadOnly loads the snapshot without holding it (TTL 0).
@@ -190,8 +182,8 @@ func (c *Cache) loadAfter(seen *entry, maxAge time.Duration) loadFunc {
 func (c *Cache) loadAndStore(ctx context.Context, kind string) (any, error) {
 	v, err := c.loadOnly(ctx, kind)
 	if err != nil {
-		if servable(upstream.Classify(ctx, err, upstream.Internal)) {
-			c.loaded(err)
+		if e := upstream.Classify(ctx, err, upstream.Internal); servable(e) {
+			c.loaded(e)
 		}
 		return nil, err
 	}
