@@ -20,7 +20,6 @@ const (
 	DefaultBreakerWindow              = 30 * time.Second
 	DefaultBreakerBucketPeriod        = time.Second
 	DefaultBreakerOpenTimeout         = 10 * time.Second
-	DefaultBreakerHalfOpenProbes      = 1
 )
 
 // BreakerConfig configures the circuit breaker around each logical PMS call
@@ -51,10 +50,6 @@ type BreakerConfig struct {
 	// probes through (half-open). Zero means DefaultBreakerOpenTimeout
 	// (10 s).
 	OpenTimeout time.Duration
-	// HalfOpenProbes is how many calls may probe at once in half-open;
-	// that many successes in a row close the breaker, one failure opens it
-	// again. Zero means DefaultBreakerHalfOpenProbes (1).
-	HalfOpenProbes uint32
 	// OnStateChange, when set, is called on every state change with the
 	// states' names ("closed", "half-open", "open"), for metrics. It runs
 	// under the breaker's lock: it must be quick and must not call the
@@ -69,7 +64,6 @@ func (bc BreakerConfig) withDefaults() (BreakerConfig, error) {
 	bc.Window = cmp.Or(bc.Window, DefaultBreakerWindow)
 	bc.BucketPeriod = cmp.Or(bc.BucketPeriod, DefaultBreakerBucketPeriod)
 	bc.OpenTimeout = cmp.Or(bc.OpenTimeout, DefaultBreakerOpenTimeout)
-	bc.HalfOpenProbes = cmp.Or(bc.HalfOpenProbes, DefaultBreakerHalfOpenProbes)
 	if bc.FailureRatio < 0 || bc.Window < 0 || bc.BucketPeriod < 0 || bc.OpenTimeout < 0 {
 		return bc, fmt.Errorf("upstream: Breaker settings must not be negative")
 	}
@@ -93,7 +87,7 @@ func newBreaker(name string, bc BreakerConfig, log *slog.Logger, metrics *PMSMet
 	b := &breaker{timeout: bc.OpenTimeout, now: now}
 	b.cb = gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{
 		Name:         name,
-		MaxRequests:  bc.HalfOpenProbes,
+		MaxRequests:  1, // one probe at a time in half-open: its success closes the breaker, its failure opens it
 		Interval:     bc.Window,
 		BucketPeriod: bc.BucketPeriod,
 		Timeout:      bc.OpenTimeout,

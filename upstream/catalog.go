@@ -13,6 +13,7 @@ package upstream
 import (
 	"cmp"
 	"context"
+	"maps"
 	"slices"
 	"time"
 
@@ -111,3 +112,22 @@ func (s *Snapshot) Get(id string) (*Item, bool) {
 
 // Len is the number of mappable properties, active or not.
 func (s *Snapshot) Len() int { return len(s.byID) }
+
+// All returns every mappable property of the snapshot, active or not,
+// ordered by id: for comparing two snapshots property by property (edge pms
+// check, the shadow candidate). The items are shared: never modify them.
+func (s *Snapshot) All() []*Item {
+	return slices.SortedFunc(maps.Values(s.byID), func(a, b *Item) int { return cmp.Compare(a.ID, b.ID) })
+}
+
+// ItemsByID encodes every mapped record (NewItem), ordered by id, the
+// first of a duplicate id kept: All of their Snapshot without building one
+// (no index, no joined JSON).
+func ItemsByID(props []mapping.Property) []*Item {
+	out := make([]*Item, len(props))
+	for i, p := range props {
+		out[i] = NewItem(p)
+	}
+	slices.SortStableFunc(out, func(a, b *Item) int { return cmp.Compare(a.ID, b.ID) })
+	return slices.CompactFunc(out, func(a, b *Item) bool { return a.ID == b.ID })
+}
