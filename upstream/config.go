@@ -174,11 +174,7 @@ func (cfg ClientConfig) withDefaults() (ClientConfig, *url.URL, error) {
 	cfg.CallTimeout = cmp.Or(cfg.CallTimeout, DefaultCallTimeout)
 	cfg.AttemptTimeout = cmp.Or(cfg.AttemptTimeout, DefaultAttemptTimeout)
 	r := &cfg.Retry
-	if r.MaxRetries == 0 {
-		r.MaxRetries = DefaultMaxRetries
-	} else if r.MaxRetries < 0 {
-		r.MaxRetries = 0
-	}
+	r.MaxRetries = max(cmp.Or(r.MaxRetries, DefaultMaxRetries), 0) // negative: none
 	r.WaitMin = cmp.Or(r.WaitMin, DefaultRetryWaitMin)
 	r.WaitMax = cmp.Or(r.WaitMax, DefaultRetryWaitMax)
 	r.RetryAfterMax = cmp.Or(r.RetryAfterMax, DefaultRetryAfterMax)

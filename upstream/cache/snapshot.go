@@ -19,22 +19,15 @@ func (c *Cache) Snapshot(ctx context.Context) (*upstream.Snapshot, error) {
 // snapshot is Snapshot, also reporting whether the answer is stale data
 // served because of the returned loadErr (nil otherwise).
 func (c *Cache) snapshot(ctx context.Context) (s *upstream.Snapshot, loadErr error, err error) {
-	if c.disabled {
-		v, led, err := c.shared(ctx, &c.group, snapKey, c.loadOnly, WalkLoad)
-		if !led {
-			c.linkFollower(ctx)
+	var e *entry // with TTL 0 none is ever held
+	var now time.Time
+	kind := WalkLoad
+	if !c.disabled {
+		e, now = c.cur.Load(), c.cfg.Now()
+		if c.afterCheck != nil {
+			c.afterCheck()
 		}
-		if err != nil {
-			c.report(ctx, led)
-			return nil, nil, err
-		}
-		c.outcome(ctx, ledOutcome(led))
-		return v.(*upstream.Snapshot), nil, nil
-	}
-	e := c.cur.Load()
-	now := c.cfg.Now()
-	if c.afterCheck != nil {
-		c.afterCheck()
+		kind = WalkFirstLoad
 	}
 	if e != nil {
 		age := now.Sub(e.loadedAt)
@@ -52,10 +45,7 @@ func (c *Cache) snapshot(ctx context.Context) (s *upstream.Snapshot, loadErr err
 			c.outcome(ctx, OutcomeStale)
 			return e.val, errBackoff, nil
 		}
-	}
-	kind := WalkRefresh
-	if e == nil {
-		kind = WalkFirstLoad
+		kind = WalkRefresh
 	}
 	v, led, err := c.shared(ctx, &c.group, snapKey, c.loadAfter(e, c.cfg.TTL), kind)
 	if !led {
@@ -74,7 +64,7 @@ func (c *Cache) snapshot(ctx context.Context) (s *upstream.Snapshot, loadErr err
 		return nil, nil, err
 	}
 	c.outcome(ctx, ledOutcome(led))
-	return v.(*entry).val, nil, nil
+	return v.(*upstream.Snapshot), nil, nil
 }
 
 // errBackoff is the reason for stale data served during refresh backoff.
@@ -146,21 +136,6 @@ func (c *Cache) loaded(err *upstream.Error) {
 	c.backoffTo = c.cfg.Now().Add(wait)
 }
 
-// loadOnly loads the snapshot without holding it (TTL 0).
-// kind (Walk*) labels its walk span.
-func (c *Cache) loadOnly(ctx context.Context, kind string) (any, error) {
-	ctx, end := c.startWalk(ctx, kind)
-	s, err := c.cfg.Load(ctx)
-	end(err)
-	if err != nil {
-		return nil, err
-	}
-	if s == nil { // a broken loader; never serve nil
-		return nil, &upstream.Error{Kind: upstream.Internal, Err: errors.New("cache: loader returned no snapshot")}
-	}
-	return s, nil
-}
-
 // loadAfter is loadAndStore for a caller that decided to load after seeing
 // seen (nil: nothing held) in cur. Checking cur and joining the shared
 // load are two steps: a caller can look before a load stores its snapshot
@@ -172,23 +147,30 @@ func (c *Cache) loadOnly(ctx context.Context, kind string) (any, error) {
 func (c *Cache) loadAfter(seen *entry, maxAge time.Duration) loadFunc {
 	return func(ctx context.Context, kind string) (any, error) {
 		if cur := c.cur.Load(); cur != nil && cur != seen && c.cfg.Now().Sub(cur.loadedAt) < maxAge {
-			return cur, nil
+			return cur.val, nil
 		}
 		return c.loadAndStore(ctx, kind)
 	}
 }
 
-// loadAndStore loads the snapshot and holds it.
+// loadAndStore loads the snapshot and, unless TTL is 0, holds it. kind
+// (Walk*) labels its walk span.
 func (c *Cache) loadAndStore(ctx context.Context, kind string) (any, error) {
-	v, err := c.loadOnly(ctx, kind)
+	ctx, end := c.startWalk(ctx, kind)
+	s, err := c.cfg.Load(ctx)
+	end(err)
+	if err == nil && s == nil { // a broken loader; never serve nil
+		err = &upstream.Error{Kind: upstream.Internal, Err: errors.New("cache: loader returned no snapshot")}
+	}
 	if err != nil {
 		if e := upstream.Classify(ctx, err, upstream.Internal); servable(e) {
 			c.loaded(e)
 		}
 		return nil, err
 	}
-	e := &entry{val: v.(*upstream.Snapshot), loadedAt: c.cfg.Now()}
-	c.cur.Store(e)
-	c.loaded(nil)
-	return e, nil
+	if !c.disabled {
+		c.cur.Store(&entry{val: s, loadedAt: c.cfg.Now()})
+		c.loaded(nil)
+	}
+	return s, nil
 }

@@ -122,14 +122,11 @@ func New(cfg Config) (*Shadow, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Shadow{client: client, brand: cfg.Brand, cs: cfg.CodeSource, interval: cfg.Interval,
+	s := &Shadow{client: client, brand: cfg.Brand, cs: cfg.CodeSource, interval: cmp.Or(max(cfg.Interval, 0), cache.DefaultTTL),
 		timeout: cfg.Timeout, zones: &mapping.ZoneCache{}, now: cfg.Now, log: cfg.Logger,
 		wake:    make(chan struct{}, 1),
 		pending: map[string]*upstream.Snapshot{}, started: map[string]time.Time{},
 		walks: map[string]int{}, latest: map[string]*Comparison{}}
-	if s.interval <= 0 {
-		s.interval = cache.DefaultTTL
-	}
 	if s.now == nil {
 		s.now = time.Now
 	}
