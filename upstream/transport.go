@@ -140,16 +140,10 @@ type guardedConn struct {
 	// answered: a read returned data since the last write, so the next
 	// write starts a new request on a connection that has carried one.
 	answered atomic.Bool
-	// idle: net/http put the connection back in its pool (markIdle) and
+	// idle: net/http put the connection back in its pool (withIdleTrace) and
 	// no request was written since; stray: a read returned data then.
 	idle, stray atomic.Bool
 }
-
-// markIdle is called when net/http has put the connection back in its idle
-// pool, on its reading goroutine before that goroutine reads again (the
-// PutIdleConn hook of withIdleTrace): from then on, any byte read is a
-// byte nobody asked for.
-func (c *guardedConn) markIdle() { c.idle.Store(true) }
 
 func (c *guardedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
@@ -174,14 +168,16 @@ func (c *guardedConn) Write(p []byte) (int, error) {
 }
 
 // withIdleTrace returns ctx with an httptrace.ClientTrace that tells the
-// guardedConn an attempt got when net/http puts it back in its pool.
+// guardedConn an attempt got when net/http puts it back in its pool. The
+// PutIdleConn hook runs on net/http's reading goroutine before it reads
+// again: from then on, any byte read is a byte nobody asked for.
 func withIdleTrace(ctx context.Context) context.Context {
 	var conn *guardedConn
 	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
 		GotConn: func(info httptrace.GotConnInfo) { conn, _ = info.Conn.(*guardedConn) },
 		PutIdleConn: func(err error) {
 			if err == nil && conn != nil {
-				conn.markIdle()
+				conn.idle.Store(true)
 			}
 		},
 	})

@@ -285,9 +285,6 @@ func (c *Cache) run(ctx context.Context, fn loadFunc, arg string) (v any, err er
 			if c.cfg.Metrics != nil {
 				c.cfg.Metrics.LoadPanic(ctx)
 			}
-			if c.cfg.OnPanic != nil {
-				c.cfg.OnPanic()
-			}
 		}
 	}()
 	v, err = fn(lctx, arg)

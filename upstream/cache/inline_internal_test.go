@@ -168,7 +168,11 @@ func TestInlineLoadPanics(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		inner := &fakeCatalog{snapshot: func(context.Context) (*upstream.Snapshot, error) { panic("boom") }}
 		var panics atomic.Int64
-		c := New(inner, Config{TTL: time.Second, OnPanic: func() { panics.Add(1) }})
+		c := New(inner, Config{TTL: time.Second, OnOutcome: func(o string) {
+			if o == OutcomePanic {
+				panics.Add(1)
+			}
+		}})
 		defer c.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()

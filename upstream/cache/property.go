@@ -36,7 +36,7 @@ func (c *Cache) Property(ctx context.Context, id string) (*upstream.Item, error)
 	if loadErr != nil {
 		return nil, loadErr
 	}
-	return nil, notFound()
+	return nil, &upstream.Error{Kind: upstream.NotFound, Err: errors.New("cache: no such id in the snapshot")}
 }
 
 // property is the load of a get with TTL 0 (Cache.loadProperty).
@@ -46,8 +46,4 @@ func (c *Cache) property(ctx context.Context, id string) (any, error) {
 		err = &upstream.Error{Kind: upstream.Internal, Err: errors.New("cache: inner catalog returned no item")}
 	}
 	return it, err
-}
-
-func notFound() error {
-	return &upstream.Error{Kind: upstream.NotFound, Err: errors.New("cache: no such id in the snapshot")}
 }
