@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sony/gobreaker/v2"
@@ -77,8 +77,7 @@ type breaker struct {
 	timeout time.Duration
 	now     func() time.Time
 
-	mu       sync.Mutex
-	openedAt time.Time
+	openedAt atomic.Int64 // unix nanoseconds of now when it last opened; 0: never
 }
 
 // newBreaker returns the breaker of one client. metrics, when not nil,
@@ -101,9 +100,7 @@ func newBreaker(name string, bc BreakerConfig, log *slog.Logger, metrics *PMSMet
 		// Called under gobreaker's lock, with its own clock (time.Now).
 		OnStateChange: func(name string, from, to gobreaker.State) {
 			if to == gobreaker.StateOpen {
-				b.mu.Lock()
-				b.openedAt = b.now()
-				b.mu.Unlock()
+				b.openedAt.Store(b.now().UnixNano())
 			}
 			log.Info("pms circuit breaker state changed", "breaker", name, "from", from.String(), "to", to.String())
 			if metrics != nil {
@@ -154,13 +151,11 @@ func isBreakerOpen(err error) bool {
 // retryAfter is the time until the breaker lets a probe through, at least
 // one second.
 func (b *breaker) retryAfter() time.Duration {
-	b.mu.Lock()
-	opened := b.openedAt
-	b.mu.Unlock()
-	if opened.IsZero() {
+	opened := b.openedAt.Load()
+	if opened == 0 {
 		return time.Second
 	}
-	return max(opened.Add(b.timeout).Sub(b.now()), time.Second)
+	return max(time.Duration(opened-b.now().UnixNano())+b.timeout, time.Second)
 }
 
 // State is the breaker's current state: "closed", "half-open" or "open".

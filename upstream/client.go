@@ -298,7 +298,6 @@ func (c *Client) WalkHotels(ctx context.Context, brand string, visit func(rec []
 	defer span.End()
 	pages, records := 0, 0
 	err := c.call(ctx, span, func(ctx context.Context) error {
-		pages, records = 0, 0
 		var walked int64   // body bytes of this walk (MaxWalkBytes)
 		var pd pageDecoder // reused: its records slice is scratch
 		// The pages under way, reused: an unpaced walk fetches the next
@@ -329,14 +328,12 @@ func (c *Client) WalkHotels(ctx context.Context, brand string, visit func(rec []
 			} else {
 				body, err = c.do(ctx, pageURL(), &bufs[0])
 			}
-			var se *statusError
-			if errors.As(err, &se) && se.status == http.StatusNotFound {
+			if err != nil {
 				// An unknown brand lists as empty: a 404 here is a wrong
 				// base address or route (docs/contract.md section 10).
-				c.cfg.Logger.Error("pms list route answered 404: configuration fault, check the PMS base URL",
-					"brand", brand)
-			}
-			if err != nil {
+				if se := (*statusError)(nil); errors.As(err, &se) && se.status == http.StatusNotFound {
+					c.cfg.Logger.Error("pms list route answered 404: configuration fault, check the PMS base URL", "brand", brand)
+				}
 				return err
 			}
 			pages++
