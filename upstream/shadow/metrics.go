@@ -27,15 +27,14 @@ type Metrics struct {
 	diffs metric.Int64Gauge
 	last  metric.Float64Gauge
 
-	mu   sync.Mutex
-	seen map[string]bool // modes registered
+	seen sync.Map // modes registered
 }
 
 func newMetrics(meter metric.Meter) (*Metrics, error) {
 	if meter == nil {
 		meter = noop.NewMeterProvider().Meter("")
 	}
-	m := &Metrics{seen: map[string]bool{}}
+	m := &Metrics{}
 	var err error
 	if m.walks, err = meter.Int64Counter("partner_edge.shadow.walks", metric.WithUnit("{walk}"),
 		metric.WithDescription("Walks of the shadow candidate PMS, by mode and result (ok, failed).")); err != nil {
@@ -63,12 +62,9 @@ func attrs(kv ...string) metric.MeasurementOption {
 
 // register records every series of mode at 0, once.
 func (m *Metrics) register(mode string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.seen[mode] {
+	if _, seen := m.seen.LoadOrStore(mode, true); seen {
 		return
 	}
-	m.seen[mode] = true
 	for _, result := range []string{"ok", "failed"} {
 		m.walks.Add(context.Background(), 0, attrs("mode", mode, "result", result))
 	}

@@ -100,15 +100,10 @@ func New(cfg Config) (*Shadow, error) {
 	if cfg.Brand == "" {
 		return nil, errors.New("shadow: a brand is required")
 	}
-	switch {
-	case cfg.ReadBytesPerSecond == 0:
-		cfg.Candidate.ReadBytesPerSecond = DefaultReadBytesPerSecond
-	case cfg.ReadBytesPerSecond > 0:
-		cfg.Candidate.ReadBytesPerSecond = cfg.ReadBytesPerSecond
+	if cfg.ReadBytesPerSecond >= 0 { // negative: unpaced
+		cfg.Candidate.ReadBytesPerSecond = cmp.Or(cfg.ReadBytesPerSecond, DefaultReadBytesPerSecond)
 	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = upstream.DefaultCallTimeout
-	}
+	cfg.Timeout = cmp.Or(max(cfg.Timeout, 0), upstream.DefaultCallTimeout)
 	if r := cfg.Candidate.ReadBytesPerSecond; r > 0 {
 		// A paced walk to its bound takes bound/rate: its deadlines
 		// leave room for twice that, so that it ends at its bound (and
