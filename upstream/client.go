@@ -175,8 +175,7 @@ func (c *Client) call(ctx context.Context, span trace.Span, fn func(ctx context.
 	if err == nil {
 		return nil
 	}
-	var se *sheddingError
-	if errors.As(err, &se) {
+	if se := (*sheddingError)(nil); errors.As(err, &se) {
 		c.hold(se.wait)
 	}
 	e := Classify(cctx, err, BadGateway)

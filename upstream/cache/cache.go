@@ -267,7 +267,7 @@ func (w *waiter) lead() (any, error) {
 // and Close. A panic in fn is recovered into an upstream.Internal error.
 func (c *Cache) run(ctx context.Context, fn loadFunc, arg string) (v any, err error) {
 	if !c.track() {
-		return nil, closedError()
+		return nil, errClosed
 	}
 	defer c.wg.Done()
 	// The load's deadline is a child of base, which Close cancels; the
@@ -290,7 +290,7 @@ func (c *Cache) run(ctx context.Context, fn loadFunc, arg string) (v any, err er
 	v, err = fn(lctx, arg)
 	if err != nil {
 		if c.base.Err() != nil {
-			return nil, closedError()
+			return nil, errClosed
 		}
 		return nil, upstream.Classify(lctx, err, upstream.Internal)
 	}
@@ -318,9 +318,8 @@ func (l *loadContext) Value(key any) any {
 
 func (l *loadContext) String() string { return "cache.loadContext" }
 
-func closedError() error {
-	return &upstream.Error{Kind: upstream.Unavailable, RetryAfter: time.Second, Err: errors.New("cache: closed")}
-}
+// errClosed fails the loads of a closed Cache.
+var errClosed = &upstream.Error{Kind: upstream.Unavailable, RetryAfter: time.Second, Err: errors.New("cache: closed")}
 
 // servable reports whether err allows serving stale data: a PMS failure, or
 // the caller's own deadline passing while it waited.
