@@ -19,11 +19,9 @@ import (
 func (c *Cache) Property(ctx context.Context, id string) (*upstream.Item, error) {
 	if c.disabled {
 		v, led, err := c.shared(ctx, &c.props, id, c.loadProperty, id)
-		if err != nil {
-			c.report(ctx, led)
+		if c.report(ctx, led, err); err != nil {
 			return nil, err
 		}
-		c.outcome(ctx, ledOutcome(led))
 		return v.(*upstream.Item), nil
 	}
 	s, loadErr, err := c.snapshot(ctx)

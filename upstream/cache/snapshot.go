@@ -51,19 +51,17 @@ func (c *Cache) snapshot(ctx context.Context) (s *upstream.Snapshot, loadErr err
 	if !led {
 		c.linkFollower(ctx)
 	}
-	if err != nil {
-		if servable(err) {
-			if e := c.cur.Load(); e != nil && c.cfg.Now().Sub(e.loadedAt) < c.cfg.Stale {
-				c.outcome(ctx, OutcomeStale)
-				c.cfg.Logger.DebugContext(ctx, "cache served stale snapshot", "key", c.cfg.Key,
-					"age", c.cfg.Now().Sub(e.loadedAt), "error", err)
-				return e.val, err, nil
-			}
+	if err != nil && servable(err) {
+		if e := c.cur.Load(); e != nil && c.cfg.Now().Sub(e.loadedAt) < c.cfg.Stale {
+			c.outcome(ctx, OutcomeStale)
+			c.cfg.Logger.DebugContext(ctx, "cache served stale snapshot", "key", c.cfg.Key,
+				"age", c.cfg.Now().Sub(e.loadedAt), "error", err)
+			return e.val, err, nil
 		}
-		c.report(ctx, led)
+	}
+	if c.report(ctx, led, err); err != nil {
 		return nil, nil, err
 	}
-	c.outcome(ctx, ledOutcome(led))
 	return v.(*upstream.Snapshot), nil, nil
 }
 
@@ -71,9 +69,10 @@ func (c *Cache) snapshot(ctx context.Context) (s *upstream.Snapshot, loadErr err
 var errBackoff = &upstream.Error{Kind: upstream.Unavailable, RetryAfter: time.Second,
 	Err: errors.New("cache: the last snapshot load failed; backing off")}
 
-// report records the outcome of a call that failed, unless the caller left.
-func (c *Cache) report(ctx context.Context, led bool) {
-	if ctx.Err() == nil {
+// report records the outcome of a call that led or joined a load (err:
+// its failure), unless it failed because the caller left.
+func (c *Cache) report(ctx context.Context, led bool, err error) {
+	if err == nil || ctx.Err() == nil {
 		c.outcome(ctx, ledOutcome(led))
 	}
 }
