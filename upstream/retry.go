@@ -81,8 +81,7 @@ func (c *Client) getAttempts() *attempts {
 func (c *Client) putAttempts(a *attempts) {
 	a.resend.Store(0)
 	a.releaseDeadline()
-	a.retries, a.wait, a.body, a.into = 0, 0, nil, nil
-	a.started, a.open, a.checked, a.shed, a.last = time.Time{}, false, false, nil, ""
+	a.retries, a.wait, a.body, a.into, a.started, a.open, a.checked, a.shed, a.last = 0, 0, nil, nil, time.Time{}, false, false, nil, ""
 	c.attemptsPool.Put(a)
 }
 

@@ -149,13 +149,6 @@ func (c *Cache) outcome(ctx context.Context, o string) {
 	}
 }
 
-func ledOutcome(led bool) string {
-	if led {
-		return OutcomeMiss
-	}
-	return OutcomeCoalesced
-}
-
 // loadFunc is a load of the cache: fn(ctx, arg) of shared, run under the
 // load's context (run), on the caller's goroutine or another. arg saves a
 // closure per call: the property of a get is a method value bound once

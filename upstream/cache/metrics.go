@@ -56,10 +56,9 @@ func NewMetrics(meter metric.Meter, name string) (*Metrics, error) {
 		metric.WithUnit("{panic}"), metric.WithDescription("Cache loads that panicked (recovered).")); err != nil {
 		return nil, err
 	}
-	ctx := context.Background()
 	pms := attribute.String("pms", strings.TrimSpace(name))
 	m.panicOpts = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(pms))}
-	m.loadPanics.Add(ctx, 0, m.panicOpts...)
+	m.loadPanics.Add(context.Background(), 0, m.panicOpts...)
 	m.outcomes = make(map[string]lookupOutcome, len(LookupOutcomes))
 	sets := make([]attribute.Set, len(LookupOutcomes))
 	for i, o := range LookupOutcomes {

@@ -72,8 +72,12 @@ var errBackoff = &upstream.Error{Kind: upstream.Unavailable, RetryAfter: time.Se
 // report records the outcome of a call that led or joined a load (err:
 // its failure), unless it failed because the caller left.
 func (c *Cache) report(ctx context.Context, led bool, err error) {
-	if err == nil || ctx.Err() == nil {
-		c.outcome(ctx, ledOutcome(led))
+	switch {
+	case err != nil && ctx.Err() != nil:
+	case led:
+		c.outcome(ctx, OutcomeMiss)
+	default:
+		c.outcome(ctx, OutcomeCoalesced)
 	}
 }
 
