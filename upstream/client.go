@@ -235,12 +235,8 @@ func (h *hotelsField) UnmarshalJSON(data []byte) error {
 	if string(data) == "null" {
 		return nil
 	}
-	h.recs = h.recs[:0]
-	if err := json.Unmarshal(data, &h.recs); err != nil {
-		return err
-	}
-	h.set = true
-	return nil
+	h.recs, h.set = h.recs[:0], true // on an error the page fails whole
+	return json.Unmarshal(data, &h.recs)
 }
 
 // bodySlice is a record as a slice of the page body it came in, not a copy

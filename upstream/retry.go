@@ -243,14 +243,12 @@ func (a *attempts) checkRetry(ctx context.Context, resp *http.Response, err erro
 	var minWait time.Duration
 	switch {
 	case err != nil:
-		var se *statusError
-		var ae *answerError
-		if errors.As(err, &se) {
+		if se := (*statusError)(nil); errors.As(err, &se) {
 			// Second look at an answer not retried: handle's
 			// statusError, or the shedding seen on the first look.
 			return false, a.shed
 		}
-		if errors.As(err, &ae) || isCertError(err) {
+		if ae := (*answerError)(nil); errors.As(err, &ae) || isCertError(err) {
 			return false, nil
 		}
 	case retryableStatus(resp.StatusCode):
@@ -286,21 +284,16 @@ func (a *attempts) checkRetry(ctx context.Context, resp *http.Response, err erro
 }
 
 func retryableStatus(s int) bool {
-	switch s {
-	case http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusBadGateway,
-		http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		return true
-	}
-	return false
+	return s == http.StatusTooManyRequests || s == http.StatusInternalServerError || s == http.StatusBadGateway ||
+		s == http.StatusServiceUnavailable || s == http.StatusGatewayTimeout
 }
 
 // jitter is the full-jitter wait before retry number a.retries+1.
 func (a *attempts) jitter() time.Duration {
-	ceil := a.c.cfg.Retry.WaitMin
-	for i := 0; i < a.retries && ceil < a.c.cfg.Retry.WaitMax; i++ {
-		ceil *= 2
+	ceil := min(a.c.cfg.Retry.WaitMin, a.c.cfg.Retry.WaitMax)
+	for range a.retries {
+		ceil = min(ceil*2, a.c.cfg.Retry.WaitMax)
 	}
-	ceil = min(ceil, a.c.cfg.Retry.WaitMax)
 	if ceil <= 0 {
 		return 0
 	}

@@ -2,6 +2,7 @@ package shadow
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -35,17 +36,14 @@ func newMetrics(meter metric.Meter) (*Metrics, error) {
 		meter = noop.NewMeterProvider().Meter("")
 	}
 	m := &Metrics{}
-	var err error
-	if m.walks, err = meter.Int64Counter("partner_edge.shadow.walks", metric.WithUnit("{walk}"),
-		metric.WithDescription("Walks of the shadow candidate PMS, by mode and result (ok, failed).")); err != nil {
-		return nil, err
-	}
-	if m.diffs, err = meter.Int64Gauge("partner_edge.shadow.differences", metric.WithUnit("{property}"),
-		metric.WithDescription("Properties partners would see differently from the candidate PMS, latest comparison, by mode and kind (added, removed, changed, rejected).")); err != nil {
-		return nil, err
-	}
-	if m.last, err = meter.Float64Gauge("partner_edge.shadow.last_comparison.timestamp", metric.WithUnit("s"),
-		metric.WithDescription("Unix time of the latest successful comparison with the candidate PMS, by mode.")); err != nil {
+	var errs [3]error
+	m.walks, errs[0] = meter.Int64Counter("partner_edge.shadow.walks", metric.WithUnit("{walk}"),
+		metric.WithDescription("Walks of the shadow candidate PMS, by mode and result (ok, failed)."))
+	m.diffs, errs[1] = meter.Int64Gauge("partner_edge.shadow.differences", metric.WithUnit("{property}"),
+		metric.WithDescription("Properties partners would see differently from the candidate PMS, latest comparison, by mode and kind (added, removed, changed, rejected)."))
+	m.last, errs[2] = meter.Float64Gauge("partner_edge.shadow.last_comparison.timestamp", metric.WithUnit("s"),
+		metric.WithDescription("Unix time of the latest successful comparison with the candidate PMS, by mode."))
+	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -186,11 +186,7 @@ func (s *Shadow) Run(ctx context.Context) {
 			return
 		case <-s.wake:
 		}
-		for {
-			mode, snap := s.take()
-			if snap == nil {
-				break
-			}
+		for mode, snap := s.take(); snap != nil; mode, snap = s.take() {
 			s.compare(ctx, mode, snap)
 			if ctx.Err() != nil {
 				return
