@@ -1,11 +1,12 @@
 package upstream
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sony/gobreaker/v2"
@@ -19,7 +20,6 @@ const (
 	DefaultBreakerWindow              = 30 * time.Second
 	DefaultBreakerBucketPeriod        = time.Second
 	DefaultBreakerOpenTimeout         = 10 * time.Second
-	DefaultBreakerHalfOpenProbes      = 1
 )
 
 // BreakerConfig configures the circuit breaker around each logical PMS call
@@ -50,10 +50,6 @@ type BreakerConfig struct {
 	// probes through (half-open). Zero means DefaultBreakerOpenTimeout
 	// (10 s).
 	OpenTimeout time.Duration
-	// HalfOpenProbes is how many calls may probe at once in half-open;
-	// that many successes in a row close the breaker, one failure opens it
-	// again. Zero means DefaultBreakerHalfOpenProbes (1).
-	HalfOpenProbes uint32
 	// OnStateChange, when set, is called on every state change with the
 	// states' names ("closed", "half-open", "open"), for metrics. It runs
 	// under the breaker's lock: it must be quick and must not call the
@@ -62,26 +58,16 @@ type BreakerConfig struct {
 }
 
 func (bc BreakerConfig) withDefaults() (BreakerConfig, error) {
-	bc.ConsecutiveFailures = orDefault32(bc.ConsecutiveFailures, DefaultBreakerConsecutiveFailures)
-	if bc.FailureRatio == 0 {
-		bc.FailureRatio = DefaultBreakerFailureRatio
-	}
-	bc.MinRequests = orDefault32(bc.MinRequests, DefaultBreakerMinRequests)
-	bc.Window = orDefault(bc.Window, DefaultBreakerWindow)
-	bc.BucketPeriod = orDefault(bc.BucketPeriod, DefaultBreakerBucketPeriod)
-	bc.OpenTimeout = orDefault(bc.OpenTimeout, DefaultBreakerOpenTimeout)
-	bc.HalfOpenProbes = orDefault32(bc.HalfOpenProbes, DefaultBreakerHalfOpenProbes)
+	bc.ConsecutiveFailures = cmp.Or(bc.ConsecutiveFailures, DefaultBreakerConsecutiveFailures)
+	bc.FailureRatio = cmp.Or(bc.FailureRatio, DefaultBreakerFailureRatio)
+	bc.MinRequests = cmp.Or(bc.MinRequests, DefaultBreakerMinRequests)
+	bc.Window = cmp.Or(bc.Window, DefaultBreakerWindow)
+	bc.BucketPeriod = cmp.Or(bc.BucketPeriod, DefaultBreakerBucketPeriod)
+	bc.OpenTimeout = cmp.Or(bc.OpenTimeout, DefaultBreakerOpenTimeout)
 	if bc.FailureRatio < 0 || bc.Window < 0 || bc.BucketPeriod < 0 || bc.OpenTimeout < 0 {
 		return bc, fmt.Errorf("upstream: Breaker settings must not be negative")
 	}
 	return bc, nil
-}
-
-func orDefault32(v, def uint32) uint32 {
-	if v == 0 {
-		return def
-	}
-	return v
 }
 
 // breaker wraps gobreaker and remembers when it last opened, to tell
@@ -91,8 +77,7 @@ type breaker struct {
 	timeout time.Duration
 	now     func() time.Time
 
-	mu       sync.Mutex
-	openedAt time.Time
+	openedAt atomic.Int64 // unix nanoseconds of now when it last opened; 0: never
 }
 
 // newBreaker returns the breaker of one client. metrics, when not nil,
@@ -101,7 +86,7 @@ func newBreaker(name string, bc BreakerConfig, log *slog.Logger, metrics *PMSMet
 	b := &breaker{timeout: bc.OpenTimeout, now: now}
 	b.cb = gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{
 		Name:         name,
-		MaxRequests:  bc.HalfOpenProbes,
+		MaxRequests:  1, // one probe at a time in half-open: its success closes the breaker, its failure opens it
 		Interval:     bc.Window,
 		BucketPeriod: bc.BucketPeriod,
 		Timeout:      bc.OpenTimeout,
@@ -115,9 +100,7 @@ func newBreaker(name string, bc BreakerConfig, log *slog.Logger, metrics *PMSMet
 		// Called under gobreaker's lock, with its own clock (time.Now).
 		OnStateChange: func(name string, from, to gobreaker.State) {
 			if to == gobreaker.StateOpen {
-				b.mu.Lock()
-				b.openedAt = b.now()
-				b.mu.Unlock()
+				b.openedAt.Store(b.now().UnixNano())
 			}
 			log.Info("pms circuit breaker state changed", "breaker", name, "from", from.String(), "to", to.String())
 			if metrics != nil {
@@ -168,13 +151,11 @@ func isBreakerOpen(err error) bool {
 // retryAfter is the time until the breaker lets a probe through, at least
 // one second.
 func (b *breaker) retryAfter() time.Duration {
-	b.mu.Lock()
-	opened := b.openedAt
-	b.mu.Unlock()
-	if opened.IsZero() {
+	opened := b.openedAt.Load()
+	if opened == 0 {
 		return time.Second
 	}
-	return retryAfterAtLeast(opened.Add(b.timeout).Sub(b.now()))
+	return max(time.Duration(opened-b.now().UnixNano())+b.timeout, time.Second)
 }
 
 // State is the breaker's current state: "closed", "half-open" or "open".

@@ -53,7 +53,7 @@ func testBreakerOpensShortCircuitsAndCloses(t *testing.T) {
 	ctx := context.Background()
 
 	for i := range 3 {
-		_, err := c.ListHotels(ctx, "aurora")
+		_, err := listHotels(c, ctx, "aurora")
 		wantKind(t, err, BadGateway)
 		if s := c.BreakerState(); (i < 2) != (s == "closed") {
 			t.Fatalf("after %d failed calls: breaker %s", i+1, s)
@@ -84,7 +84,7 @@ func testBreakerOpensShortCircuitsAndCloses(t *testing.T) {
 	// probe closes it.
 	time.Sleep(350 * time.Millisecond) // the bubble's clock: past the open timeout
 	failing.Store(false)
-	if _, err := c.ListHotels(ctx, "aurora"); err != nil {
+	if _, err := listHotels(c, ctx, "aurora"); err != nil {
 		t.Fatalf("probe: %v", err)
 	}
 	if s := c.BreakerState(); s != "closed" {
@@ -110,10 +110,10 @@ func testBreakerRetryAfterCountsDownToTheProbe(t *testing.T) {
 	cfg.Retry.MaxRetries = -1
 	cfg.Breaker = BreakerConfig{ConsecutiveFailures: 1, OpenTimeout: 5 * time.Second}
 	c := newTestClient(t, cfg)
-	_, err := c.ListHotels(context.Background(), "aurora")
+	_, err := listHotels(c, context.Background(), "aurora")
 	wantKind(t, err, BadGateway)
 	time.Sleep(100 * time.Millisecond) // the bubble's clock: 100 ms of the 5 s open timeout
-	_, err = c.ListHotels(context.Background(), "aurora")
+	_, err = listHotels(c, context.Background(), "aurora")
 	pe := wantKind(t, err, Unavailable)
 	if pe.RetryAfter != 4900*time.Millisecond {
 		t.Errorf("RetryAfter = %v, want 4.9s", pe.RetryAfter)
@@ -136,9 +136,9 @@ func testBreakerHalfOpenFailureReopens(t *testing.T) {
 	cfg.Retry.MaxRetries = -1
 	cfg.Breaker = BreakerConfig{ConsecutiveFailures: 1, OpenTimeout: 100 * time.Millisecond, OnStateChange: tr.record}
 	c := newTestClient(t, cfg)
-	_, _ = c.ListHotels(context.Background(), "aurora")
-	time.Sleep(150 * time.Millisecond)                     // the bubble's clock: past the 100 ms open timeout
-	_, err := c.ListHotels(context.Background(), "aurora") // the probe fails
+	_, _ = listHotels(c, context.Background(), "aurora")
+	time.Sleep(150 * time.Millisecond)                      // the bubble's clock: past the 100 ms open timeout
+	_, err := listHotels(c, context.Background(), "aurora") // the probe fails
 	wantKind(t, err, BadGateway)
 	if got, want := tr.String(), "closed>open open>half-open half-open>open"; got != want {
 		t.Errorf("transitions %q, want %q", got, want)
@@ -162,7 +162,7 @@ func TestBreakerOpensOnFailureRatio(t *testing.T) {
 	cfg.Breaker = BreakerConfig{ConsecutiveFailures: 100, FailureRatio: 0.5, MinRequests: 10, Window: time.Minute}
 	c := newTestClient(t, cfg)
 	for i := 1; i <= 10; i++ {
-		_, _ = c.ListHotels(context.Background(), "aurora")
+		_, _ = listHotels(c, context.Background(), "aurora")
 		if s := c.BreakerState(); (i < 10) != (s == "closed") {
 			t.Fatalf("after %d calls (half failed): breaker %s", i, s)
 		}
@@ -202,7 +202,7 @@ func testBreakerIgnoresNotFoundAndCallerCancellation(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		go func() { <-started; cancel() }()
 		start := time.Now()
-		_, err := c.ListHotels(ctx, "aurora")
+		_, err := listHotels(c, ctx, "aurora")
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("err = %v, want context.Canceled", err)
 		}

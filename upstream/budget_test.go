@@ -37,7 +37,7 @@ func testBudgetBoundsAttemptsUnderOutage(t *testing.T) {
 	start := time.Now()
 	for range calls {
 		wg.Go(func() {
-			_, err := c.ListHotels(context.Background(), "aurora")
+			_, err := listHotels(c, context.Background(), "aurora")
 			errs <- err
 		})
 	}

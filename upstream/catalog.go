@@ -13,6 +13,7 @@ package upstream
 import (
 	"cmp"
 	"context"
+	"maps"
 	"slices"
 	"time"
 
@@ -76,10 +77,7 @@ func NewSnapshot(items []*Item, loadedAt time.Time) *Snapshot {
 		}
 	}
 	slices.SortFunc(s.Active, func(a, b *Item) int {
-		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.ID, b.ID)
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
 	})
 	s.ends = make([]int, len(s.Active))
 	for k, it := range s.Active {
@@ -114,3 +112,22 @@ func (s *Snapshot) Get(id string) (*Item, bool) {
 
 // Len is the number of mappable properties, active or not.
 func (s *Snapshot) Len() int { return len(s.byID) }
+
+// All returns every mappable property of the snapshot, active or not,
+// ordered by id: for comparing two snapshots property by property (edge pms
+// check, the shadow candidate). The items are shared: never modify them.
+func (s *Snapshot) All() []*Item {
+	return slices.SortedFunc(maps.Values(s.byID), func(a, b *Item) int { return cmp.Compare(a.ID, b.ID) })
+}
+
+// ItemsByID encodes every mapped record (NewItem), ordered by id, the
+// first of a duplicate id kept: All of their Snapshot without building one
+// (no index, no joined JSON).
+func ItemsByID(props []mapping.Property) []*Item {
+	out := make([]*Item, len(props))
+	for i, p := range props {
+		out[i] = NewItem(p)
+	}
+	slices.SortStableFunc(out, func(a, b *Item) int { return cmp.Compare(a.ID, b.ID) })
+	return slices.CompactFunc(out, func(a, b *Item) bool { return a.ID == b.ID })
+}

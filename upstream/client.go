@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"runtime"
@@ -21,21 +20,11 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// PMS is the edge's view of one PMS: raw hotel records of a brand. Errors
-// are *Error: NotFound from GetHotel on a PMS 404; BadGateway, Timeout or
-// Unavailable when the PMS fails or sheds load; Canceled when the caller
-// left.
-type PMS interface {
-	// ListHotels returns every record of the brand, all pages.
-	ListHotels(ctx context.Context, brand string) ([]json.RawMessage, error)
-	// GetHotel returns the record of one hotel of the brand.
-	GetHotel(ctx context.Context, brand, id string) (json.RawMessage, error)
-}
-
-var _ PMS = (*Client)(nil)
-
 // Client calls one PMS (docs/pms-api.md) with the resilience of docs/resilience.md.
-// Each logical call (ListHotels, GetHotel) runs through, outermost first:
+// Errors are *Error: NotFound from GetHotel on a PMS 404; BadGateway,
+// Timeout or Unavailable when the PMS fails or sheds load; Canceled when
+// the caller left. Each logical call (WalkHotels, GetHotel) runs through,
+// outermost first:
 //
 //  1. the call's deadline (CallTimeout, or the caller's if earlier): it
 //     bounds everything below, retry waits included;
@@ -62,13 +51,10 @@ var _ PMS = (*Client)(nil)
 // the transport's connection goroutines end with CloseIdleConnections or
 // the idle timeout.
 type Client struct {
-	cfg     ClientConfig
-	base    string      // base URL without trailing slash
-	metrics *PMSMetrics // nil: none
+	cfg     ClientConfig // defaults applied (withDefaults)
+	base    string       // base URL without trailing slash
 	http    *http.Client
 	breaker *breaker
-	log     *slog.Logger
-	now     func() time.Time
 	// Header values sent on every request, built once (setHeaders).
 	userAgent, authorization []string
 	// retryLog is log as retryablehttp's logger, boxed once.
@@ -100,9 +86,8 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		}
 	}
 	c := &Client{
-		cfg:     cfg,
-		base:    strings.TrimRight(u.String(), "/"),
-		metrics: cfg.Metrics,
+		cfg:  cfg,
+		base: strings.TrimRight(u.String(), "/"),
 		http: &http.Client{
 			// AttemptTimeout is roundTripOnly's: no Timeout here.
 			Transport: roundTripOnly{rt: send, timeout: cfg.AttemptTimeout, guarded: cfg.guarded},
@@ -110,11 +95,8 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 			// token elsewhere. A 3xx is an unexpected status.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
-		log:      cfg.Logger,
-		now:      cfg.Now,
-		spans:    spans,
-		retryLog: retryLogger{cfg.Logger},
-
+		spans:     spans,
+		retryLog:  retryLogger{cfg.Logger},
 		userAgent: []string{"partner-edge/" + cfg.Version},
 	}
 	if cfg.Token != "" {
@@ -193,8 +175,7 @@ func (c *Client) call(ctx context.Context, span trace.Span, fn func(ctx context.
 	if err == nil {
 		return nil
 	}
-	var se *sheddingError
-	if errors.As(err, &se) {
+	if se := (*sheddingError)(nil); errors.As(err, &se) {
 		c.hold(se.wait)
 	}
 	e := Classify(cctx, err, BadGateway)
@@ -204,7 +185,7 @@ func (c *Client) call(ctx context.Context, span trace.Span, fn func(ctx context.
 
 // hold keeps every call away from the PMS for d from now.
 func (c *Client) hold(d time.Duration) {
-	until := c.now().Add(d).UnixNano()
+	until := c.cfg.Now().Add(d).UnixNano()
 	for {
 		cur := c.heldUntil.Load()
 		if cur >= until || c.heldUntil.CompareAndSwap(cur, until) {
@@ -220,11 +201,11 @@ func (c *Client) heldFor() time.Duration {
 	if until == 0 {
 		return 0
 	}
-	d := time.Duration(until - c.now().UnixNano())
+	d := time.Duration(until - c.cfg.Now().UnixNano())
 	if d <= 0 {
 		return 0
 	}
-	return retryAfterAtLeast(d)
+	return max(d, time.Second)
 }
 
 // hotelsURL is the list address of brand, or of one hotel when id is set.
@@ -254,12 +235,8 @@ func (h *hotelsField) UnmarshalJSON(data []byte) error {
 	if string(data) == "null" {
 		return nil
 	}
-	h.recs = h.recs[:0]
-	if err := json.Unmarshal(data, &h.recs); err != nil {
-		return err
-	}
-	h.set = true
-	return nil
+	h.recs, h.set = h.recs[:0], true // on an error the page fails whole
+	return json.Unmarshal(data, &h.recs)
 }
 
 // bodySlice is a record as a slice of the page body it came in, not a copy
@@ -276,23 +253,6 @@ func (b *bodySlice) UnmarshalJSON(data []byte) error { *b = data; return nil }
 // its processor.
 const yieldEvery = 64
 
-// RecordWalker is a PMS whose list walk hands each record over as its page
-// arrives, so the caller keeps only what it makes of the records
-// (docs/contract.md section 17: a walk holds at most its bound of PMS data).
-// Client is one; Direct uses it when its PMS is one.
-type RecordWalker interface {
-	// WalkHotels calls visit with every record of the brand, page after
-	// page; rec is valid only during the call (the page's buffer is
-	// reused), and an error of visit ends the walk with that error (an
-	// *Error as is, anything else as BadGateway).
-	WalkHotels(ctx context.Context, brand string, visit func(rec []byte) error) error
-	// MaxWalkBytes is the walk's bound: on the bytes the PMS sends, and
-	// on what the caller keeps of them.
-	MaxWalkBytes() int64
-}
-
-var _ RecordWalker = (*Client)(nil)
-
 // ErrWalkOverBound is the cause (errors.Is) of a walk that passed its
 // bound (ClientConfig.MaxWalkBytes), in bytes sent or in bytes kept.
 var ErrWalkOverBound = errors.New("list walk over its bound")
@@ -305,25 +265,16 @@ func OverBound(bound int64) error {
 		reason: fmt.Sprintf("list walk keeps more than %d bytes", bound), err: ErrWalkOverBound}}
 }
 
-// MaxWalkBytes is the bound of one list walk (ClientConfig.MaxWalkBytes).
+// MaxWalkBytes is the bound of one list walk (ClientConfig.MaxWalkBytes):
+// on the bytes the PMS sends, and on what a walk's caller keeps of them.
 func (c *Client) MaxWalkBytes() int64 { return c.cfg.MaxWalkBytes }
 
-// ListHotels returns every record of brand, following nextCursor to the
-// last page (WalkHotels), each record a copy of its bytes.
-func (c *Client) ListHotels(ctx context.Context, brand string) ([]json.RawMessage, error) {
-	var all []json.RawMessage
-	err := c.WalkHotels(ctx, brand, func(rec []byte) error {
-		all = append(all, bytes.Clone(rec))
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return all, nil
-}
-
 // WalkHotels hands every record of brand to visit, following nextCursor to
-// the last page. A cursor seen twice in one walk, an empty cursor, more
+// the last page, so the caller keeps only what it makes of the records
+// (docs/contract.md section 17). rec is valid only during the call (the
+// page's buffer is reused); an error of visit ends the walk with that
+// error (an *Error as is, anything else as BadGateway). A cursor seen
+// twice in one walk, an empty cursor, more
 // than MaxPages pages or more than MaxWalkBytes of bodies is a failure
 // (BAD_GATEWAY): the PMS would never end.
 //
@@ -338,11 +289,10 @@ func (c *Client) ListHotels(ctx context.Context, brand string) ([]json.RawMessag
 // background walk's bounded CPU: the shadow candidate), and it fetches no
 // page ahead.
 func (c *Client) WalkHotels(ctx context.Context, brand string, visit func(rec []byte) error) error {
-	ctx, span := c.startCall(ctx, SpanListHotels, AttrBrand.String(brand))
+	ctx, span := c.startCall(ctx, SpanListHotels, brand, "")
 	defer span.End()
 	pages, records := 0, 0
 	err := c.call(ctx, span, func(ctx context.Context) error {
-		pages, records = 0, 0
 		var walked int64   // body bytes of this walk (MaxWalkBytes)
 		var pd pageDecoder // reused: its records slice is scratch
 		// The pages under way, reused: an unpaced walk fetches the next
@@ -371,16 +321,14 @@ func (c *Client) WalkHotels(ctx context.Context, brand string, visit func(rec []
 				body, err = next.wait()
 				next = nil
 			} else {
-				body, err = c.doInto(ctx, pageURL(), &bufs[0])
-			}
-			var se *statusError
-			if errors.As(err, &se) && se.status == http.StatusNotFound {
-				// An unknown brand lists as empty: a 404 here is a wrong
-				// base address or route (docs/contract.md section 10).
-				c.log.Error("pms list route answered 404: configuration fault, check the PMS base URL",
-					"brand", brand)
+				body, err = c.do(ctx, pageURL(), &bufs[0])
 			}
 			if err != nil {
+				// An unknown brand lists as empty: a 404 here is a wrong
+				// base address or route (docs/contract.md section 10).
+				if se := (*statusError)(nil); errors.As(err, &se) && se.status == http.StatusNotFound {
+					c.cfg.Logger.Error("pms list route answered 404: configuration fault, check the PMS base URL", "brand", brand)
+				}
 				return err
 			}
 			pages++
@@ -446,25 +394,22 @@ func (c *Client) WalkHotels(ctx context.Context, brand string, visit func(rec []
 // its body:
 // not retried, and not a failure for the breaker.
 func (c *Client) GetHotel(ctx context.Context, brand, id string) (json.RawMessage, error) {
-	ctx, span := c.startGet(ctx, brand, id)
+	ctx, span := c.startCall(ctx, SpanGetHotel, brand, id)
 	defer span.End()
 	var rec json.RawMessage
 	err := c.call(ctx, span, func(ctx context.Context) error {
-		body, err := c.do(ctx, c.hotelsURL(brand, id))
+		body, err := c.do(ctx, c.hotelsURL(brand, id), nil)
 		if err != nil {
 			if se := (*statusError)(nil); errors.As(err, &se) && se.status == http.StatusNotFound {
 				return errNotFound
 			}
 			return err
 		}
-		if t := bytes.TrimLeft(body, " \t\r\n"); len(t) == 0 || t[0] != '{' || !validJSON(body) {
+		if t := bytes.TrimLeft(body, " \t\r\n"); len(t) == 0 || t[0] != '{' || !json.Valid(body) {
 			return &answerError{reason: "hotel is not a JSON object"}
 		}
 		rec = body
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return rec, nil
+	return rec, err // rec is nil unless the call succeeded
 }

@@ -44,7 +44,7 @@ func TestListHotelsFollowsCursorsToTheEnd(t *testing.T) {
 	cfg.PageSize = 5
 	c := newTestClient(t, cfg)
 
-	got, err := c.ListHotels(context.Background(), "aurora")
+	got, err := listHotels(c, context.Background(), "aurora")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestListHotelsDefaultLimitIs500(t *testing.T) {
 		return false
 	}
 	cfg := testConfig(f.srv.URL)
-	if _, err := newTestClient(t, cfg).ListHotels(context.Background(), "aurora"); err != nil {
+	if _, err := listHotels(newTestClient(t, cfg), context.Background(), "aurora"); err != nil {
 		t.Fatal(err)
 	}
 	if limit != "500" {
@@ -90,7 +90,7 @@ func TestListHotelsCursorLoopIsBadGateway(t *testing.T) {
 		return true
 	}
 	c := newTestClient(t, testConfig(f.srv.URL))
-	_, err := c.ListHotels(context.Background(), "aurora")
+	_, err := listHotels(c, context.Background(), "aurora")
 	wantKind(t, err, BadGateway)
 	if n := f.calls.Load(); n != 3 {
 		t.Errorf("PMS requests = %d, want 3 (first, a, b, then a again is refused)", n)
@@ -105,7 +105,7 @@ func TestListHotelsMaxPagesIsBadGateway(t *testing.T) {
 	}
 	cfg := testConfig(f.srv.URL)
 	cfg.MaxPages = 7
-	_, err := newTestClient(t, cfg).ListHotels(context.Background(), "aurora")
+	_, err := listHotels(newTestClient(t, cfg), context.Background(), "aurora")
 	wantKind(t, err, BadGateway)
 	if n := f.calls.Load(); n != 7 {
 		t.Errorf("PMS requests = %d, want 7", n)
@@ -129,7 +129,7 @@ func TestListHotelsWrongShapeIsBadGateway(t *testing.T) {
 				_, _ = w.Write([]byte(body))
 				return true
 			}
-			_, err := newTestClient(t, testConfig(f.srv.URL)).ListHotels(context.Background(), "aurora")
+			_, err := listHotels(newTestClient(t, testConfig(f.srv.URL)), context.Background(), "aurora")
 			wantKind(t, err, BadGateway)
 			if n := f.calls.Load(); n != 1 {
 				t.Errorf("PMS requests = %d, want 1: an unusable answer is not retried", n)
@@ -151,11 +151,11 @@ func TestBodyLargerThanLimitIsBadGateway(t *testing.T) {
 		}
 		cfg := testConfig(f.srv.URL)
 		cfg.MaxBodyBytes = 1000
-		_, err := newTestClient(t, cfg).ListHotels(context.Background(), "aurora")
+		_, err := listHotels(newTestClient(t, cfg), context.Background(), "aurora")
 		wantKind(t, err, BadGateway)
 
 		cfg.MaxBodyBytes = 4000 // the same answer within the bound is fine
-		if _, err := newTestClient(t, cfg).ListHotels(context.Background(), "aurora"); err != nil {
+		if _, err := listHotels(newTestClient(t, cfg), context.Background(), "aurora"); err != nil {
 			t.Errorf("chunked=%v: within the bound: %v", chunked, err)
 		}
 	}
@@ -185,7 +185,7 @@ func TestHeadersSent(t *testing.T) {
 	cfg := testConfig(f.srv.URL)
 	cfg.Token = ""
 	ctx = WithCallerIDs(context.Background(), CallerIDs{RequestID: "req_x"})
-	if _, err := newTestClient(t, cfg).ListHotels(ctx, "aurora"); err != nil {
+	if _, err := listHotels(newTestClient(t, cfg), ctx, "aurora"); err != nil {
 		t.Fatal(err)
 	}
 	h = f.lastHeader()
@@ -204,7 +204,7 @@ func TestPartnerAuthorizationNeverForwarded(t *testing.T) {
 	partner, _ := http.NewRequest(http.MethodGet, "http://edge/v1/properties", nil)
 	partner.Header.Set("Authorization", "Bearer svc_live_partnerkey0000000000000000")
 	c := newTestClient(t, testConfig(f.srv.URL))
-	if _, err := c.ListHotels(partner.Context(), "aurora"); err != nil {
+	if _, err := listHotels(c, partner.Context(), "aurora"); err != nil {
 		t.Fatal(err)
 	}
 	for _, h := range f.headers {

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -162,29 +163,21 @@ func (cfg ClientConfig) withDefaults() (ClientConfig, *url.URL, error) {
 		// Not echoed: it may hold a password or a token (docs/contract.md section 15).
 		return cfg, nil, errors.New("upstream: BaseURL: want an absolute http or https URL without query or fragment")
 	}
-	if cfg.Version == "" {
-		cfg.Version = "dev"
-	}
-	if cfg.PageSize == 0 {
-		cfg.PageSize = DefaultPageSize
-	}
+	cfg.Version = cmp.Or(cfg.Version, "dev")
+	cfg.PageSize = cmp.Or(cfg.PageSize, DefaultPageSize)
 	if cfg.PageSize < 1 || cfg.PageSize > 500 {
 		return cfg, nil, fmt.Errorf("upstream: PageSize %d: want 1 to 500", cfg.PageSize)
 	}
-	cfg.MaxPages = orDefault(cfg.MaxPages, DefaultMaxPages)
-	cfg.MaxBodyBytes = orDefault(cfg.MaxBodyBytes, DefaultMaxBodyBytes)
-	cfg.MaxWalkBytes = orDefault(cfg.MaxWalkBytes, DefaultMaxWalkBytes)
-	cfg.CallTimeout = orDefault(cfg.CallTimeout, DefaultCallTimeout)
-	cfg.AttemptTimeout = orDefault(cfg.AttemptTimeout, DefaultAttemptTimeout)
+	cfg.MaxPages = cmp.Or(cfg.MaxPages, DefaultMaxPages)
+	cfg.MaxBodyBytes = cmp.Or(cfg.MaxBodyBytes, DefaultMaxBodyBytes)
+	cfg.MaxWalkBytes = cmp.Or(cfg.MaxWalkBytes, DefaultMaxWalkBytes)
+	cfg.CallTimeout = cmp.Or(cfg.CallTimeout, DefaultCallTimeout)
+	cfg.AttemptTimeout = cmp.Or(cfg.AttemptTimeout, DefaultAttemptTimeout)
 	r := &cfg.Retry
-	if r.MaxRetries == 0 {
-		r.MaxRetries = DefaultMaxRetries
-	} else if r.MaxRetries < 0 {
-		r.MaxRetries = 0
-	}
-	r.WaitMin = orDefault(r.WaitMin, DefaultRetryWaitMin)
-	r.WaitMax = orDefault(r.WaitMax, DefaultRetryWaitMax)
-	r.RetryAfterMax = orDefault(r.RetryAfterMax, DefaultRetryAfterMax)
+	r.MaxRetries = max(cmp.Or(r.MaxRetries, DefaultMaxRetries), 0) // negative: none
+	r.WaitMin = cmp.Or(r.WaitMin, DefaultRetryWaitMin)
+	r.WaitMax = cmp.Or(r.WaitMax, DefaultRetryWaitMax)
+	r.RetryAfterMax = cmp.Or(r.RetryAfterMax, DefaultRetryAfterMax)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -208,8 +201,9 @@ func (cfg ClientConfig) withDefaults() (ClientConfig, *url.URL, error) {
 	if cfg.Breaker, err = cfg.Breaker.withDefaults(); err != nil {
 		return cfg, nil, err
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
+	if cfg.Tracer == nil {
+		cfg.Tracer = tracenoop.NewTracerProvider().Tracer("")
 	}
 	if cfg.Transport == nil {
 		t := NewTransport()
@@ -219,15 +213,5 @@ func (cfg ClientConfig) withDefaults() (ClientConfig, *url.URL, error) {
 		}
 		cfg.Transport = t
 	}
-	if cfg.Tracer == nil {
-		cfg.Tracer = tracenoop.NewTracerProvider().Tracer("")
-	}
 	return cfg, u, nil
-}
-
-func orDefault[T int | int64 | time.Duration](v, def T) T {
-	if v == 0 {
-		return def
-	}
-	return v
 }

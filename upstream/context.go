@@ -9,27 +9,22 @@ type CallerIDs struct {
 	CorrelationID string // empty when the partner sent none (or an invalid one)
 }
 
-// CallerIDsKey is the context key of the CallerIDs. A context of its own
-// (the edge's request context) may answer Value(CallerIDsKey{}) with a
-// CallerIDs or a *CallerIDs directly, rather than wrapping itself with
-// WithCallerIDs; a pointer costs no allocation per lookup, and what it
-// points to must not change while the context is in use.
+// CallerIDsKey is the context key of the CallerIDs, held as a *CallerIDs.
+// A context of its own (the edge's request context) may answer
+// Value(CallerIDsKey{}) with one directly, rather than wrapping itself
+// with WithCallerIDs; what it points to must not change while the context
+// is in use.
 type CallerIDsKey struct{}
 
 // WithCallerIDs returns ctx carrying ids.
 func WithCallerIDs(ctx context.Context, ids CallerIDs) context.Context {
-	return context.WithValue(ctx, CallerIDsKey{}, ids)
+	return context.WithValue(ctx, CallerIDsKey{}, &ids)
 }
 
 // CallerIDsFrom returns the ids carried by ctx, or zero values.
 func CallerIDsFrom(ctx context.Context) CallerIDs {
-	switch ids := ctx.Value(CallerIDsKey{}).(type) {
-	case CallerIDs:
-		return ids
-	case *CallerIDs:
-		if ids != nil {
-			return *ids
-		}
+	if ids, ok := ctx.Value(CallerIDsKey{}).(*CallerIDs); ok && ids != nil {
+		return *ids
 	}
 	return CallerIDs{}
 }

@@ -40,7 +40,7 @@ type DirectOptions struct {
 // answer; BadGateway, Timeout and Unavailable are PMS failures where stale
 // data may be served).
 type Direct struct {
-	pms   PMS
+	pms   *Client
 	opts  DirectOptions
 	zones *mapping.ZoneCache // time-zone validity, remembered across loads
 }
@@ -48,7 +48,7 @@ type Direct struct {
 var _ Catalog = (*Direct)(nil)
 
 // NewDirect returns a Catalog reading from pms.
-func NewDirect(pms PMS, opts DirectOptions) *Direct {
+func NewDirect(pms *Client, opts DirectOptions) *Direct {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}

@@ -15,27 +15,18 @@ import (
 // snapshot is shared in between edge instances (upstream/fleet). Unmappable
 // records are left out and reported to OnReject.
 //
-// When the PMS is a RecordWalker (a Client), each record is mapped as its
-// page arrives and only the mapped records are kept (docs/contract.md section
-// 17): they, and the rejections handed to OnReject, count against the
-// walk's bound (MaxWalkBytes) as they are kept, so the walk fails
-// (BadGateway, ErrWalkOverBound) before it keeps more than its bound,
-// whatever the PMS sends. A walk that fails after keeping a large share of
-// its bound collects its garbage before it returns: the next walk then
-// starts from the process's own footprint instead of stacking on this
-// one's (the collector would let the heap grow to twice what was live at
-// its last cycle, mid-walk: docs/contract.md section 17).
+// Each record is mapped as its page arrives and only the mapped records are
+// kept: they, and the rejections handed to OnReject, count against the
+// walk's bound (MaxWalkBytes), and the heap guard keeps the walk's garbage
+// from piling up (docs/resilience.md, "Memory of a walk"; docs/contract.md
+// section 17).
 func (d *Direct) Properties(ctx context.Context) ([]mapping.Property, time.Time, error) {
-	w, ok := d.pms.(RecordWalker)
-	if !ok {
-		return d.propertiesOf(ctx)
-	}
-	bound := w.MaxWalkBytes()
+	bound := d.pms.MaxWalkBytes()
 	mo := d.mapOpts()
 	var kept propertyChunks
 	var held int64
 	g := newHeapGuard(bound)
-	err := w.WalkHotels(ctx, d.opts.Brand, func(raw []byte) error {
+	err := d.pms.WalkHotels(ctx, d.opts.Brand, func(raw []byte) error {
 		if d.opts.OnRecord != nil {
 			d.opts.OnRecord(raw)
 		}
@@ -63,18 +54,12 @@ func (d *Direct) Properties(ctx context.Context) ([]mapping.Property, time.Time,
 	return kept.all(), d.opts.Now(), nil
 }
 
-// heapGuard keeps a walk's garbage from piling up on what it keeps: the
-// collector's own pacing lets the heap grow to twice what was live at its
-// last cycle (GOGC=100, or cmd/edge's headroom of 48 MiB when that is
-// more), and a walk makes about as much garbage as it keeps (decoding
-// each record), so a walk near its bound would peak at about twice it.
-// Every guardEvery bytes kept, the guard reads the heap and collects when
-// it holds more than it did when the walk started plus 1.0625 times what
-// the walk keeps plus a sixteenth of the bound: the walk's peak then
-// stays under its start plus 1.125 times the bound and its page buffers
-// (docs/contract.md section 17), at the cost of about eleven collections for
-// a walk to its bound (16 ln 2). A walk of a few MB never collects: its
-// slack is larger than its garbage.
+// heapGuard keeps a walk's garbage from piling up on what it keeps (the
+// collector lets the heap grow to twice what was live at its last cycle,
+// and decoding makes about as much garbage as the walk keeps): every
+// guardEvery bytes kept it collects when the heap holds more than at the
+// walk's start plus 1.0625 times what the walk keeps plus a sixteenth of
+// the bound (docs/resilience.md, "Memory of a walk", for the figures).
 type heapGuard struct {
 	start, slack, next int64
 	sample             []metrics.Sample
@@ -151,29 +136,6 @@ func (c *propertyChunks) all() []mapping.Property {
 		out = append(out, ch...)
 	}
 	return out
-}
-
-// propertiesOf is Properties for a PMS that hands over all its records at
-// once (ListHotels).
-func (d *Direct) propertiesOf(ctx context.Context) ([]mapping.Property, time.Time, error) {
-	raws, err := d.pms.ListHotels(ctx, d.opts.Brand)
-	if err != nil {
-		return nil, time.Time{}, err
-	}
-	props := make([]mapping.Property, 0, len(raws))
-	mo := d.mapOpts()
-	for _, raw := range raws {
-		if d.opts.OnRecord != nil {
-			d.opts.OnRecord(raw)
-		}
-		p, err := mapping.MapRaw(raw, mo)
-		if err != nil {
-			d.reject(ctx, err)
-			continue
-		}
-		props = append(props, p)
-	}
-	return props, d.opts.Now(), nil
 }
 
 // SnapshotOf builds the Snapshot of mapped records loaded at loadedAt.

@@ -213,19 +213,3 @@ func isCertError(err error) bool {
 	)
 	return errors.As(err, &cve) || errors.As(err, &ua) || errors.As(err, &hn) || errors.As(err, &ci)
 }
-
-// Retry-After bounds sent to partners for PMS shedding (docs/contract.md section 10).
-const (
-	minShedWait = time.Second
-	maxShedWait = 60 * time.Second
-)
-
-// clampShed bounds a PMS Retry-After to 1..60 s.
-func clampShed(d time.Duration) time.Duration {
-	return min(max(d, minShedWait), maxShedWait)
-}
-
-// retryAfterAtLeast returns d, but never less than one second.
-func retryAfterAtLeast(d time.Duration) time.Duration {
-	return max(d, time.Second)
-}

@@ -90,7 +90,7 @@ func (fc faultCase) check(t *testing.T, f *fakePMS, cfg ClientConfig, timed bool
 	}
 	c := newTestClient(t, cfg)
 	start := time.Now()
-	_, err := c.ListHotels(context.Background(), "aurora")
+	_, err := listHotels(c, context.Background(), "aurora")
 	elapsed := time.Since(start)
 	if fc.code == "" {
 		if err != nil {
@@ -331,9 +331,9 @@ func testHealsAfterTheRetries(t *testing.T) {
 	f := newLocalPMS(hotels(3, "aurora"))
 	f.fault = flapping(3)
 	c := newTestClient(t, localConfig(f))
-	_, err := c.ListHotels(context.Background(), "aurora")
+	_, err := listHotels(c, context.Background(), "aurora")
 	wantKind(t, err, BadGateway)
-	got, err := c.ListHotels(context.Background(), "aurora")
+	got, err := listHotels(c, context.Background(), "aurora")
 	if err != nil || len(got) != 3 {
 		t.Fatalf("after healing: %d records, %v", len(got), err)
 	}

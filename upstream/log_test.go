@@ -18,7 +18,7 @@ func TestLogging(t *testing.T) {
 	cfg := testConfig(f.srv.URL)
 	cfg.Logger = slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	cfg.Breaker.ConsecutiveFailures = 1
-	_, err := newTestClient(t, cfg).ListHotels(context.Background(), "aurora")
+	_, err := listHotels(newTestClient(t, cfg), context.Background(), "aurora")
 	wantKind(t, err, BadGateway)
 
 	var attempts, changes int

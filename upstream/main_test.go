@@ -1,6 +1,8 @@
 package upstream
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -17,6 +19,20 @@ import (
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
+}
+
+// listHotels returns every record of brand (Client.WalkHotels), each a
+// copy of its bytes.
+func listHotels(c *Client, ctx context.Context, brand string) ([]json.RawMessage, error) {
+	var all []json.RawMessage
+	err := c.WalkHotels(ctx, brand, func(rec []byte) error {
+		all = append(all, bytes.Clone(rec))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return all, nil
 }
 
 // record returns a PMS HotelRecord of brand with the given id.

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
@@ -81,16 +82,13 @@ func ParseBreakerState(name string) BreakerState {
 	return BreakerOpen
 }
 
+var breakerStateNames = [...]string{BreakerClosed: "closed", BreakerHalfOpen: "half_open", BreakerOpen: "open"}
+
 func (s BreakerState) String() string {
-	switch s {
-	case BreakerClosed:
-		return "closed"
-	case BreakerHalfOpen:
-		return "half_open"
-	case BreakerOpen:
-		return "open"
+	if s < 0 || int(s) >= len(breakerStateNames) {
+		return "unknown"
 	}
-	return "unknown"
+	return breakerStateNames[s]
 }
 
 // PMSMetrics are the instruments of one PMS, labelled pms (live, test,
@@ -122,18 +120,15 @@ type PMSMetrics struct {
 // the result: it records the breaker as closed.
 func NewPMSMetrics(meter metric.Meter, name string) (*PMSMetrics, error) {
 	p := &PMSMetrics{}
-	var err error
-	if p.attempt, err = meter.Float64Histogram("partner_edge.pms.attempt.duration",
+	var errs [3]error
+	p.attempt, errs[0] = meter.Float64Histogram("partner_edge.pms.attempt.duration",
 		metric.WithUnit("s"), metric.WithDescription("Duration of each HTTP attempt to the PMS, by outcome."),
-		metric.WithExplicitBucketBoundaries(observability.DurationBuckets()...)); err != nil {
-		return nil, err
-	}
-	if p.retries, err = meter.Int64Counter("partner_edge.pms.retries",
-		metric.WithUnit("{retry}"), metric.WithDescription("PMS attempts after the first, by the outcome that caused them.")); err != nil {
-		return nil, err
-	}
-	if p.breaker, err = meter.Int64Gauge("partner_edge.pms.breaker.state",
-		metric.WithDescription("Circuit breaker state: 0 closed, 1 half-open, 2 open.")); err != nil {
+		metric.WithExplicitBucketBoundaries(observability.DurationBuckets()...))
+	p.retries, errs[1] = meter.Int64Counter("partner_edge.pms.retries",
+		metric.WithUnit("{retry}"), metric.WithDescription("PMS attempts after the first, by the outcome that caused them."))
+	p.breaker, errs[2] = meter.Int64Gauge("partner_edge.pms.breaker.state",
+		metric.WithDescription("Circuit breaker state: 0 closed, 1 half-open, 2 open."))
+	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
 	pms := attribute.String("pms", strings.TrimSpace(name))

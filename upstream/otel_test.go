@@ -273,7 +273,7 @@ func TestTraceOfRetriedCall(t *testing.T) {
 func TestListCallSpanCountsPages(t *testing.T) {
 	o := newObserved(t, pmsim.Config{Brands: 1, HotelsPerBrand: 20, PageSize: 7, Seed: 3}, nil)
 	ctx, root := o.request(context.Background())
-	recs, err := o.client.ListHotels(ctx, "aurora")
+	recs, err := listHotels(o.client, ctx, "aurora")
 	root.End()
 	if err != nil || len(recs) != 20 {
 		t.Fatalf("%d records, %v", len(recs), err)
@@ -300,7 +300,7 @@ func TestFailingCallTelemetry(t *testing.T) {
 	o := newObserved(t, pmsim.Config{Brands: 1, HotelsPerBrand: 4}, nil)
 	o.sim.SetFaults(pmsim.Faults{ErrorStatus: http.StatusBadGateway})
 	ctx, root := o.request(context.Background())
-	_, err := o.client.ListHotels(ctx, "aurora")
+	_, err := listHotels(o.client, ctx, "aurora")
 	root.End()
 	wantKind(t, err, BadGateway)
 
@@ -335,7 +335,7 @@ func TestBreakerRejectedCallTelemetry(t *testing.T) {
 		t.Fatalf("breaker gauge %d before any call, want closed", n)
 	}
 	o.sim.SetFaults(pmsim.Faults{ErrorStatus: http.StatusInternalServerError})
-	if _, err := o.client.ListHotels(context.Background(), "aurora"); err == nil {
+	if _, err := listHotels(o.client, context.Background(), "aurora"); err == nil {
 		t.Fatal("failing PMS: no error")
 	}
 	if o.client.BreakerState() != "open" {
@@ -350,7 +350,7 @@ func TestBreakerRejectedCallTelemetry(t *testing.T) {
 	pmsBefore := o.sim.Requests()
 
 	ctx, root := o.request(context.Background())
-	_, err := o.client.ListHotels(ctx, "aurora")
+	_, err := listHotels(o.client, ctx, "aurora")
 	root.End()
 	wantKind(t, err, Unavailable)
 	call := o.spansNamed(t, SpanListHotels, 1)[0]
@@ -472,7 +472,7 @@ func (c *closeCounter) CloseIdleConnections() { c.closed.Add(1) }
 func TestCloseIdleConnectionsReachesWrappedBase(t *testing.T) {
 	base := &closeCounter{RoundTripper: NewTransport()}
 	o := newObserved(t, pmsim.Config{Brands: 1, HotelsPerBrand: 4}, func(c *ClientConfig) { c.Transport = base })
-	if _, err := o.client.ListHotels(context.Background(), "aurora"); err != nil {
+	if _, err := listHotels(o.client, context.Background(), "aurora"); err != nil {
 		t.Fatal(err)
 	}
 	o.spansNamed(t, "GET", 1) // the wrapper was in the path

@@ -24,24 +24,11 @@ import (
 // found per request through one shared client). Do runs every hook on the
 // calling goroutine, so the state needs no locks.
 //
-// The policy:
-//   - retried: connection failures (dial errors, resets, EOF, also mid-body),
-//     per-attempt timeouts, and statuses 429, 500, 502, 503, 504. 500 is
-//     retried because docs/pms-api.md section 4 declares every 5xx
-//     transient; 501 and other statuses are not.
-//   - never retried: other statuses (404 and every other 4xx), a 200 whose
-//     body is unusable (answerError: the same request would get the same
-//     answer), TLS verification failures, and anything once the call's
-//     context is done (the caller left, or the deadline passed).
-//   - wait: full jitter, uniform in [0, min(WaitMax, WaitMin*2^n)]; a
-//     Retry-After on 429 or 503 is a minimum. A Retry-After above
-//     RetryAfterMax, or a wait that would end after the call's deadline,
-//     means no retry: the failure is returned at once rather than wasting
-//     the partner's time. A 429 or 503 with Retry-After that is not
-//     retried, for whatever reason, is a *sheddingError (the PMS asked
-//     for a pause; see Client).
-//   - budget: each retry takes a token from the shared retrybudget.Budget; none
-//     left means no retry.
+// The policy (what is retried, what not, the full-jitter wait, Retry-After
+// as a minimum and the retry budget): docs/resilience.md, "Retries: what,
+// what not, why". A 429 or 503 with Retry-After that is not retried, for
+// whatever reason, is a *sheddingError (the PMS asked for a pause; see
+// Client).
 //
 // With ClientConfig.Metrics, each attempt is recorded once (see record):
 // its duration and outcome when it ends; a retry is counted when it
@@ -59,9 +46,9 @@ type attempts struct {
 	retries int
 	wait    time.Duration
 	body    []byte
-	scratch bytes.Buffer     // readBody's buffer, reused from call to call
+	scratch bytes.Buffer     // a get's body is read into it, reused from call to call
 	limited io.LimitedReader // the body's bounded reader, reused (no allocation per attempt)
-	into    *bytes.Buffer    // doInto's: the body is read into it, not copied
+	into    *bytes.Buffer    // do's buf: the body is read into it, not copied
 
 	started time.Time // of the attempt under way
 	open    bool      // the attempt under way is not yet recorded
@@ -94,26 +81,20 @@ func (c *Client) getAttempts() *attempts {
 func (c *Client) putAttempts(a *attempts) {
 	a.resend.Store(0)
 	a.releaseDeadline()
-	a.retries, a.wait, a.body, a.into = 0, 0, nil, nil
-	a.started, a.open, a.checked, a.shed, a.last = time.Time{}, false, false, nil, ""
+	a.retries, a.wait, a.body, a.into, a.started, a.open, a.checked, a.shed, a.last = 0, 0, nil, nil, time.Time{}, false, false, nil, ""
 	c.attemptsPool.Put(a)
 }
 
-// do runs one GET of u with retries and returns the body of its 200.
-// Errors are *statusError, *answerError, *transportError or a context
-// error (possibly wrapped).
-func (c *Client) do(ctx context.Context, u string) ([]byte, error) {
-	return c.doInto(ctx, u, nil)
-}
-
-// doInto is do, reading the body into buf (nil: a copy of its own size)
-// and returning buf's bytes: valid until buf is used again. A list walk
-// reads every page into one buffer.
-func (c *Client) doInto(ctx context.Context, u string, buf *bytes.Buffer) ([]byte, error) {
+// do runs one GET of u with retries and returns the body of its 200, read
+// into buf (nil: a copy of its own size) and valid until buf is used
+// again: a list walk reads every page into one buffer. Errors are
+// *statusError, *answerError, *transportError or a context error
+// (possibly wrapped).
+func (c *Client) do(ctx context.Context, u string, buf *bytes.Buffer) ([]byte, error) {
 	a := c.getAttempts()
 	defer c.putAttempts(a)
 	a.into = buf
-	req, err := retryablehttp.NewRequestWithContext(withAttempts(ctx, a), http.MethodGet, u, nil)
+	req, err := retryablehttp.NewRequestWithContext(context.WithValue(ctx, attemptKey{}, a), http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +104,7 @@ func (c *Client) doInto(ctx context.Context, u string, buf *bytes.Buffer) ([]byt
 	// (a redacted copy of the URL) first: give it a logger only when
 	// debug is on.
 	a.rc.Logger = nil
-	if c.log.Enabled(ctx, slog.LevelDebug) {
+	if c.cfg.Logger.Enabled(ctx, slog.LevelDebug) {
 		a.rc.Logger = c.retryLog
 	}
 	c.cfg.Retry.Budget.Request()
@@ -142,10 +123,10 @@ func (c *Client) doInto(ctx context.Context, u string, buf *bytes.Buffer) ([]byt
 func (a *attempts) begin(_ retryablehttp.Logger, r *http.Request, i int) {
 	a.releaseDeadline()
 	a.resend.Store(int32(i))
-	if i > 0 && a.c.metrics != nil {
-		a.c.metrics.Retry(r.Context(), a.last)
+	if i > 0 && a.c.cfg.Metrics != nil {
+		a.c.cfg.Metrics.Retry(r.Context(), a.last)
 	}
-	a.started, a.open, a.checked, a.shed = a.c.now(), true, false, nil
+	a.started, a.open, a.checked, a.shed = a.c.cfg.Now(), true, false, nil
 }
 
 // releaseDeadline ends the deadline of the attempt before, if one is held.
@@ -174,8 +155,8 @@ func (a *attempts) check(ctx context.Context, resp *http.Response, err error) (b
 func (a *attempts) record(ctx context.Context, resp *http.Response, err error) {
 	a.open = false
 	a.last = attemptOutcome(ctx, resp, err)
-	if a.c.metrics != nil {
-		a.c.metrics.Attempt(ctx, a.last, a.c.now().Sub(a.started))
+	if a.c.cfg.Metrics != nil {
+		a.c.cfg.Metrics.Attempt(ctx, a.last, a.c.cfg.Now().Sub(a.started))
 	}
 }
 
@@ -218,22 +199,30 @@ func (a *attempts) handleResponse(resp *http.Response) error {
 	if resp.ContentLength > limit {
 		return &answerError{reason: "body larger than " + strconv.FormatInt(limit, 10) + " bytes"}
 	}
-	var body []byte
-	var err error
-	a.limited = io.LimitedReader{R: resp.Body, N: limit + 1}
-	if a.into != nil {
-		a.into.Reset()
-		if resp.ContentLength > 0 {
-			// One allocation when the size is told: room for the body
-			// and the read that finds its end.
-			a.into.Grow(int(resp.ContentLength) + bytes.MinRead)
-		}
-		_, err = a.into.ReadFrom(&a.limited)
-		body = a.into.Bytes()
-	} else {
-		body, err = readBody(&a.limited, &a.scratch)
+	// A get reads into scratch and copies once, so a large body costs one
+	// allocation of its own size (io.ReadAll would leave about as much
+	// again in intermediate chunks: docs/contract.md section 15); a list
+	// walk reads each page into its own buffer (do).
+	buf := a.into
+	if buf == nil {
+		buf = &a.scratch
 	}
+	buf.Reset()
+	if resp.ContentLength > 0 {
+		// One allocation when the size is told: room for the body and
+		// the read that finds its end.
+		buf.Grow(int(resp.ContentLength) + bytes.MinRead)
+	}
+	a.limited = io.LimitedReader{R: resp.Body, N: limit + 1}
+	_, err := buf.ReadFrom(&a.limited)
 	a.limited = io.LimitedReader{} // a pooled attempts keeps no body
+	body := buf.Bytes()
+	if a.into == nil {
+		body = append([]byte{}, body...)
+		if int64(a.scratch.Cap()) > 2*limit+bytes.MinRead { // never keep more than a body's worth
+			a.scratch = bytes.Buffer{}
+		}
+	}
 	if err != nil {
 		return &transportError{err: err}
 	}
@@ -254,22 +243,21 @@ func (a *attempts) checkRetry(ctx context.Context, resp *http.Response, err erro
 	var minWait time.Duration
 	switch {
 	case err != nil:
-		var se *statusError
-		var ae *answerError
-		if errors.As(err, &se) {
+		if se := (*statusError)(nil); errors.As(err, &se) {
 			// Second look at an answer not retried: handle's
 			// statusError, or the shedding seen on the first look.
 			return false, a.shed
 		}
-		if errors.As(err, &ae) || isCertError(err) {
+		if ae := (*answerError)(nil); errors.As(err, &ae) || isCertError(err) {
 			return false, nil
 		}
 	case retryableStatus(resp.StatusCode):
 		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
-			if ra, ok := parseRetryAfter(resp.Header.Get("Retry-After"), a.c.now()); ok {
-				a.shed = &sheddingError{status: resp.StatusCode, wait: clampShed(ra)}
+			if ra, ok := parseRetryAfter(resp.Header.Get("Retry-After"), a.c.cfg.Now()); ok {
+				// Sent to partners within 1..60 s (docs/contract.md section 10).
+				a.shed = &sheddingError{status: resp.StatusCode, wait: min(max(ra, time.Second), time.Minute)}
 				if ra > a.c.cfg.Retry.RetryAfterMax {
-					a.c.log.Debug("pms retry skipped: Retry-After beyond cap", "retry_after", ra)
+					a.c.cfg.Logger.Debug("pms retry skipped: Retry-After beyond cap", "retry_after", ra)
 					return false, a.shed
 				}
 				minWait = ra
@@ -282,12 +270,12 @@ func (a *attempts) checkRetry(ctx context.Context, resp *http.Response, err erro
 		return false, a.shed
 	}
 	wait := max(a.jitter(), minWait)
-	if dl, ok := ctx.Deadline(); ok && !a.c.now().Add(wait).Before(dl) {
-		a.c.log.Debug("pms retry skipped: wait would pass the deadline", "wait", wait)
+	if dl, ok := ctx.Deadline(); ok && !a.c.cfg.Now().Add(wait).Before(dl) {
+		a.c.cfg.Logger.Debug("pms retry skipped: wait would pass the deadline", "wait", wait)
 		return false, a.shed
 	}
 	if !a.c.cfg.Retry.Budget.TryRetry() {
-		a.c.log.Debug("pms retry skipped: retry budget exhausted")
+		a.c.cfg.Logger.Debug("pms retry skipped: retry budget exhausted")
 		return false, a.shed
 	}
 	a.retries++
@@ -296,21 +284,16 @@ func (a *attempts) checkRetry(ctx context.Context, resp *http.Response, err erro
 }
 
 func retryableStatus(s int) bool {
-	switch s {
-	case http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusBadGateway,
-		http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		return true
-	}
-	return false
+	return s == http.StatusTooManyRequests || s == http.StatusInternalServerError || s == http.StatusBadGateway ||
+		s == http.StatusServiceUnavailable || s == http.StatusGatewayTimeout
 }
 
 // jitter is the full-jitter wait before retry number a.retries+1.
 func (a *attempts) jitter() time.Duration {
-	ceil := a.c.cfg.Retry.WaitMin
-	for i := 0; i < a.retries && ceil < a.c.cfg.Retry.WaitMax; i++ {
-		ceil *= 2
+	ceil := min(a.c.cfg.Retry.WaitMin, a.c.cfg.Retry.WaitMax)
+	for range a.retries {
+		ceil = min(ceil*2, a.c.cfg.Retry.WaitMax)
 	}
-	ceil = min(ceil, a.c.cfg.Retry.WaitMax)
 	if ceil <= 0 {
 		return 0
 	}
@@ -336,12 +319,12 @@ func (a *attempts) giveUp(resp *http.Response, err error, _ int) (*http.Response
 		sh *sheddingError
 	)
 	switch {
-	case errors.As(err, &se), errors.As(err, &ae), errors.As(err, &te), errors.As(err, &sh):
-		return nil, err
 	case err == nil && resp != nil:
 		return nil, &statusError{status: resp.StatusCode}
 	case err == nil:
-		return nil, &transportError{err: errors.New("no response")}
+		err = errors.New("no response")
+	case errors.As(err, &se), errors.As(err, &ae), errors.As(err, &te), errors.As(err, &sh):
+		return nil, err
 	}
 	return nil, &transportError{err: err}
 }
@@ -372,3 +355,20 @@ func (r retryLogger) Error(msg string, kv ...any) { r.l.Debug("pms attempt: "+ms
 func (r retryLogger) Warn(msg string, kv ...any)  { r.l.Debug("pms attempt: "+msg, kv...) }
 func (r retryLogger) Info(msg string, kv ...any)  { r.l.Debug("pms attempt: "+msg, kv...) }
 func (r retryLogger) Debug(msg string, kv ...any) { r.l.Debug("pms attempt: "+msg, kv...) }
+
+// attemptKey is the context key of the *attempts a request belongs to
+// (do): ResendCount reads its attempt number, roundTripOnly hands it the
+// attempt's deadline to release.
+type attemptKey struct{}
+
+// ResendCount returns the number of the attempt a request made by the
+// Client is: 0 for the first, 1 for the first retry, and so on (the
+// http.request.resend_count of OpenTelemetry's HTTP conventions). It is
+// meant for a wrapping ClientConfig.Transport, which reads it from
+// req.Context() when RoundTrip starts. Outside a Client's request it is 0.
+func ResendCount(ctx context.Context) int {
+	if a, ok := ctx.Value(attemptKey{}).(*attempts); ok {
+		return int(a.resend.Load())
+	}
+	return 0
+}

@@ -30,7 +30,7 @@ func TestPMSSheddingHoldsCalls(t *testing.T) {
 				cfg := localConfig(f)
 				cfg.Now = func() time.Time { return time.Now().Add(ahead) }
 				c := newTestClient(t, cfg)
-				_, err := c.ListHotels(context.Background(), "aurora")
+				_, err := listHotels(c, context.Background(), "aurora")
 				if e := wantKind(t, err, Unavailable); e.RetryAfter != tt.want {
 					t.Fatalf("RetryAfter %s, want %s", e.RetryAfter, tt.want)
 				}
@@ -45,7 +45,7 @@ func TestPMSSheddingHoldsCalls(t *testing.T) {
 					t.Fatalf("PMS called %d times before Retry-After passed", f.calls.Load()-calls)
 				}
 				ahead = tt.want
-				if _, err := c.ListHotels(context.Background(), "aurora"); err != nil {
+				if _, err := listHotels(c, context.Background(), "aurora"); err != nil {
 					t.Fatalf("after the wait: %v", err)
 				}
 			})
@@ -67,7 +67,7 @@ func TestListNotFoundIsBadGateway(t *testing.T) {
 		cfg := localConfig(f)
 		cfg.Breaker = BreakerConfig{ConsecutiveFailures: 1}
 		c := newTestClient(t, cfg)
-		_, err := c.ListHotels(context.Background(), "aurora")
+		_, err := listHotels(c, context.Background(), "aurora")
 		wantKind(t, err, BadGateway)
 		if s := c.BreakerState(); s != "open" {
 			t.Fatalf("breaker %s after a list 404, want open", s)

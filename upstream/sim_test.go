@@ -87,7 +87,7 @@ func TestSimWrongTokenIsBadGateway(t *testing.T) {
 	sim, srv := newSim(t, pmsim.Config{Token: "right"})
 	cfg := testConfig(srv.URL)
 	cfg.Token = "wrong"
-	_, err := newTestClient(t, cfg).ListHotels(context.Background(), "aurora")
+	_, err := listHotels(newTestClient(t, cfg), context.Background(), "aurora")
 	wantKind(t, err, BadGateway)
 	if n := sim.Stats().Unauthorized; n != 1 {
 		t.Errorf("unauthorized requests = %d, want 1 (a 401 is not retried)", n)
@@ -138,7 +138,7 @@ func (sc simCase) check(t *testing.T, sim *pmsim.Sim, cfg ClientConfig, timed bo
 	if sc.get {
 		_, err = c.GetHotel(context.Background(), "aurora", hotelID(1))
 	} else {
-		_, err = c.ListHotels(context.Background(), "aurora")
+		_, err = listHotels(c, context.Background(), "aurora")
 	}
 	elapsed := time.Since(start)
 	if sc.code == "" {

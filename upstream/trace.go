@@ -16,7 +16,7 @@ import (
 // around Client spans would count each call twice in a backend's service
 // graph.
 const (
-	SpanListHotels = "pms.list_hotels" // ListHotels: a whole list walk
+	SpanListHotels = "pms.list_hotels" // WalkHotels: a whole list walk
 	SpanGetHotel   = "pms.get_hotel"   // GetHotel
 )
 
@@ -44,11 +44,6 @@ const (
 	AttrRecords = attribute.Key("partner_edge.pms.records")
 )
 
-// breakerStateName is the state as observability names it ("half_open").
-func breakerStateName(gobreakerState string) string {
-	return ParseBreakerState(gobreakerState).String()
-}
-
 // callSpanOptions are the start options of every call span, built once:
 // a variadic argument through the Tracer interface is a slice on the heap
 // per call.
@@ -58,29 +53,19 @@ var callSpanOptions = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindI
 // and ending it ends nothing (not the caller's span).
 var noSpan = trace.SpanFromContext(context.Background())
 
-// startCall starts the span of one logical call, with the breaker's state.
-func (c *Client) startCall(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+// startCall starts the span of one logical call (a get when id is set),
+// with the breaker's state; its attributes are built only for a span that
+// records them (most are sampled out).
+func (c *Client) startCall(ctx context.Context, name, brand, id string) (context.Context, trace.Span) {
 	if !c.spans {
 		return ctx, noSpan
 	}
 	ctx, span := c.cfg.Tracer.Start(ctx, name, callSpanOptions...)
 	if span.IsRecording() {
-		span.SetAttributes(attrs...)
-		span.SetAttributes(AttrBreakerState.String(breakerStateName(c.breaker.State())))
-	}
-	return ctx, span
-}
-
-// startGet is startCall for GetHotel: its attributes are built only for a
-// span that records them (most are sampled out), with no slice per call.
-func (c *Client) startGet(ctx context.Context, brand, id string) (context.Context, trace.Span) {
-	if !c.spans {
-		return ctx, noSpan
-	}
-	ctx, span := c.cfg.Tracer.Start(ctx, SpanGetHotel, callSpanOptions...)
-	if span.IsRecording() {
-		span.SetAttributes(AttrBrand.String(brand), AttrHotelID.String(id),
-			AttrBreakerState.String(breakerStateName(c.breaker.State())))
+		span.SetAttributes(AttrBrand.String(brand), AttrBreakerState.String(ParseBreakerState(c.breaker.State()).String()))
+		if id != "" {
+			span.SetAttributes(AttrHotelID.String(id))
+		}
 	}
 	return ctx, span
 }

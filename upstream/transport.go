@@ -3,7 +3,6 @@ package upstream
 import (
 	"context"
 	"errors"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -20,31 +19,12 @@ import (
 // that fails on a reused connection before any byte of its answer arrived
 // is sent again on another connection; bytes that arrive on an idle
 // connection (a stray 408, a late extra answer) close it and are never read
-// as an answer. The settings, and why (docs/resilience.md, "Transport"):
-//
-//   - MaxResponseHeaderBytes 1 MiB: an answer's head (status line and
-//     headers, each informational answer's too) is bounded before it is
-//     read; net/http's default is 10 MiB. A PMS record's head is a few
-//     hundred bytes.
-//   - IdleConnTimeout 1 s: the edge closes an idle connection before the
-//     PMS (or a proxy in front of it) does under any common server
-//     default (gunicorn 2 s, Node.js, Apache and uvicorn 5 s, nginx 75 s),
-//     so the edge rarely sends on a connection the PMS is closing. Within
-//     a walk or under steady traffic connections are never idle that long.
-//   - MaxIdleConnsPerHost 64 and MaxConnsPerHost 256: enough to keep the
-//     connections of a busy edge warm (net/http's default of 2 idle would
-//     close and reopen them under any concurrency), and a cap on what one
-//     edge opens to the PMS; a call past the cap waits for a connection
-//     within its own deadline.
-//   - dial timeout 2 s with 30 s TCP keep-alive probes, TLSHandshakeTimeout
-//     5 s, ExpectContinueTimeout 1 s, ForceAttemptHTTP2 (an https PMS is
-//     spoken to over HTTP/2; an http one over HTTP/1.1 with keep-alive),
-//   - DisableCompression: the edge asks for no compression (an internal
-//     network; the walk's bytes are bounded as sent, EDGE_PMS_MAX_WALK_BYTES),
-//   - no proxy from the environment: the PMS is internal.
-//
-// No ResponseHeaderTimeout: every attempt is bounded as a whole, body
-// included, by ClientConfig.AttemptTimeout.
+// as an answer. The settings, and why: docs/resilience.md, "Client", item
+// 4 (MaxResponseHeaderBytes, a 1 s IdleConnTimeout, 64 idle and 256
+// connections per host, the dial and TLS timeouts, no proxy: the PMS is
+// internal). No compression: an internal network, and the walk's bytes are
+// bounded as sent (EDGE_PMS_MAX_WALK_BYTES). No ResponseHeaderTimeout: every attempt is bounded as a whole,
+// body included, by ClientConfig.AttemptTimeout.
 func NewTransport() *http.Transport {
 	d := &net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}
 	return &http.Transport{
@@ -73,13 +53,12 @@ const MaxResponseHeaderBytes = 1 << 20
 //
 // It also bounds each attempt by timeout (ClientConfig.AttemptTimeout),
 // reading the body included, the way http.Client.Timeout bounds one on a
-// bare *http.Transport: a deadline on the request's context, released
-// once the body has been read. http.Client.Timeout itself is not used: on
-// any RoundTripper net/http does not know (this one, WrapTransport's) it
-// costs a goroutine, a timer and a channel per attempt. A Client's
-// request hands the release to its attempts (attemptsFrom), which call it
+// bare *http.Transport: a deadline on the request's context, released by
+// the request's attempts (every request of Client.http is one of do's)
 // when the next attempt starts or the request ends, after the body was
-// read or drained; any other request's body releases it when closed.
+// read or drained. http.Client.Timeout itself is not used: on any
+// RoundTripper net/http does not know (this one, WrapTransport's) it
+// costs a goroutine, a timer and a channel per attempt.
 type roundTripOnly struct {
 	rt      http.RoundTripper
 	timeout time.Duration
@@ -106,24 +85,9 @@ func (r roundTripOnly) RoundTrip(req *http.Request) (*http.Response, error) {
 		cancel()
 		return nil, err
 	}
-	if a := attemptsFrom(ctx); a != nil {
-		a.release = cancel // on the caller's goroutine: retryablehttp's Do
-	} else {
-		resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
-	}
+	// On the caller's goroutine: retryablehttp's Do.
+	ctx.Value(attemptKey{}).(*attempts).release = cancel
 	return resp, nil
-}
-
-// cancelOnClose releases an attempt's deadline when its body is closed.
-type cancelOnClose struct {
-	io.ReadCloser
-	cancel context.CancelFunc
-}
-
-func (b *cancelOnClose) Close() error {
-	err := b.ReadCloser.Close()
-	b.cancel()
-	return err
 }
 
 // errStrayBytes fails the first write of a request on a reused connection
@@ -176,16 +140,10 @@ type guardedConn struct {
 	// answered: a read returned data since the last write, so the next
 	// write starts a new request on a connection that has carried one.
 	answered atomic.Bool
-	// idle: net/http put the connection back in its pool (markIdle) and
+	// idle: net/http put the connection back in its pool (withIdleTrace) and
 	// no request was written since; stray: a read returned data then.
 	idle, stray atomic.Bool
 }
-
-// markIdle is called when net/http has put the connection back in its idle
-// pool, on its reading goroutine before that goroutine reads again (the
-// PutIdleConn hook of withIdleTrace): from then on, any byte read is a
-// byte nobody asked for.
-func (c *guardedConn) markIdle() { c.idle.Store(true) }
 
 func (c *guardedConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
@@ -210,14 +168,16 @@ func (c *guardedConn) Write(p []byte) (int, error) {
 }
 
 // withIdleTrace returns ctx with an httptrace.ClientTrace that tells the
-// guardedConn an attempt got when net/http puts it back in its pool.
+// guardedConn an attempt got when net/http puts it back in its pool. The
+// PutIdleConn hook runs on net/http's reading goroutine before it reads
+// again: from then on, any byte read is a byte nobody asked for.
 func withIdleTrace(ctx context.Context) context.Context {
 	var conn *guardedConn
 	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
 		GotConn: func(info httptrace.GotConnInfo) { conn, _ = info.Conn.(*guardedConn) },
 		PutIdleConn: func(err error) {
 			if err == nil && conn != nil {
-				conn.markIdle()
+				conn.idle.Store(true)
 			}
 		},
 	})

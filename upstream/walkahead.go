@@ -5,17 +5,10 @@ import (
 	"context"
 )
 
-// Fetching ahead (bench/README.md, "The PMS path"): a walk's time is the PMS producing each page
-// plus the edge decoding and mapping it. Fetched one after the other, the
-// two never overlap, although the cursor of the next page is known as
-// soon as a page is decoded: with ClientConfig.WalkAhead (the live edge's
-// walk), an unpaced walk fetches the next page while it hands over the
-// records of this one, so the PMS's work and the edge's overlap (at a
-// cold start, partners wait for that walk). It then holds two pages
-// instead of one, in the constant of docs/contract.md section 17
-// (docs/resilience.md). edge pms check, whose schema check makes each page
-// several times its size in memory, and the shadow candidate, paced (its
-// pace, not the PMS, sets its speed), walk one page at a time.
+// Fetching ahead (ClientConfig.WalkAhead; bench/README.md, "The PMS
+// path"): an unpaced walk fetches the next page while it hands over the
+// records of this one, so the PMS's work and the edge's overlap; it then
+// holds two pages instead of one (docs/resilience.md, "Memory of a walk").
 
 // pageFetch is a page being fetched by a goroutine of its own.
 type pageFetch struct {
@@ -25,13 +18,13 @@ type pageFetch struct {
 	err    error
 }
 
-// fetchAhead starts fetching u into buf (doInto, retries included).
+// fetchAhead starts fetching u into buf (do, retries included).
 func (c *Client) fetchAhead(ctx context.Context, u string, buf *bytes.Buffer) *pageFetch {
 	ctx, cancel := context.WithCancel(ctx)
 	f := &pageFetch{done: make(chan struct{}), cancel: cancel}
 	go func() {
 		defer close(f.done)
-		f.body, f.err = c.doInto(ctx, u, buf)
+		f.body, f.err = c.do(ctx, u, buf)
 	}()
 	return f
 }

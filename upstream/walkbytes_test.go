@@ -23,7 +23,7 @@ func TestListHotelsWalkBytesIsBadGateway(t *testing.T) {
 	}
 	cfg := testConfig(f.srv.URL)
 	cfg.MaxWalkBytes = 10_000 // ten pages of about 1 KB
-	_, err := newTestClient(t, cfg).ListHotels(context.Background(), "aurora")
+	_, err := listHotels(newTestClient(t, cfg), context.Background(), "aurora")
 	e := wantKind(t, err, BadGateway)
 	if !strings.Contains(e.Error(), "10000 bytes") {
 		t.Errorf("error %q does not name the bound", e)

@@ -180,8 +180,3 @@ func plainString(quoted []byte) bool {
 	}
 	return true
 }
-
-// validJSON is the check of each record a get answers: encoding/json.Valid.
-// (jsontext's scanner was 350 ns a record faster, under 1% of a miss:
-// docs/architecture.md, "What we own, and why".)
-func validJSON(b []byte) bool { return json.Valid(b) }

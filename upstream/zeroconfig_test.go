@@ -19,7 +19,7 @@ func TestZeroClientConfigUsesDefaults(t *testing.T) {
 	if _, err := c.GetHotel(context.Background(), "aurora", hotelID(1)); err != nil {
 		t.Fatalf("get: %v", err)
 	}
-	if got, err := c.ListHotels(context.Background(), "aurora"); err != nil || len(got) != 2 {
+	if got, err := listHotels(c, context.Background(), "aurora"); err != nil || len(got) != 2 {
 		t.Fatalf("list: %d records, %v", len(got), err)
 	}
 	cfg, _, err := ClientConfig{BaseURL: f.srv.URL}.withDefaults()

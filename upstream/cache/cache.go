@@ -1,49 +1,22 @@
-// Package cache is the read model of one (brand, mode) (docs/contract.md section 9 and
-// 11): a decorator of upstream.Catalog that holds one snapshot of the
-// brand, loaded by the list walk, and answers both routes from it.
-//
-// # Flow
-//
-// A snapshot younger than TTL answers every call: Snapshot returns it and
-// Property looks the id up in it; an id it lacks is upstream.NotFound
-// without any PMS call. Past RefreshAhead*TTL a call also starts one
-// background refresh (at most one at a time), so under steady traffic the
-// snapshot is replaced before it expires and nobody waits on the PMS.
-//
-// Without a fresh snapshot (cold start, or nobody asked for a while) every
-// call, gets included, joins the one shared load of the snapshot
-// (golang.org/x/sync/singleflight) and waits for it at most until its own
-// context's deadline. The load runs with the values of the first caller's
-// context (such as trace and request ids), not its cancellation, under
-// its own LoadTimeout, so a partner who leaves never fails the
-// others waiting. A caller whose deadline is at least LoadTimeout away
-// waits on its own goroutine (it can never be late), any other on a kept
-// worker (see shared).
-//
-// A load that fails with a PMS failure (upstream.BadGateway, Unavailable,
-// Timeout), or a caller whose own deadline passed while waiting, is
-// answered from the held snapshot if it is younger than Stale (for a get:
-// if the snapshot holds the id; otherwise the failure, because during an
-// outage the edge does not claim a property is gone). A failed load also
-// backs refreshes off (RefreshBackoff, doubling up to TTL); while backed
-// off, calls past TTL are served stale at once instead of each trying.
-//
-// A panic in a load is recovered, logged with its stack, reported to
-// OnPanic, and fails the callers that waited with upstream.Internal; the
-// next call loads again.
-//
-// With TTL 0 nothing is held: each call reads the inner Catalog, but
-// concurrent identical calls (the snapshot, or one id) share one call.
-//
-// # Memory
+// Package cache is the read model of one (brand, mode) (docs/contract.md
+// sections 9 and 11): a decorator of upstream.Catalog that holds one
+// snapshot of the brand, loaded by the list walk, and answers both routes
+// from it. docs/resilience.md, "Cache: the read model", draws the flow:
+// a snapshot younger than TTL answers (an id it lacks is upstream.NotFound
+// without a PMS call), past RefreshAhead*TTL a call also starts one
+// background refresh; without a fresh snapshot every call joins the one
+// shared load (singleflight), which runs with the first caller's values,
+// not its cancellation, under LoadTimeout; a PMS failure is answered from
+// a snapshot younger than Stale and backs refreshes off; a panicking load
+// fails its waiters with upstream.Internal. With TTL 0 nothing is held,
+// but concurrent identical calls share one call.
 //
 // The store is one atomic pointer to the current snapshot, replaced whole
-// by each load: nothing a partner sends adds an entry. Singleflight keys
-// are the snapshot and, with TTL 0 only, ids being fetched right now (in
-// a group of their own).
+// by each load: nothing a partner sends adds an entry.
 package cache
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -64,23 +37,11 @@ var _ upstream.Catalog = (*Cache)(nil)
 // Cache is an upstream.Catalog that caches another one. It is safe for
 // concurrent use. Close stops its background loads.
 type Cache struct {
-	tracer       trace.Tracer // nil: no walk spans (walk.go)
-	lastWalk     lastWalkOf   // the latest walk, for its followers' links
-	linkRequest  func(context.Context, trace.Link)
+	cfg          Config                    // defaults applied (New)
+	lastWalk     atomic.Pointer[walkLinks] // the latest walk, for its followers' links (walk.go)
 	inner        upstream.Catalog
-	load         Loader
 	disabled     bool
-	ttl          time.Duration
-	stale        time.Duration
-	loadTimeout  time.Duration
 	refreshAfter time.Duration // age from which a hit refreshes; > ttl: never
-	backoffMin   time.Duration
-	now          func() time.Time
-	log          *slog.Logger
-	onOutcome    func(string)
-	onPanic      func()
-	metrics      *Metrics // nil: none
-	key          string
 
 	cur        atomic.Pointer[entry] // the held snapshot; nil: none
 	group      singleflight.Group    // the snapshot's load
@@ -99,10 +60,7 @@ type Cache struct {
 	cancel context.CancelFunc
 	mu     sync.Mutex // guards closed and the wg.Add calls
 	closed bool
-	wg     sync.WaitGroup // running loads, refresh goroutines and kept workers
-
-	work chan func()  // unbuffered: hands a load to an idle worker (workers.go)
-	idle atomic.Int32 // workers waiting on work
+	wg     sync.WaitGroup // running loads and refresh goroutines
 
 	loadProperty loadFunc // c.property, bound once
 }
@@ -117,55 +75,25 @@ const snapKey = "snapshot"
 
 // New returns a Cache of inner configured by cfg (see Config for defaults).
 func New(inner upstream.Catalog, cfg Config) *Cache {
-	c := &Cache{
-		inner:       inner,
-		load:        cfg.Load,
-		disabled:    cfg.TTL <= 0,
-		ttl:         cfg.TTL,
-		stale:       cfg.Stale,
-		loadTimeout: cfg.LoadTimeout,
-		backoffMin:  cfg.RefreshBackoff,
-		now:         cfg.Now,
-		log:         cfg.Logger,
-		onOutcome:   cfg.OnOutcome,
-		onPanic:     cfg.OnPanic,
-		metrics:     cfg.Metrics,
-		tracer:      cfg.Tracer,
-		linkRequest: cfg.LinkRequest,
-		key:         cfg.Key,
+	if cfg.Load == nil {
+		cfg.Load = inner.Snapshot
 	}
-	if c.load == nil {
-		c.load = inner.Snapshot
+	cfg.Stale = max(cmp.Or(cfg.Stale, DefaultStale), cfg.TTL)
+	cfg.LoadTimeout = cmp.Or(max(cfg.LoadTimeout, 0), DefaultLoadTimeout)
+	cfg.RefreshBackoff = cmp.Or(max(cfg.RefreshBackoff, 0), DefaultRefreshBackoff)
+	ahead := cmp.Or(max(cfg.RefreshAhead, 0), DefaultRefreshAhead)
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
-	if c.stale == 0 {
-		c.stale = DefaultStale
+	if cfg.LinkRequest == nil {
+		cfg.LinkRequest = func(ctx context.Context, l trace.Link) { trace.SpanFromContext(ctx).AddLink(l) }
 	}
-	c.stale = max(c.stale, c.ttl)
-	if c.loadTimeout <= 0 {
-		c.loadTimeout = DefaultLoadTimeout
-	}
-	if c.backoffMin <= 0 {
-		c.backoffMin = DefaultRefreshBackoff
-	}
-	ahead := cfg.RefreshAhead
-	if ahead <= 0 {
-		ahead = DefaultRefreshAhead
-	}
-	c.refreshAfter = time.Duration(ahead * float64(c.ttl))
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
+	c := &Cache{cfg: cfg, inner: inner, disabled: cfg.TTL <= 0, refreshAfter: time.Duration(ahead * float64(cfg.TTL))}
 	if ahead >= 1 {
-		c.refreshAfter = c.ttl + 1 // never reached by a fresh snapshot
-	}
-	if c.now == nil {
-		c.now = time.Now
-	}
-	if c.linkRequest == nil {
-		c.linkRequest = func(ctx context.Context, l trace.Link) { trace.SpanFromContext(ctx).AddLink(l) }
-	}
-	if c.log == nil {
-		c.log = slog.New(slog.DiscardHandler)
+		c.refreshAfter = cfg.TTL + 1 // never reached by a fresh snapshot
 	}
 	c.base, c.cancel = context.WithCancel(context.Background())
-	c.work = make(chan func())
 	c.waiters.New = c.newWaiter
 	c.loadProperty = c.property
 	return c
@@ -207,60 +135,35 @@ func (c *Cache) track() bool {
 // not the caller's answer (refresh, panic), to the metrics and the caller's
 // span.
 func (c *Cache) outcome(ctx context.Context, o string) {
-	if c.onOutcome != nil {
-		c.onOutcome(o)
+	if c.cfg.OnOutcome != nil {
+		c.cfg.OnOutcome(o)
 	}
 	if o == OutcomeRefresh || o == OutcomePanic {
 		return
 	}
-	if c.metrics != nil {
-		c.metrics.Lookup(ctx, o)
+	if c.cfg.Metrics != nil {
+		c.cfg.Metrics.Lookup(ctx, o)
 	}
 	if span := trace.SpanFromContext(ctx); span.IsRecording() {
 		span.SetAttributes(AttrCacheOutcome.String(o))
 	}
 }
 
-func ledOutcome(led bool) string {
-	if led {
-		return OutcomeMiss
-	}
-	return OutcomeCoalesced
-}
-
 // loadFunc is a load of the cache: fn(ctx, arg) of shared, run under the
-// load's context (run), on the caller's goroutine or a worker. arg saves a
+// load's context (run), on the caller's goroutine or another. arg saves a
 // closure per call: the property of a get is a method value bound once
 // and the id.
 type loadFunc func(ctx context.Context, arg string) (any, error)
 
 // shared joins or starts the call of key in group and waits for it or for
 // ctx. led reports whether this call's fn ran. A caller whose context ends
-// first gets that end, classified.
-//
-// Where the wait happens depends on the caller's deadline. A load runs
-// under LoadTimeout whoever waits for it (run), and a load in flight
-// started earlier under the same LoadTimeout. So a caller whose deadline
-// is at least LoadTimeout away, and whose context has not ended, can
-// never be made late by the load it leads or joins (given a load that
-// ends with its context, which Close relies on as well; at the limit, a
-// deadline exactly LoadTimeout away, by the few microseconds between this
-// check and the load's timer): it runs group.Do itself, on its own
-// goroutine (inline). That saves a miss the hand-off
-// to a worker, a channel and a select, and, because the edge's request
-// context starts its deadline's timer only when Done is asked, that
-// timer too: the inline path never asks ctx.Done. What changes visibly:
-// a caller cancelled while it waits (a partner who disconnects) gets its
-// answer, the same Canceled classification, only when the load ends, at
-// most LoadTimeout later, instead of at once; the worker that ran the
-// load waited that long before too, so no more goroutines or memory are
-// held. The load still runs detached from the caller's cancellation,
-// under LoadTimeout and Close, with panics recovered (run).
-//
-// Every other caller (no deadline, as context.Background's; a deadline
-// nearer than LoadTimeout; a context already ended) hands group.Do to a
-// worker (spawn) and selects on ctx.Done and the result, so it can leave
-// at its deadline while the load goes on for the others.
+// first gets that end, classified. A caller whose deadline is at least
+// LoadTimeout away, and whose context has not ended, cannot be made late
+// by the load (which runs under LoadTimeout: run), so it runs group.Do on
+// its own goroutine and never asks ctx.Done (which would start the edge
+// request context's timer); any other caller hands group.Do to a goroutine
+// and leaves at its deadline while the load goes on for the others
+// (docs/resilience.md, "Where a caller waits").
 func (c *Cache) shared(ctx context.Context, group *singleflight.Group, key string, fn loadFunc, arg string) (v any, led bool, err error) {
 	w := c.waiters.Get().(*waiter)
 	w.group, w.ctx, w.key, w.fn, w.arg = group, ctx, key, fn, arg
@@ -270,19 +173,18 @@ func (c *Cache) shared(ctx context.Context, group *singleflight.Group, key strin
 		c.putWaiter(w) // nobody else holds w: its load, if it led, ran here
 		if ctx.Err() != nil {
 			// The caller left during the load, which filled the cache
-			// all the same: the answer the worker path gives a caller
-			// whose context ends first.
+			// all the same: the answer of a caller who leaves first.
 			return nil, false, upstream.Classify(ctx, ctx.Err(), upstream.Internal)
 		}
 		return answer(v, err, shared, ran)
 	}
-	// group.Do on a worker, which DoChan would be on a new goroutine: the
-	// caller can still leave when ctx ends, and the load goes on.
-	c.spawn(w.start)
+	// group.Do on a goroutine of its own, as DoChan: the caller can still
+	// leave when ctx ends, and the load goes on.
+	go w.run()
 	select {
 	case <-ctx.Done():
-		// w stays with its worker, which still sends on w.res: it is
-		// not reused.
+		// w stays with its goroutine, which still sends on w.res: it
+		// is not reused.
 		return nil, false, upstream.Classify(ctx, ctx.Err(), upstream.Internal)
 	case r := <-w.res:
 		ran := w.ran
@@ -299,7 +201,7 @@ func (c *Cache) shared(ctx context.Context, group *singleflight.Group, key strin
 // Err, not Done: Done would start the edge request context's timer.
 func (c *Cache) inline(ctx context.Context) bool {
 	d, ok := ctx.Deadline()
-	return ok && !d.Before(time.Now().Add(c.loadTimeout)) && ctx.Err() == nil
+	return ok && !d.Before(time.Now().Add(c.cfg.LoadTimeout)) && ctx.Err() == nil
 }
 
 // answer is a shared call's result for one caller; ran: this caller's fn
@@ -313,10 +215,10 @@ func answer(v any, err error, shared, ran bool) (any, bool, error) {
 	return v, ran, err
 }
 
-// waiter is one caller's call of shared, run inline or handed to a
-// worker. Waiters are pooled (Cache.waiters) with their channel and bound
-// methods, so a call costs no allocation of its own: a waiter goes back
-// to the pool only after its caller received the result, the worker's
+// waiter is one caller's call of shared, run inline or on a goroutine of
+// its own. Waiters are pooled (Cache.waiters) with their channel and bound
+// method, so a call costs no allocation of its own: a waiter goes back to
+// the pool only after its caller received the result, the goroutine's
 // last use of it (inline: after group.Do returned).
 type waiter struct {
 	c     *Cache
@@ -327,23 +229,22 @@ type waiter struct {
 	arg   string
 	ran   bool                     // fn ran in this call (the caller led); read after res
 	res   chan singleflight.Result // capacity 1
-	start func()                   // w.run, bound once
 	load  func() (any, error)      // w.lead, bound once
 }
 
 // putWaiter clears w and returns it to the pool.
 func (c *Cache) putWaiter(w *waiter) {
-	*w = waiter{c: c, res: w.res, start: w.start, load: w.load}
+	*w = waiter{c: c, res: w.res, load: w.load}
 	c.waiters.Put(w)
 }
 
 func (c *Cache) newWaiter() any {
 	w := &waiter{c: c, res: make(chan singleflight.Result, 1)}
-	w.start, w.load = w.run, w.lead
+	w.load = w.lead
 	return w
 }
 
-// run is the worker's side: the shared call, its result to the caller.
+// run is the goroutine's side: the shared call, its result to the caller.
 func (w *waiter) run() {
 	v, err, shared := w.group.Do(w.key, w.load)
 	w.res <- singleflight.Result{Val: v, Err: err, Shared: shared} // the last use of w
@@ -359,33 +260,30 @@ func (w *waiter) lead() (any, error) {
 // and Close. A panic in fn is recovered into an upstream.Internal error.
 func (c *Cache) run(ctx context.Context, fn loadFunc, arg string) (v any, err error) {
 	if !c.track() {
-		return nil, closedError()
+		return nil, errClosed
 	}
 	defer c.wg.Done()
 	// The load's deadline is a child of base, which Close cancels; the
 	// caller's values (trace, caller ids) come along, its cancellation
 	// does not (loadContext).
-	tctx, cancel := context.WithTimeout(c.base, c.loadTimeout)
+	tctx, cancel := context.WithTimeout(c.base, c.cfg.LoadTimeout)
 	defer cancel()
 	lctx := &loadContext{Context: tctx, values: ctx}
 	defer func() {
 		if r := recover(); r != nil {
 			v, err = nil, &upstream.Error{Kind: upstream.Internal, Err: fmt.Errorf("cache load panicked: %v", r)}
-			c.log.ErrorContext(ctx, "cache load panicked", "key", c.key, "panic", fmt.Sprint(r),
+			c.cfg.Logger.ErrorContext(ctx, "cache load panicked", "key", c.cfg.Key, "panic", fmt.Sprint(r),
 				"stack", string(debug.Stack()))
 			c.outcome(ctx, OutcomePanic)
-			if c.metrics != nil {
-				c.metrics.LoadPanic(ctx)
-			}
-			if c.onPanic != nil {
-				c.onPanic()
+			if c.cfg.Metrics != nil {
+				c.cfg.Metrics.LoadPanic(ctx)
 			}
 		}
 	}()
 	v, err = fn(lctx, arg)
 	if err != nil {
 		if c.base.Err() != nil {
-			return nil, closedError()
+			return nil, errClosed
 		}
 		return nil, upstream.Classify(lctx, err, upstream.Internal)
 	}
@@ -413,9 +311,8 @@ func (l *loadContext) Value(key any) any {
 
 func (l *loadContext) String() string { return "cache.loadContext" }
 
-func closedError() error {
-	return &upstream.Error{Kind: upstream.Unavailable, RetryAfter: time.Second, Err: errors.New("cache: closed")}
-}
+// errClosed fails the loads of a closed Cache.
+var errClosed = &upstream.Error{Kind: upstream.Unavailable, RetryAfter: time.Second, Err: errors.New("cache: closed")}
 
 // servable reports whether err allows serving stale data: a PMS failure, or
 // the caller's own deadline passing while it waited.

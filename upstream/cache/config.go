@@ -112,10 +112,6 @@ type Config struct {
 	// panicked. It must be fast and safe for concurrent use.
 	OnOutcome func(outcome string)
 
-	// OnPanic, if not nil, is called once per recovered load panic, for a
-	// metric. The panic is also logged at error level with its stack.
-	OnPanic func()
-
 	// Metrics, if not nil, counts every caller outcome (hit, miss, stale,
 	// coalesced: each Snapshot or Property call that OnOutcome reports,
 	// refreshes excepted) and adds a "cache.lookup" event to the span of

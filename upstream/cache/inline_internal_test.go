@@ -34,10 +34,9 @@ func stackOf() string {
 
 // A caller with a deadline at least LoadTimeout away runs the load on its
 // own goroutine: the load's stack is the caller's (Cache.Snapshot below
-// it, no worker), no worker is left idle afterwards, and the caller's Done is
-// never asked. A caller without a deadline, or with one nearer than
-// LoadTimeout, or whose context has already ended, hands the load to a
-// worker as before.
+// it, no goroutine of its own), and the caller's Done is never asked. A
+// caller without a deadline, or with one nearer than LoadTimeout, or whose
+// context has already ended, hands the load to a goroutine (waiter.run).
 func TestInlineLoadRunsOnCallersGoroutine(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		stacks := make(chan string, 1) // the stack of each load
@@ -55,12 +54,8 @@ func TestInlineLoadRunsOnCallersGoroutine(t *testing.T) {
 			t.Fatalf("inline load: %v, %v; want the snapshot", s, err)
 		}
 		stack := <-stacks
-		if !strings.Contains(stack, "cache.(*Cache).Snapshot(") || strings.Contains(stack, "(*Cache).spawn") {
+		if !strings.Contains(stack, "cache.(*Cache).Snapshot(") || strings.Contains(stack, "(*waiter).run") {
 			t.Fatalf("the load did not run on the caller's goroutine; its stack:\n%s", stack)
-		}
-		synctest.Wait()
-		if n := c.idle.Load(); n != 0 {
-			t.Fatalf("%d idle workers after an inline load; want 0 (no worker was started)", n)
 		}
 		if n := ctx.dones.Load(); n != 0 {
 			t.Fatalf("the inline path asked the caller's Done %d times; want 0", n)
@@ -80,8 +75,8 @@ func TestInlineLoadRunsOnCallersGoroutine(t *testing.T) {
 		} {
 			_, _ = c.Snapshot(tc.ctx)
 			stack := <-stacks
-			if !strings.Contains(stack, "(*Cache).spawn") || strings.Contains(stack, "cache.(*Cache).Snapshot(") {
-				t.Fatalf("%s: the load did not run on a worker; its stack:\n%s", tc.name, stack)
+			if !strings.Contains(stack, "(*waiter).run") || strings.Contains(stack, "cache.(*Cache).Snapshot(") {
+				t.Fatalf("%s: the load did not run on a goroutine of its own; its stack:\n%s", tc.name, stack)
 			}
 		}
 	})
@@ -173,7 +168,11 @@ func TestInlineLoadPanics(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		inner := &fakeCatalog{snapshot: func(context.Context) (*upstream.Snapshot, error) { panic("boom") }}
 		var panics atomic.Int64
-		c := New(inner, Config{TTL: time.Second, OnPanic: func() { panics.Add(1) }})
+		c := New(inner, Config{TTL: time.Second, OnOutcome: func(o string) {
+			if o == OutcomePanic {
+				panics.Add(1)
+			}
+		}})
 		defer c.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()

@@ -40,9 +40,10 @@ var LookupOutcomes = []string{OutcomeHit, OutcomeMiss, OutcomeStale, OutcomeCoal
 type Metrics struct {
 	lookups    *observability.Counters // by index in LookupOutcomes: atomic adds, observed
 	loadPanics metric.Int64Counter
-	index      map[string]int                 // outcome's index in LookupOutcomes; read-only after New
-	labels     map[string]*attribute.KeyValue // by outcome, for the request's CacheSlot
-	panicOpts  []metric.AddOption
+	// by outcome: its index in LookupOutcomes and its label for the
+	// request's CacheSlot; read-only after New
+	outcomes  map[string]lookupOutcome
+	panicOpts []metric.AddOption
 }
 
 // NewMetrics makes the instruments of the cache of the PMS called name on
@@ -55,17 +56,14 @@ func NewMetrics(meter metric.Meter, name string) (*Metrics, error) {
 		metric.WithUnit("{panic}"), metric.WithDescription("Cache loads that panicked (recovered).")); err != nil {
 		return nil, err
 	}
-	ctx := context.Background()
 	pms := attribute.String("pms", strings.TrimSpace(name))
 	m.panicOpts = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(pms))}
-	m.loadPanics.Add(ctx, 0, m.panicOpts...)
-	m.index = make(map[string]int, len(LookupOutcomes))
-	m.labels = make(map[string]*attribute.KeyValue, len(LookupOutcomes))
+	m.loadPanics.Add(context.Background(), 0, m.panicOpts...)
+	m.outcomes = make(map[string]lookupOutcome, len(LookupOutcomes))
 	sets := make([]attribute.Set, len(LookupOutcomes))
 	for i, o := range LookupOutcomes {
 		kv := AttrCacheOutcome.String(o)
-		m.labels[o] = &kv
-		m.index[o] = i
+		m.outcomes[o] = lookupOutcome{i, &kv}
 		sets[i] = attribute.NewSet(pms, attribute.String("outcome", o))
 	}
 	if m.lookups, err = observability.NewCounters(meter, observability.Monotonic, "partner_edge.cache.lookups",
@@ -81,17 +79,22 @@ func NewMetrics(meter metric.Meter, name string) (*Metrics, error) {
 // has one (the request duration's partner_edge.cache.outcome label). An
 // outcome outside LookupOutcomes is ignored.
 func (m *Metrics) Lookup(ctx context.Context, outcome string) {
-	i, ok := m.index[outcome]
+	o, ok := m.outcomes[outcome]
 	if !ok {
 		return
 	}
-	m.lookups.Add(i, 1)
+	m.lookups.Add(o.index, 1)
 	if slot, ok := ctx.Value(observability.CacheSlotKey{}).(*observability.CacheSlot); ok {
-		slot.Set(m.labels[outcome])
+		slot.Set(o.label)
 	}
 	if span := trace.SpanFromContext(ctx); span.IsRecording() {
 		span.AddEvent(EventCacheLookup, trace.WithAttributes(AttrCacheOutcome.String(outcome)))
 	}
+}
+
+type lookupOutcome struct {
+	index int
+	label *attribute.KeyValue
 }
 
 // LoadPanic counts one recovered panic in a cache load.

@@ -19,11 +19,9 @@ import (
 func (c *Cache) Property(ctx context.Context, id string) (*upstream.Item, error) {
 	if c.disabled {
 		v, led, err := c.shared(ctx, &c.props, id, c.loadProperty, id)
-		if err != nil {
-			c.report(ctx, err, led)
+		if c.report(ctx, led, err); err != nil {
 			return nil, err
 		}
-		c.outcome(ctx, ledOutcome(led))
 		return v.(*upstream.Item), nil
 	}
 	s, loadErr, err := c.snapshot(ctx)
@@ -36,7 +34,7 @@ func (c *Cache) Property(ctx context.Context, id string) (*upstream.Item, error)
 	if loadErr != nil {
 		return nil, loadErr
 	}
-	return nil, notFound()
+	return nil, &upstream.Error{Kind: upstream.NotFound, Err: errors.New("cache: no such id in the snapshot")}
 }
 
 // property is the load of a get with TTL 0 (Cache.loadProperty).
@@ -46,8 +44,4 @@ func (c *Cache) property(ctx context.Context, id string) (any, error) {
 		err = &upstream.Error{Kind: upstream.Internal, Err: errors.New("cache: inner catalog returned no item")}
 	}
 	return it, err
-}
-
-func notFound() error {
-	return &upstream.Error{Kind: upstream.NotFound, Err: errors.New("cache: no such id in the snapshot")}
 }

@@ -78,7 +78,11 @@ func TestPanickingLoad(t *testing.T) {
 			panic("a bug in mapping")
 		}
 		panics := 0
-		c := New(inner, Config{TTL: time.Second, OnPanic: func() { panics++ }})
+		c := New(inner, Config{TTL: time.Second, OnOutcome: func(o string) {
+			if o == OutcomePanic {
+				panics++
+			}
+		}})
 		defer c.Close()
 		errs := make(chan error, 10)
 		for range 10 {

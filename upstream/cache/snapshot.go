@@ -19,72 +19,65 @@ func (c *Cache) Snapshot(ctx context.Context) (*upstream.Snapshot, error) {
 // snapshot is Snapshot, also reporting whether the answer is stale data
 // served because of the returned loadErr (nil otherwise).
 func (c *Cache) snapshot(ctx context.Context) (s *upstream.Snapshot, loadErr error, err error) {
-	if c.disabled {
-		v, led, err := c.shared(ctx, &c.group, snapKey, c.loadOnly, WalkLoad)
-		if !led {
-			c.linkFollower(ctx)
+	var e *entry // with TTL 0 none is ever held
+	var now time.Time
+	kind := WalkLoad
+	if !c.disabled {
+		e, now = c.cur.Load(), c.cfg.Now()
+		if c.afterCheck != nil {
+			c.afterCheck()
 		}
-		if err != nil {
-			c.report(ctx, err, led)
-			return nil, nil, err
-		}
-		c.outcome(ctx, ledOutcome(led))
-		return v.(*upstream.Snapshot), nil, nil
-	}
-	e := c.cur.Load()
-	now := c.now()
-	if c.afterCheck != nil {
-		c.afterCheck()
+		kind = WalkFirstLoad
 	}
 	if e != nil {
 		age := now.Sub(e.loadedAt)
-		if age < c.ttl {
+		if age < c.cfg.TTL {
 			if age >= c.refreshAfter {
 				c.refresh(ctx, e)
 			}
 			c.outcome(ctx, OutcomeHit)
 			return e.val, nil, nil
 		}
-		if age < c.stale && c.backingOff(now) {
+		if age < c.cfg.Stale && c.backingOff(now) {
 			// The last load failed: serve stale until the backoff ends
 			// rather than every caller trying again; a refresh retries.
 			c.refresh(ctx, e)
 			c.outcome(ctx, OutcomeStale)
 			return e.val, errBackoff, nil
 		}
+		kind = WalkRefresh
 	}
-	kind := WalkRefresh
-	if e == nil {
-		kind = WalkFirstLoad
-	}
-	v, led, err := c.shared(ctx, &c.group, snapKey, c.loadAfter(e, c.ttl), kind)
+	v, led, err := c.shared(ctx, &c.group, snapKey, c.loadAfter(e, c.cfg.TTL), kind)
 	if !led {
 		c.linkFollower(ctx)
 	}
-	if err != nil {
-		if servable(err) {
-			if e := c.cur.Load(); e != nil && c.now().Sub(e.loadedAt) < c.stale {
-				c.outcome(ctx, OutcomeStale)
-				c.log.DebugContext(ctx, "cache served stale snapshot", "key", c.key,
-					"age", c.now().Sub(e.loadedAt), "error", err)
-				return e.val, err, nil
-			}
+	if err != nil && servable(err) {
+		if e := c.cur.Load(); e != nil && c.cfg.Now().Sub(e.loadedAt) < c.cfg.Stale {
+			c.outcome(ctx, OutcomeStale)
+			c.cfg.Logger.DebugContext(ctx, "cache served stale snapshot", "key", c.cfg.Key,
+				"age", c.cfg.Now().Sub(e.loadedAt), "error", err)
+			return e.val, err, nil
 		}
-		c.report(ctx, err, led)
+	}
+	if c.report(ctx, led, err); err != nil {
 		return nil, nil, err
 	}
-	c.outcome(ctx, ledOutcome(led))
-	return v.(*entry).val, nil, nil
+	return v.(*upstream.Snapshot), nil, nil
 }
 
 // errBackoff is the reason for stale data served during refresh backoff.
 var errBackoff = &upstream.Error{Kind: upstream.Unavailable, RetryAfter: time.Second,
 	Err: errors.New("cache: the last snapshot load failed; backing off")}
 
-// report records the outcome of a call that failed, unless the caller left.
-func (c *Cache) report(ctx context.Context, err error, led bool) {
-	if ctx.Err() == nil {
-		c.outcome(ctx, ledOutcome(led))
+// report records the outcome of a call that led or joined a load (err:
+// its failure), unless it failed because the caller left.
+func (c *Cache) report(ctx context.Context, led bool, err error) {
+	switch {
+	case err != nil && ctx.Err() != nil:
+	case led:
+		c.outcome(ctx, OutcomeMiss)
+	default:
+		c.outcome(ctx, OutcomeCoalesced)
 	}
 }
 
@@ -95,7 +88,7 @@ func (c *Cache) report(ctx context.Context, err error, led bool) {
 // trace), not its cancellation. Refreshes happen only when someone asks:
 // a brand nobody reads is not refreshed.
 func (c *Cache) refresh(ctx context.Context, seen *entry) {
-	if c.backingOff(c.now()) || !c.refreshing.CompareAndSwap(false, true) {
+	if c.backingOff(c.cfg.Now()) || !c.refreshing.CompareAndSwap(false, true) {
 		return
 	}
 	if !c.track() {
@@ -114,7 +107,7 @@ func (c *Cache) refresh(ctx context.Context, seen *entry) {
 		_, err, _ := c.group.Do(snapKey, func() (any, error) { return c.run(vals, c.loadAfter(seen, c.refreshAfter), walkStarted) })
 		endWalk(err)
 		if err != nil {
-			c.log.WarnContext(vals, "cache refresh failed; serving the held snapshot", "key", c.key, "error", err)
+			c.cfg.Logger.WarnContext(vals, "cache refresh failed; serving the held snapshot", "key", c.cfg.Key, "error", err)
 		}
 	}()
 }
@@ -127,46 +120,23 @@ func (c *Cache) backingOff(now time.Time) bool {
 }
 
 // loaded records the end of a load for the refresh backoff.
-func (c *Cache) loaded(err error) {
+func (c *Cache) loaded(err *upstream.Error) {
 	c.bmu.Lock()
 	defer c.bmu.Unlock()
 	if err == nil {
 		c.failures, c.backoffTo = 0, time.Time{}
 		return
 	}
-	wait := c.backoffMin
-	for i := 1; i < c.failures && wait < c.ttl; i++ {
+	wait := c.cfg.RefreshBackoff
+	for i := 1; i < c.failures && wait < c.cfg.TTL; i++ {
 		wait *= 2
 	}
-	wait = min(wait, max(c.ttl, c.backoffMin))
-	if ra := retryAfterOf(err); ra > wait {
-		wait = ra // the PMS asked for longer
+	wait = min(wait, max(c.cfg.TTL, c.cfg.RefreshBackoff))
+	if err.Kind == upstream.Unavailable {
+		wait = max(wait, err.RetryAfter) // the PMS asked for longer
 	}
 	c.failures++
-	c.backoffTo = c.now().Add(wait)
-}
-
-func retryAfterOf(err error) time.Duration {
-	var e *upstream.Error
-	if errors.As(err, &e) && e.Kind == upstream.Unavailable {
-		return e.RetryAfter
-	}
-	return 0
-}
-
-// loadOnly loads the snapshot without holding it (TTL 0).
-// kind (Walk*) labels its walk span.
-func (c *Cache) loadOnly(ctx context.Context, kind string) (any, error) {
-	ctx, end := c.startWalk(ctx, kind)
-	s, err := c.load(ctx)
-	end(err)
-	if err != nil {
-		return nil, err
-	}
-	if s == nil { // a broken loader; never serve nil
-		return nil, &upstream.Error{Kind: upstream.Internal, Err: errors.New("cache: loader returned no snapshot")}
-	}
-	return s, nil
+	c.backoffTo = c.cfg.Now().Add(wait)
 }
 
 // loadAfter is loadAndStore for a caller that decided to load after seeing
@@ -179,24 +149,31 @@ func (c *Cache) loadOnly(ctx context.Context, kind string) (any, error) {
 // cold start or expiry, whatever the concurrency).
 func (c *Cache) loadAfter(seen *entry, maxAge time.Duration) loadFunc {
 	return func(ctx context.Context, kind string) (any, error) {
-		if cur := c.cur.Load(); cur != nil && cur != seen && c.now().Sub(cur.loadedAt) < maxAge {
-			return cur, nil
+		if cur := c.cur.Load(); cur != nil && cur != seen && c.cfg.Now().Sub(cur.loadedAt) < maxAge {
+			return cur.val, nil
 		}
 		return c.loadAndStore(ctx, kind)
 	}
 }
 
-// loadAndStore loads the snapshot and holds it.
+// loadAndStore loads the snapshot and, unless TTL is 0, holds it. kind
+// (Walk*) labels its walk span.
 func (c *Cache) loadAndStore(ctx context.Context, kind string) (any, error) {
-	v, err := c.loadOnly(ctx, kind)
+	ctx, end := c.startWalk(ctx, kind)
+	s, err := c.cfg.Load(ctx)
+	end(err)
+	if err == nil && s == nil { // a broken loader; never serve nil
+		err = &upstream.Error{Kind: upstream.Internal, Err: errors.New("cache: loader returned no snapshot")}
+	}
 	if err != nil {
-		if servable(upstream.Classify(ctx, err, upstream.Internal)) {
-			c.loaded(err)
+		if e := upstream.Classify(ctx, err, upstream.Internal); servable(e) {
+			c.loaded(e)
 		}
 		return nil, err
 	}
-	e := &entry{val: v.(*upstream.Snapshot), loadedAt: c.now()}
-	c.cur.Store(e)
-	c.loaded(nil)
-	return e, nil
+	if !c.disabled {
+		c.cur.Store(&entry{val: s, loadedAt: c.cfg.Now()})
+		c.loaded(nil)
+	}
+	return s, nil
 }

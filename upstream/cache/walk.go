@@ -2,7 +2,6 @@ package cache
 
 import (
 	"context"
-	"sync/atomic"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -56,7 +55,7 @@ type walkLinks struct {
 // startWalk starts the walk span of a load of kind under ctx's values and
 // returns its context and its end. Without a tracer it does nothing.
 func (c *Cache) startWalk(ctx context.Context, kind string) (context.Context, func(error)) {
-	if c.tracer == nil || kind == WalkLoad || kind == walkStarted {
+	if c.cfg.Tracer == nil || kind == WalkLoad || kind == walkStarted {
 		return ctx, func(error) {}
 	}
 	caller := trace.SpanContextFromContext(ctx)
@@ -67,8 +66,8 @@ func (c *Cache) startWalk(ctx context.Context, kind string) (context.Context, fu
 	}
 	// Walks are few (one per brand and TTL at most) and what an SRE looks
 	// at first when the PMS misbehaves: each is kept, whatever the sampler.
-	wctx, span := c.tracer.Start(observability.KeepTrace(ctx), SpanWalk, opts...)
-	c.linkRequest(ctx, trace.Link{SpanContext: span.SpanContext(), Attributes: linkWalk})
+	wctx, span := c.cfg.Tracer.Start(observability.KeepTrace(ctx), SpanWalk, opts...)
+	c.cfg.LinkRequest(ctx, trace.Link{SpanContext: span.SpanContext(), Attributes: linkWalk})
 	c.lastWalk.Store(&walkLinks{walk: span.SpanContext(), leader: caller})
 	return wctx, func(err error) {
 		if err != nil {
@@ -82,16 +81,13 @@ func (c *Cache) startWalk(ctx context.Context, kind string) (context.Context, fu
 // linkFollower links the span of ctx, a request that joined a load in
 // flight, to that load's walk and to the request that leads it.
 func (c *Cache) linkFollower(ctx context.Context) {
-	if c.tracer == nil || !trace.SpanContextFromContext(ctx).IsValid() {
+	if c.cfg.Tracer == nil || !trace.SpanContextFromContext(ctx).IsValid() {
 		return
 	}
 	if l := c.lastWalk.Load(); l != nil {
-		c.linkRequest(ctx, trace.Link{SpanContext: l.walk, Attributes: linkWalk})
+		c.cfg.LinkRequest(ctx, trace.Link{SpanContext: l.walk, Attributes: linkWalk})
 		if l.leader.IsValid() {
-			c.linkRequest(ctx, trace.Link{SpanContext: l.leader, Attributes: linkLeader})
+			c.cfg.LinkRequest(ctx, trace.Link{SpanContext: l.leader, Attributes: linkLeader})
 		}
 	}
 }
-
-// lastWalkOf is a helper type for Cache's field.
-type lastWalkOf = atomic.Pointer[walkLinks]

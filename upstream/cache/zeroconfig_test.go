@@ -14,8 +14,8 @@ func TestZeroAndNegativeConfig(t *testing.T) {
 	for _, cfg := range []Config{{}, {TTL: -time.Second, Stale: -time.Second, LoadTimeout: -time.Second, RefreshAhead: -1, RefreshBackoff: -time.Second}} {
 		inner := newVersioned(3)
 		c := New(inner, cfg)
-		if (cfg.Stale == 0 && c.stale != DefaultStale) || c.loadTimeout != DefaultLoadTimeout || c.backoffMin != DefaultRefreshBackoff {
-			t.Errorf("%+v: stale %v, load timeout %v, backoff %v; want the defaults", cfg, c.stale, c.loadTimeout, c.backoffMin)
+		if (cfg.Stale == 0 && c.cfg.Stale != DefaultStale) || c.cfg.LoadTimeout != DefaultLoadTimeout || c.cfg.RefreshBackoff != DefaultRefreshBackoff {
+			t.Errorf("%+v: stale %v, load timeout %v, backoff %v; want the defaults", cfg, c.cfg.Stale, c.cfg.LoadTimeout, c.cfg.RefreshBackoff)
 		}
 		for range 2 {
 			if _, err := c.Property(context.Background(), propertyID(1)); err != nil {

@@ -4,6 +4,7 @@
 package retrybudget
 
 import (
+	"cmp"
 	"sync"
 	"time"
 
@@ -14,11 +15,15 @@ import (
 const (
 	DefaultRatio        = 0.2
 	DefaultMinPerSecond = 10
-	DefaultWindow       = 10 * time.Second
 )
 
-// budgetBuckets is the number of buckets the window is cut into.
-const budgetBuckets = 10
+// The sliding window over which requests and retries are counted, in
+// buckets.
+const (
+	window        = 10 * time.Second
+	budgetBuckets = 10
+	bucket        = window / budgetBuckets
+)
 
 // Config configures a Budget.
 type Config struct {
@@ -31,9 +36,6 @@ type Config struct {
 	// client can still retry a blip. Zero means DefaultMinPerSecond
 	// (10); negative means no floor.
 	MinPerSecond int
-	// Window is how far back "recent" reaches, in 10 buckets. Zero means
-	// DefaultWindow (10 s, buckets of 1 s).
-	Window time.Duration
 	// Now returns the current time. Nil means time.Now.
 	Now func() time.Time
 }
@@ -44,10 +46,9 @@ type Config struct {
 // floor per second. Once the budget is spent, a failed attempt is returned
 // without retrying. Safe for concurrent use.
 type Budget struct {
-	ratio  float64
-	floor  *rate.Limiter // nil: no floor
-	now    func() time.Time
-	bucket time.Duration
+	ratio float64
+	floor *rate.Limiter // nil: no floor
+	now   func() time.Time
 
 	mu                sync.Mutex
 	cur               int64 // index of the current bucket: unix time / bucket
@@ -55,31 +56,24 @@ type Budget struct {
 	requests, retries int64 // sums over the ring
 }
 
-// NewBudget returns a budget configured by cfg.
+// New returns a budget configured by cfg.
 func New(cfg Config) *Budget {
-	if cfg.Ratio == 0 {
-		cfg.Ratio = DefaultRatio
-	}
-	if cfg.MinPerSecond == 0 {
-		cfg.MinPerSecond = DefaultMinPerSecond
-	}
-	if cfg.Window <= 0 {
-		cfg.Window = DefaultWindow
-	}
-	b := &Budget{ratio: max(cfg.Ratio, 0), now: cfg.Now, bucket: max(cfg.Window/budgetBuckets, time.Millisecond)}
+	cfg.Ratio = cmp.Or(cfg.Ratio, DefaultRatio)
+	cfg.MinPerSecond = cmp.Or(cfg.MinPerSecond, DefaultMinPerSecond)
+	b := &Budget{ratio: max(cfg.Ratio, 0), now: cfg.Now}
 	if b.now == nil {
 		b.now = time.Now
 	}
 	if cfg.MinPerSecond > 0 {
 		b.floor = rate.NewLimiter(rate.Limit(cfg.MinPerSecond), cfg.MinPerSecond)
 	}
-	b.cur = b.now().UnixNano() / int64(b.bucket)
+	b.cur = b.now().UnixNano() / int64(bucket)
 	return b
 }
 
 // advance drops the buckets that left the window. b.mu is held.
 func (b *Budget) advance(now time.Time) {
-	idx := now.UnixNano() / int64(b.bucket)
+	idx := now.UnixNano() / int64(bucket)
 	if idx <= b.cur {
 		return
 	}

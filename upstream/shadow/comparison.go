@@ -2,6 +2,7 @@ package shadow
 
 import (
 	"encoding/json"
+	"maps"
 	"net/http"
 	"slices"
 	"time"
@@ -93,16 +94,12 @@ func examples(d *pmscheck.Diff) []Example {
 		by[3] = append(by[3], Example{Kind: KindAdded, ID: id})
 	}
 	out := []Example{}
-	for i := 0; len(out) < MaxExamples; i++ { // round robin over the kinds
-		took := false
+	longest := max(len(by[0]), len(by[1]), len(by[2]), len(by[3]))
+	for i := 0; i < longest && len(out) < MaxExamples; i++ { // round robin over the kinds
 		for k := range by {
 			if i < len(by[k]) && len(out) < MaxExamples {
 				out = append(out, by[k][i])
-				took = true
 			}
-		}
-		if !took {
-			break
 		}
 	}
 	return out
@@ -124,12 +121,7 @@ func Handler(s *Shadow) http.Handler {
 		if s != nil {
 			st.Configured = true
 			latest := s.Latest()
-			modes := make([]string, 0, len(latest))
-			for m := range latest {
-				modes = append(modes, m)
-			}
-			slices.Sort(modes)
-			for _, m := range modes {
+			for _, m := range slices.Sorted(maps.Keys(latest)) {
 				st.Comparisons = append(st.Comparisons, latest[m])
 			}
 		}

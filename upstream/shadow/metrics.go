@@ -2,6 +2,7 @@ package shadow
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -27,65 +28,58 @@ type Metrics struct {
 	diffs metric.Int64Gauge
 	last  metric.Float64Gauge
 
-	mu   sync.Mutex
-	seen map[string]bool // modes registered
+	seen sync.Map // modes registered
 }
 
 func newMetrics(meter metric.Meter) (*Metrics, error) {
 	if meter == nil {
 		meter = noop.NewMeterProvider().Meter("")
 	}
-	m := &Metrics{seen: map[string]bool{}}
-	var err error
-	if m.walks, err = meter.Int64Counter("partner_edge.shadow.walks", metric.WithUnit("{walk}"),
-		metric.WithDescription("Walks of the shadow candidate PMS, by mode and result (ok, failed).")); err != nil {
-		return nil, err
-	}
-	if m.diffs, err = meter.Int64Gauge("partner_edge.shadow.differences", metric.WithUnit("{property}"),
-		metric.WithDescription("Properties partners would see differently from the candidate PMS, latest comparison, by mode and kind (added, removed, changed, rejected).")); err != nil {
-		return nil, err
-	}
-	if m.last, err = meter.Float64Gauge("partner_edge.shadow.last_comparison.timestamp", metric.WithUnit("s"),
-		metric.WithDescription("Unix time of the latest successful comparison with the candidate PMS, by mode.")); err != nil {
+	m := &Metrics{}
+	var errs [3]error
+	m.walks, errs[0] = meter.Int64Counter("partner_edge.shadow.walks", metric.WithUnit("{walk}"),
+		metric.WithDescription("Walks of the shadow candidate PMS, by mode and result (ok, failed)."))
+	m.diffs, errs[1] = meter.Int64Gauge("partner_edge.shadow.differences", metric.WithUnit("{property}"),
+		metric.WithDescription("Properties partners would see differently from the candidate PMS, latest comparison, by mode and kind (added, removed, changed, rejected)."))
+	m.last, errs[2] = meter.Float64Gauge("partner_edge.shadow.last_comparison.timestamp", metric.WithUnit("s"),
+		metric.WithDescription("Unix time of the latest successful comparison with the candidate PMS, by mode."))
+	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
 	return m, nil
 }
 
-func modeKind(mode, kind string) metric.MeasurementOption {
-	return metric.WithAttributeSet(attribute.NewSet(attribute.String("mode", mode), attribute.String("kind", kind)))
+// attrs is the attribute set of a measurement, from name, value pairs.
+func attrs(kv ...string) metric.MeasurementOption {
+	var a []attribute.KeyValue
+	for i := 0; i < len(kv); i += 2 {
+		a = append(a, attribute.String(kv[i], kv[i+1]))
+	}
+	return metric.WithAttributeSet(attribute.NewSet(a...))
 }
 
 // register records every series of mode at 0, once.
 func (m *Metrics) register(mode string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.seen[mode] {
+	if _, seen := m.seen.LoadOrStore(mode, true); seen {
 		return
 	}
-	m.seen[mode] = true
-	ctx := context.Background()
 	for _, result := range []string{"ok", "failed"} {
-		m.walks.Add(ctx, 0, metric.WithAttributeSet(attribute.NewSet(attribute.String("mode", mode), attribute.String("result", result))))
+		m.walks.Add(context.Background(), 0, attrs("mode", mode, "result", result))
 	}
 	for _, k := range Kinds {
-		m.diffs.Record(ctx, 0, modeKind(mode, k))
+		m.diffs.Record(context.Background(), 0, attrs("mode", mode, "kind", k))
 	}
 }
 
-func (m *Metrics) walk(mode string, ok bool) {
-	result := "failed"
-	if ok {
-		result = "ok"
-	}
-	m.walks.Add(context.Background(), 1,
-		metric.WithAttributeSet(attribute.NewSet(attribute.String("mode", mode), attribute.String("result", result))))
+// walk counts one candidate walk of mode with its result (ok, failed).
+func (m *Metrics) walk(mode, result string) {
+	m.walks.Add(context.Background(), 1, attrs("mode", mode, "result", result))
 }
 
 func (m *Metrics) differences(mode string, c Counts, at time.Time) {
 	ctx := context.Background()
 	for k, n := range map[string]int{KindAdded: c.Added, KindRemoved: c.Removed, KindChanged: c.Changed, KindRejected: c.Rejected} {
-		m.diffs.Record(ctx, int64(n), modeKind(mode, k))
+		m.diffs.Record(ctx, int64(n), attrs("mode", mode, "kind", k))
 	}
-	m.last.Record(ctx, float64(at.UnixNano())/1e9, metric.WithAttributeSet(attribute.NewSet(attribute.String("mode", mode))))
+	m.last.Record(ctx, float64(at.UnixNano())/1e9, attrs("mode", mode))
 }

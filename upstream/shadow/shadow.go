@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"runtime"
 	"sync"
 	"time"
@@ -99,15 +100,10 @@ func New(cfg Config) (*Shadow, error) {
 	if cfg.Brand == "" {
 		return nil, errors.New("shadow: a brand is required")
 	}
-	switch {
-	case cfg.ReadBytesPerSecond == 0:
-		cfg.Candidate.ReadBytesPerSecond = DefaultReadBytesPerSecond
-	case cfg.ReadBytesPerSecond > 0:
-		cfg.Candidate.ReadBytesPerSecond = cfg.ReadBytesPerSecond
+	if cfg.ReadBytesPerSecond >= 0 { // negative: unpaced
+		cfg.Candidate.ReadBytesPerSecond = cmp.Or(cfg.ReadBytesPerSecond, DefaultReadBytesPerSecond)
 	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = upstream.DefaultCallTimeout
-	}
+	cfg.Timeout = cmp.Or(max(cfg.Timeout, 0), upstream.DefaultCallTimeout)
 	if r := cfg.Candidate.ReadBytesPerSecond; r > 0 {
 		// A paced walk to its bound takes bound/rate: its deadlines
 		// leave room for twice that, so that it ends at its bound (and
@@ -121,23 +117,15 @@ func New(cfg Config) (*Shadow, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Shadow{client: client, brand: cfg.Brand, cs: cfg.CodeSource, interval: cfg.Interval,
+	s := &Shadow{client: client, brand: cfg.Brand, cs: cfg.CodeSource, interval: cmp.Or(max(cfg.Interval, 0), cache.DefaultTTL),
 		timeout: cfg.Timeout, zones: &mapping.ZoneCache{}, now: cfg.Now, log: cfg.Logger,
 		wake:    make(chan struct{}, 1),
 		pending: map[string]*upstream.Snapshot{}, started: map[string]time.Time{},
 		walks: map[string]int{}, latest: map[string]*Comparison{}}
-	if s.interval <= 0 {
-		s.interval = cache.DefaultTTL
-	}
-	if s.timeout <= 0 {
-		s.timeout = upstream.DefaultCallTimeout
-	}
 	if s.now == nil {
 		s.now = time.Now
 	}
-	if s.log == nil {
-		s.log = slog.New(slog.DiscardHandler)
-	}
+	s.log = cmp.Or(s.log, slog.New(slog.DiscardHandler))
 	if s.metrics, err = newMetrics(cfg.Meter); err != nil {
 		return nil, err
 	}
@@ -198,11 +186,7 @@ func (s *Shadow) Run(ctx context.Context) {
 			return
 		case <-s.wake:
 		}
-		for {
-			mode, snap := s.take()
-			if snap == nil {
-				break
-			}
+		for mode, snap := s.take(); snap != nil; mode, snap = s.take() {
 			s.compare(ctx, mode, snap)
 			if ctx.Err() != nil {
 				return
@@ -241,37 +225,38 @@ func (s *Shadow) compare(ctx context.Context, mode string, live *upstream.Snapsh
 	s.mu.Lock()
 	c.Walks = s.walks[mode]
 	s.mu.Unlock()
-	if err != nil {
-		if ctx.Err() != nil {
-			return // the process is stopping: no comparison
-		}
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return // the process is stopping: no comparison
+	case err != nil:
 		c.Candidate, c.Error = "failed", upstream.KindOf(err).String()
 		if errors.Is(err, upstream.ErrWalkOverBound) {
 			c.Error = ErrorOverBound
 		}
 		s.log.Warn("shadow candidate walk failed; partners are not affected", "mode", mode, "error", err)
-		s.metrics.walk(mode, false)
-		s.store(mode, c)
-		return
+		s.metrics.walk(mode, c.Candidate)
+	default:
+		diff := cr.Diff()
+		c.Candidate = "ok"
+		c.Counts = Counts{Added: len(diff.Added), Removed: len(diff.Removed), Changed: len(diff.Changed),
+			Rejected: len(diff.Rejected), Live: live.Len(), CandidateProperties: cr.Properties()}
+		c.Examples = examples(diff)
+		if d := census.Drift(); d != nil {
+			c.Drift = d
+		}
+		s.metrics.walk(mode, c.Candidate)
+		s.metrics.differences(mode, c.Counts, c.At)
+		if !diff.Empty() {
+			s.log.Info("shadow candidate differs from the live PMS", "mode", mode, "added", c.Counts.Added,
+				"removed", c.Counts.Removed, "changed", c.Counts.Changed, "rejected", c.Counts.Rejected)
+		}
+		for _, d := range c.Drift {
+			s.log.Info("shadow candidate's records changed shape", "mode", mode, "drift", d.Message)
+		}
 	}
-	diff := cr.Diff()
-	c.Candidate = "ok"
-	c.Counts = Counts{Added: len(diff.Added), Removed: len(diff.Removed), Changed: len(diff.Changed),
-		Rejected: len(diff.Rejected), Live: live.Len(), CandidateProperties: cr.Properties()}
-	c.Examples = examples(diff)
-	if d := census.Drift(); d != nil {
-		c.Drift = d
-	}
-	s.metrics.walk(mode, true)
-	s.metrics.differences(mode, c.Counts, c.At)
-	if !diff.Empty() {
-		s.log.Info("shadow candidate differs from the live PMS", "mode", mode, "added", c.Counts.Added,
-			"removed", c.Counts.Removed, "changed", c.Counts.Changed, "rejected", c.Counts.Rejected)
-	}
-	for _, d := range c.Drift {
-		s.log.Info("shadow candidate's records changed shape", "mode", mode, "drift", d.Message)
-	}
-	s.store(mode, c)
+	s.mu.Lock()
+	s.latest[mode] = c
+	s.mu.Unlock()
 }
 
 // walk walks the candidate with the edge's client and mapping (the options
@@ -305,12 +290,6 @@ func (s *Shadow) walk(ctx context.Context, cr *pmscheck.Comparer, census *pmsche
 	})
 }
 
-func (s *Shadow) store(mode string, c *Comparison) {
-	s.mu.Lock()
-	s.latest[mode] = c
-	s.mu.Unlock()
-}
-
 // Walks returns how many candidate walks of mode have started.
 func (s *Shadow) Walks(mode string) int {
 	s.mu.Lock()
@@ -322,9 +301,5 @@ func (s *Shadow) Walks(mode string) int {
 func (s *Shadow) Latest() map[string]*Comparison {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make(map[string]*Comparison, len(s.latest))
-	for k, v := range s.latest {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(s.latest)
 }
