@@ -13,11 +13,10 @@ import (
 // what was asked, what came back, and the body bytes the client read.
 type exchange struct {
 	url         *url.URL
-	status      int    // 0: no answer (err)
-	contentType string //
+	status      int // 0: the attempt failed before an answer
+	contentType string
 	body        []byte // what the client read
 	complete    bool   // the client read the body to its end
-	err         error  // the attempt failed before an answer
 }
 
 // recorder collects the exchanges of one check, in the order their bodies
@@ -82,7 +81,7 @@ type recordingTransport struct {
 func (t recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	res, err := t.rt.RoundTrip(req)
 	if err != nil {
-		t.rec.add(&exchange{url: req.URL, err: err})
+		t.rec.add(&exchange{url: req.URL})
 		return nil, err
 	}
 	x := &exchange{url: req.URL, status: res.StatusCode, contentType: res.Header.Get("Content-Type")}
