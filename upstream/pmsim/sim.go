@@ -68,10 +68,9 @@ type Sim struct {
 	brands []string
 	data   map[string]*brandData
 
-	stats   stats
-	headers headerLog
-	faults  faultState
-	walks   walkSeeds
+	stats  stats
+	faults faultState
+	walks  walkSeeds
 }
 
 type brandData struct {
@@ -169,8 +168,7 @@ func (s *Sim) SetRecords(brand string, recs []json.RawMessage) {
 // ServeHTTP implements the internal PMS API.
 func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _, kind := route(r.URL.Path)
-	s.stats.count(kind)
-	s.headers.record(r.Header)
+	s.stats.arrived(kind, r.Header)
 	if s.applyFaults(w, r, s.serve) {
 		s.serve(w, r)
 	}
@@ -180,7 +178,7 @@ func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *Sim) serve(w http.ResponseWriter, r *http.Request) {
 	brand, id, kind := route(r.URL.Path)
 	if s.cfg.Token != "" && r.Header.Get("Authorization") != "Bearer "+s.cfg.Token {
-		s.stats.unauthorized.Add(1)
+		s.stats.inc(&s.stats.s.Unauthorized)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="pms"`)
 		writeError(w, http.StatusUnauthorized, "unauthorized")
 		return
