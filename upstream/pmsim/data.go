@@ -82,23 +82,19 @@ type kv struct {
 type object []kv
 
 func (o object) MarshalJSON() ([]byte, error) {
-	var b strings.Builder
-	b.WriteByte('{')
+	b := []byte{'{'}
 	for i, f := range o {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
 		k, _ := json.Marshal(f.k)
 		v, err := json.Marshal(f.v)
 		if err != nil {
 			return nil, err
 		}
-		b.Write(k)
-		b.WriteByte(':')
-		b.Write(v)
+		b = append(append(append(b, k...), ':'), v...)
 	}
-	b.WriteByte('}')
-	return []byte(b.String()), nil
+	return append(b, '}'), nil
 }
 
 // generate builds the records of brand number bi, in served order.

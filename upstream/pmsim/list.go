@@ -25,8 +25,8 @@ func (s *Sim) list(w http.ResponseWriter, r *http.Request, brand string) {
 		}
 		limit = n
 	}
-	if s.cfg.PageSize > 0 && limit > s.cfg.PageSize {
-		limit = s.cfg.PageSize
+	if s.cfg.PageSize > 0 {
+		limit = min(limit, s.cfg.PageSize)
 	}
 	var walk uint64
 	offset := 0
@@ -126,32 +126,14 @@ func (s *Sim) cursor(brand string, walk uint64, offset int) string {
 
 func (s *Sim) parseCursor(brand, c string) (walk uint64, offset int, ok bool) {
 	raw, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil {
+	rest, ok := strings.CutPrefix(string(raw), brand+"|")
+	f := strings.Split(rest, "|") // walk, offset, mac
+	if err != nil || !ok || len(f) != 3 || f[2] != s.mac(brand+"|"+f[0]+"|"+f[1]) {
 		return 0, 0, false
 	}
-	rest, mac, ok := cutLast(string(raw))
-	if !ok || mac != s.mac(rest) {
-		return 0, 0, false
-	}
-	rest, off, ok1 := cutLast(rest)
-	b, wk, ok2 := cutLast(rest)
-	if !ok1 || !ok2 || b != brand {
-		return 0, 0, false
-	}
-	walk, err1 := strconv.ParseUint(wk, 10, 64)
-	offset, err2 := strconv.Atoi(off)
-	if err1 != nil || err2 != nil || offset < 0 {
-		return 0, 0, false
-	}
-	return walk, offset, true
-}
-
-func cutLast(s string) (before, after string, ok bool) {
-	i := strings.LastIndexByte(s, '|')
-	if i < 0 {
-		return "", "", false
-	}
-	return s[:i], s[i+1:], true
+	walk, err1 := strconv.ParseUint(f[0], 10, 64)
+	offset, err2 := strconv.Atoi(f[1])
+	return walk, offset, err1 == nil && err2 == nil && offset >= 0
 }
 
 func (s *Sim) mac(raw string) string {

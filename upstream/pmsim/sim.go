@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -106,18 +107,12 @@ func New(cfg Config) *Sim {
 
 func index(recs []json.RawMessage) *brandData {
 	d := &brandData{recs: recs, exact: make(map[string]int, len(recs)), fold: make(map[string]int, len(recs))}
-	for i, r := range recs {
+	for i := len(recs) - 1; i >= 0; i-- { // the first record of an id written last
 		var probe struct {
 			ID string `json:"hotel_id"`
 		}
-		if json.Unmarshal(r, &probe) != nil || probe.ID == "" {
-			continue
-		}
-		if _, dup := d.exact[probe.ID]; !dup {
-			d.exact[probe.ID] = i
-		}
-		if _, dup := d.fold[strings.ToLower(probe.ID)]; !dup {
-			d.fold[strings.ToLower(probe.ID)] = i
+		if json.Unmarshal(recs[i], &probe) == nil && probe.ID != "" {
+			d.exact[probe.ID], d.fold[strings.ToLower(probe.ID)] = i, i
 		}
 	}
 	return d
@@ -136,13 +131,16 @@ func (s *Sim) Brands() []string {
 func (s *Sim) Records(brand string) []json.RawMessage {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	d := s.data[brand]
-	if d == nil {
-		return nil
+	if d := s.data[brand]; d != nil {
+		return cloneAll(d.recs)
 	}
-	out := make([]json.RawMessage, len(d.recs))
-	for i, r := range d.recs {
-		out[i] = append(json.RawMessage(nil), r...)
+	return nil
+}
+
+func cloneAll(recs []json.RawMessage) []json.RawMessage {
+	out := make([]json.RawMessage, len(recs))
+	for i, r := range recs {
+		out[i] = slices.Clone(r)
 	}
 	return out
 }
@@ -152,11 +150,7 @@ func (s *Sim) Records(brand string) []json.RawMessage {
 // JSON: list pages would then be invalid JSON too). A new brand is added to
 // Brands. Cursors handed out earlier stay valid as offsets into the new data.
 func (s *Sim) SetRecords(brand string, recs []json.RawMessage) {
-	cp := make([]json.RawMessage, len(recs))
-	for i, r := range recs {
-		cp[i] = append(json.RawMessage(nil), r...)
-	}
-	d := index(cp)
+	d := index(cloneAll(recs))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.data[brand]; !ok {
