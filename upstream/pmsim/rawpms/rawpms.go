@@ -77,15 +77,11 @@ const ForgedName = "Forged Hotel"
 
 // Stats counts what the server did.
 type Stats struct {
-	Accepted    int64 // connections accepted
-	Requests    int64 // requests read
-	IdleClosed  int64 // connections closed by Faults.IdleClose
-	Sent408     int64 // unsolicited 408s written
-	Forged      int64 // forged answers written
-	BadHeads    int64 // answers whose head misbehaved (Faults.Head)
-	HeadBytes   int64 // bytes written in misbehaving heads
-	Restarts    int64 // Restart calls
-	ClosedConns int64 // connections closed by the server, for any reason
+	IdleClosed int64 // connections closed by Faults.IdleClose
+	Sent408    int64 // unsolicited 408s written
+	Forged     int64 // forged answers written
+	BadHeads   int64 // answers whose head misbehaved (Faults.Head)
+	Restarts   int64 // Restart calls
 }
 
 // Server is a raw-socket PMS on a loopback port. It is safe for concurrent
@@ -101,7 +97,7 @@ type Server struct {
 	closed bool
 	wg     sync.WaitGroup
 
-	accepted, requests, idleClosed, sent408, forged, badHeads, headBytes, restarts, closedConns atomic.Int64
+	idleClosed, sent408, forged, badHeads, restarts atomic.Int64
 	// lastRequest is when a request last arrived on any connection (unix
 	// nanoseconds).
 	lastRequest atomic.Int64
@@ -137,11 +133,8 @@ func (s *Server) current() Faults {
 
 // Stats returns the counts so far.
 func (s *Server) Stats() Stats {
-	return Stats{
-		Accepted: s.accepted.Load(), Requests: s.requests.Load(), IdleClosed: s.idleClosed.Load(),
-		Sent408: s.sent408.Load(), Forged: s.forged.Load(), BadHeads: s.badHeads.Load(),
-		HeadBytes: s.headBytes.Load(), Restarts: s.restarts.Load(), ClosedConns: s.closedConns.Load(),
-	}
+	return Stats{IdleClosed: s.idleClosed.Load(), Sent408: s.sent408.Load(), Forged: s.forged.Load(),
+		BadHeads: s.badHeads.Load(), Restarts: s.restarts.Load()}
 }
 
 // Restart plays a PMS restarting on the same address: the listener and
@@ -211,7 +204,6 @@ func (s *Server) serve(ln net.Listener) {
 			s.conns[c] = struct{}{}
 			s.wg.Add(1)
 			s.mu.Unlock()
-			s.accepted.Add(1)
 			go func() {
 				defer s.wg.Done()
 				s.conn(c)
@@ -219,7 +211,6 @@ func (s *Server) serve(ln net.Listener) {
 				delete(s.conns, c)
 				s.mu.Unlock()
 				_ = c.Close()
-				s.closedConns.Add(1)
 			}()
 		}
 	}()
@@ -239,7 +230,6 @@ func (s *Server) conn(c net.Conn) {
 		if err != nil {
 			return
 		}
-		s.requests.Add(1)
 		rec := httptest.NewRecorder()
 		s.h.ServeHTTP(rec, req)
 		res := rec.Result()
@@ -307,25 +297,23 @@ func (s *Server) idle(c net.Conn, br *bufio.Reader, forge *[]byte, since time.Ti
 		if last := time.Unix(0, s.lastRequest.Load()); last.After(quiet) {
 			continue // another connection got a request meanwhile
 		}
+		forgeDue := *forge != nil && f.ForgedAfter > 0 && now.Sub(quiet) >= f.ForgedAfter
+		due408 := f.Idle408 > 0 && now.Sub(quiet) >= f.Idle408
+		// Before writing, look once more, without waiting, for a request
+		// that came while this goroutine waited to run (a read would not:
+		// its deadline has passed).
+		if (forgeDue || due408) && (br.Buffered() > 0 || pending(c)) {
+			s.lastRequest.Store(now.UnixNano())
+			return true
+		}
 		switch {
-		case *forge != nil && f.ForgedAfter > 0 && now.Sub(quiet) >= f.ForgedAfter:
-			// Look once more, without waiting, for a request that came
-			// while this goroutine waited to run (a read would not: its
-			// deadline has passed).
-			if br.Buffered() > 0 || pending(c) {
-				s.lastRequest.Store(now.UnixNano())
-				return true
-			}
+		case forgeDue:
 			if _, err := c.Write(*forge); err != nil {
 				return false
 			}
 			s.forged.Add(1)
 			*forge = nil
-		case f.Idle408 > 0 && now.Sub(quiet) >= f.Idle408:
-			if br.Buffered() > 0 || pending(c) {
-				s.lastRequest.Store(now.UnixNano())
-				return true
-			}
+		case due408:
 			_, _ = io.WriteString(c, "HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
 			s.sent408.Add(1)
 			return false
@@ -389,7 +377,7 @@ const endlessLimit = 8 << 30
 // badHead writes the answer with f's head; it reports whether the
 // connection may serve another request.
 func (s *Server) badHead(c net.Conn, f Head, res *http.Response, body []byte) bool {
-	w := &countingWriter{w: c, n: &s.headBytes}
+	w := &countingWriter{w: c}
 	chunk := bytes.Repeat([]byte("a"), 32<<10)
 	endless := func(start string, line func(i int) []byte) bool {
 		if _, err := io.WriteString(w, start); err != nil {
@@ -449,16 +437,14 @@ func (s *Server) badHead(c net.Conn, f Head, res *http.Response, body []byte) bo
 	return false
 }
 
-// countingWriter counts what it writes, in written and n.
+// countingWriter counts what it writes.
 type countingWriter struct {
 	w       io.Writer
 	written int64
-	n       *atomic.Int64
 }
 
 func (cw *countingWriter) Write(p []byte) (int, error) {
 	n, err := cw.w.Write(p)
 	cw.written += int64(n)
-	cw.n.Add(int64(n))
 	return n, err
 }
