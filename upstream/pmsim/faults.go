@@ -83,13 +83,6 @@ func (s *Sim) SetFaults(f Faults) {
 // Heal removes every fault.
 func (s *Sim) Heal() { s.SetFaults(Faults{}) }
 
-// Faults returns the faults in force.
-func (s *Sim) Faults() Faults {
-	s.faults.mu.Lock()
-	defer s.faults.mu.Unlock()
-	return s.faults.cur
-}
-
 // pick decides, at a request's arrival, its delay and whether it fails.
 func (fs *faultState) pick() (f Faults, delay time.Duration, fail bool) {
 	fs.mu.Lock()

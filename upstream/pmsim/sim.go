@@ -161,8 +161,7 @@ func (s *Sim) SetRecords(brand string, recs []json.RawMessage) {
 
 // ServeHTTP implements the internal PMS API.
 func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	_, _, kind := route(r.URL.Path)
-	s.stats.arrived(kind, r.Header)
+	s.stats.arrived(Route(r.URL.Path), r.Header)
 	if s.applyFaults(w, r, s.serve) {
 		s.serve(w, r)
 	}
@@ -170,14 +169,14 @@ func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // serve answers a request as a healthy PMS.
 func (s *Sim) serve(w http.ResponseWriter, r *http.Request) {
-	brand, id, kind := route(r.URL.Path)
+	brand, id, rt := route(r.URL.Path)
 	if s.cfg.Token != "" && r.Header.Get("Authorization") != "Bearer "+s.cfg.Token {
 		s.stats.inc(&s.stats.s.Unauthorized)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="pms"`)
 		writeError(w, http.StatusUnauthorized, "unauthorized")
 		return
 	}
-	if kind == kindOther {
+	if rt == "" {
 		writeError(w, http.StatusNotFound, "not_found")
 		return
 	}
@@ -186,7 +185,7 @@ func (s *Sim) serve(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, "method_not_allowed")
 		return
 	}
-	if kind == kindList {
+	if rt == RouteList {
 		s.list(w, r, brand)
 		return
 	}
@@ -195,20 +194,21 @@ func (s *Sim) serve(w http.ResponseWriter, r *http.Request) {
 
 const prefix = "/internal/v2/brands/"
 
-// route splits an API path into brand and hotel id.
-func route(path string) (brand, id string, k kind) {
+// route splits an API path into brand and hotel id, with its route
+// template (Route).
+func route(path string) (brand, id, tmpl string) {
 	rest, ok := strings.CutPrefix(path, prefix)
 	if !ok {
-		return "", "", kindOther
+		return "", "", ""
 	}
 	parts := strings.Split(rest, "/")
 	switch {
 	case len(parts) == 2 && parts[0] != "" && parts[1] == "hotels":
-		return parts[0], "", kindList
+		return parts[0], "", RouteList
 	case len(parts) == 3 && parts[0] != "" && parts[1] == "hotels" && parts[2] != "":
-		return parts[0], parts[2], kindGet
+		return parts[0], parts[2], RouteGet
 	}
-	return "", "", kindOther
+	return "", "", ""
 }
 
 // get answers one hotel. The id matches the stored hotel_id exactly or,

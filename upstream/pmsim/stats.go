@@ -5,14 +5,6 @@ import (
 	"sync"
 )
 
-type kind int
-
-const (
-	kindOther kind = iota
-	kindList
-	kindGet
-)
-
 // Stats counts the requests a Sim has handled since New or ResetStats.
 // Every request counts when it arrives, faulty and refused ones included.
 type Stats struct {
@@ -30,16 +22,17 @@ type stats struct {
 	headers []http.Header // oldest first, at most HeaderLogSize
 }
 
-// arrived counts a request of kind k and keeps a copy of its headers.
-func (c *stats) arrived(k kind, h http.Header) {
+// arrived counts a request of route (Route's) and keeps a copy of its
+// headers.
+func (c *stats) arrived(route string, h http.Header) {
 	h = h.Clone()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.s.Requests++
-	switch k {
-	case kindList:
+	switch route {
+	case RouteList:
 		c.s.Lists++
-	case kindGet:
+	case RouteGet:
 		c.s.Gets++
 	}
 	if len(c.headers) == HeaderLogSize {
