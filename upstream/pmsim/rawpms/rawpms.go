@@ -377,16 +377,12 @@ const endlessLimit = 8 << 30
 // badHead writes the answer with f's head; it reports whether the
 // connection may serve another request.
 func (s *Server) badHead(c net.Conn, f Head, res *http.Response, body []byte) bool {
-	w := &countingWriter{w: c}
+	w := &headWriter{w: c}
 	chunk := bytes.Repeat([]byte("a"), 32<<10)
 	endless := func(start string, line func(i int) []byte) bool {
-		if _, err := io.WriteString(w, start); err != nil {
-			return false
-		}
-		for i := 0; w.written < endlessLimit; i++ {
-			if _, err := w.Write(line(i)); err != nil {
-				return false
-			}
+		w.write([]byte(start))
+		for i := 0; w.err == nil && w.written < endlessLimit; i++ {
+			w.write(line(i))
 		}
 		return false
 	}
@@ -403,48 +399,40 @@ func (s *Server) badHead(c net.Conn, f Head, res *http.Response, body []byte) bo
 			return []byte("X-Header-" + strconv.Itoa(i) + ": value\r\n")
 		})
 	case HugeHead:
-		full := answer(res, body)
-		status, rest, _ := bytes.Cut(full, []byte("\r\n"))
-		if _, err := w.Write(append(status, "\r\n"...)); err != nil {
-			return false
-		}
+		status, rest, _ := bytes.Cut(answer(res, body), []byte("\r\n"))
+		w.write(append(status, "\r\n"...))
 		pad := append([]byte("X-Pad: "), append(bytes.Repeat([]byte("p"), 1000), "\r\n"...)...)
-		for w.written < 64<<20 {
-			if _, err := w.Write(pad); err != nil {
-				return false
-			}
+		for w.err == nil && w.written < 64<<20 {
+			w.write(pad)
 		}
-		_, err := w.Write(rest)
-		return err == nil
+		w.write(rest)
+		return w.err == nil
 	case HugeInformational:
 		pad := append([]byte("X-Hint: "), append(bytes.Repeat([]byte("h"), 1000), "\r\n"...)...)
 		for range 8 {
-			if _, err := io.WriteString(w, "HTTP/1.1 103 Early Hints\r\n"); err != nil {
-				return false
-			}
+			w.write([]byte("HTTP/1.1 103 Early Hints\r\n"))
 			for range 900 {
-				if _, err := w.Write(pad); err != nil {
-					return false
-				}
+				w.write(pad)
 			}
-			if _, err := io.WriteString(w, "\r\n"); err != nil {
-				return false
-			}
+			w.write([]byte("\r\n"))
 		}
-		_, err := w.Write(answer(res, body))
-		return err == nil
+		w.write(answer(res, body))
+		return w.err == nil
 	}
 	return false
 }
 
-// countingWriter counts what it writes.
-type countingWriter struct {
+// headWriter counts what it writes, and writes nothing after an error.
+type headWriter struct {
 	w       io.Writer
 	written int64
+	err     error
 }
 
-func (cw *countingWriter) Write(p []byte) (int, error) {
-	n, err := cw.w.Write(p)
-	cw.written += int64(n)
-	return n, err
+func (hw *headWriter) write(p []byte) {
+	if hw.err == nil {
+		var n int
+		n, hw.err = hw.w.Write(p)
+		hw.written += int64(n)
+	}
 }
