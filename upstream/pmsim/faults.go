@@ -2,13 +2,12 @@ package pmsim
 
 import (
 	"bytes"
-	"fmt"
+	"io"
 	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -121,17 +120,9 @@ func (s *Sim) applyFaults(w http.ResponseWriter, r *http.Request, serve http.Han
 	}
 	s.stats.inc(&s.stats.s.Faulted)
 	switch {
-	case f.Reset:
+	case f.Reset, f.Truncate:
 		res, body := capture(r, serve)
-		reset(w, res, body)
-	case f.Truncate:
-		res, body := capture(r, serve)
-		maps.Copy(w.Header(), res.Header)
-		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-		w.WriteHeader(res.StatusCode)
-		_, _ = w.Write(body[:len(body)/2])
-		// Returning short of Content-Length makes net/http close the
-		// connection: the client reads an unexpected EOF.
+		cutShort(w, res, body, f.Reset)
 	case f.Malformed:
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusOK)
@@ -156,22 +147,21 @@ func (s *Sim) applyFaults(w http.ResponseWriter, r *http.Request, serve http.Han
 	return false
 }
 
-// reset sends the status line, the headers and half the body of the real
-// answer, then closes the connection with a TCP RST. Because an answer has
-// begun, a client's transport cannot silently replay the request.
-func reset(w http.ResponseWriter, res *http.Response, body []byte) {
+// cutShort sends the status line, the headers (the full Content-Length
+// among them) and half the body of the real answer, then closes the
+// connection: with a TCP RST when rst, else a FIN (the client reads an
+// unexpected EOF). Because an answer has begun, a client's transport
+// cannot silently replay the request.
+func cutShort(w http.ResponseWriter, res *http.Response, body []byte, rst bool) {
 	conn, rw, err := http.NewResponseController(w).Hijack()
 	if err != nil { // HTTP/2 and the like: abort the stream instead
 		panic(http.ErrAbortHandler)
 	}
 	defer conn.Close()
-	fmt.Fprintf(rw, "HTTP/1.1 %d %s\r\n", res.StatusCode, http.StatusText(res.StatusCode))
-	res.Header.Set("Content-Length", strconv.Itoa(len(body)))
-	_ = res.Header.Write(rw)
-	_, _ = rw.WriteString("\r\n")
-	_, _ = rw.Write(body[:len(body)/2])
+	res.ContentLength, res.Body = int64(len(body)), io.NopCloser(bytes.NewReader(body[:len(body)/2]))
+	_ = res.Write(rw) // fails short of ContentLength, as meant
 	_ = rw.Flush()
-	if tcp, ok := conn.(*net.TCPConn); ok {
+	if tcp, ok := conn.(*net.TCPConn); ok && rst {
 		_ = tcp.SetLinger(0) // Close sends RST, not FIN
 	}
 }
