@@ -42,7 +42,7 @@ func (s *Sim) list(w http.ResponseWriter, r *http.Request, brand string) {
 	}
 	s.mu.RLock()
 	var page []json.RawMessage
-	more, empty := false, false
+	more := false
 	if d := s.data[brand]; d != nil && offset < len(d.recs) {
 		end := min(offset+limit, len(d.recs))
 		if walk == 0 {
@@ -54,12 +54,10 @@ func (s *Sim) list(w http.ResponseWriter, r *http.Request, brand string) {
 		}
 		more = end < len(d.recs)
 	}
-	drift := s.cfg.Drift
+	drift, next := s.cfg.Drift, ""
 	if drift.Paging == PagingEmptyCursor && !more {
-		more, empty = true, true
-	}
-	next := ""
-	if !empty {
+		more = true // and the cursor empty
+	} else {
 		next = s.cursor(brand, walk, drift.nextOffset(offset, len(page)))
 	}
 	body := listBody(page, more, drift.cursorKey(), next)
