@@ -12,15 +12,10 @@ import (
 // brandNames is the fixed, ordered list of generated brand codes. Brands
 // beyond it are named "brand13", "brand14", ...
 func brandNames(n int) []string {
-	base := []string{"aurora", "borealis", "cascade", "dunmore", "ember", "fjord",
-		"glacier", "harbor", "isla", "juniper", "kestrel", "lumen"}
-	out := make([]string, 0, n)
-	for i := range n {
-		if i < len(base) {
-			out = append(out, base[i])
-		} else {
-			out = append(out, fmt.Sprintf("brand%02d", i+1))
-		}
+	out := []string{"aurora", "borealis", "cascade", "dunmore", "ember", "fjord",
+		"glacier", "harbor", "isla", "juniper", "kestrel", "lumen"}[:min(n, 12)]
+	for i := len(out); i < n; i++ {
+		out = append(out, fmt.Sprintf("brand%02d", i+1))
 	}
 	return out
 }
