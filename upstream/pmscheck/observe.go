@@ -22,9 +22,8 @@ type exchange struct {
 // recorder collects the exchanges of one check, in the order their bodies
 // were done with (the walk is sequential, so that is the order of pages).
 // While onAdd is set (the list walk), each exchange is handed to it as it
-// is done with and its body let go: the check then holds one page at a
-// time, not the walk (docs/contract.md section 17). After stop, bodies are kept (the
-// few gets).
+// is done with and its body let go: the check holds one page at a time
+// (docs/contract.md section 17). After stop, bodies are kept (the gets).
 type recorder struct {
 	mu    sync.Mutex
 	all   []*exchange

@@ -1,17 +1,11 @@
 // Package rawpms is a PMS that misbehaves at the socket level, for tests of
-// the edge's PMS connection (docs/contract.md section 19). It answers
-// through a handler (a *pmsim.Sim, so the data is the simulator's and the
-// API docs/pms-api.md's), reads requests with net/http's ReadRequest and
-// writes answers with net/http's Response.Write; it runs each TCP
-// connection's loop itself because its faults act in a connection's idle
-// time, which net/http's server keeps to itself. On demand it does what
-// real PMSs and the proxies in front of them do to their clients: close
-// idle keep-alive connections, restart on the same address, answer 408 on
-// an idle connection, write a forged answer after a real one, and send
-// endless or oversized heads (the only bytes written by hand).
-//
-// Every behaviour can be changed while the server runs (Set), so a test
-// warms up against a healthy PMS and then turns a fault on.
+// the edge's PMS connection (docs/contract.md section 19; what it plays:
+// docs/architecture.md). It answers through a handler (a *pmsim.Sim) with
+// net/http's ReadRequest and Response.Write, and runs each TCP
+// connection's loop itself: its faults act in a connection's idle time,
+// which net/http's server keeps to itself. Every behaviour can be changed
+// while it runs (Set): a test warms up against a healthy PMS, then turns a
+// fault on.
 package rawpms
 
 import (
@@ -64,9 +58,8 @@ type Faults struct {
 	Idle408 time.Duration
 	// ForgedAfter writes, this long after each answer and while the
 	// connection and the server are still idle, a second answer nobody
-	// asked for: the
-	// same answer with every display_name replaced by ForgedName and, on
-	// a list page, a null nextCursor. Zero never.
+	// asked for: the same answer with every display_name replaced by
+	// ForgedName and, on a list page, a null nextCursor. Zero never.
 	ForgedAfter time.Duration
 	// Head makes every answer's head misbehave.
 	Head Head
