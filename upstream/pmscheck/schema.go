@@ -103,18 +103,12 @@ func validate(s *jsonschema.Schema, v any) []schemaProblem {
 
 // comparePaths orders instance locations, array indexes by number.
 func comparePaths(a, b []string) int {
-	for i := 0; i < len(a) && i < len(b); i++ {
-		x, errx := strconv.Atoi(a[i])
-		y, erry := strconv.Atoi(b[i])
+	return slices.CompareFunc(a, b, func(x, y string) int {
+		nx, errx := strconv.Atoi(x)
+		ny, erry := strconv.Atoi(y)
 		if errx == nil && erry == nil {
-			if c := cmp.Compare(x, y); c != 0 {
-				return c
-			}
-			continue
+			return cmp.Compare(nx, ny)
 		}
-		if c := strings.Compare(a[i], b[i]); c != 0 {
-			return c
-		}
-	}
-	return cmp.Compare(len(a), len(b))
+		return strings.Compare(x, y)
+	})
 }

@@ -2,6 +2,7 @@ package pmsim
 
 import (
 	"bytes"
+	"cmp"
 	"io"
 	"maps"
 	"math/rand/v2"
@@ -138,11 +139,7 @@ func (s *Sim) applyFaults(w http.ResponseWriter, r *http.Request, serve http.Han
 		if f.RetryAfter != "" {
 			w.Header().Set("Retry-After", f.RetryAfter)
 		}
-		code := strings.ToLower(strings.ReplaceAll(http.StatusText(status), " ", "_"))
-		if code == "" {
-			code = "error"
-		}
-		writeError(w, status, code)
+		writeError(w, status, cmp.Or(strings.ToLower(strings.ReplaceAll(http.StatusText(status), " ", "_")), "error"))
 	}
 	return false
 }
