@@ -15,11 +15,8 @@ import (
 
 // Census counts, over the records of one walk, which top-level fields
 // each record carries and of which JSON type, so that a drift report can
-// name its cause: a field renamed (missing, and another appeared in as
-// many records) or retyped (present, of another type), with the number of
-// records affected, where the mapping alone would only say why each
-// record was rejected (empty_name, undecodable). It keeps counts and at
-// most maxUnknownFields names, never a value.
+// name the cause behind the rejections (docs/pms-changes.md, "Drift"). It
+// keeps counts and at most maxUnknownFields names, never a value.
 type Census struct {
 	records int
 	read    []string // the optional fields the mapping reads
@@ -150,11 +147,9 @@ type Field struct {
 // kindNames are the JSON types of jsontext's kinds.
 var kindNames = map[jsontext.Kind]string{'"': "string", '0': "number", '{': "object", '[': "array", 't': "boolean", 'n': "null"}
 
-// Drift lists what changed: every required field absent from some record,
-// every optional field the mapping reads absent from all of at least
-// fieldsSeenMin records, and every field of another JSON type than
-// docs/pms-api.md allows, each with the records affected; a missing field
-// names the fields outside the document that appeared (a rename).
+// Drift lists what changed (docs/pms-changes.md, "Drift"): a field missing
+// (every required one; a read optional one when absent from all of at
+// least fieldsSeenMin records) with what appeared instead, or retyped.
 func (c *Census) Drift() []Drift {
 	out := []Drift{}
 	for _, name := range slices.Sorted(maps.Keys(recordFields)) {

@@ -168,11 +168,20 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	defer client.CloseIdleConnections()
 
-	// The walk: the edge's own list walk and mapping.
+	// The walk: the edge's own list walk and mapping. A record on two
+	// overlapping pages is one record (the paging rule reports the overlap):
+	// counted, and listed as rejected, once (its id compared as the paging
+	// rule compares them, case-insensitively).
 	var rejected []*mapping.Rejection
+	seen := map[string]bool{}
 	census := NewCensus(cfg.CodeSource)
-	walk := upstream.NewDirect(client, upstream.DirectOptions{Brand: cfg.Brand, CodeSource: cfg.CodeSource,
-		OnReject: func(_ context.Context, rj *mapping.Rejection) { rejected = append(rejected, rj) }, OnRecord: census.Add})
+	walk := upstream.NewDirect(client, upstream.DirectOptions{Brand: cfg.Brand, CodeSource: cfg.CodeSource, OnRecord: census.Add,
+		OnReject: func(_ context.Context, rj *mapping.Rejection) {
+			if k := strings.ToLower(rj.HotelID); !seen[k] {
+				seen[k] = true
+				rejected = append(rejected, rj)
+			}
+		}})
 	props, _, walkErr := walk.Properties(ctx)
 	listed := c.rec.stop()
 	// What only the whole walk tells: fields the mapping reads that no record carries.
@@ -198,15 +207,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 	r.Violations = c.v.list
 	r.Drift = census.Drift()
-	// A record on two overlapping pages is one record (the paging rule
-	// reports the overlap): counted, and listed as rejected, once.
-	rejected = uniqueRejections(rejected)
 	r.Records = Records{Walked: len(items) + len(rejected), Mapped: len(items), Rejected: len(rejected)}
-	for _, rj := range rejected {
-		r.Rejected[rj.Reason] = append(r.Rejected[rj.Reason], rj.HotelID)
-	}
-	for _, ids := range r.Rejected {
-		slices.Sort(ids)
+	res := NewResult(cfg.Brand, mode, cfg.CodeSource, items, rejected)
+	for _, rj := range res.Rejected { // ordered by id
+		r.Rejected[rj.Reason] = append(r.Rejected[rj.Reason], rj.ID)
 	}
 	active := 0
 	for _, it := range items {
@@ -216,7 +220,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	r.Visible = Visible{Listed: active, ByIDOnly: len(items) - active, Properties: len(items)}
 	if walkErr == nil { // else nothing partners would see: do not save an empty list as a baseline
-		r.Result = NewResult(cfg.Brand, mode, cfg.CodeSource, items, rejected)
+		r.Result = res
 	}
 	r.OK = len(r.Violations) == 0
 	return r, nil
@@ -233,18 +237,6 @@ func (r *Report) Compare(base *Result, file string) {
 	if d.Breaking() {
 		r.OK = false
 	}
-}
-
-// uniqueRejections keeps the first rejection of each hotel id, compared
-// as the paging rule compares them (case-insensitively).
-func uniqueRejections(rs []*mapping.Rejection) []*mapping.Rejection {
-	seen := make(map[string]bool, len(rs))
-	return slices.DeleteFunc(rs, func(rj *mapping.Rejection) bool {
-		k := strings.ToLower(rj.HotelID)
-		dup := seen[k]
-		seen[k] = true
-		return dup
-	})
 }
 
 func listPath(brand string) string { return "/internal/v2/brands/" + brand + "/hotels" }
