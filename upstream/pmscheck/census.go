@@ -15,8 +15,9 @@ import (
 
 // Census counts, over the records of one walk, which top-level fields
 // each record carries and of which JSON type, so that a drift report can
-// name the cause behind the rejections (docs/pms-changes.md, "Drift"). It
-// keeps counts and at most maxUnknownFields names, never a value.
+// name the cause behind the rejections (docs/pms-changes.md, "`edge pms
+// check`": Drift). It keeps counts and at most maxUnknownFields names,
+// never a value.
 type Census struct {
 	records int
 	read    []string // the optional fields the mapping reads
@@ -147,9 +148,10 @@ type Field struct {
 // kindNames are the JSON types of jsontext's kinds.
 var kindNames = map[jsontext.Kind]string{'"': "string", '0': "number", '{': "object", '[': "array", 't': "boolean", 'n': "null"}
 
-// Drift lists what changed (docs/pms-changes.md, "Drift"): a field missing
-// (every required one; a read optional one when absent from all of at
-// least fieldsSeenMin records) with what appeared instead, or retyped.
+// Drift lists what changed (docs/pms-changes.md, "`edge pms check`"): a
+// field missing (every required one; a read optional one when absent from
+// all of at least fieldsSeenMin records) with what appeared instead, or
+// retyped.
 func (c *Census) Drift() []Drift {
 	out := []Drift{}
 	for _, name := range slices.Sorted(maps.Keys(recordFields)) {
