@@ -85,8 +85,8 @@ type Report struct {
 	Brand      string `json:"brand"`
 	Mode       string `json:"mode"`
 	CodeSource string `json:"codeSource"`
-	// OK is false when the PMS breaks docs/pms-api.md or, after
-	// Compare, when partners lose a property of the baseline.
+	// OK is false when the PMS breaks docs/pms-api.md or, against a
+	// baseline (Command), when partners lose a property of it.
 	OK      bool    `json:"ok"`
 	Answers Answers `json:"answers"`
 	// Violations are the broken rules of docs/pms-api.md.
@@ -104,7 +104,7 @@ type Report struct {
 	Visible Visible `json:"visible"`
 	// Result is the partner-visible result (--save writes it).
 	Result *Result `json:"result"`
-	// Baseline is the comparison with a saved Result, after Compare.
+	// Baseline is the comparison with a saved Result (Command.Baseline).
 	Baseline *BaselineDiff `json:"baseline,omitempty"`
 }
 
@@ -224,19 +224,6 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	r.OK = len(r.Violations) == 0
 	return r, nil
-}
-
-// Compare compares the report's result with base (read from file) and
-// clears OK when partners lose a property of base.
-func (r *Report) Compare(base *Result, file string) {
-	if r.Result == nil {
-		return
-	}
-	d := Compare(base, r.Result)
-	r.Baseline = &BaselineDiff{File: file, Diff: d}
-	if d.Breaking() {
-		r.OK = false
-	}
 }
 
 func listPath(brand string) string { return "/internal/v2/brands/" + brand + "/hotels" }

@@ -53,8 +53,9 @@ func (c Command) Execute(ctx context.Context, stdout io.Writer) error {
 	if err != nil {
 		return &UsageError{Err: err}
 	}
-	if base != nil {
-		rep.Compare(base, c.Baseline)
+	if base != nil && rep.Result != nil { // partners losing a property of base fail the check
+		d := Compare(base, rep.Result)
+		rep.Baseline, rep.OK = &BaselineDiff{File: c.Baseline, Diff: d}, rep.OK && !d.Breaking()
 	}
 	write := rep.WriteText
 	if c.JSON {
