@@ -62,14 +62,7 @@ func NewResult(brand, mode string, cs mapping.CodeSource, items []*upstream.Item
 	return r
 }
 
-// Save writes r as indented JSON.
-func (r *Result) Save(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
-}
-
-// LoadResult reads a Result written by Save. Unknown fields and other
+// LoadResult reads a Result written by SaveFile. Unknown fields and other
 // versions are errors: a baseline is compared field by field.
 func LoadResult(rd io.Reader) (*Result, error) {
 	dec := json.NewDecoder(rd)
@@ -193,11 +186,12 @@ func jsonEqual(a, b json.RawMessage) bool {
 	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
 }
 
-// SaveFile writes r to path (created or truncated) for a later baseline.
+// SaveFile writes r to path (created or truncated), as indented JSON, for a
+// later baseline.
 func (r *Result) SaveFile(path string) error {
-	f, err := os.Create(path)
+	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
 	}
-	return errors.Join(r.Save(f), f.Close())
+	return os.WriteFile(path, append(b, '\n'), 0o666)
 }
