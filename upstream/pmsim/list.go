@@ -123,14 +123,16 @@ func (s *Sim) cursor(brand string, walk uint64, offset int) string {
 }
 
 func (s *Sim) parseCursor(brand, c string) (walk uint64, offset int, ok bool) {
-	raw, err := base64.RawURLEncoding.DecodeString(c)
-	rest, ok := strings.CutPrefix(string(raw), brand+"|")
-	f := strings.Split(rest, "|") // walk, offset, mac
-	if err != nil || !ok || len(f) != 3 || f[2] != s.mac(brand+"|"+f[0]+"|"+f[1]) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	raw := string(b)
+	rest, ok1 := strings.CutPrefix(raw, brand+"|")
+	wk, rest, ok2 := strings.Cut(rest, "|")
+	off, mac, ok3 := strings.Cut(rest, "|")
+	if err != nil || !ok1 || !ok2 || !ok3 || mac != s.mac(raw[:len(raw)-len(mac)-1]) {
 		return 0, 0, false
 	}
-	walk, err1 := strconv.ParseUint(f[0], 10, 64)
-	offset, err2 := strconv.Atoi(f[1])
+	walk, err1 := strconv.ParseUint(wk, 10, 64)
+	offset, err2 := strconv.Atoi(off)
 	return walk, offset, err1 == nil && err2 == nil && offset >= 0
 }
 
