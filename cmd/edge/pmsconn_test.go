@@ -12,12 +12,11 @@ import (
 
 	"github.com/partner-edge/partner-edge/edge/keys/keystest"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
-	"github.com/partner-edge/partner-edge/upstream/pmsim/rawpms"
 )
 
 // The PMS connection as PMSs really behave (docs/contract.md section 19),
-// through the real edge binary against rawpms, a PMS that misbehaves at
-// the socket level. Each test runs twice: with EDGE_CACHE_TTL=0 (every
+// through the real edge binary against rawPMS (rawpms_test.go), a PMS that
+// misbehaves at the socket level. Each test runs twice: with EDGE_CACHE_TTL=0 (every
 // partner request reads the PMS: gets are PMS gets, lists are walks) and
 // with a cache (partners are answered from snapshots; the PMS sees walks).
 // The cached run's TTL is short (walkTTL) so that a test of a few seconds
@@ -28,12 +27,12 @@ const walkTTL = "300ms"
 
 var pmsModes = []struct{ name, ttl string }{{"ttl0", "0"}, {"walks", walkTTL}}
 
-// connPMS is a rawpms server in front of a simulator of 1,200 hotels in
+// connPMS is a rawPMS in front of a simulator of 1,200 hotels in
 // pages of 100 (a walk is 12 pages on one connection).
-func connPMS(t *testing.T) *rawpms.Server {
+func connPMS(t *testing.T) *rawPMS {
 	t.Helper()
 	sim := pmsim.New(pmsim.Config{Brands: 1, HotelsPerBrand: 1200, PageSize: 100, Seed: 19, Token: "pms-secret-token"})
-	s, err := rawpms.Start(sim)
+	s, err := startRawPMS(sim)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +144,7 @@ func checkAnswers(t *testing.T, round string, as []pmsAnswer, total int) {
 			var p struct{ Code string }
 			_ = json.Unmarshal(a.body, &p)
 			bad[fmt.Sprintf("%d %s", a.status, p.Code)]++
-		case strings.Contains(string(a.body), rawpms.ForgedName):
+		case strings.Contains(string(a.body), forgedName):
 			bad["a forged record served"]++
 		case strings.Contains(a.path, "?"):
 			var l listing
@@ -193,11 +192,11 @@ func grepLines(log, word string) string {
 // lifecycleCase is a PMS connection life-cycle fault played between bursts
 // of partner traffic: none of it may reach a partner.
 type lifecycleCase struct {
-	faults rawpms.Faults
+	faults rawFaults
 	// between runs after each burst; the quiet in which the fault acts.
-	between func(t *testing.T, s *rawpms.Server)
+	between func(t *testing.T, s *rawPMS)
 	// happened checks that the fault really was played.
-	happened func(st rawpms.Stats) bool
+	happened func(st rawStats) bool
 }
 
 func (lc lifecycleCase) run(t *testing.T) {
@@ -226,8 +225,8 @@ func (lc lifecycleCase) run(t *testing.T) {
 
 // quiet waits d: long enough for the PMS's idle behaviour to act on the
 // connections the last burst left open.
-func quiet(d time.Duration) func(*testing.T, *rawpms.Server) {
-	return func(*testing.T, *rawpms.Server) { time.Sleep(d) }
+func quiet(d time.Duration) func(*testing.T, *rawPMS) {
+	return func(*testing.T, *rawPMS) { time.Sleep(d) }
 }
 
 // A PMS that closes idle keep-alive connections (here after 150 ms, as a
@@ -236,9 +235,9 @@ func quiet(d time.Duration) func(*testing.T, *rawpms.Server) {
 func TestPMSIdleCloseIsNotAPartnerError(t *testing.T) {
 	t.Parallel()
 	lifecycleCase{
-		faults:   rawpms.Faults{IdleClose: 150 * time.Millisecond},
+		faults:   rawFaults{IdleClose: 150 * time.Millisecond},
 		between:  quiet(400 * time.Millisecond),
-		happened: func(st rawpms.Stats) bool { return st.IdleClosed > 0 },
+		happened: func(st rawStats) bool { return st.IdleClosed > 0 },
 	}.run(t)
 }
 
@@ -247,12 +246,12 @@ func TestPMSIdleCloseIsNotAPartnerError(t *testing.T) {
 func TestPMSRestartIsNotAPartnerError(t *testing.T) {
 	t.Parallel()
 	lifecycleCase{
-		between: func(t *testing.T, s *rawpms.Server) {
+		between: func(t *testing.T, s *rawPMS) {
 			if err := s.Restart(); err != nil {
 				t.Fatal(err)
 			}
 		},
-		happened: func(st rawpms.Stats) bool { return st.Restarts == 6 },
+		happened: func(st rawStats) bool { return st.Restarts == 6 },
 	}.run(t)
 }
 
@@ -261,9 +260,9 @@ func TestPMSRestartIsNotAPartnerError(t *testing.T) {
 func TestPMSUnsolicited408IsNotAPartnerError(t *testing.T) {
 	t.Parallel()
 	lifecycleCase{
-		faults:   rawpms.Faults{Idle408: 150 * time.Millisecond},
+		faults:   rawFaults{Idle408: 150 * time.Millisecond},
 		between:  quiet(400 * time.Millisecond),
-		happened: func(st rawpms.Stats) bool { return st.Sent408 > 0 },
+		happened: func(st rawStats) bool { return st.Sent408 > 0 },
 	}.run(t)
 }
 
@@ -273,9 +272,9 @@ func TestPMSUnsolicited408IsNotAPartnerError(t *testing.T) {
 func TestPMSForgedTrailingAnswerIsNeverServed(t *testing.T) {
 	t.Parallel()
 	lifecycleCase{
-		faults:   rawpms.Faults{ForgedAfter: 50 * time.Millisecond},
+		faults:   rawFaults{ForgedAfter: 50 * time.Millisecond},
 		between:  quiet(400 * time.Millisecond),
-		happened: func(st rawpms.Stats) bool { return st.Forged > 0 },
+		happened: func(st rawStats) bool { return st.Forged > 0 },
 	}.run(t)
 }
 
@@ -290,14 +289,14 @@ func TestPMSEndlessHeadIs502WithinBounds(t *testing.T) {
 	}
 	for _, h := range []struct {
 		name string
-		head rawpms.Head
+		head rawHead
 	}{
-		{"endless-status-line", rawpms.EndlessStatusLine},
-		{"endless-header", rawpms.EndlessHeader},
-		{"repeated-header", rawpms.RepeatedHeader},
-		{"distinct-headers", rawpms.DistinctHeaders},
-		{"64MiB-head", rawpms.HugeHead},
-		{"huge-informational", rawpms.HugeInformational},
+		{"endless-status-line", headEndlessStatusLine},
+		{"endless-header", headEndlessHeader},
+		{"repeated-header", headRepeated},
+		{"distinct-headers", headDistinct},
+		{"64MiB-head", headHuge},
+		{"huge-informational", headHugeInformational},
 	} {
 		for _, m := range pmsModes {
 			t.Run(h.name+"/"+m.name, func(t *testing.T) {
@@ -311,7 +310,7 @@ func TestPMSEndlessHeadIs502WithinBounds(t *testing.T) {
 					t.Fatalf("warm-up: %d %s", warm.status, warm.body)
 				}
 				base := p.peakRSS(t)
-				s.Set(rawpms.Faults{Head: h.head})
+				s.Set(rawFaults{Head: h.head})
 				client := &http.Client{Timeout: 60 * time.Second}
 				for _, path := range []string{"/v1/properties", "/v1/properties/" + "3f2504e0-4f89-41d3-9a0c-0305e82c3301"} {
 					a := p.get(client, path)

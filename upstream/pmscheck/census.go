@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -14,16 +15,14 @@ import (
 
 // Census counts, over the records of one walk, which top-level fields
 // each record carries and of which JSON type, so that a drift report can
-// name its cause: a field renamed (missing, and another appeared in as
-// many records) or retyped (present, of another type), with the number of
-// records affected, where the mapping alone would only say why each
-// record was rejected (empty_name, undecodable). It keeps counts and at
-// most maxUnknownFields names, never a value.
+// name the cause behind the rejections (docs/pms-changes.md, "`edge pms
+// check`": Drift). It keeps counts and at most maxUnknownFields names,
+// never a value.
 type Census struct {
 	records int
 	read    []string // the optional fields the mapping reads
 	fields  map[string]*fieldCount
-	unknown int // names not counted once maxUnknownFields were
+	unknown int // names outside docs/pms-api.md in fields
 	dec     jsontext.Decoder
 	in      bytes.Reader
 }
@@ -91,11 +90,10 @@ func (c *Census) Add(raw []byte) {
 		// name is valid until the decoder's next call: looked up (no
 		// allocation) and, when new, copied before anything else.
 		fc := c.fields[string(name)]
-		if fc == nil {
-			if _, known := recordFields[string(name)]; known || len(c.fields)-c.knownSeen() < maxUnknownFields {
-				fc = &fieldCount{kinds: map[jsontext.Kind]int{}}
-				c.fields[string(name)] = fc
-			} else {
+		if _, known := recordFields[string(name)]; fc == nil && (known || c.unknown < maxUnknownFields) {
+			fc = &fieldCount{kinds: map[jsontext.Kind]int{}}
+			c.fields[string(name)] = fc
+			if !known {
 				c.unknown++
 			}
 		}
@@ -116,19 +114,13 @@ func (c *Census) Add(raw []byte) {
 // censusOptions accept what encoding/json accepts, built once.
 var censusOptions = []jsontext.Options{jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)}
 
-// knownSeen is how many of the document's fields the census has met.
-func (c *Census) knownSeen() int {
-	n := 0
-	for name := range recordFields {
-		if c.fields[name] != nil {
-			n++
-		}
+// present is how many records carry the field name.
+func (c *Census) present(name string) int {
+	if fc := c.fields[name]; fc != nil {
+		return fc.present
 	}
-	return n
+	return 0
 }
-
-// Records is the number of records counted.
-func (c *Census) Records() int { return c.records }
 
 // Drift is one change of the records' shape that the census found.
 type Drift struct {
@@ -156,25 +148,14 @@ type Field struct {
 // kindNames are the JSON types of jsontext's kinds.
 var kindNames = map[jsontext.Kind]string{'"': "string", '0': "number", '{': "object", '[': "array", 't': "boolean", 'n': "null"}
 
-// Drift lists what changed: every required field absent from some record,
-// every optional field the mapping reads absent from all of at least
-// fieldsSeenMin records, and every field of another JSON type than
-// docs/pms-api.md allows, each with the records affected; a missing field
-// names the fields outside the document that appeared (a rename).
+// Drift lists what changed (docs/pms-changes.md, "`edge pms check`"): a
+// field missing (every required one; a read optional one when absent from
+// all of at least fieldsSeenMin records) with what appeared instead, or
+// retyped.
 func (c *Census) Drift() []Drift {
-	names := make([]string, 0, len(recordFields))
-	for name := range recordFields {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	var out []Drift
-	for _, name := range names {
-		spec := recordFields[name]
-		present := 0
-		fc := c.fields[name]
-		if fc != nil {
-			present = fc.present
-		}
+	out := []Drift{}
+	for _, name := range slices.Sorted(maps.Keys(recordFields)) {
+		spec, present, fc := recordFields[name], c.present(name), c.fields[name]
 		if missing := c.records - present; missing > 0 && (spec.required || present == 0 && c.records >= fieldsSeenMin && slices.Contains(c.read, name)) {
 			appeared := c.renamedTo(spec.kinds)
 			d := Drift{Field: name, Change: "missing", Records: missing, Appeared: appeared,

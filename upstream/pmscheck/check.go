@@ -9,6 +9,7 @@
 package pmscheck
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,6 +20,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/partner-edge/partner-edge/mapping"
 	"github.com/partner-edge/partner-edge/upstream"
@@ -82,8 +85,8 @@ type Report struct {
 	Brand      string `json:"brand"`
 	Mode       string `json:"mode"`
 	CodeSource string `json:"codeSource"`
-	// OK is false when the PMS breaks docs/pms-api.md or, after
-	// Compare, when partners lose a property of the baseline.
+	// OK is false when the PMS breaks docs/pms-api.md or, against a
+	// baseline (Command), when partners lose a property of it.
 	OK      bool    `json:"ok"`
 	Answers Answers `json:"answers"`
 	// Violations are the broken rules of docs/pms-api.md.
@@ -101,7 +104,7 @@ type Report struct {
 	Visible Visible `json:"visible"`
 	// Result is the partner-visible result (--save writes it).
 	Result *Result `json:"result"`
-	// Baseline is the comparison with a saved Result, after Compare.
+	// Baseline is the comparison with a saved Result (Command.Baseline).
 	Baseline *BaselineDiff `json:"baseline,omitempty"`
 }
 
@@ -150,35 +153,48 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	mode := cfg.Mode
-	if mode == "" {
-		mode = "live"
-	}
+	mode := cmp.Or(cfg.Mode, "live")
 	r := &Report{PMS: cfg.Client.BaseURL, Brand: cfg.Brand, Mode: mode,
-		CodeSource: string(orNone(cfg.CodeSource)), Violations: []Violation{},
+		CodeSource: string(cmp.Or(cfg.CodeSource, mapping.CodeSourceNone)), Violations: []Violation{},
 		Rejected: map[mapping.Reason][]string{}, Answers: Answers{Statuses: map[string]int{}}}
-	v := &violations{}
-	lc := newListChecker(sc, cfg, v, &r.Answers)
+	c := &checker{sc: sc, cfg: cfg, a: &r.Answers, seenCursor: map[string]int{}, seenID: map[uint64]int{}, seed: maphash.MakeSeed()}
 	// Each list page is checked as the walk reads it, and let go.
-	rec := &recorder{onAdd: lc.check}
+	c.rec = &recorder{onAdd: c.listPage}
 	cc := cfg.Client
-	cc.WrapTransport = rec.wrap(cc.WrapTransport)
+	cc.WrapTransport = c.rec.wrap(cc.WrapTransport)
 	client, err := upstream.NewClient(cc)
 	if err != nil {
 		return nil, err
 	}
 	defer client.CloseIdleConnections()
 
-	// The walk: the edge's own list walk and mapping.
+	// The walk: the edge's own list walk and mapping. A record on two
+	// overlapping pages is one record (the paging rule reports the overlap):
+	// counted, and listed as rejected, once (its id compared as the paging
+	// rule compares them, case-insensitively).
 	var rejected []*mapping.Rejection
+	seen := map[string]bool{}
 	census := NewCensus(cfg.CodeSource)
-	walk := upstream.NewDirect(client, upstream.DirectOptions{Brand: cfg.Brand, CodeSource: cfg.CodeSource,
-		OnReject: func(_ context.Context, rj *mapping.Rejection) { rejected = append(rejected, rj) }, OnRecord: census.Add})
+	walk := upstream.NewDirect(client, upstream.DirectOptions{Brand: cfg.Brand, CodeSource: cfg.CodeSource, OnRecord: census.Add,
+		OnReject: func(_ context.Context, rj *mapping.Rejection) {
+			if k := strings.ToLower(rj.HotelID); !seen[k] {
+				seen[k] = true
+				rejected = append(rejected, rj)
+			}
+		}})
 	props, _, walkErr := walk.Properties(ctx)
-	listed := rec.stop()
-	lc.finish(cfg)
+	listed := c.rec.stop()
+	// What only the whole walk tells: fields the mapping reads that no record carries.
+	if census.records >= fieldsSeenMin {
+		for _, f := range census.read {
+			if census.present(f) == 0 {
+				c.v.add(RuleShape, f, fmt.Sprintf("a field the mapping reads is absent from all %d records: renamed or removed? (section 5)", census.records),
+					"every page")
+			}
+		}
+	}
 	if walkErr != nil {
-		v.add(RuleWalk, "", "the edge's list walk failed, partners would get an error: "+walkErr.Error(),
+		c.v.add(RuleWalk, "", "the edge's list walk failed, partners would get an error: "+walkErr.Error(),
 			"GET "+listPath(cfg.Brand))
 	}
 
@@ -186,23 +202,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	// two more copies of what the walk kept).
 	items := upstream.ItemsByID(props)
 	if walkErr == nil {
-		checkGets(ctx, client, cfg, items, sc, rec, listed, v, &r.Answers)
+		c.gets(ctx, client, items, listed)
 	}
 
-	r.Violations = v.list
+	r.Violations = c.v.list
 	r.Drift = census.Drift()
-	if r.Drift == nil {
-		r.Drift = []Drift{}
-	}
-	// A record on two overlapping pages is one record (the paging rule
-	// reports the overlap): counted, and listed as rejected, once.
-	rejected = uniqueRejections(rejected)
 	r.Records = Records{Walked: len(items) + len(rejected), Mapped: len(items), Rejected: len(rejected)}
-	for _, rj := range rejected {
-		r.Rejected[rj.Reason] = append(r.Rejected[rj.Reason], rj.HotelID)
-	}
-	for _, ids := range r.Rejected {
-		slices.Sort(ids)
+	res := NewResult(cfg.Brand, mode, cfg.CodeSource, items, rejected)
+	for _, rj := range res.Rejected { // ordered by id
+		r.Rejected[rj.Reason] = append(r.Rejected[rj.Reason], rj.ID)
 	}
 	active := 0
 	for _, it := range items {
@@ -211,48 +219,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	r.Visible = Visible{Listed: active, ByIDOnly: len(items) - active, Properties: len(items)}
-	r.Result = NewResult(cfg.Brand, mode, cfg.CodeSource, items, rejected)
-	if walkErr != nil {
-		r.Result = nil // nothing partners would see: do not save an empty list as a baseline
+	if walkErr == nil { // else nothing partners would see: do not save an empty list as a baseline
+		r.Result = res
 	}
 	r.OK = len(r.Violations) == 0
 	return r, nil
-}
-
-// Compare compares the report's result with base (read from file) and
-// clears OK when partners lose a property of base.
-func (r *Report) Compare(base *Result, file string) {
-	if r.Result == nil {
-		return
-	}
-	d := Compare(base, r.Result)
-	r.Baseline = &BaselineDiff{File: file, Diff: d}
-	if d.Breaking() {
-		r.OK = false
-	}
-}
-
-// uniqueRejections keeps the first rejection of each hotel id, compared
-// as the paging rule compares them (case-insensitively).
-func uniqueRejections(rs []*mapping.Rejection) []*mapping.Rejection {
-	seen := make(map[string]bool, len(rs))
-	out := rs[:0:0]
-	for _, rj := range rs {
-		k := strings.ToLower(rj.HotelID)
-		if seen[k] {
-			continue
-		}
-		seen[k] = true
-		out = append(out, rj)
-	}
-	return out
-}
-
-func orNone(cs mapping.CodeSource) mapping.CodeSource {
-	if cs == "" {
-		return mapping.CodeSourceNone
-	}
-	return cs
 }
 
 func listPath(brand string) string { return "/internal/v2/brands/" + brand + "/hotels" }
@@ -261,21 +232,16 @@ func listPath(brand string) string { return "/internal/v2/brands/" + brand + "/h
 type violations struct{ list []Violation }
 
 func (v *violations) add(rule, field, message, example string) {
-	for i := range v.list {
-		x := &v.list[i]
-		if x.Rule == rule && x.Field == field && x.Message == message {
-			x.Count++
-			if len(x.Examples) < maxExamples && example != "" {
-				x.Examples = append(x.Examples, example)
-			}
-			return
-		}
+	i := slices.IndexFunc(v.list, func(x Violation) bool { return x.Rule == rule && x.Field == field && x.Message == message })
+	if i < 0 {
+		v.list = append(v.list, Violation{Rule: rule, Field: field, Message: message, Examples: []string{}})
+		i = len(v.list) - 1
 	}
-	ex := []string{}
-	if example != "" {
-		ex = append(ex, example)
+	x := &v.list[i]
+	x.Count++
+	if len(x.Examples) < maxExamples && example != "" {
+		x.Examples = append(x.Examples, example)
 	}
-	v.list = append(v.list, Violation{Rule: rule, Field: field, Message: message, Count: 1, Examples: ex})
 }
 
 // countStatus counts one attempt by status.
@@ -306,47 +272,55 @@ func statusProblem(status int, list bool) string {
 	return fmt.Sprintf("status %d is not an answer of the API (sections 2 to 4)", status)
 }
 
-// jsonContent reports whether a Content-Type is application/json (section 1).
-func jsonContent(ct string) bool {
-	mt, _, err := mime.ParseMediaType(ct)
-	return err == nil && mt == "application/json"
-}
-
-// listChecker checks the list pages of one walk, in order, one page at a
-// time as the walk reads it (page): it keeps counts, the cursors handed
-// out and a hash of each id listed, never a page (docs/contract.md section 17: the
-// check holds what the edge's walk holds, plus one page being checked).
-type listChecker struct {
+// checker checks the answers of one check. The list pages are checked in
+// order, one at a time as the walk reads it (listPage): it keeps counts, the
+// cursors handed out and a hash of each id listed, never a page
+// (docs/contract.md section 17: the check holds what the edge's walk holds,
+// plus one page being checked).
+type checker struct {
 	sc         *schemas
-	v          *violations
+	cfg        Config
+	v          violations
 	a          *Answers
+	rec        *recorder
 	seenCursor map[string]int // nextCursor -> page that handed it out
 	seenID     map[uint64]int // hash of hotel_id (lower-cased) -> page
 	seed       maphash.Seed
-	present    map[string]int // field the mapping reads -> records that carry it
-	records    int
 	page       int
 	wantCursor string // the cursor the next page must be asked with
 }
 
-func newListChecker(sc *schemas, cfg Config, v *violations, a *Answers) *listChecker {
-	lc := &listChecker{sc: sc, v: v, a: a, seenCursor: map[string]int{}, seenID: map[uint64]int{},
-		seed: maphash.MakeSeed(), present: map[string]int{}}
-	for _, f := range readFields(cfg.CodeSource) {
-		lc.present[f] = 0
+// body checks an answer's Content-Type and, against s, its JSON (section
+// 1); ok is false when it is not JSON. ids, for a list page, are the
+// hotel_id of its records, to locate a record's problems.
+func (c *checker) body(x *exchange, s *jsonschema.Schema, where, notJSON string, ids []string) bool {
+	if mt, _, err := mime.ParseMediaType(x.contentType); err != nil || mt != "application/json" {
+		c.v.add(RuleShape, "Content-Type", fmt.Sprintf("Content-Type %q, want application/json (section 1)", x.contentType), where)
 	}
-	return lc
+	var doc any
+	if err := json.Unmarshal(x.body, &doc); err != nil {
+		c.v.add(RuleShape, "", notJSON, where)
+		return false
+	}
+	for _, p := range validate(s, doc) {
+		if ids == nil {
+			c.v.add(RuleShape, p.field, schemaMessage(p, true), where)
+		} else {
+			c.v.add(RuleShape, p.field, schemaMessage(p, len(p.path) >= 2 && p.path[0] == "hotels"), where+" "+location(p.path, ids))
+		}
+	}
+	return true
 }
 
-// check checks one exchange of the walk, in the walk's order.
-func (lc *listChecker) check(x *exchange) {
-	v, a := lc.v, lc.a
-	a.countStatus(x)
+// listPage checks one exchange of the walk, in the walk's order.
+func (c *checker) listPage(x *exchange) {
+	v := &c.v
+	c.a.countStatus(x)
 	if x.status == 0 {
 		return // a failed attempt: retried, or the walk error says it
 	}
 	cursor := x.url.Query().Get("cursor")
-	where := fmt.Sprintf("page %d", lc.page+1)
+	where := fmt.Sprintf("page %d", c.page+1)
 	if cursor != "" {
 		where += " (cursor " + clip(cursor, 24) + ")"
 	}
@@ -357,81 +331,60 @@ func (lc *listChecker) check(x *exchange) {
 	if x.status != http.StatusOK {
 		return
 	}
-	lc.page++
-	a.ListPages++
-	if cursor != lc.wantCursor {
+	c.page++
+	c.a.ListPages++
+	if cursor != c.wantCursor {
 		v.add(RulePaging, "cursor", "the edge asked a page with a cursor it was not handed (a bug of the check)", where)
 	}
 	if !x.complete {
 		return // over the body bound: the walk error says it
 	}
-	if !jsonContent(x.contentType) {
-		v.add(RuleShape, "Content-Type", fmt.Sprintf("Content-Type %q, want application/json (section 1)", x.contentType), where)
+	var env struct {
+		Hotels []struct {
+			ID any `json:"hotel_id"`
+		} `json:"hotels"`
+		NextCursor *string `json:"nextCursor"`
 	}
-	var doc any
-	if err := json.Unmarshal(x.body, &doc); err != nil {
-		v.add(RuleShape, "", "the list page is not JSON (section 2)", where)
+	_ = json.Unmarshal(x.body, &env) // shape problems are reported by body
+	ids := make([]string, len(env.Hotels))
+	for i, h := range env.Hotels {
+		if s, ok := h.ID.(string); ok {
+			ids[i] = clip(s, 64)
+		}
+	}
+	if !c.body(x, c.sc.list, where, "the list page is not JSON (section 2)", ids) {
 		return
 	}
-	ids := hotelIDs(x.body)
-	for _, p := range validate(lc.sc.list, doc) {
-		v.add(RuleShape, p.field, schemaMessage(p, len(p.path) >= 2 && p.path[0] == "hotels"), where+" "+location(p.path, ids))
-	}
-	var env struct {
-		Hotels     []map[string]json.RawMessage `json:"hotels"`
-		NextCursor *string                      `json:"nextCursor"`
-	}
-	_ = json.Unmarshal(x.body, &env) // shape problems are reported above
 	limit, _ := strconv.Atoi(x.url.Query().Get("limit"))
-	if limit > 0 && len(env.Hotels) > limit {
-		v.add(RulePaging, "hotels", fmt.Sprintf("a page of %d records for limit=%d (section 2)", len(env.Hotels), limit), where)
+	if limit > 0 && len(ids) > limit {
+		v.add(RulePaging, "hotels", fmt.Sprintf("a page of %d records for limit=%d (section 2)", len(ids), limit), where)
 	}
-	for i, h := range env.Hotels {
-		lc.records++
-		for f := range lc.present {
-			if _, ok := h[f]; ok {
-				lc.present[f]++
-			}
-		}
-		id := ids[i]
+	for _, id := range ids {
 		if id == "" {
 			continue
 		}
-		key := maphash.String(lc.seed, strings.ToLower(id))
-		if first, dup := lc.seenID[key]; dup {
+		key := maphash.String(c.seed, strings.ToLower(id))
+		if first, dup := c.seenID[key]; dup {
 			v.add(RulePaging, "nextCursor", "a record listed twice in one walk: pages overlap (section 2)",
 				fmt.Sprintf("%s hotel %s (first on page %d)", where, id, first))
 		} else {
-			lc.seenID[key] = lc.page
+			c.seenID[key] = c.page
 		}
 	}
 	switch {
 	case env.NextCursor == nil:
-		lc.wantCursor = ""
+		c.wantCursor = ""
 	case *env.NextCursor == "":
 		v.add(RulePaging, "nextCursor", `empty nextCursor: the last page says null (section 2)`, where)
 	default:
-		c := clip(*env.NextCursor, 256) // kept for the walk: no longer than a page would make it
-		if first, dup := lc.seenCursor[c]; dup {
+		cur := clip(*env.NextCursor, 256) // kept for the walk: no longer than a page would make it
+		if first, dup := c.seenCursor[cur]; dup {
 			v.add(RulePaging, "nextCursor", "cursor loop: a page hands out a cursor handed out before (section 2)",
 				fmt.Sprintf("%s, as page %d did", where, first))
 		} else {
-			lc.seenCursor[c] = lc.page
+			c.seenCursor[cur] = c.page
 		}
-		lc.wantCursor = *env.NextCursor
-	}
-}
-
-// finish checks what only the whole walk tells: fields the mapping reads
-// that no record carries.
-func (lc *listChecker) finish(cfg Config) {
-	if lc.records >= fieldsSeenMin {
-		for _, f := range readFields(cfg.CodeSource) {
-			if lc.present[f] == 0 {
-				lc.v.add(RuleShape, f, fmt.Sprintf("a field the mapping reads is absent from all %d records: renamed or removed? (section 5)", lc.records),
-					"every page")
-			}
-		}
+		c.wantCursor = *env.NextCursor
 	}
 }
 
@@ -446,28 +399,30 @@ func readFields(cs mapping.CodeSource) []string {
 	return fs
 }
 
-// checkGets reads up to cfg.Gets listed properties on the get route and
-// one unknown id. from is the number of exchanges before the gets.
-func checkGets(ctx context.Context, client *upstream.Client, cfg Config, items []*upstream.Item, sc *schemas,
-	rec *recorder, from int, v *violations, a *Answers) {
-	n := cfg.Gets
-	if n == 0 {
-		n = DefaultGets
-	}
+// gets reads up to cfg.Gets listed properties on the get route and one
+// unknown id. from is the number of exchanges before the gets.
+func (c *checker) gets(ctx context.Context, client *upstream.Client, items []*upstream.Item, from int) {
+	n := cmp.Or(c.cfg.Gets, DefaultGets)
 	if n < 0 {
 		return
 	}
-	get := upstream.NewDirect(client, upstream.DirectOptions{Brand: cfg.Brand, CodeSource: cfg.CodeSource})
+	v, brand := &c.v, c.cfg.Brand
+	get := upstream.NewDirect(client, upstream.DirectOptions{Brand: brand, CodeSource: c.cfg.CodeSource})
+	// property gets id and reports whether it failed as a PMS may now and then (transientFailure).
+	property := func(id string) (*upstream.Item, bool, error) {
+		before := len(c.rec.exchanges())
+		got, err := get.Property(ctx, id)
+		return got, err != nil && transientFailure(err, c.rec.exchanges()[before:]), err
+	}
 	succeeded := 0
 	var transient []string
 	for _, it := range items[:min(n, len(items))] {
-		where := "GET " + listPath(cfg.Brand) + "/" + it.ID
-		before := len(rec.exchanges())
-		got, err := get.Property(ctx, it.ID)
+		where := "GET " + listPath(brand) + "/" + it.ID
+		got, flaky, err := property(it.ID)
 		switch {
 		case upstream.KindOf(err) == upstream.NotFound:
 			v.add(RuleGet, "", "a listed property is not found, or not mappable, on the get route (section 3)", where)
-		case err != nil && transientFailure(err, rec.exchanges()[before:]):
+		case flaky:
 			// The client already retried as the edge does (same policy,
 			// budget and deadlines); what is left is a PMS's bad moment.
 			transient = append(transient, where)
@@ -475,26 +430,23 @@ func checkGets(ctx context.Context, client *upstream.Client, cfg Config, items [
 			v.add(RuleGet, "", "the get route failed: "+err.Error(), where)
 		default:
 			succeeded++
-			if fields := changedFields(it.JSON, got.JSON); len(fields) > 0 {
-				for _, f := range fields {
-					v.add(RuleGet, f, "the get route maps to another value than the list (section 3)", where)
-				}
+			for _, f := range changedFields(it.JSON, got.JSON) {
+				v.add(RuleGet, f, "the get route maps to another value than the list (section 3)", where)
 			}
 		}
 	}
-	a.TransientGets = len(transient)
-	if succeeded == 0 && len(transient) > 0 {
+	c.a.TransientGets = len(transient)
+	if succeeded == 0 {
 		for _, where := range transient {
 			v.add(RuleGet, "", "every get failed with a 5xx, 429 or no answer, after the edge's retries (section 3)", where)
 		}
 	}
-	before := len(rec.exchanges())
-	if _, err := get.Property(ctx, unknownID); upstream.KindOf(err) != upstream.NotFound && !transientFailure(err, rec.exchanges()[before:]) {
+	if _, flaky, err := property(unknownID); upstream.KindOf(err) != upstream.NotFound && !flaky {
 		v.add(RuleGet, "", fmt.Sprintf("an unknown hotel did not answer 404 (section 3): %v", err),
-			"GET "+listPath(cfg.Brand)+"/"+unknownID)
+			"GET "+listPath(brand)+"/"+unknownID)
 	}
-	for _, x := range rec.exchanges()[from:] {
-		a.countStatus(x)
+	for _, x := range c.rec.exchanges()[from:] {
+		c.a.countStatus(x)
 		if x.status == 0 {
 			continue
 		}
@@ -502,20 +454,9 @@ func checkGets(ctx context.Context, client *upstream.Client, cfg Config, items [
 		if p := statusProblem(x.status, false); p != "" && !strings.HasSuffix(x.url.Path, "/"+unknownID) {
 			v.add(RuleStatus, "", p, where)
 		}
-		if x.status != http.StatusOK || !x.complete {
-			continue
-		}
-		a.Gets++
-		if !jsonContent(x.contentType) {
-			v.add(RuleShape, "Content-Type", fmt.Sprintf("Content-Type %q, want application/json (section 1)", x.contentType), where)
-		}
-		var doc any
-		if err := json.Unmarshal(x.body, &doc); err != nil {
-			v.add(RuleShape, "", "the hotel is not JSON (section 3)", where)
-			continue
-		}
-		for _, p := range validate(sc.hotel, doc) {
-			v.add(RuleShape, p.field, schemaMessage(p, true), where)
+		if x.status == http.StatusOK && x.complete {
+			c.a.Gets++
+			c.body(x, c.sc.hotel, where, "the hotel is not JSON (section 3)", nil)
 		}
 	}
 }
@@ -556,23 +497,6 @@ func location(path []string, ids []string) string {
 		}
 	}
 	return loc
-}
-
-// hotelIDs are the hotel_id strings of a page's records, "" where absent.
-func hotelIDs(body []byte) []string {
-	var env struct {
-		Hotels []struct {
-			ID any `json:"hotel_id"`
-		} `json:"hotels"`
-	}
-	_ = json.Unmarshal(body, &env)
-	out := make([]string, len(env.Hotels))
-	for i, h := range env.Hotels {
-		if s, ok := h.ID.(string); ok {
-			out[i] = clip(s, 64)
-		}
-	}
-	return out
 }
 
 func clip(s string, n int) string {

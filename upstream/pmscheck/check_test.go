@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -103,11 +105,15 @@ func TestCompare(t *testing.T) {
 // A saved result loads back; anything else is refused.
 func TestSaveLoad(t *testing.T) {
 	r := check(t, pmsim.New(pmsim.Config{Seed: 3}), Config{})
-	var buf bytes.Buffer
-	if err := r.Result.Save(&buf); err != nil {
+	path := filepath.Join(t.TempDir(), "result.json")
+	if err := r.Result.SaveFile(path); err != nil {
 		t.Fatal(err)
 	}
-	back, err := LoadResult(bytes.NewReader(buf.Bytes()))
+	buf, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := LoadResult(bytes.NewReader(buf))
 	if err != nil || !Compare(r.Result, back).Empty() {
 		t.Fatalf("load: %v", err)
 	}

@@ -34,9 +34,17 @@ func (e *UsageError) Unwrap() error { return e.Err }
 // the PMS keeps the contract and no baseline property is lost, a
 // *UsageError when the check cannot run as asked, another error otherwise.
 func (c Command) Execute(ctx context.Context, stdout io.Writer) error {
-	base, err := loadBaseline(c.Baseline)
-	if err != nil {
-		return err
+	var base *Result
+	if c.Baseline != "" {
+		f, err := os.Open(c.Baseline)
+		if err != nil {
+			return &UsageError{Err: fmt.Errorf("--baseline: %w", err)}
+		}
+		base, err = LoadResult(f)
+		f.Close()
+		if err != nil {
+			return &UsageError{Err: fmt.Errorf("--baseline %s: %w", c.Baseline, err)}
+		}
 	}
 	if c.LimitMemory {
 		defer LimitMemory(c.Config.Client.MaxWalkBytes)()
@@ -45,15 +53,15 @@ func (c Command) Execute(ctx context.Context, stdout io.Writer) error {
 	if err != nil {
 		return &UsageError{Err: err}
 	}
-	if base != nil {
-		rep.Compare(base, c.Baseline)
+	if base != nil && rep.Result != nil { // partners losing a property of base fail the check
+		d := Compare(base, rep.Result)
+		rep.Baseline, rep.OK = &BaselineDiff{File: c.Baseline, Diff: d}, rep.OK && !d.Breaking()
 	}
+	write := rep.WriteText
 	if c.JSON {
-		err = rep.WriteJSON(stdout)
-	} else {
-		err = rep.WriteText(stdout)
+		write = rep.WriteJSON
 	}
-	if err != nil {
+	if err := write(stdout); err != nil {
 		return err
 	}
 	if c.Save != "" {
@@ -68,21 +76,4 @@ func (c Command) Execute(ctx context.Context, stdout io.Writer) error {
 		return errors.New("pms check failed: " + strings.Join(rep.Failures(), "; "))
 	}
 	return nil
-}
-
-// loadBaseline reads the result saved at path; nil for none.
-func loadBaseline(path string) (*Result, error) {
-	if path == "" {
-		return nil, nil
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, &UsageError{Err: fmt.Errorf("--baseline: %w", err)}
-	}
-	defer f.Close()
-	base, err := LoadResult(f)
-	if err != nil {
-		return nil, &UsageError{Err: fmt.Errorf("--baseline %s: %w", path, err)}
-	}
-	return base, nil
 }

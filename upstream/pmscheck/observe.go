@@ -13,19 +13,17 @@ import (
 // what was asked, what came back, and the body bytes the client read.
 type exchange struct {
 	url         *url.URL
-	status      int    // 0: no answer (err)
-	contentType string //
+	status      int // 0: the attempt failed before an answer
+	contentType string
 	body        []byte // what the client read
 	complete    bool   // the client read the body to its end
-	err         error  // the attempt failed before an answer
 }
 
 // recorder collects the exchanges of one check, in the order their bodies
 // were done with (the walk is sequential, so that is the order of pages).
 // While onAdd is set (the list walk), each exchange is handed to it as it
-// is done with and its body let go: the check then holds one page at a
-// time, not the walk (docs/contract.md section 17). After stop, bodies are kept (the
-// few gets).
+// is done with and its body let go: the check holds one page at a time
+// (docs/contract.md section 17). After stop, bodies are kept (the gets).
 type recorder struct {
 	mu    sync.Mutex
 	all   []*exchange
@@ -82,7 +80,7 @@ type recordingTransport struct {
 func (t recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	res, err := t.rt.RoundTrip(req)
 	if err != nil {
-		t.rec.add(&exchange{url: req.URL, err: err})
+		t.rec.add(&exchange{url: req.URL})
 		return nil, err
 	}
 	x := &exchange{url: req.URL, status: res.StatusCode, contentType: res.Header.Get("Content-Type")}

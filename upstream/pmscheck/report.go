@@ -4,10 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
-
-	"github.com/partner-edge/partner-edge/mapping"
 )
 
 // maxListed bounds the ids printed per line of the human report; --json
@@ -39,14 +38,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 	}
 	fmt.Fprintf(&b, "\nRecords: %d walked, %d mapped, %d rejected\n", r.Records.Walked, r.Records.Mapped, r.Records.Rejected)
-	reasons := make([]mapping.Reason, 0, len(r.Rejected))
-	for reason := range r.Rejected {
-		reasons = append(reasons, reason)
-	}
-	slices.Sort(reasons)
-	for _, reason := range reasons {
+	for _, reason := range slices.Sorted(maps.Keys(r.Rejected)) {
 		ids := r.Rejected[reason]
-		fmt.Fprintf(&b, "  rejected %s (%d): %s\n", reason, len(ids), listed(ids))
+		fmt.Fprintf(&b, "  rejected %s (%d): %s\n", reason, len(ids), some(ids, maxListed, "%q"))
 	}
 	if len(r.Drift) > 0 {
 		fmt.Fprintf(&b, "Drift: the records changed shape (docs/pms-api.md section 5)\n")
@@ -64,7 +58,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "\nAgainst baseline %s: %d added, %d removed, %d changed, %d now rejected\n",
 			d.File, len(d.Added), len(d.Removed), len(d.Changed), len(d.Rejected))
 		if len(d.Removed) > 0 {
-			fmt.Fprintf(&b, "  REMOVED: %s\n", joinSome(d.Removed))
+			fmt.Fprintf(&b, "  REMOVED: %s\n", some(d.Removed, 100, "%s"))
 		}
 		for i, rj := range d.Rejected {
 			if i == maxListed {
@@ -74,7 +68,7 @@ func (r *Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "  NOW REJECTED: %s (%s)\n", rj.ID, rj.Reason)
 		}
 		if len(d.Added) > 0 {
-			fmt.Fprintf(&b, "  added: %s\n", joinSome(d.Added))
+			fmt.Fprintf(&b, "  added: %s\n", some(d.Added, 100, "%s"))
 		}
 		for i, c := range d.Changed {
 			if i == maxListed {
@@ -131,37 +125,24 @@ func statuses(m map[string]int) string {
 	if len(m) == 0 {
 		return "none"
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s x%d", k, m[k])
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s x%d", k, m[k]))
 	}
 	return strings.Join(parts, ", ")
 }
 
-// joinSome joins up to a hundred ids, saying how many more there are: the
-// baseline's removed and added ids are what a backend team has to explain.
-func joinSome(ids []string) string {
-	const most = 100
-	s := strings.Join(ids[:min(len(ids), most)], ", ")
+// some joins up to most ids, each written with format, saying how many
+// more there are: a hundred of the baseline's removed and added ids (what
+// a backend team has to explain), maxListed of each rejection reason.
+func some(ids []string, most int, format string) string {
+	parts := make([]string, 0, min(len(ids), most))
+	for _, id := range ids[:min(len(ids), most)] {
+		parts = append(parts, fmt.Sprintf(format, id))
+	}
+	s := strings.Join(parts, ", ")
 	if len(ids) > most {
 		s += fmt.Sprintf(", ... (%d more; --json lists all)", len(ids)-most)
-	}
-	return s
-}
-
-func listed(ids []string) string {
-	quoted := make([]string, 0, min(len(ids), maxListed))
-	for _, id := range ids[:min(len(ids), maxListed)] {
-		quoted = append(quoted, fmt.Sprintf("%q", id))
-	}
-	s := strings.Join(quoted, ", ")
-	if len(ids) > maxListed {
-		s += fmt.Sprintf(", ... (%d more; --json lists all)", len(ids)-maxListed)
 	}
 	return s
 }

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"reflect"
 	"slices"
 
 	"github.com/partner-edge/partner-edge/mapping"
@@ -60,14 +62,7 @@ func NewResult(brand, mode string, cs mapping.CodeSource, items []*upstream.Item
 	return r
 }
 
-// Save writes r as indented JSON.
-func (r *Result) Save(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
-}
-
-// LoadResult reads a Result written by Save. Unknown fields and other
+// LoadResult reads a Result written by SaveFile. Unknown fields and other
 // versions are errors: a baseline is compared field by field.
 func LoadResult(rd io.Reader) (*Result, error) {
 	dec := json.NewDecoder(rd)
@@ -133,7 +128,7 @@ func (d *Diff) Empty() bool {
 func Compare(base, cur *Result) *Diff {
 	b := index(base.Properties)
 	items := make([]*upstream.Item, 0, len(b))
-	for _, id := range sortedKeys(b) {
+	for _, id := range slices.Sorted(maps.Keys(b)) {
 		items = append(items, &upstream.Item{ID: id, JSON: b[id]})
 	}
 	c := NewComparer(items)
@@ -154,15 +149,6 @@ func index(props []json.RawMessage) map[string]json.RawMessage {
 		}
 	}
 	return m
-}
-
-func sortedKeys(m map[string]json.RawMessage) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
-	return ks
 }
 
 // publicOrder is the field order of the public Property
@@ -187,16 +173,8 @@ func changedFields(a, b json.RawMessage) []string {
 			out = append(out, k)
 		}
 	}
-	slices.SortFunc(out, func(x, y string) int {
-		ix, iy := slices.Index(publicOrder, x), slices.Index(publicOrder, y)
-		if ix < 0 {
-			ix = len(publicOrder)
-		}
-		if iy < 0 {
-			iy = len(publicOrder)
-		}
-		return cmp.Or(cmp.Compare(ix, iy), cmp.Compare(x, y))
-	})
+	rank := func(f string) uint { return uint(slices.Index(publicOrder, f)) } // -1, outside: last
+	slices.SortFunc(out, func(x, y string) int { return cmp.Or(cmp.Compare(rank(x), rank(y)), cmp.Compare(x, y)) })
 	return out
 }
 
@@ -205,23 +183,15 @@ func jsonEqual(a, b json.RawMessage) bool {
 		return true
 	}
 	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
-	}
-	xa, _ := json.Marshal(x)
-	ya, _ := json.Marshal(y)
-	return bytes.Equal(xa, ya)
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
 }
 
-// SaveFile writes r to path (created or truncated) for a later baseline.
+// SaveFile writes r to path (created or truncated), as indented JSON, for a
+// later baseline.
 func (r *Result) SaveFile(path string) error {
-	f, err := os.Create(path)
+	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := r.Save(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return os.WriteFile(path, append(b, '\n'), 0o666)
 }

@@ -19,48 +19,36 @@ import (
 //go:embed schema/*.json
 var schemaFiles embed.FS
 
-// Schema resource ids (the "$id" of each file).
-const (
-	listSchemaID  = "urn:partner-edge:pms:list"
-	hotelSchemaID = "urn:partner-edge:pms:hotel"
-)
-
 // schemas are the compiled list page and hotel record schemas.
 type schemas struct {
 	list, hotel *jsonschema.Schema
 }
 
-// compileSchemas compiles the embedded files. An error is a bug of the
-// repository (a broken schema file), found by any test.
+// compileSchemas compiles the embedded files, each under its "$id"
+// (urn:partner-edge:pms:<name>; the list's refers to the hotel's). An
+// error is a bug of the repository (a broken schema file), found by any
+// test.
 func compileSchemas() (*schemas, error) {
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
-	for _, name := range []string{"schema/hotel.json", "schema/list.json"} {
-		b, err := schemaFiles.ReadFile(name)
+	var out [2]*jsonschema.Schema
+	for i, name := range []string{"hotel", "list"} {
+		b, err := schemaFiles.ReadFile("schema/" + name + ".json")
 		if err != nil {
 			return nil, err
 		}
 		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+		if err == nil {
+			err = c.AddResource("urn:partner-edge:pms:"+name, doc)
+		}
+		if err == nil {
+			out[i], err = c.Compile("urn:partner-edge:pms:" + name)
+		}
 		if err != nil {
-			return nil, fmt.Errorf("pmscheck: %s: %w", name, err)
-		}
-		id := hotelSchemaID
-		if strings.HasSuffix(name, "list.json") {
-			id = listSchemaID
-		}
-		if err := c.AddResource(id, doc); err != nil {
-			return nil, fmt.Errorf("pmscheck: %s: %w", name, err)
+			return nil, fmt.Errorf("pmscheck: schema/%s.json: %w", name, err)
 		}
 	}
-	list, err := c.Compile(listSchemaID)
-	if err != nil {
-		return nil, fmt.Errorf("pmscheck: list schema: %w", err)
-	}
-	hotel, err := c.Compile(hotelSchemaID)
-	if err != nil {
-		return nil, fmt.Errorf("pmscheck: hotel schema: %w", err)
-	}
-	return &schemas{list: list, hotel: hotel}, nil
+	return &schemas{hotel: out[0], list: out[1]}, nil
 }
 
 // schemaProblem is one leaf of a failed validation: the field it is about
@@ -86,23 +74,26 @@ func validate(s *jsonschema.Schema, v any) []schemaProblem {
 	var out []schemaProblem
 	var walk func(e *jsonschema.ValidationError)
 	walk = func(e *jsonschema.ValidationError) {
+		for _, c := range e.Causes {
+			walk(c)
+		}
 		if len(e.Causes) > 0 {
-			for _, c := range e.Causes {
-				walk(c)
-			}
 			return
+		}
+		p := schemaProblem{path: e.InstanceLocation, message: fmt.Sprint(e.ErrorKind)}
+		if n := len(p.path); n > 0 {
+			p.field = p.path[n-1]
 		}
 		switch k := e.ErrorKind.(type) {
 		case *kind.Required:
 			for _, m := range k.Missing {
-				out = append(out, schemaProblem{path: e.InstanceLocation, field: m, message: "missing required field"})
+				out = append(out, schemaProblem{path: p.path, field: m, message: "missing required field"})
 			}
 		case *kind.Type:
-			out = append(out, schemaProblem{path: e.InstanceLocation, field: last(e.InstanceLocation),
-				message: fmt.Sprintf("type %s, want %s", k.Got, strings.Join(k.Want, " or "))})
+			p.message = fmt.Sprintf("type %s, want %s", k.Got, strings.Join(k.Want, " or "))
+			out = append(out, p)
 		default:
-			out = append(out, schemaProblem{path: e.InstanceLocation, field: last(e.InstanceLocation),
-				message: fmt.Sprint(e.ErrorKind)})
+			out = append(out, p)
 		}
 	}
 	walk(ve)
@@ -110,27 +101,14 @@ func validate(s *jsonschema.Schema, v any) []schemaProblem {
 	return out
 }
 
-func last(p []string) string {
-	if len(p) == 0 {
-		return ""
-	}
-	return p[len(p)-1]
-}
-
 // comparePaths orders instance locations, array indexes by number.
 func comparePaths(a, b []string) int {
-	for i := 0; i < len(a) && i < len(b); i++ {
-		x, errx := strconv.Atoi(a[i])
-		y, erry := strconv.Atoi(b[i])
+	return slices.CompareFunc(a, b, func(x, y string) int {
+		nx, errx := strconv.Atoi(x)
+		ny, erry := strconv.Atoi(y)
 		if errx == nil && erry == nil {
-			if c := cmp.Compare(x, y); c != 0 {
-				return c
-			}
-			continue
+			return cmp.Compare(nx, ny)
 		}
-		if c := strings.Compare(a[i], b[i]); c != 0 {
-			return c
-		}
-	}
-	return cmp.Compare(len(a), len(b))
+		return strings.Compare(x, y)
+	})
 }

@@ -12,15 +12,10 @@ import (
 // brandNames is the fixed, ordered list of generated brand codes. Brands
 // beyond it are named "brand13", "brand14", ...
 func brandNames(n int) []string {
-	base := []string{"aurora", "borealis", "cascade", "dunmore", "ember", "fjord",
-		"glacier", "harbor", "isla", "juniper", "kestrel", "lumen"}
-	out := make([]string, 0, n)
-	for i := range n {
-		if i < len(base) {
-			out = append(out, base[i])
-		} else {
-			out = append(out, fmt.Sprintf("brand%02d", i+1))
-		}
+	out := []string{"aurora", "borealis", "cascade", "dunmore", "ember", "fjord",
+		"glacier", "harbor", "isla", "juniper", "kestrel", "lumen"}[:min(n, 12)]
+	for i := len(out); i < n; i++ {
+		out = append(out, fmt.Sprintf("brand%02d", i+1))
 	}
 	return out
 }
@@ -82,23 +77,19 @@ type kv struct {
 type object []kv
 
 func (o object) MarshalJSON() ([]byte, error) {
-	var b strings.Builder
-	b.WriteByte('{')
+	b := []byte{'{'}
 	for i, f := range o {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
 		k, _ := json.Marshal(f.k)
 		v, err := json.Marshal(f.v)
 		if err != nil {
 			return nil, err
 		}
-		b.Write(k)
-		b.WriteByte(':')
-		b.Write(v)
+		b = append(append(append(b, k...), ':'), v...)
 	}
-	b.WriteByte('}')
-	return []byte(b.String()), nil
+	return append(b, '}'), nil
 }
 
 // generate builds the records of brand number bi, in served order.

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -113,18 +112,10 @@ func retype(v any) any {
 	switch x := v.(type) {
 	case string:
 		return object{{"value", x}}
-	case int:
-		return strconv.Itoa(x)
-	case int64:
-		return strconv.FormatInt(x, 10)
-	case json.Number:
-		return x.String()
-	case bool:
-		return strconv.FormatBool(x)
 	case nil:
 		return nil
 	}
-	return fmt.Sprint(v) // objects and arrays: a string
+	return fmt.Sprint(v) // numbers and booleans: their text; objects and arrays: a string
 }
 
 // drop removes the records generated first (gen[i] is the generation index

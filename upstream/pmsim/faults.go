@@ -2,12 +2,13 @@ package pmsim
 
 import (
 	"bytes"
-	"context"
-	"fmt"
+	"cmp"
+	"io"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"strconv"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"time"
@@ -82,13 +83,6 @@ func (s *Sim) SetFaults(f Faults) {
 // Heal removes every fault.
 func (s *Sim) Heal() { s.SetFaults(Faults{}) }
 
-// Faults returns the faults in force.
-func (s *Sim) Faults() Faults {
-	s.faults.mu.Lock()
-	defer s.faults.mu.Unlock()
-	return s.faults.cur
-}
-
 // pick decides, at a request's arrival, its delay and whether it fails.
 func (fs *faultState) pick() (f Faults, delay time.Duration, fail bool) {
 	fs.mu.Lock()
@@ -115,30 +109,28 @@ func (fs *faultState) pick() (f Faults, delay time.Duration, fail bool) {
 // request is still to be served normally.
 func (s *Sim) applyFaults(w http.ResponseWriter, r *http.Request, serve http.HandlerFunc) bool {
 	f, delay, fail := s.faults.pick()
-	if delay > 0 && !sleep(r.Context(), delay) {
-		return false
+	if delay > 0 {
+		select {
+		case <-time.After(delay):
+		case <-r.Context().Done():
+			return false
+		}
 	}
 	if !fail {
 		return true
 	}
-	s.stats.faulted.Add(1)
+	s.stats.inc(&s.stats.s.Faulted)
 	switch {
-	case f.Reset:
-		reset(w, capture(r, serve))
-	case f.Truncate:
-		full := capture(r, serve)
-		copyHeader(w.Header(), full.header)
-		w.Header().Set("Content-Length", strconv.Itoa(full.body.Len()))
-		w.WriteHeader(full.status)
-		_, _ = w.Write(full.body.Bytes()[:full.body.Len()/2])
-		// Returning short of Content-Length makes net/http close the
-		// connection: the client reads an unexpected EOF.
+	case f.Reset, f.Truncate:
+		res, body := capture(r, serve)
+		cutShort(w, res, body, f.Reset)
 	case f.Malformed:
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write([]byte("<html><body><h1>502 Bad Gateway</h1><p>upstream sent an invalid response</p></body></html>\n"))
 	case f.OversizeBytes > 0:
-		oversize(w, capture(r, serve), f.OversizeBytes)
+		res, body := capture(r, serve)
+		oversize(w, res, body, f.OversizeBytes)
 	default:
 		status := f.ErrorStatus
 		if status < 100 || status > 999 {
@@ -147,90 +139,44 @@ func (s *Sim) applyFaults(w http.ResponseWriter, r *http.Request, serve http.Han
 		if f.RetryAfter != "" {
 			w.Header().Set("Retry-After", f.RetryAfter)
 		}
-		code := strings.ToLower(strings.ReplaceAll(http.StatusText(status), " ", "_"))
-		if code == "" {
-			code = "error"
-		}
-		writeError(w, status, code)
+		writeError(w, status, cmp.Or(strings.ToLower(strings.ReplaceAll(http.StatusText(status), " ", "_")), "error"))
 	}
 	return false
 }
 
-// sleep waits d, or until ctx ends; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
-// reset sends the status line, the headers and half the body of the real
-// answer, then closes the connection with a TCP RST. Because an answer has
-// begun, a client's transport cannot silently replay the request.
-func reset(w http.ResponseWriter, full *buffer) {
+// cutShort sends the status line, the headers (the full Content-Length
+// among them) and half the body of the real answer, then closes the
+// connection: with a TCP RST when rst, else a FIN (the client reads an
+// unexpected EOF). Because an answer has begun, a client's transport
+// cannot silently replay the request.
+func cutShort(w http.ResponseWriter, res *http.Response, body []byte, rst bool) {
 	conn, rw, err := http.NewResponseController(w).Hijack()
 	if err != nil { // HTTP/2 and the like: abort the stream instead
 		panic(http.ErrAbortHandler)
 	}
 	defer conn.Close()
-	fmt.Fprintf(rw, "HTTP/1.1 %d %s\r\n", full.status, http.StatusText(full.status))
-	full.header.Set("Content-Length", strconv.Itoa(full.body.Len()))
-	_ = full.header.Write(rw)
-	_, _ = rw.WriteString("\r\n")
-	_, _ = rw.Write(full.body.Bytes()[:full.body.Len()/2])
+	res.ContentLength, res.Body = int64(len(body)), io.NopCloser(bytes.NewReader(body[:len(body)/2]))
+	_ = res.Write(rw) // fails short of ContentLength, as meant
 	_ = rw.Flush()
-	if tcp, ok := conn.(*net.TCPConn); ok {
+	if tcp, ok := conn.(*net.TCPConn); ok && rst {
 		_ = tcp.SetLinger(0) // Close sends RST, not FIN
 	}
 }
 
-// buffer is a ResponseWriter that keeps the answer in memory.
-type buffer struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-}
-
-func (b *buffer) Header() http.Header { return b.header }
-func (b *buffer) Write(p []byte) (int, error) {
-	if b.status == 0 {
-		b.status = http.StatusOK
-	}
-	return b.body.Write(p)
-}
-func (b *buffer) WriteHeader(status int) {
-	if b.status == 0 {
-		b.status = status
-	}
-}
-
-func capture(r *http.Request, serve http.HandlerFunc) *buffer {
-	b := &buffer{header: http.Header{}}
-	serve(b, r)
-	if b.status == 0 {
-		b.status = http.StatusOK
-	}
-	return b
-}
-
-func copyHeader(dst, src http.Header) {
-	for k, v := range src {
-		dst[k] = append([]string(nil), v...)
-	}
+// capture is the answer serve gives r, kept in memory.
+func capture(r *http.Request, serve http.HandlerFunc) (*http.Response, []byte) {
+	rec := httptest.NewRecorder()
+	serve(rec, r)
+	return rec.Result(), rec.Body.Bytes()
 }
 
 // oversize writes the captured answer padded with white space before its
 // final byte (inside the closing brace or bracket, so it stays valid JSON)
 // until the body is larger than limit.
-func oversize(w http.ResponseWriter, full *buffer, limit int64) {
-	copyHeader(w.Header(), full.header)
+func oversize(w http.ResponseWriter, res *http.Response, body []byte, limit int64) {
+	maps.Copy(w.Header(), res.Header)
 	w.Header().Del("Content-Length")
-	w.WriteHeader(full.status)
-	body := full.body.Bytes()
+	w.WriteHeader(res.StatusCode)
 	head, tail := body, []byte(nil)
 	if n := len(body); n > 0 && (body[n-1] == '}' || body[n-1] == ']') {
 		head, tail = body[:n-1], body[n-1:]

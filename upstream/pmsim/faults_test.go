@@ -244,7 +244,6 @@ func TestFaultsChangeWhileServing(t *testing.T) {
 		} else {
 			sim.Heal()
 		}
-		_ = sim.Faults()
 		sim.SetRecords("aurora", sim.Records("aurora"))
 	}
 	wg.Wait()

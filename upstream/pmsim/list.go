@@ -25,8 +25,8 @@ func (s *Sim) list(w http.ResponseWriter, r *http.Request, brand string) {
 		}
 		limit = n
 	}
-	if s.cfg.PageSize > 0 && limit > s.cfg.PageSize {
-		limit = s.cfg.PageSize
+	if s.cfg.PageSize > 0 {
+		limit = min(limit, s.cfg.PageSize)
 	}
 	var walk uint64
 	offset := 0
@@ -42,7 +42,7 @@ func (s *Sim) list(w http.ResponseWriter, r *http.Request, brand string) {
 	}
 	s.mu.RLock()
 	var page []json.RawMessage
-	more, empty := false, false
+	more := false
 	if d := s.data[brand]; d != nil && offset < len(d.recs) {
 		end := min(offset+limit, len(d.recs))
 		if walk == 0 {
@@ -54,12 +54,10 @@ func (s *Sim) list(w http.ResponseWriter, r *http.Request, brand string) {
 		}
 		more = end < len(d.recs)
 	}
-	drift := s.cfg.Drift
+	drift, next := s.cfg.Drift, ""
 	if drift.Paging == PagingEmptyCursor && !more {
-		more, empty = true, true
-	}
-	next := ""
-	if !empty {
+		more = true // and the cursor empty
+	} else {
 		next = s.cursor(brand, walk, drift.nextOffset(offset, len(page)))
 	}
 	body := listBody(page, more, drift.cursorKey(), next)
@@ -125,33 +123,17 @@ func (s *Sim) cursor(brand string, walk uint64, offset int) string {
 }
 
 func (s *Sim) parseCursor(brand, c string) (walk uint64, offset int, ok bool) {
-	raw, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil {
-		return 0, 0, false
-	}
-	rest, mac, ok := cutLast(string(raw))
-	if !ok || mac != s.mac(rest) {
-		return 0, 0, false
-	}
-	rest, off, ok1 := cutLast(rest)
-	b, wk, ok2 := cutLast(rest)
-	if !ok1 || !ok2 || b != brand {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	raw := string(b)
+	rest, ok1 := strings.CutPrefix(raw, brand+"|")
+	wk, rest, ok2 := strings.Cut(rest, "|")
+	off, mac, ok3 := strings.Cut(rest, "|")
+	if err != nil || !ok1 || !ok2 || !ok3 || mac != s.mac(raw[:len(raw)-len(mac)-1]) {
 		return 0, 0, false
 	}
 	walk, err1 := strconv.ParseUint(wk, 10, 64)
 	offset, err2 := strconv.Atoi(off)
-	if err1 != nil || err2 != nil || offset < 0 {
-		return 0, 0, false
-	}
-	return walk, offset, true
-}
-
-func cutLast(s string) (before, after string, ok bool) {
-	i := strings.LastIndexByte(s, '|')
-	if i < 0 {
-		return "", "", false
-	}
-	return s[:i], s[i+1:], true
+	return walk, offset, err1 == nil && err2 == nil && offset >= 0
 }
 
 func (s *Sim) mac(raw string) string {

@@ -16,13 +16,8 @@ const (
 // RouteGet), or "" when it matches none. It never returns the raw path, so
 // its result is fit for span names and metric labels.
 func Route(path string) string {
-	switch _, _, k := route(path); k {
-	case kindList:
-		return RouteList
-	case kindGet:
-		return RouteGet
-	}
-	return ""
+	_, _, r := route(path)
+	return r
 }
 
 // Instrument returns h (typically a *Sim) traced by tel the way the edge

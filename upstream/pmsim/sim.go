@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -68,10 +69,9 @@ type Sim struct {
 	brands []string
 	data   map[string]*brandData
 
-	stats   stats
-	headers headerLog
-	faults  faultState
-	walks   walkSeeds
+	stats  stats
+	faults faultState
+	walks  walkSeeds
 }
 
 type brandData struct {
@@ -107,18 +107,12 @@ func New(cfg Config) *Sim {
 
 func index(recs []json.RawMessage) *brandData {
 	d := &brandData{recs: recs, exact: make(map[string]int, len(recs)), fold: make(map[string]int, len(recs))}
-	for i, r := range recs {
+	for i := len(recs) - 1; i >= 0; i-- { // the first record of an id written last
 		var probe struct {
 			ID string `json:"hotel_id"`
 		}
-		if json.Unmarshal(r, &probe) != nil || probe.ID == "" {
-			continue
-		}
-		if _, dup := d.exact[probe.ID]; !dup {
-			d.exact[probe.ID] = i
-		}
-		if _, dup := d.fold[strings.ToLower(probe.ID)]; !dup {
-			d.fold[strings.ToLower(probe.ID)] = i
+		if json.Unmarshal(recs[i], &probe) == nil && probe.ID != "" {
+			d.exact[probe.ID], d.fold[strings.ToLower(probe.ID)] = i, i
 		}
 	}
 	return d
@@ -137,13 +131,16 @@ func (s *Sim) Brands() []string {
 func (s *Sim) Records(brand string) []json.RawMessage {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	d := s.data[brand]
-	if d == nil {
-		return nil
+	if d := s.data[brand]; d != nil {
+		return cloneAll(d.recs)
 	}
-	out := make([]json.RawMessage, len(d.recs))
-	for i, r := range d.recs {
-		out[i] = append(json.RawMessage(nil), r...)
+	return nil
+}
+
+func cloneAll(recs []json.RawMessage) []json.RawMessage {
+	out := make([]json.RawMessage, len(recs))
+	for i, r := range recs {
+		out[i] = slices.Clone(r)
 	}
 	return out
 }
@@ -153,11 +150,7 @@ func (s *Sim) Records(brand string) []json.RawMessage {
 // JSON: list pages would then be invalid JSON too). A new brand is added to
 // Brands. Cursors handed out earlier stay valid as offsets into the new data.
 func (s *Sim) SetRecords(brand string, recs []json.RawMessage) {
-	cp := make([]json.RawMessage, len(recs))
-	for i, r := range recs {
-		cp[i] = append(json.RawMessage(nil), r...)
-	}
-	d := index(cp)
+	d := index(cloneAll(recs))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.data[brand]; !ok {
@@ -168,9 +161,7 @@ func (s *Sim) SetRecords(brand string, recs []json.RawMessage) {
 
 // ServeHTTP implements the internal PMS API.
 func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	_, _, kind := route(r.URL.Path)
-	s.stats.count(kind)
-	s.headers.record(r.Header)
+	s.stats.arrived(Route(r.URL.Path), r.Header)
 	if s.applyFaults(w, r, s.serve) {
 		s.serve(w, r)
 	}
@@ -178,14 +169,14 @@ func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // serve answers a request as a healthy PMS.
 func (s *Sim) serve(w http.ResponseWriter, r *http.Request) {
-	brand, id, kind := route(r.URL.Path)
+	brand, id, rt := route(r.URL.Path)
 	if s.cfg.Token != "" && r.Header.Get("Authorization") != "Bearer "+s.cfg.Token {
-		s.stats.unauthorized.Add(1)
+		s.stats.inc(&s.stats.s.Unauthorized)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="pms"`)
 		writeError(w, http.StatusUnauthorized, "unauthorized")
 		return
 	}
-	if kind == kindOther {
+	if rt == "" {
 		writeError(w, http.StatusNotFound, "not_found")
 		return
 	}
@@ -194,7 +185,7 @@ func (s *Sim) serve(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, "method_not_allowed")
 		return
 	}
-	if kind == kindList {
+	if rt == RouteList {
 		s.list(w, r, brand)
 		return
 	}
@@ -203,20 +194,21 @@ func (s *Sim) serve(w http.ResponseWriter, r *http.Request) {
 
 const prefix = "/internal/v2/brands/"
 
-// route splits an API path into brand and hotel id.
-func route(path string) (brand, id string, k kind) {
+// route splits an API path into brand and hotel id, with its route
+// template (Route).
+func route(path string) (brand, id, tmpl string) {
 	rest, ok := strings.CutPrefix(path, prefix)
 	if !ok {
-		return "", "", kindOther
+		return "", "", ""
 	}
 	parts := strings.Split(rest, "/")
 	switch {
 	case len(parts) == 2 && parts[0] != "" && parts[1] == "hotels":
-		return parts[0], "", kindList
+		return parts[0], "", RouteList
 	case len(parts) == 3 && parts[0] != "" && parts[1] == "hotels" && parts[2] != "":
-		return parts[0], parts[2], kindGet
+		return parts[0], parts[2], RouteGet
 	}
-	return "", "", kindOther
+	return "", "", ""
 }
 
 // get answers one hotel. The id matches the stored hotel_id exactly or,

@@ -3,15 +3,6 @@ package pmsim
 import (
 	"net/http"
 	"sync"
-	"sync/atomic"
-)
-
-type kind int
-
-const (
-	kindOther kind = iota
-	kindList
-	kindGet
 )
 
 // Stats counts the requests a Sim has handled since New or ResetStats.
@@ -24,93 +15,72 @@ type Stats struct {
 	Unauthorized int64 // requests refused with 401
 }
 
+// stats holds the counters and the headers of the most recent requests.
 type stats struct {
-	requests, lists, gets, faulted, unauthorized atomic.Int64
+	mu      sync.Mutex
+	s       Stats
+	headers []http.Header // oldest first, at most HeaderLogSize
 }
 
-func (c *stats) count(k kind) {
-	c.requests.Add(1)
-	switch k {
-	case kindList:
-		c.lists.Add(1)
-	case kindGet:
-		c.gets.Add(1)
+// arrived counts a request of route (Route's) and keeps a copy of its
+// headers.
+func (c *stats) arrived(route string, h http.Header) {
+	h = h.Clone()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.s.Requests++
+	switch route {
+	case RouteList:
+		c.s.Lists++
+	case RouteGet:
+		c.s.Gets++
 	}
+	if len(c.headers) == HeaderLogSize {
+		c.headers = append(c.headers[:0], c.headers[1:]...)
+	}
+	c.headers = append(c.headers, h)
+}
+
+// inc adds one to n, a counter of c.s.
+func (c *stats) inc(n *int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	*n++
 }
 
 // Stats returns the counters.
 func (s *Sim) Stats() Stats {
-	return Stats{
-		Requests:     s.stats.requests.Load(),
-		Lists:        s.stats.lists.Load(),
-		Gets:         s.stats.gets.Load(),
-		Faulted:      s.stats.faulted.Load(),
-		Unauthorized: s.stats.unauthorized.Load(),
-	}
+	s.stats.mu.Lock()
+	defer s.stats.mu.Unlock()
+	return s.stats.s
 }
 
 // Requests returns the number of requests handled, of any kind.
-func (s *Sim) Requests() int64 { return s.stats.requests.Load() }
+func (s *Sim) Requests() int64 { return s.Stats().Requests }
 
 // ListRequests returns the number of list requests handled.
-func (s *Sim) ListRequests() int64 { return s.stats.lists.Load() }
+func (s *Sim) ListRequests() int64 { return s.Stats().Lists }
 
 // GetRequests returns the number of get-one requests handled.
-func (s *Sim) GetRequests() int64 { return s.stats.gets.Load() }
+func (s *Sim) GetRequests() int64 { return s.Stats().Gets }
 
 // ResetStats sets every counter to zero and forgets the recorded headers.
 func (s *Sim) ResetStats() {
-	s.stats.requests.Store(0)
-	s.stats.lists.Store(0)
-	s.stats.gets.Store(0)
-	s.stats.faulted.Store(0)
-	s.stats.unauthorized.Store(0)
-	s.headers.reset()
+	s.stats.mu.Lock()
+	defer s.stats.mu.Unlock()
+	s.stats.s, s.stats.headers = Stats{}, nil
 }
 
 // HeaderLogSize is how many request headers a Sim keeps: the most recent ones.
 const HeaderLogSize = 64
 
-type headerLog struct {
-	mu   sync.Mutex
-	ring []http.Header // oldest first, at most HeaderLogSize
-}
-
-func (l *headerLog) record(h http.Header) {
-	c := h.Clone()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.ring) == HeaderLogSize {
-		copy(l.ring, l.ring[1:])
-		l.ring = l.ring[:HeaderLogSize-1]
-	}
-	l.ring = append(l.ring, c)
-}
-
-func (l *headerLog) reset() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.ring = nil
-}
-
-// LastRequestHeader returns a copy of the headers of the most recent request,
-// or nil before the first.
-func (s *Sim) LastRequestHeader() http.Header {
-	s.headers.mu.Lock()
-	defer s.headers.mu.Unlock()
-	if len(s.headers.ring) == 0 {
-		return nil
-	}
-	return s.headers.ring[len(s.headers.ring)-1].Clone()
-}
-
 // RequestHeaders returns copies of the headers of the most recent requests
 // (at most HeaderLogSize), oldest first.
 func (s *Sim) RequestHeaders() []http.Header {
-	s.headers.mu.Lock()
-	defer s.headers.mu.Unlock()
-	out := make([]http.Header, len(s.headers.ring))
-	for i, h := range s.headers.ring {
+	s.stats.mu.Lock()
+	defer s.stats.mu.Unlock()
+	out := make([]http.Header, len(s.stats.headers))
+	for i, h := range s.stats.headers {
 		out[i] = h.Clone()
 	}
 	return out

@@ -1,18 +1,15 @@
-// Package rawpms is a PMS that misbehaves at the socket level, for tests of
-// the edge's PMS connection (docs/contract.md section 19). It answers
-// through a handler (a *pmsim.Sim, so the data is the simulator's and the
-// API docs/pms-api.md's), reads requests with net/http's ReadRequest and
-// writes answers with net/http's Response.Write; it runs each TCP
-// connection's loop itself because its faults act in a connection's idle
-// time, which net/http's server keeps to itself. On demand it does what
-// real PMSs and the proxies in front of them do to their clients: close
-// idle keep-alive connections, restart on the same address, answer 408 on
-// an idle connection, write a forged answer after a real one, and send
-// endless or oversized heads (the only bytes written by hand).
-//
-// Every behaviour can be changed while the server runs (Set), so a test
-// warms up against a healthy PMS and then turns a fault on.
-package rawpms
+package main
+
+// rawPMS is a PMS that misbehaves at the socket level, for the tests of the
+// edge's PMS connection (pmsconn_test.go, docs/contract.md section 19): it
+// closes idle connections, restarts on its address, answers 408 on idle
+// connections, writes forged answers after real ones and sends endless and
+// oversized heads. It answers through a handler (a *pmsim.Sim) with
+// net/http's ReadRequest and Response.Write, and runs each TCP
+// connection's loop itself: its faults act in a connection's idle time,
+// which net/http's server keeps to itself. Every behaviour can be changed
+// while it runs (Set): a test warms up against a healthy PMS, then turns a
+// fault on.
 
 import (
 	"bufio"
@@ -31,31 +28,31 @@ import (
 	"time"
 )
 
-// Head is how the head of every answer misbehaves.
-type Head int
+// rawHead is how the head of every answer misbehaves.
+type rawHead int
 
 const (
-	// HeadOK writes a normal head.
-	HeadOK Head = iota
-	// EndlessStatusLine writes a status line that never ends.
-	EndlessStatusLine
-	// EndlessHeader writes one header line that never ends.
-	EndlessHeader
-	// RepeatedHeader writes the same header line for ever.
-	RepeatedHeader
-	// DistinctHeaders writes a new header line for ever.
-	DistinctHeaders
-	// HugeHead writes 64 MiB of headers, then the real answer.
-	HugeHead
-	// HugeInformational writes informational (103) answers of 900 KiB
+	// headOK writes a normal head.
+	headOK rawHead = iota
+	// headEndlessStatusLine writes a status line that never ends.
+	headEndlessStatusLine
+	// headEndlessHeader writes one header line that never ends.
+	headEndlessHeader
+	// headRepeated writes the same header line for ever.
+	headRepeated
+	// headDistinct writes a new header line for ever.
+	headDistinct
+	// headHuge writes 64 MiB of headers, then the real answer.
+	headHuge
+	// headHugeInformational writes informational (103) answers of 900 KiB
 	// heads each, more of them than any client should read, then the
 	// real answer.
-	HugeInformational
+	headHugeInformational
 )
 
-// Faults is what the server does besides answering. The zero value is a
+// rawFaults is what the server does besides answering. The zero value is a
 // healthy PMS.
-type Faults struct {
+type rawFaults struct {
 	// IdleClose closes a keep-alive connection idle this long; zero never.
 	IdleClose time.Duration
 	// Idle408 writes an unsolicited "HTTP/1.1 408 Request Timeout" on a
@@ -64,89 +61,81 @@ type Faults struct {
 	Idle408 time.Duration
 	// ForgedAfter writes, this long after each answer and while the
 	// connection and the server are still idle, a second answer nobody
-	// asked for: the
-	// same answer with every display_name replaced by ForgedName and, on
-	// a list page, a null nextCursor. Zero never.
+	// asked for: the same answer with every display_name replaced by
+	// forgedName and, on a list page, a null nextCursor. Zero never.
 	ForgedAfter time.Duration
 	// Head makes every answer's head misbehave.
-	Head Head
+	Head rawHead
 }
 
-// ForgedName is the display_name of every record of a forged answer.
-const ForgedName = "Forged Hotel"
+// forgedName is the display_name of every record of a forged answer.
+const forgedName = "Forged Hotel"
 
-// Stats counts what the server did.
-type Stats struct {
-	Accepted    int64 // connections accepted
-	Requests    int64 // requests read
-	IdleClosed  int64 // connections closed by Faults.IdleClose
-	Sent408     int64 // unsolicited 408s written
-	Forged      int64 // forged answers written
-	BadHeads    int64 // answers whose head misbehaved (Faults.Head)
-	HeadBytes   int64 // bytes written in misbehaving heads
-	Restarts    int64 // Restart calls
-	ClosedConns int64 // connections closed by the server, for any reason
+// rawStats counts what the server did.
+type rawStats struct {
+	IdleClosed int64 // connections closed by rawFaults.IdleClose
+	Sent408    int64 // unsolicited 408s written
+	Forged     int64 // forged answers written
+	BadHeads   int64 // answers whose head misbehaved (rawFaults.Head)
+	Restarts   int64 // Restart calls
 }
 
-// Server is a raw-socket PMS on a loopback port. It is safe for concurrent
+// rawPMS is a raw-socket PMS on a loopback port. It is safe for concurrent
 // use.
-type Server struct {
+type rawPMS struct {
 	h    http.Handler
 	addr string
 
 	mu     sync.Mutex
 	ln     net.Listener
 	conns  map[net.Conn]struct{}
-	faults Faults
+	faults rawFaults
 	closed bool
 	wg     sync.WaitGroup
 
-	accepted, requests, idleClosed, sent408, forged, badHeads, headBytes, restarts, closedConns atomic.Int64
+	idleClosed, sent408, forged, badHeads, restarts atomic.Int64
 	// lastRequest is when a request last arrived on any connection (unix
 	// nanoseconds).
 	lastRequest atomic.Int64
 }
 
-// Start serves h on 127.0.0.1 at a port the kernel chooses.
-func Start(h http.Handler) (*Server, error) {
+// startRawPMS serves h on 127.0.0.1 at a port the kernel chooses.
+func startRawPMS(h http.Handler) (*rawPMS, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{h: h, addr: ln.Addr().String(), conns: make(map[net.Conn]struct{})}
+	s := &rawPMS{h: h, addr: ln.Addr().String(), conns: make(map[net.Conn]struct{})}
 	s.serve(ln)
 	return s, nil
 }
 
 // URL is the server's base URL, e.g. http://127.0.0.1:40123.
-func (s *Server) URL() string { return "http://" + s.addr }
+func (s *rawPMS) URL() string { return "http://" + s.addr }
 
 // Set replaces the faults; connections already open follow from their
 // next request or idle period.
-func (s *Server) Set(f Faults) {
+func (s *rawPMS) Set(f rawFaults) {
 	s.mu.Lock()
 	s.faults = f
 	s.mu.Unlock()
 }
 
-func (s *Server) current() Faults {
+func (s *rawPMS) current() rawFaults {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.faults
 }
 
 // Stats returns the counts so far.
-func (s *Server) Stats() Stats {
-	return Stats{
-		Accepted: s.accepted.Load(), Requests: s.requests.Load(), IdleClosed: s.idleClosed.Load(),
-		Sent408: s.sent408.Load(), Forged: s.forged.Load(), BadHeads: s.badHeads.Load(),
-		HeadBytes: s.headBytes.Load(), Restarts: s.restarts.Load(), ClosedConns: s.closedConns.Load(),
-	}
+func (s *rawPMS) Stats() rawStats {
+	return rawStats{IdleClosed: s.idleClosed.Load(), Sent408: s.sent408.Load(), Forged: s.forged.Load(),
+		BadHeads: s.badHeads.Load(), Restarts: s.restarts.Load()}
 }
 
 // Restart plays a PMS restarting on the same address: the listener and
 // every open connection are closed, then the server listens again.
-func (s *Server) Restart() error {
+func (s *rawPMS) Restart() error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -180,7 +169,7 @@ func (s *Server) Restart() error {
 }
 
 // Close stops the server and waits for its goroutines.
-func (s *Server) Close() {
+func (s *rawPMS) Close() {
 	s.mu.Lock()
 	s.closed = true
 	_ = s.ln.Close()
@@ -192,7 +181,7 @@ func (s *Server) Close() {
 }
 
 // serve accepts on ln until it is closed; s.mu is held or ln is new.
-func (s *Server) serve(ln net.Listener) {
+func (s *rawPMS) serve(ln net.Listener) {
 	s.ln = ln
 	s.wg.Add(1)
 	go func() {
@@ -211,7 +200,6 @@ func (s *Server) serve(ln net.Listener) {
 			s.conns[c] = struct{}{}
 			s.wg.Add(1)
 			s.mu.Unlock()
-			s.accepted.Add(1)
 			go func() {
 				defer s.wg.Done()
 				s.conn(c)
@@ -219,7 +207,6 @@ func (s *Server) serve(ln net.Listener) {
 				delete(s.conns, c)
 				s.mu.Unlock()
 				_ = c.Close()
-				s.closedConns.Add(1)
 			}()
 		}
 	}()
@@ -227,7 +214,7 @@ func (s *Server) serve(ln net.Listener) {
 
 // conn serves one connection: requests one after another, and what the
 // faults do while it is idle.
-func (s *Server) conn(c net.Conn) {
+func (s *rawPMS) conn(c net.Conn) {
 	br := bufio.NewReader(c)
 	var forge []byte // the forged answer due after the last one
 	last := time.Now()
@@ -239,24 +226,23 @@ func (s *Server) conn(c net.Conn) {
 		if err != nil {
 			return
 		}
-		s.requests.Add(1)
 		rec := httptest.NewRecorder()
 		s.h.ServeHTTP(rec, req)
 		res := rec.Result()
 		body := rec.Body.Bytes()
 		f := s.current()
-		if f.Head != HeadOK {
+		if f.Head != headOK {
 			s.badHeads.Add(1)
 			if !s.badHead(c, f.Head, res, body) {
 				return
 			}
-		} else if _, err := c.Write(answer(res, body)); err != nil {
+		} else if _, err := c.Write(rawAnswer(res, body)); err != nil {
 			return
 		}
 		last = time.Now()
 		forge = nil
 		if f.ForgedAfter > 0 && res.StatusCode == http.StatusOK {
-			forge = answer(res, forged(body))
+			forge = rawAnswer(res, forgedAnswer(body))
 		}
 		if req.Close {
 			return
@@ -273,7 +259,7 @@ func (s *Server) conn(c net.Conn) {
 // when no request waits on this one: a test then plays bytes that arrive on
 // an idle connection, not an answer racing a request already on its way,
 // which no HTTP/1.1 client can tell from the real answer.
-func (s *Server) idle(c net.Conn, br *bufio.Reader, forge *[]byte, since time.Time) bool {
+func (s *rawPMS) idle(c net.Conn, br *bufio.Reader, forge *[]byte, since time.Time) bool {
 	defer func() { _ = c.SetReadDeadline(time.Time{}) }()
 	for {
 		f := s.current()
@@ -307,25 +293,23 @@ func (s *Server) idle(c net.Conn, br *bufio.Reader, forge *[]byte, since time.Ti
 		if last := time.Unix(0, s.lastRequest.Load()); last.After(quiet) {
 			continue // another connection got a request meanwhile
 		}
+		forgeDue := *forge != nil && f.ForgedAfter > 0 && now.Sub(quiet) >= f.ForgedAfter
+		due408 := f.Idle408 > 0 && now.Sub(quiet) >= f.Idle408
+		// Before writing, look once more, without waiting, for a request
+		// that came while this goroutine waited to run (a read would not:
+		// its deadline has passed).
+		if (forgeDue || due408) && (br.Buffered() > 0 || pendingBytes(c)) {
+			s.lastRequest.Store(now.UnixNano())
+			return true
+		}
 		switch {
-		case *forge != nil && f.ForgedAfter > 0 && now.Sub(quiet) >= f.ForgedAfter:
-			// Look once more, without waiting, for a request that came
-			// while this goroutine waited to run (a read would not: its
-			// deadline has passed).
-			if br.Buffered() > 0 || pending(c) {
-				s.lastRequest.Store(now.UnixNano())
-				return true
-			}
+		case forgeDue:
 			if _, err := c.Write(*forge); err != nil {
 				return false
 			}
 			s.forged.Add(1)
 			*forge = nil
-		case f.Idle408 > 0 && now.Sub(quiet) >= f.Idle408:
-			if br.Buffered() > 0 || pending(c) {
-				s.lastRequest.Store(now.UnixNano())
-				return true
-			}
+		case due408:
 			_, _ = io.WriteString(c, "HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
 			s.sent408.Add(1)
 			return false
@@ -339,7 +323,7 @@ func (s *Server) idle(c net.Conn, br *bufio.Reader, forge *[]byte, since time.Ti
 // pending reports whether c has bytes to read, without reading or waiting
 // (a read deadline cannot do that: a passed deadline fails the read before
 // it looks).
-func pending(c net.Conn) bool {
+func pendingBytes(c net.Conn) bool {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
 		return false
@@ -359,7 +343,7 @@ func pending(c net.Conn) bool {
 // answer is the bytes of res as a whole HTTP/1.1 answer with body as its
 // body, written by net/http (Response.Write): only the misbehaving heads
 // (badHead) are written by hand.
-func answer(res *http.Response, body []byte) []byte {
+func rawAnswer(res *http.Response, body []byte) []byte {
 	r := *res
 	r.Header = res.Header.Clone()
 	r.Header.Del("Content-Length")
@@ -371,15 +355,15 @@ func answer(res *http.Response, body []byte) []byte {
 }
 
 var (
-	displayName = regexp.MustCompile(`"display_name"\s*:\s*"(?:[^"\\]|\\.)*"`)
-	nextCursor  = regexp.MustCompile(`"nextCursor"\s*:\s*"(?:[^"\\]|\\.)*"`)
+	forgedDisplayName = regexp.MustCompile(`"display_name"\s*:\s*"(?:[^"\\]|\\.)*"`)
+	forgedNextCursor  = regexp.MustCompile(`"nextCursor"\s*:\s*"(?:[^"\\]|\\.)*"`)
 )
 
-// forged is body with every display_name replaced by ForgedName and the
+// forged is body with every display_name replaced by forgedName and the
 // next cursor, if any, removed: an answer the PMS never meant.
-func forged(body []byte) []byte {
-	b := displayName.ReplaceAll(body, []byte(`"display_name":"`+ForgedName+`"`))
-	return nextCursor.ReplaceAll(b, []byte(`"nextCursor":null`))
+func forgedAnswer(body []byte) []byte {
+	b := forgedDisplayName.ReplaceAll(body, []byte(`"display_name":"`+forgedName+`"`))
+	return forgedNextCursor.ReplaceAll(b, []byte(`"nextCursor":null`))
 }
 
 // endlessLimit bounds what an endless head writes, so that a client that
@@ -388,77 +372,63 @@ const endlessLimit = 8 << 30
 
 // badHead writes the answer with f's head; it reports whether the
 // connection may serve another request.
-func (s *Server) badHead(c net.Conn, f Head, res *http.Response, body []byte) bool {
-	w := &countingWriter{w: c, n: &s.headBytes}
+func (s *rawPMS) badHead(c net.Conn, f rawHead, res *http.Response, body []byte) bool {
+	w := &headWriter{w: c}
 	chunk := bytes.Repeat([]byte("a"), 32<<10)
 	endless := func(start string, line func(i int) []byte) bool {
-		if _, err := io.WriteString(w, start); err != nil {
-			return false
-		}
-		for i := 0; w.written < endlessLimit; i++ {
-			if _, err := w.Write(line(i)); err != nil {
-				return false
-			}
+		w.write([]byte(start))
+		for i := 0; w.err == nil && w.written < endlessLimit; i++ {
+			w.write(line(i))
 		}
 		return false
 	}
 	switch f {
-	case EndlessStatusLine:
+	case headEndlessStatusLine:
 		return endless("HTTP/1.1 200 ", func(int) []byte { return chunk })
-	case EndlessHeader:
+	case headEndlessHeader:
 		return endless("HTTP/1.1 200 OK\r\nX-Endless: ", func(int) []byte { return chunk })
-	case RepeatedHeader:
+	case headRepeated:
 		line := bytes.Repeat([]byte("X-Same: value\r\n"), 2048)
 		return endless("HTTP/1.1 200 OK\r\n", func(int) []byte { return line })
-	case DistinctHeaders:
+	case headDistinct:
 		return endless("HTTP/1.1 200 OK\r\n", func(i int) []byte {
 			return []byte("X-Header-" + strconv.Itoa(i) + ": value\r\n")
 		})
-	case HugeHead:
-		full := answer(res, body)
-		status, rest, _ := bytes.Cut(full, []byte("\r\n"))
-		if _, err := w.Write(append(status, "\r\n"...)); err != nil {
-			return false
-		}
+	case headHuge:
+		status, rest, _ := bytes.Cut(rawAnswer(res, body), []byte("\r\n"))
+		w.write(append(status, "\r\n"...))
 		pad := append([]byte("X-Pad: "), append(bytes.Repeat([]byte("p"), 1000), "\r\n"...)...)
-		for w.written < 64<<20 {
-			if _, err := w.Write(pad); err != nil {
-				return false
-			}
+		for w.err == nil && w.written < 64<<20 {
+			w.write(pad)
 		}
-		_, err := w.Write(rest)
-		return err == nil
-	case HugeInformational:
+		w.write(rest)
+		return w.err == nil
+	case headHugeInformational:
 		pad := append([]byte("X-Hint: "), append(bytes.Repeat([]byte("h"), 1000), "\r\n"...)...)
 		for range 8 {
-			if _, err := io.WriteString(w, "HTTP/1.1 103 Early Hints\r\n"); err != nil {
-				return false
-			}
+			w.write([]byte("HTTP/1.1 103 Early Hints\r\n"))
 			for range 900 {
-				if _, err := w.Write(pad); err != nil {
-					return false
-				}
+				w.write(pad)
 			}
-			if _, err := io.WriteString(w, "\r\n"); err != nil {
-				return false
-			}
+			w.write([]byte("\r\n"))
 		}
-		_, err := w.Write(answer(res, body))
-		return err == nil
+		w.write(rawAnswer(res, body))
+		return w.err == nil
 	}
 	return false
 }
 
-// countingWriter counts what it writes, in written and n.
-type countingWriter struct {
+// headWriter counts what it writes, and writes nothing after an error.
+type headWriter struct {
 	w       io.Writer
 	written int64
-	n       *atomic.Int64
+	err     error
 }
 
-func (cw *countingWriter) Write(p []byte) (int, error) {
-	n, err := cw.w.Write(p)
-	cw.written += int64(n)
-	cw.n.Add(int64(n))
-	return n, err
+func (hw *headWriter) write(p []byte) {
+	if hw.err == nil {
+		var n int
+		n, hw.err = hw.w.Write(p)
+		hw.written += int64(n)
+	}
 }
