@@ -4,7 +4,7 @@ import "net/http"
 
 // StatusRecorder is the module's one status-recording ResponseWriter: it
 // passes everything through and remembers the final status and the body's
-// size, for the server span (SpanMiddleware) and for the edge's request
+// size, for the server span (Middleware) and for the edge's request
 // state (access log, metrics, recovery). Embed it; the zero value with
 // ResponseWriter set is ready.
 type StatusRecorder struct {

@@ -14,83 +14,55 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// Middleware returns the server-span middleware for the public listener: one
-// span of kind Server per request, made with the Telemetry's tracer provider
-// (scope ScopeName).
+// Middleware returns the server-span middleware (pmsim's; the edge calls
+// StartServerSpan itself): one span of kind Server per request, made with
+// the Telemetry's tracer provider (scope ScopeName).
 //
 // It continues a valid incoming traceparent (keeping tracestate) and starts
 // a fresh trace for a missing or malformed one; it never rejects a request.
 // It extracts W3C TraceContext only: a partner's baggage header is untrusted
-// input and is not carried on to the PMS (Transport injects baggage the
-// service itself puts in the context, with Propagator). The span is named by
-// the method ("GET"; "HTTP" for a method outside RFC 9110) until SetRoute
-// names it by route template.
+// input and is not carried on to the PMS. The span is named by the method
+// ("GET"; "HTTP" for a method outside RFC 9110) until SetRoute names it.
 //
 // A sampled-out request costs the span's start, its context and one request
-// copy (r.WithContext), and nothing else: its span context is still valid
-// (Traceparent reports it, flags 00), but no attribute is computed and w is
-// not wrapped. Only a recording span carries the HTTP server semantic
-// conventions: http.request.method (and http.request.method_original for an
-// unknown one), url.scheme, url.path, server.address and server.port (from
-// the Host header; the port only when not the scheme's default),
-// network.peer.address and .port, client.address (the peer: a handler that
-// knows the trusted proxies sets AttrClientAddress again with the address
-// it resolved; X-Forwarded-For is never read here), network.protocol.version,
-// user_agent.original; and, once the handler has returned,
-// http.response.status_code (200 when the handler wrote nothing),
-// http.response.body.size when a body was written, and Error status for a
-// 5xx answer (or an invalid status code). To see the status, a recording
-// request's w is wrapped: the wrapper forwards Flush and has Unwrap, so
-// http.ResponseController reaches the connection (Hijack, deadlines) through
-// it. The request body is not wrapped, so http.request.body.size is not set.
-//
-// No http.server.* metric is recorded here: Metrics.RequestStarted and
-// RequestDone record them with the route template, known only behind the
-// router.
+// copy, and nothing else: its span context is still valid (Traceparent
+// reports it, flags 00), but no attribute is computed and w is not wrapped.
+// A recording span carries the HTTP server semantic conventions
+// (requestAttrs; X-Forwarded-For is never read here) and, once the handler
+// has returned, the answer's (SetResponse). To see the status, a recording
+// request's w is wrapped in a StatusRecorder (Flush and Unwrap: the
+// connection stays reachable through http.ResponseController). The request
+// body is not wrapped, so http.request.body.size is not set. No http.server.*
+// metric is recorded here: Metrics.RequestStarted and RequestDone do, with
+// the route template known only behind the router.
 func (t *Telemetry) Middleware() func(http.Handler) http.Handler {
-	return t.middleware(true)
-}
-
-// SpanMiddleware is Middleware for a handler that already records its own
-// answer (the edge's request state does): it adds no ResponseWriter
-// wrapper of its own, so a request is wrapped once, and the handler reports
-// the answer with SetResponse before it returns.
-func (t *Telemetry) SpanMiddleware() func(http.Handler) http.Handler {
-	return t.middleware(false)
-}
-
-func (t *Telemetry) middleware(wrap bool) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if !wrap {
-				ctx, span := t.StartServerSpan(r)
-				defer span.End()
-				next.ServeHTTP(w, r.WithContext(ctx))
-				return
-			}
 			ctx, span := t.startServerSpan(r)
 			defer span.End()
 			if !span.IsRecording() {
 				next.ServeHTTP(w, r.WithContext(ctx))
 				return
 			}
-			sw := &spanWriter{StatusRecorder: StatusRecorder{ResponseWriter: w}}
+			// One allocation for the recorder and the span's attributes.
+			sw := &struct {
+				StatusRecorder
+				kv [maxRequestAttrs]attribute.KeyValue
+			}{StatusRecorder: StatusRecorder{ResponseWriter: w}}
 			span.SetAttributes(requestAttrs(sw.kv[:0], r)...)
 			next.ServeHTTP(sw, r.WithContext(ctx))
-			sw.end(span)
+			endSpan(span, sw.kv[:0], sw.StatusCode, sw.BodyBytes)
 		})
 	}
 }
 
 var serverSpan = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
 
-// StartServerSpan starts r's server span, as SpanMiddleware does, for a
-// caller that builds the request's context itself (the edge makes one
-// context per request, not one per layer): it continues a valid incoming
-// traceparent (tracestate with it), names the span by method and, when
-// the span records, sets the request's attributes. The caller ends the
-// span, and sets the answer's attributes with SetRoute and SetResponse.
-// The returned context is r's with the span in it.
+// StartServerSpan starts r's server span as Middleware does, for a caller
+// that builds the request's context itself (the edge makes one context per
+// request, not one per layer). The caller ends the span, and sets the
+// answer's attributes with SetRoute and SetResponse. The returned context
+// is r's with the span in it.
 func (t *Telemetry) StartServerSpan(r *http.Request) (context.Context, trace.Span) {
 	ctx, span := t.startServerSpan(r)
 	if span.IsRecording() {
@@ -100,9 +72,7 @@ func (t *Telemetry) StartServerSpan(r *http.Request) (context.Context, trace.Spa
 	return ctx, span
 }
 
-// startServerSpan starts r's server span, continuing a valid incoming
-// traceparent, without the request's attributes (the caller sets them
-// where it keeps them).
+// startServerSpan is StartServerSpan without the request's attributes.
 func (t *Telemetry) startServerSpan(r *http.Request) (context.Context, trace.Span) {
 	ctx := r.Context()
 	if _, sent := r.Header["Traceparent"]; sent {
@@ -167,21 +137,8 @@ func (h traceHeaders) Keys() []string { return propagation.HeaderCarrier(h).Keys
 // maxRequestAttrs bounds what requestAttrs appends.
 const maxRequestAttrs = 12
 
-// spanWriter records a recording request's answer (StatusRecorder) and
-// holds the attribute buffer of the span, so that a sampled request costs
-// one allocation for both.
-type spanWriter struct {
-	StatusRecorder
-	kv [maxRequestAttrs]attribute.KeyValue
-}
-
-// end sets the answer's attributes and status on span.
-func (sw *spanWriter) end(span trace.Span) {
-	endSpan(span, sw.kv[:0], sw.StatusCode, sw.BodyBytes)
-}
-
 // SetResponse records the answer of the request of ctx on its server span
-// (SpanMiddleware): status is the status written (0: nothing was written,
+// (StartServerSpan): status is the status written (0: nothing was written,
 // which net/http sends as 200), bytes the body's size. It sets attrs (the
 // caller's own, in the same call: each SetAttributes call allocates),
 // http.response.status_code, http.response.body.size and, for a 5xx, the
@@ -236,16 +193,14 @@ func requestAttrs(kv []attribute.KeyValue, r *http.Request) []attribute.KeyValue
 			kv = append(kv, semconv.ServerPort(port))
 		}
 	}
-	peer, peerPort := splitHostPort(r.RemoteAddr)
-	if peer != "" {
+	// client.address is the peer: X-Forwarded-For is not read here (anyone
+	// can send it); the edge, which knows the trusted proxies, sets
+	// AttrClientAddress again.
+	if peer, peerPort := splitHostPort(r.RemoteAddr); peer != "" {
 		kv = append(kv, semconv.NetworkPeerAddress(peer))
 		if peerPort > 0 {
 			kv = append(kv, semconv.NetworkPeerPort(peerPort))
 		}
-	}
-	// X-Forwarded-For is not read here: anyone can send it. The edge,
-	// which knows the trusted proxies, sets AttrClientAddress again.
-	if peer != "" {
 		kv = append(kv, semconv.ClientAddress(peer))
 	}
 	if _, v, ok := strings.Cut(r.Proto, "/"); ok && v != "" {
@@ -260,22 +215,14 @@ func requestAttrs(kv []attribute.KeyValue, r *http.Request) []attribute.KeyValue
 // splitHostPort splits "host:port", "[v6]:port", "host" or "[v6]"; port is
 // -1 when absent or not a number.
 func splitHostPort(hostport string) (host string, port int) {
-	if hostport == "" {
-		return "", -1
-	}
-	if strings.HasPrefix(hostport, "[") {
-		end := strings.LastIndexByte(hostport, ']')
-		if end < 0 {
-			return "", -1
-		}
-		if !strings.HasPrefix(hostport[end+1:], ":") {
-			return hostport[1:end], -1
-		}
-	} else if !strings.Contains(hostport, ":") {
+	if !strings.HasPrefix(hostport, "[") && !strings.Contains(hostport, ":") {
 		return hostport, -1
 	}
 	host, p, err := net.SplitHostPort(hostport)
-	if err != nil {
+	if err != nil { // "[v6]" alone, or malformed
+		if end := strings.LastIndexByte(hostport, ']'); end > 0 && !strings.HasPrefix(hostport[end+1:], ":") {
+			return hostport[1:end], -1
+		}
 		return "", -1
 	}
 	n, err := strconv.ParseUint(p, 10, 16)
