@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -14,10 +13,13 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 )
 
-// newMeterProvider builds the SDK meter provider: the Prometheus reader on
-// reg, plus cfg.MetricReader or an OTLP/console reader when the environment
+// newMeterProvider builds the SDK meter provider: the runtime collectors
+// and the Prometheus reader on reg, plus cfg.MetricReader or an OTLP/console reader when the environment
 // asks for one.
 func newMeterProvider(ctx context.Context, cfg Config, getenv func(string) string, res *resource.Resource, reg *prometheus.Registry) (*sdkmetric.MeterProvider, error) {
+	if err := registerRuntime(reg); err != nil {
+		return nil, err
+	}
 	// WithoutScopeInfo: every instrument has a unique name, so the scope
 	// labels told nothing, and two of the three were always empty
 	// (otel_scope_version, otel_scope_schema_url): docs/contract.md section 18.
@@ -31,7 +33,7 @@ func newMeterProvider(ctx context.Context, cfg Config, getenv func(string) strin
 	case cfg.MetricReader != nil:
 		opts = append(opts, sdkmetric.WithReader(cfg.MetricReader))
 	default:
-		name := metricsExporterName(getenv)
+		name := exporterName(getenv, "METRICS")
 		if name == "none" || name == "prometheus" {
 			break
 		}
@@ -45,18 +47,6 @@ func newMeterProvider(ctx context.Context, cfg Config, getenv func(string) strin
 		opts = append(opts, sdkmetric.WithReader(r))
 	}
 	return sdkmetric.NewMeterProvider(opts...), nil
-}
-
-// metricsExporterName: OTEL_METRICS_EXPORTER when set, else otlp if an OTLP
-// endpoint variable is set, else none (Prometheus is always on).
-func metricsExporterName(getenv func(string) string) string {
-	if v := strings.TrimSpace(getenv("OTEL_METRICS_EXPORTER")); v != "" {
-		return v
-	}
-	if otlpEndpointSet(getenv, "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") {
-		return "otlp"
-	}
-	return "none"
 }
 
 // promHandler serves the Prometheus text format, or OpenMetrics to a

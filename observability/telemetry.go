@@ -43,17 +43,10 @@ type Config struct {
 	// version from the build info, else its VCS revision, else "unknown".
 	Version string
 
-	// Getenv reads the OTEL_* variables New decides on: OTEL_SDK_DISABLED,
-	// OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES, OTEL_TRACES_SAMPLER(_ARG),
-	// OTEL_TRACES_EXPORTER, OTEL_METRICS_EXPORTER and whether an OTLP endpoint
-	// (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_{TRACES,METRICS}_ENDPOINT)
-	// is set. Nil means an empty environment.
-	//
-	// Once New has decided an OTLP or console exporter is wanted, the exporter
-	// itself is built by go.opentelemetry.io/contrib/exporters/autoexport, which,
-	// like every OTLP exporter, reads its details (endpoint, protocol, headers,
-	// timeouts, TLS) from the process environment with os.Getenv. That is the
-	// standard behaviour; in production run passes os.Getenv so both agree.
+	// Getenv reads the OTEL_* variables New decides on (nil: an empty
+	// environment). The exporters themselves (autoexport, OTLP) read their
+	// details (endpoint, protocol, headers, TLS) with os.Getenv, as every
+	// OTLP exporter does: run passes os.Getenv so both agree.
 	Getenv func(string) string
 
 	// SpanExporter, when non-nil, receives every sampled span synchronously as
@@ -94,31 +87,26 @@ type Telemetry struct {
 	exporter     string
 	mu           sync.Mutex // guards shutdowns
 	shutdowns    []func(context.Context) error
-	disabled     bool
-	serviceVer   string
 	tail         *tailProcessor // nil: no tail decisions (Decide keeps what the head sampler kept)
 	slow         time.Duration
 }
 
-// New builds the telemetry of the process from cfg.
+// New builds the telemetry of the process from cfg (docs/observability.md,
+// "Traces" and "Metrics"; the standard OTEL_* variables through
+// Config.Getenv).
 //
-// Tracing: W3C TraceContext and Baggage propagation; a sampler from
-// OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG (default parentbased_always_on:
-// an incoming sampled flag is honoured, new traces are sampled); spans exported
-// only when an exporter is configured: OTEL_TRACES_EXPORTER names one (otlp,
-// console; none disables), or, when it is unset, an OTLP endpoint variable is
-// set (then OTLP, protocol from OTEL_EXPORTER_OTLP_PROTOCOL, http/protobuf by
-// default). With neither, no span leaves the process (spans are still created,
-// so trace ids reach logs and the Traceparent response header).
+// Tracing: W3C TraceContext and Baggage propagation; the sampler of
+// OTEL_TRACES_SAMPLER(_ARG) (default parentbased_always_on); spans exported
+// only when OTEL_TRACES_EXPORTER names an exporter or, unset, an OTLP
+// endpoint variable is set. With neither, no span leaves the process (spans
+// are still created, so trace ids reach logs and the Traceparent header).
 //
-// Metrics: always served by MetricsHandler from a private Prometheus registry;
-// also pushed over OTLP when OTEL_METRICS_EXPORTER says otlp, or when it is
-// unset and an OTLP endpoint is set. OTEL_METRICS_EXPORTER=prometheus adds
-// nothing (autoexport would start a second HTTP server; /metrics on the admin
+// Metrics: always served by MetricsHandler from a private Prometheus
+// registry, with the Go runtime and the process under their conventional
+// names (registerRuntime); also pushed over OTLP by the same rule as spans
+// (OTEL_METRICS_EXPORTER). OTEL_METRICS_EXPORTER=prometheus adds nothing
+// (autoexport would start a second HTTP server; /metrics on the admin
 // listener already serves it).
-//
-// The registry also carries the Go runtime and the process under their
-// conventional Prometheus names (go_*, process_*: registerRuntime).
 //
 // OTEL_SDK_DISABLED=true gives no-op providers: nothing recorded, nothing
 // exported; propagation still works and /metrics serves an empty page.
@@ -131,56 +119,44 @@ func New(ctx context.Context, cfg Config) (*Telemetry, error) {
 		getenv = func(string) string { return "" }
 	}
 	t := &Telemetry{
-		prop: propagation.NewCompositeTextMapPropagator(
-			propagation.TraceContext{}, propagation.Baggage{}),
+		prop:     propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
 		registry: prometheus.NewRegistry(),
+		slow:     cfg.KeepSlowerThan,
 	}
-	t.serviceVer = cfg.Version
-	if t.serviceVer == "" {
-		t.serviceVer = buildVersion()
-	}
-
 	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
-		t.disabled = true
-		t.tp = tracenoop.NewTracerProvider()
-		t.serverTracer = t.tp.Tracer(ScopeName)
-		t.mp = metricnoop.NewMeterProvider()
-		t.exporter = "disabled"
-		m, err := newMetrics(t.mp)
-		if err != nil {
-			return nil, err
-		}
-		t.metrics = m
-		return t, nil
-	}
-
-	res, err := newResource(cfg, getenv, t.serviceVer)
-	if err != nil {
+		t.tp, t.mp, t.exporter = tracenoop.NewTracerProvider(), metricnoop.NewMeterProvider(), "disabled"
+	} else if err := t.start(ctx, cfg, getenv); err != nil {
 		return nil, err
 	}
-	t.slow = cfg.KeepSlowerThan
-	tp, exporter, err := newTracerProvider(ctx, cfg, getenv, res, &t.tail)
-	if err != nil {
-		return nil, err
-	}
-	t.tp, t.exporter = tp, exporter
-	t.serverTracer = tp.Tracer(ScopeName)
-	t.shutdowns = append(t.shutdowns, tp.Shutdown)
-
-	if err := registerRuntime(t.registry); err != nil {
-		return nil, errors.Join(err, tp.Shutdown(ctx))
-	}
-	mp, err := newMeterProvider(ctx, cfg, getenv, res, t.registry)
-	if err != nil {
-		return nil, errors.Join(err, tp.Shutdown(ctx))
-	}
-	t.mp = mp
-	t.shutdowns = append(t.shutdowns, mp.Shutdown)
-
-	if t.metrics, err = newMetrics(mp); err != nil {
+	t.serverTracer = t.tp.Tracer(ScopeName)
+	var err error
+	if t.metrics, err = newMetrics(t.mp); err != nil {
 		return nil, errors.Join(err, t.Shutdown(ctx))
 	}
 	return t, nil
+}
+
+// start makes the SDK's providers.
+func (t *Telemetry) start(ctx context.Context, cfg Config, getenv func(string) string) error {
+	version := cfg.Version
+	if version == "" {
+		version = buildVersion()
+	}
+	res, err := newResource(cfg, getenv, version)
+	if err != nil {
+		return err
+	}
+	tp, exporter, err := newTracerProvider(ctx, cfg, getenv, res, &t.tail)
+	if err != nil {
+		return err
+	}
+	mp, err := newMeterProvider(ctx, cfg, getenv, res, t.registry)
+	if err != nil {
+		return errors.Join(err, tp.Shutdown(ctx))
+	}
+	t.tp, t.exporter, t.mp = tp, exporter, mp
+	t.shutdowns = []func(context.Context) error{tp.Shutdown, mp.Shutdown}
+	return nil
 }
 
 // TracerProvider returns the provider spans are made with.
@@ -194,9 +170,6 @@ func (t *Telemetry) MeterProvider() metric.MeterProvider { return t.mp }
 // (upstream.NewPMSMetrics, cache.NewMetrics, upstream.NewRejectionMetrics).
 func (t *Telemetry) Meter() metric.Meter { return t.mp.Meter(ScopeName) }
 
-// Propagator returns the W3C TraceContext + Baggage propagator.
-func (t *Telemetry) Propagator() propagation.TextMapPropagator { return t.prop }
-
 // Metrics returns the service's instruments (created once by New).
 func (t *Telemetry) Metrics() *Metrics { return t.metrics }
 
@@ -206,9 +179,6 @@ func (t *Telemetry) Metrics() *Metrics { return t.metrics }
 // (OTEL_SDK_DISABLED).
 func (t *Telemetry) TracesExporter() string { return t.exporter }
 
-// Version is the service.version in use.
-func (t *Telemetry) Version() string { return t.serviceVer }
-
 // Shutdown flushes pending spans and metrics to their exporters and stops
 // them. Bound it with ctx. Later calls do nothing and return nil.
 func (t *Telemetry) Shutdown(ctx context.Context) error {
@@ -216,9 +186,7 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 	defer t.mu.Unlock()
 	var errs []error
 	for _, f := range t.shutdowns {
-		if err := f(ctx); err != nil {
-			errs = append(errs, err)
-		}
+		errs = append(errs, f(ctx))
 	}
 	t.shutdowns = nil
 	return errors.Join(errs...)

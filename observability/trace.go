@@ -45,7 +45,7 @@ func newTracerProvider(ctx context.Context, cfg Config, getenv func(string) stri
 	case cfg.SpanExporter != nil:
 		proc = sdktrace.NewSimpleSpanProcessor(cfg.SpanExporter)
 	default:
-		name = tracesExporterName(getenv)
+		name = exporterName(getenv, "TRACES")
 		if name == "none" {
 			break
 		}
@@ -75,22 +75,18 @@ func newTracerProvider(ctx context.Context, cfg Config, getenv func(string) stri
 	return sdktrace.NewTracerProvider(opts...), name, nil
 }
 
-// tracesExporterName applies the rule "nothing exported when no exporter is
-// configured": OTEL_TRACES_EXPORTER when set, else otlp if an OTLP endpoint
-// variable is set, else none.
-func tracesExporterName(getenv func(string) string) string {
-	if v := strings.TrimSpace(getenv("OTEL_TRACES_EXPORTER")); v != "" {
+// exporterName applies the rule "nothing exported when no exporter is
+// configured" to signal (TRACES, METRICS): OTEL_<signal>_EXPORTER when set,
+// else otlp if an OTLP endpoint variable is set, else none.
+func exporterName(getenv func(string) string, signal string) string {
+	if v := strings.TrimSpace(getenv("OTEL_" + signal + "_EXPORTER")); v != "" {
 		return v
 	}
-	if otlpEndpointSet(getenv, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") {
+	if strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_ENDPOINT")) != "" ||
+		strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_"+signal+"_ENDPOINT")) != "" {
 		return "otlp"
 	}
 	return "none"
-}
-
-func otlpEndpointSet(getenv func(string) string, signalKey string) bool {
-	return strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_ENDPOINT")) != "" ||
-		strings.TrimSpace(getenv(signalKey)) != ""
 }
 
 // samplerFromEnv mirrors the SDK's own reading of OTEL_TRACES_SAMPLER and
@@ -98,41 +94,33 @@ func otlpEndpointSet(getenv func(string) string, signalKey string) bool {
 // of falling back silently. Unset: parentbased_always_on.
 func samplerFromEnv(getenv func(string) string) (sdktrace.Sampler, error) {
 	name := strings.ToLower(strings.TrimSpace(getenv("OTEL_TRACES_SAMPLER")))
-	arg := strings.TrimSpace(getenv("OTEL_TRACES_SAMPLER_ARG"))
-	ratio := func() (float64, error) {
-		if arg == "" {
-			return 1, nil
-		}
-		v, err := strconv.ParseFloat(arg, 64)
-		if err != nil || v < 0 || v > 1 {
-			return 0, fmt.Errorf("OTEL_TRACES_SAMPLER_ARG=%q: want a ratio from 0 to 1", arg)
-		}
-		return v, nil
+	base, parent := strings.CutPrefix(name, "parentbased_")
+	if name == "" {
+		base, parent = "always_on", true
 	}
-	switch name {
-	case "", "parentbased_always_on":
-		return sdktrace.ParentBased(sdktrace.AlwaysSample()), nil
-	case "parentbased_always_off":
-		return sdktrace.ParentBased(sdktrace.NeverSample()), nil
+	var s sdktrace.Sampler
+	switch base {
 	case "always_on":
-		return sdktrace.AlwaysSample(), nil
+		s = sdktrace.AlwaysSample()
 	case "always_off":
-		return sdktrace.NeverSample(), nil
+		s = sdktrace.NeverSample()
 	case "traceidratio":
-		r, err := ratio()
-		if err != nil {
-			return nil, err
+		r := 1.0
+		if arg := strings.TrimSpace(getenv("OTEL_TRACES_SAMPLER_ARG")); arg != "" {
+			v, err := strconv.ParseFloat(arg, 64)
+			if err != nil || v < 0 || v > 1 {
+				return nil, fmt.Errorf("OTEL_TRACES_SAMPLER_ARG=%q: want a ratio from 0 to 1", arg)
+			}
+			r = v
 		}
-		return sdktrace.TraceIDRatioBased(r), nil
-	case "parentbased_traceidratio":
-		r, err := ratio()
-		if err != nil {
-			return nil, err
-		}
-		return sdktrace.ParentBased(sdktrace.TraceIDRatioBased(r)), nil
+		s = sdktrace.TraceIDRatioBased(r)
 	default:
 		return nil, fmt.Errorf("OTEL_TRACES_SAMPLER=%q: unsupported sampler", name)
 	}
+	if parent {
+		s = sdktrace.ParentBased(s)
+	}
+	return s, nil
 }
 
 // Traceparent formats the span context of ctx as a W3C traceparent value,
