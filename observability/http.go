@@ -2,6 +2,7 @@ package observability
 
 import (
 	"context"
+	"maps"
 	"net/http"
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
@@ -71,9 +72,7 @@ func (c clientTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	// (Request.Clone would copy each): Inject replaces a value, never
 	// changes one in place, and the transport only reads them.
 	h := make(http.Header, len(r.Header)+3)
-	for k, v := range r.Header {
-		h[k] = v
-	}
+	maps.Copy(h, r.Header)
 	r2 := *r
 	r2.Header = h
 	c.prop.Inject(ctx, propagation.HeaderCarrier(h))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 
 	"go.opentelemetry.io/otel/trace"
@@ -50,12 +51,7 @@ func sensitive(k string) bool {
 	if lowerASCII(k) {
 		return false // no other spelling of a lower-case key matches
 	}
-	for _, s := range sensitiveKeys {
-		if strings.EqualFold(k, s) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(sensitiveKeys, func(s string) bool { return strings.EqualFold(k, s) })
 }
 
 // minSecret is the shortest configured secret Redact looks for: shorter ones
@@ -131,39 +127,32 @@ func redactString(s string, secrets []string) (string, bool) {
 
 // redactKeys replaces every svc_live_/svc_test_ + 24 or more [A-Za-z0-9].
 func redactKeys(s string) (string, bool) {
-	if !strings.Contains(s, "svc_") {
-		return s, false
-	}
 	var b strings.Builder
-	changed := false
-	i := 0
-	for {
+	done := 0 // s[:done] is in b
+	for i := 0; ; {
 		j := strings.Index(s[i:], "svc_")
 		if j < 0 {
 			break
 		}
 		start := i + j
-		p := start + len("svc_")
-		if strings.HasPrefix(s[p:], "live_") || strings.HasPrefix(s[p:], "test_") {
-			p += len("live_")
-			end := p
-			for end < len(s) && isAlnum(s[end]) {
-				end++
-			}
-			if end-p >= 24 {
-				b.WriteString(s[i:start])
-				b.WriteString(Redacted)
-				i, changed = end, true
-				continue
-			}
-		}
-		b.WriteString(s[i : start+len("svc_")])
 		i = start + len("svc_")
+		if !strings.HasPrefix(s[i:], "live_") && !strings.HasPrefix(s[i:], "test_") {
+			continue
+		}
+		end := i + len("live_")
+		for end < len(s) && isAlnum(s[end]) {
+			end++
+		}
+		if end-i-len("live_") >= 24 {
+			b.WriteString(s[done:start])
+			b.WriteString(Redacted)
+			done, i = end, end
+		}
 	}
-	if !changed {
+	if done == 0 {
 		return s, false
 	}
-	b.WriteString(s[i:])
+	b.WriteString(s[done:])
 	return b.String(), true
 }
 

@@ -92,7 +92,6 @@ type Panel struct {
 	Options     map[string]any `json:"options,omitempty"`
 	Transforms  []any          `json:"transformations,omitempty"`
 	Collapsed   *bool          `json:"collapsed,omitempty"`
-	Panels      []*Panel       `json:"panels,omitempty"`
 }
 
 // Target is one query of a panel: Expr for Prometheus, the others for
@@ -121,13 +120,11 @@ type fieldConfig struct {
 }
 
 type fieldDefaults struct {
-	Unit     string         `json:"unit,omitempty"`
-	Min      *float64       `json:"min,omitempty"`
-	Max      *float64       `json:"max,omitempty"`
-	Decimals *int           `json:"decimals,omitempty"`
-	Links    []link         `json:"links,omitempty"`
-	Mappings []any          `json:"mappings,omitempty"`
-	Custom   map[string]any `json:"custom,omitempty"`
+	Unit     string   `json:"unit,omitempty"`
+	Min      *float64 `json:"min,omitempty"`
+	Max      *float64 `json:"max,omitempty"`
+	Links    []link   `json:"links,omitempty"`
+	Mappings []any    `json:"mappings,omitempty"`
 }
 
 type override struct {
@@ -138,10 +135,9 @@ type override struct {
 // link is a Grafana data link; an internal one opens a query on another
 // data source (Tempo) in Explore.
 type link struct {
-	Title       string    `json:"title"`
-	URL         string    `json:"url"`
-	TargetBlank bool      `json:"targetBlank,omitempty"`
-	Internal    *internal `json:"internal,omitempty"`
+	Title    string    `json:"title"`
+	URL      string    `json:"url"`
+	Internal *internal `json:"internal,omitempty"`
 }
 
 type internal struct {
@@ -185,16 +181,20 @@ func Dashboard() ([]byte, error) {
 			{Name: "tempo_datasource", Label: "Tempo data source", Type: "datasource", Query: "tempo", Current: map[string]any{}},
 			// job: the scrape job of one deployment (a brand). Every query
 			// filters by it, so deployments sharing a Prometheus do not mix.
-			{Name: "job", Label: "Job", Type: "query", Datasource: &datasource{"prometheus", promDS},
-				Query: "label_values(http_server_active_requests, job)", Refresh: 2,
-				IncludeAll: true, Multi: true, AllValue: ".+", Current: map[string]any{"text": "All", "value": "$__all"}},
-			{Name: "instance", Label: "Instance", Type: "query", Datasource: &datasource{"prometheus", promDS},
-				Query: `label_values(http_server_active_requests{job=~"$job"}, instance)`, Refresh: 2,
-				IncludeAll: true, Multi: true, AllValue: ".+", Current: map[string]any{"text": "All", "value": "$__all"}},
+			queryVar("job", "Job", "label_values(http_server_active_requests, job)"),
+			queryVar("instance", "Instance", `label_values(http_server_active_requests{job=~"$job"}, instance)`),
 		}},
 	}
 	d.Panels = layout(panels())
 	return json.MarshalIndent(d, "", "  ")
+}
+
+// queryVar is a multi-value variable of Prometheus label values, All by
+// default (what dashboard-linter asks of job and instance).
+func queryVar(name, label, query string) variable {
+	return variable{Name: name, Label: label, Type: "query", Datasource: &datasource{"prometheus", promDS},
+		Query: query, Refresh: 2, IncludeAll: true, Multi: true, AllValue: ".+",
+		Current: map[string]any{"text": "All", "value": "$__all"}}
 }
 
 // layout numbers the panels and places them: rows full width, other panels
