@@ -22,15 +22,13 @@ const AttrAttempt = attribute.Key("partner_edge.pms.attempt")
 func (t *Telemetry) Tracer() trace.Tracer { return t.tp.Tracer(ScopeName) }
 
 // Transport returns base (nil: http.DefaultTransport) wrapped for PMS
-// attempts: one client span per RoundTrip, a child of the span in the
-// request's context, named by the method, with otelhttp's semantic-convention
-// attributes; the attempt's traceparent, tracestate and the context's own
-// baggage are injected into the request (Propagator).
-//
+// attempts: one client span per RoundTrip (otelhttp's, named by the
+// method), a child of the span in the request's context; the attempt's
+// traceparent, tracestate and the context's own baggage are injected.
 // resendCount, when non-nil, reads from the request's context how many
-// attempts came before this one (0 for the first; upstream.ResendCount fits):
-// the span then carries AttrAttempt (resendCount+1) and, from the first
-// retry on, http.request.resend_count. otelhttp's client metrics are off
+// attempts came before this one (upstream.ResendCount): the span then
+// carries AttrAttempt and, from the first retry on,
+// http.request.resend_count. otelhttp's client metrics are off
 // (upstream.PMSMetrics.Attempt records attempts by outcome).
 func (t *Telemetry) Transport(base http.RoundTripper, resendCount func(context.Context) int) http.RoundTripper {
 	if base == nil {

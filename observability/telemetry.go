@@ -49,17 +49,14 @@ type Config struct {
 	// OTLP exporter does: run passes os.Getenv so both agree.
 	Getenv func(string) string
 
-	// SpanExporter, when non-nil, receives every sampled span synchronously as
-	// it ends (a simple span processor), whatever the environment says, and
-	// OTEL_TRACES_EXPORTER is not consulted. Meant for tests
-	// (tracetest.InMemoryExporter). Nil: chosen from the environment, exported
-	// in batches.
+	// SpanExporter, when non-nil, receives every sampled span synchronously
+	// as it ends, whatever OTEL_TRACES_EXPORTER says (tests:
+	// tracetest.InMemoryExporter). Nil: from the environment, in batches.
 	SpanExporter sdktrace.SpanExporter
 
-	// MetricReader, when non-nil, is an extra reader beside the Prometheus one
-	// (tests: sdkmetric.NewManualReader()). OTEL_METRICS_EXPORTER is then not
-	// consulted. Nil: an OTLP periodic reader when the environment asks for
-	// one, else none.
+	// MetricReader, when non-nil, is an extra reader beside the Prometheus
+	// one, whatever OTEL_METRICS_EXPORTER says (tests:
+	// sdkmetric.NewManualReader()). Nil: from the environment.
 	MetricReader sdkmetric.Reader
 
 	// Brand is the resource attribute partner_edge.brand; empty: not set.
@@ -192,22 +189,14 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// registerRuntime adds client_golang's Go and process collectors to reg:
-// process_resident_memory_bytes, process_cpu_seconds_total,
-// process_open_fds, process_start_time_seconds, go_goroutines,
-// go_gc_duration_seconds, go_memstats_*, go_gc_gomemlimit_bytes... under the
-// names every Prometheus dashboard and alert already knows (docs/contract.md
-// section 18), rather than OTel's runtime instrumentation, whose go_*
-// names differ from them. They are read at scrape time: nothing runs
-// between scrapes.
+// registerRuntime adds client_golang's Go and process collectors to reg,
+// under the names every Prometheus dashboard and alert already knows
+// (docs/contract.md section 18; docs/observability.md, "Metrics"), not OTel's
+// runtime instrumentation's. They are read at scrape time.
 func registerRuntime(reg *prometheus.Registry) error {
-	for _, c := range []prometheus.Collector{
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		collectors.NewGoCollector(),
-	} {
-		if err := reg.Register(c); err != nil {
-			return fmt.Errorf("runtime metrics: %w", err)
-		}
+	if err := errors.Join(reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})),
+		reg.Register(collectors.NewGoCollector())); err != nil {
+		return fmt.Errorf("runtime metrics: %w", err)
 	}
 	return nil
 }

@@ -36,29 +36,20 @@ const Instance = `job=~"$job",instance=~"$instance"`
 const Job = `job=~"$job"`
 
 type dashboard struct {
-	Title         string         `json:"title"`
-	UID           string         `json:"uid"`
-	Description   string         `json:"description"`
-	Tags          []string       `json:"tags"`
-	SchemaVersion int            `json:"schemaVersion"`
-	Version       int            `json:"version"`
-	Editable      bool           `json:"editable"`
-	GraphTooltip  int            `json:"graphTooltip"`
-	Refresh       string         `json:"refresh"`
-	Time          timeRange      `json:"time"`
-	Templating    templating     `json:"templating"`
-	Annotations   map[string]any `json:"annotations"`
-	Links         []any          `json:"links"`
-	Panels        []*Panel       `json:"panels"`
-}
-
-type timeRange struct {
-	From string `json:"from"`
-	To   string `json:"to"`
-}
-
-type templating struct {
-	List []variable `json:"list"`
+	Title         string                `json:"title"`
+	UID           string                `json:"uid"`
+	Description   string                `json:"description"`
+	Tags          []string              `json:"tags"`
+	SchemaVersion int                   `json:"schemaVersion"`
+	Version       int                   `json:"version"`
+	Editable      bool                  `json:"editable"`
+	GraphTooltip  int                   `json:"graphTooltip"`
+	Refresh       string                `json:"refresh"`
+	Time          map[string]string     `json:"time"`       // from, to
+	Templating    map[string][]variable `json:"templating"` // list
+	Annotations   map[string]any        `json:"annotations"`
+	Links         []any                 `json:"links"`
+	Panels        []*Panel              `json:"panels"`
 }
 
 type variable struct {
@@ -116,7 +107,7 @@ type gridPos struct {
 
 type fieldConfig struct {
 	Defaults  fieldDefaults `json:"defaults"`
-	Overrides []override    `json:"overrides"`
+	Overrides []any         `json:"overrides"` // {"matcher", "properties"}
 }
 
 type fieldDefaults struct {
@@ -125,11 +116,6 @@ type fieldDefaults struct {
 	Max      *float64 `json:"max,omitempty"`
 	Links    []link   `json:"links,omitempty"`
 	Mappings []any    `json:"mappings,omitempty"`
-}
-
-type override struct {
-	Matcher    map[string]any   `json:"matcher"`
-	Properties []map[string]any `json:"properties"`
 }
 
 // link is a Grafana data link; an internal one opens a query on another
@@ -171,11 +157,11 @@ func Dashboard() ([]byte, error) {
 		Editable:      false, // provisioned from partner-edge.json: change panels.go, not the UI
 		GraphTooltip:  1,
 		Refresh:       "30s",
-		Time:          timeRange{"now-6h", "now"},
+		Time:          map[string]string{"from": "now-6h", "to": "now"},
 		Annotations:   map[string]any{"list": []any{}},
 		Links: []any{map[string]any{"title": "Runbooks", "type": "link", "targetBlank": true,
 			"url": "https://github.com/partner-edge/partner-edge/blob/main/docs/runbooks.md"}},
-		Templating: templating{List: []variable{
+		Templating: map[string][]variable{"list": {
 			{Name: "prometheus_datasource", Label: "Prometheus data source", Type: "datasource", Query: "prometheus", Current: map[string]any{}},
 			{Name: "loki_datasource", Label: "Loki data source", Type: "datasource", Query: "loki", Current: map[string]any{}},
 			{Name: "tempo_datasource", Label: "Tempo data source", Type: "datasource", Query: "tempo", Current: map[string]any{}},
@@ -233,7 +219,7 @@ func row(title string) *Panel {
 
 func timeseries(title, desc, unit string, targets ...Target) *Panel {
 	return &Panel{Type: "timeseries", Title: title, Description: desc, Targets: targets,
-		FieldConfig: &fieldConfig{Defaults: fieldDefaults{Unit: unit}, Overrides: []override{}}}
+		FieldConfig: &fieldConfig{Defaults: fieldDefaults{Unit: unit}, Overrides: []any{}}}
 }
 
 func (p *Panel) withLinks(l ...link) *Panel {

@@ -34,9 +34,9 @@ func panels() []*Panel {
 			map[string]any{"id": "organize", "options": map[string]any{"includeByName": map[string]bool{
 				"Time": true, "status": true, "code": true, "route": true, "error": true, "request_id": true, "key_id": true, "trace_id": true}}},
 		},
-		FieldConfig: &fieldConfig{Overrides: []override{{
-			Matcher: map[string]any{"id": "byName", "options": "trace_id"},
-			Properties: []map[string]any{{"id": "links", "value": []link{
+		FieldConfig: &fieldConfig{Overrides: []any{map[string]any{
+			"matcher": map[string]any{"id": "byName", "options": "trace_id"},
+			"properties": []map[string]any{{"id": "links", "value": []link{
 				traceLink("Open trace ${__value.raw}", "${__value.raw}")}}},
 		}}},
 	}
@@ -132,7 +132,7 @@ func heatmap(title, desc string, t Target) *Panel {
 	t.Format = "heatmap"
 	return &Panel{Type: "heatmap", Title: title, Description: desc, Targets: []Target{t},
 		Options:     map[string]any{"calculate": false, "yAxis": map[string]any{"unit": "s"}, "cellGap": 1},
-		FieldConfig: &fieldConfig{Overrides: []override{}}}
+		FieldConfig: &fieldConfig{Overrides: []any{}}}
 }
 
 func stateMappings() []any {
