@@ -176,35 +176,29 @@ func appendJSONString(b []byte, s string) []byte {
 			i++
 			continue
 		}
-		if c < utf8.RuneSelf {
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+		r, size := rune(c), 1
+		if c >= utf8.RuneSelf {
+			if r, size = utf8.DecodeRuneInString(s[i:]); (r != utf8.RuneError || size > 1) && r != '\u2028' && r != '\u2029' {
+				i += size
+				continue
 			}
-			i++
-			start = i
-			continue
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
+		b = append(b, s[start:i]...)
 		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c == '\n':
+			b = append(b, '\\', 'n')
+		case c == '\r':
+			b = append(b, '\\', 'r')
+		case c == '\t':
+			b = append(b, '\\', 't')
+		case c < utf8.RuneSelf:
+			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+		case r == utf8.RuneError:
 			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
+		default: // U+2028, U+2029
 			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-		default:
-			i += size
-			continue
 		}
 		i += size
 		start = i

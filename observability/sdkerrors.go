@@ -41,9 +41,6 @@ func NewSDKErrors(log *slog.Logger, getenv func(string) string, interval time.Du
 	if now == nil {
 		now = time.Now
 	}
-	if getenv == nil {
-		getenv = func(string) string { return "" }
-	}
 	return &SDKErrors{log: log, getenv: getenv, now: now, interval: interval,
 		last: map[string]time.Time{}, left: map[string]int{}}
 }

@@ -76,7 +76,7 @@ func (t *Telemetry) StartServerSpan(r *http.Request) (context.Context, trace.Spa
 func (t *Telemetry) startServerSpan(r *http.Request) (context.Context, trace.Span) {
 	ctx := r.Context()
 	if _, sent := r.Header["Traceparent"]; sent {
-		ctx = propagation.TraceContext{}.Extract(ctx, traceHeaders(r.Header))
+		ctx = propagation.TraceContext{}.Extract(ctx, traceHeaders{propagation.HeaderCarrier(r.Header)})
 	}
 	return t.serverTracer.Start(ctx, spanMethod(r.Method), serverSpan...)
 }
@@ -110,29 +110,22 @@ func spanMethod(m string) string {
 // traceHeaders reads the W3C TraceContext fields of a request without
 // propagation.HeaderCarrier's canonicalisation of the lower-case field names
 // (two allocations per request). TraceContext.Extract only calls Get.
-type traceHeaders http.Header
-
-var _ propagation.TextMapCarrier = traceHeaders(nil)
+type traceHeaders struct{ propagation.HeaderCarrier }
 
 func (h traceHeaders) Get(key string) string {
-	var v []string
 	switch key {
 	case "traceparent":
-		v = h["Traceparent"]
+		key = "Traceparent"
 	case "tracestate":
-		v = h["Tracestate"]
+		key = "Tracestate"
 	default:
-		return http.Header(h).Get(key)
+		return h.HeaderCarrier.Get(key)
 	}
-	if len(v) == 0 {
-		return ""
+	if v := h.HeaderCarrier[key]; len(v) > 0 {
+		return v[0]
 	}
-	return v[0]
+	return ""
 }
-
-func (h traceHeaders) Set(key, value string) { http.Header(h).Set(key, value) }
-
-func (h traceHeaders) Keys() []string { return propagation.HeaderCarrier(h).Keys() }
 
 // maxRequestAttrs bounds what requestAttrs appends.
 const maxRequestAttrs = 12

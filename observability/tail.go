@@ -259,7 +259,7 @@ func (t *Telemetry) Decide(ctx context.Context, r *http.Request, start time.Time
 	pctx := context.WithValue(ctx, forcedIDsKey{}, forcedIDs{sc.TraceID(), sc.SpanID()})
 	pctx = trace.ContextWithSpanContext(pctx, trace.SpanContext{})
 	if _, sent := r.Header["Traceparent"]; sent {
-		pctx = propagation.TraceContext{}.Extract(pctx, traceHeaders(r.Header))
+		pctx = propagation.TraceContext{}.Extract(pctx, traceHeaders{propagation.HeaderCarrier(r.Header)})
 	}
 	var kv [maxRequestAttrs]attribute.KeyValue
 	_, span := t.serverTracer.Start(pctx, spanMethod(r.Method),
