@@ -48,14 +48,11 @@ func NewCounters(meter metric.Meter, kind CounterKind, name, unit, description s
 		c.slots[i].opt = []metric.ObserveOption{metric.WithAttributeSet(s)}
 		c.slots[i].seen.Store(reportAll)
 	}
-	var (
-		inst metric.Int64Observable
-		err  error
-	)
-	switch kind {
-	case UpDown:
+	var inst metric.Int64Observable
+	var err error
+	if kind == UpDown {
 		inst, err = meter.Int64ObservableUpDownCounter(name, metric.WithUnit(unit), metric.WithDescription(description))
-	default:
+	} else {
 		inst, err = meter.Int64ObservableCounter(name, metric.WithUnit(unit), metric.WithDescription(description))
 	}
 	if err != nil {

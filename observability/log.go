@@ -87,13 +87,8 @@ func Redact(secrets ...string) func(groups []string, a slog.Attr) slog.Attr {
 				return slog.String(a.Key, l.String())
 			}
 		}
-		if sensitive(a.Key) {
+		if sensitive(a.Key) || slices.ContainsFunc(groups, sensitive) {
 			return slog.String(a.Key, Redacted)
-		}
-		for _, g := range groups {
-			if sensitive(g) {
-				return slog.String(a.Key, Redacted)
-			}
 		}
 		switch a.Value.Kind() {
 		case slog.KindDuration:

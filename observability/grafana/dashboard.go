@@ -213,8 +213,7 @@ func layout(ps []*Panel) []*Panel {
 }
 
 func row(title string) *Panel {
-	f := false
-	return &Panel{Type: "row", Title: title, Collapsed: &f}
+	return &Panel{Type: "row", Title: title, Collapsed: ptr(false)}
 }
 
 func timeseries(title, desc, unit string, targets ...Target) *Panel {
@@ -231,14 +230,10 @@ func (p *Panel) width(w int) *Panel { p.GridPos.W = w; return p }
 
 // rate is sum by (by) of rate(metric{sel, instance}[$__rate_interval]).
 func rate(by, metric, sel string) string {
-	return fmt.Sprintf("sum by (%s) (rate(%s{%s}[$__rate_interval]))", by, metric, join(sel, Instance))
-}
-
-func join(a, b string) string {
-	if a == "" {
-		return b
+	if sel != "" {
+		sel += ","
 	}
-	return a + "," + b
+	return fmt.Sprintf("sum by (%s) (rate(%s{%s}[$__rate_interval]))", by, metric, sel+Instance)
 }
 
 const reqCount = "http_server_request_duration_seconds_count"
