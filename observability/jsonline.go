@@ -47,9 +47,6 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 
 func newJSONLineHandler(w io.Writer, opts *slog.HandlerOptions) *jsonLineHandler {
 	out := &lockedWriter{w: w}
-	if opts.Level == nil {
-		opts.Level = slog.LevelInfo
-	}
 	return &jsonLineHandler{level: opts.Level, out: out, redact: opts.ReplaceAttr,
 		slow: TraceHandler(slog.NewJSONHandler(out, opts))}
 }

@@ -18,23 +18,19 @@ import (
 // StartServerSpan itself): one span of kind Server per request, made with
 // the Telemetry's tracer provider (scope ScopeName).
 //
-// It continues a valid incoming traceparent (keeping tracestate) and starts
-// a fresh trace for a missing or malformed one; it never rejects a request.
-// It extracts W3C TraceContext only: a partner's baggage header is untrusted
-// input and is not carried on to the PMS. The span is named by the method
-// ("GET"; "HTTP" for a method outside RFC 9110) until SetRoute names it.
+// It continues a valid incoming traceparent (keeping tracestate), else
+// starts a fresh trace; it never rejects a request. It extracts W3C
+// TraceContext only: a partner's baggage is untrusted and not carried on to
+// the PMS. The span is named by the method ("HTTP" for a method outside RFC
+// 9110) until SetRoute names it.
 //
 // A sampled-out request costs the span's start, its context and one request
-// copy, and nothing else: its span context is still valid (Traceparent
-// reports it, flags 00), but no attribute is computed and w is not wrapped.
-// A recording span carries the HTTP server semantic conventions
-// (requestAttrs; X-Forwarded-For is never read here) and, once the handler
-// has returned, the answer's (SetResponse). To see the status, a recording
-// request's w is wrapped in a StatusRecorder (Flush and Unwrap: the
-// connection stays reachable through http.ResponseController). The request
-// body is not wrapped, so http.request.body.size is not set. No http.server.*
-// metric is recorded here: Metrics.RequestStarted and RequestDone do, with
-// the route template known only behind the router.
+// copy: no attribute is computed and w is not wrapped (Traceparent still
+// reports its ids, flags 00). A recording span carries the HTTP server
+// semantic conventions (requestAttrs) and the answer's (SetResponse), seen
+// through a StatusRecorder around w. The request body is not wrapped, so
+// http.request.body.size is not set. No http.server.* metric is recorded
+// here: Metrics.RequestDone does, with the route template.
 func (t *Telemetry) Middleware() func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
