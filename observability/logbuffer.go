@@ -54,7 +54,6 @@ type LogBuffer struct {
 	done chan struct{}
 
 	dropped atomic.Int64
-	once    sync.Once
 }
 
 type chunk struct {
@@ -88,19 +87,16 @@ func NewLogBuffer(out io.Writer, cfg LogBufferConfig) *LogBuffer {
 // never fails: a line that finds no room is dropped and counted. It
 // returns len(p), so a logger never sees an error from a slow output.
 func (b *LogBuffer) Write(p []byte) (int, error) {
-	if len(p) > b.chunk {
-		b.dropped.Add(1)
-		return len(p), nil
-	}
 	b.mu.Lock()
-	if b.closed || len(b.cur.b)+len(p) > cap(b.cur.b) && !b.rotate() {
-		b.mu.Unlock()
-		b.dropped.Add(1)
-		return len(p), nil
+	taken := len(p) <= b.chunk && !b.closed && (len(b.cur.b)+len(p) <= cap(b.cur.b) || b.rotate())
+	if taken {
+		b.cur.b = append(b.cur.b, p...)
+		b.cur.lines++
 	}
-	b.cur.b = append(b.cur.b, p...)
-	b.cur.lines++
 	b.mu.Unlock()
+	if !taken {
+		b.dropped.Add(1)
+	}
 	return len(p), nil
 }
 
@@ -127,12 +123,12 @@ func (b *LogBuffer) Dropped() int64 { return b.dropped.Load() }
 // first (an output that blocks for ever), else nil. Later calls wait the
 // same way.
 func (b *LogBuffer) Close(ctx context.Context) error {
-	b.once.Do(func() {
-		b.mu.Lock()
+	b.mu.Lock()
+	if !b.closed {
 		b.closed = true
-		b.mu.Unlock()
 		close(b.stop)
-	})
+	}
+	b.mu.Unlock()
 	select {
 	case <-b.done:
 		return nil
@@ -171,13 +167,7 @@ func (b *LogBuffer) drain() {
 	}
 	n := len(b.full)
 	b.mu.Unlock()
-	if target == nil {
-		for range n {
-			b.write(<-b.full)
-		}
-		return
-	}
-	for {
+	for i := 0; target != nil || i < n; i++ { // to target, or the n full ones
 		c := <-b.full
 		b.write(c)
 		if c == target {

@@ -31,13 +31,9 @@ type SDKErrors struct {
 	left map[string]int
 }
 
-// NewSDKErrors logs to log at most one line per signal per interval (0: a
-// minute); getenv reads the OTLP endpoint variables, now the clock (nil:
-// time.Now).
+// NewSDKErrors logs to log at most one line per signal per interval;
+// getenv reads the OTLP endpoint variables, now the clock (nil: time.Now).
 func NewSDKErrors(log *slog.Logger, getenv func(string) string, interval time.Duration, now func() time.Time) *SDKErrors {
-	if interval <= 0 {
-		interval = time.Minute
-	}
 	if now == nil {
 		now = time.Now
 	}
