@@ -71,12 +71,7 @@ const minSecret = 8
 // its Go text ("30s", "83µs"), not slog's raw nanoseconds
 // ("interval":30000000000), which a person reading a log cannot take in.
 func Redact(secrets ...string) func(groups []string, a slog.Attr) slog.Attr {
-	var own []string
-	for _, s := range secrets {
-		if len(s) >= minSecret {
-			own = append(own, s)
-		}
-	}
+	own := slices.DeleteFunc(slices.Clone(secrets), func(s string) bool { return len(s) < minSecret })
 	return func(groups []string, a slog.Attr) slog.Attr {
 		if len(groups) == 0 && a.Key == slog.LevelKey {
 			// slog hands the level over as an Any; returned as it is,

@@ -64,27 +64,19 @@ type reqKey struct {
 // maxReqSets bounds the RequestDone cache; past it, sets are built per call.
 const maxReqSets = 512
 
-// methods are the semconv known methods; any other is "_OTHER".
-var methods = []string{"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH", "QUERY"}
+// methods are the semconv known methods, then otherMethod for any other.
+var methods = []string{"GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH", "QUERY", otherMethod}
 
 const otherMethod = "_OTHER"
 
-func canonicalMethod(m string) string { return methodName(methodIndex(m)) }
+func canonicalMethod(m string) string { return methods[methodIndex(m)] }
 
-// methodName is the canonical method of index i (methodIndex).
-func methodName(i int) string {
-	if i < len(methods) {
-		return methods[i]
-	}
-	return otherMethod
-}
-
-// methodIndex is m's index in methods, or len(methods) for any other.
+// methodIndex is m's index in methods (otherMethod's for any other).
 func methodIndex(m string) int {
-	if i := slices.Index(methods, m); i >= 0 {
+	if i := slices.Index(methods[:len(methods)-1], m); i >= 0 {
 		return i
 	}
-	return len(methods)
+	return len(methods) - 1
 }
 
 func addOpts(kv ...attribute.KeyValue) []metric.AddOption {
@@ -114,9 +106,9 @@ func newMetrics(mp metric.MeterProvider) (*Metrics, error) {
 		metric.WithUnit("s"), metric.WithDescription("Duration of HTTP server requests."),
 		metric.WithExplicitBucketBoundaries(DurationBuckets()...))
 	errs = append(errs, err)
-	activeSets := make([]attribute.Set, len(methods)+1)
-	for i := range activeSets {
-		activeSets[i] = attribute.NewSet(semconv.HTTPRequestMethodKey.String(methodName(i)))
+	activeSets := make([]attribute.Set, len(methods))
+	for i, k := range methods {
+		activeSets[i] = attribute.NewSet(semconv.HTTPRequestMethodKey.String(k))
 	}
 	m.active, err = NewCounters(meter, UpDown, "http.server.active_requests", "{request}",
 		"Number of active HTTP server requests.", activeSets, false)
@@ -154,7 +146,7 @@ func (m *Metrics) RequestStarted(ctx context.Context, method string) {
 func (m *Metrics) RequestDone(ctx context.Context, method, route string, status int, elapsed time.Duration) {
 	i := methodIndex(method)
 	m.active.Add(i, -1)
-	method = methodName(i)
+	method = methods[i]
 	var cache attribute.KeyValue
 	if slot, ok := ctx.Value(CacheSlotKey{}).(*CacheSlot); ok {
 		cache, _ = slot.Attr()
