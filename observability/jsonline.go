@@ -14,12 +14,12 @@ import (
 )
 
 // jsonLineHandler writes, byte for byte, the JSON lines of log/slog's
-// JSONHandler under TraceHandler with NewLogger's options (Redact as ReplaceAttr), at about
-// half its CPU, for the records the hot path logs: the access log's
-// strings, integers, booleans, durations (as text, Redact) and times. Any other record (a
-// float, a group, an Any or LogValuer that Redact leaves as it is, an empty
-// key) and every handler made by WithAttrs or WithGroup go to the
-// JSONHandler itself. Both write through one mutex, one Write per line.
+// JSONHandler under TraceHandler with NewLogger's options (Redact as
+// ReplaceAttr), at about half its CPU, for the records the hot path logs:
+// strings, integers, booleans and times (Redact made durations text). Any
+// other record (a float, a group, an Any or LogValuer Redact leaves as it
+// is, an empty key) and every handler made by WithAttrs or WithGroup go to
+// the JSONHandler itself. Both write through one mutex, one Write per line.
 //
 // Measured against the alternatives (BenchmarkAccessLogLine and bench/README.md):
 // log/slog's JSONHandler spends most of a line in its generic attribute
@@ -100,8 +100,6 @@ func (h *jsonLineHandler) Handle(ctx context.Context, r slog.Record) error {
 			b = strconv.AppendUint(b, v.Uint64(), 10)
 		case slog.KindBool:
 			b = strconv.AppendBool(b, v.Bool())
-		case slog.KindDuration: // Redact gives text; kept in case a ReplaceAttr does not
-			b = appendJSONString(b, v.Duration().String())
 		case slog.KindTime:
 			t := v.Time()
 			if y := t.Year(); y < 0 || y >= 10000 {
