@@ -87,10 +87,6 @@ type tailProcessor struct {
 	n atomic.Int64
 }
 
-func newTailProcessor(next sdktrace.SpanProcessor) *tailProcessor {
-	return &tailProcessor{next: next, held: make(map[trace.TraceID]*pendingTrace)}
-}
-
 // pendingChild: s was started under a local, unsampled parent (tailSampler
 // recorded it for its request's decision).
 func pendingChild(s sdktrace.ReadOnlySpan) bool {

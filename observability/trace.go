@@ -62,9 +62,8 @@ func newTracerProvider(ctx context.Context, cfg Config, getenv func(string) stri
 	// Tail decisions only where spans go somewhere: with no exporter, a
 	// request's children need not record for a decision nobody reads.
 	if cfg.TailSampling && proc != nil {
-		tail := newTailProcessor(proc)
-		*tailOut = tail
-		proc = tail
+		*tailOut = &tailProcessor{next: proc, held: make(map[trace.TraceID]*pendingTrace)}
+		proc = *tailOut
 		sampler = tailSampler{head: sampler}
 		opts = append(opts, sdktrace.WithIDGenerator(tailIDs{}))
 	}
