@@ -82,7 +82,7 @@ func Redact(secrets ...string) func(groups []string, a slog.Attr) slog.Attr {
 				return slog.String(a.Key, l.String())
 			}
 		}
-		if sensitive(a.Key) || slices.ContainsFunc(groups, sensitive) {
+		if sensitive(a.Key) || len(groups) > 0 && slices.ContainsFunc(groups, sensitive) {
 			return slog.String(a.Key, Redacted)
 		}
 		switch a.Value.Kind() {
