@@ -17,13 +17,8 @@ type AccessLog struct {
 }
 
 // OpenAccessLog builds the access log dest names: "stdout", "stderr",
-// "off" or a file path (appended to, created with mode 0640). It goes to
-// stdout by default, as a container's log collector expects, apart from
-// the diagnostics on stderr (the split of nginx's container image: access
-// log on stdout, error log on stderr). Lines pass through a LogBuffer,
-// nginx's `buffer=64k flush=1s`: a request never waits for the output, and
-// lines the output cannot take are dropped and counted
-// (partner_edge_log_dropped_total). format, level and secret are
+// "off" or a file path (appended to, created with mode 0640), through a
+// LogBuffer (docs/observability.md, "Logs"). format, level and secret are
 // NewLogger's.
 func OpenAccessLog(dest, format string, level slog.Level, secret string, stdout, stderr io.Writer) (*AccessLog, error) {
 	var out io.Writer

@@ -9,20 +9,12 @@ import (
 
 // The collector's target when GOGC is not set: the heap may grow by
 // gcHeadroom past what is live, or by as much as is live when that is
-// more (Go's own GOGC=100), and by at most maxGCPercent.
-//
-// Why not Go's 100 alone: the edge's live heap is usually small (the cache
-// snapshot and the connections' buffers, a few MB) and each request leaves
-// a few KB of garbage, so at 100 the collector ran dozens of times a
-// second under load, and its fixed cost per cycle (stacks, roots, its
-// workers' wake-ups, write barriers while it marks) was the largest single
-// cost of a cached answer after the system calls. bench/run measured a
-// cached get at 42.5 µs of CPU before the access-log and GC work and 31.7 µs after,
-// this the largest of them (bench/README.md). Why not a fixed 400, which
-// it was first: a brand of 50,000 hotels is a live heap of about 60 MB,
-// and five times that put bench/run's brand-scale RSS at 270 MiB; with
-// the headroom rule a large live heap gets Go's default trade (RSS about
-// 124 MiB there) and a small one a collection per 48 MiB of garbage.
+// more (Go's own GOGC=100), and by at most maxGCPercent. Why not Go's 100:
+// docs/operations.md, "Memory and the garbage collector" (a cached get
+// spent more on the collector's fixed cost per cycle than on anything but
+// system calls). Why not a fixed 400, which it was first: a brand's 60 MB
+// live heap then put bench/run's brand-scale RSS at 270 MiB; the headroom
+// rule gives a large live heap Go's default trade (about 124 MiB there).
 const (
 	gcHeadroom   = 48 << 20
 	maxGCPercent = 800

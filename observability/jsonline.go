@@ -14,12 +14,12 @@ import (
 )
 
 // jsonLineHandler writes, byte for byte, the JSON lines of log/slog's
-// JSONHandler under TraceHandler with NewLogger's options (Redact as ReplaceAttr), at about
-// half its CPU, for the records the hot path logs: the access log's
-// strings, integers, booleans, durations (as text, Redact) and times. Any other record (a
-// float, a group, an Any or LogValuer that Redact leaves as it is, an empty
-// key) and every handler made by WithAttrs or WithGroup go to the
-// JSONHandler itself. Both write through one mutex, one Write per line.
+// JSONHandler under TraceHandler with NewLogger's options (Redact as
+// ReplaceAttr), at about half its CPU, for the records the hot path logs:
+// strings, integers, booleans and times (Redact made durations text). Any
+// other record (a float, a group, an Any or LogValuer Redact leaves as it
+// is, an empty key) and every handler made by WithAttrs or WithGroup go to
+// the JSONHandler itself. Both write through one mutex, one Write per line.
 //
 // Measured against the alternatives (BenchmarkAccessLogLine and bench/README.md):
 // log/slog's JSONHandler spends most of a line in its generic attribute
@@ -47,9 +47,6 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 
 func newJSONLineHandler(w io.Writer, opts *slog.HandlerOptions) *jsonLineHandler {
 	out := &lockedWriter{w: w}
-	if opts.Level == nil {
-		opts.Level = slog.LevelInfo
-	}
 	return &jsonLineHandler{level: opts.Level, out: out, redact: opts.ReplaceAttr,
 		slow: TraceHandler(slog.NewJSONHandler(out, opts))}
 }
@@ -103,8 +100,6 @@ func (h *jsonLineHandler) Handle(ctx context.Context, r slog.Record) error {
 			b = strconv.AppendUint(b, v.Uint64(), 10)
 		case slog.KindBool:
 			b = strconv.AppendBool(b, v.Bool())
-		case slog.KindDuration: // Redact gives text; kept in case a ReplaceAttr does not
-			b = appendJSONString(b, v.Duration().String())
 		case slog.KindTime:
 			t := v.Time()
 			if y := t.Year(); y < 0 || y >= 10000 {
@@ -176,35 +171,29 @@ func appendJSONString(b []byte, s string) []byte {
 			i++
 			continue
 		}
-		if c < utf8.RuneSelf {
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+		r, size := rune(c), 1
+		if c >= utf8.RuneSelf {
+			if r, size = utf8.DecodeRuneInString(s[i:]); (r != utf8.RuneError || size > 1) && r != '\u2028' && r != '\u2029' {
+				i += size
+				continue
 			}
-			i++
-			start = i
-			continue
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
+		b = append(b, s[start:i]...)
 		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c == '\n':
+			b = append(b, '\\', 'n')
+		case c == '\r':
+			b = append(b, '\\', 'r')
+		case c == '\t':
+			b = append(b, '\\', 't')
+		case c < utf8.RuneSelf:
+			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+		case r == utf8.RuneError:
 			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
+		default: // U+2028, U+2029
 			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-		default:
-			i += size
-			continue
 		}
 		i += size
 		start = i

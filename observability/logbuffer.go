@@ -28,11 +28,6 @@ type LogBufferConfig struct {
 	// FlushInterval bounds how long a line waits in a buffer that is not
 	// full. Zero: 1 s.
 	FlushInterval time.Duration
-
-	// NewTicker starts the flush clock: a channel that delivers every d,
-	// and a function that stops it. Nil: time.NewTicker. Tests inject a
-	// channel they drive, or run under testing/synctest.
-	NewTicker func(d time.Duration) (<-chan time.Time, func())
 }
 
 // LogBuffer is an io.Writer for log lines that never blocks its caller on
@@ -53,16 +48,12 @@ type LogBuffer struct {
 	cur    *chunk // guarded by mu
 	closed bool   // guarded by mu
 
-	free  chan *chunk // empty buffers
-	full  chan *chunk // buffers waiting to be written, in order
-	flush chan chan struct{}
-	stop  chan struct{}
-	done  chan struct{}
+	free chan *chunk // empty buffers
+	full chan *chunk // buffers waiting to be written, in order
+	stop chan struct{}
+	done chan struct{}
 
 	dropped atomic.Int64
-	written atomic.Int64
-	lastErr atomic.Pointer[error]
-	once    sync.Once
 }
 
 type chunk struct {
@@ -82,27 +73,13 @@ func NewLogBuffer(out io.Writer, cfg LogBufferConfig) *LogBuffer {
 	if cfg.FlushInterval <= 0 {
 		cfg.FlushInterval = time.Second
 	}
-	if cfg.NewTicker == nil {
-		cfg.NewTicker = func(d time.Duration) (<-chan time.Time, func()) {
-			t := time.NewTicker(d)
-			return t.C, t.Stop
-		}
-	}
-	b := &LogBuffer{
-		out:   out,
-		chunk: cfg.ChunkSize,
-		free:  make(chan *chunk, cfg.Chunks),
-		full:  make(chan *chunk, cfg.Chunks),
-		flush: make(chan chan struct{}),
-		stop:  make(chan struct{}),
-		done:  make(chan struct{}),
-	}
+	b := &LogBuffer{out: out, chunk: cfg.ChunkSize, free: make(chan *chunk, cfg.Chunks),
+		full: make(chan *chunk, cfg.Chunks), stop: make(chan struct{}), done: make(chan struct{})}
 	b.cur = &chunk{b: make([]byte, 0, cfg.ChunkSize)}
 	for range cfg.Chunks - 1 {
 		b.free <- &chunk{b: make([]byte, 0, cfg.ChunkSize)}
 	}
-	tick, stopTick := cfg.NewTicker(cfg.FlushInterval)
-	go b.run(tick, stopTick)
+	go b.run(time.NewTicker(cfg.FlushInterval))
 	return b
 }
 
@@ -110,19 +87,16 @@ func NewLogBuffer(out io.Writer, cfg LogBufferConfig) *LogBuffer {
 // never fails: a line that finds no room is dropped and counted. It
 // returns len(p), so a logger never sees an error from a slow output.
 func (b *LogBuffer) Write(p []byte) (int, error) {
-	if len(p) > b.chunk {
-		b.dropped.Add(1)
-		return len(p), nil
-	}
 	b.mu.Lock()
-	if b.closed || len(b.cur.b)+len(p) > cap(b.cur.b) && !b.rotate() {
-		b.mu.Unlock()
-		b.dropped.Add(1)
-		return len(p), nil
+	taken := len(p) <= b.chunk && !b.closed && (len(b.cur.b)+len(p) <= cap(b.cur.b) || b.rotate())
+	if taken {
+		b.cur.b = append(b.cur.b, p...)
+		b.cur.lines++
 	}
-	b.cur.b = append(b.cur.b, p...)
-	b.cur.lines++
 	b.mu.Unlock()
+	if !taken {
+		b.dropped.Add(1)
+	}
 	return len(p), nil
 }
 
@@ -144,47 +118,17 @@ func (b *LogBuffer) rotate() bool {
 // Write failed, or the LogBuffer was closed.
 func (b *LogBuffer) Dropped() int64 { return b.dropped.Load() }
 
-// Written is the number of lines written to the output so far.
-func (b *LogBuffer) Written() int64 { return b.written.Load() }
-
-// Err is the last error the output's Write returned, or nil.
-func (b *LogBuffer) Err() error {
-	if p := b.lastErr.Load(); p != nil {
-		return *p
-	}
-	return nil
-}
-
-// Flush writes every line taken so far and returns when they are written,
-// or when ctx ends (ctx.Err), or at once after Close.
-func (b *LogBuffer) Flush(ctx context.Context) error {
-	ack := make(chan struct{})
-	select {
-	case b.flush <- ack:
-	case <-b.done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	select {
-	case <-ack:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // Close stops taking lines (later ones are dropped and counted), writes
 // what is buffered and ends the goroutine. It returns ctx.Err when ctx ends
 // first (an output that blocks for ever), else nil. Later calls wait the
 // same way.
 func (b *LogBuffer) Close(ctx context.Context) error {
-	b.once.Do(func() {
-		b.mu.Lock()
+	b.mu.Lock()
+	if !b.closed {
 		b.closed = true
-		b.mu.Unlock()
 		close(b.stop)
-	})
+	}
+	b.mu.Unlock()
 	select {
 	case <-b.done:
 		return nil
@@ -194,18 +138,15 @@ func (b *LogBuffer) Close(ctx context.Context) error {
 }
 
 // run is the writer goroutine.
-func (b *LogBuffer) run(tick <-chan time.Time, stopTick func()) {
+func (b *LogBuffer) run(tick *time.Ticker) {
 	defer close(b.done)
-	defer stopTick()
+	defer tick.Stop()
 	for {
 		select {
 		case c := <-b.full:
 			b.write(c)
-		case <-tick:
+		case <-tick.C:
 			b.drain()
-		case ack := <-b.flush:
-			b.drain()
-			close(ack)
 		case <-b.stop:
 			b.drain()
 			return
@@ -226,13 +167,7 @@ func (b *LogBuffer) drain() {
 	}
 	n := len(b.full)
 	b.mu.Unlock()
-	if target == nil {
-		for range n {
-			b.write(<-b.full)
-		}
-		return
-	}
-	for {
+	for i := 0; target != nil || i < n; i++ { // to target, or the n full ones
 		c := <-b.full
 		b.write(c)
 		if c == target {
@@ -247,12 +182,8 @@ func (b *LogBuffer) drain() {
 }
 
 func (b *LogBuffer) write(c *chunk) {
-	_, err := b.out.Write(c.b)
-	if err == nil {
-		b.written.Add(c.lines)
-	} else { // the lines are lost: count them with the dropped ones
+	if _, err := b.out.Write(c.b); err != nil { // the lines are lost: count them with the dropped ones
 		b.dropped.Add(c.lines)
-		b.lastErr.Store(&err)
 	}
 	c.b, c.lines = c.b[:0], 0
 	b.free <- c

@@ -15,17 +15,10 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// Tail sampling (docs/observability.md, "Sampling"): the configured sampler
-// (OTEL_TRACES_SAMPLER) makes the head decision of a request's server span,
-// as before; a request it drops is not lost yet. Its server span stays a
-// cheap non-recording one (a cached answer costs what it did), but every
-// span started beneath it (a PMS call, its attempts) records, carries the
-// sampled flag to the PMS, and is held here until the request is answered.
-// Then the edge asks Decide: a 5xx answer, or one slower than
-// Config.KeepSlowerThan, keeps the trace: the server span is made again,
-// with its own ids and start time, and the held spans are exported; any
-// other answer drops them. A trace the head sampler kept is exported as it
-// goes, as before.
+// Tail sampling: docs/observability.md, "Sampling". A request the head
+// sampler dropped keeps a cheap non-recording server span; the spans
+// beneath it record and are held here until Decide keeps (5xx, slow) or
+// drops them.
 
 // AttrKeptBy is set on the server span of a trace the head sampler dropped
 // and the request's outcome kept: "error" (a 5xx answer) or "slow".
@@ -51,14 +44,12 @@ func (s tailSampler) ShouldSample(p sdktrace.SamplingParameters) sdktrace.Sampli
 	if p.ParentContext.Value(keepKey{}) != nil {
 		return sdktrace.SamplingResult{Decision: sdktrace.RecordAndSample}
 	}
-	if _, ok := p.ParentContext.Value(forcedIDsKey{}).(forcedIDs); ok {
-		return sdktrace.SamplingResult{Decision: sdktrace.RecordAndSample, Tracestate: psc.TraceState()}
-	}
-	// A span under a local parent follows it, sampled or held: the head
-	// decision is the request's (or the walk's), made once at its root,
-	// whatever the sampler (traceidratio and always_off, which are not
-	// parent-based, would otherwise cut a kept trace's PMS attempts out).
-	if psc.IsValid() && !psc.IsRemote() {
+	// The server span made again by Decide is kept. A span under a local
+	// parent follows it, sampled or held: the head decision is the
+	// request's (or the walk's), made once at its root, whatever the sampler
+	// (traceidratio and always_off, which are not parent-based, would
+	// otherwise cut a kept trace's PMS attempts out).
+	if _, forced := p.ParentContext.Value(forcedIDsKey{}).(forcedIDs); forced || psc.IsValid() && !psc.IsRemote() {
 		return sdktrace.SamplingResult{Decision: sdktrace.RecordAndSample, Tracestate: psc.TraceState()}
 	}
 	return s.head.ShouldSample(p)
@@ -96,10 +87,6 @@ type tailProcessor struct {
 	n atomic.Int64
 }
 
-func newTailProcessor(next sdktrace.SpanProcessor) *tailProcessor {
-	return &tailProcessor{next: next, held: make(map[trace.TraceID]*pendingTrace)}
-}
-
 // pendingChild: s was started under a local, unsampled parent (tailSampler
 // recorded it for its request's decision).
 func pendingChild(s sdktrace.ReadOnlySpan) bool {
@@ -107,16 +94,31 @@ func pendingChild(s sdktrace.ReadOnlySpan) bool {
 	return p.IsValid() && !p.IsRemote() && !p.IsSampled()
 }
 
-func (t *tailProcessor) OnStart(ctx context.Context, s sdktrace.ReadWriteSpan) {
-	tid := s.SpanContext().TraceID()
-	child := pendingChild(s)
-	t.mu.Lock()
+// pending is trace tid's, made when create and there is room; called with
+// mu held.
+func (t *tailProcessor) pending(tid trace.TraceID, create bool) *pendingTrace {
 	p := t.held[tid]
-	if p == nil && child && len(t.held) < maxPendingTraces {
+	if p == nil && create && len(t.held) < maxPendingTraces {
 		p = &pendingTrace{}
 		t.held[tid] = p
 		t.n.Add(1)
 	}
+	return p
+}
+
+// release forgets p once it is decided and its last span has ended; called
+// with mu held.
+func (t *tailProcessor) release(tid trace.TraceID, p *pendingTrace) {
+	if p.decided && p.live <= 0 {
+		delete(t.held, tid)
+		t.n.Add(-1)
+	}
+}
+
+func (t *tailProcessor) OnStart(ctx context.Context, s sdktrace.ReadWriteSpan) {
+	child := pendingChild(s)
+	t.mu.Lock()
+	p := t.pending(s.SpanContext().TraceID(), child)
 	if p != nil {
 		p.live++
 	}
@@ -138,17 +140,11 @@ func (t *tailProcessor) OnEnd(s sdktrace.ReadOnlySpan) {
 		return
 	}
 	p.live--
-	var forward bool
-	switch {
-	case p.decided:
-		forward = p.keep
-		if p.live <= 0 {
-			delete(t.held, tid)
-			t.n.Add(-1)
-		}
-	case len(p.spans) < maxPendingSpans:
+	forward := p.decided && p.keep
+	if !p.decided && len(p.spans) < maxPendingSpans {
 		p.spans = append(p.spans, s)
 	}
+	t.release(tid, p)
 	t.mu.Unlock()
 	if forward {
 		t.next.OnEnd(s)
@@ -159,16 +155,7 @@ func (t *tailProcessor) OnEnd(s sdktrace.ReadOnlySpan) {
 func (t *tailProcessor) holdLink(tid trace.TraceID, l trace.Link) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	p := t.held[tid]
-	if p == nil {
-		if len(t.held) >= maxPendingTraces {
-			return
-		}
-		p = &pendingTrace{}
-		t.held[tid] = p
-		t.n.Add(1)
-	}
-	if len(p.links) < maxPendingSpans {
+	if p := t.pending(tid, true); p != nil && len(p.links) < maxPendingSpans {
 		p.links = append(p.links, l)
 	}
 }
@@ -188,10 +175,7 @@ func (t *tailProcessor) decide(tid trace.TraceID, keep bool) []trace.Link {
 	}
 	spans, links := p.spans, p.links
 	p.spans, p.links, p.decided, p.keep = nil, nil, true, keep
-	if p.live <= 0 {
-		delete(t.held, tid)
-		t.n.Add(-1)
-	}
+	t.release(tid, p)
 	t.mu.Unlock()
 	if keep {
 		for _, s := range spans {
@@ -271,7 +255,7 @@ func (t *Telemetry) Decide(ctx context.Context, r *http.Request, start time.Time
 	pctx := context.WithValue(ctx, forcedIDsKey{}, forcedIDs{sc.TraceID(), sc.SpanID()})
 	pctx = trace.ContextWithSpanContext(pctx, trace.SpanContext{})
 	if _, sent := r.Header["Traceparent"]; sent {
-		pctx = propagation.TraceContext{}.Extract(pctx, traceHeaders(r.Header))
+		pctx = propagation.TraceContext{}.Extract(pctx, traceHeaders{propagation.HeaderCarrier(r.Header)})
 	}
 	var kv [maxRequestAttrs]attribute.KeyValue
 	_, span := t.serverTracer.Start(pctx, spanMethod(r.Method),

@@ -2,9 +2,11 @@ package observability
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/pprof"
 	"net/url"
 	"os"
 	"runtime/debug"
@@ -15,7 +17,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/contrib/exporters/autoexport"
 	"go.opentelemetry.io/otel/attribute"
+	promexporter "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/propagation"
@@ -43,30 +48,20 @@ type Config struct {
 	// version from the build info, else its VCS revision, else "unknown".
 	Version string
 
-	// Getenv reads the OTEL_* variables New decides on: OTEL_SDK_DISABLED,
-	// OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES, OTEL_TRACES_SAMPLER(_ARG),
-	// OTEL_TRACES_EXPORTER, OTEL_METRICS_EXPORTER and whether an OTLP endpoint
-	// (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_{TRACES,METRICS}_ENDPOINT)
-	// is set. Nil means an empty environment.
-	//
-	// Once New has decided an OTLP or console exporter is wanted, the exporter
-	// itself is built by go.opentelemetry.io/contrib/exporters/autoexport, which,
-	// like every OTLP exporter, reads its details (endpoint, protocol, headers,
-	// timeouts, TLS) from the process environment with os.Getenv. That is the
-	// standard behaviour; in production run passes os.Getenv so both agree.
+	// Getenv reads the OTEL_* variables New decides on (nil: an empty
+	// environment). The exporters themselves (autoexport, OTLP) read their
+	// details (endpoint, protocol, headers, TLS) with os.Getenv, as every
+	// OTLP exporter does: run passes os.Getenv so both agree.
 	Getenv func(string) string
 
-	// SpanExporter, when non-nil, receives every sampled span synchronously as
-	// it ends (a simple span processor), whatever the environment says, and
-	// OTEL_TRACES_EXPORTER is not consulted. Meant for tests
-	// (tracetest.InMemoryExporter). Nil: chosen from the environment, exported
-	// in batches.
+	// SpanExporter, when non-nil, receives every sampled span synchronously
+	// as it ends, whatever OTEL_TRACES_EXPORTER says (tests:
+	// tracetest.InMemoryExporter). Nil: from the environment, in batches.
 	SpanExporter sdktrace.SpanExporter
 
-	// MetricReader, when non-nil, is an extra reader beside the Prometheus one
-	// (tests: sdkmetric.NewManualReader()). OTEL_METRICS_EXPORTER is then not
-	// consulted. Nil: an OTLP periodic reader when the environment asks for
-	// one, else none.
+	// MetricReader, when non-nil, is an extra reader beside the Prometheus
+	// one, whatever OTEL_METRICS_EXPORTER says (tests:
+	// sdkmetric.NewManualReader()). Nil: from the environment.
 	MetricReader sdkmetric.Reader
 
 	// Brand is the resource attribute partner_edge.brand; empty: not set.
@@ -94,31 +89,26 @@ type Telemetry struct {
 	exporter     string
 	mu           sync.Mutex // guards shutdowns
 	shutdowns    []func(context.Context) error
-	disabled     bool
-	serviceVer   string
 	tail         *tailProcessor // nil: no tail decisions (Decide keeps what the head sampler kept)
 	slow         time.Duration
 }
 
-// New builds the telemetry of the process from cfg.
+// New builds the telemetry of the process from cfg (docs/observability.md,
+// "Traces" and "Metrics"; the standard OTEL_* variables through
+// Config.Getenv).
 //
-// Tracing: W3C TraceContext and Baggage propagation; a sampler from
-// OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG (default parentbased_always_on:
-// an incoming sampled flag is honoured, new traces are sampled); spans exported
-// only when an exporter is configured: OTEL_TRACES_EXPORTER names one (otlp,
-// console; none disables), or, when it is unset, an OTLP endpoint variable is
-// set (then OTLP, protocol from OTEL_EXPORTER_OTLP_PROTOCOL, http/protobuf by
-// default). With neither, no span leaves the process (spans are still created,
-// so trace ids reach logs and the Traceparent response header).
+// Tracing: W3C TraceContext and Baggage propagation; the sampler of
+// OTEL_TRACES_SAMPLER(_ARG) (default parentbased_always_on); spans exported
+// only when OTEL_TRACES_EXPORTER names an exporter or, unset, an OTLP
+// endpoint variable is set. With neither, no span leaves the process (spans
+// are still created, so trace ids reach logs and the Traceparent header).
 //
-// Metrics: always served by MetricsHandler from a private Prometheus registry;
-// also pushed over OTLP when OTEL_METRICS_EXPORTER says otlp, or when it is
-// unset and an OTLP endpoint is set. OTEL_METRICS_EXPORTER=prometheus adds
-// nothing (autoexport would start a second HTTP server; /metrics on the admin
+// Metrics: always served by MetricsHandler from a private Prometheus
+// registry, with the Go runtime and the process under their conventional
+// names (registerRuntime); also pushed over OTLP by the same rule as spans
+// (OTEL_METRICS_EXPORTER). OTEL_METRICS_EXPORTER=prometheus adds nothing
+// (autoexport would start a second HTTP server; /metrics on the admin
 // listener already serves it).
-//
-// The registry also carries the Go runtime and the process under their
-// conventional Prometheus names (go_*, process_*: registerRuntime).
 //
 // OTEL_SDK_DISABLED=true gives no-op providers: nothing recorded, nothing
 // exported; propagation still works and /metrics serves an empty page.
@@ -131,56 +121,44 @@ func New(ctx context.Context, cfg Config) (*Telemetry, error) {
 		getenv = func(string) string { return "" }
 	}
 	t := &Telemetry{
-		prop: propagation.NewCompositeTextMapPropagator(
-			propagation.TraceContext{}, propagation.Baggage{}),
+		prop:     propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
 		registry: prometheus.NewRegistry(),
+		slow:     cfg.KeepSlowerThan,
 	}
-	t.serviceVer = cfg.Version
-	if t.serviceVer == "" {
-		t.serviceVer = buildVersion()
-	}
-
 	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
-		t.disabled = true
-		t.tp = tracenoop.NewTracerProvider()
-		t.serverTracer = t.tp.Tracer(ScopeName)
-		t.mp = metricnoop.NewMeterProvider()
-		t.exporter = "disabled"
-		m, err := newMetrics(t.mp)
-		if err != nil {
-			return nil, err
-		}
-		t.metrics = m
-		return t, nil
-	}
-
-	res, err := newResource(cfg, getenv, t.serviceVer)
-	if err != nil {
+		t.tp, t.mp, t.exporter = tracenoop.NewTracerProvider(), metricnoop.NewMeterProvider(), "disabled"
+	} else if err := t.start(ctx, cfg, getenv); err != nil {
 		return nil, err
 	}
-	t.slow = cfg.KeepSlowerThan
-	tp, exporter, err := newTracerProvider(ctx, cfg, getenv, res, &t.tail)
-	if err != nil {
-		return nil, err
-	}
-	t.tp, t.exporter = tp, exporter
-	t.serverTracer = tp.Tracer(ScopeName)
-	t.shutdowns = append(t.shutdowns, tp.Shutdown)
-
-	if err := registerRuntime(t.registry); err != nil {
-		return nil, errors.Join(err, tp.Shutdown(ctx))
-	}
-	mp, err := newMeterProvider(ctx, cfg, getenv, res, t.registry)
-	if err != nil {
-		return nil, errors.Join(err, tp.Shutdown(ctx))
-	}
-	t.mp = mp
-	t.shutdowns = append(t.shutdowns, mp.Shutdown)
-
-	if t.metrics, err = newMetrics(mp); err != nil {
+	t.serverTracer = t.tp.Tracer(ScopeName)
+	var err error
+	if t.metrics, err = newMetrics(t.mp); err != nil {
 		return nil, errors.Join(err, t.Shutdown(ctx))
 	}
 	return t, nil
+}
+
+// start makes the SDK's providers.
+func (t *Telemetry) start(ctx context.Context, cfg Config, getenv func(string) string) error {
+	version := cfg.Version
+	if version == "" {
+		version = buildVersion()
+	}
+	res, err := newResource(cfg, getenv, version)
+	if err != nil {
+		return err
+	}
+	tp, exporter, err := newTracerProvider(ctx, cfg, getenv, res, &t.tail)
+	if err != nil {
+		return err
+	}
+	mp, err := newMeterProvider(ctx, cfg, getenv, res, t.registry)
+	if err != nil {
+		return errors.Join(err, tp.Shutdown(ctx))
+	}
+	t.tp, t.exporter, t.mp = tp, exporter, mp
+	t.shutdowns = []func(context.Context) error{tp.Shutdown, mp.Shutdown}
+	return nil
 }
 
 // TracerProvider returns the provider spans are made with.
@@ -194,9 +172,6 @@ func (t *Telemetry) MeterProvider() metric.MeterProvider { return t.mp }
 // (upstream.NewPMSMetrics, cache.NewMetrics, upstream.NewRejectionMetrics).
 func (t *Telemetry) Meter() metric.Meter { return t.mp.Meter(ScopeName) }
 
-// Propagator returns the W3C TraceContext + Baggage propagator.
-func (t *Telemetry) Propagator() propagation.TextMapPropagator { return t.prop }
-
 // Metrics returns the service's instruments (created once by New).
 func (t *Telemetry) Metrics() *Metrics { return t.metrics }
 
@@ -206,9 +181,6 @@ func (t *Telemetry) Metrics() *Metrics { return t.metrics }
 // (OTEL_SDK_DISABLED).
 func (t *Telemetry) TracesExporter() string { return t.exporter }
 
-// Version is the service.version in use.
-func (t *Telemetry) Version() string { return t.serviceVer }
-
 // Shutdown flushes pending spans and metrics to their exporters and stops
 // them. Bound it with ctx. Later calls do nothing and return nil.
 func (t *Telemetry) Shutdown(ctx context.Context) error {
@@ -216,30 +188,20 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 	defer t.mu.Unlock()
 	var errs []error
 	for _, f := range t.shutdowns {
-		if err := f(ctx); err != nil {
-			errs = append(errs, err)
-		}
+		errs = append(errs, f(ctx))
 	}
 	t.shutdowns = nil
 	return errors.Join(errs...)
 }
 
-// registerRuntime adds client_golang's Go and process collectors to reg:
-// process_resident_memory_bytes, process_cpu_seconds_total,
-// process_open_fds, process_start_time_seconds, go_goroutines,
-// go_gc_duration_seconds, go_memstats_*, go_gc_gomemlimit_bytes... under the
-// names every Prometheus dashboard and alert already knows (docs/contract.md
-// section 18), rather than OTel's runtime instrumentation, whose go_*
-// names differ from them. They are read at scrape time: nothing runs
-// between scrapes.
+// registerRuntime adds client_golang's Go and process collectors to reg,
+// under the names every Prometheus dashboard and alert already knows
+// (docs/contract.md section 18; docs/observability.md, "Metrics"), not OTel's
+// runtime instrumentation's. They are read at scrape time.
 func registerRuntime(reg *prometheus.Registry) error {
-	for _, c := range []prometheus.Collector{
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		collectors.NewGoCollector(),
-	} {
-		if err := reg.Register(c); err != nil {
-			return fmt.Errorf("runtime metrics: %w", err)
-		}
+	if err := errors.Join(reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})),
+		reg.Register(collectors.NewGoCollector())); err != nil {
+		return fmt.Errorf("runtime metrics: %w", err)
 	}
 	return nil
 }
@@ -345,4 +307,212 @@ func buildVersion() string {
 		rev = rev[:12]
 	}
 	return rev + dirty
+}
+
+// newMeterProvider builds the SDK meter provider: the runtime collectors
+// and the Prometheus reader on reg, plus cfg.MetricReader or an OTLP/console reader when the environment
+// asks for one.
+func newMeterProvider(ctx context.Context, cfg Config, getenv func(string) string, res *resource.Resource, reg *prometheus.Registry) (*sdkmetric.MeterProvider, error) {
+	if err := registerRuntime(reg); err != nil {
+		return nil, err
+	}
+	// WithoutScopeInfo: every instrument has a unique name, so the scope
+	// labels told nothing, and two of the three were always empty
+	// (otel_scope_version, otel_scope_schema_url): docs/contract.md section 18.
+	prom, err := promexporter.New(promexporter.WithRegisterer(reg), promexporter.WithoutScopeInfo())
+	if err != nil {
+		return nil, fmt.Errorf("prometheus exporter: %w", err)
+	}
+	opts := []sdkmetric.Option{sdkmetric.WithResource(res), sdkmetric.WithReader(prom)}
+
+	switch {
+	case cfg.MetricReader != nil:
+		opts = append(opts, sdkmetric.WithReader(cfg.MetricReader))
+	default:
+		name := exporterName(getenv, "METRICS")
+		if name == "none" || name == "prometheus" {
+			break
+		}
+		r, err := autoexport.NewMetricReader(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("OTEL_METRICS_EXPORTER=%q: %w", name, err)
+		}
+		if autoexport.IsNoneMetricReader(r) {
+			break
+		}
+		opts = append(opts, sdkmetric.WithReader(r))
+	}
+	return sdkmetric.NewMeterProvider(opts...), nil
+}
+
+// promHandler serves the Prometheus text format, or OpenMetrics to a
+// scraper that asks for it (Accept: application/openmetrics-text):
+// only OpenMetrics carries exemplars, the trace_id of a kept request on
+// the request-duration histogram (docs/contract.md section 20).
+func promHandler(reg *prometheus.Registry) http.Handler {
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg, EnableOpenMetrics: true})
+}
+
+// AdminHandler returns the handler of the admin listener (EDGE_ADMIN_ADDR,
+// loopback by default; never the public one): metrics at /metrics (nil: not
+// served) and the net/http/pprof profiles under /debug/pprof/ (index,
+// cmdline, profile, symbol, trace and the named profiles such as heap and
+// goroutine). Everything else is 404. It uses a private mux, never
+// http.DefaultServeMux.
+//
+// /debug/pprof/cmdline shows cmdline, not os.Args: the caller passes its
+// command line with the secrets given as flags already redacted (a token
+// or a shared secret must not be one GET away, even on loopback). nil
+// shows an empty command line.
+func AdminHandler(metrics http.Handler, cmdline []string) http.Handler {
+	mux := http.NewServeMux()
+	if metrics != nil {
+		mux.Handle("GET /metrics", metrics)
+	}
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.Handle("/debug/pprof/cmdline", cmdlineHandler(cmdline))
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
+}
+
+// cmdlineHandler answers as pprof.Cmdline does (the arguments separated by
+// NUL bytes, as in /proc/self/cmdline), with args instead of os.Args.
+func cmdlineHandler(args []string) http.Handler {
+	body := []byte(strings.Join(args, "\x00"))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write(body)
+	})
+}
+
+// Span attribute keys of the service's own (non-semconv) data. The edge sets
+// them on the server span, upstream on the PMS spans, so an SRE can search a
+// trace backend by any id a partner quotes.
+const (
+	// AttrRequestID is the Svc-Request-Id (req_...) of the partner request.
+	AttrRequestID = attribute.Key("partner_edge.request_id")
+	// AttrCorrelationID is the partner's valid Svc-Correlation-Id.
+	AttrCorrelationID = attribute.Key("partner_edge.correlation_id")
+	// AttrKeyID is the public id of the API key (key_...), never the key.
+	AttrKeyID = attribute.Key("partner_edge.key_id")
+	// AttrAuthMethod is how the request authenticated: api_key or oauth
+	// (docs/contract.md section 12).
+	AttrAuthMethod = attribute.Key("partner_edge.auth.method")
+	// AttrProblemCode is the problem code of an error response.
+	AttrProblemCode = attribute.Key("partner_edge.problem.code")
+)
+
+// newTracerProvider builds the SDK provider and names its exporter.
+func newTracerProvider(ctx context.Context, cfg Config, getenv func(string) string, res *resource.Resource, tailOut **tailProcessor) (*sdktrace.TracerProvider, string, error) {
+	sampler, err := samplerFromEnv(getenv)
+	if err != nil {
+		return nil, "", err
+	}
+	opts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
+
+	var proc sdktrace.SpanProcessor
+	name := "custom"
+	switch {
+	case cfg.SpanExporter != nil:
+		proc = sdktrace.NewSimpleSpanProcessor(cfg.SpanExporter)
+	default:
+		name = exporterName(getenv, "TRACES")
+		if name == "none" {
+			break
+		}
+		exp, err := autoexport.NewSpanExporter(ctx)
+		if err != nil {
+			return nil, "", fmt.Errorf("OTEL_TRACES_EXPORTER=%q: %w", name, err)
+		}
+		if autoexport.IsNoneSpanExporter(exp) {
+			name = "none"
+			break
+		}
+		proc = sdktrace.NewBatchSpanProcessor(exp)
+	}
+	// Tail decisions only where spans go somewhere: with no exporter, a
+	// request's children need not record for a decision nobody reads.
+	if cfg.TailSampling && proc != nil {
+		*tailOut = &tailProcessor{next: proc, held: make(map[trace.TraceID]*pendingTrace)}
+		proc = *tailOut
+		sampler = tailSampler{head: sampler}
+		opts = append(opts, sdktrace.WithIDGenerator(tailIDs{}))
+	}
+	opts = append(opts, sdktrace.WithSampler(sampler))
+	if proc != nil {
+		opts = append(opts, sdktrace.WithSpanProcessor(proc))
+	}
+	return sdktrace.NewTracerProvider(opts...), name, nil
+}
+
+// exporterName applies the rule "nothing exported when no exporter is
+// configured" to signal (TRACES, METRICS): OTEL_<signal>_EXPORTER when set,
+// else otlp if an OTLP endpoint variable is set, else none.
+func exporterName(getenv func(string) string, signal string) string {
+	if v := strings.TrimSpace(getenv("OTEL_" + signal + "_EXPORTER")); v != "" {
+		return v
+	}
+	if strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_ENDPOINT")) != "" ||
+		strings.TrimSpace(getenv("OTEL_EXPORTER_OTLP_"+signal+"_ENDPOINT")) != "" {
+		return "otlp"
+	}
+	return "none"
+}
+
+// samplerFromEnv mirrors the SDK's own reading of OTEL_TRACES_SAMPLER and
+// OTEL_TRACES_SAMPLER_ARG, but through getenv, and rejects bad values instead
+// of falling back silently. Unset: parentbased_always_on.
+func samplerFromEnv(getenv func(string) string) (sdktrace.Sampler, error) {
+	name := strings.ToLower(strings.TrimSpace(getenv("OTEL_TRACES_SAMPLER")))
+	base, parent := strings.CutPrefix(name, "parentbased_")
+	if name == "" {
+		base, parent = "always_on", true
+	}
+	var s sdktrace.Sampler
+	switch base {
+	case "always_on":
+		s = sdktrace.AlwaysSample()
+	case "always_off":
+		s = sdktrace.NeverSample()
+	case "traceidratio":
+		r := 1.0
+		if arg := strings.TrimSpace(getenv("OTEL_TRACES_SAMPLER_ARG")); arg != "" {
+			v, err := strconv.ParseFloat(arg, 64)
+			if err != nil || v < 0 || v > 1 {
+				return nil, fmt.Errorf("OTEL_TRACES_SAMPLER_ARG=%q: want a ratio from 0 to 1", arg)
+			}
+			r = v
+		}
+		s = sdktrace.TraceIDRatioBased(r)
+	default:
+		return nil, fmt.Errorf("OTEL_TRACES_SAMPLER=%q: unsupported sampler", name)
+	}
+	if parent {
+		s = sdktrace.ParentBased(s)
+	}
+	return s, nil
+}
+
+// Traceparent formats the span context of ctx as a W3C traceparent value,
+// "00-<trace id>-<span id>-<flags>", for the Traceparent response header
+// (docs/contract.md section 4). It is "" when ctx holds no valid span context.
+// Call it with the server span's context (inside Middleware).
+func Traceparent(ctx context.Context) string {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return ""
+	}
+	var b [55]byte
+	tid, sid := sc.TraceID(), sc.SpanID()
+	copy(b[0:], "00-")
+	hex.Encode(b[3:35], tid[:])
+	b[35] = '-'
+	hex.Encode(b[36:52], sid[:])
+	b[52] = '-'
+	flags := [1]byte{byte(sc.TraceFlags() & (trace.FlagsSampled | trace.FlagsRandom))}
+	hex.Encode(b[53:55], flags[:])
+	return string(b[:])
 }

@@ -36,29 +36,20 @@ const Instance = `job=~"$job",instance=~"$instance"`
 const Job = `job=~"$job"`
 
 type dashboard struct {
-	Title         string         `json:"title"`
-	UID           string         `json:"uid"`
-	Description   string         `json:"description"`
-	Tags          []string       `json:"tags"`
-	SchemaVersion int            `json:"schemaVersion"`
-	Version       int            `json:"version"`
-	Editable      bool           `json:"editable"`
-	GraphTooltip  int            `json:"graphTooltip"`
-	Refresh       string         `json:"refresh"`
-	Time          timeRange      `json:"time"`
-	Templating    templating     `json:"templating"`
-	Annotations   map[string]any `json:"annotations"`
-	Links         []any          `json:"links"`
-	Panels        []*Panel       `json:"panels"`
-}
-
-type timeRange struct {
-	From string `json:"from"`
-	To   string `json:"to"`
-}
-
-type templating struct {
-	List []variable `json:"list"`
+	Title         string                `json:"title"`
+	UID           string                `json:"uid"`
+	Description   string                `json:"description"`
+	Tags          []string              `json:"tags"`
+	SchemaVersion int                   `json:"schemaVersion"`
+	Version       int                   `json:"version"`
+	Editable      bool                  `json:"editable"`
+	GraphTooltip  int                   `json:"graphTooltip"`
+	Refresh       string                `json:"refresh"`
+	Time          map[string]string     `json:"time"`       // from, to
+	Templating    map[string][]variable `json:"templating"` // list
+	Annotations   map[string]any        `json:"annotations"`
+	Links         []any                 `json:"links"`
+	Panels        []*Panel              `json:"panels"`
 }
 
 type variable struct {
@@ -92,7 +83,6 @@ type Panel struct {
 	Options     map[string]any `json:"options,omitempty"`
 	Transforms  []any          `json:"transformations,omitempty"`
 	Collapsed   *bool          `json:"collapsed,omitempty"`
-	Panels      []*Panel       `json:"panels,omitempty"`
 }
 
 // Target is one query of a panel: Expr for Prometheus, the others for
@@ -117,31 +107,23 @@ type gridPos struct {
 
 type fieldConfig struct {
 	Defaults  fieldDefaults `json:"defaults"`
-	Overrides []override    `json:"overrides"`
+	Overrides []any         `json:"overrides"` // {"matcher", "properties"}
 }
 
 type fieldDefaults struct {
-	Unit     string         `json:"unit,omitempty"`
-	Min      *float64       `json:"min,omitempty"`
-	Max      *float64       `json:"max,omitempty"`
-	Decimals *int           `json:"decimals,omitempty"`
-	Links    []link         `json:"links,omitempty"`
-	Mappings []any          `json:"mappings,omitempty"`
-	Custom   map[string]any `json:"custom,omitempty"`
-}
-
-type override struct {
-	Matcher    map[string]any   `json:"matcher"`
-	Properties []map[string]any `json:"properties"`
+	Unit     string   `json:"unit,omitempty"`
+	Min      *float64 `json:"min,omitempty"`
+	Max      *float64 `json:"max,omitempty"`
+	Links    []link   `json:"links,omitempty"`
+	Mappings []any    `json:"mappings,omitempty"`
 }
 
 // link is a Grafana data link; an internal one opens a query on another
 // data source (Tempo) in Explore.
 type link struct {
-	Title       string    `json:"title"`
-	URL         string    `json:"url"`
-	TargetBlank bool      `json:"targetBlank,omitempty"`
-	Internal    *internal `json:"internal,omitempty"`
+	Title    string    `json:"title"`
+	URL      string    `json:"url"`
+	Internal *internal `json:"internal,omitempty"`
 }
 
 type internal struct {
@@ -175,26 +157,30 @@ func Dashboard() ([]byte, error) {
 		Editable:      false, // provisioned from partner-edge.json: change panels.go, not the UI
 		GraphTooltip:  1,
 		Refresh:       "30s",
-		Time:          timeRange{"now-6h", "now"},
+		Time:          map[string]string{"from": "now-6h", "to": "now"},
 		Annotations:   map[string]any{"list": []any{}},
 		Links: []any{map[string]any{"title": "Runbooks", "type": "link", "targetBlank": true,
 			"url": "https://github.com/partner-edge/partner-edge/blob/main/docs/runbooks.md"}},
-		Templating: templating{List: []variable{
+		Templating: map[string][]variable{"list": {
 			{Name: "prometheus_datasource", Label: "Prometheus data source", Type: "datasource", Query: "prometheus", Current: map[string]any{}},
 			{Name: "loki_datasource", Label: "Loki data source", Type: "datasource", Query: "loki", Current: map[string]any{}},
 			{Name: "tempo_datasource", Label: "Tempo data source", Type: "datasource", Query: "tempo", Current: map[string]any{}},
 			// job: the scrape job of one deployment (a brand). Every query
 			// filters by it, so deployments sharing a Prometheus do not mix.
-			{Name: "job", Label: "Job", Type: "query", Datasource: &datasource{"prometheus", promDS},
-				Query: "label_values(http_server_active_requests, job)", Refresh: 2,
-				IncludeAll: true, Multi: true, AllValue: ".+", Current: map[string]any{"text": "All", "value": "$__all"}},
-			{Name: "instance", Label: "Instance", Type: "query", Datasource: &datasource{"prometheus", promDS},
-				Query: `label_values(http_server_active_requests{job=~"$job"}, instance)`, Refresh: 2,
-				IncludeAll: true, Multi: true, AllValue: ".+", Current: map[string]any{"text": "All", "value": "$__all"}},
+			queryVar("job", "Job", "label_values(http_server_active_requests, job)"),
+			queryVar("instance", "Instance", `label_values(http_server_active_requests{job=~"$job"}, instance)`),
 		}},
 	}
 	d.Panels = layout(panels())
 	return json.MarshalIndent(d, "", "  ")
+}
+
+// queryVar is a multi-value variable of Prometheus label values, All by
+// default (what dashboard-linter asks of job and instance).
+func queryVar(name, label, query string) variable {
+	return variable{Name: name, Label: label, Type: "query", Datasource: &datasource{"prometheus", promDS},
+		Query: query, Refresh: 2, IncludeAll: true, Multi: true, AllValue: ".+",
+		Current: map[string]any{"text": "All", "value": "$__all"}}
 }
 
 // layout numbers the panels and places them: rows full width, other panels
@@ -227,13 +213,12 @@ func layout(ps []*Panel) []*Panel {
 }
 
 func row(title string) *Panel {
-	f := false
-	return &Panel{Type: "row", Title: title, Collapsed: &f}
+	return &Panel{Type: "row", Title: title, Collapsed: ptr(false)}
 }
 
 func timeseries(title, desc, unit string, targets ...Target) *Panel {
 	return &Panel{Type: "timeseries", Title: title, Description: desc, Targets: targets,
-		FieldConfig: &fieldConfig{Defaults: fieldDefaults{Unit: unit}, Overrides: []override{}}}
+		FieldConfig: &fieldConfig{Defaults: fieldDefaults{Unit: unit}, Overrides: []any{}}}
 }
 
 func (p *Panel) withLinks(l ...link) *Panel {
@@ -245,14 +230,10 @@ func (p *Panel) width(w int) *Panel { p.GridPos.W = w; return p }
 
 // rate is sum by (by) of rate(metric{sel, instance}[$__rate_interval]).
 func rate(by, metric, sel string) string {
-	return fmt.Sprintf("sum by (%s) (rate(%s{%s}[$__rate_interval]))", by, metric, join(sel, Instance))
-}
-
-func join(a, b string) string {
-	if a == "" {
-		return b
+	if sel != "" {
+		sel += ","
 	}
-	return a + "," + b
+	return fmt.Sprintf("sum by (%s) (rate(%s{%s}[$__rate_interval]))", by, metric, sel+Instance)
 }
 
 const reqCount = "http_server_request_duration_seconds_count"

@@ -5,14 +5,13 @@ import "fmt"
 // panels is the dashboard, top to bottom. Titles are what docs/runbooks.md
 // and the alerts' descriptions name: keep them in step.
 func panels() []*Panel {
-	zero, one := 0.0, 1.0
 	slo := func(title, rec, desc string) *Panel {
 		p := timeseries(title, desc, "percentunit",
 			prom("A", fmt.Sprintf("%s:ratio_rate5m{%s}", rec, Job), "5m {{job}}"),
 			prom("B", fmt.Sprintf("%s:ratio_rate1h{%s}", rec, Job), "1h {{job}}"),
 			prom("C", fmt.Sprintf("%s:ratio_rate1d{%s}", rec, Job), "1d {{job}}"),
 			prom("D", "0.999", "objective 99.9 %"))
-		p.FieldConfig.Defaults.Max = &one
+		p.FieldConfig.Defaults.Max = ptr(1.0)
 		return p
 	}
 	errTraces := traceLink("Traces with this code",
@@ -34,9 +33,9 @@ func panels() []*Panel {
 			map[string]any{"id": "organize", "options": map[string]any{"includeByName": map[string]bool{
 				"Time": true, "status": true, "code": true, "route": true, "error": true, "request_id": true, "key_id": true, "trace_id": true}}},
 		},
-		FieldConfig: &fieldConfig{Overrides: []override{{
-			Matcher: map[string]any{"id": "byName", "options": "trace_id"},
-			Properties: []map[string]any{{"id": "links", "value": []link{
+		FieldConfig: &fieldConfig{Overrides: []any{map[string]any{
+			"matcher": map[string]any{"id": "byName", "options": "trace_id"},
+			"properties": []map[string]any{{"id": "links", "value": []link{
 				traceLink("Open trace ${__value.raw}", "${__value.raw}")}}},
 		}}},
 	}
@@ -51,7 +50,7 @@ func panels() []*Panel {
 
 	breaker := timeseries("Breaker state", "0 closed, 1 half-open, 2 open, per PMS (live, test) and instance.", "none",
 		prom("A", fmt.Sprintf("max by (pms) (partner_edge_pms_breaker_state{%s})", Instance), "{{pms}}"))
-	breaker.FieldConfig.Defaults.Min, breaker.FieldConfig.Defaults.Max = &zero, ptr(2.0)
+	breaker.FieldConfig.Defaults.Min, breaker.FieldConfig.Defaults.Max = ptr(0.0), ptr(2.0)
 	breaker.FieldConfig.Defaults.Mappings = stateMappings()
 	redisState := timeseries("Redis", "Redis breaker state (0 closed, 2 open: in-process fallback), fallbacks by use, errors by kind.", "none",
 		prom("A", fmt.Sprintf("max(partner_edge_redis_breaker_state{%s})", Instance), "breaker state"),
@@ -132,7 +131,7 @@ func heatmap(title, desc string, t Target) *Panel {
 	t.Format = "heatmap"
 	return &Panel{Type: "heatmap", Title: title, Description: desc, Targets: []Target{t},
 		Options:     map[string]any{"calculate": false, "yAxis": map[string]any{"unit": "s"}, "cellGap": 1},
-		FieldConfig: &fieldConfig{Overrides: []override{}}}
+		FieldConfig: &fieldConfig{Overrides: []any{}}}
 }
 
 func stateMappings() []any {

@@ -43,9 +43,7 @@ func Series(t testing.TB, fams map[string]*dto.MetricFamily, name string, want m
 		}
 		match := true
 		for k, v := range want {
-			if labels[k] != v {
-				match = false
-			}
+			match = match && labels[k] == v
 		}
 		if match {
 			if found != nil {
