@@ -1,7 +1,8 @@
 package redistest
 
 import (
-	"bufio"
+	"bytes"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -11,17 +12,20 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"io"
 	"math/big"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
 // The forms operators run (docs/contract.md section 16): a TLS-only server with a CA made
@@ -47,65 +51,68 @@ func requireReal(t testing.TB, tools ...string) {
 type proc struct {
 	addr string
 	cmd  *exec.Cmd
-	out  *syncWriter
-	done chan struct{}
+	out  bytes.Buffer  // its output, read once done is closed
+	done chan struct{} // closed when cmd has exited
 	once sync.Once
 }
 
-// startProc starts redis-server with args and waits until ready (nil:
-// PING over plain TCP) answers; it retries on another port when the one
-// it got was taken meanwhile. portArgs gets the chosen port(s).
+// startProc starts redis-server with args (given two free ports) and
+// waits until ready (nil: PING) answers; it retries on other ports when
+// one it got was taken meanwhile. The process is killed when t ends.
 func startProc(t testing.TB, ready func(addr string) error, args func(port, port2 string) []string) *proc {
 	t.Helper()
-	var lastErr error
+	var err error
 	for range 5 { // a free port can be taken between probe and start
-		addr, err := freePort()
-		if err != nil {
-			t.Fatalf("redistest: %v", err)
-		}
-		addr2, err := freePort()
-		if err != nil {
-			t.Fatalf("redistest: %v", err)
-		}
+		addr, addr2 := freePort(t), freePort(t)
 		_, port, _ := net.SplitHostPort(addr)
 		_, port2, _ := net.SplitHostPort(addr2)
-		p := &proc{addr: addr, out: &syncWriter{}, done: make(chan struct{})}
-		p.cmd = exec.Command("redis-server", args(port, port2)...)
-		p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-		if err := p.cmd.Start(); err != nil {
-			t.Fatalf("redistest: start redis-server: %v", err)
-		}
-		go func() { _ = p.cmd.Wait(); close(p.done) }()
-		if ready == nil {
-			ready = func(addr string) error { _, err := Query(addr, nil, "PING"); return err }
-		}
-		if lastErr = p.wait(ready); lastErr == nil {
+		var p *proc
+		if p, err = launch(addr, ready, args(port, port2)); err == nil {
 			t.Cleanup(p.kill)
 			return p
 		}
-		p.kill()
 	}
-	t.Fatalf("redistest: %v", lastErr)
+	t.Fatalf("redistest: %v", err)
 	return nil
 }
 
-func (p *proc) wait(ready func(addr string) error) error {
+// launch starts redis-server with args and waits until ready (nil: PING)
+// answers at addr; an error when it exits or is not ready within 10 s.
+func launch(addr string, ready func(addr string) error, args []string) (*proc, error) {
+	p := &proc{addr: addr, done: make(chan struct{})}
+	p.cmd = exec.Command("redis-server", args...)
+	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
+	if err := p.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start redis-server: %w", err)
+	}
+	go func() { _ = p.cmd.Wait(); close(p.done) }()
+	if ready == nil {
+		ready = func(addr string) error { _, err := Query(addr, nil, "PING"); return err }
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		err := ready(p.addr)
+		err := ready(addr)
 		if err == nil {
-			return nil
+			return p, nil
 		}
-		select {
-		case <-p.done:
-			return fmt.Errorf("redis-server on %s exited: %s", p.addr, strings.TrimSpace(p.out.String()))
-		default:
+		if p.exited() {
+			return nil, fmt.Errorf("redis-server on %s exited: %s", addr, strings.TrimSpace(p.out.String()))
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("redis-server on %s not ready: %v", p.addr, err)
+			p.kill()
+			return nil, fmt.Errorf("redis-server on %s not ready: %v", addr, err)
 		}
 		time.Sleep(20 * time.Millisecond) // polling the process we started, an outside event
 	}
+}
+
+func freePort(t testing.TB) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }
 
 // exited reports whether the process has ended.
@@ -126,74 +133,47 @@ func (p *proc) kill() {
 	})
 }
 
+// client is a go-redis client of addr (TLS when tc is set) for tests'
+// set-up and checks: RESP2, nothing sent on connect, no retries.
+func client(addr string, tc *tls.Config) *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: addr, TLSConfig: tc, Protocol: 2, DisableIdentity: true,
+		MaxRetries: -1, DialerRetries: 1, DialTimeout: 2 * time.Second, ReadTimeout: 5 * time.Second,
+		WriteTimeout: 5 * time.Second, MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}})
+}
+
 // Query sends one command over a fresh connection (TLS when tc is set)
 // and returns its reply: a simple or bulk string as is, an integer in
 // decimal, an array as its elements one per line (nested arrays
 // flattened); an error reply is an error. For tests' set-up and checks.
 func Query(addr string, tc *tls.Config, args ...string) (string, error) {
-	d := &net.Dialer{Timeout: 2 * time.Second}
-	var c net.Conn
-	var err error
-	if tc != nil {
-		c, err = tls.DialWithDialer(d, "tcp", addr, tc)
-	} else {
-		c, err = d.Dial("tcp", addr)
-	}
-	if err != nil {
+	rdb := client(addr, tc)
+	defer rdb.Close()
+	v, err := rdb.Do(context.Background(), anys(args)...).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return "", err
 	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-	req := fmt.Sprintf("*%d\r\n", len(args))
-	for _, a := range args {
-		req += fmt.Sprintf("$%d\r\n%s\r\n", len(a), a)
-	}
-	if _, err := io.WriteString(c, req); err != nil {
-		return "", err
-	}
-	var lines []string
-	if err := readReply(bufio.NewReader(c), &lines); err != nil {
-		return "", err
-	}
-	return strings.Join(lines, "\n"), nil
+	return strings.Join(flatten(v), "\n"), nil
 }
 
-func readReply(r *bufio.Reader, out *[]string) error {
-	line, err := r.ReadString('\n')
-	if err != nil {
-		return err
+// flatten is a reply's elements, nested arrays flattened; nil is "".
+func flatten(v any) []string {
+	vs, ok := v.([]any)
+	if !ok {
+		return []string{strings.TrimPrefix(fmt.Sprint(v), "<nil>")}
 	}
-	line = strings.TrimRight(line, "\r\n")
-	if line == "" {
-		return errors.New("empty reply")
+	var out []string
+	for _, e := range vs {
+		out = append(out, flatten(e)...)
 	}
-	switch line[0] {
-	case '+', ':':
-		*out = append(*out, line[1:])
-	case '-':
-		return errors.New(line[1:])
-	case '$':
-		n, _ := strconv.Atoi(line[1:])
-		if n < 0 {
-			*out = append(*out, "")
-			return nil
-		}
-		b := make([]byte, n+2)
-		if _, err := io.ReadFull(r, b); err != nil {
-			return err
-		}
-		*out = append(*out, string(b[:n]))
-	case '*':
-		n, _ := strconv.Atoi(line[1:])
-		for range n {
-			if err := readReply(r, out); err != nil {
-				return err
-			}
-		}
-	default:
-		return fmt.Errorf("unexpected reply %q", line)
+	return out
+}
+
+func anys(args []string) []any {
+	out := make([]any, len(args))
+	for i, a := range args {
+		out[i] = a
 	}
-	return nil
+	return out
 }
 
 // CA is a certificate authority made in the test, with its PEM file.
@@ -343,18 +323,6 @@ func StartTLS(t testing.TB, opts TLSOptions) *TLSServer {
 // URL is the rediss:// address of database 0 (no credentials).
 func (s *TLSServer) URL() string { return "rediss://" + s.Addr + "/0" }
 
-// AddUser creates an ACL user on the running plain server (real only).
-func (s *Server) AddUser(u User) {
-	s.t.Helper()
-	if s.mini != nil {
-		s.t.Fatalf("redistest: AddUser needs the real server")
-	}
-	args := append([]string{"ACL", "SETUSER", u.Name}, u.args()[2:]...)
-	if _, err := Query(s.addr, nil, args...); err != nil {
-		s.t.Fatalf("redistest: ACL SETUSER: %v", err)
-	}
-}
-
 // SentinelMaster is the name the Sentinels of StartSentinel monitor.
 const SentinelMaster = "pe-primary"
 
@@ -374,13 +342,7 @@ func StartSentinel(t testing.TB) *Sentinel {
 	t.Helper()
 	requireReal(t)
 	s := &Sentinel{t: t, nodes: map[string]*proc{}}
-	serverArgs := func(dir string, extra ...string) func(port, _ string) []string {
-		return func(port, _ string) []string {
-			return append([]string{"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-				"--dir", dir}, extra...)
-		}
-	}
-	primary := startProc(t, nil, serverArgs(t.TempDir()))
+	primary := startProc(t, nil, func(port, _ string) []string { return serverArgs(port, t.TempDir()) })
 	s.primary = primary.addr
 	s.nodes[primary.addr] = primary
 	host, port, _ := net.SplitHostPort(primary.addr)
@@ -391,7 +353,9 @@ func StartSentinel(t testing.TB) *Sentinel {
 		}
 		return err
 	}
-	replica := startProc(t, replicaReady, serverArgs(t.TempDir(), "--replicaof", host, port))
+	replica := startProc(t, replicaReady, func(rport, _ string) []string {
+		return serverArgs(rport, t.TempDir(), "--replicaof", host, port)
+	})
 	s.nodes[replica.addr] = replica
 	for range 3 {
 		dir := t.TempDir()
@@ -521,37 +485,28 @@ func (c *Cluster) synced(n string, replicas int) bool {
 	return err == nil && (strings.Contains(info, "role:master") || strings.Contains(info, "master_link_status:up"))
 }
 
-// PrimaryOf is the address of the primary serving key's slot now, as the
-// first node that answers sees it; "" when none does.
+// PrimaryOf is the address of the primary serving key's slot now (not
+// failed), as the first node that answers sees it; "" when none does.
 func (c *Cluster) PrimaryOf(key string) string {
+	ctx := context.Background()
 	for _, n := range c.Nodes {
-		if c.procs[n] != nil && c.procs[n].exited() {
+		if c.procs[n].exited() {
 			continue
 		}
-		slot, err := Query(n, nil, "CLUSTER", "KEYSLOT", key)
-		if err != nil {
+		rdb := client(n, nil)
+		slot, err := rdb.ClusterKeySlot(ctx, key).Result()
+		shards, err2 := rdb.ClusterShards(ctx).Result()
+		_ = rdb.Close()
+		if err != nil || err2 != nil {
 			continue
 		}
-		s, _ := strconv.Atoi(slot)
-		nodes, err := Query(n, nil, "CLUSTER", "NODES")
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(nodes, "\n") {
-			f := strings.Fields(line)
-			if len(f) < 9 || !strings.Contains(f[2], "master") || strings.Contains(f[2], "fail") {
+		for _, sh := range shards {
+			if !slices.ContainsFunc(sh.Slots, func(r redis.SlotRange) bool { return r.Start <= slot && slot <= r.End }) {
 				continue
 			}
-			for _, r := range f[8:] {
-				lo, hi, ok := strings.Cut(r, "-")
-				a, _ := strconv.Atoi(lo)
-				b := a
-				if ok {
-					b, _ = strconv.Atoi(hi)
-				}
-				if a <= s && s <= b {
-					addr, _, _ := strings.Cut(f[1], "@")
-					return addr
+			for _, node := range sh.Nodes {
+				if node.Role == "master" && node.Health == "online" {
+					return net.JoinHostPort(node.IP, strconv.FormatInt(node.Port, 10))
 				}
 			}
 		}
@@ -571,13 +526,3 @@ func (c *Cluster) Kill(addr string) {
 
 // Seeds is the nodes comma-separated, as EDGE_REDIS_CLUSTER takes them.
 func (c *Cluster) Seeds() string { return strings.Join(c.Nodes, ",") }
-
-// Flush deletes every key on every node.
-func (c *Cluster) Flush(t testing.TB) {
-	t.Helper()
-	for _, n := range c.Nodes {
-		if _, err := Query(n, nil, "FLUSHALL"); err != nil {
-			t.Fatalf("redistest: FLUSHALL on %s: %v", n, err)
-		}
-	}
-}
