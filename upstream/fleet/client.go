@@ -23,8 +23,9 @@ import (
 	"github.com/partner-edge/partner-edge/upstream"
 )
 
-// DefaultPoolSize is the connection pool size of Config (per node).
-const DefaultPoolSize = 8
+// poolSize is the connection pool size (per node): a call is one short
+// round trip.
+const poolSize = 8
 
 // clusterReload is how often a Cluster client re-reads the slot map
 // besides on MOVED and errors: a failed-over primary or a moved slot is
@@ -55,9 +56,6 @@ type Config struct {
 	TLSConfig *tls.Config
 	// Guard sets the per-call deadline and the breaker.
 	Guard GuardConfig
-	// PoolSize is the number of connections kept (per node). Zero means
-	// DefaultPoolSize (8): a call is one short round trip.
-	PoolSize int
 	// Log gets breaker transitions. Nil discards.
 	Log *slog.Logger
 	// Meter creates the instruments (see Metrics). Nil records nothing.
@@ -101,9 +99,6 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.PoolSize <= 0 {
-		cfg.PoolSize = DefaultPoolSize
-	}
 	tlsOn := func() *tls.Config {
 		if !cfg.TLS {
 			return nil
@@ -132,7 +127,7 @@ func New(cfg Config) (*Client, error) {
 			opts.TLSConfig.RootCAs = cfg.TLSConfig.RootCAs
 			opts.TLSConfig.Certificates = cfg.TLSConfig.Certificates
 		}
-		opts.PoolSize = cfg.PoolSize
+		opts.PoolSize = poolSize
 		opts.MaxRetries = -1 // the breaker and the caller's fallback are the retry
 		opts.DialTimeout = g.CallTimeout
 		opts.DialerRetries = 1
@@ -151,7 +146,7 @@ func New(cfg Config) (*Client, error) {
 		rdb = redis.NewFailoverClient(&redis.FailoverOptions{
 			MasterName: cfg.Master, SentinelAddrs: cfg.Sentinels, SentinelPassword: cfg.SentinelPassword,
 			Username: cfg.Username, Password: cfg.Password, TLSConfig: tlsOn(),
-			PoolSize: cfg.PoolSize, MaxRetries: -1,
+			PoolSize: poolSize, MaxRetries: -1,
 			// Each dial asks a Sentinel for the primary first: after a
 			// promotion, the first dial reaches the new one.
 			DialTimeout: g.CallTimeout, DialerRetries: 1, ReadTimeout: g.CallTimeout,
@@ -162,7 +157,7 @@ func New(cfg Config) (*Client, error) {
 	case FormCluster:
 		rdb = redis.NewClusterClient(&redis.ClusterOptions{
 			Addrs: cfg.Cluster, Username: cfg.Username, Password: cfg.Password, TLSConfig: tlsOn(),
-			PoolSize: cfg.PoolSize, MaxRetries: -1, // MOVED and ASK are still followed (MaxRedirects)
+			PoolSize: poolSize, MaxRetries: -1, // MOVED and ASK are still followed (MaxRedirects)
 			DialTimeout: g.CallTimeout, DialerRetries: 1, ReadTimeout: g.CallTimeout,
 			WriteTimeout: g.CallTimeout, PoolTimeout: g.CallTimeout, ContextTimeoutEnabled: true,
 			Protocol: 2, DisableIdentity: true, ClusterStateReloadInterval: clusterReload,
@@ -190,25 +185,25 @@ func New(cfg Config) (*Client, error) {
 	if tp == nil {
 		tp = noop.NewTracerProvider()
 	}
-	rdb.AddHook(newOTelHook(tp.Tracer(observability.ScopeName), m, host, port, db))
-	if c.form != FormCluster {
-		rdb.AddHook(nodeHook{c}) // the Cluster's nodes are read from its slot map (Nodes)
+	h := newOTelHook(tp.Tracer(observability.ScopeName), m, host, port, db)
+	if c.form != FormCluster { // the Cluster's nodes are read from its slot map (Nodes)
+		h.node = &c.node
 	}
-	c.guard.setProbe(func(ctx context.Context) error { return rdb.Set(ctx, probeKey, "1", time.Second).Err() })
+	rdb.AddHook(h)
 	c.rdb, c.metrics = rdb, m
+	c.guard.setProbe(c.probeWrite)
 	return c, nil
+}
+
+// probeWrite is the small write of the fence's probe and of Watch.
+func (c *Client) probeWrite(ctx context.Context) error {
+	return c.rdb.Set(ctx, probeKey, "1", time.Second).Err()
 }
 
 // Do runs fn on the Redis client through the guard (see Guard.Do): fn must
 // use the ctx it is given.
 func (c *Client) Do(ctx context.Context, fn func(ctx context.Context, rdb redis.UniversalClient) error) error {
 	return c.guard.Do(ctx, func(ctx context.Context) error { return fn(ctx, c.rdb) })
-}
-
-// probe is Do for Watch: the one caller that runs the breaker's half-open
-// trial and the fence's probe (Guard.Probe).
-func (c *Client) probe(ctx context.Context, fn func(ctx context.Context, rdb redis.UniversalClient) error) error {
-	return c.guard.Probe(ctx, func(ctx context.Context) error { return fn(ctx, c.rdb) })
 }
 
 // Ping checks Redis through the guard.
@@ -227,9 +222,6 @@ func (c *Client) Close() error { return c.rdb.Close() }
 
 // Form is the form of Redis the client reaches.
 func (c *Client) Form() Form { return c.form }
-
-// Master is the Sentinel form's master name ("" in the other forms).
-func (c *Client) Master() string { return c.master }
 
 // Nodes are the addresses the client works with now, for /fleet: the
 // primary's address last connected to (one primary; Sentinel: the
@@ -256,26 +248,4 @@ func (c *Client) Nodes(ctx context.Context) []string {
 		return []string{*p}
 	}
 	return nil
-}
-
-// nodeHook records the address of each new connection of a primary or
-// Sentinel-form client: the Sentinel form resolves the primary inside its
-// dialer, so the connection's remote address is the one place it shows.
-type nodeHook struct{ c *Client }
-
-func (h nodeHook) DialHook(next redis.DialHook) redis.DialHook {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		conn, err := next(ctx, network, addr)
-		if err == nil && conn.RemoteAddr() != nil {
-			a := conn.RemoteAddr().String()
-			h.c.node.Store(&a)
-		}
-		return conn, err
-	}
-}
-
-func (h nodeHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
-
-func (h nodeHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
 }

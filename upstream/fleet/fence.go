@@ -2,14 +2,10 @@ package fleet
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/partner-edge/partner-edge/upstream"
 )
@@ -17,24 +13,10 @@ import (
 // writeRefusals are the error replies with which Redis refuses a write
 // while it may still answer reads: out of memory under noeviction, a
 // read-only replica, an ACL without the permission, lost credentials, a
-// failed save, missing replicas. Any of them means the shared state cannot
-// be kept (docs/contract.md section 15): Redis counts as unavailable.
+// failed save, missing replicas (the reply's first word, errorType). Any
+// of them means the shared state cannot be kept (docs/contract.md section
+// 15): Redis counts as unavailable.
 var writeRefusals = []string{"OOM", "READONLY", "NOPERM", "NOAUTH", "WRONGPASS", "MISCONF", "NOREPLICAS"}
-
-// refusal returns the first word of err when it is a write refusal.
-func refusal(err error) (string, bool) {
-	var re redis.Error
-	if !errors.As(err, &re) {
-		return "", false
-	}
-	msg := re.Error()
-	for _, p := range writeRefusals {
-		if strings.HasPrefix(msg, p) {
-			return p, true
-		}
-	}
-	return "", false
-}
 
 // fence keeps the guard shut while Redis refuses writes. The breaker alone
 // would not see it: reads (a snapshot fetch, a limiter peek) keep

@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"strings"
+	"slices"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/sony/gobreaker/v2"
 
 	"github.com/partner-edge/partner-edge/upstream"
@@ -20,7 +18,6 @@ const (
 	DefaultCallTimeout         = 100 * time.Millisecond
 	DefaultConsecutiveFailures = 3
 	DefaultOpenTimeout         = 2 * time.Second
-	DefaultHalfOpenProbes      = 1
 )
 
 // ErrUnavailable wraps every error that means "Redis is slow, down or
@@ -36,11 +33,9 @@ type GuardConfig struct {
 	// a row. Zero means DefaultConsecutiveFailures (3).
 	ConsecutiveFailures uint32
 	// OpenTimeout is how long the breaker refuses calls before letting
-	// probes through (half-open). Zero means DefaultOpenTimeout (2 s).
+	// one probe through (half-open): its success closes the breaker, its
+	// failure opens it again. Zero means DefaultOpenTimeout (2 s).
 	OpenTimeout time.Duration
-	// HalfOpenProbes calls may probe at once; that many successes close the
-	// breaker, one failure opens it again. Zero means 1.
-	HalfOpenProbes uint32
 }
 
 func (c GuardConfig) withDefaults() (GuardConfig, error) {
@@ -55,9 +50,6 @@ func (c GuardConfig) withDefaults() (GuardConfig, error) {
 	}
 	if c.OpenTimeout == 0 {
 		c.OpenTimeout = DefaultOpenTimeout
-	}
-	if c.HalfOpenProbes == 0 {
-		c.HalfOpenProbes = DefaultHalfOpenProbes
 	}
 	return c, nil
 }
@@ -89,7 +81,7 @@ func NewGuard(cfg GuardConfig, log *slog.Logger, metrics *Metrics) (*Guard, erro
 	}
 	g.cb = gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{
 		Name:        "redis",
-		MaxRequests: cfg.HalfOpenProbes,
+		MaxRequests: 1,
 		Timeout:     cfg.OpenTimeout,
 		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= cfg.ConsecutiveFailures },
 		// Runs under gobreaker's lock: quick, and never calls the guard.
@@ -184,7 +176,7 @@ func (g *Guard) do(ctx context.Context, fn func(ctx context.Context) error, prob
 	if kind != "" {
 		g.count(kind)
 	}
-	if reason, ok := refusal(err); ok {
+	if reason := errorType(err); slices.Contains(writeRefusals, reason) {
 		g.fence.raise(reason, err)
 	}
 	if failed {
@@ -229,24 +221,17 @@ func (e *callerGone) Unwrap() error { return e.err }
 var unavailableReplies = append([]string{"LOADING", "MASTERDOWN", "BUSY", "TRYAGAIN", "CLUSTERDOWN"}, writeRefusals...)
 
 // classify returns the kind of a call's error ("" for none, redis.Nil
-// included) and whether it counts as a failure of Redis.
+// included) and whether it counts as a failure of Redis, from its
+// error.type (errorType, hook.go).
 func classify(err error) (ErrorKind, bool) {
-	if err == nil || errors.Is(err, redis.Nil) {
+	switch t := errorType(err); t {
+	case "":
 		return "", false
-	}
-	var re redis.Error
-	if errors.As(err, &re) {
-		msg := re.Error()
-		for _, p := range unavailableReplies {
-			if strings.HasPrefix(msg, p) {
-				return ErrReply, true
-			}
-		}
-		return ErrReply, false
-	}
-	var ne net.Error
-	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
+	case "timeout":
 		return ErrTimeout, true
+	case "canceled", "connection":
+		return ErrConnection, true
+	default:
+		return ErrReply, slices.Contains(unavailableReplies, t)
 	}
-	return ErrConnection, true
 }

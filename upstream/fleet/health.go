@@ -3,8 +3,6 @@ package fleet
 import (
 	"context"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // DefaultHealthEvery is how often Watch probes Redis.
@@ -21,9 +19,7 @@ const DefaultHealthEvery = time.Second
 // (one trace a second would bury the others); their metrics are recorded.
 func (c *Client) Watch(ctx context.Context, every time.Duration) {
 	watch(ctx, orDefault(every, DefaultHealthEvery), func(ctx context.Context) {
-		_ = c.probe(withoutSpan(ctx), func(ctx context.Context, rdb redis.UniversalClient) error {
-			return rdb.Set(ctx, probeKey, "1", time.Second).Err()
-		})
+		_ = c.guard.Probe(withoutSpan(ctx), c.probeWrite)
 	})
 }
 

@@ -3,9 +3,11 @@ package fleet
 import (
 	"context"
 	"errors"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -28,6 +30,10 @@ type otelHook struct {
 	metrics *Metrics
 	base    []attribute.KeyValue
 	names   sync.Map // lower-case command name -> upper-case, bounded by our own commands
+	// node (primary and Sentinel forms) gets the address of each new
+	// connection: the Sentinel form resolves the primary inside its
+	// dialer, so the connection's remote address is the one place it shows.
+	node *atomic.Pointer[string]
 }
 
 func newOTelHook(tracer trace.Tracer, metrics *Metrics, host string, port, db int) *otelHook {
@@ -35,7 +41,19 @@ func newOTelHook(tracer trace.Tracer, metrics *Metrics, host string, port, db in
 	return &otelHook{tracer: tracer, metrics: metrics, base: base}
 }
 
-func (h *otelHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *otelHook) DialHook(next redis.DialHook) redis.DialHook {
+	if h.node == nil {
+		return next
+	}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := next(ctx, network, addr)
+		if err == nil && conn.RemoteAddr() != nil {
+			a := conn.RemoteAddr().String()
+			h.node.Store(&a)
+		}
+		return conn, err
+	}
+}
 
 func (h *otelHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
