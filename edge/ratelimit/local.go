@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"sync"
@@ -185,18 +186,7 @@ func (l *Local) evict(c *gocache.Cache) {
 	for id, it := range items {
 		all = append(all, entry{id, it.Object.(*bucket)})
 	}
-	slices.SortFunc(all, func(x, y entry) int {
-		if x.b.tat != y.b.tat {
-			if x.b.tat < y.b.tat {
-				return -1
-			}
-			return 1
-		}
-		if x.b.seq < y.b.seq {
-			return -1
-		}
-		return 1
-	})
+	slices.SortFunc(all, func(x, y entry) int { return cmp.Or(cmp.Compare(x.b.tat, y.b.tat), cmp.Compare(x.b.seq, y.b.seq)) })
 	for _, e := range all[:max(1, min(len(all), l.max/10))] {
 		c.Delete(e.id)
 	}

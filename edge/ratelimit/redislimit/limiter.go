@@ -21,6 +21,7 @@
 package redislimit
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"sync"
@@ -33,11 +34,18 @@ import (
 	"github.com/partner-edge/partner-edge/upstream/fleet"
 )
 
-// Defaults of Config.
+// The lease's timing (docs/scaling.md).
 const (
-	DefaultRefill = 100 * time.Millisecond
-	DefaultLease  = time.Second
-	DefaultBatch  = 500
+	// Refill is the interval of the background refill: Redis receives at
+	// most about two calls per bucket in use per instance per Refill.
+	Refill = 100 * time.Millisecond
+	// Lease is how long granted tokens stay spendable; a bucket unused for
+	// a Lease is forgotten.
+	Lease = time.Second
+	// Batch is how many buckets one pipelined refill call carries.
+	Batch = 500
+	// stale: a look at a bucket older than this is not trusted.
+	stale = 2 * Refill
 
 	// FullAddressKept is how long a client address whose bucket was full
 	// at the last look (no failed authentication seen) is remembered
@@ -65,20 +73,10 @@ type Config struct {
 	// whatever the instances' skew; set, the script is given this clock's
 	// time (tests; a fleet whose clocks agree).
 	Now func() time.Time
-	// Refill is the interval of the background refill; zero means
-	// DefaultRefill (100 ms). Redis receives at most about two calls per
-	// bucket in use per instance per Refill.
-	Refill time.Duration
-	// Lease is how long granted tokens stay spendable; zero means
-	// DefaultLease (1 s). A bucket unused for a Lease is forgotten.
-	Lease time.Duration
 	// MaxEntries bounds the buckets remembered; zero means
 	// ratelimit.DefaultEntries. Past it, the tenth least recently used is
 	// forgotten (its tokens lost).
 	MaxEntries int
-	// Batch is how many buckets one pipelined refill call carries; zero
-	// means DefaultBatch (500).
-	Batch int
 }
 
 // Limiter is the fleet-wide ratelimit.Limiter. It runs one background
@@ -88,11 +86,7 @@ type Limiter struct {
 	brand      string
 	now        func() time.Time
 	redisClock bool // the script reads Redis's TIME
-	refill     time.Duration
-	lease      time.Duration
-	stale      time.Duration // a look at a bucket older than this is not trusted
 	max        int
-	batch      int
 
 	mu      sync.RWMutex
 	entries map[ratelimit.Key]*entry
@@ -132,28 +126,17 @@ type call struct {
 
 // New returns a Limiter and starts its refill; Close stops it.
 func New(cfg Config) *Limiter {
-	l := &Limiter{c: cfg.Client, brand: cfg.Brand, now: cfg.Now, refill: cfg.Refill, lease: cfg.Lease,
-		max: cfg.MaxEntries, batch: cfg.Batch, entries: map[ratelimit.Key]*entry{}, done: make(chan struct{})}
+	l := &Limiter{c: cfg.Client, brand: cfg.Brand, now: cfg.Now, max: cfg.MaxEntries,
+		entries: map[ratelimit.Key]*entry{}, done: make(chan struct{})}
 	if l.now == nil {
 		l.now, l.redisClock = time.Now, true
 	}
-	if l.refill <= 0 {
-		l.refill = DefaultRefill
-	}
-	if l.lease <= 0 {
-		l.lease = DefaultLease
-	}
-	l.lease = max(l.lease, 2*l.refill)
-	l.stale = 2 * l.refill
 	if l.max <= 0 {
 		l.max = ratelimit.DefaultEntries
 	}
-	if l.batch <= 0 {
-		l.batch = DefaultBatch
-	}
 	ctx, stop := context.WithCancel(context.Background())
 	l.stop = stop
-	l.nextRefill.Store(l.now().Add(l.refill).UnixNano())
+	l.nextRefill.Store(l.now().Add(Refill).UnixNano())
 	go l.loop(ctx)
 	return l
 }
@@ -204,7 +187,7 @@ func (l *Limiter) AllowN(ctx context.Context, key ratelimit.Key, lim ratelimit.L
 		if e.tokens > 0 && now >= e.expires {
 			e.tokens = 0
 		}
-		fresh := e.seen != 0 && now-e.seen < int64(l.stale)
+		fresh := e.seen != 0 && now-e.seen < int64(stale)
 		// A bucket full at the last look, however old, allows a peek: it
 		// is an address with no failure seen, and a failure here goes to
 		// Redis anyway (no tokens are taken ahead for a peek).
@@ -265,7 +248,7 @@ func (l *Limiter) AllowN(ctx context.Context, key ratelimit.Key, lim ratelimit.L
 			}
 			return ratelimit.Decision{}, err
 		}
-		e.apply(r, at.UnixNano(), l.lease)
+		e.apply(r, at.UnixNano())
 		asked = true
 	}
 }
@@ -285,7 +268,7 @@ func (l *Limiter) decision(e *entry, now int64, allowed bool) ratelimit.Decision
 // e: the first refill at or after the bucket (as last seen) holds one.
 func (l *Limiter) retryAfter(e *entry, now int64) time.Duration {
 	unit := e.seen + int64(e.reset) - int64(e.lim.Burst-1)*int64(e.lim.Interval())
-	at, step := l.nextRefill.Load(), int64(l.refill)
+	at, step := l.nextRefill.Load(), int64(Refill)
 	if at < now {
 		at = now + step
 	}
@@ -296,10 +279,10 @@ func (l *Limiter) retryAfter(e *entry, now int64) time.Duration {
 }
 
 // apply records a reply of Redis sent at at.
-func (e *entry) apply(r reply, at int64, lease time.Duration) {
+func (e *entry) apply(r reply, at int64) {
 	if r.got > 0 {
 		e.tokens += r.got
-		e.expires = at + int64(lease)
+		e.expires = at + int64(Lease)
 	}
 	if at >= e.seen {
 		e.seen, e.left, e.reset = at, r.left, r.reset
@@ -357,15 +340,7 @@ func (l *Limiter) evict() {
 		all = append(all, aged{k, e.used})
 		e.mu.Unlock()
 	}
-	slices.SortFunc(all, func(a, b aged) int {
-		switch {
-		case a.used < b.used:
-			return -1
-		case a.used > b.used:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(all, func(a, b aged) int { return cmp.Compare(a.used, b.used) })
 	for _, a := range all[:max(1, min(len(all), l.max/10))] {
 		delete(l.entries, a.key)
 	}
@@ -381,7 +356,7 @@ type keyed struct {
 // at now: unused for a lease (an address full at its last look: for
 // FullAddressKept), no call in flight, no tokens held. e.mu is held.
 func (l *Limiter) idle(e *entry, now int64) bool {
-	keep := l.lease
+	keep := Lease
 	if e.kind == ratelimit.Address && e.seen != 0 && e.left >= e.lim.Burst {
 		// An address with no failure seen: its full look is what lets
 		// its peeks go without a call (AllowN), kept longer.
@@ -390,12 +365,12 @@ func (l *Limiter) idle(e *entry, now int64) bool {
 	return now-e.used >= int64(keep) && e.call == nil && e.tokens == 0
 }
 
-// loop refills every l.refill until ctx ends. Its ticker loop has the
+// loop refills every Refill until ctx ends. Its ticker loop has the
 // shape of upstream/fleet's watch (health.go); they stay apart because
 // this one also closes done and publishes when the next refill is due.
 func (l *Limiter) loop(ctx context.Context) {
 	defer close(l.done)
-	t := time.NewTicker(l.refill)
+	t := time.NewTicker(Refill)
 	defer t.Stop()
 	for {
 		select {
@@ -403,7 +378,7 @@ func (l *Limiter) loop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		l.nextRefill.Store(l.now().Add(l.refill).UnixNano())
+		l.nextRefill.Store(l.now().Add(Refill).UnixNano())
 		l.refillOnce(ctx)
 	}
 }
@@ -475,8 +450,8 @@ func (l *Limiter) refillOnce(ctx context.Context) {
 	if l.redisClock {
 		at = time.Time{}
 	}
-	for i := 0; i < len(asks); i += l.batch {
-		j := min(i+l.batch, len(asks))
+	for i := 0; i < len(asks); i += Batch {
+		j := min(i+Batch, len(asks))
 		var replies []reply
 		var ok []bool
 		err := l.c.Do(ctx, func(ctx context.Context, rdb redis.UniversalClient) (err error) {
@@ -490,7 +465,7 @@ func (l *Limiter) refillOnce(ctx context.Context) {
 			if ok[k] {
 				e := es[i+k]
 				e.mu.Lock()
-				e.apply(r, now, l.lease)
+				e.apply(r, now)
 				e.mu.Unlock()
 			}
 		}

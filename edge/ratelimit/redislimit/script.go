@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -107,7 +107,7 @@ func run(ctx context.Context, rdb redis.Cmdable, asks []ask, now time.Time) ([]r
 			}
 			return nil
 		})
-		if err != nil && attempt == 0 && noScript(cmds) {
+		if err != nil && attempt == 0 && slices.ContainsFunc(cmds, func(c redis.Cmder) bool { return redis.HasErrorPrefix(c.Err(), "NOSCRIPT") }) {
 			if err := takeScript.Load(ctx, rdb).Err(); err != nil {
 				return nil, nil, err
 			}
@@ -122,28 +122,9 @@ func run(ctx context.Context, rdb redis.Cmdable, asks []ask, now time.Time) ([]r
 			replies[i], cerr = parseReply(v)
 			ok[i] = cerr == nil
 		}
-		if err != nil && !anyOK(ok) {
+		if err != nil && !slices.Contains(ok, true) {
 			return nil, nil, err
 		}
 		return replies, ok, nil
 	}
-}
-
-func anyOK(ok []bool) bool {
-	for _, b := range ok {
-		if b {
-			return true
-		}
-	}
-	return false
-}
-
-// noScript reports whether a reply of cmds is NOSCRIPT.
-func noScript(cmds []redis.Cmder) bool {
-	for _, c := range cmds {
-		if err := c.Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
-			return true
-		}
-	}
-	return false
 }
