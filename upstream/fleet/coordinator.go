@@ -112,8 +112,7 @@ func orDefault(d, def time.Duration) time.Duration {
 func (c *Coordinator) Load(ctx context.Context, brand, mode string, newerThan time.Time, load LoadFunc) (Loaded, error) {
 	name := SnapKey(brand, mode)
 	if c.Store == nil {
-		props, at, err := load(ctx)
-		return Loaded{Properties: props, LoadedAt: at, Source: SourceLocal}, err
+		return c.walk(ctx, name, load, SourceLocal, false)
 	}
 	w := c.newWaiter()
 	defer w.stop()
@@ -221,9 +220,7 @@ func (w *waiter) stop() {
 // lead walks the PMS holding the lease, publishes, and releases the lease.
 func (c *Coordinator) lead(ctx context.Context, name string, load LoadFunc) (Loaded, error) {
 	defer func() { _ = c.Store.Release(context.WithoutCancel(ctx), name) }()
-	l, err := c.walk(ctx, name, load)
-	l.Source = SourceLeader
-	return l, err
+	return c.walk(ctx, name, load, SourceLeader, true)
 }
 
 // MaxSkew is how far in the future a publication's load time may be
@@ -255,11 +252,11 @@ func (c *Coordinator) fetch(ctx context.Context, name string, newerThan time.Tim
 	if err != nil {
 		return nil, err
 	}
-	now := time.Now
+	limit := time.Now().Add(MaxSkew)
 	if c.Now != nil {
-		now = c.Now
+		limit = c.Now().Add(MaxSkew)
 	}
-	if limit := now().Add(MaxSkew).UnixMilli(); version > limit {
+	if version > limit.UnixMilli() {
 		c.refused(ctx, name, errFromFuture)
 		return nil, errFromFuture
 	}
@@ -270,7 +267,7 @@ func (c *Coordinator) fetch(ctx context.Context, name string, newerThan time.Tim
 	if err != nil {
 		return nil, err
 	}
-	if at.After(now().Add(MaxSkew)) {
+	if at.After(limit) {
 		c.refused(ctx, name, errFromFuture)
 		return nil, errFromFuture
 	}
@@ -293,20 +290,15 @@ func (c *Coordinator) local(ctx context.Context, name string, load LoadFunc, why
 	if c.Log != nil {
 		c.Log.DebugContext(ctx, "snapshot loads locally", "snapshot", name, "reason", why.Error())
 	}
-	if !publish {
-		props, at, err := load(ctx)
-		return Loaded{Properties: props, LoadedAt: at, Source: SourceLocal}, err
-	}
-	l, err := c.walk(ctx, name, load)
-	l.Source = SourceLocal
-	return l, err
+	return c.walk(ctx, name, load, SourceLocal, publish)
 }
 
-// walk loads from the PMS and publishes (best effort).
-func (c *Coordinator) walk(ctx context.Context, name string, load LoadFunc) (Loaded, error) {
+// walk loads from the PMS and, when publish says so, publishes (best
+// effort); the result comes from src.
+func (c *Coordinator) walk(ctx context.Context, name string, load LoadFunc, src Source, publish bool) (Loaded, error) {
 	props, at, err := load(ctx)
-	if err != nil {
-		return Loaded{}, err
+	if err != nil || !publish {
+		return Loaded{Properties: props, LoadedAt: at, Source: src}, err
 	}
 	if payload, err := EncodeSnapshot(props, at); err == nil {
 		// A publish that timed out while Redis counts as up is sent again
@@ -318,5 +310,5 @@ func (c *Coordinator) walk(ctx context.Context, name string, load LoadFunc) (Loa
 			}
 		}
 	}
-	return Loaded{Properties: props, LoadedAt: at}, nil
+	return Loaded{Properties: props, LoadedAt: at, Source: src}, nil
 }

@@ -59,20 +59,20 @@ func (h *otelHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		op := h.opName(cmd.Name())
 		start := time.Now()
-		if ctx.Value(noSpanKey{}) != nil { // Watch's probes: metrics only
-			err := next(ctx, cmd)
-			h.metrics.Command(ctx, op, errorType(err), time.Since(start))
-			return err
+		var span trace.Span
+		if ctx.Value(noSpanKey{}) == nil { // Watch's probes: metrics only
+			ctx, span = h.tracer.Start(ctx, op, trace.WithSpanKind(trace.SpanKindClient),
+				trace.WithAttributes(h.base...), trace.WithAttributes(semconv.DBOperationName(op)))
 		}
-		ctx, span := h.tracer.Start(ctx, op, trace.WithSpanKind(trace.SpanKindClient),
-			trace.WithAttributes(h.base...), trace.WithAttributes(semconv.DBOperationName(op)))
 		err := next(ctx, cmd)
 		errType := errorType(err)
-		if errType != "" {
-			span.SetAttributes(semconv.ErrorTypeKey.String(errType))
-			span.SetStatus(codes.Error, errType)
+		if span != nil {
+			if errType != "" {
+				span.SetAttributes(semconv.ErrorTypeKey.String(errType))
+				span.SetStatus(codes.Error, errType)
+			}
+			span.End()
 		}
-		span.End()
 		h.metrics.Command(ctx, op, errType, time.Since(start))
 		return err
 	}

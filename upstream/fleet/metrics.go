@@ -2,7 +2,9 @@ package fleet
 
 import (
 	"context"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -66,9 +68,8 @@ type Metrics struct {
 	server    []attribute.KeyValue // db.system.name, server.address, server.port
 	errOpts   map[ErrorKind][]metric.AddOption
 	fbOpts    map[Use][]metric.AddOption
-	durations sync.Map // durKey -> []metric.RecordOption
-	nDur      int      // entries in durations, under mu
-	mu        sync.Mutex
+	durations sync.Map     // durKey -> []metric.RecordOption
+	nDur      atomic.Int64 // entries stored in durations
 }
 
 type durKey struct{ op, errType string }
@@ -130,17 +131,13 @@ func (m *Metrics) durOpts(op, errType string) []metric.RecordOption {
 	if o, ok := m.durations.Load(k); ok {
 		return o.([]metric.RecordOption)
 	}
-	kv := append(append(make([]attribute.KeyValue, 0, 5), m.server...), semconv.DBOperationName(op))
+	kv := append(slices.Clone(m.server), semconv.DBOperationName(op))
 	if errType != "" {
 		kv = append(kv, semconv.ErrorTypeKey.String(errType))
 	}
 	o := []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(kv...))}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.nDur < maxDurSets {
-		if _, loaded := m.durations.LoadOrStore(k, o); !loaded {
-			m.nDur++
-		}
+	if m.nDur.Add(1) <= maxDurSets {
+		m.durations.Store(k, o)
 	}
 	return o
 }

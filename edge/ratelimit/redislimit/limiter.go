@@ -211,10 +211,7 @@ func (l *Limiter) AllowN(ctx context.Context, key ratelimit.Key, lim ratelimit.L
 				return ratelimit.Decision{}, ctx.Err()
 			}
 			if c.err != nil {
-				if ctx.Err() == nil {
-					l.c.Fallback(ctx, use(key.Kind), c.err)
-				}
-				return ratelimit.Decision{}, c.err
+				return l.fallback(ctx, key, c.err)
 			}
 			// Its units may all have gone to other waiters: look again
 			// (and ask again while the bucket, as now seen, has some).
@@ -243,14 +240,20 @@ func (l *Limiter) AllowN(ctx context.Context, key ratelimit.Key, lim ratelimit.L
 		close(c.done)
 		if err != nil {
 			e.mu.Unlock()
-			if ctx.Err() == nil {
-				l.c.Fallback(ctx, use(key.Kind), err)
-			}
-			return ratelimit.Decision{}, err
+			return l.fallback(ctx, key, err)
 		}
 		e.apply(r, at.UnixNano())
 		asked = true
 	}
+}
+
+// fallback counts a fallback for key's Redis error err (none when the
+// caller has gone) and returns err: the edge decides in-process.
+func (l *Limiter) fallback(ctx context.Context, key ratelimit.Key, err error) (ratelimit.Decision, error) {
+	if ctx.Err() == nil {
+		l.c.Fallback(ctx, use(key.Kind), err)
+	}
+	return ratelimit.Decision{}, err
 }
 
 // decision is what e tells at now: allowed or not, with the RateLimit
