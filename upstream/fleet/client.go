@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -99,14 +100,9 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	tlsOn := func() *tls.Config {
-		if !cfg.TLS {
-			return nil
-		}
-		if cfg.TLSConfig != nil {
-			return cfg.TLSConfig.Clone()
-		}
-		return &tls.Config{MinVersion: tls.VersionTLS12}
+	var tlsOn *tls.Config // the Sentinel and Cluster forms
+	if cfg.TLS {
+		tlsOn = cmp.Or(cfg.TLSConfig, &tls.Config{MinVersion: tls.VersionTLS12}).Clone()
 	}
 	c := &Client{form: cfg.Form(), timeout: g.CallTimeout, master: cfg.Master}
 	var (
@@ -145,7 +141,7 @@ func New(cfg Config) (*Client, error) {
 		}
 		rdb = redis.NewFailoverClient(&redis.FailoverOptions{
 			MasterName: cfg.Master, SentinelAddrs: cfg.Sentinels, SentinelPassword: cfg.SentinelPassword,
-			Username: cfg.Username, Password: cfg.Password, TLSConfig: tlsOn(),
+			Username: cfg.Username, Password: cfg.Password, TLSConfig: tlsOn,
 			PoolSize: poolSize, MaxRetries: -1,
 			// Each dial asks a Sentinel for the primary first: after a
 			// promotion, the first dial reaches the new one.
@@ -156,7 +152,7 @@ func New(cfg Config) (*Client, error) {
 		addr = cfg.Sentinels[0]
 	case FormCluster:
 		rdb = redis.NewClusterClient(&redis.ClusterOptions{
-			Addrs: cfg.Cluster, Username: cfg.Username, Password: cfg.Password, TLSConfig: tlsOn(),
+			Addrs: cfg.Cluster, Username: cfg.Username, Password: cfg.Password, TLSConfig: tlsOn,
 			PoolSize: poolSize, MaxRetries: -1, // MOVED and ASK are still followed (MaxRedirects)
 			DialTimeout: g.CallTimeout, DialerRetries: 1, ReadTimeout: g.CallTimeout,
 			WriteTimeout: g.CallTimeout, PoolTimeout: g.CallTimeout, ContextTimeoutEnabled: true,

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -42,15 +43,9 @@ func (c GuardConfig) withDefaults() (GuardConfig, error) {
 	if c.CallTimeout < 0 || c.OpenTimeout < 0 {
 		return c, fmt.Errorf("fleet: guard durations must not be negative")
 	}
-	if c.CallTimeout == 0 {
-		c.CallTimeout = DefaultCallTimeout
-	}
-	if c.ConsecutiveFailures == 0 {
-		c.ConsecutiveFailures = DefaultConsecutiveFailures
-	}
-	if c.OpenTimeout == 0 {
-		c.OpenTimeout = DefaultOpenTimeout
-	}
+	c.CallTimeout = cmp.Or(c.CallTimeout, DefaultCallTimeout)
+	c.ConsecutiveFailures = cmp.Or(c.ConsecutiveFailures, DefaultConsecutiveFailures)
+	c.OpenTimeout = cmp.Or(c.OpenTimeout, DefaultOpenTimeout)
 	return c, nil
 }
 

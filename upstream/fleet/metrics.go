@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -84,22 +85,17 @@ func NewMetrics(meter metric.Meter, host string, port int) (*Metrics, error) {
 		meter = noop.NewMeterProvider().Meter(observability.ScopeName)
 	}
 	m := &Metrics{server: serverAttrs(host, port)}
-	var err error
-	if m.duration, err = meter.Float64Histogram("db.client.operation.duration",
+	var errs [4]error
+	m.duration, errs[0] = meter.Float64Histogram("db.client.operation.duration",
 		metric.WithUnit("s"), metric.WithDescription("Duration of database client operations."),
-		metric.WithExplicitBucketBoundaries(dbDurationBuckets...)); err != nil {
-		return nil, err
-	}
-	if m.errors, err = meter.Int64Counter("partner_edge.redis.errors",
-		metric.WithUnit("{call}"), metric.WithDescription("Failed Redis calls by kind: timeout, connection, reply, rejected.")); err != nil {
-		return nil, err
-	}
-	if m.fallbacks, err = meter.Int64Counter("partner_edge.redis.fallbacks",
-		metric.WithUnit("{call}"), metric.WithDescription("Answers given in-process because Redis failed, by use.")); err != nil {
-		return nil, err
-	}
-	if m.breaker, err = meter.Int64Gauge("partner_edge.redis.breaker.state",
-		metric.WithDescription("Redis circuit breaker state: 0 closed, 1 half-open, 2 open.")); err != nil {
+		metric.WithExplicitBucketBoundaries(dbDurationBuckets...))
+	m.errors, errs[1] = meter.Int64Counter("partner_edge.redis.errors",
+		metric.WithUnit("{call}"), metric.WithDescription("Failed Redis calls by kind: timeout, connection, reply, rejected."))
+	m.fallbacks, errs[2] = meter.Int64Counter("partner_edge.redis.fallbacks",
+		metric.WithUnit("{call}"), metric.WithDescription("Answers given in-process because Redis failed, by use."))
+	m.breaker, errs[3] = meter.Int64Gauge("partner_edge.redis.breaker.state",
+		metric.WithDescription("Redis circuit breaker state: 0 closed, 1 half-open, 2 open."))
+	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
 	ctx := context.Background()
