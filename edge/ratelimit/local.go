@@ -30,21 +30,11 @@ const sweepEvery = time.Second
 // algorithm, as redis_rate computes it) over an injected clock. A bucket's
 // whole state is its theoretical arrival time (TAT); a bucket whose TAT has
 // passed is full, which is what an absent bucket means too, so such entries
-// are dropped without losing anything.
-//
-// The buckets are expiring state: each lives in a go-cache
-// (github.com/patrickmn/go-cache, one per Kind, without its janitor
-// goroutine) until idleGrace after it is full again; calls remove expired
-// entries at most once every sweepEvery, so idle entries (a key dropped by
-// a reload, an address gone quiet) leave without a sweeping goroutine.
-//
-// Memory is bounded: go-cache has no cap of its own, so Local holds at most
-// max buckets of each Kind. A new bucket that would pass the cap first
-// sweeps, and, when every bucket is still busy, evicts the tenth of them
-// that would be full soonest (oldest first among equals), so a flood of new
-// addresses costs one pass per tenth of the cap. An evicted bucket's client
-// starts full again: the throttle fails open for it, never shut for anyone
-// else. A peek (n = 0) never creates an entry.
+// are dropped without losing anything. Its buckets live in go-cache
+// without a janitor (swept by calls) and are capped per Kind, the tenth
+// that would be full soonest evicted past the cap (an evicted client
+// starts full: the throttle fails open for it, never shut for anyone
+// else); docs/ratelimits.md, "State and bounds; the Redis seam".
 type Local struct {
 	now func() time.Time
 	max int

@@ -37,25 +37,14 @@ type Loaded struct {
 	Source     Source
 }
 
-// Coordinator shares one PMS walk per brand and mode among the fleet:
-//
-//  1. a publication loaded after newerThan is taken as is;
-//  2. else whoever wins the lease looks for a publication once more, and
-//     without one walks the PMS, publishes and releases;
-//  3. a loser polls the publication every Poll until one loaded after
-//     newerThan appears or Wait passes, then walks the PMS itself; while
-//     polling it retries the lease, so a leader that failed (or died: its
-//     lease expires after LeaseTTL) is replaced at once.
-//
-// Redis unavailable (the breaker open, the fence up) means a local walk,
-// never an error: only the PMS walk's own error is returned. One call that
-// fails while Redis counts as up is asked again at the next Poll (Load). A corrupt or oversize publication is overwritten
-// by whoever wins the lease; while another instance holds it, it means a
-// local walk.
-//
-// The zero Coordinator is usable: it loads locally (nil Store) with the
-// documented defaults, so a missing field never panics or leaves a lease
-// without expiry.
+// Coordinator shares one PMS walk per brand and mode among the fleet, as
+// docs/scaling.md, The snapshot protocol, tells: a fresh publication is
+// taken, else the lease's winner walks, publishes and releases while the
+// others poll (every Poll, up to Wait) and retry the lease. Redis
+// unavailable means a local walk, never an error: only the PMS walk's own
+// error is returned. The zero Coordinator is usable: it loads locally (nil
+// Store) with the documented defaults, so a missing field never panics or
+// leaves a lease without expiry.
 type Coordinator struct {
 	// Store holds leases and publications. Nil: every load is local.
 	Store SnapshotStore
@@ -98,17 +87,13 @@ func orDefault(d, def time.Duration) time.Duration {
 	return def
 }
 
-// Load returns brand and mode's snapshot, loaded after newerThan.
-//
-// One walk per cold fleet holds by construction (docs/contract.md section 17),
-// not by timing: the lease is the only permission to walk while Redis
-// works, and whoever wins it looks for a publication again before walking
-// (the leader before it may have published and released between this
-// instance's look and its lease). A call that fails while Redis counts as
-// up (a timeout on a busy machine: transient) is asked again at the next
-// Poll instead of walking at once; only the breaker or the fence (Redis
-// known unavailable), an unusable publication held by another, or Wait
-// passing mean a walk without the lease.
+// Load returns brand and mode's snapshot, loaded after newerThan. One walk
+// per cold fleet holds by construction (docs/contract.md section 17), not
+// by timing: the lease is the only permission to walk while Redis works,
+// and its winner looks for a publication again first (recheck). A call
+// that fails while Redis counts as up (transient) is asked again at the
+// next Poll; only Redis known unavailable, an unusable publication held by
+// another, or Wait passing mean a walk without the lease.
 func (c *Coordinator) Load(ctx context.Context, brand, mode string, newerThan time.Time, load LoadFunc) (Loaded, error) {
 	name := SnapKey(brand, mode)
 	if c.Store == nil {

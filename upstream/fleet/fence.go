@@ -18,13 +18,10 @@ import (
 // 15): Redis counts as unavailable.
 var writeRefusals = []string{"OOM", "READONLY", "NOPERM", "NOAUTH", "WRONGPASS", "MISCONF", "NOREPLICAS"}
 
-// fence keeps the guard shut while Redis refuses writes. The breaker alone
-// would not see it: reads (a snapshot fetch, a limiter peek) keep
-// succeeding between the refused writes, so failures never come several
-// in a row. Once a call gets a write refusal the fence stands: every call
-// falls back at once, and only a probe write let through every
-// OpenTimeout takes it down. It is logged once when it goes up and once
-// when it comes down.
+// fence keeps the guard shut while Redis refuses writes, which the breaker
+// alone would not see (reads keep succeeding between the refused writes).
+// A write refusal raises it; only a probe write let through every
+// OpenTimeout takes it down. Logged once each way.
 type fence struct {
 	every time.Duration
 	probe func(ctx context.Context) error // a small write; nil: none (the fence falls after every)

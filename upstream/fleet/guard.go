@@ -112,18 +112,14 @@ func (g *Guard) State() upstream.BreakerState {
 func (g *Guard) setProbe(probe func(ctx context.Context) error) { g.fence.probe = probe }
 
 // Do runs fn with a context bounded by the call timeout, through the
-// breaker, for a caller on a request's path (a quota, a snapshot load).
-// While the breaker is not closed (open, or half-open: its trial is
-// Probe's) it returns an error wrapping ErrUnavailable at once, without
-// calling fn: a partner's request never waits on the trial of a Redis that
-// may still be slow, quotas stay off the request path in every state
-// (docs/contract.md section 21). A timeout or connection
-// failure is returned wrapping ErrUnavailable as well. redis.Nil is a
-// success and returned as is; so is a Redis error reply that does not mean
-// "unavailable" (LOADING, READONLY, BUSY... do). When ctx itself ends, Do
-// returns its error and the breaker does not count the call. A write
-// refusal (OOM, READONLY, NOPERM...: fence.go) raises the fence: until a
-// probe write succeeds, Do returns ErrUnavailable at once.
+// breaker, for a caller on a request's path. While the breaker is not
+// closed (its half-open trial is Probe's) or the fence is up (fence.go), it
+// returns an error wrapping ErrUnavailable at once, without calling fn: a
+// request never waits on the trial of a Redis that may still be slow
+// (docs/contract.md section 21). A timeout, a connection failure or an
+// "unavailable" reply (classify) wraps ErrUnavailable too; redis.Nil and
+// other replies are returned as is. When ctx itself ends, Do returns its
+// error and the breaker does not count the call.
 func (g *Guard) Do(ctx context.Context, fn func(ctx context.Context) error) error {
 	return g.do(ctx, fn, false)
 }

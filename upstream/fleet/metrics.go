@@ -46,20 +46,10 @@ var ErrorKinds = []ErrorKind{ErrTimeout, ErrConnection, ErrReply, ErrRejected}
 // db.client.operation.duration, in seconds.
 var dbDurationBuckets = []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10}
 
-// Metrics are the instruments of one Redis client. As named in OTel
-// (Prometheus name in brackets):
-//
-//   - db.client.operation.duration (db_client_operation_duration_seconds):
-//     histogram, seconds, one observation per Redis command (EVALSHA, SET,
-//     GET...); db.system.name=redis, db.operation.name, server.address,
-//     server.port, error.type when the command failed.
-//   - partner_edge.redis.errors (partner_edge_redis_errors_total): failed
-//     guarded calls; kind (ErrorKinds, each pre-registered at 0).
-//   - partner_edge.redis.fallbacks (partner_edge_redis_fallbacks_total):
-//     answers given by in-process behaviour because Redis failed; use
-//     (Uses, each pre-registered at 0).
-//   - partner_edge.redis.breaker.state (partner_edge_redis_breaker_state):
-//     gauge, 0 closed, 1 half-open, 2 open.
+// Metrics are the instruments of one Redis client (docs/scaling.md,
+// Telemetry and When Redis fails): db.client.operation.duration per
+// command, partner_edge.redis.errors by kind and partner_edge.redis.fallbacks
+// by use (each label pre-registered at 0), partner_edge.redis.breaker.state.
 type Metrics struct {
 	duration  metric.Float64Histogram
 	errors    metric.Int64Counter

@@ -2,22 +2,9 @@
 // a brand shares each bucket (an API key's quota, a client address's
 // failed authentications) through one GCRA bucket in Redis, yet a
 // rate-limited request makes no Redis round trip in the common case
-// (docs/contract.md section 16).
-//
-// Each instance takes a share of a bucket's units from Redis ahead of need
-// (a lease: tokens granted by the bucket, spendable here for Lease) and
-// answers from it. A background refill, every Refill, tops up the share of
-// each bucket used since the last one, sized by what it was asked for, in
-// one pipelined round trip for all of them, and looks at the buckets that
-// were only peeked at. Between refills an instance decides alone: from its
-// tokens, or, when it has none and the bucket had none left at the last
-// look, a refusal. Only a bucket this instance has not seen lately (a new
-// key, an address's first failure) or a share spent faster than it grew
-// costs a synchronous call, one per bucket at a time.
-//
-// Tokens once granted are never returned: an instance that stops loses
-// them (the fleet then admits a little less, never more), and tokens held
-// past Lease are void. docs/scaling.md derives the accuracy bound.
+// (docs/contract.md section 16): each instance answers from a lease of the
+// bucket's units taken ahead of need and refilled in the background
+// (docs/scaling.md, "Quotas off the request path", and its accuracy bound).
 package redislimit
 
 import (
