@@ -104,7 +104,8 @@ func New(cfg Config) (*Client, error) {
 	if cfg.TLS {
 		tlsOn = cmp.Or(cfg.TLSConfig, &tls.Config{MinVersion: tls.VersionTLS12}).Clone()
 	}
-	c := &Client{form: cfg.Form(), timeout: g.CallTimeout, master: cfg.Master}
+	t := g.CallTimeout
+	c := &Client{form: cfg.Form(), timeout: t, master: cfg.Master}
 	var (
 		rdb  redis.UniversalClient
 		addr string // server.address and server.port of the instruments
@@ -123,16 +124,10 @@ func New(cfg Config) (*Client, error) {
 			opts.TLSConfig.RootCAs = cfg.TLSConfig.RootCAs
 			opts.TLSConfig.Certificates = cfg.TLSConfig.Certificates
 		}
-		opts.PoolSize = poolSize
-		opts.MaxRetries = -1 // the breaker and the caller's fallback are the retry
-		opts.DialTimeout = g.CallTimeout
-		opts.DialerRetries = 1
-		opts.ReadTimeout = g.CallTimeout
-		opts.WriteTimeout = g.CallTimeout
-		opts.PoolTimeout = g.CallTimeout
-		opts.ContextTimeoutEnabled = true // honour the per-call deadline
-		opts.Protocol = 2                 // no HELLO round trip; works on every Redis and Valkey
-		opts.DisableIdentity = true       // no CLIENT SETINFO on connect
+		opts.PoolSize, opts.MaxRetries, opts.DialerRetries = poolSize, -1, 1 // the breaker and the caller's fallback are the retry
+		opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout, opts.PoolTimeout = t, t, t, t
+		opts.ContextTimeoutEnabled = true             // honour the per-call deadline
+		opts.Protocol, opts.DisableIdentity = 2, true // no HELLO round trip, no CLIENT SETINFO: works on every Redis and Valkey
 		opts.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 		rdb, addr, db = redis.NewClient(opts), opts.Addr, opts.DB
 	case FormSentinel:
@@ -145,8 +140,7 @@ func New(cfg Config) (*Client, error) {
 			PoolSize: poolSize, MaxRetries: -1,
 			// Each dial asks a Sentinel for the primary first: after a
 			// promotion, the first dial reaches the new one.
-			DialTimeout: g.CallTimeout, DialerRetries: 1, ReadTimeout: g.CallTimeout,
-			WriteTimeout: g.CallTimeout, PoolTimeout: g.CallTimeout, ContextTimeoutEnabled: true,
+			DialTimeout: t, DialerRetries: 1, ReadTimeout: t, WriteTimeout: t, PoolTimeout: t, ContextTimeoutEnabled: true,
 			Protocol: 2, DisableIdentity: true,
 		})
 		addr = cfg.Sentinels[0]
@@ -154,8 +148,7 @@ func New(cfg Config) (*Client, error) {
 		rdb = redis.NewClusterClient(&redis.ClusterOptions{
 			Addrs: cfg.Cluster, Username: cfg.Username, Password: cfg.Password, TLSConfig: tlsOn,
 			PoolSize: poolSize, MaxRetries: -1, // MOVED and ASK are still followed (MaxRedirects)
-			DialTimeout: g.CallTimeout, DialerRetries: 1, ReadTimeout: g.CallTimeout,
-			WriteTimeout: g.CallTimeout, PoolTimeout: g.CallTimeout, ContextTimeoutEnabled: true,
+			DialTimeout: t, DialerRetries: 1, ReadTimeout: t, WriteTimeout: t, PoolTimeout: t, ContextTimeoutEnabled: true,
 			Protocol: 2, DisableIdentity: true, ClusterStateReloadInterval: clusterReload,
 			MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
 		})

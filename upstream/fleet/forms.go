@@ -78,9 +78,7 @@ func (s Settings) Form() Form {
 }
 
 // Configured reports whether any setting names a Redis.
-func (s Settings) Configured() bool {
-	return s.URL != "" || s.Sentinels != "" || s.Master != "" || s.Cluster != ""
-}
+func (s Settings) Configured() bool { return s.Form() != FormNone }
 
 // Check returns every rule of docs/contract.md section 16 the settings break, each error
 // naming the settings: exactly one form, a Sentinel with its master name,
@@ -135,16 +133,11 @@ func (s Settings) Check() error {
 		} else if strings.ContainsAny(s.Master, " \t\r\n,") || len(s.Master) > 256 {
 			bad("invalid EDGE_REDIS_MASTER %q: want the monitored primary's name (no spaces or commas)", s.Master)
 		}
-		if s.Sentinels != "" {
-			if _, err := hostList("EDGE_REDIS_SENTINELS", s.Sentinels); err != nil {
-				errs = append(errs, err)
-			}
-		}
 	} else if s.SentinelPassword != "" {
 		bad("EDGE_REDIS_SENTINEL_PASSWORD is set without EDGE_REDIS_SENTINELS")
 	}
-	if s.Cluster != "" {
-		if _, err := hostList("EDGE_REDIS_CLUSTER", s.Cluster); err != nil {
+	for _, l := range [][2]string{{"EDGE_REDIS_SENTINELS", s.Sentinels}, {"EDGE_REDIS_CLUSTER", s.Cluster}} {
+		if _, err := hostList(l[0], l[1]); l[1] != "" && err != nil {
 			errs = append(errs, err)
 		}
 	}
