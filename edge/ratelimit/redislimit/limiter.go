@@ -78,11 +78,10 @@ type Limiter struct {
 	mu      sync.RWMutex
 	entries map[ratelimit.Key]*entry
 
-	scratch    []keyed      // refillOnce's list of entries, reused (the loop's only)
-	nextRefill atomic.Int64 // Unix ns of the next refill, for RetryAfter
-	stop       context.CancelFunc
-	done       chan struct{}
-	closeOnce  sync.Once
+	scratch    []keyed       // refillOnce's list of entries, reused (the loop's only)
+	nextRefill atomic.Int64  // Unix ns of the next refill, for RetryAfter
+	done       chan struct{} // closed when the refill has stopped
+	close      func()        // stops the refill and waits for it, once
 }
 
 // entry is this instance's view of one bucket.
@@ -122,7 +121,7 @@ func New(cfg Config) *Limiter {
 		l.max = ratelimit.DefaultEntries
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	l.stop = stop
+	l.close = sync.OnceFunc(func() { stop(); <-l.done })
 	l.nextRefill.Store(l.now().Add(Refill).UnixNano())
 	go l.loop(ctx)
 	return l
@@ -130,12 +129,7 @@ func New(cfg Config) *Limiter {
 
 // Close stops the refill and waits for it. Tokens held are not returned:
 // they are lost, as an instance that dies loses them.
-func (l *Limiter) Close() {
-	l.closeOnce.Do(func() {
-		l.stop()
-		<-l.done
-	})
-}
+func (l *Limiter) Close() { l.close() }
 
 // Len is the number of buckets remembered.
 func (l *Limiter) Len() int {

@@ -187,22 +187,9 @@ type CA struct {
 // NewCA makes a CA named name; its certificate is written to dir.
 func NewCA(t testing.TB, dir, name string) *CA {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	ca := &CA{File: filepath.Join(dir, name+"-ca.pem"), cert: cert, key: key, dir: dir}
-	writePEM(t, ca.File, "CERTIFICATE", der)
+	ca := &CA{File: filepath.Join(dir, name+"-ca.pem"), dir: dir}
+	ca.cert, ca.key = makeCert(t, ca.File, &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}, nil, nil)
 	return ca
 }
 
@@ -211,30 +198,40 @@ func NewCA(t testing.TB, dir, name string) *CA {
 // and its key; it returns the two file paths.
 func (ca *CA) Issue(t testing.TB, name string) (certFile, keyFile string) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
 	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
-	tmpl := &x509.Certificate{
-		SerialNumber: serial, Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+	certFile, keyFile = filepath.Join(ca.dir, name+".pem"), filepath.Join(ca.dir, name+"-key.pem")
+	_, key := makeCert(t, certFile, &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: name},
 		KeyUsage:    x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"}}, ca.cert, ca.key)
 	kder, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	certFile, keyFile = filepath.Join(ca.dir, name+".pem"), filepath.Join(ca.dir, name+"-key.pem")
-	writePEM(t, certFile, "CERTIFICATE", der)
 	writePEM(t, keyFile, "EC PRIVATE KEY", kder)
 	return certFile, keyFile
+}
+
+// makeCert makes a key and the certificate of tmpl for it, valid from an
+// hour ago for a day, signed by parent's key (nil: self-signed), and
+// writes the certificate to file.
+func makeCert(t testing.TB, file string, tmpl, parent *x509.Certificate, parentKey *ecdsa.PrivateKey) (*x509.Certificate, *ecdsa.PrivateKey) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if parent == nil {
+		parent, parentKey = tmpl, key
+	}
+	tmpl.NotBefore, tmpl.NotAfter = time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writePEM(t, file, "CERTIFICATE", der)
+	cert, _ := x509.ParseCertificate(der)
+	return cert, key
 }
 
 // Pool is a pool holding the CA alone.
@@ -277,7 +274,6 @@ type TLSServer struct {
 	// ClientCert and ClientKey are files of a client certificate the CA
 	// signed.
 	ClientCert, ClientKey string
-	p                     *proc
 }
 
 // StartTLS starts a TLS-only server for t, stopped when t ends.
@@ -304,10 +300,9 @@ func StartTLS(t testing.TB, opts TLSOptions) *TLSServer {
 		}
 		return err
 	}
-	s.p = startProc(t, ready, func(port, _ string) []string {
-		args := []string{"--port", "0", "--tls-port", port, "--bind", "127.0.0.1",
-			"--tls-cert-file", certFile, "--tls-key-file", keyFile, "--tls-ca-cert-file", s.CA.File,
-			"--tls-auth-clients", auth, "--save", "", "--appendonly", "no", "--dir", dir}
+	s.Addr = startProc(t, ready, func(port, _ string) []string {
+		args := serverArgs("0", dir, "--tls-port", port, "--tls-cert-file", certFile, "--tls-key-file", keyFile,
+			"--tls-ca-cert-file", s.CA.File, "--tls-auth-clients", auth)
 		for _, u := range opts.Users {
 			args = append(args, u.args()...)
 		}
@@ -315,8 +310,7 @@ func StartTLS(t testing.TB, opts TLSOptions) *TLSServer {
 			args = append(args, "--user", "default", "off")
 		}
 		return args
-	})
-	s.Addr = s.p.addr
+	}).addr
 	return s
 }
 
@@ -332,7 +326,6 @@ type Sentinel struct {
 	Sentinels []string // host:port of the three Sentinels
 	t         testing.TB
 	nodes     map[string]*proc // by address: the primary and the replica
-	primary   string           // the address started as primary
 }
 
 // StartSentinel starts the five processes for t and waits until each
@@ -343,7 +336,6 @@ func StartSentinel(t testing.TB) *Sentinel {
 	requireReal(t)
 	s := &Sentinel{t: t, nodes: map[string]*proc{}}
 	primary := startProc(t, nil, func(port, _ string) []string { return serverArgs(port, t.TempDir()) })
-	s.primary = primary.addr
 	s.nodes[primary.addr] = primary
 	host, port, _ := net.SplitHostPort(primary.addr)
 	replicaReady := func(addr string) error {
@@ -447,9 +439,8 @@ func StartClusterWith(t testing.TB, opts ClusterOptions) *Cluster {
 	for range 3 * (1 + min(max(opts.Replicas, 0), 1)) {
 		dir := t.TempDir()
 		p := startProc(t, nil, func(port, busPort string) []string {
-			return []string{"--port", port, "--cluster-port", busPort, "--bind", "127.0.0.1",
-				"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(dir, "nodes.conf"),
-				"--cluster-node-timeout", "2000", "--save", "", "--appendonly", "no", "--dir", dir}
+			return serverArgs(port, dir, "--cluster-port", busPort, "--cluster-enabled", "yes",
+				"--cluster-config-file", filepath.Join(dir, "nodes.conf"), "--cluster-node-timeout", "2000")
 		})
 		c.Nodes = append(c.Nodes, p.addr)
 		c.procs[p.addr] = p
