@@ -99,8 +99,7 @@ func (c *Coordinator) Load(ctx context.Context, brand, mode string, newerThan ti
 	if c.Store == nil {
 		return c.walk(ctx, name, load, SourceLocal, false)
 	}
-	w := c.newWaiter()
-	defer w.stop()
+	w := &waiter{c: c}
 	for first := true; ; first = false {
 		if !first {
 			if err := w.next(ctx); err != nil {
@@ -167,13 +166,12 @@ func (c *Coordinator) recheck(ctx context.Context, w *waiter, name string, newer
 
 // waiter paces a Load's rounds: one per Poll, until Wait has passed since
 // the first round waited. The test hook waiting runs when it first waits.
+// Its timer and ticker need no Stop: unreferenced, they are collected.
 type waiter struct {
 	c        *Coordinator
 	deadline *time.Timer
 	tick     *time.Ticker
 }
-
-func (c *Coordinator) newWaiter() *waiter { return &waiter{c: c} }
 
 // next waits for the next round; an error when Wait has passed (or ctx
 // is done).
@@ -192,13 +190,6 @@ func (w *waiter) next(ctx context.Context) error {
 		return errors.New("no publication in time")
 	case <-w.tick.C:
 		return nil
-	}
-}
-
-func (w *waiter) stop() {
-	if w.deadline != nil {
-		w.deadline.Stop()
-		w.tick.Stop()
 	}
 }
 

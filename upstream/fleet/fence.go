@@ -23,10 +23,10 @@ var writeRefusals = []string{"OOM", "READONLY", "NOPERM", "NOAUTH", "WRONGPASS",
 // A write refusal raises it; only a probe write let through every
 // OpenTimeout takes it down. Logged once each way.
 type fence struct {
-	every time.Duration
-	probe func(ctx context.Context) error // a small write; nil: none (the fence falls after every)
-	log   *slog.Logger
-	gauge func(upstream.BreakerState)
+	every   time.Duration
+	probe   func(ctx context.Context) error // a small write; nil: none (the fence falls after every)
+	log     *slog.Logger
+	metrics *Metrics // the breaker gauge follows the fence
 
 	mu      sync.Mutex
 	up      bool
@@ -44,9 +44,7 @@ func (f *fence) raise(reason string, err error) {
 	f.up, f.next = true, time.Now().Add(f.every)
 	f.log.Warn("redis refuses writes: shared limits and snapshots fall back to in-process until it accepts them",
 		"reply", reason, "error", err.Error())
-	if f.gauge != nil {
-		f.gauge(upstream.BreakerOpen)
-	}
+	f.metrics.BreakerState(context.Background(), upstream.BreakerOpen)
 }
 
 // isUp reports whether the fence stands.
@@ -88,9 +86,7 @@ func (f *fence) pass(ctx context.Context, timeout time.Duration, mayProbe bool) 
 	}
 	f.up = false
 	f.log.Info("redis accepts writes again: shared limits and snapshots resume")
-	if f.gauge != nil {
-		f.gauge(upstream.BreakerClosed)
-	}
+	f.metrics.BreakerState(context.Background(), upstream.BreakerClosed)
 	return nil
 }
 

@@ -63,17 +63,16 @@ type Guard struct {
 // transition, metrics (nil: none) the errors and the breaker state.
 func NewGuard(cfg GuardConfig, log *slog.Logger, metrics *Metrics) (*Guard, error) {
 	cfg, err := cfg.withDefaults()
+	if err == nil && metrics == nil {
+		metrics, err = NewMetrics(nil, "", 0) // no-op instruments
+	}
 	if err != nil {
 		return nil, err
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	g := &Guard{timeout: cfg.CallTimeout, metrics: metrics}
-	g.fence = &fence{every: cfg.OpenTimeout, log: log}
-	if metrics != nil {
-		g.fence.gauge = func(s upstream.BreakerState) { metrics.BreakerState(context.Background(), s) }
-	}
+	g := &Guard{timeout: cfg.CallTimeout, metrics: metrics, fence: &fence{every: cfg.OpenTimeout, log: log, metrics: metrics}}
 	g.cb = gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{
 		Name:        "redis",
 		MaxRequests: 1,
@@ -86,9 +85,7 @@ func NewGuard(cfg GuardConfig, log *slog.Logger, metrics *Metrics) (*Guard, erro
 				level, msg = slog.LevelWarn, "redis circuit breaker opened: shared limits and snapshots fall back to in-process"
 			}
 			log.Log(context.Background(), level, msg, "from", from.String(), "to", to.String())
-			if metrics != nil {
-				metrics.BreakerState(context.Background(), upstream.ParseBreakerState(to.String()))
-			}
+			metrics.BreakerState(context.Background(), upstream.ParseBreakerState(to.String()))
 		},
 		IsSuccessful: func(err error) bool { _, failed := classify(err); return !failed },
 		IsExcluded: func(err error) bool {
@@ -176,11 +173,7 @@ func (g *Guard) do(ctx context.Context, fn func(ctx context.Context) error, prob
 	return err
 }
 
-func (g *Guard) count(k ErrorKind) {
-	if g.metrics != nil {
-		g.metrics.Error(context.Background(), k)
-	}
-}
+func (g *Guard) count(k ErrorKind) { g.metrics.Error(context.Background(), k) }
 
 // shutOff is a call the guard did not send: the breaker is open or the
 // fence is up, Redis is known to be unavailable. Any other ErrUnavailable
