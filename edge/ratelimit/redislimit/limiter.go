@@ -173,14 +173,12 @@ func (l *Limiter) AllowN(ctx context.Context, key ratelimit.Key, lim ratelimit.L
 		// is an address with no failure seen, and a failure here goes to
 		// Redis anyway (no tokens are taken ahead for a peek).
 		full := e.seen != 0 && e.left >= lim.Burst
-		if e.tokens >= need || (n == 0 && (fresh || full) && e.left >= 1) {
-			e.tokens -= n
-			d := l.decision(e, now, true)
-			e.mu.Unlock()
-			return d, nil
-		}
-		if asked || (fresh && e.tokens+e.left < need) || need > lim.Burst {
-			d := l.decision(e, now, false)
+		allowed := e.tokens >= need || (n == 0 && (fresh || full) && e.left >= 1)
+		if allowed || asked || (fresh && e.tokens+e.left < need) || need > lim.Burst {
+			if allowed {
+				e.tokens -= n
+			}
+			d := l.decision(e, now, allowed)
 			e.mu.Unlock()
 			return d, nil
 		}
