@@ -278,7 +278,7 @@ func (l *Limiter) take(ctx context.Context, a ask, at time.Time) (reply, error) 
 	}
 	var r reply
 	err := l.c.Do(ctx, func(ctx context.Context, rdb redis.UniversalClient) error {
-		rs, _, err := run(ctx, rdb, []ask{a}, at)
+		rs, err := run(ctx, rdb, []ask{a}, at)
 		if err == nil {
 			r = rs[0]
 		}
@@ -435,16 +435,15 @@ func (l *Limiter) refillOnce(ctx context.Context) {
 	for i := 0; i < len(asks); i += Batch {
 		j := min(i+Batch, len(asks))
 		var replies []reply
-		var ok []bool
 		err := l.c.Do(ctx, func(ctx context.Context, rdb redis.UniversalClient) (err error) {
-			replies, ok, err = run(ctx, rdb, asks[i:j], at)
+			replies, err = run(ctx, rdb, asks[i:j], at)
 			return err
 		})
 		if err != nil {
 			return
 		}
 		for k, r := range replies {
-			if ok[k] {
+			if r.ok {
 				e := es[i+k]
 				e.mu.Lock()
 				e.apply(r, now)
