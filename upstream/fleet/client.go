@@ -36,33 +36,17 @@ const clusterReload = 5 * time.Second
 // Config configures a Client: exactly one form (Settings.Config builds
 // it from the EDGE_REDIS_* settings and checks that).
 type Config struct {
-	// URL is redis://[user:password@]host:port/db or rediss:// (TLS) of one
-	// primary, as in EDGE_REDIS_URL. It is never logged or echoed in errors.
-	URL string
-	// Sentinels (host:port) and Master: a Sentinel-managed primary.
-	// SentinelPassword is the Sentinels' own; empty: none.
-	Sentinels        []string
-	Master           string
-	SentinelPassword string
-	// Cluster (host:port seeds): a Redis Cluster.
-	Cluster []string
-	// Username and Password are ACL credentials (empty: the default user);
-	// with URL they apply when the URL carries none.
-	Username, Password string
-	// TLS turns TLS on for the Sentinel and Cluster forms (a URL says
-	// rediss://).
-	TLS bool
-	// TLSConfig is used when TLS is on (LoadTLS builds it); nil: the system
-	// store, no client certificate.
-	TLSConfig *tls.Config
-	// Guard sets the per-call deadline and the breaker.
-	Guard GuardConfig
-	// Log gets breaker transitions. Nil discards.
-	Log *slog.Logger
-	// Meter creates the instruments (see Metrics). Nil records nothing.
-	Meter metric.Meter
-	// Tracer gets one client span per Redis command. Nil records nothing.
-	Tracer trace.TracerProvider
+	URL                      string   // one primary, as EDGE_REDIS_URL; never logged or echoed in errors
+	Sentinels                []string // host:port of the Sentinels of the primary named Master
+	Master, SentinelPassword string   // SentinelPassword: the Sentinels' own; empty: none
+	Cluster                  []string // host:port seeds of a Redis Cluster
+	Username, Password       string   // ACL credentials (empty: the default user); a URL's own come first
+	TLS                      bool     // TLS for the Sentinel and Cluster forms (a URL says rediss://)
+	TLSConfig                *tls.Config          // when TLS is on (LoadTLS); nil: the system store, no client certificate
+	Guard                    GuardConfig          // the per-call deadline and the breaker
+	Log                      *slog.Logger         // breaker transitions; nil discards
+	Meter                    metric.Meter         // the instruments (Metrics); nil records nothing
+	Tracer                   trace.TracerProvider // one client span per command; nil records nothing
 }
 
 // Form is the form cfg names; FormNone when it names none.

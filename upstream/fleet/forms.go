@@ -28,38 +28,18 @@ const (
 // EDGE_REDIS_CLUSTER: a seed list, not an inventory.
 const maxNodes = 64
 
-// Settings are the EDGE_REDIS_* settings as the operator wrote them
-// (operations.md). The zero value names no Redis. Error messages name the
-// settings and never show a password.
+// Settings are the EDGE_REDIS_* settings as the operator wrote them, each
+// field the setting of its name (docs/operations.md). The zero value names
+// no Redis. Error messages name the settings and never show a password.
 type Settings struct {
-	// URL is EDGE_REDIS_URL: redis:// or rediss:// of one primary.
-	URL string
-	// Sentinels is EDGE_REDIS_SENTINELS: comma-separated host:port of
-	// Sentinels; Master (EDGE_REDIS_MASTER) names the monitored primary,
-	// SentinelPassword (EDGE_REDIS_SENTINEL_PASSWORD, empty: none) is the
-	// Sentinels' own password.
-	Sentinels, Master, SentinelPassword string
-	// Cluster is EDGE_REDIS_CLUSTER: comma-separated host:port seed nodes.
-	Cluster string
-	// Username and Password (EDGE_REDIS_USERNAME, EDGE_REDIS_PASSWORD) are
-	// the ACL credentials of the Sentinel and Cluster forms (and of a URL
-	// that carries none). Empty: none (the default user).
-	Username, Password string
-	// TLS (EDGE_REDIS_TLS) turns TLS on for the Sentinel and Cluster forms;
-	// a URL says it with rediss://.
-	TLS bool
-	// CAFile (EDGE_REDIS_CA_FILE) is a PEM bundle of the CAs trusted for
-	// Redis instead of the system store; empty: the system store.
-	// CertFile and KeyFile (EDGE_REDIS_CERT_FILE, EDGE_REDIS_KEY_FILE),
-	// both or neither, are a client certificate. Operator files
-	// (docs/contract.md section 15): regular, at most 1 MiB each.
-	CAFile, CertFile, KeyFile string
-	// ReadFile reads CAFile, CertFile and KeyFile. cmd/edge passes
-	// edge/listener.ReadTLSFile, the operator-file reader of TLS material
-	// (regular files only, at most 1 MiB, never blocking: docs/contract.md
-	// section 15); it is injected because upstream may not import edge.
-	// Required when any of the three files is set: nil is an error, never
-	// an unbounded read.
+	URL, Sentinels, Master, SentinelPassword, Cluster string
+	Username, Password                                string
+	TLS                                               bool
+	CAFile, CertFile, KeyFile                         string // operator files (docs/contract.md section 15)
+	// ReadFile reads CAFile, CertFile and KeyFile: cmd/edge passes
+	// edge/listener.ReadTLSFile (bounded, never blocking), injected because
+	// upstream may not import edge. Required when any is set: nil is an
+	// error, never an unbounded read.
 	ReadFile func(path string) ([]byte, error)
 }
 

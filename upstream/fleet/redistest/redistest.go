@@ -11,7 +11,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -87,13 +86,6 @@ func (s *Server) URL() string { return "redis://" + s.addr + "/0" }
 
 // Real reports whether this is a real redis-server (false: miniredis).
 func (s *Server) Real() bool { return s.mini == nil }
-
-// Port is the TCP port.
-func (s *Server) Port() int {
-	_, p, _ := net.SplitHostPort(s.addr)
-	n, _ := strconv.Atoi(p)
-	return n
-}
 
 // Stop stops the server (abruptly: SIGKILL) and waits until it has exited.
 // Stopping a stopped server does nothing.

@@ -28,10 +28,10 @@ func TestStartStopRestart(t *testing.T) {
 			c.Close()
 			t.Fatalf("Mini=%v: still listening on %s after Stop", mini, s.Addr())
 		}
-		port := s.Port()
+		addr := s.Addr()
 		s.Restart()
-		if s.Port() != port {
-			t.Fatalf("port changed: %d -> %d", port, s.Port())
+		if s.Addr() != addr {
+			t.Fatalf("address changed: %s -> %s", addr, s.Addr())
 		}
 		if got, err := Query(s.Addr(), nil, "PING"); err != nil || got != "PONG" {
 			t.Fatalf("Mini=%v: PING after restart: %q, %v", mini, got, err)
