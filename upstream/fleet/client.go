@@ -36,12 +36,12 @@ const clusterReload = 5 * time.Second
 // Config configures a Client: exactly one form (Settings.Config builds
 // it from the EDGE_REDIS_* settings and checks that).
 type Config struct {
-	URL                      string   // one primary, as EDGE_REDIS_URL; never logged or echoed in errors
-	Sentinels                []string // host:port of the Sentinels of the primary named Master
-	Master, SentinelPassword string   // SentinelPassword: the Sentinels' own; empty: none
-	Cluster                  []string // host:port seeds of a Redis Cluster
-	Username, Password       string   // ACL credentials (empty: the default user); a URL's own come first
-	TLS                      bool     // TLS for the Sentinel and Cluster forms (a URL says rediss://)
+	URL                      string               // one primary, as EDGE_REDIS_URL; never logged or echoed in errors
+	Sentinels                []string             // host:port of the Sentinels of the primary named Master
+	Master, SentinelPassword string               // SentinelPassword: the Sentinels' own; empty: none
+	Cluster                  []string             // host:port seeds of a Redis Cluster
+	Username, Password       string               // ACL credentials (empty: the default user); a URL's own come first
+	TLS                      bool                 // TLS for the Sentinel and Cluster forms (a URL says rediss://)
 	TLSConfig                *tls.Config          // when TLS is on (LoadTLS); nil: the system store, no client certificate
 	Guard                    GuardConfig          // the per-call deadline and the breaker
 	Log                      *slog.Logger         // breaker transitions; nil discards
