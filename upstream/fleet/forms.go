@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -263,11 +264,5 @@ func IsTLSTrust(err error) bool {
 // Variable is the setting that names s's Redis: EDGE_REDIS_SENTINELS,
 // EDGE_REDIS_CLUSTER or EDGE_REDIS_URL, for messages.
 func (s Settings) Variable() string {
-	switch s.Form() {
-	case FormSentinel:
-		return "EDGE_REDIS_SENTINELS"
-	case FormCluster:
-		return "EDGE_REDIS_CLUSTER"
-	}
-	return "EDGE_REDIS_URL"
+	return cmp.Or(map[Form]string{FormSentinel: "EDGE_REDIS_SENTINELS", FormCluster: "EDGE_REDIS_CLUSTER"}[s.Form()], "EDGE_REDIS_URL")
 }

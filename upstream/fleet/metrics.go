@@ -29,6 +29,13 @@ const (
 // Uses lists every Use.
 var Uses = []Use{UseRateLimit, UseAuthThrottle, UseSnapshot}
 
+// Fallbacks counts answers given in-process because Redis could not give
+// them (Client implements it). The edge's redislimit.Limiter counts
+// one on each error, then decides with its own in-process limiter.
+type Fallbacks interface {
+	Fallback(ctx context.Context, use Use, err error)
+}
+
 // ErrorKind classifies a failed Redis call. A fixed set: a metric label.
 type ErrorKind string
 
