@@ -132,10 +132,8 @@ func (c *Coordinator) Load(ctx context.Context, brand, mode string, newerThan ti
 		case bad: // someone else leads; do not wait on a publication we cannot read
 			return c.local(ctx, name, load, errors.New("unreadable publication"), false)
 		}
-		// Another instance leads: wait for its publication. It may fail
-		// (released without publishing) or die (its lease expires after
-		// LeaseTTL): the next round takes the lease over rather than wait
-		// it out.
+		// Another instance leads: wait for its publication; should it fail
+		// or die, the next round takes the lease over.
 	}
 }
 

@@ -28,14 +28,10 @@ var ErrUnavailable = errors.New("fleet: redis unavailable")
 // GuardConfig configures the deadline and circuit breaker around each
 // logical Redis call (one method of the limiter or the store).
 type GuardConfig struct {
-	// CallTimeout bounds each call. Zero means DefaultCallTimeout (100 ms).
-	CallTimeout time.Duration
-	// ConsecutiveFailures opens the breaker after that many failed calls in
-	// a row. Zero means DefaultConsecutiveFailures (3).
-	ConsecutiveFailures uint32
-	// OpenTimeout is how long the breaker refuses calls before letting
-	// one probe through (half-open): its success closes the breaker, its
-	// failure opens it again. Zero means DefaultOpenTimeout (2 s).
+	CallTimeout         time.Duration // bounds each call; zero: DefaultCallTimeout
+	ConsecutiveFailures uint32        // failed calls in a row that open the breaker; zero: DefaultConsecutiveFailures
+	// OpenTimeout is how long the breaker refuses calls before letting one
+	// probe through (half-open); zero: DefaultOpenTimeout.
 	OpenTimeout time.Duration
 }
 
@@ -185,8 +181,7 @@ func (e *shutOff) Error() string { return e.err.Error() }
 func (e *shutOff) Unwrap() error { return e.err }
 
 // transient reports whether err is one failed Redis call while Redis
-// counts as up: ErrUnavailable, but not a refusal by the breaker or the
-// fence.
+// counts as up: ErrUnavailable, but not shutOff.
 func transient(err error) bool {
 	var so *shutOff
 	return errors.Is(err, ErrUnavailable) && !errors.As(err, &so)
@@ -198,10 +193,9 @@ type callerGone struct{ err error }
 func (e *callerGone) Error() string { return e.err.Error() }
 func (e *callerGone) Unwrap() error { return e.err }
 
-// unavailableReplies are error replies meaning "this server cannot serve
-// now"; they count against the breaker, and so do the write refusals
-// (fence.go), which also raise the fence. Any other reply means Redis
-// works.
+// unavailableReplies are the error replies that count against the breaker
+// ("this server cannot serve now", and the write refusals of fence.go);
+// any other reply means Redis works.
 var unavailableReplies = append([]string{"LOADING", "MASTERDOWN", "BUSY", "TRYAGAIN", "CLUSTERDOWN"}, writeRefusals...)
 
 // classify returns the kind of a call's error ("" for none, redis.Nil

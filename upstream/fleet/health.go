@@ -20,10 +20,7 @@ func (c *Client) Watch(ctx context.Context, every time.Duration) {
 }
 
 // watch calls probe every every until ctx is done; a probe that outlasts
-// every delays the next one (the ticker drops the missed ticks). Its ticker
-// loop has the shape of redislimit's refill loop (limiter.go); they stay
-// apart because that one also closes its done channel and publishes when
-// the next refill is due.
+// every delays the next one (the ticker drops the missed ticks).
 func watch(ctx context.Context, every time.Duration, probe func(context.Context)) {
 	t := time.NewTicker(every)
 	defer t.Stop()

@@ -139,14 +139,9 @@ func (l *Limiter) Len() int {
 }
 
 // AllowN implements ratelimit.Limiter with the share of key's bucket this
-// instance holds: n units come from its tokens; a peek (n = 0) is allowed
-// while it holds a token or the bucket had one at the last look. With
-// neither, it refuses without asking Redis when the last look (at most
-// two refills old) found the bucket short, and otherwise asks Redis for n
-// units and some ahead of need, once at a time per bucket. Remaining is
-// the tokens held plus what the bucket held at the last look: it never
-// rises between two replies of Redis. An error (Redis unavailable) is
-// counted as a fallback; the edge then decides in-process.
+// instance holds, asking Redis only as docs/scaling.md, "Quotas off the
+// request path", tells (once at a time per bucket). An error (Redis
+// unavailable) is counted as a fallback; the edge then decides in-process.
 func (l *Limiter) AllowN(ctx context.Context, key ratelimit.Key, lim ratelimit.Limit, n int) (ratelimit.Decision, error) {
 	if !lim.Valid() {
 		return ratelimit.Decision{Allowed: true, Remaining: max(lim.Burst, 0)}, nil
@@ -347,9 +342,7 @@ func (l *Limiter) idle(e *entry, now int64) bool {
 	return now-e.used >= int64(keep) && e.call == nil && e.tokens == 0
 }
 
-// loop refills every Refill until ctx ends. Its ticker loop has the
-// shape of upstream/fleet's watch (health.go); they stay apart because
-// this one also closes done and publishes when the next refill is due.
+// loop refills every Refill until ctx ends.
 func (l *Limiter) loop(ctx context.Context) {
 	defer close(l.done)
 	t := time.NewTicker(Refill)
@@ -365,12 +358,9 @@ func (l *Limiter) loop(ctx context.Context) {
 	}
 }
 
-// refillOnce tops up every bucket asked for since the last refill, and
-// holding less than was asked for, to twice what was asked for (at most
-// its burst), looks at every
-// bucket only peeked at that was not full at the last look, and forgets the buckets unused for a lease whose
-// tokens are spent or void. One pipelined call per Batch buckets; a
-// failure leaves the buckets to the request path (and its fallback).
+// refillOnce tops up, looks at and forgets buckets as docs/scaling.md,
+// "Quotas off the request path", tells, in one pipelined call per Batch
+// buckets; a failure leaves them to the request path (and its fallback).
 func (l *Limiter) refillOnce(ctx context.Context) {
 	at := l.now()
 	now := at.UnixNano()
@@ -453,12 +443,10 @@ func (l *Limiter) refillOnce(ctx context.Context) {
 	}
 }
 
-// redisName names a bucket in Redis: pe:quota:<brand>:<key id> for an API
-// key's quota, pe:authfail:<brand>:<address> for the failed-auth
-// throttle; each part long or outside [A-Za-z0-9._-] is hashed
-// (fleet.KeyPart). (Before the lease, redis_rate kept its buckets under
-// rate:pe:rl: and rate:pe:fa:, in another format: new names keep a
-// rolling upgrade from reading one as the other.)
+// redisName names a bucket in Redis, each part through fleet.KeyPart.
+// (Before the lease, redis_rate kept its buckets under rate:pe:rl: and
+// rate:pe:fa:, in another format: new names keep a rolling upgrade from
+// reading one as the other.)
 func redisName(brand string, key ratelimit.Key) string {
 	prefix := "pe:quota:"
 	if key.Kind == ratelimit.Address {

@@ -148,7 +148,11 @@ func client(addr string, tc *tls.Config) *redis.Client {
 func Query(addr string, tc *tls.Config, args ...string) (string, error) {
 	rdb := client(addr, tc)
 	defer rdb.Close()
-	v, err := rdb.Do(context.Background(), anys(args)...).Result()
+	cmd := make([]any, len(args))
+	for i, a := range args {
+		cmd[i] = a
+	}
+	v, err := rdb.Do(context.Background(), cmd...).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return "", err
 	}
@@ -164,14 +168,6 @@ func flatten(v any) []string {
 	var out []string
 	for _, e := range vs {
 		out = append(out, flatten(e)...)
-	}
-	return out
-}
-
-func anys(args []string) []any {
-	out := make([]any, len(args))
-	for i, a := range args {
-		out[i] = a
 	}
 	return out
 }
