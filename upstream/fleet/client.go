@@ -49,19 +49,6 @@ type Config struct {
 	Tracer                   trace.TracerProvider // one client span per command; nil records nothing
 }
 
-// Form is the form cfg names; FormNone when it names none.
-func (cfg Config) Form() Form {
-	switch {
-	case cfg.URL != "":
-		return FormPrimary
-	case len(cfg.Sentinels) > 0:
-		return FormSentinel
-	case len(cfg.Cluster) > 0:
-		return FormCluster
-	}
-	return FormNone
-}
-
 // Client is a Redis client whose every call is guarded: a short deadline,
 // no retries, a circuit breaker; spans and metrics per command. One
 // go-redis UniversalClient behind it: NewClient for one primary,
@@ -89,14 +76,15 @@ func New(cfg Config) (*Client, error) {
 		tlsOn = cmp.Or(cfg.TLSConfig, &tls.Config{MinVersion: tls.VersionTLS12}).Clone()
 	}
 	t := g.CallTimeout
-	c := &Client{form: cfg.Form(), timeout: t, master: cfg.Master}
+	c := &Client{timeout: t, master: cfg.Master}
 	var (
 		rdb  redis.UniversalClient
 		addr string // server.address and server.port of the instruments
 		db   int
 	)
-	switch c.form {
-	case FormPrimary:
+	switch {
+	case cfg.URL != "":
+		c.form = FormPrimary
 		if err := CheckURL(cfg.URL); err != nil {
 			return nil, errors.New("fleet: the Redis URL is not a valid redis:// or rediss:// address of one host")
 		}
@@ -114,7 +102,8 @@ func New(cfg Config) (*Client, error) {
 		opts.Protocol, opts.DisableIdentity = 2, true // no HELLO round trip, no CLIENT SETINFO: works on every Redis and Valkey
 		opts.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 		rdb, addr, db = redis.NewClient(opts), opts.Addr, opts.DB
-	case FormSentinel:
+	case len(cfg.Sentinels) > 0:
+		c.form = FormSentinel
 		if cfg.Master == "" {
 			return nil, errors.New("fleet: a Sentinel form needs the master name")
 		}
@@ -128,7 +117,8 @@ func New(cfg Config) (*Client, error) {
 			Protocol: 2, DisableIdentity: true,
 		})
 		addr = cfg.Sentinels[0]
-	case FormCluster:
+	case len(cfg.Cluster) > 0:
+		c.form = FormCluster
 		rdb = redis.NewClusterClient(&redis.ClusterOptions{
 			Addrs: cfg.Cluster, Username: cfg.Username, Password: cfg.Password, TLSConfig: tlsOn,
 			PoolSize: poolSize, MaxRetries: -1, // MOVED and ASK are still followed (MaxRedirects)
