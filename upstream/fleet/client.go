@@ -144,10 +144,7 @@ func New(cfg Config) (*Client, error) {
 		_ = rdb.Close()
 		return nil, err
 	}
-	tp := cfg.Tracer
-	if tp == nil {
-		tp = noop.NewTracerProvider()
-	}
+	tp := cmp.Or[trace.TracerProvider](cfg.Tracer, noop.NewTracerProvider())
 	h := newOTelHook(tp.Tracer(observability.ScopeName), m, host, port, db)
 	if c.form != FormCluster { // the Cluster's nodes are read from its slot map (Nodes)
 		h.node = &c.node

@@ -195,17 +195,12 @@ func (s Settings) Config() (Config, error) {
 	}
 	cfg := Config{URL: s.URL, Master: s.Master, SentinelPassword: s.SentinelPassword,
 		Username: s.Username, Password: s.Password, TLS: s.TLS}
-	if s.Sentinels != "" { // Check has refused a bad list
-		cfg.Sentinels, _ = hostList("EDGE_REDIS_SENTINELS", s.Sentinels)
-	}
-	if s.Cluster != "" {
-		cfg.Cluster, _ = hostList("EDGE_REDIS_CLUSTER", s.Cluster)
-	}
-	tc, err := LoadTLS(s.ReadFile, s.CAFile, s.CertFile, s.KeyFile)
-	if err != nil {
+	cfg.Sentinels, _ = hostList("", s.Sentinels) // Check has refused a bad list; none is nil
+	cfg.Cluster, _ = hostList("", s.Cluster)
+	var err error
+	if cfg.TLSConfig, err = LoadTLS(s.ReadFile, s.CAFile, s.CertFile, s.KeyFile); err != nil {
 		return Config{}, err
 	}
-	cfg.TLSConfig = tc
 	return cfg, nil
 }
 

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -78,9 +79,7 @@ const maxDurSets = 128
 // NewMetrics creates the instruments on meter (nil: no-op) for the server
 // at host:port.
 func NewMetrics(meter metric.Meter, host string, port int) (*Metrics, error) {
-	if meter == nil {
-		meter = noop.NewMeterProvider().Meter(observability.ScopeName)
-	}
+	meter = cmp.Or[metric.Meter](meter, noop.NewMeterProvider().Meter(observability.ScopeName))
 	m := &Metrics{server: serverAttrs(host, port)}
 	var errs [4]error
 	m.duration, errs[0] = meter.Float64Histogram("db.client.operation.duration",
