@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 	"go.opentelemetry.io/otel/metric"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
@@ -145,7 +146,8 @@ func New(cfg Config) (*Client, error) {
 		return nil, err
 	}
 	tp := cmp.Or[trace.TracerProvider](cfg.Tracer, noop.NewTracerProvider())
-	h := newOTelHook(tp.Tracer(observability.ScopeName), m, host, port, db)
+	h := &otelHook{tracer: tp.Tracer(observability.ScopeName), metrics: m,
+		base: append(serverAttrs(host, port), semconv.DBNamespace(strconv.Itoa(db)))}
 	if c.form != FormCluster { // the Cluster's nodes are read from its slot map (Nodes)
 		h.node = &c.node
 	}

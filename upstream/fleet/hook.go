@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,11 +33,6 @@ type otelHook struct {
 	// connection: the Sentinel form resolves the primary inside its
 	// dialer, so the connection's remote address is the one place it shows.
 	node *atomic.Pointer[string]
-}
-
-func newOTelHook(tracer trace.Tracer, metrics *Metrics, host string, port, db int) *otelHook {
-	base := append(serverAttrs(host, port), semconv.DBNamespace(strconv.Itoa(db)))
-	return &otelHook{tracer: tracer, metrics: metrics, base: base}
 }
 
 func (h *otelHook) DialHook(next redis.DialHook) redis.DialHook {
