@@ -13,13 +13,11 @@ import (
 // DefaultEntries bounds a Local made with max <= 0.
 const DefaultEntries = 100_000
 
-// idleGrace is how long a bucket stays stored after it is full again (and
-// so means nothing: an absent bucket is full). go-cache expires entries on
-// the wall clock while Local decides on its injected clock; the grace keeps
-// a bucket whose full time has not come on the injected clock from being
-// expired early when the two clocks drift apart (a test's fake clock, a
-// slow machine). Correctness never rests on the expiry: a stored bucket
-// whose time has passed is full anyway.
+// idleGrace is how long a bucket stays stored after it is full again (an
+// absent bucket is full): go-cache expires on the wall clock while Local
+// decides on its injected clock, and the grace keeps the two from
+// disagreeing early (a fake clock, a slow machine). Correctness never
+// rests on the expiry: a stored bucket whose time has passed is full.
 const idleGrace = time.Minute
 
 // sweepEvery is how often (on the injected clock) a call removes the

@@ -46,25 +46,17 @@ type Loaded struct {
 // Store) with the documented defaults, so a missing field never panics or
 // leaves a lease without expiry.
 type Coordinator struct {
-	// Store holds leases and publications. Nil: every load is local.
-	Store SnapshotStore
-	// LeaseTTL bounds a leader's walk (a crashed leader's lease expires).
-	// Zero or negative: DefaultLeaseTTL (a lease never lives forever).
-	LeaseTTL time.Duration
-	// PublishTTL is how long a publication lives (about the cache TTL).
-	// Zero or negative: DefaultPublishTTL.
-	PublishTTL time.Duration
-	// Wait bounds a loser's wait; zero or negative: no wait, a loser walks
-	// the PMS itself at once. Poll is its polling interval; zero or
-	// negative: DefaultPoll.
+	Store      SnapshotStore // leases and publications; nil: every load is local
+	LeaseTTL   time.Duration // bounds a leader's walk (a crashed leader's lease expires); <= 0: DefaultLeaseTTL
+	PublishTTL time.Duration // how long a publication lives (about the cache TTL); <= 0: DefaultPublishTTL
+	// Wait bounds a loser's wait (<= 0: none, a loser walks at once); Poll
+	// is its polling interval (<= 0: DefaultPoll).
 	Wait, Poll time.Duration
 	// Log (nil: discard) and Count (nil: none) report fallbacks; Log
 	// also gets a warning for each publication refused as forged.
 	Log   *slog.Logger
 	Count Fallbacks
-	// Now is the clock a publication's load time is checked against (one
-	// in the future, beyond MaxSkew, is refused). Nil means time.Now.
-	Now func() time.Time
+	Now   func() time.Time // the clock a publication's load time is checked against (MaxSkew); nil: time.Now
 
 	waiting func() // test hook: called when a Load first waits (a loser starts polling)
 }

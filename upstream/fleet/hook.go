@@ -19,11 +19,8 @@ import (
 )
 
 // otelHook gives every Redis command a client span and a
-// db.client.operation.duration observation, named by the OTel semantic
-// conventions for database clients: span name and db.operation.name are
-// the command ("EVALSHA", "SET"), with db.system.name=redis, db.namespace
-// (the database index), server.address and server.port, and error.type on
-// failure (redis.Nil is no failure).
+// db.client.operation.duration observation with the OTel database
+// semantic conventions (docs/scaling.md, Telemetry; redis.Nil is no failure).
 type otelHook struct {
 	tracer  trace.Tracer
 	metrics *Metrics

@@ -21,22 +21,15 @@ import (
 	"github.com/partner-edge/partner-edge/upstream/fleet"
 )
 
-// The lease's timing (docs/scaling.md).
+// The lease's timing (docs/scaling.md, "Quotas off the request path").
 const (
-	// Refill is the interval of the background refill: Redis receives at
-	// most about two calls per bucket in use per instance per Refill.
-	Refill = 100 * time.Millisecond
-	// Lease is how long granted tokens stay spendable; a bucket unused for
-	// a Lease is forgotten.
-	Lease = time.Second
-	// Batch is how many buckets one pipelined refill call carries.
-	Batch = 500
-	// stale: a look at a bucket older than this is not trusted.
-	stale = 2 * Refill
+	Refill = 100 * time.Millisecond // the background refill's interval
+	Lease  = time.Second            // how long granted tokens stay spendable; a bucket unused as long is forgotten
+	Batch  = 500                    // buckets one pipelined refill call carries
+	stale  = 2 * Refill             // a look at a bucket older than this is not trusted
 
 	// FullAddressKept is how long a client address whose bucket was full
-	// at the last look (no failed authentication seen) is remembered
-	// without calls: until then its peeks cost no round trip.
+	// at the last look is remembered without calls (its peeks cost none).
 	FullAddressKept = 30 * time.Second
 )
 
@@ -50,19 +43,15 @@ type Client interface {
 
 // Config configures a Limiter.
 type Config struct {
-	// Client is the fleet's Redis; required.
-	Client Client
-	// Brand prefixes every bucket name: brands sharing a Redis never share
-	// a bucket.
-	Brand string
+	Client Client // the fleet's Redis; required
+	Brand  string // prefixes every bucket name: brands sharing a Redis never share a bucket
 	// Now is the clock. Nil means time.Now here and Redis's own clock
 	// (TIME) inside the script, so the fleet's buckets run on one clock
 	// whatever the instances' skew; set, the script is given this clock's
 	// time (tests; a fleet whose clocks agree).
 	Now func() time.Time
-	// MaxEntries bounds the buckets remembered; zero means
-	// ratelimit.DefaultEntries. Past it, the tenth least recently used is
-	// forgotten (its tokens lost).
+	// MaxEntries bounds the buckets remembered (zero: ratelimit.DefaultEntries);
+	// past it, the tenth least recently used is forgotten (its tokens lost).
 	MaxEntries int
 }
 

@@ -253,23 +253,17 @@ func (u User) args() []string {
 
 // TLSOptions choose a TLS server.
 type TLSOptions struct {
-	// ClientCerts requires a client certificate signed by the CA
-	// (--tls-auth-clients yes); false: optional.
-	ClientCerts bool
-	// Users are ACL users besides the default one.
-	Users []User
-	// NoDefaultUser turns the default user off: only Users may connect.
-	NoDefaultUser bool
+	ClientCerts   bool   // require a client certificate signed by the CA (false: optional)
+	Users         []User // ACL users besides the default one
+	NoDefaultUser bool   // the default user off: only Users may connect
 }
 
 // TLSServer is a TLS-only redis-server (--port 0) whose certificate a CA
 // made in the test signed.
 type TLSServer struct {
-	Addr string // 127.0.0.1:port, TLS only
-	CA   *CA
-	// ClientCert and ClientKey are files of a client certificate the CA
-	// signed.
-	ClientCert, ClientKey string
+	Addr                  string // 127.0.0.1:port, TLS only
+	CA                    *CA
+	ClientCert, ClientKey string // files of a client certificate the CA signed
 }
 
 // StartTLS starts a TLS-only server for t, stopped when t ends.

@@ -23,12 +23,8 @@ const DebianPackage = "redis-server"
 
 // Options choose the server.
 type Options struct {
-	// RequireReal fails the test when redis-server is missing instead of
-	// falling back to miniredis. Start sets it when CI=true.
-	RequireReal bool
-	// Mini uses miniredis even where redis-server is installed (unit tests
-	// that need no real server).
-	Mini bool
+	RequireReal bool // fail when redis-server is missing instead of using miniredis (Start: CI=true)
+	Mini        bool // miniredis even where redis-server is installed (tests that need no real server)
 }
 
 // Server is a running test Redis.
