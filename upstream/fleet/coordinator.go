@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -71,14 +72,6 @@ const (
 // publishAttempts bounds the leader's attempts to publish its walk.
 const publishAttempts = 3
 
-// orDefault is d when positive, else def.
-func orDefault(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
-}
-
 // Load returns brand and mode's snapshot, loaded after newerThan. One walk
 // per cold fleet holds by construction (docs/contract.md section 17), not
 // by timing: the lease is the only permission to walk while Redis works,
@@ -111,7 +104,7 @@ func (c *Coordinator) Load(ctx context.Context, brand, mode string, newerThan ti
 			return c.local(ctx, name, load, err, false)
 		}
 		bad := badPublication(err)
-		won, err := c.Store.Lease(ctx, name, orDefault(c.LeaseTTL, DefaultLeaseTTL))
+		won, err := c.Store.Lease(ctx, name, cmp.Or(max(c.LeaseTTL, 0), DefaultLeaseTTL))
 		switch {
 		case transient(err):
 			continue // the lease may be ours (Lease takes it again) or another's
@@ -171,7 +164,7 @@ func (w *waiter) next(ctx context.Context) error {
 			w.c.waiting()
 		}
 		w.deadline = time.NewTimer(max(w.c.Wait, 0))
-		w.tick = time.NewTicker(orDefault(w.c.Poll, DefaultPoll))
+		w.tick = time.NewTicker(cmp.Or(max(w.c.Poll, 0), DefaultPoll))
 	}
 	select {
 	case <-ctx.Done():
@@ -271,7 +264,7 @@ func (c *Coordinator) walk(ctx context.Context, name string, load LoadFunc, src 
 		// (a few times): the others wait for it, and without it one of
 		// them takes the lease over and walks again.
 		for range publishAttempts {
-			if err := c.Store.Publish(ctx, name, at.UnixMilli(), payload, orDefault(c.PublishTTL, DefaultPublishTTL)); !transient(err) {
+			if err := c.Store.Publish(ctx, name, at.UnixMilli(), payload, cmp.Or(max(c.PublishTTL, 0), DefaultPublishTTL)); !transient(err) {
 				break
 			}
 		}

@@ -84,10 +84,7 @@ func NewGuard(cfg GuardConfig, log *slog.Logger, metrics *Metrics) (*Guard, erro
 			metrics.BreakerState(context.Background(), upstream.ParseBreakerState(to.String()))
 		},
 		IsSuccessful: func(err error) bool { _, failed := classify(err); return !failed },
-		IsExcluded: func(err error) bool {
-			var cg *callerGone
-			return errors.As(err, &cg)
-		},
+		IsExcluded:   func(err error) bool { return errors.Is(err, errCallerGone) },
 	})
 	return g, nil
 }
@@ -141,16 +138,15 @@ func (g *Guard) do(ctx context.Context, fn func(ctx context.Context) error, prob
 		defer cancel()
 		err := fn(cctx)
 		if err != nil && ctx.Err() != nil {
-			return struct{}{}, &callerGone{ctx.Err()}
+			return struct{}{}, errCallerGone
 		}
 		return struct{}{}, err
 	})
 	if err == nil {
 		return nil
 	}
-	var cg *callerGone
-	if errors.As(err, &cg) {
-		return cg.err
+	if errors.Is(err, errCallerGone) {
+		return ctx.Err()
 	}
 	if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
 		g.count(ErrRejected)
@@ -175,10 +171,9 @@ func (g *Guard) count(k ErrorKind) { g.metrics.Error(context.Background(), k) }
 // fence is up, Redis is known to be unavailable. Any other ErrUnavailable
 // is one call that failed while Redis counted as up (a timeout on a busy
 // machine): the coordinator may retry it (transient).
-type shutOff struct{ err error }
+type shutOff struct{ error }
 
-func (e *shutOff) Error() string { return e.err.Error() }
-func (e *shutOff) Unwrap() error { return e.err }
+func (e *shutOff) Unwrap() error { return e.error }
 
 // transient reports whether err is one failed Redis call while Redis
 // counts as up: ErrUnavailable, but not shutOff.
@@ -187,11 +182,9 @@ func transient(err error) bool {
 	return errors.Is(err, ErrUnavailable) && !errors.As(err, &so)
 }
 
-// callerGone is the caller's own cancellation: it says nothing about Redis.
-type callerGone struct{ err error }
-
-func (e *callerGone) Error() string { return e.err.Error() }
-func (e *callerGone) Unwrap() error { return e.err }
+// errCallerGone is a call ended by the caller's own cancellation: it says
+// nothing about Redis.
+var errCallerGone = errors.New("fleet: the caller has gone")
 
 // unavailableReplies are the error replies that count against the breaker
 // ("this server cannot serve now", and the write refusals of fence.go);

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"time"
 )
@@ -14,7 +15,7 @@ const DefaultHealthEvery = time.Second
 // request arrives (docs/contract.md section 17: within 5 s). The probes
 // make no spans (one trace a second would bury the others), only metrics.
 func (c *Client) Watch(ctx context.Context, every time.Duration) {
-	watch(ctx, orDefault(every, DefaultHealthEvery), func(ctx context.Context) {
+	watch(ctx, cmp.Or(max(every, 0), DefaultHealthEvery), func(ctx context.Context) {
 		_ = c.guard.Probe(withoutSpan(ctx), c.probeWrite)
 	})
 }

@@ -63,11 +63,9 @@ func startProc(t testing.TB, ready func(addr string) error, args func(port, port
 	t.Helper()
 	var err error
 	for range 5 { // a free port can be taken between probe and start
-		addr, addr2 := freePort(t), freePort(t)
-		_, port, _ := net.SplitHostPort(addr)
-		_, port2, _ := net.SplitHostPort(addr2)
+		port, port2 := freePort(t), freePort(t)
 		var p *proc
-		if p, err = launch(addr, ready, args(port, port2)); err == nil {
+		if p, err = launch("127.0.0.1:"+port, ready, args(port, port2)); err == nil {
 			t.Cleanup(p.kill)
 			return p
 		}
@@ -106,13 +104,14 @@ func launch(addr string, ready func(addr string) error, args []string) (*proc, e
 	}
 }
 
+// freePort is a loopback TCP port free now.
 func freePort(t testing.TB) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("redistest: %v", err)
 	}
 	defer l.Close()
-	return l.Addr().String()
+	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 }
 
 // exited reports whether the process has ended.
