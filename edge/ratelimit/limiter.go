@@ -15,11 +15,9 @@ import (
 )
 
 // Limit is a token bucket, as GCRA sees it: Burst units at once, refilled at
-// PerSecond units a second (one every 1/PerSecond s). It is the same shape
-// as redis_rate.Limit (Rate per Period, Burst): PerSecond r is {Rate: 1,
-// Burst: b, Period: time.Second / r}. It is also the key file's
-// "rateLimit" object (keys.RateLimit) and the deployment's default quota
-// (EDGE_RATE_LIMIT, EDGE_RATE_BURST).
+// PerSecond units a second (one every 1/PerSecond s). It is also the key
+// file's "rateLimit" object (keys.RateLimit) and the deployment's default
+// quota (EDGE_RATE_LIMIT, EDGE_RATE_BURST).
 type Limit struct {
 	// PerSecond is the sustained rate, units a second; > 0 to limit.
 	PerSecond float64 `json:"perSecond"`

@@ -50,11 +50,9 @@ type Config struct {
 	Tracer                   trace.TracerProvider // one client span per command; nil records nothing
 }
 
-// Client is a Redis client whose every call is guarded: a short deadline,
-// no retries, a circuit breaker; spans and metrics per command. One
-// go-redis UniversalClient behind it: NewClient for one primary,
-// NewFailoverClient for Sentinel, NewClusterClient for a Cluster. Safe for
-// concurrent use. Close it when done.
+// Client is a go-redis client of any form whose every call is guarded: a
+// short deadline, no retries, a circuit breaker; spans and metrics per
+// command. Safe for concurrent use. Close it when done.
 type Client struct {
 	rdb     redis.UniversalClient
 	form    Form
@@ -186,11 +184,9 @@ func (c *Client) Close() error { return c.rdb.Close() }
 func (c *Client) Form() Form { return c.form }
 
 // Nodes are the addresses the client works with now, for /fleet: the
-// primary's address last connected to (one primary; Sentinel: the
-// primary Sentinel named, so after a promotion the new one once a call
-// has reached it), or the Cluster's primaries from its slot map (read
-// within the call timeout; empty while no node answers). Nil before the
-// first connection.
+// primary last connected to (Sentinel: after a promotion, the new one once
+// a call has reached it), or the Cluster's primaries from its slot map
+// (within the call timeout). Nil before the first connection.
 func (c *Client) Nodes(ctx context.Context) []string {
 	if cc, ok := c.rdb.(*redis.ClusterClient); ok {
 		ctx, cancel := context.WithTimeout(ctx, c.timeout)

@@ -100,7 +100,7 @@ func (c *Coordinator) Load(ctx context.Context, brand, mode string, newerThan ti
 			return *got, nil
 		case transient(err):
 			continue // no answer: a publication may be there; ask again
-		case err != nil && !missing(err) && !badPublication(err):
+		case err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, errStale) && !badPublication(err):
 			return c.local(ctx, name, load, err, false)
 		}
 		bad := badPublication(err)
@@ -190,9 +190,6 @@ const MaxSkew = 5 * time.Second
 // written with the secret, but not by a walk that has happened (a clock
 // far off, or a forgery). It is never used.
 var errFromFuture = errors.New("fleet: published snapshot loaded in the future")
-
-// missing: no publication, or none recent enough.
-func missing(err error) bool { return errors.Is(err, ErrNotFound) || errors.Is(err, errStale) }
 
 // badPublication: a publication is there but cannot be used.
 func badPublication(err error) bool {

@@ -61,10 +61,8 @@ func (s Settings) Form() Form {
 // Configured reports whether any setting names a Redis.
 func (s Settings) Configured() bool { return s.Form() != FormNone }
 
-// Check returns every rule of docs/contract.md section 16 the settings break, each error
-// naming the settings: exactly one form, a Sentinel with its master name,
-// one host in a URL, host:port lists, credentials and TLS where they
-// apply, a certificate with its key. It reads no file (Config does).
+// Check returns every rule of docs/contract.md section 16 the settings
+// break, each error naming the settings. It reads no file (Config does).
 func (s Settings) Check() error {
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
@@ -204,11 +202,10 @@ func (s Settings) Config() (Config, error) {
 	return cfg, nil
 }
 
-// LoadTLS reads the CA bundle (caFile) and the client certificate
-// (certFile, keyFile) with read (required when a file is named) and returns the TLS configuration
-// that trusts exactly those CAs (nil pool: the system store) and presents
-// that certificate. All empty: nil (go-redis's defaults). The process's
-// system store and SSL_CERT_FILE are never touched.
+// LoadTLS reads the CA bundle and the client certificate with read and
+// returns the TLS configuration that trusts exactly those CAs (none: the
+// system store) and presents that certificate; all empty: nil. The
+// process's system store and SSL_CERT_FILE are never touched.
 func LoadTLS(read func(string) ([]byte, error), caFile, certFile, keyFile string) (*tls.Config, error) {
 	if caFile == "" && certFile == "" && keyFile == "" {
 		return nil, nil

@@ -16,7 +16,7 @@ const DefaultHealthEvery = time.Second
 // make no spans (one trace a second would bury the others), only metrics.
 func (c *Client) Watch(ctx context.Context, every time.Duration) {
 	watch(ctx, cmp.Or(max(every, 0), DefaultHealthEvery), func(ctx context.Context) {
-		_ = c.guard.Probe(withoutSpan(ctx), c.probeWrite)
+		_ = c.guard.Probe(context.WithValue(ctx, noSpanKey{}, true), c.probeWrite)
 	})
 }
 

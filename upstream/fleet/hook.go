@@ -69,16 +69,11 @@ func (h *otelHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 }
 
-// noSpanKey marks a context whose commands get no span (withoutSpan).
+// noSpanKey marks a context whose commands get no span (Watch's probes).
 type noSpanKey struct{}
 
-// withoutSpan is ctx with its commands' spans turned off.
-func withoutSpan(ctx context.Context) context.Context {
-	return context.WithValue(ctx, noSpanKey{}, true)
-}
-
 func (h *otelHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next // the fleet issues no pipelines
+	return next // pipelines (redislimit's refill) get no spans or metrics
 }
 
 func (h *otelHook) opName(name string) string {

@@ -213,8 +213,11 @@ func (l *Limiter) AllowN(ctx context.Context, key ratelimit.Key, lim ratelimit.L
 // fallback counts a fallback for key's Redis error err (none when the
 // caller has gone) and returns err: the edge decides in-process.
 func (l *Limiter) fallback(ctx context.Context, key ratelimit.Key, err error) (ratelimit.Decision, error) {
-	if ctx.Err() == nil {
-		l.c.Fallback(ctx, use(key.Kind), err)
+	if use := fleet.UseRateLimit; ctx.Err() == nil {
+		if key.Kind == ratelimit.Address {
+			use = fleet.UseAuthThrottle
+		}
+		l.c.Fallback(ctx, use, err)
 	}
 	return ratelimit.Decision{}, err
 }
@@ -442,12 +445,4 @@ func redisName(brand string, key ratelimit.Key) string {
 		prefix = "pe:authfail:"
 	}
 	return prefix + fleet.KeyPart(brand) + ":" + fleet.KeyPart(key.ID)
-}
-
-// use is the fleet's fallback counter's name of a kind of bucket.
-func use(k ratelimit.Kind) fleet.Use {
-	if k == ratelimit.Address {
-		return fleet.UseAuthThrottle
-	}
-	return fleet.UseRateLimit
 }

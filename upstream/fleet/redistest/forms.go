@@ -28,10 +28,8 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
-// The forms operators run (docs/contract.md section 16): a TLS-only server with a CA made
-// in the test, ACL users, Sentinel, Cluster. Always real redis-server
-// processes: where it is missing, the test fails under CI=true and is
-// skipped otherwise (miniredis has no TLS, Sentinel or Cluster).
+// The forms operators run (docs/contract.md section 16), always real
+// redis-server processes: miniredis has no TLS, Sentinel or Cluster.
 
 // requireReal fails (CI=true) or skips t when redis-server or redis-cli is
 // missing.

@@ -60,12 +60,8 @@ func StartWith(t testing.TB, opts Options) *Server {
 		}
 	}
 	if opts.Mini {
-		m := miniredis.NewMiniRedis()
-		if err := m.StartAddr("127.0.0.1:0"); err != nil {
-			t.Fatalf("redistest: miniredis: %v", err)
-		}
-		s.mini, s.addr = m, m.Addr()
-		t.Cleanup(m.Close)
+		s.mini = miniredis.RunT(t) // on a free loopback port, closed when t ends
+		s.addr = s.mini.Addr()
 		return s
 	}
 	s.p = startProc(t, nil, func(port, _ string) []string { return serverArgs(port, s.dir) })
