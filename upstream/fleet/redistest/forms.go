@@ -87,7 +87,11 @@ func launch(addr string, ready func(addr string) error, args []string) (*proc, e
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		err := ready(addr)
+		c, err := net.DialTimeout("tcp", addr, time.Second) // not listening yet: no go-redis dial error logged
+		if err == nil {
+			c.Close()
+			err = ready(addr)
+		}
 		if err == nil {
 			return p, nil
 		}
