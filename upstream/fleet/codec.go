@@ -41,10 +41,8 @@ func EncodeSnapshot(props []mapping.Property, loadedAt time.Time) ([]byte, error
 	for i, p := range props {
 		wire[i] = wireProperty{p.ID, p.Name, p.Code, p.Status, p.Timezone, p.CreatedAt.UnixMilli(), p.UpdatedAt.UnixMilli()}
 	}
-	var buf bytes.Buffer
-	buf.WriteByte(CodecVersion)
-	_ = binary.Write(&buf, binary.BigEndian, loadedAt.UnixMilli())
-	zw := gzip.NewWriter(&buf)
+	buf := bytes.NewBuffer(binary.BigEndian.AppendUint64([]byte{CodecVersion}, uint64(loadedAt.UnixMilli())))
+	zw := gzip.NewWriter(buf)
 	if err := errors.Join(json.NewEncoder(zw).Encode(wire), zw.Close()); err != nil {
 		return nil, err
 	}

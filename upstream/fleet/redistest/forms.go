@@ -376,10 +376,9 @@ func StartSentinel(t testing.TB) *Sentinel {
 func (s *Sentinel) Primary() string {
 	s.t.Helper()
 	for _, sa := range s.Sentinels {
-		if r, err := Query(sa, nil, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", SentinelMaster); err == nil {
-			if hp := strings.Split(r, "\n"); len(hp) == 2 {
-				return net.JoinHostPort(hp[0], hp[1])
-			}
+		r, err := Query(sa, nil, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", SentinelMaster)
+		if hp := strings.Split(r, "\n"); err == nil && len(hp) == 2 {
+			return net.JoinHostPort(hp[0], hp[1])
 		}
 	}
 	s.t.Fatalf("redistest: no Sentinel names the primary")
