@@ -15,11 +15,9 @@ import (
 )
 
 // Limit is a token bucket, as GCRA sees it: Burst units at once, refilled at
-// PerSecond units a second (one every 1/PerSecond s). It is the same shape
-// as redis_rate.Limit (Rate per Period, Burst): PerSecond r is {Rate: 1,
-// Burst: b, Period: time.Second / r}. It is also the key file's
-// "rateLimit" object (keys.RateLimit) and the deployment's default quota
-// (EDGE_RATE_LIMIT, EDGE_RATE_BURST).
+// PerSecond units a second (one every 1/PerSecond s). It is also the key
+// file's "rateLimit" object (keys.RateLimit) and the deployment's default
+// quota (EDGE_RATE_LIMIT, EDGE_RATE_BURST).
 type Limit struct {
 	// PerSecond is the sustained rate, units a second; > 0 to limit.
 	PerSecond float64 `json:"perSecond"`
@@ -90,13 +88,9 @@ type Key struct {
 	ID   string
 }
 
-// Limiter keeps token buckets by Key: the per-key quotas and the
-// failed-authentication throttle share one Limiter, each bucket with
-// its own Limit. A Limiter over a shared store puts its own prefix and
-// the brand before them (redislimit). The in-process Local
-// is the default; a fleet shares buckets through redislimit.Limiter, whose
-// instances each answer from a share of a bucket taken from Redis ahead of
-// need.
+// Limiter keeps token buckets by Key, each with its own Limit: Local in
+// process (the default), or redislimit.Limiter for a fleet
+// (docs/ratelimits.md, "State and bounds; the Redis seam").
 //
 // AllowN takes n units from the bucket key under l, if the bucket holds
 // them, and reports the bucket's state after the call. n = 0 takes nothing:
@@ -106,13 +100,10 @@ type Key struct {
 // AllowN must be safe for concurrent use and return quickly: it runs on the
 // request path.
 //
-// An error means the Limiter could not decide (Redis slow or down, its
-// circuit breaker open, ctx done); the Decision is then ignored. The edge
-// never turns such an error into a partner's error: it decides that request
-// with its own in-process Local limiter instead (limits then hold per
-// process, not per fleet). A Limiter over Redis therefore needs no fallback
-// of its own; it should bound each call with a short deadline, and may log
-// and count its failures (once per transition, not per call).
+// An error means the Limiter could not decide (Redis slow or down, ctx
+// done); the edge then decides that request with its own Local instead,
+// never a partner's error, so a Limiter over Redis needs no fallback of
+// its own.
 type Limiter interface {
 	AllowN(ctx context.Context, key Key, l Limit, n int) (Decision, error)
 }

@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"sync"
@@ -12,13 +13,11 @@ import (
 // DefaultEntries bounds a Local made with max <= 0.
 const DefaultEntries = 100_000
 
-// idleGrace is how long a bucket stays stored after it is full again (and
-// so means nothing: an absent bucket is full). go-cache expires entries on
-// the wall clock while Local decides on its injected clock; the grace keeps
-// a bucket whose full time has not come on the injected clock from being
-// expired early when the two clocks drift apart (a test's fake clock, a
-// slow machine). Correctness never rests on the expiry: a stored bucket
-// whose time has passed is full anyway.
+// idleGrace is how long a bucket stays stored after it is full again (an
+// absent bucket is full): go-cache expires on the wall clock while Local
+// decides on its injected clock, and the grace keeps the two from
+// disagreeing early (a fake clock, a slow machine). Correctness never
+// rests on the expiry: a stored bucket whose time has passed is full.
 const idleGrace = time.Minute
 
 // sweepEvery is how often (on the injected clock) a call removes the
@@ -29,21 +28,11 @@ const sweepEvery = time.Second
 // algorithm, as redis_rate computes it) over an injected clock. A bucket's
 // whole state is its theoretical arrival time (TAT); a bucket whose TAT has
 // passed is full, which is what an absent bucket means too, so such entries
-// are dropped without losing anything.
-//
-// The buckets are expiring state: each lives in a go-cache
-// (github.com/patrickmn/go-cache, one per Kind, without its janitor
-// goroutine) until idleGrace after it is full again; calls remove expired
-// entries at most once every sweepEvery, so idle entries (a key dropped by
-// a reload, an address gone quiet) leave without a sweeping goroutine.
-//
-// Memory is bounded: go-cache has no cap of its own, so Local holds at most
-// max buckets of each Kind. A new bucket that would pass the cap first
-// sweeps, and, when every bucket is still busy, evicts the tenth of them
-// that would be full soonest (oldest first among equals), so a flood of new
-// addresses costs one pass per tenth of the cap. An evicted bucket's client
-// starts full again: the throttle fails open for it, never shut for anyone
-// else. A peek (n = 0) never creates an entry.
+// are dropped without losing anything. Its buckets live in go-cache
+// without a janitor (swept by calls) and are capped per Kind, the tenth
+// that would be full soonest evicted past the cap (an evicted client
+// starts full: the throttle fails open for it, never shut for anyone
+// else); docs/ratelimits.md, "State and bounds; the Redis seam".
 type Local struct {
 	now func() time.Time
 	max int
@@ -185,18 +174,7 @@ func (l *Local) evict(c *gocache.Cache) {
 	for id, it := range items {
 		all = append(all, entry{id, it.Object.(*bucket)})
 	}
-	slices.SortFunc(all, func(x, y entry) int {
-		if x.b.tat != y.b.tat {
-			if x.b.tat < y.b.tat {
-				return -1
-			}
-			return 1
-		}
-		if x.b.seq < y.b.seq {
-			return -1
-		}
-		return 1
-	})
+	slices.SortFunc(all, func(x, y entry) int { return cmp.Or(cmp.Compare(x.b.tat, y.b.tat), cmp.Compare(x.b.seq, y.b.seq)) })
 	for _, e := range all[:max(1, min(len(all), l.max/10))] {
 		c.Delete(e.id)
 	}

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -16,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 	"go.opentelemetry.io/otel/metric"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
@@ -23,8 +25,9 @@ import (
 	"github.com/partner-edge/partner-edge/upstream"
 )
 
-// DefaultPoolSize is the connection pool size of Config (per node).
-const DefaultPoolSize = 8
+// poolSize is the connection pool size (per node): a call is one short
+// round trip.
+const poolSize = 8
 
 // clusterReload is how often a Cluster client re-reads the slot map
 // besides on MOVED and errors: a failed-over primary or a moved slot is
@@ -34,56 +37,22 @@ const clusterReload = 5 * time.Second
 // Config configures a Client: exactly one form (Settings.Config builds
 // it from the EDGE_REDIS_* settings and checks that).
 type Config struct {
-	// URL is redis://[user:password@]host:port/db or rediss:// (TLS) of one
-	// primary, as in EDGE_REDIS_URL. It is never logged or echoed in errors.
-	URL string
-	// Sentinels (host:port) and Master: a Sentinel-managed primary.
-	// SentinelPassword is the Sentinels' own; empty: none.
-	Sentinels        []string
-	Master           string
-	SentinelPassword string
-	// Cluster (host:port seeds): a Redis Cluster.
-	Cluster []string
-	// Username and Password are ACL credentials (empty: the default user);
-	// with URL they apply when the URL carries none.
-	Username, Password string
-	// TLS turns TLS on for the Sentinel and Cluster forms (a URL says
-	// rediss://).
-	TLS bool
-	// TLSConfig is used when TLS is on (LoadTLS builds it); nil: the system
-	// store, no client certificate.
-	TLSConfig *tls.Config
-	// Guard sets the per-call deadline and the breaker.
-	Guard GuardConfig
-	// PoolSize is the number of connections kept (per node). Zero means
-	// DefaultPoolSize (8): a call is one short round trip.
-	PoolSize int
-	// Log gets breaker transitions. Nil discards.
-	Log *slog.Logger
-	// Meter creates the instruments (see Metrics). Nil records nothing.
-	Meter metric.Meter
-	// Tracer gets one client span per Redis command. Nil records nothing.
-	Tracer trace.TracerProvider
+	URL                      string               // one primary, as EDGE_REDIS_URL; never logged or echoed in errors
+	Sentinels                []string             // host:port of the Sentinels of the primary named Master
+	Master, SentinelPassword string               // SentinelPassword: the Sentinels' own; empty: none
+	Cluster                  []string             // host:port seeds of a Redis Cluster
+	Username, Password       string               // ACL credentials (empty: the default user); a URL's own come first
+	TLS                      bool                 // TLS for the Sentinel and Cluster forms (a URL says rediss://)
+	TLSConfig                *tls.Config          // when TLS is on (LoadTLS); nil: the system store, no client certificate
+	Guard                    GuardConfig          // the per-call deadline and the breaker
+	Log                      *slog.Logger         // breaker transitions; nil discards
+	Meter                    metric.Meter         // the instruments (Metrics); nil records nothing
+	Tracer                   trace.TracerProvider // one client span per command; nil records nothing
 }
 
-// Form is the form cfg names; FormNone when it names none.
-func (cfg Config) Form() Form {
-	switch {
-	case cfg.URL != "":
-		return FormPrimary
-	case len(cfg.Sentinels) > 0:
-		return FormSentinel
-	case len(cfg.Cluster) > 0:
-		return FormCluster
-	}
-	return FormNone
-}
-
-// Client is a Redis client whose every call is guarded: a short deadline,
-// no retries, a circuit breaker; spans and metrics per command. One
-// go-redis UniversalClient behind it: NewClient for one primary,
-// NewFailoverClient for Sentinel, NewClusterClient for a Cluster. Safe for
-// concurrent use. Close it when done.
+// Client is a go-redis client of any form whose every call is guarded: a
+// short deadline, no retries, a circuit breaker; spans and metrics per
+// command. Safe for concurrent use. Close it when done.
 type Client struct {
 	rdb     redis.UniversalClient
 	form    Form
@@ -101,26 +70,20 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.PoolSize <= 0 {
-		cfg.PoolSize = DefaultPoolSize
+	var tlsOn *tls.Config // the Sentinel and Cluster forms
+	if cfg.TLS {
+		tlsOn = cmp.Or(cfg.TLSConfig, &tls.Config{MinVersion: tls.VersionTLS12}).Clone()
 	}
-	tlsOn := func() *tls.Config {
-		if !cfg.TLS {
-			return nil
-		}
-		if cfg.TLSConfig != nil {
-			return cfg.TLSConfig.Clone()
-		}
-		return &tls.Config{MinVersion: tls.VersionTLS12}
-	}
-	c := &Client{form: cfg.Form(), timeout: g.CallTimeout, master: cfg.Master}
+	t := g.CallTimeout
+	c := &Client{timeout: t, master: cfg.Master}
 	var (
 		rdb  redis.UniversalClient
 		addr string // server.address and server.port of the instruments
 		db   int
 	)
-	switch c.form {
-	case FormPrimary:
+	switch {
+	case cfg.URL != "":
+		c.form = FormPrimary
 		if err := CheckURL(cfg.URL); err != nil {
 			return nil, errors.New("fleet: the Redis URL is not a valid redis:// or rediss:// address of one host")
 		}
@@ -132,39 +95,33 @@ func New(cfg Config) (*Client, error) {
 			opts.TLSConfig.RootCAs = cfg.TLSConfig.RootCAs
 			opts.TLSConfig.Certificates = cfg.TLSConfig.Certificates
 		}
-		opts.PoolSize = cfg.PoolSize
-		opts.MaxRetries = -1 // the breaker and the caller's fallback are the retry
-		opts.DialTimeout = g.CallTimeout
-		opts.DialerRetries = 1
-		opts.ReadTimeout = g.CallTimeout
-		opts.WriteTimeout = g.CallTimeout
-		opts.PoolTimeout = g.CallTimeout
-		opts.ContextTimeoutEnabled = true // honour the per-call deadline
-		opts.Protocol = 2                 // no HELLO round trip; works on every Redis and Valkey
-		opts.DisableIdentity = true       // no CLIENT SETINFO on connect
+		opts.PoolSize, opts.MaxRetries, opts.DialerRetries = poolSize, -1, 1 // the breaker and the caller's fallback are the retry
+		opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout, opts.PoolTimeout = t, t, t, t
+		opts.ContextTimeoutEnabled = true             // honour the per-call deadline
+		opts.Protocol, opts.DisableIdentity = 2, true // no HELLO round trip, no CLIENT SETINFO: works on every Redis and Valkey
 		opts.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 		rdb, addr, db = redis.NewClient(opts), opts.Addr, opts.DB
-	case FormSentinel:
+	case len(cfg.Sentinels) > 0:
+		c.form = FormSentinel
 		if cfg.Master == "" {
 			return nil, errors.New("fleet: a Sentinel form needs the master name")
 		}
 		rdb = redis.NewFailoverClient(&redis.FailoverOptions{
 			MasterName: cfg.Master, SentinelAddrs: cfg.Sentinels, SentinelPassword: cfg.SentinelPassword,
-			Username: cfg.Username, Password: cfg.Password, TLSConfig: tlsOn(),
-			PoolSize: cfg.PoolSize, MaxRetries: -1,
+			Username: cfg.Username, Password: cfg.Password, TLSConfig: tlsOn,
+			PoolSize: poolSize, MaxRetries: -1,
 			// Each dial asks a Sentinel for the primary first: after a
 			// promotion, the first dial reaches the new one.
-			DialTimeout: g.CallTimeout, DialerRetries: 1, ReadTimeout: g.CallTimeout,
-			WriteTimeout: g.CallTimeout, PoolTimeout: g.CallTimeout, ContextTimeoutEnabled: true,
+			DialTimeout: t, DialerRetries: 1, ReadTimeout: t, WriteTimeout: t, PoolTimeout: t, ContextTimeoutEnabled: true,
 			Protocol: 2, DisableIdentity: true,
 		})
 		addr = cfg.Sentinels[0]
-	case FormCluster:
+	case len(cfg.Cluster) > 0:
+		c.form = FormCluster
 		rdb = redis.NewClusterClient(&redis.ClusterOptions{
-			Addrs: cfg.Cluster, Username: cfg.Username, Password: cfg.Password, TLSConfig: tlsOn(),
-			PoolSize: cfg.PoolSize, MaxRetries: -1, // MOVED and ASK are still followed (MaxRedirects)
-			DialTimeout: g.CallTimeout, DialerRetries: 1, ReadTimeout: g.CallTimeout,
-			WriteTimeout: g.CallTimeout, PoolTimeout: g.CallTimeout, ContextTimeoutEnabled: true,
+			Addrs: cfg.Cluster, Username: cfg.Username, Password: cfg.Password, TLSConfig: tlsOn,
+			PoolSize: poolSize, MaxRetries: -1, // MOVED and ASK are still followed (MaxRedirects)
+			DialTimeout: t, DialerRetries: 1, ReadTimeout: t, WriteTimeout: t, PoolTimeout: t, ContextTimeoutEnabled: true,
 			Protocol: 2, DisableIdentity: true, ClusterStateReloadInterval: clusterReload,
 			MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
 		})
@@ -186,29 +143,27 @@ func New(cfg Config) (*Client, error) {
 		_ = rdb.Close()
 		return nil, err
 	}
-	tp := cfg.Tracer
-	if tp == nil {
-		tp = noop.NewTracerProvider()
+	tp := cmp.Or[trace.TracerProvider](cfg.Tracer, noop.NewTracerProvider())
+	h := &otelHook{tracer: tp.Tracer(observability.ScopeName), metrics: m,
+		base: append(serverAttrs(host, port), semconv.DBNamespace(strconv.Itoa(db)))}
+	if c.form != FormCluster { // the Cluster's nodes are read from its slot map (Nodes)
+		h.node = &c.node
 	}
-	rdb.AddHook(newOTelHook(tp.Tracer(observability.ScopeName), m, host, port, db))
-	if c.form != FormCluster {
-		rdb.AddHook(nodeHook{c}) // the Cluster's nodes are read from its slot map (Nodes)
-	}
-	c.guard.setProbe(func(ctx context.Context) error { return rdb.Set(ctx, probeKey, "1", time.Second).Err() })
+	rdb.AddHook(h)
 	c.rdb, c.metrics = rdb, m
+	c.guard.setProbe(c.probeWrite)
 	return c, nil
+}
+
+// probeWrite is the small write of the fence's probe and of Watch.
+func (c *Client) probeWrite(ctx context.Context) error {
+	return c.rdb.Set(ctx, probeKey, "1", time.Second).Err()
 }
 
 // Do runs fn on the Redis client through the guard (see Guard.Do): fn must
 // use the ctx it is given.
 func (c *Client) Do(ctx context.Context, fn func(ctx context.Context, rdb redis.UniversalClient) error) error {
 	return c.guard.Do(ctx, func(ctx context.Context) error { return fn(ctx, c.rdb) })
-}
-
-// probe is Do for Watch: the one caller that runs the breaker's half-open
-// trial and the fence's probe (Guard.Probe).
-func (c *Client) probe(ctx context.Context, fn func(ctx context.Context, rdb redis.UniversalClient) error) error {
-	return c.guard.Probe(ctx, func(ctx context.Context) error { return fn(ctx, c.rdb) })
 }
 
 // Ping checks Redis through the guard.
@@ -228,15 +183,10 @@ func (c *Client) Close() error { return c.rdb.Close() }
 // Form is the form of Redis the client reaches.
 func (c *Client) Form() Form { return c.form }
 
-// Master is the Sentinel form's master name ("" in the other forms).
-func (c *Client) Master() string { return c.master }
-
 // Nodes are the addresses the client works with now, for /fleet: the
-// primary's address last connected to (one primary; Sentinel: the
-// primary Sentinel named, so after a promotion the new one once a call
-// has reached it), or the Cluster's primaries from its slot map (read
-// within the call timeout; empty while no node answers). Nil before the
-// first connection.
+// primary last connected to (Sentinel: after a promotion, the new one once
+// a call has reached it), or the Cluster's primaries from its slot map
+// (within the call timeout). Nil before the first connection.
 func (c *Client) Nodes(ctx context.Context) []string {
 	if cc, ok := c.rdb.(*redis.ClusterClient); ok {
 		ctx, cancel := context.WithTimeout(ctx, c.timeout)
@@ -256,26 +206,4 @@ func (c *Client) Nodes(ctx context.Context) []string {
 		return []string{*p}
 	}
 	return nil
-}
-
-// nodeHook records the address of each new connection of a primary or
-// Sentinel-form client: the Sentinel form resolves the primary inside its
-// dialer, so the connection's remote address is the one place it shows.
-type nodeHook struct{ c *Client }
-
-func (h nodeHook) DialHook(next redis.DialHook) redis.DialHook {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		conn, err := next(ctx, network, addr)
-		if err == nil && conn.RemoteAddr() != nil {
-			a := conn.RemoteAddr().String()
-			h.c.node.Store(&a)
-		}
-		return conn, err
-	}
-}
-
-func (h nodeHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
-
-func (h nodeHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
 }

@@ -41,14 +41,9 @@ func EncodeSnapshot(props []mapping.Property, loadedAt time.Time) ([]byte, error
 	for i, p := range props {
 		wire[i] = wireProperty{p.ID, p.Name, p.Code, p.Status, p.Timezone, p.CreatedAt.UnixMilli(), p.UpdatedAt.UnixMilli()}
 	}
-	var buf bytes.Buffer
-	buf.WriteByte(CodecVersion)
-	_ = binary.Write(&buf, binary.BigEndian, loadedAt.UnixMilli())
-	zw := gzip.NewWriter(&buf)
-	if err := json.NewEncoder(zw).Encode(wire); err != nil {
-		return nil, err
-	}
-	if err := zw.Close(); err != nil {
+	buf := bytes.NewBuffer(binary.BigEndian.AppendUint64([]byte{CodecVersion}, uint64(loadedAt.UnixMilli())))
+	zw := gzip.NewWriter(buf)
+	if err := errors.Join(json.NewEncoder(zw).Encode(wire), zw.Close()); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
@@ -62,16 +57,13 @@ func DecodeSnapshot(b []byte) ([]mapping.Property, time.Time, error) {
 		return nil, time.Time{}, ErrCorrupt
 	}
 	loadedAt := time.UnixMilli(int64(binary.BigEndian.Uint64(b[1:9]))).UTC()
+	var raw []byte
 	zr, err := gzip.NewReader(bytes.NewReader(b[9:]))
-	if err != nil {
-		return nil, time.Time{}, ErrCorrupt
-	}
-	raw, err := io.ReadAll(io.LimitReader(zr, MaxDecoded+1))
-	if err != nil || len(raw) > MaxDecoded {
-		return nil, time.Time{}, ErrCorrupt
+	if err == nil {
+		raw, err = io.ReadAll(io.LimitReader(zr, MaxDecoded+1))
 	}
 	var wire []wireProperty
-	if err := json.Unmarshal(raw, &wire); err != nil {
+	if err != nil || len(raw) > MaxDecoded || json.Unmarshal(raw, &wire) != nil {
 		return nil, time.Time{}, ErrCorrupt
 	}
 	props := make([]mapping.Property, len(wire))

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -37,45 +38,26 @@ type Loaded struct {
 	Source     Source
 }
 
-// Coordinator shares one PMS walk per brand and mode among the fleet:
-//
-//  1. a publication loaded after newerThan is taken as is;
-//  2. else whoever wins the lease looks for a publication once more, and
-//     without one walks the PMS, publishes and releases;
-//  3. a loser polls the publication every Poll until one loaded after
-//     newerThan appears or Wait passes, then walks the PMS itself; while
-//     polling it retries the lease, so a leader that failed (or died: its
-//     lease expires after LeaseTTL) is replaced at once.
-//
-// Redis unavailable (the breaker open, the fence up) means a local walk,
-// never an error: only the PMS walk's own error is returned. One call that
-// fails while Redis counts as up is asked again at the next Poll (Load). A corrupt or oversize publication is overwritten
-// by whoever wins the lease; while another instance holds it, it means a
-// local walk.
-//
-// The zero Coordinator is usable: it loads locally (nil Store) with the
-// documented defaults, so a missing field never panics or leaves a lease
-// without expiry.
+// Coordinator shares one PMS walk per brand and mode among the fleet, as
+// docs/scaling.md, The snapshot protocol, tells: a fresh publication is
+// taken, else the lease's winner walks, publishes and releases while the
+// others poll (every Poll, up to Wait) and retry the lease. Redis
+// unavailable means a local walk, never an error: only the PMS walk's own
+// error is returned. The zero Coordinator is usable: it loads locally (nil
+// Store) with the documented defaults, so a missing field never panics or
+// leaves a lease without expiry.
 type Coordinator struct {
-	// Store holds leases and publications. Nil: every load is local.
-	Store SnapshotStore
-	// LeaseTTL bounds a leader's walk (a crashed leader's lease expires).
-	// Zero or negative: DefaultLeaseTTL (a lease never lives forever).
-	LeaseTTL time.Duration
-	// PublishTTL is how long a publication lives (about the cache TTL).
-	// Zero or negative: DefaultPublishTTL.
-	PublishTTL time.Duration
-	// Wait bounds a loser's wait; zero or negative: no wait, a loser walks
-	// the PMS itself at once. Poll is its polling interval; zero or
-	// negative: DefaultPoll.
+	Store      SnapshotStore // leases and publications; nil: every load is local
+	LeaseTTL   time.Duration // bounds a leader's walk (a crashed leader's lease expires); <= 0: DefaultLeaseTTL
+	PublishTTL time.Duration // how long a publication lives (about the cache TTL); <= 0: DefaultPublishTTL
+	// Wait bounds a loser's wait (<= 0: none, a loser walks at once); Poll
+	// is its polling interval (<= 0: DefaultPoll).
 	Wait, Poll time.Duration
 	// Log (nil: discard) and Count (nil: none) report fallbacks; Log
 	// also gets a warning for each publication refused as forged.
 	Log   *slog.Logger
 	Count Fallbacks
-	// Now is the clock a publication's load time is checked against (one
-	// in the future, beyond MaxSkew, is refused). Nil means time.Now.
-	Now func() time.Time
+	Now   func() time.Time // the clock a publication's load time is checked against (MaxSkew); nil: time.Now
 
 	waiting func() // test hook: called when a Load first waits (a loser starts polling)
 }
@@ -90,33 +72,19 @@ const (
 // publishAttempts bounds the leader's attempts to publish its walk.
 const publishAttempts = 3
 
-// orDefault is d when positive, else def.
-func orDefault(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
-}
-
-// Load returns brand and mode's snapshot, loaded after newerThan.
-//
-// One walk per cold fleet holds by construction (docs/contract.md section 17),
-// not by timing: the lease is the only permission to walk while Redis
-// works, and whoever wins it looks for a publication again before walking
-// (the leader before it may have published and released between this
-// instance's look and its lease). A call that fails while Redis counts as
-// up (a timeout on a busy machine: transient) is asked again at the next
-// Poll instead of walking at once; only the breaker or the fence (Redis
-// known unavailable), an unusable publication held by another, or Wait
-// passing mean a walk without the lease.
+// Load returns brand and mode's snapshot, loaded after newerThan. One walk
+// per cold fleet holds by construction (docs/contract.md section 17), not
+// by timing: the lease is the only permission to walk while Redis works,
+// and its winner looks for a publication again first (recheck). A call
+// that fails while Redis counts as up (transient) is asked again at the
+// next Poll; only Redis known unavailable, an unusable publication held by
+// another, or Wait passing mean a walk without the lease.
 func (c *Coordinator) Load(ctx context.Context, brand, mode string, newerThan time.Time, load LoadFunc) (Loaded, error) {
 	name := SnapKey(brand, mode)
 	if c.Store == nil {
-		props, at, err := load(ctx)
-		return Loaded{Properties: props, LoadedAt: at, Source: SourceLocal}, err
+		return c.walk(ctx, name, load, SourceLocal, false)
 	}
-	w := c.newWaiter()
-	defer w.stop()
+	w := &waiter{c: c}
 	for first := true; ; first = false {
 		if !first {
 			if err := w.next(ctx); err != nil {
@@ -132,11 +100,11 @@ func (c *Coordinator) Load(ctx context.Context, brand, mode string, newerThan ti
 			return *got, nil
 		case transient(err):
 			continue // no answer: a publication may be there; ask again
-		case err != nil && !missing(err) && !badPublication(err):
+		case err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, errStale) && !badPublication(err):
 			return c.local(ctx, name, load, err, false)
 		}
 		bad := badPublication(err)
-		won, err := c.Store.Lease(ctx, name, orDefault(c.LeaseTTL, DefaultLeaseTTL))
+		won, err := c.Store.Lease(ctx, name, cmp.Or(max(c.LeaseTTL, 0), DefaultLeaseTTL))
 		switch {
 		case transient(err):
 			continue // the lease may be ours (Lease takes it again) or another's
@@ -149,10 +117,8 @@ func (c *Coordinator) Load(ctx context.Context, brand, mode string, newerThan ti
 		case bad: // someone else leads; do not wait on a publication we cannot read
 			return c.local(ctx, name, load, errors.New("unreadable publication"), false)
 		}
-		// Another instance leads: wait for its publication. It may fail
-		// (released without publishing) or die (its lease expires after
-		// LeaseTTL): the next round takes the lease over rather than wait
-		// it out.
+		// Another instance leads: wait for its publication; should it fail
+		// or die, the next round takes the lease over.
 	}
 }
 
@@ -183,13 +149,12 @@ func (c *Coordinator) recheck(ctx context.Context, w *waiter, name string, newer
 
 // waiter paces a Load's rounds: one per Poll, until Wait has passed since
 // the first round waited. The test hook waiting runs when it first waits.
+// Its timer and ticker need no Stop: unreferenced, they are collected.
 type waiter struct {
 	c        *Coordinator
 	deadline *time.Timer
 	tick     *time.Ticker
 }
-
-func (c *Coordinator) newWaiter() *waiter { return &waiter{c: c} }
 
 // next waits for the next round; an error when Wait has passed (or ctx
 // is done).
@@ -199,7 +164,7 @@ func (w *waiter) next(ctx context.Context) error {
 			w.c.waiting()
 		}
 		w.deadline = time.NewTimer(max(w.c.Wait, 0))
-		w.tick = time.NewTicker(orDefault(w.c.Poll, DefaultPoll))
+		w.tick = time.NewTicker(cmp.Or(max(w.c.Poll, 0), DefaultPoll))
 	}
 	select {
 	case <-ctx.Done():
@@ -211,19 +176,10 @@ func (w *waiter) next(ctx context.Context) error {
 	}
 }
 
-func (w *waiter) stop() {
-	if w.deadline != nil {
-		w.deadline.Stop()
-		w.tick.Stop()
-	}
-}
-
 // lead walks the PMS holding the lease, publishes, and releases the lease.
 func (c *Coordinator) lead(ctx context.Context, name string, load LoadFunc) (Loaded, error) {
 	defer func() { _ = c.Store.Release(context.WithoutCancel(ctx), name) }()
-	l, err := c.walk(ctx, name, load)
-	l.Source = SourceLeader
-	return l, err
+	return c.walk(ctx, name, load, SourceLeader, true)
 }
 
 // MaxSkew is how far in the future a publication's load time may be
@@ -234,9 +190,6 @@ const MaxSkew = 5 * time.Second
 // written with the secret, but not by a walk that has happened (a clock
 // far off, or a forgery). It is never used.
 var errFromFuture = errors.New("fleet: published snapshot loaded in the future")
-
-// missing: no publication, or none recent enough.
-func missing(err error) bool { return errors.Is(err, ErrNotFound) || errors.Is(err, errStale) }
 
 // badPublication: a publication is there but cannot be used.
 func badPublication(err error) bool {
@@ -255,11 +208,11 @@ func (c *Coordinator) fetch(ctx context.Context, name string, newerThan time.Tim
 	if err != nil {
 		return nil, err
 	}
-	now := time.Now
+	limit := time.Now().Add(MaxSkew)
 	if c.Now != nil {
-		now = c.Now
+		limit = c.Now().Add(MaxSkew)
 	}
-	if limit := now().Add(MaxSkew).UnixMilli(); version > limit {
+	if version > limit.UnixMilli() {
 		c.refused(ctx, name, errFromFuture)
 		return nil, errFromFuture
 	}
@@ -270,7 +223,7 @@ func (c *Coordinator) fetch(ctx context.Context, name string, newerThan time.Tim
 	if err != nil {
 		return nil, err
 	}
-	if at.After(now().Add(MaxSkew)) {
+	if at.After(limit) {
 		c.refused(ctx, name, errFromFuture)
 		return nil, errFromFuture
 	}
@@ -293,30 +246,25 @@ func (c *Coordinator) local(ctx context.Context, name string, load LoadFunc, why
 	if c.Log != nil {
 		c.Log.DebugContext(ctx, "snapshot loads locally", "snapshot", name, "reason", why.Error())
 	}
-	if !publish {
-		props, at, err := load(ctx)
-		return Loaded{Properties: props, LoadedAt: at, Source: SourceLocal}, err
-	}
-	l, err := c.walk(ctx, name, load)
-	l.Source = SourceLocal
-	return l, err
+	return c.walk(ctx, name, load, SourceLocal, publish)
 }
 
-// walk loads from the PMS and publishes (best effort).
-func (c *Coordinator) walk(ctx context.Context, name string, load LoadFunc) (Loaded, error) {
+// walk loads from the PMS and, when publish says so, publishes (best
+// effort); the result comes from src.
+func (c *Coordinator) walk(ctx context.Context, name string, load LoadFunc, src Source, publish bool) (Loaded, error) {
 	props, at, err := load(ctx)
-	if err != nil {
-		return Loaded{}, err
+	if err != nil || !publish {
+		return Loaded{Properties: props, LoadedAt: at, Source: src}, err
 	}
 	if payload, err := EncodeSnapshot(props, at); err == nil {
 		// A publish that timed out while Redis counts as up is sent again
 		// (a few times): the others wait for it, and without it one of
 		// them takes the lease over and walks again.
 		for range publishAttempts {
-			if err := c.Store.Publish(ctx, name, at.UnixMilli(), payload, orDefault(c.PublishTTL, DefaultPublishTTL)); !transient(err) {
+			if err := c.Store.Publish(ctx, name, at.UnixMilli(), payload, cmp.Or(max(c.PublishTTL, 0), DefaultPublishTTL)); !transient(err) {
 				break
 			}
 		}
 	}
-	return Loaded{Properties: props, LoadedAt: at}, nil
+	return Loaded{Properties: props, LoadedAt: at, Source: src}, nil
 }

@@ -85,7 +85,7 @@ func TestZeroCoordinatorLoadsLocally(t *testing.T) {
 func TestZeroGuardConfig(t *testing.T) {
 	cfg, err := GuardConfig{}.withDefaults()
 	if err != nil || cfg.CallTimeout != DefaultCallTimeout || cfg.OpenTimeout != DefaultOpenTimeout ||
-		cfg.ConsecutiveFailures != DefaultConsecutiveFailures || cfg.HalfOpenProbes != DefaultHalfOpenProbes {
+		cfg.ConsecutiveFailures != DefaultConsecutiveFailures {
 		t.Fatalf("zero config: %+v, %v; want the defaults", cfg, err)
 	}
 	g, err := NewGuard(GuardConfig{}, nil, nil)

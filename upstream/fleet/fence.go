@@ -2,14 +2,10 @@ package fleet
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/partner-edge/partner-edge/upstream"
 )
@@ -17,37 +13,20 @@ import (
 // writeRefusals are the error replies with which Redis refuses a write
 // while it may still answer reads: out of memory under noeviction, a
 // read-only replica, an ACL without the permission, lost credentials, a
-// failed save, missing replicas. Any of them means the shared state cannot
-// be kept (docs/contract.md section 15): Redis counts as unavailable.
+// failed save, missing replicas (the reply's first word, errorType). Any
+// of them means the shared state cannot be kept (docs/contract.md section
+// 15): Redis counts as unavailable.
 var writeRefusals = []string{"OOM", "READONLY", "NOPERM", "NOAUTH", "WRONGPASS", "MISCONF", "NOREPLICAS"}
 
-// refusal returns the first word of err when it is a write refusal.
-func refusal(err error) (string, bool) {
-	var re redis.Error
-	if !errors.As(err, &re) {
-		return "", false
-	}
-	msg := re.Error()
-	for _, p := range writeRefusals {
-		if strings.HasPrefix(msg, p) {
-			return p, true
-		}
-	}
-	return "", false
-}
-
-// fence keeps the guard shut while Redis refuses writes. The breaker alone
-// would not see it: reads (a snapshot fetch, a limiter peek) keep
-// succeeding between the refused writes, so failures never come several
-// in a row. Once a call gets a write refusal the fence stands: every call
-// falls back at once, and only a probe write let through every
-// OpenTimeout takes it down. It is logged once when it goes up and once
-// when it comes down.
+// fence keeps the guard shut while Redis refuses writes, which the breaker
+// alone would not see (reads keep succeeding between the refused writes).
+// A write refusal raises it; only a probe write let through every
+// OpenTimeout takes it down. Logged once each way.
 type fence struct {
-	every time.Duration
-	probe func(ctx context.Context) error // a small write; nil: none (the fence falls after every)
-	log   *slog.Logger
-	gauge func(upstream.BreakerState)
+	every   time.Duration
+	probe   func(ctx context.Context) error // a small write; nil: none (the fence falls after every)
+	log     *slog.Logger
+	metrics *Metrics // the breaker gauge follows the fence
 
 	mu      sync.Mutex
 	up      bool
@@ -65,9 +44,7 @@ func (f *fence) raise(reason string, err error) {
 	f.up, f.next = true, time.Now().Add(f.every)
 	f.log.Warn("redis refuses writes: shared limits and snapshots fall back to in-process until it accepts them",
 		"reply", reason, "error", err.Error())
-	if f.gauge != nil {
-		f.gauge(upstream.BreakerOpen)
-	}
+	f.metrics.BreakerState(context.Background(), upstream.BreakerOpen)
 }
 
 // isUp reports whether the fence stands.
@@ -109,9 +86,7 @@ func (f *fence) pass(ctx context.Context, timeout time.Duration, mayProbe bool) 
 	}
 	f.up = false
 	f.log.Info("redis accepts writes again: shared limits and snapshots resume")
-	if f.gauge != nil {
-		f.gauge(upstream.BreakerClosed)
-	}
+	f.metrics.BreakerState(context.Background(), upstream.BreakerClosed)
 	return nil
 }
 

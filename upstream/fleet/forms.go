@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -28,38 +29,18 @@ const (
 // EDGE_REDIS_CLUSTER: a seed list, not an inventory.
 const maxNodes = 64
 
-// Settings are the EDGE_REDIS_* settings as the operator wrote them
-// (operations.md). The zero value names no Redis. Error messages name the
-// settings and never show a password.
+// Settings are the EDGE_REDIS_* settings as the operator wrote them, each
+// field the setting of its name (docs/operations.md). The zero value names
+// no Redis. Error messages name the settings and never show a password.
 type Settings struct {
-	// URL is EDGE_REDIS_URL: redis:// or rediss:// of one primary.
-	URL string
-	// Sentinels is EDGE_REDIS_SENTINELS: comma-separated host:port of
-	// Sentinels; Master (EDGE_REDIS_MASTER) names the monitored primary,
-	// SentinelPassword (EDGE_REDIS_SENTINEL_PASSWORD, empty: none) is the
-	// Sentinels' own password.
-	Sentinels, Master, SentinelPassword string
-	// Cluster is EDGE_REDIS_CLUSTER: comma-separated host:port seed nodes.
-	Cluster string
-	// Username and Password (EDGE_REDIS_USERNAME, EDGE_REDIS_PASSWORD) are
-	// the ACL credentials of the Sentinel and Cluster forms (and of a URL
-	// that carries none). Empty: none (the default user).
-	Username, Password string
-	// TLS (EDGE_REDIS_TLS) turns TLS on for the Sentinel and Cluster forms;
-	// a URL says it with rediss://.
-	TLS bool
-	// CAFile (EDGE_REDIS_CA_FILE) is a PEM bundle of the CAs trusted for
-	// Redis instead of the system store; empty: the system store.
-	// CertFile and KeyFile (EDGE_REDIS_CERT_FILE, EDGE_REDIS_KEY_FILE),
-	// both or neither, are a client certificate. Operator files
-	// (docs/contract.md section 15): regular, at most 1 MiB each.
-	CAFile, CertFile, KeyFile string
-	// ReadFile reads CAFile, CertFile and KeyFile. cmd/edge passes
-	// edge/listener.ReadTLSFile, the operator-file reader of TLS material
-	// (regular files only, at most 1 MiB, never blocking: docs/contract.md
-	// section 15); it is injected because upstream may not import edge.
-	// Required when any of the three files is set: nil is an error, never
-	// an unbounded read.
+	URL, Sentinels, Master, SentinelPassword, Cluster string
+	Username, Password                                string
+	TLS                                               bool
+	CAFile, CertFile, KeyFile                         string // operator files (docs/contract.md section 15)
+	// ReadFile reads CAFile, CertFile and KeyFile: cmd/edge passes
+	// edge/listener.ReadTLSFile (bounded, never blocking), injected because
+	// upstream may not import edge. Required when any is set: nil is an
+	// error, never an unbounded read.
 	ReadFile func(path string) ([]byte, error)
 }
 
@@ -78,14 +59,10 @@ func (s Settings) Form() Form {
 }
 
 // Configured reports whether any setting names a Redis.
-func (s Settings) Configured() bool {
-	return s.URL != "" || s.Sentinels != "" || s.Master != "" || s.Cluster != ""
-}
+func (s Settings) Configured() bool { return s.Form() != FormNone }
 
-// Check returns every rule of docs/contract.md section 16 the settings break, each error
-// naming the settings: exactly one form, a Sentinel with its master name,
-// one host in a URL, host:port lists, credentials and TLS where they
-// apply, a certificate with its key. It reads no file (Config does).
+// Check returns every rule of docs/contract.md section 16 the settings
+// break, each error naming the settings. It reads no file (Config does).
 func (s Settings) Check() error {
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
@@ -135,16 +112,11 @@ func (s Settings) Check() error {
 		} else if strings.ContainsAny(s.Master, " \t\r\n,") || len(s.Master) > 256 {
 			bad("invalid EDGE_REDIS_MASTER %q: want the monitored primary's name (no spaces or commas)", s.Master)
 		}
-		if s.Sentinels != "" {
-			if _, err := hostList("EDGE_REDIS_SENTINELS", s.Sentinels); err != nil {
-				errs = append(errs, err)
-			}
-		}
 	} else if s.SentinelPassword != "" {
 		bad("EDGE_REDIS_SENTINEL_PASSWORD is set without EDGE_REDIS_SENTINELS")
 	}
-	if s.Cluster != "" {
-		if _, err := hostList("EDGE_REDIS_CLUSTER", s.Cluster); err != nil {
+	for _, l := range [][2]string{{"EDGE_REDIS_SENTINELS", s.Sentinels}, {"EDGE_REDIS_CLUSTER", s.Cluster}} {
+		if _, err := hostList(l[0], l[1]); l[1] != "" && err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -221,25 +193,19 @@ func (s Settings) Config() (Config, error) {
 	}
 	cfg := Config{URL: s.URL, Master: s.Master, SentinelPassword: s.SentinelPassword,
 		Username: s.Username, Password: s.Password, TLS: s.TLS}
-	if s.Sentinels != "" { // Check has refused a bad list
-		cfg.Sentinels, _ = hostList("EDGE_REDIS_SENTINELS", s.Sentinels)
-	}
-	if s.Cluster != "" {
-		cfg.Cluster, _ = hostList("EDGE_REDIS_CLUSTER", s.Cluster)
-	}
-	tc, err := LoadTLS(s.ReadFile, s.CAFile, s.CertFile, s.KeyFile)
-	if err != nil {
+	cfg.Sentinels, _ = hostList("", s.Sentinels) // Check has refused a bad list; none is nil
+	cfg.Cluster, _ = hostList("", s.Cluster)
+	var err error
+	if cfg.TLSConfig, err = LoadTLS(s.ReadFile, s.CAFile, s.CertFile, s.KeyFile); err != nil {
 		return Config{}, err
 	}
-	cfg.TLSConfig = tc
 	return cfg, nil
 }
 
-// LoadTLS reads the CA bundle (caFile) and the client certificate
-// (certFile, keyFile) with read (required when a file is named) and returns the TLS configuration
-// that trusts exactly those CAs (nil pool: the system store) and presents
-// that certificate. All empty: nil (go-redis's defaults). The process's
-// system store and SSL_CERT_FILE are never touched.
+// LoadTLS reads the CA bundle and the client certificate with read and
+// returns the TLS configuration that trusts exactly those CAs (none: the
+// system store) and presents that certificate; all empty: nil. The
+// process's system store and SSL_CERT_FILE are never touched.
 func LoadTLS(read func(string) ([]byte, error), caFile, certFile, keyFile string) (*tls.Config, error) {
 	if caFile == "" && certFile == "" && keyFile == "" {
 		return nil, nil
@@ -290,11 +256,5 @@ func IsTLSTrust(err error) bool {
 // Variable is the setting that names s's Redis: EDGE_REDIS_SENTINELS,
 // EDGE_REDIS_CLUSTER or EDGE_REDIS_URL, for messages.
 func (s Settings) Variable() string {
-	switch s.Form() {
-	case FormSentinel:
-		return "EDGE_REDIS_SENTINELS"
-	case FormCluster:
-		return "EDGE_REDIS_CLUSTER"
-	}
-	return "EDGE_REDIS_URL"
+	return cmp.Or(map[Form]string{FormSentinel: "EDGE_REDIS_SENTINELS", FormCluster: "EDGE_REDIS_CLUSTER"}[s.Form()], "EDGE_REDIS_URL")
 }

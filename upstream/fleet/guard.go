@@ -1,15 +1,14 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"strings"
+	"slices"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/sony/gobreaker/v2"
 
 	"github.com/partner-edge/partner-edge/upstream"
@@ -20,7 +19,6 @@ const (
 	DefaultCallTimeout         = 100 * time.Millisecond
 	DefaultConsecutiveFailures = 3
 	DefaultOpenTimeout         = 2 * time.Second
-	DefaultHalfOpenProbes      = 1
 )
 
 // ErrUnavailable wraps every error that means "Redis is slow, down or
@@ -30,35 +28,20 @@ var ErrUnavailable = errors.New("fleet: redis unavailable")
 // GuardConfig configures the deadline and circuit breaker around each
 // logical Redis call (one method of the limiter or the store).
 type GuardConfig struct {
-	// CallTimeout bounds each call. Zero means DefaultCallTimeout (100 ms).
-	CallTimeout time.Duration
-	// ConsecutiveFailures opens the breaker after that many failed calls in
-	// a row. Zero means DefaultConsecutiveFailures (3).
-	ConsecutiveFailures uint32
-	// OpenTimeout is how long the breaker refuses calls before letting
-	// probes through (half-open). Zero means DefaultOpenTimeout (2 s).
+	CallTimeout         time.Duration // bounds each call; zero: DefaultCallTimeout
+	ConsecutiveFailures uint32        // failed calls in a row that open the breaker; zero: DefaultConsecutiveFailures
+	// OpenTimeout is how long the breaker refuses calls before letting one
+	// probe through (half-open); zero: DefaultOpenTimeout.
 	OpenTimeout time.Duration
-	// HalfOpenProbes calls may probe at once; that many successes close the
-	// breaker, one failure opens it again. Zero means 1.
-	HalfOpenProbes uint32
 }
 
 func (c GuardConfig) withDefaults() (GuardConfig, error) {
 	if c.CallTimeout < 0 || c.OpenTimeout < 0 {
 		return c, fmt.Errorf("fleet: guard durations must not be negative")
 	}
-	if c.CallTimeout == 0 {
-		c.CallTimeout = DefaultCallTimeout
-	}
-	if c.ConsecutiveFailures == 0 {
-		c.ConsecutiveFailures = DefaultConsecutiveFailures
-	}
-	if c.OpenTimeout == 0 {
-		c.OpenTimeout = DefaultOpenTimeout
-	}
-	if c.HalfOpenProbes == 0 {
-		c.HalfOpenProbes = DefaultHalfOpenProbes
-	}
+	c.CallTimeout = cmp.Or(c.CallTimeout, DefaultCallTimeout)
+	c.ConsecutiveFailures = cmp.Or(c.ConsecutiveFailures, DefaultConsecutiveFailures)
+	c.OpenTimeout = cmp.Or(c.OpenTimeout, DefaultOpenTimeout)
 	return c, nil
 }
 
@@ -76,20 +59,19 @@ type Guard struct {
 // transition, metrics (nil: none) the errors and the breaker state.
 func NewGuard(cfg GuardConfig, log *slog.Logger, metrics *Metrics) (*Guard, error) {
 	cfg, err := cfg.withDefaults()
+	if err == nil && metrics == nil {
+		metrics, err = NewMetrics(nil, "", 0) // no-op instruments
+	}
 	if err != nil {
 		return nil, err
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	g := &Guard{timeout: cfg.CallTimeout, metrics: metrics}
-	g.fence = &fence{every: cfg.OpenTimeout, log: log}
-	if metrics != nil {
-		g.fence.gauge = func(s upstream.BreakerState) { metrics.BreakerState(context.Background(), s) }
-	}
+	g := &Guard{timeout: cfg.CallTimeout, metrics: metrics, fence: &fence{every: cfg.OpenTimeout, log: log, metrics: metrics}}
 	g.cb = gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{
 		Name:        "redis",
-		MaxRequests: cfg.HalfOpenProbes,
+		MaxRequests: 1,
 		Timeout:     cfg.OpenTimeout,
 		ReadyToTrip: func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= cfg.ConsecutiveFailures },
 		// Runs under gobreaker's lock: quick, and never calls the guard.
@@ -99,15 +81,10 @@ func NewGuard(cfg GuardConfig, log *slog.Logger, metrics *Metrics) (*Guard, erro
 				level, msg = slog.LevelWarn, "redis circuit breaker opened: shared limits and snapshots fall back to in-process"
 			}
 			log.Log(context.Background(), level, msg, "from", from.String(), "to", to.String())
-			if metrics != nil {
-				metrics.BreakerState(context.Background(), upstream.ParseBreakerState(to.String()))
-			}
+			metrics.BreakerState(context.Background(), upstream.ParseBreakerState(to.String()))
 		},
 		IsSuccessful: func(err error) bool { _, failed := classify(err); return !failed },
-		IsExcluded: func(err error) bool {
-			var cg *callerGone
-			return errors.As(err, &cg)
-		},
+		IsExcluded:   func(err error) bool { return errors.Is(err, errCallerGone) },
 	})
 	return g, nil
 }
@@ -125,18 +102,14 @@ func (g *Guard) State() upstream.BreakerState {
 func (g *Guard) setProbe(probe func(ctx context.Context) error) { g.fence.probe = probe }
 
 // Do runs fn with a context bounded by the call timeout, through the
-// breaker, for a caller on a request's path (a quota, a snapshot load).
-// While the breaker is not closed (open, or half-open: its trial is
-// Probe's) it returns an error wrapping ErrUnavailable at once, without
-// calling fn: a partner's request never waits on the trial of a Redis that
-// may still be slow, quotas stay off the request path in every state
-// (docs/contract.md section 21). A timeout or connection
-// failure is returned wrapping ErrUnavailable as well. redis.Nil is a
-// success and returned as is; so is a Redis error reply that does not mean
-// "unavailable" (LOADING, READONLY, BUSY... do). When ctx itself ends, Do
-// returns its error and the breaker does not count the call. A write
-// refusal (OOM, READONLY, NOPERM...: fence.go) raises the fence: until a
-// probe write succeeds, Do returns ErrUnavailable at once.
+// breaker, for a caller on a request's path. While the breaker is not
+// closed (its half-open trial is Probe's) or the fence is up (fence.go), it
+// returns an error wrapping ErrUnavailable at once, without calling fn: a
+// request never waits on the trial of a Redis that may still be slow
+// (docs/contract.md section 21). A timeout, a connection failure or an
+// "unavailable" reply (classify) wraps ErrUnavailable too; redis.Nil and
+// other replies are returned as is. When ctx itself ends, Do returns its
+// error and the breaker does not count the call.
 func (g *Guard) Do(ctx context.Context, fn func(ctx context.Context) error) error {
 	return g.do(ctx, fn, false)
 }
@@ -165,16 +138,15 @@ func (g *Guard) do(ctx context.Context, fn func(ctx context.Context) error, prob
 		defer cancel()
 		err := fn(cctx)
 		if err != nil && ctx.Err() != nil {
-			return struct{}{}, &callerGone{ctx.Err()}
+			return struct{}{}, errCallerGone
 		}
 		return struct{}{}, err
 	})
 	if err == nil {
 		return nil
 	}
-	var cg *callerGone
-	if errors.As(err, &cg) {
-		return cg.err
+	if errors.Is(err, errCallerGone) {
+		return ctx.Err()
 	}
 	if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
 		g.count(ErrRejected)
@@ -184,7 +156,7 @@ func (g *Guard) do(ctx context.Context, fn func(ctx context.Context) error, prob
 	if kind != "" {
 		g.count(kind)
 	}
-	if reason, ok := refusal(err); ok {
+	if reason := errorType(err); slices.Contains(writeRefusals, reason) {
 		g.fence.raise(reason, err)
 	}
 	if failed {
@@ -193,60 +165,44 @@ func (g *Guard) do(ctx context.Context, fn func(ctx context.Context) error, prob
 	return err
 }
 
-func (g *Guard) count(k ErrorKind) {
-	if g.metrics != nil {
-		g.metrics.Error(context.Background(), k)
-	}
-}
+func (g *Guard) count(k ErrorKind) { g.metrics.Error(context.Background(), k) }
 
 // shutOff is a call the guard did not send: the breaker is open or the
 // fence is up, Redis is known to be unavailable. Any other ErrUnavailable
 // is one call that failed while Redis counted as up (a timeout on a busy
 // machine): the coordinator may retry it (transient).
-type shutOff struct{ err error }
+type shutOff struct{ error }
 
-func (e *shutOff) Error() string { return e.err.Error() }
-func (e *shutOff) Unwrap() error { return e.err }
+func (e *shutOff) Unwrap() error { return e.error }
 
 // transient reports whether err is one failed Redis call while Redis
-// counts as up: ErrUnavailable, but not a refusal by the breaker or the
-// fence.
+// counts as up: ErrUnavailable, but not shutOff.
 func transient(err error) bool {
 	var so *shutOff
 	return errors.Is(err, ErrUnavailable) && !errors.As(err, &so)
 }
 
-// callerGone is the caller's own cancellation: it says nothing about Redis.
-type callerGone struct{ err error }
+// errCallerGone is a call ended by the caller's own cancellation: it says
+// nothing about Redis.
+var errCallerGone = errors.New("fleet: the caller has gone")
 
-func (e *callerGone) Error() string { return e.err.Error() }
-func (e *callerGone) Unwrap() error { return e.err }
-
-// unavailableReplies are error replies meaning "this server cannot serve
-// now"; they count against the breaker, and so do the write refusals
-// (fence.go), which also raise the fence. Any other reply means Redis
-// works.
+// unavailableReplies are the error replies that count against the breaker
+// ("this server cannot serve now", and the write refusals of fence.go);
+// any other reply means Redis works.
 var unavailableReplies = append([]string{"LOADING", "MASTERDOWN", "BUSY", "TRYAGAIN", "CLUSTERDOWN"}, writeRefusals...)
 
 // classify returns the kind of a call's error ("" for none, redis.Nil
-// included) and whether it counts as a failure of Redis.
+// included) and whether it counts as a failure of Redis, from its
+// error.type (errorType, hook.go).
 func classify(err error) (ErrorKind, bool) {
-	if err == nil || errors.Is(err, redis.Nil) {
+	switch t := errorType(err); t {
+	case "":
 		return "", false
-	}
-	var re redis.Error
-	if errors.As(err, &re) {
-		msg := re.Error()
-		for _, p := range unavailableReplies {
-			if strings.HasPrefix(msg, p) {
-				return ErrReply, true
-			}
-		}
-		return ErrReply, false
-	}
-	var ne net.Error
-	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
+	case "timeout":
 		return ErrTimeout, true
+	case "canceled", "connection":
+		return ErrConnection, true
+	default:
+		return ErrReply, slices.Contains(unavailableReplies, t)
 	}
-	return ErrConnection, true
 }

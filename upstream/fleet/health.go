@@ -1,37 +1,27 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // DefaultHealthEvery is how often Watch probes Redis.
 const DefaultHealthEvery = time.Second
 
 // Watch probes Redis every every (zero or negative: DefaultHealthEvery)
-// until ctx is done: one small write, the probe key's SET, authenticated
-// as every call is, through the guard. The breaker and the fence, and so
-// State and the admin listener's /fleet, then follow Redis even while no
-// request arrives (docs/contract.md section 17: within 5 s): a write refusal
-// raises the fence at once, a Redis that does not answer opens the breaker
-// after ConsecutiveFailures probes, and a probe let through while they
-// stand brings them down once Redis is back. The probes make no spans
-// (one trace a second would bury the others); their metrics are recorded.
+// until ctx is done with one small write through the guard (Guard.Probe),
+// so that the breaker, the fence and /fleet follow Redis even while no
+// request arrives (docs/contract.md section 17: within 5 s). The probes
+// make no spans (one trace a second would bury the others), only metrics.
 func (c *Client) Watch(ctx context.Context, every time.Duration) {
-	watch(ctx, orDefault(every, DefaultHealthEvery), func(ctx context.Context) {
-		_ = c.probe(withoutSpan(ctx), func(ctx context.Context, rdb redis.UniversalClient) error {
-			return rdb.Set(ctx, probeKey, "1", time.Second).Err()
-		})
+	watch(ctx, cmp.Or(max(every, 0), DefaultHealthEvery), func(ctx context.Context) {
+		_ = c.guard.Probe(context.WithValue(ctx, noSpanKey{}, true), c.probeWrite)
 	})
 }
 
 // watch calls probe every every until ctx is done; a probe that outlasts
-// every delays the next one (the ticker drops the missed ticks). Its ticker
-// loop has the shape of redislimit's refill loop (limiter.go); they stay
-// apart because that one also closes its done channel and publishes when
-// the next refill is due.
+// every delays the next one (the ticker drops the missed ticks).
 func watch(ctx context.Context, every time.Duration, probe func(context.Context)) {
 	t := time.NewTicker(every)
 	defer t.Stop()

@@ -3,9 +3,10 @@ package fleet
 import (
 	"context"
 	"errors"
-	"strconv"
+	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -18,58 +19,61 @@ import (
 )
 
 // otelHook gives every Redis command a client span and a
-// db.client.operation.duration observation, named by the OTel semantic
-// conventions for database clients: span name and db.operation.name are
-// the command ("EVALSHA", "SET"), with db.system.name=redis, db.namespace
-// (the database index), server.address and server.port, and error.type on
-// failure (redis.Nil is no failure).
+// db.client.operation.duration observation with the OTel database
+// semantic conventions (docs/scaling.md, Telemetry; redis.Nil is no failure).
 type otelHook struct {
 	tracer  trace.Tracer
 	metrics *Metrics
 	base    []attribute.KeyValue
 	names   sync.Map // lower-case command name -> upper-case, bounded by our own commands
+	// node (primary and Sentinel forms) gets the address of each new
+	// connection: the Sentinel form resolves the primary inside its
+	// dialer, so the connection's remote address is the one place it shows.
+	node *atomic.Pointer[string]
 }
 
-func newOTelHook(tracer trace.Tracer, metrics *Metrics, host string, port, db int) *otelHook {
-	base := append(serverAttrs(host, port), semconv.DBNamespace(strconv.Itoa(db)))
-	return &otelHook{tracer: tracer, metrics: metrics, base: base}
+func (h *otelHook) DialHook(next redis.DialHook) redis.DialHook {
+	if h.node == nil {
+		return next
+	}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := next(ctx, network, addr)
+		if err == nil && conn.RemoteAddr() != nil {
+			a := conn.RemoteAddr().String()
+			h.node.Store(&a)
+		}
+		return conn, err
+	}
 }
-
-func (h *otelHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (h *otelHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		op := h.opName(cmd.Name())
 		start := time.Now()
-		if ctx.Value(noSpanKey{}) != nil { // Watch's probes: metrics only
-			err := next(ctx, cmd)
-			h.metrics.Command(ctx, op, errorType(err), time.Since(start))
-			return err
+		var span trace.Span
+		if ctx.Value(noSpanKey{}) == nil { // Watch's probes: metrics only
+			ctx, span = h.tracer.Start(ctx, op, trace.WithSpanKind(trace.SpanKindClient),
+				trace.WithAttributes(h.base...), trace.WithAttributes(semconv.DBOperationName(op)))
 		}
-		ctx, span := h.tracer.Start(ctx, op, trace.WithSpanKind(trace.SpanKindClient),
-			trace.WithAttributes(h.base...), trace.WithAttributes(semconv.DBOperationName(op)))
 		err := next(ctx, cmd)
 		errType := errorType(err)
-		if errType != "" {
-			span.SetAttributes(semconv.ErrorTypeKey.String(errType))
-			span.SetStatus(codes.Error, errType)
+		if span != nil {
+			if errType != "" {
+				span.SetAttributes(semconv.ErrorTypeKey.String(errType))
+				span.SetStatus(codes.Error, errType)
+			}
+			span.End()
 		}
-		span.End()
 		h.metrics.Command(ctx, op, errType, time.Since(start))
 		return err
 	}
 }
 
-// noSpanKey marks a context whose commands get no span (withoutSpan).
+// noSpanKey marks a context whose commands get no span (Watch's probes).
 type noSpanKey struct{}
 
-// withoutSpan is ctx with its commands' spans turned off.
-func withoutSpan(ctx context.Context) context.Context {
-	return context.WithValue(ctx, noSpanKey{}, true)
-}
-
 func (h *otelHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next // the fleet issues no pipelines
+	return next // pipelines (redislimit's refill) get no spans or metrics
 }
 
 func (h *otelHook) opName(name string) string {

@@ -3,6 +3,7 @@ package fleet
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"strings"
 )
 
 // maxKeyPart is the longest part kept verbatim in a key name.
@@ -12,13 +13,9 @@ const maxKeyPart = 64
 // otherwise "h" and the first 32 hex digits of its SHA-256: a key name
 // never carries arbitrary or unbounded bytes.
 func KeyPart(s string) string {
-	ok := s != "" && len(s) <= maxKeyPart
-	for i := 0; ok && i < len(s); i++ {
-		c := s[i]
-		ok = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
-			c == '.' || c == '_' || c == '-'
-	}
-	if ok {
+	if s != "" && len(s) <= maxKeyPart && !strings.ContainsFunc(s, func(c rune) bool {
+		return !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-')
+	}) {
 		return s
 	}
 	sum := sha256.Sum256([]byte(s))

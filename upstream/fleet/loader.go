@@ -27,9 +27,8 @@ type LoaderConfig struct {
 	// LoadTimeout bounds one walk: a leader's lease lasts as long, a
 	// loser waits half of it for the leader's publication.
 	LoadTimeout time.Duration
-	Log         *slog.Logger     // nil: discard
-	Walk        LoadFunc         // the PMS walk a leader (or a loser that gave up) runs
-	Now         func() time.Time // nil: time.Now
+	Log         *slog.Logger // nil: discard
+	Walk        LoadFunc     // the PMS walk a leader (or a loser that gave up) runs
 }
 
 // Loader is the cache's load of cfg's snapshot through a Coordinator; nil
@@ -40,23 +39,17 @@ func Loader(cfg LoaderConfig) func(context.Context) (*upstream.Snapshot, error) 
 	if cfg.TTL <= 0 {
 		return nil
 	}
-	now := cfg.Now
-	if now == nil {
-		now = time.Now
-	}
 	c := &Coordinator{
 		Store:      cfg.Store,
 		LeaseTTL:   cfg.LoadTimeout, // a leader's walk cannot last longer
 		PublishTTL: cfg.TTL,         // older publications are never taken
 		Wait:       cfg.LoadTimeout / 2,
-		Poll:       DefaultPoll,
 		Log:        cfg.Log,
 		Count:      cfg.Count,
-		Now:        cfg.Now,
 	}
 	var last atomic.Pointer[upstream.Snapshot]
 	return func(ctx context.Context) (*upstream.Snapshot, error) {
-		l, err := c.Load(ctx, cfg.Brand, cfg.Mode, now().Add(-cfg.TTL), cfg.Walk)
+		l, err := c.Load(ctx, cfg.Brand, cfg.Mode, time.Now().Add(-cfg.TTL), cfg.Walk)
 		if err != nil {
 			return nil, err
 		}

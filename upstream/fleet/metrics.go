@@ -1,8 +1,12 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
+	"errors"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -26,6 +30,13 @@ const (
 // Uses lists every Use.
 var Uses = []Use{UseRateLimit, UseAuthThrottle, UseSnapshot}
 
+// Fallbacks counts answers given in-process because Redis could not give
+// them (Client implements it). The edge's redislimit.Limiter counts
+// one on each error, then decides with its own in-process limiter.
+type Fallbacks interface {
+	Fallback(ctx context.Context, use Use, err error)
+}
+
 // ErrorKind classifies a failed Redis call. A fixed set: a metric label.
 type ErrorKind string
 
@@ -43,20 +54,10 @@ var ErrorKinds = []ErrorKind{ErrTimeout, ErrConnection, ErrReply, ErrRejected}
 // db.client.operation.duration, in seconds.
 var dbDurationBuckets = []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10}
 
-// Metrics are the instruments of one Redis client. As named in OTel
-// (Prometheus name in brackets):
-//
-//   - db.client.operation.duration (db_client_operation_duration_seconds):
-//     histogram, seconds, one observation per Redis command (EVALSHA, SET,
-//     GET...); db.system.name=redis, db.operation.name, server.address,
-//     server.port, error.type when the command failed.
-//   - partner_edge.redis.errors (partner_edge_redis_errors_total): failed
-//     guarded calls; kind (ErrorKinds, each pre-registered at 0).
-//   - partner_edge.redis.fallbacks (partner_edge_redis_fallbacks_total):
-//     answers given by in-process behaviour because Redis failed; use
-//     (Uses, each pre-registered at 0).
-//   - partner_edge.redis.breaker.state (partner_edge_redis_breaker_state):
-//     gauge, 0 closed, 1 half-open, 2 open.
+// Metrics are the instruments of one Redis client (docs/scaling.md,
+// Telemetry and When Redis fails): db.client.operation.duration per
+// command, partner_edge.redis.errors by kind and partner_edge.redis.fallbacks
+// by use (each label pre-registered at 0), partner_edge.redis.breaker.state.
 type Metrics struct {
 	duration  metric.Float64Histogram
 	errors    metric.Int64Counter
@@ -66,9 +67,8 @@ type Metrics struct {
 	server    []attribute.KeyValue // db.system.name, server.address, server.port
 	errOpts   map[ErrorKind][]metric.AddOption
 	fbOpts    map[Use][]metric.AddOption
-	durations sync.Map // durKey -> []metric.RecordOption
-	nDur      int      // entries in durations, under mu
-	mu        sync.Mutex
+	durations sync.Map     // durKey -> []metric.RecordOption
+	nDur      atomic.Int64 // entries stored in durations
 }
 
 type durKey struct{ op, errType string }
@@ -79,26 +79,19 @@ const maxDurSets = 128
 // NewMetrics creates the instruments on meter (nil: no-op) for the server
 // at host:port.
 func NewMetrics(meter metric.Meter, host string, port int) (*Metrics, error) {
-	if meter == nil {
-		meter = noop.NewMeterProvider().Meter(observability.ScopeName)
-	}
+	meter = cmp.Or[metric.Meter](meter, noop.NewMeterProvider().Meter(observability.ScopeName))
 	m := &Metrics{server: serverAttrs(host, port)}
-	var err error
-	if m.duration, err = meter.Float64Histogram("db.client.operation.duration",
+	var errs [4]error
+	m.duration, errs[0] = meter.Float64Histogram("db.client.operation.duration",
 		metric.WithUnit("s"), metric.WithDescription("Duration of database client operations."),
-		metric.WithExplicitBucketBoundaries(dbDurationBuckets...)); err != nil {
-		return nil, err
-	}
-	if m.errors, err = meter.Int64Counter("partner_edge.redis.errors",
-		metric.WithUnit("{call}"), metric.WithDescription("Failed Redis calls by kind: timeout, connection, reply, rejected.")); err != nil {
-		return nil, err
-	}
-	if m.fallbacks, err = meter.Int64Counter("partner_edge.redis.fallbacks",
-		metric.WithUnit("{call}"), metric.WithDescription("Answers given in-process because Redis failed, by use.")); err != nil {
-		return nil, err
-	}
-	if m.breaker, err = meter.Int64Gauge("partner_edge.redis.breaker.state",
-		metric.WithDescription("Redis circuit breaker state: 0 closed, 1 half-open, 2 open.")); err != nil {
+		metric.WithExplicitBucketBoundaries(dbDurationBuckets...))
+	m.errors, errs[1] = meter.Int64Counter("partner_edge.redis.errors",
+		metric.WithUnit("{call}"), metric.WithDescription("Failed Redis calls by kind: timeout, connection, reply, rejected."))
+	m.fallbacks, errs[2] = meter.Int64Counter("partner_edge.redis.fallbacks",
+		metric.WithUnit("{call}"), metric.WithDescription("Answers given in-process because Redis failed, by use."))
+	m.breaker, errs[3] = meter.Int64Gauge("partner_edge.redis.breaker.state",
+		metric.WithDescription("Redis circuit breaker state: 0 closed, 1 half-open, 2 open."))
+	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
 	ctx := context.Background()
@@ -130,17 +123,13 @@ func (m *Metrics) durOpts(op, errType string) []metric.RecordOption {
 	if o, ok := m.durations.Load(k); ok {
 		return o.([]metric.RecordOption)
 	}
-	kv := append(append(make([]attribute.KeyValue, 0, 5), m.server...), semconv.DBOperationName(op))
+	kv := append(slices.Clone(m.server), semconv.DBOperationName(op))
 	if errType != "" {
 		kv = append(kv, semconv.ErrorTypeKey.String(errType))
 	}
 	o := []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(kv...))}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.nDur < maxDurSets {
-		if _, loaded := m.durations.LoadOrStore(k, o); !loaded {
-			m.nDur++
-		}
+	if m.nDur.Add(1) <= maxDurSets {
+		m.durations.Store(k, o)
 	}
 	return o
 }

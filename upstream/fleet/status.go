@@ -25,7 +25,7 @@ func (c *Client) StatusHandler() http.Handler {
 		if c != nil {
 			st := c.State()
 			state.Redis, state.Breaker, state.Shared = "on", st.String(), st == upstream.BreakerClosed
-			state.Form, state.Master, state.Nodes = string(c.Form()), c.Master(), c.Nodes(r.Context())
+			state.Form, state.Master, state.Nodes = string(c.Form()), c.master, c.Nodes(r.Context())
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")

@@ -7,7 +7,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"time"
 
@@ -53,15 +52,13 @@ type Store struct {
 // same on every instance) signs what Publish writes, and Fetch returns
 // only what verifies under it. An empty secret verifies nothing.
 func NewStore(c *Client, maxPayload int, now func() time.Time, secret []byte) *Store {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
 	if maxPayload <= 0 {
 		maxPayload = DefaultMaxPayload
 	}
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{c: c, token: hex.EncodeToString(b[:]), maxPayload: maxPayload, now: now, secret: bytes.Clone(secret)}
+	return &Store{c: c, token: rand.Text(), maxPayload: maxPayload, now: now, secret: bytes.Clone(secret)}
 }
 
 // leaseScript takes a lease for ARGV[1] (the store's token) for ARGV[2]

@@ -2,25 +2,13 @@
 // a brand shares each bucket (an API key's quota, a client address's
 // failed authentications) through one GCRA bucket in Redis, yet a
 // rate-limited request makes no Redis round trip in the common case
-// (docs/contract.md section 16).
-//
-// Each instance takes a share of a bucket's units from Redis ahead of need
-// (a lease: tokens granted by the bucket, spendable here for Lease) and
-// answers from it. A background refill, every Refill, tops up the share of
-// each bucket used since the last one, sized by what it was asked for, in
-// one pipelined round trip for all of them, and looks at the buckets that
-// were only peeked at. Between refills an instance decides alone: from its
-// tokens, or, when it has none and the bucket had none left at the last
-// look, a refusal. Only a bucket this instance has not seen lately (a new
-// key, an address's first failure) or a share spent faster than it grew
-// costs a synchronous call, one per bucket at a time.
-//
-// Tokens once granted are never returned: an instance that stops loses
-// them (the fleet then admits a little less, never more), and tokens held
-// past Lease are void. docs/scaling.md derives the accuracy bound.
+// (docs/contract.md section 16): each instance answers from a lease of the
+// bucket's units taken ahead of need and refilled in the background
+// (docs/scaling.md, "Quotas off the request path", and its accuracy bound).
 package redislimit
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"sync"
@@ -33,15 +21,15 @@ import (
 	"github.com/partner-edge/partner-edge/upstream/fleet"
 )
 
-// Defaults of Config.
+// The lease's timing (docs/scaling.md, "Quotas off the request path").
 const (
-	DefaultRefill = 100 * time.Millisecond
-	DefaultLease  = time.Second
-	DefaultBatch  = 500
+	Refill = 100 * time.Millisecond // the background refill's interval
+	Lease  = time.Second            // how long granted tokens stay spendable; a bucket unused as long is forgotten
+	Batch  = 500                    // buckets one pipelined refill call carries
+	stale  = 2 * Refill             // a look at a bucket older than this is not trusted
 
 	// FullAddressKept is how long a client address whose bucket was full
-	// at the last look (no failed authentication seen) is remembered
-	// without calls: until then its peeks cost no round trip.
+	// at the last look is remembered without calls (its peeks cost none).
 	FullAddressKept = 30 * time.Second
 )
 
@@ -55,30 +43,16 @@ type Client interface {
 
 // Config configures a Limiter.
 type Config struct {
-	// Client is the fleet's Redis; required.
-	Client Client
-	// Brand prefixes every bucket name: brands sharing a Redis never share
-	// a bucket.
-	Brand string
+	Client Client // the fleet's Redis; required
+	Brand  string // prefixes every bucket name: brands sharing a Redis never share a bucket
 	// Now is the clock. Nil means time.Now here and Redis's own clock
 	// (TIME) inside the script, so the fleet's buckets run on one clock
 	// whatever the instances' skew; set, the script is given this clock's
 	// time (tests; a fleet whose clocks agree).
 	Now func() time.Time
-	// Refill is the interval of the background refill; zero means
-	// DefaultRefill (100 ms). Redis receives at most about two calls per
-	// bucket in use per instance per Refill.
-	Refill time.Duration
-	// Lease is how long granted tokens stay spendable; zero means
-	// DefaultLease (1 s). A bucket unused for a Lease is forgotten.
-	Lease time.Duration
-	// MaxEntries bounds the buckets remembered; zero means
-	// ratelimit.DefaultEntries. Past it, the tenth least recently used is
-	// forgotten (its tokens lost).
+	// MaxEntries bounds the buckets remembered (zero: ratelimit.DefaultEntries);
+	// past it, the tenth least recently used is forgotten (its tokens lost).
 	MaxEntries int
-	// Batch is how many buckets one pipelined refill call carries; zero
-	// means DefaultBatch (500).
-	Batch int
 }
 
 // Limiter is the fleet-wide ratelimit.Limiter. It runs one background
@@ -88,20 +62,15 @@ type Limiter struct {
 	brand      string
 	now        func() time.Time
 	redisClock bool // the script reads Redis's TIME
-	refill     time.Duration
-	lease      time.Duration
-	stale      time.Duration // a look at a bucket older than this is not trusted
 	max        int
-	batch      int
 
 	mu      sync.RWMutex
 	entries map[ratelimit.Key]*entry
 
-	scratch    []keyed      // refillOnce's list of entries, reused (the loop's only)
-	nextRefill atomic.Int64 // Unix ns of the next refill, for RetryAfter
-	stop       context.CancelFunc
-	done       chan struct{}
-	closeOnce  sync.Once
+	scratch    []keyed       // refillOnce's list of entries, reused (the loop's only)
+	nextRefill atomic.Int64  // Unix ns of the next refill, for RetryAfter
+	done       chan struct{} // closed when the refill has stopped
+	close      func()        // stops the refill and waits for it, once
 }
 
 // entry is this instance's view of one bucket.
@@ -132,40 +101,24 @@ type call struct {
 
 // New returns a Limiter and starts its refill; Close stops it.
 func New(cfg Config) *Limiter {
-	l := &Limiter{c: cfg.Client, brand: cfg.Brand, now: cfg.Now, refill: cfg.Refill, lease: cfg.Lease,
-		max: cfg.MaxEntries, batch: cfg.Batch, entries: map[ratelimit.Key]*entry{}, done: make(chan struct{})}
+	l := &Limiter{c: cfg.Client, brand: cfg.Brand, now: cfg.Now, max: cfg.MaxEntries,
+		entries: map[ratelimit.Key]*entry{}, done: make(chan struct{})}
 	if l.now == nil {
 		l.now, l.redisClock = time.Now, true
 	}
-	if l.refill <= 0 {
-		l.refill = DefaultRefill
-	}
-	if l.lease <= 0 {
-		l.lease = DefaultLease
-	}
-	l.lease = max(l.lease, 2*l.refill)
-	l.stale = 2 * l.refill
 	if l.max <= 0 {
 		l.max = ratelimit.DefaultEntries
 	}
-	if l.batch <= 0 {
-		l.batch = DefaultBatch
-	}
 	ctx, stop := context.WithCancel(context.Background())
-	l.stop = stop
-	l.nextRefill.Store(l.now().Add(l.refill).UnixNano())
+	l.close = sync.OnceFunc(func() { stop(); <-l.done })
+	l.nextRefill.Store(l.now().Add(Refill).UnixNano())
 	go l.loop(ctx)
 	return l
 }
 
 // Close stops the refill and waits for it. Tokens held are not returned:
 // they are lost, as an instance that dies loses them.
-func (l *Limiter) Close() {
-	l.closeOnce.Do(func() {
-		l.stop()
-		<-l.done
-	})
-}
+func (l *Limiter) Close() { l.close() }
 
 // Len is the number of buckets remembered.
 func (l *Limiter) Len() int {
@@ -175,14 +128,9 @@ func (l *Limiter) Len() int {
 }
 
 // AllowN implements ratelimit.Limiter with the share of key's bucket this
-// instance holds: n units come from its tokens; a peek (n = 0) is allowed
-// while it holds a token or the bucket had one at the last look. With
-// neither, it refuses without asking Redis when the last look (at most
-// two refills old) found the bucket short, and otherwise asks Redis for n
-// units and some ahead of need, once at a time per bucket. Remaining is
-// the tokens held plus what the bucket held at the last look: it never
-// rises between two replies of Redis. An error (Redis unavailable) is
-// counted as a fallback; the edge then decides in-process.
+// instance holds, asking Redis only as docs/scaling.md, "Quotas off the
+// request path", tells (once at a time per bucket). An error (Redis
+// unavailable) is counted as a fallback; the edge then decides in-process.
 func (l *Limiter) AllowN(ctx context.Context, key ratelimit.Key, lim ratelimit.Limit, n int) (ratelimit.Decision, error) {
 	if !lim.Valid() {
 		return ratelimit.Decision{Allowed: true, Remaining: max(lim.Burst, 0)}, nil
@@ -204,19 +152,17 @@ func (l *Limiter) AllowN(ctx context.Context, key ratelimit.Key, lim ratelimit.L
 		if e.tokens > 0 && now >= e.expires {
 			e.tokens = 0
 		}
-		fresh := e.seen != 0 && now-e.seen < int64(l.stale)
+		fresh := e.seen != 0 && now-e.seen < int64(stale)
 		// A bucket full at the last look, however old, allows a peek: it
 		// is an address with no failure seen, and a failure here goes to
 		// Redis anyway (no tokens are taken ahead for a peek).
 		full := e.seen != 0 && e.left >= lim.Burst
-		if e.tokens >= need || (n == 0 && (fresh || full) && e.left >= 1) {
-			e.tokens -= n
-			d := l.decision(e, now, true)
-			e.mu.Unlock()
-			return d, nil
-		}
-		if asked || (fresh && e.tokens+e.left < need) || need > lim.Burst {
-			d := l.decision(e, now, false)
+		allowed := e.tokens >= need || (n == 0 && (fresh || full) && e.left >= 1)
+		if allowed || asked || (fresh && e.tokens+e.left < need) || need > lim.Burst {
+			if allowed {
+				e.tokens -= n
+			}
+			d := l.decision(e, now, allowed)
 			e.mu.Unlock()
 			return d, nil
 		}
@@ -228,10 +174,7 @@ func (l *Limiter) AllowN(ctx context.Context, key ratelimit.Key, lim ratelimit.L
 				return ratelimit.Decision{}, ctx.Err()
 			}
 			if c.err != nil {
-				if ctx.Err() == nil {
-					l.c.Fallback(ctx, use(key.Kind), c.err)
-				}
-				return ratelimit.Decision{}, c.err
+				return l.fallback(ctx, key, c.err)
 			}
 			// Its units may all have gone to other waiters: look again
 			// (and ask again while the bucket, as now seen, has some).
@@ -260,14 +203,23 @@ func (l *Limiter) AllowN(ctx context.Context, key ratelimit.Key, lim ratelimit.L
 		close(c.done)
 		if err != nil {
 			e.mu.Unlock()
-			if ctx.Err() == nil {
-				l.c.Fallback(ctx, use(key.Kind), err)
-			}
-			return ratelimit.Decision{}, err
+			return l.fallback(ctx, key, err)
 		}
-		e.apply(r, at.UnixNano(), l.lease)
+		e.apply(r, at.UnixNano())
 		asked = true
 	}
+}
+
+// fallback counts a fallback for key's Redis error err (none when the
+// caller has gone) and returns err: the edge decides in-process.
+func (l *Limiter) fallback(ctx context.Context, key ratelimit.Key, err error) (ratelimit.Decision, error) {
+	if use := fleet.UseRateLimit; ctx.Err() == nil {
+		if key.Kind == ratelimit.Address {
+			use = fleet.UseAuthThrottle
+		}
+		l.c.Fallback(ctx, use, err)
+	}
+	return ratelimit.Decision{}, err
 }
 
 // decision is what e tells at now: allowed or not, with the RateLimit
@@ -285,7 +237,7 @@ func (l *Limiter) decision(e *entry, now int64, allowed bool) ratelimit.Decision
 // e: the first refill at or after the bucket (as last seen) holds one.
 func (l *Limiter) retryAfter(e *entry, now int64) time.Duration {
 	unit := e.seen + int64(e.reset) - int64(e.lim.Burst-1)*int64(e.lim.Interval())
-	at, step := l.nextRefill.Load(), int64(l.refill)
+	at, step := l.nextRefill.Load(), int64(Refill)
 	if at < now {
 		at = now + step
 	}
@@ -296,10 +248,10 @@ func (l *Limiter) retryAfter(e *entry, now int64) time.Duration {
 }
 
 // apply records a reply of Redis sent at at.
-func (e *entry) apply(r reply, at int64, lease time.Duration) {
+func (e *entry) apply(r reply, at int64) {
 	if r.got > 0 {
 		e.tokens += r.got
-		e.expires = at + int64(lease)
+		e.expires = at + int64(Lease)
 	}
 	if at >= e.seen {
 		e.seen, e.left, e.reset = at, r.left, r.reset
@@ -313,7 +265,7 @@ func (l *Limiter) take(ctx context.Context, a ask, at time.Time) (reply, error) 
 	}
 	var r reply
 	err := l.c.Do(ctx, func(ctx context.Context, rdb redis.UniversalClient) error {
-		rs, _, err := run(ctx, rdb, []ask{a}, at)
+		rs, err := run(ctx, rdb, []ask{a}, at)
 		if err == nil {
 			r = rs[0]
 		}
@@ -357,15 +309,7 @@ func (l *Limiter) evict() {
 		all = append(all, aged{k, e.used})
 		e.mu.Unlock()
 	}
-	slices.SortFunc(all, func(a, b aged) int {
-		switch {
-		case a.used < b.used:
-			return -1
-		case a.used > b.used:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(all, func(a, b aged) int { return cmp.Compare(a.used, b.used) })
 	for _, a := range all[:max(1, min(len(all), l.max/10))] {
 		delete(l.entries, a.key)
 	}
@@ -381,7 +325,7 @@ type keyed struct {
 // at now: unused for a lease (an address full at its last look: for
 // FullAddressKept), no call in flight, no tokens held. e.mu is held.
 func (l *Limiter) idle(e *entry, now int64) bool {
-	keep := l.lease
+	keep := Lease
 	if e.kind == ratelimit.Address && e.seen != 0 && e.left >= e.lim.Burst {
 		// An address with no failure seen: its full look is what lets
 		// its peeks go without a call (AllowN), kept longer.
@@ -390,12 +334,10 @@ func (l *Limiter) idle(e *entry, now int64) bool {
 	return now-e.used >= int64(keep) && e.call == nil && e.tokens == 0
 }
 
-// loop refills every l.refill until ctx ends. Its ticker loop has the
-// shape of upstream/fleet's watch (health.go); they stay apart because
-// this one also closes done and publishes when the next refill is due.
+// loop refills every Refill until ctx ends.
 func (l *Limiter) loop(ctx context.Context) {
 	defer close(l.done)
-	t := time.NewTicker(l.refill)
+	t := time.NewTicker(Refill)
 	defer t.Stop()
 	for {
 		select {
@@ -403,17 +345,14 @@ func (l *Limiter) loop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		l.nextRefill.Store(l.now().Add(l.refill).UnixNano())
+		l.nextRefill.Store(l.now().Add(Refill).UnixNano())
 		l.refillOnce(ctx)
 	}
 }
 
-// refillOnce tops up every bucket asked for since the last refill, and
-// holding less than was asked for, to twice what was asked for (at most
-// its burst), looks at every
-// bucket only peeked at that was not full at the last look, and forgets the buckets unused for a lease whose
-// tokens are spent or void. One pipelined call per Batch buckets; a
-// failure leaves the buckets to the request path (and its fallback).
+// refillOnce tops up, looks at and forgets buckets as docs/scaling.md,
+// "Quotas off the request path", tells, in one pipelined call per Batch
+// buckets; a failure leaves them to the request path (and its fallback).
 func (l *Limiter) refillOnce(ctx context.Context) {
 	at := l.now()
 	now := at.UnixNano()
@@ -475,46 +414,35 @@ func (l *Limiter) refillOnce(ctx context.Context) {
 	if l.redisClock {
 		at = time.Time{}
 	}
-	for i := 0; i < len(asks); i += l.batch {
-		j := min(i+l.batch, len(asks))
+	for i := 0; i < len(asks); i += Batch {
+		j := min(i+Batch, len(asks))
 		var replies []reply
-		var ok []bool
 		err := l.c.Do(ctx, func(ctx context.Context, rdb redis.UniversalClient) (err error) {
-			replies, ok, err = run(ctx, rdb, asks[i:j], at)
+			replies, err = run(ctx, rdb, asks[i:j], at)
 			return err
 		})
 		if err != nil {
 			return
 		}
 		for k, r := range replies {
-			if ok[k] {
+			if r.ok {
 				e := es[i+k]
 				e.mu.Lock()
-				e.apply(r, now, l.lease)
+				e.apply(r, now)
 				e.mu.Unlock()
 			}
 		}
 	}
 }
 
-// redisName names a bucket in Redis: pe:quota:<brand>:<key id> for an API
-// key's quota, pe:authfail:<brand>:<address> for the failed-auth
-// throttle; each part long or outside [A-Za-z0-9._-] is hashed
-// (fleet.KeyPart). (Before the lease, redis_rate kept its buckets under
-// rate:pe:rl: and rate:pe:fa:, in another format: new names keep a
-// rolling upgrade from reading one as the other.)
+// redisName names a bucket in Redis, each part through fleet.KeyPart.
+// (Before the lease, redis_rate kept its buckets under rate:pe:rl: and
+// rate:pe:fa:, in another format: new names keep a rolling upgrade from
+// reading one as the other.)
 func redisName(brand string, key ratelimit.Key) string {
 	prefix := "pe:quota:"
 	if key.Kind == ratelimit.Address {
 		prefix = "pe:authfail:"
 	}
 	return prefix + fleet.KeyPart(brand) + ":" + fleet.KeyPart(key.ID)
-}
-
-// use is the fleet's fallback counter's name of a kind of bucket.
-func use(k ratelimit.Kind) fleet.Use {
-	if k == ratelimit.Address {
-		return fleet.UseAuthThrottle
-	}
-	return fleet.UseRateLimit
 }

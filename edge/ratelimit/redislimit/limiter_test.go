@@ -103,7 +103,7 @@ func TestLeaseBurstThenLocalRefusals(t *testing.T) {
 		if n := c.calls.Load() - calls; n != 0 {
 			t.Errorf("refusals cost %d round trips; want none", n)
 		}
-		time.Sleep(DefaultRefill + time.Millisecond) // one refill: the bucket gave back one unit
+		time.Sleep(Refill + time.Millisecond) // one refill: the bucket gave back one unit
 		synctest.Wait()
 		if d := allow(t, l, key, lim, 1); !d.Allowed {
 			t.Errorf("after a refill: %+v; want allowed", d)
@@ -125,7 +125,7 @@ func TestLeaseSteadyLoadCallsPerRefill(t *testing.T) {
 			}
 			time.Sleep(time.Second / perSec)
 		}
-		refills := int64(secs * time.Second / DefaultRefill)
+		refills := int64(secs * time.Second / Refill)
 		if n := c.calls.Load(); n > refills+5 {
 			t.Errorf("%d round trips for %d requests in %d s; want at most %d (one per refill, a few to start)", n, secs*perSec, secs, refills+5)
 		}
@@ -143,7 +143,7 @@ func TestLeaseTokensExpire(t *testing.T) {
 		for range 4 { // asks grow, and the next refill takes more: a holds units ahead
 			allow(t, a, key, lim, 1)
 		}
-		time.Sleep(DefaultRefill + time.Millisecond)
+		time.Sleep(Refill + time.Millisecond)
 		synctest.Wait()
 		a.mu.RLock()
 		e := a.entries[key]
@@ -154,7 +154,7 @@ func TestLeaseTokensExpire(t *testing.T) {
 		if held < 1 || held+left+4 != 20 {
 			t.Fatalf("held %d, bucket left %d after 4; want some held, 20 in all", held, left)
 		}
-		time.Sleep(DefaultLease)
+		time.Sleep(Lease)
 		// Another instance finds only what a left: the tokens a held are
 		// gone from the bucket for good (0.01/s refills nothing here).
 		b, _ := newLimiter(t, srv.URL(), "aurora")
@@ -192,7 +192,7 @@ func TestPeekTakesNothing(t *testing.T) {
 		allow(t, l, addr, lim, 1)
 		allow(t, l, addr, lim, 1)
 		d := allow(t, l, addr, lim, 0)
-		if d.Allowed || d.RetryAfter <= 0 || d.RetryAfter > 3*time.Second+DefaultRefill {
+		if d.Allowed || d.RetryAfter <= 0 || d.RetryAfter > 3*time.Second+Refill {
 			t.Errorf("peek after two failures: %+v; want refused, RetryAfter about 3 s", d)
 		}
 	})
@@ -249,10 +249,10 @@ func TestBucketsNamedAndBounded(t *testing.T) {
 		if n := small.Len(); n > 10 {
 			t.Errorf("%d buckets remembered; want at most 10", n)
 		}
-		time.Sleep(FullAddressKept + DefaultLease)
+		time.Sleep(FullAddressKept + Lease)
 		synctest.Wait()
 		if n := small.Len(); n != 0 {
-			t.Errorf("%d buckets remembered after %s idle; want 0", n, FullAddressKept+DefaultLease)
+			t.Errorf("%d buckets remembered after %s idle; want 0", n, FullAddressKept+Lease)
 		}
 	})
 }
@@ -267,7 +267,7 @@ func TestSparseKeyCallsEveryOtherRequest(t *testing.T) {
 		l, c := newLimiter(t, srv.URL(), "aurora")
 		key, lim := ratelimit.Key{Kind: ratelimit.APIKey, ID: "key_1"}, ratelimit.Limit{PerSecond: 10, Burst: 10}
 		const n = 20
-		time.Sleep(DefaultRefill / 2) // requests between refills, never at the same instant
+		time.Sleep(Refill / 2) // requests between refills, never at the same instant
 		for i := range n {
 			if d := allow(t, l, key, lim, 1); !d.Allowed {
 				t.Fatalf("request %d refused: %+v", i, d)

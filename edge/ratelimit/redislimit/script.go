@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -45,6 +45,7 @@ return {got, avail - got, math.ceil(tat - now)}
 
 // reply is the bucket as one call of takeScript left it.
 type reply struct {
+	ok    bool          // the call answered (a pipeline's replies may fail one by one)
 	got   int           // units granted
 	left  int           // whole units the bucket holds after the call
 	reset time.Duration // until it is full again
@@ -69,7 +70,11 @@ func (a ask) args(now time.Time) []any {
 // errReply is a script reply of an unexpected shape.
 var errReply = errors.New("redislimit: unexpected reply from the rate-limit script")
 
-func parseReply(v any) (reply, error) {
+func parseReply(c *redis.Cmd) (reply, error) {
+	v, err := c.Result()
+	if err != nil {
+		return reply{}, err
+	}
 	vals, ok := v.([]any)
 	if !ok || len(vals) != 3 {
 		return reply{}, errReply
@@ -83,22 +88,18 @@ func parseReply(v any) (reply, error) {
 	if n[2] > math.MaxInt64/int64(time.Microsecond) {
 		return reply{}, errReply
 	}
-	return reply{got: int(n[0]), left: int(n[1]), reset: time.Duration(n[2]) * time.Microsecond}, nil
+	return reply{ok: true, got: int(n[0]), left: int(n[1]), reset: time.Duration(n[2]) * time.Microsecond}, nil
 }
 
 // run calls takeScript once per ask, in one pipeline (one round trip), and
 // returns the replies in order; an error for the whole round trip, or for
-// one reply (that ask's reply is then the zero reply with ok false).
+// one reply (that ask's reply is then the zero reply, not ok).
 // A Redis that lost its scripts (a restart, a failover) gets the script
 // loaded and the pipeline sent again, once.
-func run(ctx context.Context, rdb redis.Cmdable, asks []ask, now time.Time) ([]reply, []bool, error) {
+func run(ctx context.Context, rdb redis.Cmdable, asks []ask, now time.Time) ([]reply, error) {
 	if len(asks) == 1 { // the request path: EVALSHA, EVAL when the script is missing
-		v, err := takeScript.Run(ctx, rdb, []string{asks[0].name}, asks[0].args(now)...).Result()
-		if err != nil {
-			return nil, nil, err
-		}
-		r, err := parseReply(v)
-		return []reply{r}, []bool{err == nil}, err
+		r, err := parseReply(takeScript.Run(ctx, rdb, []string{asks[0].name}, asks[0].args(now)...))
+		return []reply{r}, err
 	}
 	for attempt := 0; ; attempt++ {
 		cmds, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -107,43 +108,19 @@ func run(ctx context.Context, rdb redis.Cmdable, asks []ask, now time.Time) ([]r
 			}
 			return nil
 		})
-		if err != nil && attempt == 0 && noScript(cmds) {
+		if err != nil && attempt == 0 && slices.ContainsFunc(cmds, func(c redis.Cmder) bool { return redis.HasErrorPrefix(c.Err(), "NOSCRIPT") }) {
 			if err := takeScript.Load(ctx, rdb).Err(); err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			continue
 		}
-		replies, ok := make([]reply, len(asks)), make([]bool, len(asks))
+		replies := make([]reply, len(asks))
 		for i, c := range cmds {
-			v, cerr := c.(*redis.Cmd).Result()
-			if cerr != nil {
-				continue
-			}
-			replies[i], cerr = parseReply(v)
-			ok[i] = cerr == nil
+			replies[i], _ = parseReply(c.(*redis.Cmd))
 		}
-		if err != nil && !anyOK(ok) {
-			return nil, nil, err
+		if err != nil && !slices.ContainsFunc(replies, func(r reply) bool { return r.ok }) {
+			return nil, err
 		}
-		return replies, ok, nil
+		return replies, nil
 	}
-}
-
-func anyOK(ok []bool) bool {
-	for _, b := range ok {
-		if b {
-			return true
-		}
-	}
-	return false
-}
-
-// noScript reports whether a reply of cmds is NOSCRIPT.
-func noScript(cmds []redis.Cmder) bool {
-	for _, c := range cmds {
-		if err := c.Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
-			return true
-		}
-	}
-	return false
 }

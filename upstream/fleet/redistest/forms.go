@@ -1,7 +1,8 @@
 package redistest
 
 import (
-	"bufio"
+	"bytes"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -11,23 +12,24 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"io"
 	"math/big"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
-// The forms operators run (docs/contract.md section 16): a TLS-only server with a CA made
-// in the test, ACL users, Sentinel, Cluster. Always real redis-server
-// processes: where it is missing, the test fails under CI=true and is
-// skipped otherwise (miniredis has no TLS, Sentinel or Cluster).
+// The forms operators run (docs/contract.md section 16), always real
+// redis-server processes: miniredis has no TLS, Sentinel or Cluster.
 
 // requireReal fails (CI=true) or skips t when redis-server or redis-cli is
 // missing.
@@ -47,65 +49,71 @@ func requireReal(t testing.TB, tools ...string) {
 type proc struct {
 	addr string
 	cmd  *exec.Cmd
-	out  *syncWriter
-	done chan struct{}
+	out  bytes.Buffer  // its output, read once done is closed
+	done chan struct{} // closed when cmd has exited
 	once sync.Once
 }
 
-// startProc starts redis-server with args and waits until ready (nil:
-// PING over plain TCP) answers; it retries on another port when the one
-// it got was taken meanwhile. portArgs gets the chosen port(s).
+// startProc starts redis-server with args (given two free ports) and
+// waits until ready (nil: PING) answers; it retries on other ports when
+// one it got was taken meanwhile. The process is killed when t ends.
 func startProc(t testing.TB, ready func(addr string) error, args func(port, port2 string) []string) *proc {
 	t.Helper()
-	var lastErr error
+	var err error
 	for range 5 { // a free port can be taken between probe and start
-		addr, err := freePort()
-		if err != nil {
-			t.Fatalf("redistest: %v", err)
-		}
-		addr2, err := freePort()
-		if err != nil {
-			t.Fatalf("redistest: %v", err)
-		}
-		_, port, _ := net.SplitHostPort(addr)
-		_, port2, _ := net.SplitHostPort(addr2)
-		p := &proc{addr: addr, out: &syncWriter{}, done: make(chan struct{})}
-		p.cmd = exec.Command("redis-server", args(port, port2)...)
-		p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-		if err := p.cmd.Start(); err != nil {
-			t.Fatalf("redistest: start redis-server: %v", err)
-		}
-		go func() { _ = p.cmd.Wait(); close(p.done) }()
-		if ready == nil {
-			ready = func(addr string) error { _, err := Query(addr, nil, "PING"); return err }
-		}
-		if lastErr = p.wait(ready); lastErr == nil {
+		port, port2 := freePort(t), freePort(t)
+		var p *proc
+		if p, err = launch("127.0.0.1:"+port, ready, args(port, port2)); err == nil {
 			t.Cleanup(p.kill)
 			return p
 		}
-		p.kill()
 	}
-	t.Fatalf("redistest: %v", lastErr)
+	t.Fatalf("redistest: %v", err)
 	return nil
 }
 
-func (p *proc) wait(ready func(addr string) error) error {
+// launch starts redis-server with args and waits until ready (nil: PING)
+// answers at addr; an error when it exits or is not ready within 10 s.
+func launch(addr string, ready func(addr string) error, args []string) (*proc, error) {
+	p := &proc{addr: addr, done: make(chan struct{})}
+	p.cmd = exec.Command("redis-server", args...)
+	p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
+	if err := p.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start redis-server: %w", err)
+	}
+	go func() { _ = p.cmd.Wait(); close(p.done) }()
+	if ready == nil {
+		ready = func(addr string) error { _, err := Query(addr, nil, "PING"); return err }
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		err := ready(p.addr)
+		c, err := net.DialTimeout("tcp", addr, time.Second) // not listening yet: no go-redis dial error logged
 		if err == nil {
-			return nil
+			c.Close()
+			err = ready(addr)
 		}
-		select {
-		case <-p.done:
-			return fmt.Errorf("redis-server on %s exited: %s", p.addr, strings.TrimSpace(p.out.String()))
-		default:
+		if err == nil {
+			return p, nil
+		}
+		if p.exited() {
+			return nil, fmt.Errorf("redis-server on %s exited: %s", addr, strings.TrimSpace(p.out.String()))
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("redis-server on %s not ready: %v", p.addr, err)
+			p.kill()
+			return nil, fmt.Errorf("redis-server on %s not ready: %v", addr, err)
 		}
 		time.Sleep(20 * time.Millisecond) // polling the process we started, an outside event
 	}
+}
+
+// freePort is a loopback TCP port free now.
+func freePort(t testing.TB) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
+	defer l.Close()
+	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 }
 
 // exited reports whether the process has ended.
@@ -126,74 +134,43 @@ func (p *proc) kill() {
 	})
 }
 
+// client is a go-redis client of addr (TLS when tc is set) for tests'
+// set-up and checks: RESP2, nothing sent on connect, no retries.
+func client(addr string, tc *tls.Config) *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: addr, TLSConfig: tc, Protocol: 2, DisableIdentity: true,
+		MaxRetries: -1, DialerRetries: 1, DialTimeout: 2 * time.Second, ReadTimeout: 5 * time.Second,
+		WriteTimeout: 5 * time.Second, MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}})
+}
+
 // Query sends one command over a fresh connection (TLS when tc is set)
 // and returns its reply: a simple or bulk string as is, an integer in
 // decimal, an array as its elements one per line (nested arrays
 // flattened); an error reply is an error. For tests' set-up and checks.
 func Query(addr string, tc *tls.Config, args ...string) (string, error) {
-	d := &net.Dialer{Timeout: 2 * time.Second}
-	var c net.Conn
-	var err error
-	if tc != nil {
-		c, err = tls.DialWithDialer(d, "tcp", addr, tc)
-	} else {
-		c, err = d.Dial("tcp", addr)
+	rdb := client(addr, tc)
+	defer rdb.Close()
+	cmd := make([]any, len(args))
+	for i, a := range args {
+		cmd[i] = a
 	}
-	if err != nil {
+	v, err := rdb.Do(context.Background(), cmd...).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return "", err
 	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-	req := fmt.Sprintf("*%d\r\n", len(args))
-	for _, a := range args {
-		req += fmt.Sprintf("$%d\r\n%s\r\n", len(a), a)
-	}
-	if _, err := io.WriteString(c, req); err != nil {
-		return "", err
-	}
-	var lines []string
-	if err := readReply(bufio.NewReader(c), &lines); err != nil {
-		return "", err
-	}
-	return strings.Join(lines, "\n"), nil
+	return strings.Join(flatten(v), "\n"), nil
 }
 
-func readReply(r *bufio.Reader, out *[]string) error {
-	line, err := r.ReadString('\n')
-	if err != nil {
-		return err
+// flatten is a reply's elements, nested arrays flattened; nil is "".
+func flatten(v any) []string {
+	vs, ok := v.([]any)
+	if !ok {
+		return []string{strings.TrimPrefix(fmt.Sprint(v), "<nil>")}
 	}
-	line = strings.TrimRight(line, "\r\n")
-	if line == "" {
-		return errors.New("empty reply")
+	var out []string
+	for _, e := range vs {
+		out = append(out, flatten(e)...)
 	}
-	switch line[0] {
-	case '+', ':':
-		*out = append(*out, line[1:])
-	case '-':
-		return errors.New(line[1:])
-	case '$':
-		n, _ := strconv.Atoi(line[1:])
-		if n < 0 {
-			*out = append(*out, "")
-			return nil
-		}
-		b := make([]byte, n+2)
-		if _, err := io.ReadFull(r, b); err != nil {
-			return err
-		}
-		*out = append(*out, string(b[:n]))
-	case '*':
-		n, _ := strconv.Atoi(line[1:])
-		for range n {
-			if err := readReply(r, out); err != nil {
-				return err
-			}
-		}
-	default:
-		return fmt.Errorf("unexpected reply %q", line)
-	}
-	return nil
+	return out
 }
 
 // CA is a certificate authority made in the test, with its PEM file.
@@ -207,22 +184,9 @@ type CA struct {
 // NewCA makes a CA named name; its certificate is written to dir.
 func NewCA(t testing.TB, dir, name string) *CA {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	ca := &CA{File: filepath.Join(dir, name+"-ca.pem"), cert: cert, key: key, dir: dir}
-	writePEM(t, ca.File, "CERTIFICATE", der)
+	ca := &CA{File: filepath.Join(dir, name+"-ca.pem"), dir: dir}
+	ca.cert, ca.key = makeCert(t, ca.File, &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}, nil, nil)
 	return ca
 }
 
@@ -231,30 +195,40 @@ func NewCA(t testing.TB, dir, name string) *CA {
 // and its key; it returns the two file paths.
 func (ca *CA) Issue(t testing.TB, name string) (certFile, keyFile string) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
 	serial, _ := rand.Int(rand.Reader, big.NewInt(1<<62))
-	tmpl := &x509.Certificate{
-		SerialNumber: serial, Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+	certFile, keyFile = filepath.Join(ca.dir, name+".pem"), filepath.Join(ca.dir, name+"-key.pem")
+	_, key := makeCert(t, certFile, &x509.Certificate{SerialNumber: serial, Subject: pkix.Name{CommonName: name},
 		KeyUsage:    x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"}}, ca.cert, ca.key)
 	kder, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	certFile, keyFile = filepath.Join(ca.dir, name+".pem"), filepath.Join(ca.dir, name+"-key.pem")
-	writePEM(t, certFile, "CERTIFICATE", der)
 	writePEM(t, keyFile, "EC PRIVATE KEY", kder)
 	return certFile, keyFile
+}
+
+// makeCert makes a key and the certificate of tmpl for it, valid from an
+// hour ago for a day, signed by parent's key (nil: self-signed), and
+// writes the certificate to file.
+func makeCert(t testing.TB, file string, tmpl, parent *x509.Certificate, parentKey *ecdsa.PrivateKey) (*x509.Certificate, *ecdsa.PrivateKey) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if parent == nil {
+		parent, parentKey = tmpl, key
+	}
+	tmpl.NotBefore, tmpl.NotAfter = time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writePEM(t, file, "CERTIFICATE", der)
+	cert, _ := x509.ParseCertificate(der)
+	return cert, key
 }
 
 // Pool is a pool holding the CA alone.
@@ -280,24 +254,17 @@ func (u User) args() []string {
 
 // TLSOptions choose a TLS server.
 type TLSOptions struct {
-	// ClientCerts requires a client certificate signed by the CA
-	// (--tls-auth-clients yes); false: optional.
-	ClientCerts bool
-	// Users are ACL users besides the default one.
-	Users []User
-	// NoDefaultUser turns the default user off: only Users may connect.
-	NoDefaultUser bool
+	ClientCerts   bool   // require a client certificate signed by the CA (false: optional)
+	Users         []User // ACL users besides the default one
+	NoDefaultUser bool   // the default user off: only Users may connect
 }
 
 // TLSServer is a TLS-only redis-server (--port 0) whose certificate a CA
 // made in the test signed.
 type TLSServer struct {
-	Addr string // 127.0.0.1:port, TLS only
-	CA   *CA
-	// ClientCert and ClientKey are files of a client certificate the CA
-	// signed.
-	ClientCert, ClientKey string
-	p                     *proc
+	Addr                  string // 127.0.0.1:port, TLS only
+	CA                    *CA
+	ClientCert, ClientKey string // files of a client certificate the CA signed
 }
 
 // StartTLS starts a TLS-only server for t, stopped when t ends.
@@ -324,10 +291,9 @@ func StartTLS(t testing.TB, opts TLSOptions) *TLSServer {
 		}
 		return err
 	}
-	s.p = startProc(t, ready, func(port, _ string) []string {
-		args := []string{"--port", "0", "--tls-port", port, "--bind", "127.0.0.1",
-			"--tls-cert-file", certFile, "--tls-key-file", keyFile, "--tls-ca-cert-file", s.CA.File,
-			"--tls-auth-clients", auth, "--save", "", "--appendonly", "no", "--dir", dir}
+	s.Addr = startProc(t, ready, func(port, _ string) []string {
+		args := serverArgs("0", dir, "--tls-port", port, "--tls-cert-file", certFile, "--tls-key-file", keyFile,
+			"--tls-ca-cert-file", s.CA.File, "--tls-auth-clients", auth)
 		for _, u := range opts.Users {
 			args = append(args, u.args()...)
 		}
@@ -335,25 +301,12 @@ func StartTLS(t testing.TB, opts TLSOptions) *TLSServer {
 			args = append(args, "--user", "default", "off")
 		}
 		return args
-	})
-	s.Addr = s.p.addr
+	}).addr
 	return s
 }
 
 // URL is the rediss:// address of database 0 (no credentials).
 func (s *TLSServer) URL() string { return "rediss://" + s.Addr + "/0" }
-
-// AddUser creates an ACL user on the running plain server (real only).
-func (s *Server) AddUser(u User) {
-	s.t.Helper()
-	if s.mini != nil {
-		s.t.Fatalf("redistest: AddUser needs the real server")
-	}
-	args := append([]string{"ACL", "SETUSER", u.Name}, u.args()[2:]...)
-	if _, err := Query(s.addr, nil, args...); err != nil {
-		s.t.Fatalf("redistest: ACL SETUSER: %v", err)
-	}
-}
 
 // SentinelMaster is the name the Sentinels of StartSentinel monitor.
 const SentinelMaster = "pe-primary"
@@ -364,7 +317,6 @@ type Sentinel struct {
 	Sentinels []string // host:port of the three Sentinels
 	t         testing.TB
 	nodes     map[string]*proc // by address: the primary and the replica
-	primary   string           // the address started as primary
 }
 
 // StartSentinel starts the five processes for t and waits until each
@@ -374,14 +326,7 @@ func StartSentinel(t testing.TB) *Sentinel {
 	t.Helper()
 	requireReal(t)
 	s := &Sentinel{t: t, nodes: map[string]*proc{}}
-	serverArgs := func(dir string, extra ...string) func(port, _ string) []string {
-		return func(port, _ string) []string {
-			return append([]string{"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-				"--dir", dir}, extra...)
-		}
-	}
-	primary := startProc(t, nil, serverArgs(t.TempDir()))
-	s.primary = primary.addr
+	primary := startProc(t, nil, func(port, _ string) []string { return serverArgs(port, t.TempDir()) })
 	s.nodes[primary.addr] = primary
 	host, port, _ := net.SplitHostPort(primary.addr)
 	replicaReady := func(addr string) error {
@@ -391,7 +336,9 @@ func StartSentinel(t testing.TB) *Sentinel {
 		}
 		return err
 	}
-	replica := startProc(t, replicaReady, serverArgs(t.TempDir(), "--replicaof", host, port))
+	replica := startProc(t, replicaReady, func(rport, _ string) []string {
+		return serverArgs(rport, t.TempDir(), "--replicaof", host, port)
+	})
 	s.nodes[replica.addr] = replica
 	for range 3 {
 		dir := t.TempDir()
@@ -429,10 +376,9 @@ func StartSentinel(t testing.TB) *Sentinel {
 func (s *Sentinel) Primary() string {
 	s.t.Helper()
 	for _, sa := range s.Sentinels {
-		if r, err := Query(sa, nil, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", SentinelMaster); err == nil {
-			if hp := strings.Split(r, "\n"); len(hp) == 2 {
-				return net.JoinHostPort(hp[0], hp[1])
-			}
+		r, err := Query(sa, nil, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", SentinelMaster)
+		if hp := strings.Split(r, "\n"); err == nil && len(hp) == 2 {
+			return net.JoinHostPort(hp[0], hp[1])
 		}
 	}
 	s.t.Fatalf("redistest: no Sentinel names the primary")
@@ -483,9 +429,8 @@ func StartClusterWith(t testing.TB, opts ClusterOptions) *Cluster {
 	for range 3 * (1 + min(max(opts.Replicas, 0), 1)) {
 		dir := t.TempDir()
 		p := startProc(t, nil, func(port, busPort string) []string {
-			return []string{"--port", port, "--cluster-port", busPort, "--bind", "127.0.0.1",
-				"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(dir, "nodes.conf"),
-				"--cluster-node-timeout", "2000", "--save", "", "--appendonly", "no", "--dir", dir}
+			return serverArgs(port, dir, "--cluster-port", busPort, "--cluster-enabled", "yes",
+				"--cluster-config-file", filepath.Join(dir, "nodes.conf"), "--cluster-node-timeout", "2000")
 		})
 		c.Nodes = append(c.Nodes, p.addr)
 		c.procs[p.addr] = p
@@ -521,37 +466,28 @@ func (c *Cluster) synced(n string, replicas int) bool {
 	return err == nil && (strings.Contains(info, "role:master") || strings.Contains(info, "master_link_status:up"))
 }
 
-// PrimaryOf is the address of the primary serving key's slot now, as the
-// first node that answers sees it; "" when none does.
+// PrimaryOf is the address of the primary serving key's slot now (not
+// failed), as the first node that answers sees it; "" when none does.
 func (c *Cluster) PrimaryOf(key string) string {
+	ctx := context.Background()
 	for _, n := range c.Nodes {
-		if c.procs[n] != nil && c.procs[n].exited() {
+		if c.procs[n].exited() {
 			continue
 		}
-		slot, err := Query(n, nil, "CLUSTER", "KEYSLOT", key)
-		if err != nil {
+		rdb := client(n, nil)
+		slot, err := rdb.ClusterKeySlot(ctx, key).Result()
+		shards, err2 := rdb.ClusterShards(ctx).Result()
+		_ = rdb.Close()
+		if err != nil || err2 != nil {
 			continue
 		}
-		s, _ := strconv.Atoi(slot)
-		nodes, err := Query(n, nil, "CLUSTER", "NODES")
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(nodes, "\n") {
-			f := strings.Fields(line)
-			if len(f) < 9 || !strings.Contains(f[2], "master") || strings.Contains(f[2], "fail") {
+		for _, sh := range shards {
+			if !slices.ContainsFunc(sh.Slots, func(r redis.SlotRange) bool { return r.Start <= slot && slot <= r.End }) {
 				continue
 			}
-			for _, r := range f[8:] {
-				lo, hi, ok := strings.Cut(r, "-")
-				a, _ := strconv.Atoi(lo)
-				b := a
-				if ok {
-					b, _ = strconv.Atoi(hi)
-				}
-				if a <= s && s <= b {
-					addr, _, _ := strings.Cut(f[1], "@")
-					return addr
+			for _, node := range sh.Nodes {
+				if node.Role == "master" && node.Health == "online" {
+					return net.JoinHostPort(node.IP, strconv.FormatInt(node.Port, 10))
 				}
 			}
 		}
@@ -571,13 +507,3 @@ func (c *Cluster) Kill(addr string) {
 
 // Seeds is the nodes comma-separated, as EDGE_REDIS_CLUSTER takes them.
 func (c *Cluster) Seeds() string { return strings.Join(c.Nodes, ",") }
-
-// Flush deletes every key on every node.
-func (c *Cluster) Flush(t testing.TB) {
-	t.Helper()
-	for _, n := range c.Nodes {
-		if _, err := Query(n, nil, "FLUSHALL"); err != nil {
-			t.Fatalf("redistest: FLUSHALL on %s: %v", n, err)
-		}
-	}
-}

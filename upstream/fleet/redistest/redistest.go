@@ -7,15 +7,10 @@
 package redistest
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
-	"fmt"
 	"net"
 	"os"
 	"os/exec"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -28,12 +23,8 @@ const DebianPackage = "redis-server"
 
 // Options choose the server.
 type Options struct {
-	// RequireReal fails the test when redis-server is missing instead of
-	// falling back to miniredis. Start sets it when CI=true.
-	RequireReal bool
-	// Mini uses miniredis even where redis-server is installed (unit tests
-	// that need no real server).
-	Mini bool
+	RequireReal bool // fail when redis-server is missing instead of using miniredis (Start: CI=true)
+	Mini        bool // miniredis even where redis-server is installed (tests that need no real server)
 }
 
 // Server is a running test Redis.
@@ -43,9 +34,7 @@ type Server struct {
 	dir  string
 
 	mu   sync.Mutex
-	cmd  *exec.Cmd     // the real server, nil when stopped or mini
-	out  *syncWriter   // its output
-	done chan struct{} // closed when cmd has exited
+	p    *proc // the real server, nil when stopped or mini
 	mini *miniredis.Miniredis
 }
 
@@ -71,26 +60,12 @@ func StartWith(t testing.TB, opts Options) *Server {
 		}
 	}
 	if opts.Mini {
-		m := miniredis.NewMiniRedis()
-		if err := m.StartAddr("127.0.0.1:0"); err != nil {
-			t.Fatalf("redistest: miniredis: %v", err)
-		}
-		s.mini, s.addr = m, m.Addr()
-		t.Cleanup(m.Close)
+		s.mini = miniredis.RunT(t) // on a free loopback port, closed when t ends
+		s.addr = s.mini.Addr()
 		return s
 	}
-	var err error
-	for range 5 { // a free port can be taken between probe and start
-		if s.addr, err = freePort(); err != nil {
-			break
-		}
-		if err = s.start(); err == nil {
-			break
-		}
-	}
-	if err != nil {
-		t.Fatalf("redistest: %v", err)
-	}
+	s.p = startProc(t, nil, func(port, _ string) []string { return serverArgs(port, s.dir) })
+	s.addr = s.p.addr
 	t.Cleanup(s.Stop)
 	return s
 }
@@ -104,13 +79,6 @@ func (s *Server) URL() string { return "redis://" + s.addr + "/0" }
 // Real reports whether this is a real redis-server (false: miniredis).
 func (s *Server) Real() bool { return s.mini == nil }
 
-// Port is the TCP port.
-func (s *Server) Port() int {
-	_, p, _ := net.SplitHostPort(s.addr)
-	n, _ := strconv.Atoi(p)
-	return n
-}
-
 // Stop stops the server (abruptly: SIGKILL) and waits until it has exited.
 // Stopping a stopped server does nothing.
 func (s *Server) Stop() {
@@ -118,14 +86,10 @@ func (s *Server) Stop() {
 	defer s.mu.Unlock()
 	if s.mini != nil {
 		s.mini.Close()
-		return
+	} else if s.p != nil {
+		s.p.kill()
+		s.p = nil
 	}
-	if s.cmd == nil {
-		return
-	}
-	_ = s.cmd.Process.Kill()
-	<-s.done
-	s.cmd = nil
 }
 
 // Restart starts the stopped server again on the same port (empty: the
@@ -153,9 +117,7 @@ func (s *Server) Flush() {
 	s.t.Helper()
 	if s.mini != nil {
 		s.mini.FlushAll()
-		return
-	}
-	if err := command(s.addr, "FLUSHALL", "+OK"); err != nil {
+	} else if _, err := Query(s.addr, nil, "FLUSHALL"); err != nil {
 		s.t.Fatalf("redistest: FLUSHALL: %v", err)
 	}
 }
@@ -163,90 +125,17 @@ func (s *Server) Flush() {
 func (s *Server) start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cmd != nil {
+	if s.p != nil {
 		return errors.New("already running")
 	}
 	_, port, _ := net.SplitHostPort(s.addr)
-	cmd := exec.Command("redis-server",
-		"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", s.dir, "--daemonize", "no")
-	out := &syncWriter{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start redis-server: %w", err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		err := command(s.addr, "PING", "+PONG")
-		if err == nil {
-			s.cmd, s.out, s.done = cmd, out, done
-			return nil
-		}
-		select {
-		case <-done:
-			return fmt.Errorf("redis-server on %s exited: %s", s.addr, strings.TrimSpace(out.String()))
-		default:
-		}
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			<-done
-			return fmt.Errorf("redis-server on %s did not answer PING: %v", s.addr, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	p, err := launch(s.addr, nil, serverArgs(port, s.dir))
+	s.p = p
+	return err
 }
 
-// command sends one command (words separated by spaces) and expects the
-// reply line want.
-func command(addr, cmd, want string) error {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(time.Second))
-	words := strings.Fields(cmd)
-	req := fmt.Sprintf("*%d\r\n", len(words))
-	for _, w := range words {
-		req += fmt.Sprintf("$%d\r\n%s\r\n", len(w), w)
-	}
-	if _, err := c.Write([]byte(req)); err != nil {
-		return err
-	}
-	line, err := bufio.NewReader(c).ReadString('\n')
-	if err != nil {
-		return err
-	}
-	if got := strings.TrimSpace(line); got != want {
-		return fmt.Errorf("%s: got %q", cmd, got)
-	}
-	return nil
-}
-
-func freePort() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	addr := l.Addr().String()
-	return addr, l.Close()
-}
-
-type syncWriter struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *syncWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *syncWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
+// serverArgs are the arguments of a plain server on port keeping its
+// files in dir, then extra.
+func serverArgs(port, dir string, extra ...string) []string {
+	return append([]string{"--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir}, extra...)
 }

@@ -16,25 +16,25 @@ func TestStartStopRestart(t *testing.T) {
 		if s.Real() != (!mini && noReal == nil) {
 			t.Fatalf("Mini=%v: Real()=%v", mini, s.Real())
 		}
-		if err := command(s.Addr(), "SET k v", "+OK"); err != nil {
-			t.Fatalf("SET: %v", err)
+		if got, err := Query(s.Addr(), nil, "SET", "k", "v"); err != nil || got != "OK" {
+			t.Fatalf("SET: %q, %v", got, err)
 		}
 		s.Flush()
-		if err := command(s.Addr(), "GET k", "$-1"); err != nil {
-			t.Fatalf("GET after flush: %v", err)
+		if got, err := Query(s.Addr(), nil, "GET", "k"); err != nil || got != "" {
+			t.Fatalf("GET after flush: %q, %v", got, err)
 		}
 		s.Stop()
 		if c, err := net.Dial("tcp", s.Addr()); err == nil {
 			c.Close()
 			t.Fatalf("Mini=%v: still listening on %s after Stop", mini, s.Addr())
 		}
-		port := s.Port()
+		addr := s.Addr()
 		s.Restart()
-		if s.Port() != port {
-			t.Fatalf("port changed: %d -> %d", port, s.Port())
+		if s.Addr() != addr {
+			t.Fatalf("address changed: %s -> %s", addr, s.Addr())
 		}
-		if err := command(s.Addr(), "PING", "+PONG"); err != nil {
-			t.Fatalf("Mini=%v: PING after restart: %v", mini, err)
+		if got, err := Query(s.Addr(), nil, "PING"); err != nil || got != "PONG" {
+			t.Fatalf("Mini=%v: PING after restart: %q, %v", mini, got, err)
 		}
 	}
 }
