@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -274,5 +275,32 @@ func TestNewClientRejectsBadSettings(t *testing.T) {
 		if _, err := NewClient(cfg); err == nil {
 			t.Errorf("NewClient(%+v) = nil error", cfg)
 		}
+	}
+}
+
+// TestGetHotel408IsRetriedOnANewConnection: a 408 is the PMS closing a
+// connection our request crossed on the wire (docs/resilience.md, Retries):
+// the request is repeated, on a new connection, and the call succeeds.
+func TestGetHotel408IsRetriedOnANewConnection(t *testing.T) {
+	f := newFakePMS(t, hotels(1, "aurora"))
+	var conns sync.Map // remote address of each request
+	f.fault = func(w http.ResponseWriter, r *http.Request, n int64) bool {
+		conns.Store(n, r.RemoteAddr)
+		if n == 1 {
+			w.Header().Set("Connection", "close")
+			w.WriteHeader(http.StatusRequestTimeout)
+			return true
+		}
+		return false
+	}
+	c := newTestClient(t, testConfig(f.srv.URL))
+	raw, err := c.GetHotel(context.Background(), "aurora", hotelID(1))
+	if err != nil || !strings.Contains(string(raw), hotelID(1)) {
+		t.Fatalf("GetHotel after a 408 = %s, %v; want the record", raw, err)
+	}
+	first, _ := conns.Load(int64(1))
+	second, _ := conns.Load(int64(2))
+	if n := f.calls.Load(); n != 2 || first == second {
+		t.Errorf("PMS requests = %d on %v then %v, want 2 on two connections", n, first, second)
 	}
 }

@@ -283,9 +283,13 @@ func (a *attempts) checkRetry(ctx context.Context, resp *http.Response, err erro
 	return true, nil
 }
 
+// retryableStatus: every 5xx but 501 is transient (docs/pms-api.md section 4),
+// 429 is shedding, and a 408 is a PMS closing a connection it took for idle
+// while our request crossed it on the wire: RFC 9110 section 15.5.9 lets the
+// client repeat the request on a new connection (docs/resilience.md, Retries).
 func retryableStatus(s int) bool {
-	return s == http.StatusTooManyRequests || s == http.StatusInternalServerError || s == http.StatusBadGateway ||
-		s == http.StatusServiceUnavailable || s == http.StatusGatewayTimeout
+	return s == http.StatusRequestTimeout || s == http.StatusTooManyRequests || s == http.StatusInternalServerError ||
+		s == http.StatusBadGateway || s == http.StatusServiceUnavailable || s == http.StatusGatewayTimeout
 }
 
 // jitter is the full-jitter wait before retry number a.retries+1.
