@@ -84,12 +84,7 @@ func (ws *walkSeeds) next() uint64 {
 // permutation is the served order of a shuffled walk: the same for every
 // page of the walk.
 func permutation(walk uint64, n int) []int {
-	p := make([]int, n)
-	for i := range p {
-		p[i] = i
-	}
-	rand.New(rand.NewPCG(walk, uint64(n))).Shuffle(n, func(i, j int) { p[i], p[j] = p[j], p[i] })
-	return p
+	return rand.New(rand.NewPCG(walk, uint64(n))).Perm(n)
 }
 
 // listBody is the envelope of page; cursorKey names the next cursor
