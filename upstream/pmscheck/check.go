@@ -292,7 +292,9 @@ type checker struct {
 
 // body checks an answer's Content-Type and, against s, its JSON (section
 // 1); ok is false when it is not JSON. ids, for a list page, are the
-// hotel_id of its records, to locate a record's problems.
+// hotel_id of its records, to locate a record's problems; nil for a hotel
+// of the get route. A problem's message is the same for every record with
+// that problem, so they aggregate.
 func (c *checker) body(x *exchange, s *jsonschema.Schema, where, notJSON string, ids []string) bool {
 	if mt, _, err := mime.ParseMediaType(x.contentType); err != nil || mt != "application/json" {
 		c.v.add(RuleShape, "Content-Type", fmt.Sprintf("Content-Type %q, want application/json (section 1)", x.contentType), where)
@@ -303,11 +305,16 @@ func (c *checker) body(x *exchange, s *jsonschema.Schema, where, notJSON string,
 		return false
 	}
 	for _, p := range validate(s, doc) {
-		if ids == nil {
-			c.v.add(RuleShape, p.field, schemaMessage(p, true), where)
-		} else {
-			c.v.add(RuleShape, p.field, schemaMessage(p, len(p.path) >= 2 && p.path[0] == "hotels"), where+" "+location(p.path, ids))
+		msg, at := "HotelRecord: "+p.message+" (section 5)", where
+		if ids != nil { // at "/hotels/3 (hotel <id>)" for a record's problem
+			at += " /" + strings.Join(p.path, "/")
+			if len(p.path) < 2 || p.path[0] != "hotels" {
+				msg = "list envelope: " + p.message + " (section 2)"
+			} else if i, err := strconv.Atoi(p.path[1]); err == nil && i < len(ids) && ids[i] != "" {
+				at += " (hotel " + ids[i] + ")"
+			}
 		}
+		c.v.add(RuleShape, p.field, msg, at)
 	}
 	return true
 }
@@ -476,27 +483,6 @@ func transientFailure(err error, xs []*exchange) bool {
 	}
 	last := xs[len(xs)-1]
 	return last.status == 0 || last.status == http.StatusTooManyRequests || (last.status >= 500 && last.status <= 599)
-}
-
-// schemaMessage is the message of one schema problem: the same for every
-// record with the same problem, so they aggregate. inRecord tells a
-// HotelRecord's problem from the list envelope's.
-func schemaMessage(p schemaProblem, inRecord bool) string {
-	if inRecord {
-		return "HotelRecord: " + p.message + " (section 5)"
-	}
-	return "list envelope: " + p.message + " (section 2)"
-}
-
-// location is "/hotels/3 (hotel <id>)" for a problem inside a record.
-func location(path []string, ids []string) string {
-	loc := "/" + strings.Join(path, "/")
-	if len(path) >= 2 && path[0] == "hotels" {
-		if i, err := strconv.Atoi(path[1]); err == nil && i < len(ids) && ids[i] != "" {
-			loc += " (hotel " + ids[i] + ")"
-		}
-	}
-	return loc
 }
 
 func clip(s string, n int) string {
