@@ -125,9 +125,7 @@ func (s *Sim) applyFaults(w http.ResponseWriter, r *http.Request, serve http.Han
 		res, body := capture(r, serve)
 		cutShort(w, res, body, f.Reset)
 	case f.Malformed:
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write([]byte("<html><body><h1>502 Bad Gateway</h1><p>upstream sent an invalid response</p></body></html>\n"))
+		writeJSON(w, http.StatusOK, []byte("<html><body><h1>502 Bad Gateway</h1><p>upstream sent an invalid response</p></body></html>\n"))
 	case f.OversizeBytes > 0:
 		res, body := capture(r, serve)
 		oversize(w, res, body, f.OversizeBytes)
