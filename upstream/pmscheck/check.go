@@ -395,17 +395,6 @@ func (c *checker) listPage(x *exchange) {
 	}
 }
 
-// readFields are the optional fields the mapping reads (the required ones
-// are in schema/hotel.json).
-func readFields(cs mapping.CodeSource) []string {
-	fs := []string{"time_zone", "last_modified_ms"}
-	switch cs {
-	case mapping.CodeSourceShortCode, mapping.CodeSourceLegacyCode:
-		fs = append(fs, string(cs))
-	}
-	return fs
-}
-
 // gets reads up to cfg.Gets listed properties on the get route and one
 // unknown id. from is the number of exchanges before the gets.
 func (c *checker) gets(ctx context.Context, client *upstream.Client, items []*upstream.Item, from int) {
