@@ -48,9 +48,7 @@ type Rejected struct {
 func NewResult(brand, mode string, cs mapping.CodeSource, items []*upstream.Item, rejected []*mapping.Rejection) *Result {
 	r := &Result{Version: ResultVersion, Brand: brand, Mode: mode, CodeSource: string(cmp.Or(cs, mapping.CodeSourceNone)),
 		Properties: make([]json.RawMessage, 0, len(items)), Rejected: make([]Rejected, 0, len(rejected))}
-	sorted := slices.Clone(items)
-	slices.SortFunc(sorted, func(a, b *upstream.Item) int { return cmp.Compare(a.ID, b.ID) })
-	for _, it := range sorted {
+	for _, it := range slices.SortedFunc(slices.Values(items), func(a, b *upstream.Item) int { return cmp.Compare(a.ID, b.ID) }) {
 		r.Properties = append(r.Properties, json.RawMessage(it.JSON))
 	}
 	for _, rj := range rejected {
