@@ -3,6 +3,7 @@ package pmscheck
 import (
 	"bytes"
 	"cmp"
+	"maps"
 	"slices"
 	"strings"
 
@@ -167,11 +168,8 @@ func (c *Comparer) Properties() int { return c.nseen + len(c.added) + len(c.adde
 // Diff is what differs, every list ordered by id.
 func (c *Comparer) Diff() *Diff {
 	d := &Diff{Added: make([]string, 0, len(c.added)+len(c.addedOther)), Removed: []string{},
-		Changed:  slices.SortedFunc(slices.Values(c.changed), func(a, b Change) int { return cmp.Compare(a.ID, b.ID) }),
-		Rejected: []Rejected{}}
-	if d.Changed == nil {
-		d.Changed = []Change{}
-	}
+		Changed: append([]Change{}, c.changed...), Rejected: []Rejected{}}
+	slices.SortFunc(d.Changed, func(a, b Change) int { return cmp.Compare(a.ID, b.ID) })
 	for i, it := range c.base {
 		if c.seen[i/64]&(1<<(i%64)) != 0 {
 			continue
@@ -185,9 +183,7 @@ func (c *Comparer) Diff() *Diff {
 	for u := range c.added {
 		d.Added = append(d.Added, u.String())
 	}
-	for id := range c.addedOther {
-		d.Added = append(d.Added, id)
-	}
+	d.Added = slices.AppendSeq(d.Added, maps.Keys(c.addedOther))
 	slices.Sort(d.Added)
 	return d
 }
