@@ -14,15 +14,11 @@ import (
 )
 
 // Comparer is Compare fed the current side one record at a time, as a walk
-// maps it: it keeps only what differs (ids added, field names of changed
-// properties, rejections of base ids) and one bit per base property, never
-// the current side's properties. A walk of any size is then compared while
-// it runs, holding little more than its differences (the shadow candidate,
-// docs/contract.md section 17); Kept says how much, for the walk's bound.
-// Compare is built on it: there is one definition of added, removed,
-// changed and rejected.
-//
-// A Comparer is used by one goroutine at a time.
+// maps it, keeping only what differs and one bit per base property, so that
+// a walk of any size is compared as it runs (docs/resilience.md, "Memory of
+// a walk"); Kept says how much, for the walk's bound. Compare is built on it:
+// one definition of added, removed, changed and rejected. A Comparer is used
+// by one goroutine at a time.
 type Comparer struct {
 	base  []*upstream.Item // ordered by id, ids unique; shared, never modified
 	seen  []uint64         // bit i: the current side maps base[i]
