@@ -154,8 +154,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	mode := cmp.Or(cfg.Mode, "live")
-	r := &Report{PMS: cfg.Client.BaseURL, Brand: cfg.Brand, Mode: mode,
-		CodeSource: string(cmp.Or(cfg.CodeSource, mapping.CodeSourceNone)), Violations: []Violation{},
+	r := &Report{PMS: cfg.Client.BaseURL, Brand: cfg.Brand, Mode: mode, CodeSource: string(cmp.Or(cfg.CodeSource, mapping.CodeSourceNone)),
 		Rejected: map[mapping.Reason][]string{}, Answers: Answers{Statuses: map[string]int{}}}
 	c := &checker{sc: sc, cfg: cfg, a: &r.Answers, seenCursor: map[string]int{}, seenID: map[uint64]int{}, seed: maphash.MakeSeed()}
 	// Each list page is checked as the walk reads it, and let go.
@@ -183,7 +182,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			}
 		}})
 	props, _, walkErr := walk.Properties(ctx)
-	listed := c.rec.stop()
+	c.rec.stop()
 	// What only the whole walk tells: fields the mapping reads that no record carries.
 	if census.records >= fieldsSeenMin {
 		for _, f := range census.read {
@@ -202,7 +201,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	// two more copies of what the walk kept).
 	items := upstream.ItemsByID(props)
 	if walkErr == nil {
-		c.gets(ctx, client, items, listed)
+		c.gets(ctx, client, items)
 	}
 
 	r.Violations = c.v.list
@@ -395,9 +394,8 @@ func (c *checker) listPage(x *exchange) {
 	}
 }
 
-// gets reads up to cfg.Gets listed properties on the get route and one
-// unknown id. from is the number of exchanges before the gets.
-func (c *checker) gets(ctx context.Context, client *upstream.Client, items []*upstream.Item, from int) {
+// gets reads up to cfg.Gets listed properties on the get route, and one unknown id.
+func (c *checker) gets(ctx context.Context, client *upstream.Client, items []*upstream.Item) {
 	n := cmp.Or(c.cfg.Gets, DefaultGets)
 	if n < 0 {
 		return
@@ -441,7 +439,7 @@ func (c *checker) gets(ctx context.Context, client *upstream.Client, items []*up
 		v.add(RuleGet, "", fmt.Sprintf("an unknown hotel did not answer 404 (section 3): %v", err),
 			"GET "+listPath(brand)+"/"+unknownID)
 	}
-	for _, x := range c.rec.exchanges()[from:] {
+	for _, x := range c.rec.exchanges() {
 		c.a.countStatus(x)
 		if x.status == 0 {
 			continue
