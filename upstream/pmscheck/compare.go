@@ -73,13 +73,6 @@ func (c *Comparer) Wants(id string) bool {
 	return ok && c.seen[i/64]&(1<<(i%64)) == 0
 }
 
-// mappedJSON is Mapped of a property already encoded.
-func (c *Comparer) mappedJSON(id string, js []byte) {
-	if i, ok := c.first(id); ok {
-		c.compare(i, js)
-	}
-}
-
 // first marks id as mapped by the current side and reports the base index
 // to compare it with: ok is false for an id base lacks (added) and for an
 // id already seen (only the first counts).

@@ -130,8 +130,10 @@ func Compare(base, cur *Result) *Diff {
 		items = append(items, &upstream.Item{ID: id, JSON: b[id]})
 	}
 	c := NewComparer(items)
-	for id, p := range index(cur.Properties) {
-		c.mappedJSON(id, p)
+	for id, p := range index(cur.Properties) { // Mapped of properties already encoded
+		if i, ok := c.first(id); ok {
+			c.compare(i, p)
+		}
 	}
 	for _, r := range cur.Rejected {
 		c.Rejected(r.ID, r.Reason)
