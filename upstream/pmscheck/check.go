@@ -274,8 +274,7 @@ func statusProblem(status int, list bool) string {
 // checker checks the answers of one check. The list pages are checked in
 // order, one at a time as the walk reads it (listPage): it keeps counts, the
 // cursors handed out and a hash of each id listed, never a page
-// (docs/contract.md section 17: the check holds what the edge's walk holds,
-// plus one page being checked).
+// (docs/resilience.md, "Memory of a walk": `edge pms check`).
 type checker struct {
 	sc         *schemas
 	cfg        Config
