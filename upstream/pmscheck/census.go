@@ -60,7 +60,11 @@ var recordFields = map[string]struct {
 // NewCensus returns a census for a mapping of code source cs (which
 // decides the optional fields the mapping reads).
 func NewCensus(cs mapping.CodeSource) *Census {
-	return &Census{read: readFields(cs), fields: map[string]*fieldCount{}}
+	read := []string{"time_zone", "last_modified_ms"} // the required fields are in schema/hotel.json
+	if cs == mapping.CodeSourceShortCode || cs == mapping.CodeSourceLegacyCode {
+		read = append(read, string(cs))
+	}
+	return &Census{read: read, fields: map[string]*fieldCount{}}
 }
 
 // Add counts one record as the PMS sent it. A record that is not a JSON

@@ -154,8 +154,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	mode := cmp.Or(cfg.Mode, "live")
-	r := &Report{PMS: cfg.Client.BaseURL, Brand: cfg.Brand, Mode: mode,
-		CodeSource: string(cmp.Or(cfg.CodeSource, mapping.CodeSourceNone)), Violations: []Violation{},
+	r := &Report{PMS: cfg.Client.BaseURL, Brand: cfg.Brand, Mode: mode, CodeSource: string(cmp.Or(cfg.CodeSource, mapping.CodeSourceNone)),
 		Rejected: map[mapping.Reason][]string{}, Answers: Answers{Statuses: map[string]int{}}}
 	c := &checker{sc: sc, cfg: cfg, a: &r.Answers, seenCursor: map[string]int{}, seenID: map[uint64]int{}, seed: maphash.MakeSeed()}
 	// Each list page is checked as the walk reads it, and let go.
@@ -183,7 +182,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			}
 		}})
 	props, _, walkErr := walk.Properties(ctx)
-	listed := c.rec.stop()
+	c.rec.stop()
 	// What only the whole walk tells: fields the mapping reads that no record carries.
 	if census.records >= fieldsSeenMin {
 		for _, f := range census.read {
@@ -202,7 +201,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	// two more copies of what the walk kept).
 	items := upstream.ItemsByID(props)
 	if walkErr == nil {
-		c.gets(ctx, client, items, listed)
+		c.gets(ctx, client, items)
 	}
 
 	r.Violations = c.v.list
@@ -275,8 +274,7 @@ func statusProblem(status int, list bool) string {
 // checker checks the answers of one check. The list pages are checked in
 // order, one at a time as the walk reads it (listPage): it keeps counts, the
 // cursors handed out and a hash of each id listed, never a page
-// (docs/contract.md section 17: the check holds what the edge's walk holds,
-// plus one page being checked).
+// (docs/resilience.md, "Memory of a walk": `edge pms check`).
 type checker struct {
 	sc         *schemas
 	cfg        Config
@@ -292,7 +290,9 @@ type checker struct {
 
 // body checks an answer's Content-Type and, against s, its JSON (section
 // 1); ok is false when it is not JSON. ids, for a list page, are the
-// hotel_id of its records, to locate a record's problems.
+// hotel_id of its records, to locate a record's problems; nil for a hotel
+// of the get route. A problem's message is the same for every record with
+// that problem, so they aggregate.
 func (c *checker) body(x *exchange, s *jsonschema.Schema, where, notJSON string, ids []string) bool {
 	if mt, _, err := mime.ParseMediaType(x.contentType); err != nil || mt != "application/json" {
 		c.v.add(RuleShape, "Content-Type", fmt.Sprintf("Content-Type %q, want application/json (section 1)", x.contentType), where)
@@ -303,11 +303,16 @@ func (c *checker) body(x *exchange, s *jsonschema.Schema, where, notJSON string,
 		return false
 	}
 	for _, p := range validate(s, doc) {
-		if ids == nil {
-			c.v.add(RuleShape, p.field, schemaMessage(p, true), where)
-		} else {
-			c.v.add(RuleShape, p.field, schemaMessage(p, len(p.path) >= 2 && p.path[0] == "hotels"), where+" "+location(p.path, ids))
+		msg, at := "HotelRecord: "+p.message+" (section 5)", where
+		if ids != nil { // at "/hotels/3 (hotel <id>)" for a record's problem
+			at += " /" + strings.Join(p.path, "/")
+			if len(p.path) < 2 || p.path[0] != "hotels" {
+				msg = "list envelope: " + p.message + " (section 2)"
+			} else if i, err := strconv.Atoi(p.path[1]); err == nil && i < len(ids) && ids[i] != "" {
+				at += " (hotel " + ids[i] + ")"
+			}
 		}
+		c.v.add(RuleShape, p.field, msg, at)
 	}
 	return true
 }
@@ -388,20 +393,8 @@ func (c *checker) listPage(x *exchange) {
 	}
 }
 
-// readFields are the optional fields the mapping reads (the required ones
-// are in schema/hotel.json).
-func readFields(cs mapping.CodeSource) []string {
-	fs := []string{"time_zone", "last_modified_ms"}
-	switch cs {
-	case mapping.CodeSourceShortCode, mapping.CodeSourceLegacyCode:
-		fs = append(fs, string(cs))
-	}
-	return fs
-}
-
-// gets reads up to cfg.Gets listed properties on the get route and one
-// unknown id. from is the number of exchanges before the gets.
-func (c *checker) gets(ctx context.Context, client *upstream.Client, items []*upstream.Item, from int) {
+// gets reads up to cfg.Gets listed properties on the get route, and one unknown id.
+func (c *checker) gets(ctx context.Context, client *upstream.Client, items []*upstream.Item) {
 	n := cmp.Or(c.cfg.Gets, DefaultGets)
 	if n < 0 {
 		return
@@ -445,7 +438,7 @@ func (c *checker) gets(ctx context.Context, client *upstream.Client, items []*up
 		v.add(RuleGet, "", fmt.Sprintf("an unknown hotel did not answer 404 (section 3): %v", err),
 			"GET "+listPath(brand)+"/"+unknownID)
 	}
-	for _, x := range c.rec.exchanges()[from:] {
+	for _, x := range c.rec.exchanges() {
 		c.a.countStatus(x)
 		if x.status == 0 {
 			continue
@@ -476,27 +469,6 @@ func transientFailure(err error, xs []*exchange) bool {
 	}
 	last := xs[len(xs)-1]
 	return last.status == 0 || last.status == http.StatusTooManyRequests || (last.status >= 500 && last.status <= 599)
-}
-
-// schemaMessage is the message of one schema problem: the same for every
-// record with the same problem, so they aggregate. inRecord tells a
-// HotelRecord's problem from the list envelope's.
-func schemaMessage(p schemaProblem, inRecord bool) string {
-	if inRecord {
-		return "HotelRecord: " + p.message + " (section 5)"
-	}
-	return "list envelope: " + p.message + " (section 2)"
-}
-
-// location is "/hotels/3 (hotel <id>)" for a problem inside a record.
-func location(path []string, ids []string) string {
-	loc := "/" + strings.Join(path, "/")
-	if len(path) >= 2 && path[0] == "hotels" {
-		if i, err := strconv.Atoi(path[1]); err == nil && i < len(ids) && ids[i] != "" {
-			loc += " (hotel " + ids[i] + ")"
-		}
-	}
-	return loc
 }
 
 func clip(s string, n int) string {

@@ -3,6 +3,7 @@ package pmscheck
 import (
 	"bytes"
 	"cmp"
+	"maps"
 	"slices"
 	"strings"
 
@@ -13,15 +14,11 @@ import (
 )
 
 // Comparer is Compare fed the current side one record at a time, as a walk
-// maps it: it keeps only what differs (ids added, field names of changed
-// properties, rejections of base ids) and one bit per base property, never
-// the current side's properties. A walk of any size is then compared while
-// it runs, holding little more than its differences (the shadow candidate,
-// docs/contract.md section 17); Kept says how much, for the walk's bound.
-// Compare is built on it: there is one definition of added, removed,
-// changed and rejected.
-//
-// A Comparer is used by one goroutine at a time.
+// maps it, keeping only what differs and one bit per base property, so that
+// a walk of any size is compared as it runs (docs/resilience.md, "Memory of
+// a walk"); Kept says how much, for the walk's bound. Compare is built on it:
+// one definition of added, removed, changed and rejected. A Comparer is used
+// by one goroutine at a time.
 type Comparer struct {
 	base  []*upstream.Item // ordered by id, ids unique; shared, never modified
 	seen  []uint64         // bit i: the current side maps base[i]
@@ -74,13 +71,6 @@ func (c *Comparer) Mapped(p mapping.Property) {
 func (c *Comparer) Wants(id string) bool {
 	i, ok := c.find(id)
 	return ok && c.seen[i/64]&(1<<(i%64)) == 0
-}
-
-// mappedJSON is Mapped of a property already encoded.
-func (c *Comparer) mappedJSON(id string, js []byte) {
-	if i, ok := c.first(id); ok {
-		c.compare(i, js)
-	}
 }
 
 // first marks id as mapped by the current side and reports the base index
@@ -167,11 +157,8 @@ func (c *Comparer) Properties() int { return c.nseen + len(c.added) + len(c.adde
 // Diff is what differs, every list ordered by id.
 func (c *Comparer) Diff() *Diff {
 	d := &Diff{Added: make([]string, 0, len(c.added)+len(c.addedOther)), Removed: []string{},
-		Changed:  slices.SortedFunc(slices.Values(c.changed), func(a, b Change) int { return cmp.Compare(a.ID, b.ID) }),
-		Rejected: []Rejected{}}
-	if d.Changed == nil {
-		d.Changed = []Change{}
-	}
+		Changed: append([]Change{}, c.changed...), Rejected: []Rejected{}}
+	slices.SortFunc(d.Changed, func(a, b Change) int { return cmp.Compare(a.ID, b.ID) })
 	for i, it := range c.base {
 		if c.seen[i/64]&(1<<(i%64)) != 0 {
 			continue
@@ -185,9 +172,7 @@ func (c *Comparer) Diff() *Diff {
 	for u := range c.added {
 		d.Added = append(d.Added, u.String())
 	}
-	for id := range c.addedOther {
-		d.Added = append(d.Added, id)
-	}
+	d.Added = slices.AppendSeq(d.Added, maps.Keys(c.addedOther))
 	slices.Sort(d.Added)
 	return d
 }

@@ -7,13 +7,10 @@ import (
 
 // LimitMemory sets a soft memory limit (runtime/debug.SetMemoryLimit) for
 // a check's walk under bound: what the process uses now plus 1.375 times
-// the bound (docs/contract.md section 17: under 1.5 times the bound over
-// its footprint). The check decodes each page whole to check it against
-// the schemas, a garbage of several times the page beside what the walk
-// keeps, which the collector's own pacing (twice what was live) would let
-// pile up; the limit makes it collect in time. It returns the function
-// that puts the previous limit back. A caller leaves the limit alone when
-// the operator set GOMEMLIMIT.
+// the bound, so that the garbage of decoding each page whole for the schemas
+// is collected in time (docs/resilience.md, "Memory of a walk"). It returns
+// the function that puts the previous limit back. A caller leaves the limit
+// alone when the operator set GOMEMLIMIT.
 func LimitMemory(bound int64) (restore func()) {
 	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
 	metrics.Read(s)

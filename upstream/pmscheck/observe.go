@@ -23,7 +23,7 @@ type exchange struct {
 // were done with (the walk is sequential, so that is the order of pages).
 // While onAdd is set (the list walk), each exchange is handed to it as it
 // is done with and its body let go: the check holds one page at a time
-// (docs/contract.md section 17). After stop, bodies are kept (the gets).
+// (docs/contract.md section 17). After stop, exchanges are kept (the gets).
 type recorder struct {
 	mu    sync.Mutex
 	all   []*exchange
@@ -33,20 +33,19 @@ type recorder struct {
 func (r *recorder) add(x *exchange) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.all = append(r.all, x)
-	if r.onAdd != nil {
-		r.onAdd(x)
-		x.body = nil
+	if r.onAdd == nil {
+		r.all = append(r.all, x)
+		return
 	}
+	r.onAdd(x)
+	x.body = nil
 }
 
-// stop ends the hand-over to onAdd and returns how many exchanges there
-// were until then.
-func (r *recorder) stop() int {
+// stop ends the hand-over to onAdd.
+func (r *recorder) stop() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.onAdd = nil
-	return len(r.all)
 }
 
 func (r *recorder) exchanges() []*exchange {

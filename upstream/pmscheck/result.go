@@ -48,9 +48,7 @@ type Rejected struct {
 func NewResult(brand, mode string, cs mapping.CodeSource, items []*upstream.Item, rejected []*mapping.Rejection) *Result {
 	r := &Result{Version: ResultVersion, Brand: brand, Mode: mode, CodeSource: string(cmp.Or(cs, mapping.CodeSourceNone)),
 		Properties: make([]json.RawMessage, 0, len(items)), Rejected: make([]Rejected, 0, len(rejected))}
-	sorted := slices.Clone(items)
-	slices.SortFunc(sorted, func(a, b *upstream.Item) int { return cmp.Compare(a.ID, b.ID) })
-	for _, it := range sorted {
+	for _, it := range slices.SortedFunc(slices.Values(items), func(a, b *upstream.Item) int { return cmp.Compare(a.ID, b.ID) }) {
 		r.Properties = append(r.Properties, json.RawMessage(it.JSON))
 	}
 	for _, rj := range rejected {
@@ -132,8 +130,10 @@ func Compare(base, cur *Result) *Diff {
 		items = append(items, &upstream.Item{ID: id, JSON: b[id]})
 	}
 	c := NewComparer(items)
-	for id, p := range index(cur.Properties) {
-		c.mappedJSON(id, p)
+	for id, p := range index(cur.Properties) { // Mapped of properties already encoded
+		if i, ok := c.first(id); ok {
+			c.compare(i, p)
+		}
 	}
 	for _, r := range cur.Rejected {
 		c.Rejected(r.ID, r.Reason)

@@ -198,17 +198,16 @@ func generate(seed int64, bi int, brand string, n int, drift Drift) []json.RawMe
 		}
 		recs = append(recs, b)
 	}
-	// The PMS's own order: not by creation, but fixed for a seed. gen
-	// follows each record to its generation index, for Drift.Drop.
-	gen := make([]int, len(recs))
-	for i := range gen {
-		gen[i] = i
+	// The PMS's own order: not by creation, but fixed for a seed; without
+	// the first dropped records generated (Drift.Drop: mappable ones only).
+	dropped := min(drift.Drop, n-bad)
+	served := make([]json.RawMessage, 0, len(recs))
+	for _, i := range rng.Perm(len(recs)) {
+		if i >= dropped {
+			served = append(served, recs[i])
+		}
 	}
-	rng.Shuffle(len(recs), func(i, j int) {
-		recs[i], recs[j] = recs[j], recs[i]
-		gen[i], gen[j] = gen[j], gen[i]
-	})
-	return drift.drop(recs, gen, n-bad)
+	return served
 }
 
 func uuid(rng *rand.Rand) string {

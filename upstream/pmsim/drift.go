@@ -1,7 +1,6 @@
 package pmsim
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -116,22 +115,6 @@ func retype(v any) any {
 		return nil
 	}
 	return fmt.Sprint(v) // numbers and booleans: their text; objects and arrays: a string
-}
-
-// drop removes the records generated first (gen[i] is the generation index
-// of recs[i]); n is the number of mappable records.
-func (d Drift) drop(recs []json.RawMessage, gen []int, mappable int) []json.RawMessage {
-	k := min(d.Drop, mappable)
-	if k <= 0 {
-		return recs
-	}
-	out := recs[:0:0]
-	for i, r := range recs {
-		if gen[i] >= k {
-			out = append(out, r)
-		}
-	}
-	return out
 }
 
 // nextOffset is where the page after one served at offset with n records

@@ -125,9 +125,7 @@ func (s *Sim) applyFaults(w http.ResponseWriter, r *http.Request, serve http.Han
 		res, body := capture(r, serve)
 		cutShort(w, res, body, f.Reset)
 	case f.Malformed:
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write([]byte("<html><body><h1>502 Bad Gateway</h1><p>upstream sent an invalid response</p></body></html>\n"))
+		writeJSON(w, http.StatusOK, []byte("<html><body><h1>502 Bad Gateway</h1><p>upstream sent an invalid response</p></body></html>\n"))
 	case f.OversizeBytes > 0:
 		res, body := capture(r, serve)
 		oversize(w, res, body, f.OversizeBytes)
@@ -181,13 +179,10 @@ func oversize(w http.ResponseWriter, res *http.Response, body []byte, limit int6
 	if n := len(body); n > 0 && (body[n-1] == '}' || body[n-1] == ']') {
 		head, tail = body[:n-1], body[n-1:]
 	}
-	if _, err := w.Write(head); err != nil {
-		return
-	}
+	_, _ = w.Write(head)
 	pad := bytes.Repeat([]byte{' '}, 32<<10)
 	for left := limit + 1 - int64(len(body)); left > 0; left -= int64(len(pad)) {
-		chunk := pad[:min(int64(len(pad)), left)]
-		if _, err := w.Write(chunk); err != nil {
+		if _, err := w.Write(pad[:min(int64(len(pad)), left)]); err != nil {
 			return // the client went away
 		}
 	}

@@ -29,14 +29,12 @@ func (s *Sim) list(w http.ResponseWriter, r *http.Request, brand string) {
 		limit = min(limit, s.cfg.PageSize)
 	}
 	var walk uint64
-	offset := 0
+	var offset int
 	if v, ok := q["cursor"]; ok {
-		wk, off, ok := s.parseCursor(brand, v[0])
-		if !ok || len(v) > 1 {
+		if walk, offset, ok = s.parseCursor(brand, v[0]); !ok || len(v) > 1 {
 			writeError(w, http.StatusBadRequest, "invalid_cursor")
 			return
 		}
-		walk, offset = wk, off
 	} else if s.cfg.ShuffleEachWalk {
 		walk = s.walks.next()
 	}
@@ -47,20 +45,21 @@ func (s *Sim) list(w http.ResponseWriter, r *http.Request, brand string) {
 		end := min(offset+limit, len(d.recs))
 		if walk == 0 {
 			page = d.recs[offset:end]
-		} else {
-			for _, i := range permutation(walk, len(d.recs))[offset:end] {
+		} else { // a shuffled walk: the same order for every page of it
+			order := rand.New(rand.NewPCG(walk, uint64(len(d.recs)))).Perm(len(d.recs))
+			for _, i := range order[offset:end] {
 				page = append(page, d.recs[i])
 			}
 		}
 		more = end < len(d.recs)
 	}
-	drift, next := s.cfg.Drift, ""
-	if drift.Paging == PagingEmptyCursor && !more {
-		more = true // and the cursor empty
-	} else {
-		next = s.cursor(brand, walk, drift.nextOffset(offset, len(page)))
+	var next any // null: the last page
+	if more {
+		next = s.cursor(brand, walk, s.cfg.Drift.nextOffset(offset, len(page)))
+	} else if s.cfg.Drift.Paging == PagingEmptyCursor {
+		next = ""
 	}
-	body := listBody(page, more, drift.cursorKey(), next)
+	body := listBody(page, s.cfg.Drift.cursorKey(), next)
 	s.mu.RUnlock()
 	writeJSON(w, http.StatusOK, body)
 }
@@ -81,20 +80,9 @@ func (ws *walkSeeds) next() uint64 {
 	}
 }
 
-// permutation is the served order of a shuffled walk: the same for every
-// page of the walk.
-func permutation(walk uint64, n int) []int {
-	p := make([]int, n)
-	for i := range p {
-		p[i] = i
-	}
-	rand.New(rand.NewPCG(walk, uint64(n))).Shuffle(n, func(i, j int) { p[i], p[j] = p[j], p[i] })
-	return p
-}
-
 // listBody is the envelope of page; cursorKey names the next cursor
-// (Drift.Paging may rename it).
-func listBody(page []json.RawMessage, more bool, cursorKey, next string) []byte {
+// (Drift.Paging may rename it), next (a string, or nil for null).
+func listBody(page []json.RawMessage, cursorKey string, next any) []byte {
 	var b bytes.Buffer
 	b.WriteString(`{"hotels":[`)
 	for i, rec := range page {
@@ -103,13 +91,9 @@ func listBody(page []json.RawMessage, more bool, cursorKey, next string) []byte 
 		}
 		b.Write(rec)
 	}
+	c, _ := json.Marshal(next)
 	b.WriteString(`],"` + cursorKey + `":`)
-	if more {
-		c, _ := json.Marshal(next)
-		b.Write(c)
-	} else {
-		b.WriteString("null")
-	}
+	b.Write(c)
 	b.WriteByte('}')
 	return b.Bytes()
 }

@@ -21,13 +21,10 @@ func Route(path string) string {
 }
 
 // Instrument returns h (typically a *Sim) traced by tel the way the edge
-// is: tel.Middleware() makes one server span per request, continuing the
-// caller's traceparent, and the span is named by Route ("GET
-// /internal/v2/brands/{brandCode}/hotels/{hotelId}"; just the method when
-// no route matches). Faults (latency, errors, resets) happen inside the
-// span. cmd/pmsim serves the Sim this way; tests that want the PMS's spans
-// wrap a Sim the same way with a Telemetry of their own (service name
-// "pmsim", an in-memory exporter).
+// is: one server span per request (tel.Middleware), continuing the caller's
+// traceparent, named by Route (just the method when no route matches), the
+// faults inside it. cmd/pmsim serves the Sim so (docs/observability.md);
+// tests wrap a Sim the same way with a Telemetry of their own.
 func Instrument(h http.Handler, tel *observability.Telemetry) http.Handler {
 	named := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		observability.SetRoute(r.Context(), r.Method, Route(r.URL.Path))

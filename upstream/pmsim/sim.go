@@ -192,20 +192,16 @@ func (s *Sim) serve(w http.ResponseWriter, r *http.Request) {
 	s.get(w, brand, id)
 }
 
-const prefix = "/internal/v2/brands/"
-
 // route splits an API path into brand and hotel id, with its route
 // template (Route).
 func route(path string) (brand, id, tmpl string) {
-	rest, ok := strings.CutPrefix(path, prefix)
-	if !ok {
-		return "", "", ""
-	}
+	rest, ok := strings.CutPrefix(path, "/internal/v2/brands/")
 	parts := strings.Split(rest, "/")
 	switch {
-	case len(parts) == 2 && parts[0] != "" && parts[1] == "hotels":
+	case !ok || len(parts) < 2 || parts[0] == "" || parts[1] != "hotels": // no route
+	case len(parts) == 2:
 		return parts[0], "", RouteList
-	case len(parts) == 3 && parts[0] != "" && parts[1] == "hotels" && parts[2] != "":
+	case len(parts) == 3 && parts[2] != "":
 		return parts[0], parts[2], RouteGet
 	}
 	return "", "", ""
