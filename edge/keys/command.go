@@ -1,6 +1,7 @@
 package keys
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
@@ -263,16 +264,9 @@ func printList(w io.Writer, asJSON bool, list []Entry) error {
 			status += " (tokens only)"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, status, e.Mode, e.Brand,
-			orDash(e.Partner), expires, orDash(scopes), rate, orDash(e.ClientID), strings.Join(e.Properties, ","))
+			cmp.Or(e.Partner, "-"), expires, cmp.Or(scopes, "-"), rate, cmp.Or(e.ClientID, "-"), strings.Join(e.Properties, ","))
 	}
 	return tw.Flush()
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 // parseInterleaved parses flags anywhere among args (the flag package
