@@ -30,11 +30,12 @@ type builder struct {
 	site *Site
 }
 
-// page is what the layout needs besides the page's own content.
+// page is what the layout needs besides the page's own content; the
+// layout reads DocsURL and Contact from the site's Options.
 type page struct {
+	Options
 	Addr  string // the page's address (pageHome, ErrorPage(...), ...)
 	Title string
-	b     *builder
 	Data  any
 }
 
@@ -42,8 +43,8 @@ type page struct {
 // absolute under BasePath when the edge serves the site, else relative to
 // p's file (so that the written site works wherever it is put).
 func (p page) Link(addr string) string {
-	if p.b.opts.BasePath != "" {
-		return p.b.opts.BasePath + "/" + addr
+	if p.BasePath != "" {
+		return p.BasePath + "/" + addr
 	}
 	depth := strings.Count(p.Addr, "/") // errors/<code>/index counts its folder
 	return strings.Repeat("../", depth) + fileName(addr)
@@ -67,25 +68,14 @@ func (p page) Nav() [][2]string {
 		{pageChangelog, "Changelog"}}
 }
 
-// DocsURL is the deployment's docs_url.
-func (p page) DocsURL() string { return p.b.opts.DocsURL }
-
-// PublicURL is the URL partners call, for the examples: the deployment's,
-// or the OpenAPI document's template when none was given.
+// PublicURL is the URL partners call, for the examples: the deployment's
+// (Options.PublicURL), or the OpenAPI document's template when none was given.
 func (p page) PublicURL() string {
-	return cmp.Or(p.b.opts.PublicURL, "https://{service}.{brand}.example.com")
+	return cmp.Or(p.Options.PublicURL, "https://{service}.{brand}.example.com")
 }
 
-// Contact is the deployment's contact link (EDGE_DOCS_CONTACT); empty
-// when none was given.
-func (p page) Contact() string { return p.b.opts.Contact }
-
 // ContactText is the contact as shown: the address of a mailto: link.
-func (p page) ContactText() string { return strings.TrimPrefix(p.b.opts.Contact, "mailto:") }
-
-// Static reports whether the site is built for a file server (relative
-// links) rather than for the edge.
-func (p page) Static() bool { return p.b.opts.BasePath == "" }
+func (p page) ContactText() string { return strings.TrimPrefix(p.Contact, "mailto:") }
 
 // codePage is the data of one problem code's page.
 type codePage struct {
@@ -146,7 +136,7 @@ func (b *builder) build() error {
 // render executes the page template tmpl into the file of addr.
 func (b *builder) render(addr, title, tmpl string, data any) error {
 	var buf bytes.Buffer
-	p := page{Addr: addr, Title: title, b: b, Data: data}
+	p := page{Options: b.opts, Addr: addr, Title: title, Data: data}
 	if err := templates.ExecuteTemplate(&buf, tmpl, p); err != nil {
 		return fmt.Errorf("docs: page %q: %w", addr, err)
 	}

@@ -12,12 +12,8 @@ import (
 	"github.com/partner-edge/partner-edge/edge/internal/contentcoding"
 )
 
-// Cache lifetimes. Pages and the reference change only with a new release
-// of the edge, so a day of caching is harmless and spares the edge; the
-// ETag makes revalidation cheap. These pages are outside /v1: the
-// contract's Cache-Control: no-store (docs/contract.md section 4) is for API answers,
-// which carry per-key data; the documentation is public and the same for
-// everyone (docs/contract.md section 13: "cacheable").
+// Cache lifetimes: pages change only with a release of the edge
+// (docs/docsite.md, "Headers of the pages").
 const (
 	cachePage = "public, max-age=86400"
 	cacheMiss = "public, max-age=300"
@@ -25,17 +21,9 @@ const (
 
 // Handler serves the site. It expects paths relative to the site's root
 // (mount it with http.StripPrefix): "" and "/" are the home page, and a
-// page is found by its address with or without ".html" or a trailing slash
-// (/errors/route-not-found, /errors/route-not-found.html and
-// /errors/route-not-found/ are the same page), so a problem's type URI
-// opens directly, without a redirect. Only GET and HEAD are answered; an
-// unknown path gets a 404 page. Every answer is public and cacheable and
-// carries a strict Content-Security-Policy; no answer depends on who asks
-// but for its coding: a page of 1 KiB or more is sent compressed (zstd or
-// gzip) when Accept-Encoding allows it (docs/contract.md section 18), each
-// page compressed once per coding, with Vary: Accept-Encoding and an ETag
-// of its own per coding. A Range request gets the plain bytes (ranges of
-// the identity body, as ServeContent computes them).
+// page is found by its address with or without ".html" or a trailing slash,
+// so a problem's type URI opens directly, without a redirect. Its headers,
+// caching and compression: docs/docsite.md, "Headers of the pages".
 func (s *Site) Handler() http.Handler {
 	notFound := s.files["404.html"]
 	enc := contentcoding.NewEncoder(contentcoding.Default)

@@ -110,24 +110,16 @@ var contrastFixes = strings.NewReplacer(
 )
 
 // reference turns Redocly's render into a page that loads nothing but the
-// site's own stylesheet: Redoc's scripts (the hydration, which would load
-// its bundle from a CDN, and the colour-mode script) are removed, so the
-// server-side rendered markup is the page; its inline styles move into
-// assets/reference.css. The style attributes Redoc renders stay inline and
-// are allowed one by one by their hashes (CSP 'unsafe-hashes'). The
-// render's placeholder addresses become the deployment's, and a bar on top
-// links back to the site and to the OpenAPI documents.
-//
-// The page is edited as bytes, not parsed: golang.org/x/net/html's parse
-// and render of the megabyte cost start-up more than the whole edit does
-// (docs/architecture.md, "What we own, and why").
+// site's own stylesheet, with a bar on top linking back to the site
+// (docs/docsite.md, "The API reference"). The page is edited as bytes, not
+// parsed (docs/architecture.md, "What we own, and why").
 func (b *builder) reference() error {
 	html := referenceHTML()
 	if !bytes.Contains(html, []byte(`id="redoc"`)) {
 		return errors.New("docs: reference.html is not a Redocly render (run go generate ./edge/docsite)")
 	}
 	html, _ = cutElements(html, "<script", "</script>")
-	p := page{Addr: pageReference, b: b}
+	p := page{Options: b.opts, Addr: pageReference}
 	html = bytes.ReplaceAll(html, []byte(renderPublicURL), []byte(htmlpkg.EscapeString(p.PublicURL())))
 	html = bytes.ReplaceAll(html, []byte(renderDocsURL), []byte(htmlpkg.EscapeString(b.opts.DocsURL)))
 	html = cutRemoteLinks(html) // web fonts: the system font serves
@@ -141,7 +133,7 @@ func (b *builder) reference() error {
 	nav := `<body><nav class="pe-back" aria-label="Site"><a href="` + p.Link(pageHome) + `">Partner API documentation</a> / API reference` +
 		` · download the OpenAPI document: <a href="` + p.Link(docOpenAPIYAML) + `" download>` + docOpenAPIYAML + `</a>, <a href="` +
 		p.Link(docOpenAPIJSON) + `" download>` + docOpenAPIJSON + `</a>`
-	if c := p.Contact(); c != "" {
+	if c := p.Contact; c != "" {
 		nav += ` · contact: <a href="` + htmlpkg.EscapeString(c) + `">` + htmlpkg.EscapeString(p.ContactText()) + `</a>`
 	}
 	html = bytes.Replace(html, []byte(`<body>`), []byte(nav+`</nav>`), 1)

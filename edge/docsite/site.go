@@ -132,10 +132,7 @@ func (s *Site) File(p string) ([]byte, bool) {
 }
 
 // WriteDir writes the site into dir (created when missing; files of the
-// same names are replaced, others left alone). Pages are .html files; each
-// problem page is also errors/<code>/index.html, so that a problem's type
-// URI (.../errors/<code>, no extension) opens on any file server, which
-// redirects a directory to its index.
+// same names are replaced, others left alone): docs/docsite.md, "Building and serving".
 func (s *Site) WriteDir(dir string) error {
 	for _, p := range s.Files() {
 		dst := filepath.Join(dir, filepath.FromSlash(p))
