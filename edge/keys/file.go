@@ -150,12 +150,7 @@ func Parse(data []byte) ([]Record, error) {
 			add(fmt.Errorf("%s: clientId: same client as %s", label, first))
 			continue
 		}
-		if rec.SHA256 != "" {
-			digests[rec.SHA256] = label
-		}
-		if rec.ClientID != "" {
-			clients[rec.ClientID] = label
-		}
+		digests[rec.SHA256], clients[rec.ClientID] = label, label // "" never counts as a repeat
 		recs = append(recs, rec)
 	}
 	if len(problems) > 0 {
