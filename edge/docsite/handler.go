@@ -35,9 +35,7 @@ func (s *Site) Handler() http.Handler {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			h.Set("Allow", "GET, HEAD")
 			h.Set("Cache-Control", "no-store")
-			h.Set("Content-Type", "text/plain; charset=utf-8")
-			w.WriteHeader(http.StatusMethodNotAllowed)
-			_, _ = w.Write([]byte("405 method not allowed: the documentation is read with GET\n"))
+			http.Error(w, "405 method not allowed: the documentation is read with GET", http.StatusMethodNotAllowed)
 			return
 		}
 		f := s.lookup(r.URL.Path)
@@ -95,9 +93,5 @@ func (s *Site) lookup(p string) *file {
 	if f, ok := s.files[p]; ok && path.Ext(p) != "" {
 		return f
 	}
-	p = strings.TrimSuffix(p, ".html")
-	if f, ok := s.files[p+".html"]; ok {
-		return f
-	}
-	return nil
+	return s.files[strings.TrimSuffix(p, ".html")+".html"] // nil when there is none
 }

@@ -1,6 +1,7 @@
 package docsite
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
@@ -101,10 +102,7 @@ func ErrorPage(c problem.Code) string {
 
 // Build renders the whole site.
 func Build(opts Options) (*Site, error) {
-	if opts.DocsURL == "" {
-		opts.DocsURL = DefaultDocsURL
-	}
-	opts.DocsURL = strings.TrimRight(opts.DocsURL, "/")
+	opts.DocsURL = strings.TrimRight(cmp.Or(opts.DocsURL, DefaultDocsURL), "/")
 	opts.BasePath = strings.TrimRight(opts.BasePath, "/")
 	opts.PublicURL = strings.TrimRight(opts.PublicURL, "/")
 	if opts.Now == nil {
@@ -120,15 +118,6 @@ func Build(opts Options) (*Site, error) {
 // Files lists the paths of the site's files, sorted.
 func (s *Site) Files() []string {
 	return slices.Sorted(maps.Keys(s.files))
-}
-
-// File returns the content of the file at path p under the site's root.
-func (s *Site) File(p string) ([]byte, bool) {
-	f, ok := s.files[p]
-	if !ok {
-		return nil, false
-	}
-	return f.body, true
 }
 
 // WriteDir writes the site into dir (created when missing; files of the

@@ -48,12 +48,12 @@ func TestEveryCodeHasAPage(t *testing.T) {
 				t.Errorf("%s: no guide (when, what to do, an example of this code) in guidance.go", e.Code)
 			}
 			typ := problem.TypeURI(docsURL, e.Code)
-			page, ok := s.File(strings.TrimPrefix(typ, docsURL+"/") + ".html")
+			page, ok := s.files[strings.TrimPrefix(typ, docsURL+"/")+".html"]
 			if !ok {
 				t.Errorf("%s: no page for type %s", e.Code, typ)
 				continue
 			}
-			text := html.UnescapeString(string(page))
+			text := html.UnescapeString(string(page.body))
 			if !strings.Contains(text, "<h1><code>"+string(e.Code)+"</code>") {
 				t.Errorf("%s: the page's heading does not name the code", e.Code)
 			}
@@ -308,7 +308,7 @@ func TestFieldCodesComplete(t *testing.T) {
 	if !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want))) {
 		t.Errorf("field codes %v, want %v", got, want)
 	}
-	page, _ := build(t, Options{}).File("field-errors.html")
+	page := build(t, Options{}).files["field-errors.html"].body
 	for _, c := range want {
 		if !bytes.Contains(page, []byte(`<h2 id="`+c+`">`)) {
 			t.Errorf("field-errors page lacks a section for %s", c)
