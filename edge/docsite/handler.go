@@ -39,26 +39,20 @@ func (s *Site) Handler() http.Handler {
 			return
 		}
 		f := s.lookup(r.URL.Path)
-		status := http.StatusOK
 		if f == nil {
-			f, status = notFound, http.StatusNotFound
+			h.Set("Content-Type", notFound.contentType)
+			h.Set("Content-Security-Policy", notFound.csp)
+			h.Set("Cache-Control", cacheMiss)
+			h.Set("Content-Length", strconv.Itoa(len(notFound.body)))
+			w.WriteHeader(http.StatusNotFound)
+			if r.Method != http.MethodHead {
+				_, _ = w.Write(notFound.body)
+			}
+			return
 		}
 		h.Set("Content-Type", f.contentType)
 		h.Set("Content-Security-Policy", f.csp)
-		switch {
-		case status != http.StatusOK:
-			h.Set("Cache-Control", cacheMiss)
-			h.Set("Content-Length", strconv.Itoa(len(f.body)))
-			w.WriteHeader(status)
-			if r.Method != http.MethodHead {
-				_, _ = w.Write(f.body)
-			}
-			return
-		case f.immutable:
-			h.Set("Cache-Control", "public, max-age=31536000, immutable")
-		default:
-			h.Set("Cache-Control", cachePage)
-		}
+		h.Set("Cache-Control", cachePage)
 		h.Set("ETag", f.etag)
 		body := f.body
 		if compressible(f.contentType) {

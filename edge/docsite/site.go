@@ -55,7 +55,6 @@ type file struct {
 	contentType string
 	csp         string // Content-Security-Policy
 	etag        string
-	immutable   bool // its name changes with its content
 	// coded holds the body compressed in each coding (by
 	// contentcoding.Coding), made on the first request that wants it:
 	// each page is compressed once, not per request.

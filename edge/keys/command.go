@@ -190,10 +190,7 @@ func (a *addFlags) newKey(fs *flag.FlagSet, now time.Time) (NewKey, error) {
 	k := NewKey{Partner: a.partner, Brand: a.brand, Mode: Mode(a.mode),
 		Properties: SplitList(a.properties), ClientID: a.clientID}
 	if set["scopes"] {
-		k.Scopes = SplitList(a.scopes)
-		if k.Scopes == nil {
-			k.Scopes = []string{} // --scopes "": no scope at all, as asked
-		}
+		k.Scopes = SplitList(a.scopes) // --scopes "": no scope at all, as asked
 	}
 	if a.expires != "" {
 		t, err := ParseExpiry(a.expires, now)
