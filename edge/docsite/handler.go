@@ -23,7 +23,8 @@ const (
 // (mount it with http.StripPrefix): "" and "/" are the home page, and a
 // page is found by its address with or without ".html" or a trailing slash,
 // so a problem's type URI opens directly, without a redirect. Its headers,
-// caching and compression: docs/docsite.md, "Headers of the pages".
+// caching and compression: docs/docsite.md, "Headers of the pages". A Range
+// request gets ranges of the plain body, as ServeContent computes them.
 func (s *Site) Handler() http.Handler {
 	notFound := s.files["404.html"]
 	enc := contentcoding.NewEncoder(contentcoding.Default)

@@ -111,8 +111,10 @@ var contrastFixes = strings.NewReplacer(
 
 // reference turns Redocly's render into a page that loads nothing but the
 // site's own stylesheet, with a bar on top linking back to the site
-// (docs/docsite.md, "The API reference"). The page is edited as bytes, not
-// parsed (docs/architecture.md, "What we own, and why").
+// (docs/docsite.md, "The API reference"): Redoc's scripts are removed, its
+// style blocks move into assets/reference.css, and its style attributes stay,
+// allowed by their hashes. The page is edited as bytes, not parsed
+// (docs/architecture.md, "What we own, and why").
 func (b *builder) reference() error {
 	html := referenceHTML()
 	if !bytes.Contains(html, []byte(`id="redoc"`)) {
