@@ -2,6 +2,7 @@ package docsite
 
 import (
 	"bytes"
+	"cmp"
 	"embed"
 	"fmt"
 	"html/template"
@@ -29,11 +30,12 @@ type builder struct {
 	site *Site
 }
 
-// page is what the layout needs besides the page's own content.
+// page is what the layout needs besides the page's own content; the
+// layout reads DocsURL and Contact from the site's Options.
 type page struct {
+	Options
 	Addr  string // the page's address (pageHome, ErrorPage(...), ...)
 	Title string
-	b     *builder
 	Data  any
 }
 
@@ -41,18 +43,22 @@ type page struct {
 // absolute under BasePath when the edge serves the site, else relative to
 // p's file (so that the written site works wherever it is put).
 func (p page) Link(addr string) string {
-	if p.b.opts.BasePath != "" {
-		return p.b.opts.BasePath + "/" + addr
+	if p.BasePath != "" {
+		return p.BasePath + "/" + addr
 	}
 	depth := strings.Count(p.Addr, "/") // errors/<code>/index counts its folder
-	target := addr + ".html"
+	return strings.Repeat("../", depth) + fileName(addr)
+}
+
+// fileName is the site's file of the page or asset at addr.
+func fileName(addr string) string {
 	switch {
 	case addr == pageHome:
-		target = "index.html"
+		return "index.html"
 	case path.Ext(addr) != "":
-		target = addr
+		return addr
 	}
-	return strings.Repeat("../", depth) + target
+	return addr + ".html"
 }
 
 // Nav lists the main pages for the layout's navigation.
@@ -62,28 +68,14 @@ func (p page) Nav() [][2]string {
 		{pageChangelog, "Changelog"}}
 }
 
-// DocsURL is the deployment's docs_url.
-func (p page) DocsURL() string { return p.b.opts.DocsURL }
-
-// PublicURL is the URL partners call, for the examples: the deployment's,
-// or the OpenAPI document's template when none was given.
+// PublicURL is the URL partners call, for the examples: the deployment's
+// (Options.PublicURL), or the OpenAPI document's template when none was given.
 func (p page) PublicURL() string {
-	if p.b.opts.PublicURL == "" {
-		return "https://{service}.{brand}.example.com"
-	}
-	return p.b.opts.PublicURL
+	return cmp.Or(p.Options.PublicURL, "https://{service}.{brand}.example.com")
 }
 
-// Contact is the deployment's contact link (EDGE_DOCS_CONTACT); empty
-// when none was given.
-func (p page) Contact() string { return p.b.opts.Contact }
-
 // ContactText is the contact as shown: the address of a mailto: link.
-func (p page) ContactText() string { return strings.TrimPrefix(p.b.opts.Contact, "mailto:") }
-
-// Static reports whether the site is built for a file server (relative
-// links) rather than for the edge.
-func (p page) Static() bool { return p.b.opts.BasePath == "" }
+func (p page) ContactText() string { return strings.TrimPrefix(p.Contact, "mailto:") }
 
 // codePage is the data of one problem code's page.
 type codePage struct {
@@ -105,10 +97,7 @@ func (b *builder) build() error {
 
 	var codes []codePage
 	for _, e := range problem.All() {
-		cp, err := b.codePage(e)
-		if err != nil {
-			return err
-		}
+		cp := b.codePage(e)
 		codes = append(codes, cp)
 		title := string(e.Code) + ": " + e.Title
 		if err := b.render(ErrorPage(e.Code), title, "code", cp); err != nil {
@@ -147,28 +136,24 @@ func (b *builder) build() error {
 // render executes the page template tmpl into the file of addr.
 func (b *builder) render(addr, title, tmpl string, data any) error {
 	var buf bytes.Buffer
-	p := page{Addr: addr, Title: title, b: b, Data: data}
+	p := page{Options: b.opts, Addr: addr, Title: title, Data: data}
 	if err := templates.ExecuteTemplate(&buf, tmpl, p); err != nil {
 		return fmt.Errorf("docs: page %q: %w", addr, err)
 	}
-	name := addr + ".html"
-	if addr == pageHome {
-		name = "index.html"
-	}
-	b.site.add(name, "text/html; charset=utf-8", cspPage, buf.Bytes())
+	b.site.add(fileName(addr), "text/html; charset=utf-8", cspPage, buf.Bytes())
 	return nil
 }
 
 // codePage gathers the page of registry entry e; its example is written by
 // the real problem.Writer, as the edge would answer the example request.
-func (b *builder) codePage(e problem.Entry) (codePage, error) {
+func (b *builder) codePage(e problem.Entry) codePage {
 	g, ok := guides[e.Code]
 	if !ok { // a code added to the registry without its guide still gets a page
 		g = guide{example: &problem.Error{Code: e.Code}}
 	}
 	ex := *g.example
 	rec := httptest.NewRecorder()
-	req := httptest.NewRequest(http.MethodGet, g.requestPath(), nil)
+	req := httptest.NewRequest(http.MethodGet, cmp.Or(g.path, "/v1/properties"), nil)
 	pw := problem.Writer{DocsURL: b.opts.DocsURL, Now: b.opts.Now}
 	pw.Write(rec, req, "req_4sVh2Kq8ZtR1nXw7Lp3Da9Ec", &ex)
 	res := rec.Result()
@@ -187,5 +172,5 @@ func (b *builder) codePage(e problem.Entry) (codePage, error) {
 			cp.FieldCodes = append(cp.FieldCodes, f.Code)
 		}
 	}
-	return cp, nil
+	return cp
 }

@@ -1,7 +1,6 @@
 package docsite
 
 import (
-	"cmp"
 	"net/http"
 	"time"
 
@@ -23,9 +22,6 @@ const (
 	challenge  = `Bearer realm="partner-api"`
 	challengeT = `Bearer realm="partner-api", error="invalid_token"`
 )
-
-// requestPath is the example request's path.
-func (g guide) requestPath() string { return cmp.Or(g.path, "/v1/properties") }
 
 func fe(field, code, detail string) problem.FieldError {
 	return problem.FieldError{Field: field, Code: code, Detail: detail}

@@ -12,12 +12,8 @@ import (
 	"github.com/partner-edge/partner-edge/edge/internal/contentcoding"
 )
 
-// Cache lifetimes. Pages and the reference change only with a new release
-// of the edge, so a day of caching is harmless and spares the edge; the
-// ETag makes revalidation cheap. These pages are outside /v1: the
-// contract's Cache-Control: no-store (docs/contract.md section 4) is for API answers,
-// which carry per-key data; the documentation is public and the same for
-// everyone (docs/contract.md section 13: "cacheable").
+// Cache lifetimes: pages change only with a release of the edge
+// (docs/docsite.md, "Headers of the pages").
 const (
 	cachePage = "public, max-age=86400"
 	cacheMiss = "public, max-age=300"
@@ -25,17 +21,10 @@ const (
 
 // Handler serves the site. It expects paths relative to the site's root
 // (mount it with http.StripPrefix): "" and "/" are the home page, and a
-// page is found by its address with or without ".html" or a trailing slash
-// (/errors/route-not-found, /errors/route-not-found.html and
-// /errors/route-not-found/ are the same page), so a problem's type URI
-// opens directly, without a redirect. Only GET and HEAD are answered; an
-// unknown path gets a 404 page. Every answer is public and cacheable and
-// carries a strict Content-Security-Policy; no answer depends on who asks
-// but for its coding: a page of 1 KiB or more is sent compressed (zstd or
-// gzip) when Accept-Encoding allows it (docs/contract.md section 18), each
-// page compressed once per coding, with Vary: Accept-Encoding and an ETag
-// of its own per coding. A Range request gets the plain bytes (ranges of
-// the identity body, as ServeContent computes them).
+// page is found by its address with or without ".html" or a trailing slash,
+// so a problem's type URI opens directly, without a redirect. Its headers,
+// caching and compression: docs/docsite.md, "Headers of the pages". A Range
+// request gets ranges of the plain body, as ServeContent computes them.
 func (s *Site) Handler() http.Handler {
 	notFound := s.files["404.html"]
 	enc := contentcoding.NewEncoder(contentcoding.Default)
@@ -47,32 +36,24 @@ func (s *Site) Handler() http.Handler {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			h.Set("Allow", "GET, HEAD")
 			h.Set("Cache-Control", "no-store")
-			h.Set("Content-Type", "text/plain; charset=utf-8")
-			w.WriteHeader(http.StatusMethodNotAllowed)
-			_, _ = w.Write([]byte("405 method not allowed: the documentation is read with GET\n"))
+			http.Error(w, "405 method not allowed: the documentation is read with GET", http.StatusMethodNotAllowed)
 			return
 		}
 		f := s.lookup(r.URL.Path)
-		status := http.StatusOK
 		if f == nil {
-			f, status = notFound, http.StatusNotFound
+			h.Set("Content-Type", notFound.contentType)
+			h.Set("Content-Security-Policy", notFound.csp)
+			h.Set("Cache-Control", cacheMiss)
+			h.Set("Content-Length", strconv.Itoa(len(notFound.body)))
+			w.WriteHeader(http.StatusNotFound)
+			if r.Method != http.MethodHead {
+				_, _ = w.Write(notFound.body)
+			}
+			return
 		}
 		h.Set("Content-Type", f.contentType)
 		h.Set("Content-Security-Policy", f.csp)
-		switch {
-		case status != http.StatusOK:
-			h.Set("Cache-Control", cacheMiss)
-			h.Set("Content-Length", strconv.Itoa(len(f.body)))
-			w.WriteHeader(status)
-			if r.Method != http.MethodHead {
-				_, _ = w.Write(f.body)
-			}
-			return
-		case f.immutable:
-			h.Set("Cache-Control", "public, max-age=31536000, immutable")
-		default:
-			h.Set("Cache-Control", cachePage)
-		}
+		h.Set("Cache-Control", cachePage)
 		h.Set("ETag", f.etag)
 		body := f.body
 		if compressible(f.contentType) {
@@ -107,9 +88,5 @@ func (s *Site) lookup(p string) *file {
 	if f, ok := s.files[p]; ok && path.Ext(p) != "" {
 		return f
 	}
-	p = strings.TrimSuffix(p, ".html")
-	if f, ok := s.files[p+".html"]; ok {
-		return f
-	}
-	return nil
+	return s.files[strings.TrimSuffix(p, ".html")+".html"] // nil when there is none
 }

@@ -94,11 +94,8 @@ func topLevelBlock(doc []byte, key string) (start, end int, ok bool) {
 	}
 	start = i + 1
 	end = start + len(head) - 1
-	for end < len(doc) {
+	for end < len(doc) && (doc[end] == ' ' || doc[end] == '\n' || doc[end] == '#') {
 		nl := bytes.IndexByte(doc[end:], '\n')
-		if doc[end] != ' ' && doc[end] != '\n' && doc[end] != '#' {
-			break
-		}
 		if nl < 0 {
 			end = len(doc)
 			break

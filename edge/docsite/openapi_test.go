@@ -52,15 +52,15 @@ func TestServedDocumentIsTheContract(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := build(t, Options{DocsURL: "https://partners.brand.test/docs", PublicURL: tc.public, Contact: tc.contact, BasePath: "/docs"})
-			y, ok := s.File("openapi.yaml")
+			y, ok := s.files["openapi.yaml"]
 			if !ok {
 				t.Fatal("no openapi.yaml")
 			}
-			j, ok := s.File("openapi.json")
+			j, ok := s.files["openapi.json"]
 			if !ok {
 				t.Fatal("no openapi.json")
 			}
-			got, gotJSON := decode(t, y), decode(t, j)
+			got, gotJSON := decode(t, y.body), decode(t, j.body)
 			if !reflect.DeepEqual(got, gotJSON) {
 				t.Error("openapi.json is not openapi.yaml")
 			}
@@ -102,7 +102,7 @@ func TestSiteShowsTheDeployment(t *testing.T) {
 			if !strings.HasSuffix(p, ".html") {
 				continue
 			}
-			page, _ := s.File(p)
+			page := s.files[p].body
 			for _, bad := range []string{"example.com", "edge-public-url.invalid", "edge-docs-url.invalid", "docs/", "repository", "test suite"} {
 				if i := bytes.Index(page, []byte(bad)); i >= 0 && !(bad == "docs/" && bytes.HasPrefix(page[max(0, i-1):], []byte("/docs/"))) {
 					t.Errorf("%s shows %q: …%s…", p, bad, page[max(0, i-80):min(len(page), i+80)])
@@ -112,14 +112,14 @@ func TestSiteShowsTheDeployment(t *testing.T) {
 				t.Errorf("%s: contact shown %v, want %v", p, got, withContact)
 			}
 		}
-		ref, _ := s.File("reference.html")
+		ref := s.files["reference.html"].body
 		for _, want := range []string{public + "/v1</span>/properties", `<a href="` + docs + `">` + docs + `</a>`,
 			`href="/docs/openapi.yaml"`, `href="/docs/openapi.json"`} {
 			if !bytes.Contains(ref, []byte(want)) {
 				t.Errorf("reference page lacks %s", want)
 			}
 		}
-		home, _ := s.File("index.html")
+		home := s.files["index.html"].body
 		if !bytes.Contains(home, []byte(public+"/v1/properties")) {
 			t.Error("the home page's first call is not on the public URL")
 		}

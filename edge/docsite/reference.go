@@ -110,16 +110,10 @@ var contrastFixes = strings.NewReplacer(
 )
 
 // reference turns Redocly's render into a page that loads nothing but the
-// site's own stylesheet: Redoc's scripts (the hydration, which would load
-// its bundle from a CDN, and the colour-mode script) are removed, so the
-// server-side rendered markup is the page; its inline styles move into
-// assets/reference.css. The style attributes Redoc renders stay inline and
-// are allowed one by one by their hashes (CSP 'unsafe-hashes'). The
-// render's placeholder addresses become the deployment's, and a bar on top
-// links back to the site and to the OpenAPI documents.
-//
-// The page is edited as bytes, not parsed: golang.org/x/net/html's parse
-// and render of the megabyte cost start-up more than the whole edit does
+// site's own stylesheet, with a bar on top linking back to the site
+// (docs/docsite.md, "The API reference"): Redoc's scripts are removed, its
+// style blocks move into assets/reference.css, and its style attributes stay,
+// allowed by their hashes. The page is edited as bytes, not parsed
 // (docs/architecture.md, "What we own, and why").
 func (b *builder) reference() error {
 	html := referenceHTML()
@@ -127,26 +121,22 @@ func (b *builder) reference() error {
 		return errors.New("docs: reference.html is not a Redocly render (run go generate ./edge/docsite)")
 	}
 	html, _ = cutElements(html, "<script", "</script>")
-	public := b.opts.PublicURL
-	if public == "" {
-		public = "https://{service}.{brand}.example.com" // the document's own template
-	}
-	html = bytes.ReplaceAll(html, []byte(renderPublicURL), []byte(htmlpkg.EscapeString(public)))
+	p := page{Options: b.opts, Addr: pageReference}
+	html = bytes.ReplaceAll(html, []byte(renderPublicURL), []byte(htmlpkg.EscapeString(p.PublicURL())))
 	html = bytes.ReplaceAll(html, []byte(renderDocsURL), []byte(htmlpkg.EscapeString(b.opts.DocsURL)))
 	html = cutRemoteLinks(html) // web fonts: the system font serves
 	html, styles := cutElements(html, "<style", "</style>")
 	// Each style block followed by a newline (the nil joins one after the
 	// last), then the override.
 	cssText := contrastFixes.Replace(string(bytes.Join(append(styles, nil), []byte("\n"))) + referenceOverride)
-	p := page{Addr: pageReference, b: b}
 	html = bytes.Replace(html, []byte(`</head>`), []byte(`<link rel="stylesheet" href="`+p.Link(assetReferenceCSS)+
 		`"><link rel="icon" type="image/svg+xml" href="`+p.Link(assetFavicon)+`"></head>`), 1)
 	html = bytes.Replace(html, []byte(`<html>`), []byte(`<html lang="en">`), 1)
 	nav := `<body><nav class="pe-back" aria-label="Site"><a href="` + p.Link(pageHome) + `">Partner API documentation</a> / API reference` +
 		` · download the OpenAPI document: <a href="` + p.Link(docOpenAPIYAML) + `" download>` + docOpenAPIYAML + `</a>, <a href="` +
 		p.Link(docOpenAPIJSON) + `" download>` + docOpenAPIJSON + `</a>`
-	if c := b.opts.Contact; c != "" {
-		nav += ` · contact: <a href="` + htmlpkg.EscapeString(c) + `">` + htmlpkg.EscapeString(strings.TrimPrefix(c, "mailto:")) + `</a>`
+	if c := p.Contact; c != "" {
+		nav += ` · contact: <a href="` + htmlpkg.EscapeString(c) + `">` + htmlpkg.EscapeString(p.ContactText()) + `</a>`
 	}
 	html = bytes.Replace(html, []byte(`<body>`), []byte(nav+`</nav>`), 1)
 	for _, mark := range remoteMarks {
@@ -170,6 +160,6 @@ func (b *builder) reference() error {
 	}
 	csp := "default-src 'none'; " + styleSrc + "; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 	b.site.add(assetReferenceCSS, "text/css; charset=utf-8", cspPage, []byte(cssText))
-	b.site.add(pageReference+".html", "text/html; charset=utf-8", csp, html)
+	b.site.add(fileName(pageReference), "text/html; charset=utf-8", csp, html)
 	return nil
 }

@@ -177,7 +177,7 @@ func (b *builder) referenceXNet() error {
 	}
 	css.WriteString(referenceOverride)
 	cssText := contrastFixes.Replace(css.String())
-	p := page{Addr: pageReference, b: b}
+	p := page{Options: b.opts, Addr: pageReference}
 	head.AppendChild(elem(atom.Link, "rel", "stylesheet", "href", p.Link(assetReferenceCSS)))
 	head.AppendChild(elem(atom.Link, "rel", "icon", "type", "image/svg+xml", "href", p.Link(assetFavicon)))
 	nav := withChildren(elem(atom.Nav, "class", "pe-back", "aria-label", "Site"),

@@ -1,6 +1,7 @@
 package docsite
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
@@ -54,7 +55,6 @@ type file struct {
 	contentType string
 	csp         string // Content-Security-Policy
 	etag        string
-	immutable   bool // its name changes with its content
 	// coded holds the body compressed in each coding (by
 	// contentcoding.Coding), made on the first request that wants it:
 	// each page is compressed once, not per request.
@@ -101,10 +101,7 @@ func ErrorPage(c problem.Code) string {
 
 // Build renders the whole site.
 func Build(opts Options) (*Site, error) {
-	if opts.DocsURL == "" {
-		opts.DocsURL = DefaultDocsURL
-	}
-	opts.DocsURL = strings.TrimRight(opts.DocsURL, "/")
+	opts.DocsURL = strings.TrimRight(cmp.Or(opts.DocsURL, DefaultDocsURL), "/")
 	opts.BasePath = strings.TrimRight(opts.BasePath, "/")
 	opts.PublicURL = strings.TrimRight(opts.PublicURL, "/")
 	if opts.Now == nil {
@@ -122,20 +119,8 @@ func (s *Site) Files() []string {
 	return slices.Sorted(maps.Keys(s.files))
 }
 
-// File returns the content of the file at path p under the site's root.
-func (s *Site) File(p string) ([]byte, bool) {
-	f, ok := s.files[p]
-	if !ok {
-		return nil, false
-	}
-	return f.body, true
-}
-
 // WriteDir writes the site into dir (created when missing; files of the
-// same names are replaced, others left alone). Pages are .html files; each
-// problem page is also errors/<code>/index.html, so that a problem's type
-// URI (.../errors/<code>, no extension) opens on any file server, which
-// redirects a directory to its index.
+// same names are replaced, others left alone): docs/docsite.md, "Building and serving".
 func (s *Site) WriteDir(dir string) error {
 	for _, p := range s.Files() {
 		dst := filepath.Join(dir, filepath.FromSlash(p))

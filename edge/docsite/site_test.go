@@ -2,6 +2,7 @@ package docsite
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -47,12 +48,12 @@ func TestEveryCodeHasAPage(t *testing.T) {
 				t.Errorf("%s: no guide (when, what to do, an example of this code) in guidance.go", e.Code)
 			}
 			typ := problem.TypeURI(docsURL, e.Code)
-			page, ok := s.File(strings.TrimPrefix(typ, docsURL+"/") + ".html")
+			page, ok := s.files[strings.TrimPrefix(typ, docsURL+"/")+".html"]
 			if !ok {
 				t.Errorf("%s: no page for type %s", e.Code, typ)
 				continue
 			}
-			text := html.UnescapeString(string(page))
+			text := html.UnescapeString(string(page.body))
 			if !strings.Contains(text, "<h1><code>"+string(e.Code)+"</code>") {
 				t.Errorf("%s: the page's heading does not name the code", e.Code)
 			}
@@ -74,7 +75,7 @@ func TestEveryCodeHasAPage(t *testing.T) {
 				t.Errorf("%s: example body does not decode: %v", e.Code, err)
 			}
 			if body.Type != typ || body.Code != string(e.Code) || body.Status != e.Status || body.Title != e.Title ||
-				m[1] != itoa(e.Status) || body.Instance != g.requestPath() {
+				m[1] != itoa(e.Status) || body.Instance != cmp.Or(g.path, "/v1/properties") {
 				t.Errorf("%s: example %s %+v, want the registry's type, code, status, title and the guide's path", e.Code, m[1], body)
 			}
 			if !strings.Contains(m[2], "Content-Type: application/problem+json") {
@@ -307,7 +308,7 @@ func TestFieldCodesComplete(t *testing.T) {
 	if !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want))) {
 		t.Errorf("field codes %v, want %v", got, want)
 	}
-	page, _ := build(t, Options{}).File("field-errors.html")
+	page := build(t, Options{}).files["field-errors.html"].body
 	for _, c := range want {
 		if !bytes.Contains(page, []byte(`<h2 id="`+c+`">`)) {
 			t.Errorf("field-errors page lacks a section for %s", c)

@@ -1,6 +1,7 @@
 package keys
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
@@ -189,10 +190,7 @@ func (a *addFlags) newKey(fs *flag.FlagSet, now time.Time) (NewKey, error) {
 	k := NewKey{Partner: a.partner, Brand: a.brand, Mode: Mode(a.mode),
 		Properties: SplitList(a.properties), ClientID: a.clientID}
 	if set["scopes"] {
-		k.Scopes = SplitList(a.scopes)
-		if k.Scopes == nil {
-			k.Scopes = []string{} // --scopes "": no scope at all, as asked
-		}
+		k.Scopes = SplitList(a.scopes) // --scopes "": no scope at all, as asked
 	}
 	if a.expires != "" {
 		t, err := ParseExpiry(a.expires, now)
@@ -263,16 +261,9 @@ func printList(w io.Writer, asJSON bool, list []Entry) error {
 			status += " (tokens only)"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, status, e.Mode, e.Brand,
-			orDash(e.Partner), expires, orDash(scopes), rate, orDash(e.ClientID), strings.Join(e.Properties, ","))
+			cmp.Or(e.Partner, "-"), expires, cmp.Or(scopes, "-"), rate, cmp.Or(e.ClientID, "-"), strings.Join(e.Properties, ","))
 	}
 	return tw.Flush()
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 // parseInterleaved parses flags anywhere among args (the flag package

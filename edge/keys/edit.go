@@ -408,9 +408,9 @@ func keepOwner(f *os.File, path string) error {
 }
 
 // SplitList splits a comma-separated flag value, trimming spaces and
-// dropping empty entries.
+// dropping empty entries; never nil.
 func SplitList(s string) []string {
-	var out []string
+	out := []string{}
 	for p := range strings.SplitSeq(s, ",") {
 		if p = strings.TrimSpace(p); p != "" {
 			out = append(out, p)

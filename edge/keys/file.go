@@ -150,12 +150,7 @@ func Parse(data []byte) ([]Record, error) {
 			add(fmt.Errorf("%s: clientId: same client as %s", label, first))
 			continue
 		}
-		if rec.SHA256 != "" {
-			digests[rec.SHA256] = label
-		}
-		if rec.ClientID != "" {
-			clients[rec.ClientID] = label
-		}
+		digests[rec.SHA256], clients[rec.ClientID] = label, label // "" never counts as a repeat
 		recs = append(recs, rec)
 	}
 	if len(problems) > 0 {
@@ -218,29 +213,22 @@ func validate(w wireRecord) (Record, []error) {
 	if w.Mode != ModeLive && w.Mode != ModeTest {
 		bad(`mode: must be "live" or "test"`)
 	}
-	props, perr := normaliseProperties(w.Properties)
-	if perr != nil {
-		bad("properties: %w", perr)
+	var err error
+	if rec.Properties, err = normaliseProperties(w.Properties); err != nil {
+		bad("properties: %w", err)
 	}
-	rec.Properties = props
 	if w.Status != StatusActive && w.Status != StatusSuspended {
 		bad(`status: must be "active" or "suspended"`)
 	}
-	exp, eerr := parseExpiry(w.ExpiresAt)
-	if eerr != nil {
-		bad("expiresAt: %w", eerr)
+	if rec.ExpiresAt, err = parseExpiry(w.ExpiresAt); err != nil {
+		bad("expiresAt: %w", err)
 	}
-	rec.ExpiresAt = exp
-	scopes, serr := parseScopes(w.Scopes)
-	if serr != nil {
-		bad("scopes: %w", serr)
+	if rec.Scopes, err = parseScopes(w.Scopes); err != nil {
+		bad("scopes: %w", err)
 	}
-	rec.Scopes = scopes
-	rl, rerr := parseRateLimit(w.RateLimit)
-	if rerr != nil {
-		bad("rateLimit: %w", rerr)
+	if rec.RateLimit, err = parseRateLimit(w.RateLimit); err != nil {
+		bad("rateLimit: %w", err)
 	}
-	rec.RateLimit = rl
 	return rec, errs
 }
 
@@ -300,14 +288,12 @@ func parseScopes(raw json.RawMessage) ([]string, error) {
 	if json.Unmarshal(raw, &list) != nil {
 		return nil, errors.New("must be a list of strings")
 	}
-	out := make([]string, 0, len(list))
 	for i, s := range list {
 		if s == "" || strings.ContainsAny(s, " \t\r\n") {
 			return nil, fmt.Errorf("entry %d must be a non-empty scope name without spaces", i)
 		}
-		out = append(out, s)
 	}
-	return out, nil
+	return list, nil
 }
 
 // maxClientID bounds a clientId: client ids are short identifiers
