@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -131,19 +131,12 @@ func serveAdmin(ctx context.Context, ln net.Listener, addr string, tel *observab
 }
 
 // stampedVersion is the version a release build stamps in
-// (-ldflags "-X main.stampedVersion=v1.2.3", cmd/edge/image/build); empty:
-// the module version from the build info, else "dev".
+// (-ldflags "-X main.stampedVersion=v1.2.3", cmd/edge/image/build).
 var stampedVersion string
 
-func buildVersion() string {
-	if stampedVersion != "" {
-		return stampedVersion
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "dev"
-}
+// buildVersion is stampedVersion, else the module version from the build
+// info, else "dev".
+func buildVersion() string { return cmp.Or(stampedVersion, observability.ModuleVersion(), "dev") }
 
 // runKeys is "edge keys ...": keys.Command, whose usage errors end the
 // program with status 2.
