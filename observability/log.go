@@ -170,26 +170,20 @@ func isAlnum(c byte) bool {
 // that group.
 func TraceHandler(h slog.Handler) slog.Handler { return traceHandler{h} }
 
-type traceHandler struct{ next slog.Handler }
-
-func (t traceHandler) Enabled(ctx context.Context, l slog.Level) bool {
-	return t.next.Enabled(ctx, l)
-}
+type traceHandler struct{ slog.Handler }
 
 func (t traceHandler) Handle(ctx context.Context, r slog.Record) error {
 	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
 		r.AddAttrs(slog.String(LogTraceID, sc.TraceID().String()), slog.String(LogSpanID, sc.SpanID().String()))
 	}
-	return t.next.Handle(ctx, r)
+	return t.Handler.Handle(ctx, r)
 }
 
-func (t traceHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	return traceHandler{t.next.WithAttrs(as)}
+func (h traceHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return traceHandler{h.Handler.WithAttrs(as)}
 }
 
-func (t traceHandler) WithGroup(name string) slog.Handler {
-	return traceHandler{t.next.WithGroup(name)}
-}
+func (h traceHandler) WithGroup(g string) slog.Handler { return traceHandler{h.Handler.WithGroup(g)} }
 
 // SDKErrors turns the OpenTelemetry SDK's own failures (an export that
 // failed, a metric the backend refused) into JSON WARN lines of the

@@ -94,28 +94,14 @@ type Telemetry struct {
 	slow         time.Duration
 }
 
-// New builds the telemetry of the process from cfg (docs/observability.md,
-// "Traces" and "Metrics"; the standard OTEL_* variables through
-// Config.Getenv).
-//
-// Tracing: W3C TraceContext and Baggage propagation; the sampler of
-// OTEL_TRACES_SAMPLER(_ARG) (default parentbased_always_on); spans exported
-// only when OTEL_TRACES_EXPORTER names an exporter or, unset, an OTLP
-// endpoint variable is set. With neither, no span leaves the process (spans
-// are still created, so trace ids reach logs and the Traceparent header).
-//
-// Metrics: always served by MetricsHandler from a private Prometheus
-// registry, with the Go runtime and the process under their conventional
-// names (newMeterProvider); also pushed over OTLP by the same rule as spans
-// (OTEL_METRICS_EXPORTER). OTEL_METRICS_EXPORTER=prometheus adds nothing
-// (autoexport would start a second HTTP server; /metrics on the admin
-// listener already serves it).
-//
-// OTEL_SDK_DISABLED=true gives no-op providers: nothing recorded, nothing
-// exported; propagation still works and /metrics serves an empty page.
-//
-// A malformed setting (unknown sampler, bad ratio, unknown exporter or
-// protocol) is an error naming the variable.
+// New builds the telemetry of the process from cfg and the standard OTEL_*
+// variables, read through Config.Getenv (docs/observability.md, "Traces"
+// and "Metrics"). Spans and metrics leave the process only when an exporter
+// is configured (exporterName); /metrics (MetricsHandler) always serves
+// every instrument. OTEL_SDK_DISABLED=true gives no-op providers: nothing
+// recorded, nothing exported; propagation still works and /metrics serves
+// an empty page. A malformed setting (unknown sampler, bad ratio, unknown
+// exporter or protocol) is an error naming the variable.
 func New(ctx context.Context, cfg Config) (*Telemetry, error) {
 	getenv := cfg.Getenv
 	if getenv == nil {
@@ -291,6 +277,8 @@ func newMeterProvider(ctx context.Context, cfg Config, getenv func(string) strin
 	if cfg.MetricReader != nil {
 		opts = append(opts, sdkmetric.WithReader(cfg.MetricReader))
 	} else if name := exporterName(getenv, "METRICS"); name != "none" && name != "prometheus" {
+		// prometheus: autoexport would start a second HTTP server; /metrics
+		// on the admin listener already serves it.
 		r, err := autoexport.NewMetricReader(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("OTEL_METRICS_EXPORTER=%q: %w", name, err)
