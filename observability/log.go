@@ -186,11 +186,10 @@ func (h traceHandler) WithAttrs(as []slog.Attr) slog.Handler {
 func (h traceHandler) WithGroup(g string) slog.Handler { return traceHandler{h.Handler.WithGroup(g)} }
 
 // SDKErrors turns the OpenTelemetry SDK's own failures (an export that
-// failed, a metric the backend refused) into JSON WARN lines of the
-// service's log, instead of the SDK's default, free text on stderr in the
-// middle of the JSON stream (docs/contract.md section 20). Each line names
-// the signal (traces, metrics, logs) and the endpoint; one line per signal
-// per interval at most, the next saying how many were left out.
+// failed, a metric the backend refused) into rate-limited JSON WARN lines
+// of the service's log, instead of the SDK's default, free text on stderr
+// in the middle of the JSON stream (docs/contract.md section 20;
+// docs/observability.md, "When telemetry fails").
 //
 // The SDK's handler is process-global (otel.SetErrorHandler, otel.SetLogger):
 // the caller (a command's run) installs Handle and Logger, once; nothing
