@@ -170,33 +170,26 @@ func isAlnum(c byte) bool {
 // that group.
 func TraceHandler(h slog.Handler) slog.Handler { return traceHandler{h} }
 
-type traceHandler struct{ next slog.Handler }
-
-func (t traceHandler) Enabled(ctx context.Context, l slog.Level) bool {
-	return t.next.Enabled(ctx, l)
-}
+type traceHandler struct{ slog.Handler }
 
 func (t traceHandler) Handle(ctx context.Context, r slog.Record) error {
 	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
 		r.AddAttrs(slog.String(LogTraceID, sc.TraceID().String()), slog.String(LogSpanID, sc.SpanID().String()))
 	}
-	return t.next.Handle(ctx, r)
+	return t.Handler.Handle(ctx, r)
 }
 
-func (t traceHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	return traceHandler{t.next.WithAttrs(as)}
+func (h traceHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return traceHandler{h.Handler.WithAttrs(as)}
 }
 
-func (t traceHandler) WithGroup(name string) slog.Handler {
-	return traceHandler{t.next.WithGroup(name)}
-}
+func (h traceHandler) WithGroup(g string) slog.Handler { return traceHandler{h.Handler.WithGroup(g)} }
 
 // SDKErrors turns the OpenTelemetry SDK's own failures (an export that
-// failed, a metric the backend refused) into JSON WARN lines of the
-// service's log, instead of the SDK's default, free text on stderr in the
-// middle of the JSON stream (docs/contract.md section 20). Each line names
-// the signal (traces, metrics, logs) and the endpoint; one line per signal
-// per interval at most, the next saying how many were left out.
+// failed, a metric the backend refused) into rate-limited JSON WARN lines
+// of the service's log, instead of the SDK's default, free text on stderr
+// in the middle of the JSON stream (docs/contract.md section 20;
+// docs/observability.md, "When telemetry fails").
 //
 // The SDK's handler is process-global (otel.SetErrorHandler, otel.SetLogger):
 // the caller (a command's run) installs Handle and Logger, once; nothing

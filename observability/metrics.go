@@ -26,14 +26,10 @@ func DurationBuckets() []float64 {
 	return []float64{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10}
 }
 
-// Metrics are the service's instruments: http.server.request.duration (by
-// method, route template, status and, on requests the cache answered,
-// partner_edge.cache.outcome: RequestDone), http.server.active_requests,
-// and the counters partner_edge.keys.reloads, .problem.responses,
-// .auth.throttled, .requests.shed and .tls.reloads (docs/observability.md,
-// "Metrics", lists them with their Prometheus names; upstream and
-// upstream/cache own the partner_edge.pms.*, .cache.* and .mapping.* ones).
-// Every method is safe for concurrent use, takes only bounded values
+// Metrics are the service's own instruments: the HTTP server's and the
+// edge's counters (docs/observability.md, "Metrics", lists them; upstream
+// and upstream/cache own the partner_edge.pms.*, .cache.* and .mapping.*
+// ones). Every method is safe for concurrent use, takes only bounded values
 // (codes, reasons, outcomes, route templates: never anything a partner sent
 // verbatim) and, once a label combination has been seen, records without
 // allocating.

@@ -241,11 +241,8 @@ func randomSpanID() trace.SpanID {
 // Without telemetry, or with tracing disabled, it keeps nothing.
 func (t *Telemetry) Decide(ctx context.Context, r *http.Request, start time.Time, status int, elapsed time.Duration) (_ context.Context, kept bool, end func(time.Time)) {
 	sc := trace.SpanContextFromContext(ctx)
-	if t == nil || !sc.IsValid() || t.tail == nil {
+	if t == nil || t.tail == nil || !sc.IsValid() || sc.IsSampled() {
 		return ctx, sc.IsSampled(), noEnd
-	}
-	if sc.IsSampled() {
-		return ctx, true, noEnd
 	}
 	keep := status >= 500 || (t.slow > 0 && elapsed >= t.slow)
 	links := t.tail.decide(sc.TraceID(), keep)

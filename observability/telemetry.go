@@ -1,6 +1,7 @@
 package observability
 
 import (
+	"cmp"
 	"context"
 	"encoding/hex"
 	"errors"
@@ -44,8 +45,8 @@ type Config struct {
 	// else DefaultServiceName.
 	ServiceName string
 
-	// Version is the resource's service.version. Empty: the main module's
-	// version from the build info, else its VCS revision, else "unknown".
+	// Version is the resource's service.version. Empty: ModuleVersion, else
+	// "unknown".
 	Version string
 
 	// Getenv reads the OTEL_* variables New decides on (nil: an empty
@@ -93,28 +94,14 @@ type Telemetry struct {
 	slow         time.Duration
 }
 
-// New builds the telemetry of the process from cfg (docs/observability.md,
-// "Traces" and "Metrics"; the standard OTEL_* variables through
-// Config.Getenv).
-//
-// Tracing: W3C TraceContext and Baggage propagation; the sampler of
-// OTEL_TRACES_SAMPLER(_ARG) (default parentbased_always_on); spans exported
-// only when OTEL_TRACES_EXPORTER names an exporter or, unset, an OTLP
-// endpoint variable is set. With neither, no span leaves the process (spans
-// are still created, so trace ids reach logs and the Traceparent header).
-//
-// Metrics: always served by MetricsHandler from a private Prometheus
-// registry, with the Go runtime and the process under their conventional
-// names (registerRuntime); also pushed over OTLP by the same rule as spans
-// (OTEL_METRICS_EXPORTER). OTEL_METRICS_EXPORTER=prometheus adds nothing
-// (autoexport would start a second HTTP server; /metrics on the admin
-// listener already serves it).
-//
-// OTEL_SDK_DISABLED=true gives no-op providers: nothing recorded, nothing
-// exported; propagation still works and /metrics serves an empty page.
-//
-// A malformed setting (unknown sampler, bad ratio, unknown exporter or
-// protocol) is an error naming the variable.
+// New builds the telemetry of the process from cfg and the standard OTEL_*
+// variables, read through Config.Getenv (docs/observability.md, "Traces"
+// and "Metrics"). Spans and metrics leave the process only when an exporter
+// is configured (exporterName); /metrics (MetricsHandler) always serves
+// every instrument. OTEL_SDK_DISABLED=true gives no-op providers: nothing
+// recorded, nothing exported; propagation still works and /metrics serves
+// an empty page. A malformed setting (unknown sampler, bad ratio, unknown
+// exporter or protocol) is an error naming the variable.
 func New(ctx context.Context, cfg Config) (*Telemetry, error) {
 	getenv := cfg.Getenv
 	if getenv == nil {
@@ -140,11 +127,7 @@ func New(ctx context.Context, cfg Config) (*Telemetry, error) {
 
 // start makes the SDK's providers.
 func (t *Telemetry) start(ctx context.Context, cfg Config, getenv func(string) string) error {
-	version := cfg.Version
-	if version == "" {
-		version = buildVersion()
-	}
-	res, err := newResource(cfg, getenv, version)
+	res, err := newResource(cfg, getenv)
 	if err != nil {
 		return err
 	}
@@ -194,32 +177,18 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// registerRuntime adds client_golang's Go and process collectors to reg,
-// under the names every Prometheus dashboard and alert already knows
-// (docs/contract.md section 18; docs/observability.md, "Metrics"), not OTel's
-// runtime instrumentation's. They are read at scrape time.
-func registerRuntime(reg *prometheus.Registry) error {
-	if err := errors.Join(reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})),
-		reg.Register(collectors.NewGoCollector())); err != nil {
-		return fmt.Errorf("runtime metrics: %w", err)
-	}
-	return nil
-}
-
 // MetricsHandler serves the Prometheus text exposition of every instrument,
-// from the Telemetry's private registry (never the global default one).
+// from the Telemetry's private registry (never the global default one), or
+// OpenMetrics to a scraper that asks for it (Accept:
+// application/openmetrics-text): only OpenMetrics carries exemplars, the
+// trace_id of a kept request on the request-duration histogram
+// (docs/contract.md section 20).
 func (t *Telemetry) MetricsHandler() http.Handler {
-	return promHandler(t.registry)
+	return promhttp.HandlerFor(t.registry, promhttp.HandlerOpts{Registry: t.registry, EnableOpenMetrics: true})
 }
 
-func newResource(cfg Config, getenv func(string) string, version string) (*resource.Resource, error) {
-	name := cfg.ServiceName
-	if name == "" {
-		name = strings.TrimSpace(getenv("OTEL_SERVICE_NAME"))
-	}
-	if name == "" {
-		name = DefaultServiceName
-	}
+func newResource(cfg Config, getenv func(string) string) (*resource.Resource, error) {
+	name := cmp.Or(cfg.ServiceName, strings.TrimSpace(getenv("OTEL_SERVICE_NAME")), DefaultServiceName)
 	env, err := parseResourceAttributes(getenv("OTEL_RESOURCE_ATTRIBUTES"))
 	if err != nil {
 		return nil, err
@@ -236,7 +205,7 @@ func newResource(cfg Config, getenv func(string) string, version string) (*resou
 	// Ours come last: they win over OTEL_RESOURCE_ATTRIBUTES.
 	attrs = append(attrs,
 		semconv.ServiceName(name),
-		semconv.ServiceVersion(version),
+		semconv.ServiceVersion(cmp.Or(cfg.Version, ModuleVersion(), "unknown")),
 		semconv.TelemetrySDKLanguageGo,
 		semconv.TelemetrySDKName("opentelemetry"),
 		semconv.TelemetrySDKVersion(sdk.Version()),
@@ -250,11 +219,8 @@ const AttrBrand = attribute.Key("partner_edge.brand")
 
 // defaultInstanceID is "<host name>-<pid>".
 func defaultInstanceID() string {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "unknown"
-	}
-	return host + "-" + strconv.Itoa(os.Getpid())
+	host, _ := os.Hostname() // "" when it fails
+	return cmp.Or(host, "unknown") + "-" + strconv.Itoa(os.Getpid())
 }
 
 // parseResourceAttributes reads OTEL_RESOURCE_ATTRIBUTES: key=value pairs,
@@ -279,42 +245,26 @@ func parseResourceAttributes(s string) ([]attribute.KeyValue, error) {
 	return out, nil
 }
 
-// buildVersion is the main module's version, else its VCS revision (with
-// "-dirty" when modified), else "unknown".
-func buildVersion() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
+// ModuleVersion is the main module's version from the build info; "" for
+// a development build ("(devel)") or without build info.
+func ModuleVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
 	}
-	if v := bi.Main.Version; v != "" && v != "(devel)" {
-		return v
-	}
-	var rev, dirty string
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				dirty = "-dirty"
-			}
-		}
-	}
-	if rev == "" {
-		return "unknown"
-	}
-	if len(rev) > 12 {
-		rev = rev[:12]
-	}
-	return rev + dirty
+	return ""
 }
 
 // newMeterProvider builds the SDK meter provider: the runtime collectors
 // and the Prometheus reader on reg, plus cfg.MetricReader or an OTLP/console reader when the environment
 // asks for one.
 func newMeterProvider(ctx context.Context, cfg Config, getenv func(string) string, res *resource.Resource, reg *prometheus.Registry) (*sdkmetric.MeterProvider, error) {
-	if err := registerRuntime(reg); err != nil {
-		return nil, err
+	// client_golang's Go and process collectors, under the names every
+	// Prometheus dashboard and alert already knows (docs/contract.md section
+	// 18; docs/observability.md, "Metrics"), not OTel's runtime
+	// instrumentation's. They are read at scrape time.
+	if err := errors.Join(reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})),
+		reg.Register(collectors.NewGoCollector())); err != nil {
+		return nil, fmt.Errorf("runtime metrics: %w", err)
 	}
 	// WithoutScopeInfo: every instrument has a unique name, so the scope
 	// labels told nothing, and two of the three were always empty
@@ -324,33 +274,20 @@ func newMeterProvider(ctx context.Context, cfg Config, getenv func(string) strin
 		return nil, fmt.Errorf("prometheus exporter: %w", err)
 	}
 	opts := []sdkmetric.Option{sdkmetric.WithResource(res), sdkmetric.WithReader(prom)}
-
-	switch {
-	case cfg.MetricReader != nil:
+	if cfg.MetricReader != nil {
 		opts = append(opts, sdkmetric.WithReader(cfg.MetricReader))
-	default:
-		name := exporterName(getenv, "METRICS")
-		if name == "none" || name == "prometheus" {
-			break
-		}
+	} else if name := exporterName(getenv, "METRICS"); name != "none" && name != "prometheus" {
+		// prometheus: autoexport would start a second HTTP server; /metrics
+		// on the admin listener already serves it.
 		r, err := autoexport.NewMetricReader(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("OTEL_METRICS_EXPORTER=%q: %w", name, err)
 		}
-		if autoexport.IsNoneMetricReader(r) {
-			break
+		if !autoexport.IsNoneMetricReader(r) {
+			opts = append(opts, sdkmetric.WithReader(r))
 		}
-		opts = append(opts, sdkmetric.WithReader(r))
 	}
 	return sdkmetric.NewMeterProvider(opts...), nil
-}
-
-// promHandler serves the Prometheus text format, or OpenMetrics to a
-// scraper that asks for it (Accept: application/openmetrics-text):
-// only OpenMetrics carries exemplars, the trace_id of a kept request on
-// the request-duration histogram (docs/contract.md section 20).
-func promHandler(reg *prometheus.Registry) http.Handler {
-	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg, EnableOpenMetrics: true})
 }
 
 // AdminHandler returns the handler of the admin listener (EDGE_ADMIN_ADDR,
@@ -415,23 +352,18 @@ func newTracerProvider(ctx context.Context, cfg Config, getenv func(string) stri
 
 	var proc sdktrace.SpanProcessor
 	name := "custom"
-	switch {
-	case cfg.SpanExporter != nil:
+	if cfg.SpanExporter != nil {
 		proc = sdktrace.NewSimpleSpanProcessor(cfg.SpanExporter)
-	default:
-		name = exporterName(getenv, "TRACES")
-		if name == "none" {
-			break
-		}
+	} else if name = exporterName(getenv, "TRACES"); name != "none" {
 		exp, err := autoexport.NewSpanExporter(ctx)
 		if err != nil {
 			return nil, "", fmt.Errorf("OTEL_TRACES_EXPORTER=%q: %w", name, err)
 		}
 		if autoexport.IsNoneSpanExporter(exp) {
 			name = "none"
-			break
+		} else {
+			proc = sdktrace.NewBatchSpanProcessor(exp)
 		}
-		proc = sdktrace.NewBatchSpanProcessor(exp)
 	}
 	// Tail decisions only where spans go somewhere: with no exporter, a
 	// request's children need not record for a decision nobody reads.

@@ -44,7 +44,7 @@ func joinFleet(ctx context.Context, cfg settings, log *slog.Logger, tel *observa
 	if err != nil {
 		return nil, err
 	}
-	fc.Log, fc.Meter, fc.Tracer = log, tel.MeterProvider().Meter(observability.ScopeName), tel.TracerProvider()
+	fc.Log, fc.Meter, fc.Tracer = log, tel.Meter(), tel.TracerProvider()
 	client, err := fleet.New(fc)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cfg.Redis.Variable(), err)
@@ -56,7 +56,7 @@ func joinFleet(ctx context.Context, cfg settings, log *slog.Logger, tel *observa
 // newMember is the membership of brand's instances through client.
 func newMember(brand string, client *fleet.Client, secret []byte, log *slog.Logger) *member {
 	return &member{brand: brand, client: client, lim: redislimit.New(redislimit.Config{Client: client, Brand: brand}),
-		store: fleet.NewStore(client, 0, nil, secret), log: log}
+		store: fleet.NewStore(client, 0, secret), log: log}
 }
 
 func (m *member) close() {

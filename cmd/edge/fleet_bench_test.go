@@ -135,11 +135,11 @@ func benchEdge(b *testing.B, redis bool) (http.Handler, *http.Request) {
 		}
 		b.Cleanup(fm.close)
 	}
-	cat, closeCat, err := newCatalog(cfg, pms.URL, keys.ModeLive, "bench", log, tel, fm, nil)
+	cat, err := newCatalog(cfg, pms.URL, keys.ModeLive, "bench", log, tel, fm, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(closeCat)
+	b.Cleanup(cat.Close)
 	h := edge.NewServer(edge.Config{Brand: "aurora", Logger: log, AuthFailLimit: 20, Limiter: fm.limiter()},
 		store, cat, nil)
 	req, _ := http.NewRequest("GET", "http://edge.test/v1/properties?perPage=10", nil)

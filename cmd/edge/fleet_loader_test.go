@@ -60,11 +60,11 @@ func fleetCatalog(t *testing.T, cfg settings, pmsURL string, fc fleet.Config, lo
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	cat, closeCat, err := newCatalog(cfg, pmsURL, keys.ModeLive, "test", log, tel, newMember(cfg.Brand, c, []byte(testFleetSecret), log), nil)
+	cat, err := newCatalog(cfg, pmsURL, keys.ModeLive, "test", log, tel, newMember(cfg.Brand, c, []byte(testFleetSecret), log), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(closeCat)
+	t.Cleanup(cat.Close)
 	return cat
 }
 

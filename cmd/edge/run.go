@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -53,12 +53,12 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 // mapping, cache, each reporting to telemetry; with a fleet member, the
 // cache's loads are shared through Redis (fleet.go), and each load is
 // handed to sh after it ends (nil: none; shadow.go).
-func newCatalog(cfg settings, baseURL string, mode keys.Mode, version string, log *slog.Logger, tel *observability.Telemetry, fm *member, sh *shadow.Shadow) (upstream.Catalog, func(), error) {
+func newCatalog(cfg settings, baseURL string, mode keys.Mode, version string, log *slog.Logger, tel *observability.Telemetry, fm *member, sh *shadow.Shadow) (*cache.Cache, error) {
 	cc := cache.Config{Key: cfg.Brand + "/" + string(mode), TTL: cfg.CacheTTL, Stale: cfg.CacheStale, LoadTimeout: cfg.PMSTimeout}
 	if fm != nil { // loads shared through Redis (fleet.go)
 		cc.RefreshAhead = fleet.RefreshAhead
 	}
-	c, err := cache.NewPMS(cache.PMSConfig{
+	return cache.NewPMS(cache.PMSConfig{
 		Mode: string(mode),
 		Client: upstream.ClientConfig{BaseURL: baseURL, Token: cfg.PMSToken, Version: version,
 			CallTimeout: cfg.PMSTimeout, AttemptTimeout: cfg.PMSAttempt, MaxWalkBytes: cfg.PMSMaxWalkBytes,
@@ -78,10 +78,6 @@ func newCatalog(cfg settings, baseURL string, mode keys.Mode, version string, lo
 			return sh.After(string(mode), load)
 		},
 	})
-	if err != nil {
-		return nil, nil, err
-	}
-	return c, c.Close, nil
 }
 
 // reloadOnHangup re-reads the key file, and asks for the TLS pair to be
@@ -131,19 +127,12 @@ func serveAdmin(ctx context.Context, ln net.Listener, addr string, tel *observab
 }
 
 // stampedVersion is the version a release build stamps in
-// (-ldflags "-X main.stampedVersion=v1.2.3", cmd/edge/image/build); empty:
-// the module version from the build info, else "dev".
+// (-ldflags "-X main.stampedVersion=v1.2.3", cmd/edge/image/build).
 var stampedVersion string
 
-func buildVersion() string {
-	if stampedVersion != "" {
-		return stampedVersion
-	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "dev"
-}
+// buildVersion is stampedVersion, else the module version from the build
+// info, else "dev".
+func buildVersion() string { return cmp.Or(stampedVersion, observability.ModuleVersion(), "dev") }
 
 // runKeys is "edge keys ...": keys.Command, whose usage errors end the
 // program with status 2.

@@ -221,19 +221,19 @@ func (p *process) startCatalogs(ctx context.Context) error {
 		p.sh = sh
 		p.wg.Go(func() { sh.Run(ctx) })
 	}
-	live, closeLive, err := newCatalog(p.cfg, p.cfg.PMSBaseURL, keys.ModeLive, p.version, p.log, p.tel, p.fm, sh)
+	live, err := newCatalog(p.cfg, p.cfg.PMSBaseURL, keys.ModeLive, p.version, p.log, p.tel, p.fm, sh)
 	if err != nil {
 		return err
 	}
 	p.live = live
-	p.onStop(closeLive)
+	p.onStop(live.Close)
 	if p.cfg.PMSSandbox != "" {
-		sb, closeSandbox, err := newCatalog(p.cfg, p.cfg.PMSSandbox, keys.ModeTest, p.version, p.log, p.tel, p.fm, nil)
+		sb, err := newCatalog(p.cfg, p.cfg.PMSSandbox, keys.ModeTest, p.version, p.log, p.tel, p.fm, nil)
 		if err != nil {
 			return err
 		}
 		p.sandbox = sb
-		p.onStop(closeSandbox)
+		p.onStop(sb.Close)
 	}
 	return nil
 }

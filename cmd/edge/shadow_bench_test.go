@@ -106,11 +106,11 @@ func shadowBenchEdge(b *testing.B, candidate http.Handler) (http.Handler, []*htt
 	} else {
 		close(done)
 	}
-	cat, closeCat, err := newCatalog(cfg, pms.URL, keys.ModeLive, "bench", log, tel, nil, sh)
+	cat, err := newCatalog(cfg, pms.URL, keys.ModeLive, "bench", log, tel, nil, sh)
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { cancel(); <-done; closeCat(); _ = tel.Shutdown(context.Background()) })
+	b.Cleanup(func() { cancel(); <-done; cat.Close(); _ = tel.Shutdown(context.Background()) })
 	h := edge.NewServer(edge.Config{Brand: "aurora", Logger: log, AuthFailLimit: 20}, store, cat, nil)
 	newReq := func(path string) *http.Request {
 		req, _ := http.NewRequest("GET", "http://edge.test/v1/"+path, nil)

@@ -32,8 +32,8 @@ func (s *pausingStore) Fetch(ctx context.Context, name string) ([]byte, int64, t
 func TestLeaseWonAfterPublicationWalksNoMore(t *testing.T) {
 	srv := redistest.Start(t)
 	p := &pms{}
-	first := newCoordinator(NewStore(newTestClient(t, srv.URL(), nil, nil), 0, nil, testSecret))
-	late := &pausingStore{SnapshotStore: NewStore(newTestClient(t, srv.URL(), nil, nil), 0, nil, testSecret)}
+	first := newCoordinator(NewStore(newTestClient(t, srv.URL(), nil, nil), 0, testSecret))
+	late := &pausingStore{SnapshotStore: NewStore(newTestClient(t, srv.URL(), nil, nil), 0, testSecret)}
 	late.afterFirstFetch = func() {
 		if l, err := first.Load(t.Context(), "acme", "live", time.Time{}, p.load); err != nil || l.Source != SourceLeader {
 			t.Errorf("first instance: %v, %v; want its walk as leader", l.Source, err)

@@ -73,8 +73,8 @@ func TestCodecRoundTrip(t *testing.T) {
 func TestCoordinatorsRacingMakeOneWalk(t *testing.T) {
 	eachForm(t, func(t *testing.T, f form) {
 		p := &pms{gate: make(chan struct{})}
-		a := newCoordinator(NewStore(f.client(t), 0, nil, testSecret))
-		b := newCoordinator(NewStore(f.client(t), 0, nil, testSecret))
+		a := newCoordinator(NewStore(f.client(t), 0, testSecret))
+		b := newCoordinator(NewStore(f.client(t), 0, testSecret))
 		b.waiting = func() { close(p.gate) } // the leader's walk ends once b waits
 		a.waiting = b.waiting
 
@@ -101,7 +101,7 @@ func TestCoordinatorsRacingMakeOneWalk(t *testing.T) {
 			t.Fatalf("walks %d, sources %v; want one walk, one leader, one shared", p.walks.Load(), sources)
 		}
 		// A third instance later takes the publication without a walk or lease.
-		c := newCoordinator(NewStore(f.client(t), 0, nil, testSecret))
+		c := newCoordinator(NewStore(f.client(t), 0, testSecret))
 		l, err := c.Load(t.Context(), "acme", "live", loadedAt.Add(-time.Second), p.load)
 		if err != nil || l.Source != SourceShared || p.walks.Load() != 1 {
 			t.Fatalf("late instance: %v, %v, walks %d", l.Source, err, p.walks.Load())
@@ -117,7 +117,7 @@ func TestCoordinatorRedisDownLoadsLocally(t *testing.T) {
 	srv := redistest.Start(t)
 	tl := newTel(t)
 	client := newTestClient(t, srv.URL(), tl, nil)
-	c := newCoordinator(NewStore(client, 0, nil, testSecret))
+	c := newCoordinator(NewStore(client, 0, testSecret))
 	c.Count = client
 	srv.Stop()
 	p := &pms{}
@@ -133,7 +133,7 @@ func TestCoordinatorRedisDownLoadsLocally(t *testing.T) {
 func TestCoordinatorBadPublicationLoadsLocally(t *testing.T) {
 	srv := redistest.Start(t)
 	client := newTestClient(t, srv.URL(), nil, nil)
-	other := NewStore(client, 0, nil, testSecret)
+	other := NewStore(client, 0, testSecret)
 	name := SnapKey("acme", "live")
 	for _, tc := range []struct {
 		what    string
@@ -151,7 +151,7 @@ func TestCoordinatorBadPublicationLoadsLocally(t *testing.T) {
 			t.Fatalf("lease: %v, %v", won, err)
 		}
 		p := &pms{}
-		c := newCoordinator(NewStore(client, tc.max, nil, testSecret))
+		c := newCoordinator(NewStore(client, tc.max, testSecret))
 		l, err := c.Load(t.Context(), "acme", "live", time.Time{}, p.load)
 		if err != nil || l.Source != SourceLocal || p.walks.Load() != 1 {
 			t.Fatalf("%s publication: %v, %v, walks %d; want a local walk", tc.what, l.Source, err, p.walks.Load())

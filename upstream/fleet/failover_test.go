@@ -23,7 +23,7 @@ func TestClusterFailoverFollowed(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = client.Close() })
 	watchClient(t, client, 0) // as the edge runs it: it finds the new primary once the breaker opens
-	store := NewStore(client, 0, nil, testSecret)
+	store := NewStore(client, 0, testSecret)
 	name := SnapKey("acme", "live")
 	if err := store.Publish(t.Context(), name, 1, []byte("before"), time.Minute); err != nil {
 		t.Fatal(err)

@@ -29,30 +29,30 @@ func TestForgedPublicationsRefused(t *testing.T) {
 		}{
 			{"unsigned frame", func() error { return rdb.Set(t.Context(), name+":data", unsigned, 0).Err() }},
 			{"another secret", func() error {
-				return NewStore(client, 0, nil, []byte("another-secret-of-thirty-two-byt")).Publish(t.Context(), name, loadedAt.UnixMilli(), payload, time.Minute)
+				return NewStore(client, 0, []byte("another-secret-of-thirty-two-byt")).Publish(t.Context(), name, loadedAt.UnixMilli(), payload, time.Minute)
 			}},
 			{"the secret, loaded an hour ahead", func() error {
-				return NewStore(client, 0, nil, testSecret).Publish(t.Context(), name, future.UnixMilli(), futurePayload, time.Minute)
+				return NewStore(client, 0, testSecret).Publish(t.Context(), name, future.UnixMilli(), futurePayload, time.Minute)
 			}},
 		} {
 			if err := tc.write(); err != nil {
 				t.Fatal(err)
 			}
 			p := &pms{}
-			c := newCoordinator(NewStore(client, 0, nil, testSecret))
+			c := newCoordinator(NewStore(client, 0, testSecret))
 			l, err := c.Load(t.Context(), "acme", "live", time.Time{}, p.load)
 			if err != nil || l.Source == SourceShared || p.walks.Load() != 1 {
 				t.Errorf("%s: source %s, %v, walks %d; want the PMS walked, the publication refused", tc.what, l.Source, err, p.walks.Load())
 			}
 		}
 		// The store itself: a wrong secret does not verify.
-		if err := NewStore(client, 0, nil, testSecret).Publish(t.Context(), name, loadedAt.UnixMilli(), payload, time.Minute); err != nil {
+		if err := NewStore(client, 0, testSecret).Publish(t.Context(), name, loadedAt.UnixMilli(), payload, time.Minute); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, _, err := NewStore(client, 0, nil, []byte("x")).Fetch(t.Context(), name); !errors.Is(err, ErrUnauthenticated) {
+		if _, _, _, err := NewStore(client, 0, []byte("x")).Fetch(t.Context(), name); !errors.Is(err, ErrUnauthenticated) {
 			t.Errorf("fetch under another secret: %v; want ErrUnauthenticated", err)
 		}
-		if got, _, _, err := NewStore(client, 0, nil, testSecret).Fetch(t.Context(), name); err != nil || len(got) != len(payload) {
+		if got, _, _, err := NewStore(client, 0, testSecret).Fetch(t.Context(), name); err != nil || len(got) != len(payload) {
 			t.Errorf("fetch under the secret: %d bytes, %v", len(got), err)
 		}
 	})

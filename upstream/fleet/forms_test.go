@@ -42,7 +42,7 @@ func TestTLSPrivateCAAndACL(t *testing.T) {
 	if err := c.Ping(t.Context()); err != nil {
 		t.Fatalf("private CA, client certificate, ACL user: %v", err)
 	}
-	store := NewStore(c, 0, nil, testSecret)
+	store := NewStore(c, 0, testSecret)
 	if err := store.Publish(t.Context(), SnapKey("acme", "live"), 1, []byte("payload"), time.Minute); err != nil {
 		t.Fatalf("publish over TLS: %v", err)
 	}
@@ -134,7 +134,7 @@ func TestClusterFormWithACLUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	client := newConfigClient(t, cfg)
-	store := NewStore(client, 0, nil, testSecret)
+	store := NewStore(client, 0, testSecret)
 	for _, brand := range []string{"acme", "globex", "initech", "umbrella"} { // keys over several slots
 		if err := store.Publish(t.Context(), SnapKey(brand, "live"), 1, []byte(brand), time.Minute); err != nil {
 			t.Fatalf("publish %s: %v", brand, err)

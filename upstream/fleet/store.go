@@ -43,22 +43,18 @@ type Store struct {
 	c          *Client
 	token      string
 	maxPayload int
-	now        func() time.Time
 	secret     []byte
 }
 
 // NewStore returns a store on c; maxPayload <= 0 means DefaultMaxPayload;
-// now (nil: time.Now) stamps publications; secret (EDGE_FLEET_SECRET, the
+// secret (EDGE_FLEET_SECRET, the
 // same on every instance) signs what Publish writes, and Fetch returns
 // only what verifies under it. An empty secret verifies nothing.
-func NewStore(c *Client, maxPayload int, now func() time.Time, secret []byte) *Store {
+func NewStore(c *Client, maxPayload int, secret []byte) *Store {
 	if maxPayload <= 0 {
 		maxPayload = DefaultMaxPayload
 	}
-	if now == nil {
-		now = time.Now
-	}
-	return &Store{c: c, token: rand.Text(), maxPayload: maxPayload, now: now, secret: bytes.Clone(secret)}
+	return &Store{c: c, token: rand.Text(), maxPayload: maxPayload, secret: bytes.Clone(secret)}
 }
 
 // leaseScript takes a lease for ARGV[1] (the store's token) for ARGV[2]
@@ -99,7 +95,7 @@ func (s *Store) Publish(ctx context.Context, name string, version int64, payload
 	frame := make([]byte, frameHeader, frameHeader+frameMAC+len(payload))
 	frame[0] = frameVersion
 	binary.BigEndian.PutUint64(frame[1:9], uint64(version))
-	binary.BigEndian.PutUint64(frame[9:17], uint64(s.now().UnixMilli()))
+	binary.BigEndian.PutUint64(frame[9:17], uint64(time.Now().UnixMilli()))
 	frame = append(frame, s.mac(name, frame[:frameHeader], payload)...)
 	frame = append(frame, payload...)
 	return s.c.Do(ctx, func(ctx context.Context, rdb redis.UniversalClient) error {

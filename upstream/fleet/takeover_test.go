@@ -15,15 +15,15 @@ func TestCoordinatorLeaderOverwritesCorruptPublication(t *testing.T) {
 	eachForm(t, func(t *testing.T, f form) {
 		client := f.client(t)
 		name := SnapKey("acme", "live")
-		if err := NewStore(client, 0, nil, testSecret).Publish(t.Context(), name, loadedAt.UnixMilli(), []byte("garbage!!!"), time.Minute); err != nil {
+		if err := NewStore(client, 0, testSecret).Publish(t.Context(), name, loadedAt.UnixMilli(), []byte("garbage!!!"), time.Minute); err != nil {
 			t.Fatal(err)
 		}
 		p := &pms{}
-		a := newCoordinator(NewStore(client, 0, nil, testSecret))
+		a := newCoordinator(NewStore(client, 0, testSecret))
 		if l, err := a.Load(t.Context(), "acme", "live", time.Time{}, p.load); err != nil || l.Source != SourceLeader {
 			t.Fatalf("first load over a corrupt publication: %v, %v; want the leader's walk", l.Source, err)
 		}
-		b := newCoordinator(NewStore(client, 0, nil, testSecret))
+		b := newCoordinator(NewStore(client, 0, testSecret))
 		if l, err := b.Load(t.Context(), "acme", "live", time.Time{}, p.load); err != nil || l.Source != SourceShared || p.walks.Load() != 1 {
 			t.Fatalf("second load: %v, %v, walks %d; want the overwritten publication", l.Source, err, p.walks.Load())
 		}
@@ -36,8 +36,8 @@ func TestCoordinatorLeaderOverwritesCorruptPublication(t *testing.T) {
 func TestCoordinatorLoserTakesOverFailedLeader(t *testing.T) {
 	eachForm(t, func(t *testing.T, f form) {
 		client := f.client(t)
-		leader := newCoordinator(NewStore(client, 0, nil, testSecret))
-		loser := newCoordinator(NewStore(client, 0, nil, testSecret))
+		leader := newCoordinator(NewStore(client, 0, testSecret))
+		loser := newCoordinator(NewStore(client, 0, testSecret))
 		loser.Wait = time.Minute // a give-up would fail the test's deadline
 		fail := make(chan struct{})
 		loser.waiting = func() { close(fail) }
