@@ -39,7 +39,9 @@ func cached(t *testing.T, ttl time.Duration) func(live, sandbox upstream.Catalog
 func TestUnknownIDFloodFromCold(t *testing.T) {
 	// A generous PMS deadline: the one cold load runs while 20 clients
 	// hammer the edge (with -race on 2 cores); this test counts PMS calls.
-	h := newHarness(t, harnessOptions{pageSize: 10, catalogs: cached(t, time.Minute), pmsCallTimeout: 10 * time.Second})
+	// A TTL no run reaches: on a busy machine the flood takes about a
+	// minute, and a call past 0.8 of the TTL starts a refresh, another walk.
+	h := newHarness(t, harnessOptions{pageSize: 10, catalogs: cached(t, time.Hour), pmsCallTimeout: 10 * time.Second})
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	bad := map[int]int{}
