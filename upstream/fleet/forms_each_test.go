@@ -45,11 +45,14 @@ func eachForm(t *testing.T, fn func(t *testing.T, f form)) {
 	})
 }
 
-// newConfigClient is a client of cfg with the tests' guard (500 ms calls,
-// 50 ms open), closed when t ends.
+// newConfigClient is a client of cfg with the tests' guard (5 s calls,
+// 50 ms open), closed when t ends. Its callers' failures are all quick
+// refusals (an untrusted certificate, WRONGPASS), never timeouts: the
+// call's deadline leaves room for a TLS handshake under -race on a busy
+// machine, which outlasted 500 ms and turned a trust failure into a timeout.
 func newConfigClient(t *testing.T, cfg Config) *Client {
 	t.Helper()
-	cfg.Guard = GuardConfig{CallTimeout: 500 * time.Millisecond, OpenTimeout: 50 * time.Millisecond}
+	cfg.Guard = GuardConfig{CallTimeout: 5 * time.Second, OpenTimeout: 50 * time.Millisecond}
 	c, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
