@@ -140,6 +140,8 @@ func TestWatchBadFileKeepsKeys(t *testing.T) {
 	}
 	writeFile(t, path, marshalFile(t, freshRec))
 	testkit.Eventually(t, "the fixed file is in force", found(s, fresh))
+	// The keys are swapped in before OnReload is called.
+	testkit.Eventually(t, "OnReload after the fix", func() bool { return reloads.Load() >= 2 })
 	if n := strings.Count(buf.String(), "keys reload failed"); n != 1 {
 		t.Errorf("failure logged %d times, want once: %s", n, buf)
 	}
@@ -169,6 +171,8 @@ func TestWatchIgnoresUnchangedContent(t *testing.T) {
 	// Then a real change: it must be the only reload.
 	writeFile(t, path, marshalFile(t, freshRec))
 	testkit.Eventually(t, "the new key is in force", found(s, fresh))
+	// The keys are swapped in before OnReload is called.
+	testkit.Eventually(t, "OnReload after the change", func() bool { return reloads.Load() >= 1 })
 	if n := reloads.Load(); n != 1 {
 		t.Errorf("OnReload called %d times, want 1; log %s", n, buf)
 	}
