@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -35,19 +34,6 @@ func needProgram(t *testing.T, name, pkg string) string {
 		t.Skipf("%s not installed (apt-get install -y %s); CI=true makes this a failure", name, pkg)
 	}
 	return p
-}
-
-// freeLoopbackAddr is a loopback address with a port free a moment ago,
-// for a server that takes its address as a flag (Prometheus).
-func freeLoopbackAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	return addr
 }
 
 // TestPrometheusScrapesExemplars (docs/contract.md section 20): a real
@@ -126,7 +112,7 @@ func TestPrometheusScrapesExemplars(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	listen := freeLoopbackAddr(t)
+	listen := freePort(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, prom, "--config.file="+filepath.Join(dir, "prometheus.yml"),
 		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+listen,

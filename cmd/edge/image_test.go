@@ -30,21 +30,6 @@ import (
 	"github.com/partner-edge/partner-edge/observability/testkit"
 )
 
-// needTool returns the path of a tool a test cannot do without. Under
-// CI=true a missing tool fails the test (CI installs it); elsewhere the test
-// is skipped.
-func needTool(t *testing.T, name, pkg string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s not found: apt-get install -y %s (.ci/run does)", name, pkg)
-		}
-		t.Skipf("%s not installed (apt-get install -y %s); CI=true makes this a failure", name, pkg)
-	}
-	return p
-}
-
 // imageBuild runs cmd/edge/image/build into storage of its own and an OCI
 // layout, with fixed inputs, and returns the OCI layout's directory and the
 // script's "image" and "manifest" lines.
@@ -88,7 +73,7 @@ func TestContainerImage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the image twice")
 	}
-	needTool(t, "buildah", "buildah")
+	needProgram(t, "buildah", "buildah")
 	if os.Geteuid() != 0 {
 		if os.Getenv("CI") == "true" {
 			t.Fatal("the image test needs root (buildah's storage, chroot); CI runs as root")

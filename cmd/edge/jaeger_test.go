@@ -54,11 +54,11 @@ func startJaeger(t *testing.T) *jaeger {
 	t.Helper()
 	bin := jaegerBinary(t)
 	cfg, _ := filepath.Abs(filepath.Join("..", "..", "docs", "deploy", "observability", "jaeger.yaml"))
-	j := &jaeger{otlp: freeLoopbackAddr(t), query: freeLoopbackAddr(t)}
+	j := &jaeger{otlp: freePort(t), query: freePort(t)}
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, "--config", cfg)
 	cmd.Env = append(os.Environ(), "JAEGER_OTLP_HTTP="+j.otlp, "JAEGER_QUERY_HTTP="+j.query,
-		"JAEGER_OTLP_GRPC="+freeLoopbackAddr(t), "JAEGER_QUERY_GRPC="+freeLoopbackAddr(t))
+		"JAEGER_OTLP_GRPC="+freePort(t), "JAEGER_QUERY_GRPC="+freePort(t))
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {

@@ -21,13 +21,7 @@ import (
 // nginx the test skips, or fails under CI=true (.ci/run installs it).
 func nginxPMS(t *testing.T, keepalive string) string {
 	t.Helper()
-	bin, err := exec.LookPath("nginx")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("nginx is not installed; .ci/run installs it")
-		}
-		t.Skip("nginx is not installed")
-	}
+	bin := needProgram(t, "nginx", "nginx")
 	sim := httptest.NewServer(pmsim.New(pmsim.Config{Brands: 1, HotelsPerBrand: 1200, PageSize: 100, Seed: 19, Token: "pms-secret-token"}))
 	t.Cleanup(sim.Close)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -16,9 +16,9 @@ import (
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
 
-// freePort is a loopback address the kernel had free a moment ago: the
-// test needs the edge's own URL before the edge listens, to give it as
-// EDGE_PUBLIC_URL.
+// freePort is a loopback address the kernel had free a moment ago, for a
+// server that must be told its address before it listens (the edge's own
+// EDGE_PUBLIC_URL, Prometheus, Jaeger).
 func freePort(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

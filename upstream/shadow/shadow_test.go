@@ -64,6 +64,24 @@ func edgeMode(t *testing.T, sh *Shadow, mode string, live http.Handler, ttl time
 	return c
 }
 
+// comparedWithinTwoTTLs runs a shadow of candidate until ctx ends, beside
+// the live mode of the seed-1 simulator (TTL 30 s), reads the live brand
+// once as a partner would, and returns the shadow and its live comparison
+// two TTLs later (nil: none). It runs inside a synctest bubble.
+func comparedWithinTwoTTLs(ctx context.Context, t *testing.T, candidate http.Handler) (*Shadow, *Comparison) {
+	t.Helper()
+	const ttl = 30 * time.Second
+	sh := newShadow(t, candidate, ttl)
+	go sh.Run(ctx)
+	c := edgeMode(t, sh, "live", pmsim.New(pmsim.Config{Seed: 1}), ttl)
+	if _, err := c.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * ttl) // the bubble's clock
+	synctest.Wait()
+	return sh, sh.Latest()["live"]
+}
+
 func newShadow(t *testing.T, candidate http.Handler, interval time.Duration) *Shadow {
 	t.Helper()
 	sh, err := New(Config{Candidate: clientConfig(candidate), Brand: "aurora", Interval: interval, Timeout: 5 * time.Second})
@@ -202,20 +220,10 @@ func changedCandidate(t *testing.T) (cand *pmsim.Sim, removed []string, changed,
 // (docs/contract.md section 14).
 func TestShadowReportsDifferencesWithinTwoTTLs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		const ttl = 30 * time.Second
 		cand, removed, changed, rejected := changedCandidate(t)
-		sh := newShadow(t, cand, ttl)
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
-		go sh.Run(ctx)
-		c := edgeMode(t, sh, "live", pmsim.New(pmsim.Config{Seed: 1}), ttl)
-		if _, err := c.Snapshot(ctx); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(2 * ttl) // the bubble's clock
-		synctest.Wait()
-
-		got := sh.Latest()["live"]
+		sh, got := comparedWithinTwoTTLs(ctx, t, cand)
 		if got == nil {
 			t.Fatal("no comparison within two TTLs")
 		}
@@ -430,20 +438,11 @@ func TestShadowNamesTheDrift(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				const ttl = 30 * time.Second
 				cand := pmsim.New(pmsim.Config{Seed: 1, Drift: tc.drift})
 				n := len(cand.Records("aurora"))
-				sh := newShadow(t, cand, ttl)
 				ctx, cancel := context.WithCancel(t.Context())
 				defer cancel()
-				go sh.Run(ctx)
-				c := edgeMode(t, sh, "live", pmsim.New(pmsim.Config{Seed: 1}), ttl)
-				if _, err := c.Snapshot(ctx); err != nil {
-					t.Fatal(err)
-				}
-				time.Sleep(2 * ttl) // the bubble's clock
-				synctest.Wait()
-				got := sh.Latest()["live"]
+				_, got := comparedWithinTwoTTLs(ctx, t, cand)
 				if got == nil || got.Candidate != "ok" {
 					t.Fatalf("comparison %+v", got)
 				}
