@@ -22,6 +22,8 @@ const maxFiles = 20
 // listed is one package as `go list -json` reports it.
 type listed struct {
 	ImportPath string
+	Name       string
+	Doc        string // the package comment's first sentence
 	Dir        string
 	Imports    []string
 }
@@ -161,4 +163,23 @@ func nonTestFiles(t *testing.T, dir string) int {
 		}
 	}
 	return n
+}
+
+// TestPackageDocs: `go doc` of every package says what it holds, opening
+// "Package name ..." (a program: "Command name ..."), so the comment is
+// in a file go doc reads (a package of tests only keeps it in doc.go).
+func TestPackageDocs(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range goList(t, root) {
+		want := "Package " + p.Name + " "
+		if p.Name == "main" {
+			want = "Command " + filepath.Base(p.Dir) + " "
+		}
+		if !strings.HasPrefix(p.Doc, want) {
+			t.Errorf("%s: package doc %q, want it to open %q", p.ImportPath, p.Doc, want)
+		}
+	}
 }
