@@ -116,10 +116,7 @@ func (c *Cache) refresh(ctx context.Context, seen *entry, kind string) {
 		_, err, _ := c.group.Do(snapKey, func() (any, error) {
 			return c.run(vals, c.loadAfter(seen, maxAge), walkStarted, c.cfg.WalkTimeout)
 		})
-		endWalk(err)
-		if err != nil {
-			c.cfg.Logger.WarnContext(vals, "cache refresh failed; serving the held snapshot", "key", c.cfg.Key, "error", err)
-		}
+		endWalk(err) // a failure is logged by the walk that failed (walked)
 	}()
 }
 

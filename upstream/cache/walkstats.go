@@ -77,7 +77,7 @@ func (c *Cache) walked(ctx context.Context, kind string, st *upstream.WalkStats,
 		c.cfg.Metrics.Walk(ctx, pages, d, err == nil)
 	}
 	log := c.cfg.Logger
-	attrs := []any{"key", c.cfg.Key, "kind", kind, "pages", pages, "records", st.Records(),
+	attrs := []any{"snapshot", c.cfg.Key, "kind", kind, "pages", pages, "records", st.Records(),
 		"rejected", st.Rejected(), "duration", d}
 	switch {
 	case err != nil:
@@ -88,7 +88,7 @@ func (c *Cache) walked(ctx context.Context, kind string, st *upstream.WalkStats,
 		}
 		log.WarnContext(ctx, msg, append(attrs, "error_kind", upstream.KindOf(err).String(), "error", err)...)
 	case !walkedPMS:
-		log.DebugContext(ctx, "snapshot taken from the fleet's publication", "key", c.cfg.Key, "kind", kind)
+		log.DebugContext(ctx, "snapshot taken from the fleet's publication", "snapshot", c.cfg.Key, "kind", kind)
 	case kind == WalkLoad: // TTL 0: every read walks; a line each would drown the log
 		log.DebugContext(ctx, "pms walk finished", attrs...)
 	default:
@@ -119,6 +119,6 @@ func (c *Cache) refused(ctx context.Context, err error) {
 	if setting == "" {
 		setting = what
 	}
-	c.cfg.Logger.Log(ctx, slog.LevelError, fmt.Sprintf(msg, setting), "key", c.cfg.Key, "class", string(class), "cause", detail,
+	c.cfg.Logger.Log(ctx, slog.LevelError, fmt.Sprintf(msg, setting), "snapshot", c.cfg.Key, "class", string(class), "cause", detail,
 		"setting", setting, "repeats_every", RefusalLogEvery.String())
 }
