@@ -88,7 +88,8 @@ type ClientConfig struct {
 
 	// Retry configures retries of failed attempts.
 	Retry RetryConfig
-	// Breaker configures the circuit breaker around logical calls.
+	// Breaker configures the circuit breaker around each HTTP request with
+	// its retries (a get, or one page of a walk).
 	Breaker BreakerConfig
 
 	// Transport sends each attempt. Nil means a new NewTransport(), for an

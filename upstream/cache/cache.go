@@ -62,8 +62,9 @@ type Cache struct {
 	refusedAt atomic.Int64
 
 	bmu       sync.Mutex
-	failures  int       // failed loads in a row
-	backoffTo time.Time // no background refresh before this
+	failures  int         // failed loads in a row
+	backoffTo time.Time   // no background refresh before this
+	failed    atomic.Bool // failures > 0, read without bmu (failing)
 
 	// base is cancelled by Close; every load stops with it.
 	base   context.Context

@@ -95,7 +95,9 @@ func (c *Cache) report(ctx context.Context, led bool, err error) {
 // trace), not its cancellation. Refreshes happen only when someone asks:
 // a brand nobody reads is not refreshed.
 func (c *Cache) refresh(ctx context.Context, seen *entry, kind string) {
-	if c.backingOff(c.cfg.Now()) || !c.refreshing.CompareAndSwap(false, true) {
+	// The flag first: while a walk refreshes the snapshot every request
+	// past TTL comes here, and reading it takes no lock.
+	if c.refreshing.Load() || c.backingOff(c.cfg.Now()) || !c.refreshing.CompareAndSwap(false, true) {
 		return
 	}
 	if !c.track() {
@@ -121,11 +123,7 @@ func (c *Cache) refresh(ctx context.Context, seen *entry, kind string) {
 }
 
 // failing reports whether the last load failed (and none succeeded since).
-func (c *Cache) failing() bool {
-	c.bmu.Lock()
-	defer c.bmu.Unlock()
-	return c.failures > 0
-}
+func (c *Cache) failing() bool { return c.failed.Load() }
 
 // backingOff reports whether refreshes wait after failed loads.
 func (c *Cache) backingOff(now time.Time) bool {
@@ -138,6 +136,7 @@ func (c *Cache) backingOff(now time.Time) bool {
 func (c *Cache) loaded(err *upstream.Error) {
 	c.bmu.Lock()
 	defer c.bmu.Unlock()
+	c.failed.Store(err != nil)
 	if err == nil {
 		c.failures, c.backoffTo = 0, time.Time{}
 		return
