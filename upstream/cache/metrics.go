@@ -41,7 +41,7 @@ var LookupOutcomes = []string{OutcomeHit, OutcomeMiss, OutcomeStale, OutcomeCoal
 //
 // and of the walks of the PMS's list that its loads make (docs/contract.md
 // section 24; a fleet member that takes another's publication walks
-// nothing):
+// nothing; with TTL 0 each read's walk is its own and not counted):
 //
 //   - partner_edge.pms.walks (partner_edge_pms_walks_total): walks ended;
 //     pms, outcome (ok, failed), each pre-registered at 0.

@@ -171,17 +171,29 @@ func (c *Cache) loadAfter(seen *entry, maxAge time.Duration) loadFunc {
 }
 
 // loadAndStore loads the snapshot and, unless TTL is 0, holds it. kind
-// (Walk*) labels its walk span; the walk is counted and told (walkstats.go).
+// (Walk*) labels its walk span; the walk is counted and told (walkstats.go),
+// unless it is a request's own (TTL 0: every read walks for itself, and
+// pays for nothing more than before).
 func (c *Cache) loadAndStore(ctx context.Context, kind string) (any, error) {
 	ctx, end := c.startWalk(ctx, kind)
-	if kind == walkStarted {
-		kind, _ = ctx.Value(walkKindKey{}).(string)
+	var (
+		s   *upstream.Snapshot
+		err error
+	)
+	if kind == WalkLoad {
+		if s, err = c.cfg.Load(ctx); err != nil {
+			c.refused(ctx, err)
+		}
+	} else {
+		if kind == walkStarted {
+			kind, _ = ctx.Value(walkKindKey{}).(string)
+		}
+		st := &upstream.WalkStats{}
+		ctx = upstream.WithWalkStats(ctx, st)
+		began := c.walks.begin(c.cfg.Now())
+		s, err = c.cfg.Load(ctx)
+		c.walked(ctx, kind, st, began, err)
 	}
-	st := &upstream.WalkStats{}
-	ctx = upstream.WithWalkStats(ctx, st)
-	began := c.walks.begin(c.cfg.Now())
-	s, err := c.cfg.Load(ctx)
-	c.walked(ctx, kind, st, began, err)
 	end(err)
 	if err == nil && s == nil { // a broken loader; never serve nil
 		err = &upstream.Error{Kind: upstream.Internal, Err: errors.New("cache: loader returned no snapshot")}

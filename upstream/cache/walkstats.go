@@ -89,8 +89,6 @@ func (c *Cache) walked(ctx context.Context, kind string, st *upstream.WalkStats,
 		log.WarnContext(ctx, msg, append(attrs, "error_kind", upstream.KindOf(err).String(), "error", err)...)
 	case !walkedPMS:
 		log.DebugContext(ctx, "snapshot taken from the fleet's publication", "snapshot", c.cfg.Key, "kind", kind)
-	case kind == WalkLoad: // TTL 0: every read walks; a line each would drown the log
-		log.DebugContext(ctx, "pms walk finished", attrs...)
 	default:
 		log.InfoContext(ctx, "pms walk finished", attrs...)
 	}
