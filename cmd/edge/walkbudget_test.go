@@ -141,6 +141,9 @@ func (p *partnerEdge) list(client *http.Client) listAnswer {
 // snapshot.
 func TestFirstWalkOfARealSpeedPMSAnswers503ThenServes(t *testing.T) {
 	t.Parallel()
+	if testing.Short() {
+		t.Skip("builds the edge and walks a PMS of real speed for tens of seconds")
+	}
 	pms := newRealPMS(t, 20_000, 50*time.Millisecond)
 	truth := pms.activeTotal(t)
 	edge := startPartnerEdge(t, pms.srv.URL, "5s", "EDGE_REQUEST_TIMEOUT=2s")
@@ -201,6 +204,9 @@ func TestFirstWalkOfARealSpeedPMSAnswers503ThenServes(t *testing.T) {
 // PMS is fast again.
 func TestSlowPMSUnderLoadServesTheHeldSnapshot(t *testing.T) {
 	t.Parallel()
+	if testing.Short() {
+		t.Skip("builds the edge and walks a PMS of real speed for tens of seconds")
+	}
 	pms := newRealPMS(t, 20_000, 50*time.Millisecond)
 	edge := startPartnerEdge(t, pms.srv.URL, "2s")
 	client := &http.Client{Timeout: 30 * time.Second}
@@ -224,7 +230,7 @@ func TestSlowPMSUnderLoadServesTheHeldSnapshot(t *testing.T) {
 		stop = make(chan struct{})
 		wg   sync.WaitGroup
 	)
-	for g := range 4 {
+	for g := range 3 {
 		wg.Go(func() {
 			for i := g; ; i++ {
 				select {
@@ -239,7 +245,7 @@ func TestSlowPMSUnderLoadServesTheHeldSnapshot(t *testing.T) {
 					bad[fmt.Sprintf("%s: %d %v", a.path, a.status, a.err)]++
 					mu.Unlock()
 				}
-				time.Sleep(20 * time.Millisecond) // the load's pace
+				time.Sleep(50 * time.Millisecond) // the load's pace: about 50 requests a second in all
 			}
 		})
 	}
@@ -266,6 +272,9 @@ func TestSlowPMSUnderLoadServesTheHeldSnapshot(t *testing.T) {
 // fleet, counted at the PMS, not three.
 func TestFleetWalksOncePerTTLWhateverTheWalksLength(t *testing.T) {
 	t.Parallel()
+	if testing.Short() {
+		t.Skip("builds the edge and walks a PMS of real speed for tens of seconds")
+	}
 	bin := buildEdge(t)
 	redisSrv := redistest.Start(t)
 	_, open, keyFile := fleetKeys(t)
