@@ -135,7 +135,7 @@ func TestRulesAndDashboardMatchMetrics(t *testing.T) {
 	s := start(t, map[string]string{
 		"EDGE_ADDR": "127.0.0.1:0", "EDGE_ADMIN_ADDR": "127.0.0.1:0", "EDGE_BRAND": "aurora",
 		"EDGE_KEYS_FILE": keysFile, "PMS_BASE_URL": pms.srv.URL, "EDGE_DOCS_URL": testDocsURL, "EDGE_CACHE_TTL": "1h", "EDGE_CACHE_STALE": "2h",
-		"EDGE_PMS_ATTEMPT_TIMEOUT": "300ms", "EDGE_PMS_TIMEOUT": "2s",
+		"EDGE_PMS_ATTEMPT_TIMEOUT": "20s", "EDGE_PMS_TIMEOUT": "2s", // the first attempt is held until a get joins its walk
 		"EDGE_REDIS_URL": redisSrv.URL(), "EDGE_AUTH_FAIL_LIMIT": "1",
 		"EDGE_FLEET_SECRET": strings.Repeat("f", 32), // required with Redis
 		"PMS_CANDIDATE_URL": simSrv.URL,              // the shadow's series (PartnerEdgeShadow*)
