@@ -136,7 +136,7 @@ func (p *partnerEdge) list(client *http.Client) listAnswer {
 
 // A1: while the first walk (10 s) runs, a list answers 503
 // SERVICE_UNAVAILABLE with Retry-After at its deadline (2 s here), never
-// 504; once it ends, 200 with the true total; and while a refresh walks
+// 504, and /v1/health stays ok; once it ends, 200 with the true total; and while a refresh walks
 // the PMS again (TTL 5 s here), every answer is 200 from the previous
 // snapshot.
 func TestFirstWalkOfARealSpeedPMSAnswers503ThenServes(t *testing.T) {
@@ -168,6 +168,9 @@ func TestFirstWalkOfARealSpeedPMSAnswers503ThenServes(t *testing.T) {
 		}
 		if w := pms.spans(); len(w) > 0 && !w[0].end.IsZero() && sent.After(w[0].end) {
 			t.Fatal("503 for a request sent after the first walk ended")
+		}
+		if h := edge.get(client, "/v1/health"); h.status != http.StatusOK || string(h.body) != `{"status":"ok"}` {
+			t.Fatalf("health during the first walk: %d %s; want ok", h.status, h.body)
 		}
 		unavailable++
 	}
