@@ -4,9 +4,14 @@ package bench_test
 // built as cmd/edge builds it (upstream.Client, upstream.Direct,
 // upstream/cache, a key file read by keys.Store). bench/run reports the
 // allocations per list page from BenchmarkBrandScaleList next to the RSS
-// and the cold-start time it measures out of process.
+// and the cold-start time it measures out of process, for the fast
+// simulator and for a PMS of real speed (pages of 100 at 50 ms: the paced
+// profile, docs/contract.md section 24).
 //
 //	go test -run '^$' -bench BrandScale -benchmem ./bench/
+//
+// BenchmarkBrandScaleColdSnapshot/paced walks 500 pages of 50 ms: one
+// iteration is 25 s.
 
 import (
 	"context"
@@ -106,27 +111,77 @@ func BenchmarkBrandScaleList(b *testing.B) {
 	}
 }
 
+// Simulator profiles of the brand-scale check: fast (pages as large as the
+// edge asks, at loopback speed) and paced (a PMS of real speed: pages of
+// pacedPage hotels, each answered after pacedLatency).
+const (
+	pacedPage    = 100
+	pacedLatency = 50 * time.Millisecond
+)
+
+// brandPMS is a simulator of hotels in profile ("fast" or "paced").
+func brandPMS(tb testing.TB, hotels int, profile string) *httptest.Server {
+	tb.Helper()
+	cfg := pmsim.Config{Seed: 1, Brands: 1, HotelsPerBrand: hotels}
+	if profile == "paced" {
+		cfg.PageSize = pacedPage
+	}
+	sim := pmsim.New(cfg)
+	if profile == "paced" {
+		sim.SetFaults(pmsim.Faults{Latency: pacedLatency})
+	}
+	pms := httptest.NewServer(sim)
+	tb.Cleanup(pms.Close)
+	return pms
+}
+
 // BenchmarkBrandScaleColdSnapshot is the edge's first answer from cold at
 // brand scale, in process: a new cache walks the whole brand from the
-// simulator and maps it, then answers one list page.
+// simulator and maps it, then answers one list page; fast and paced. The
+// client has cmd/edge's deadlines: a walk is bounded by its own budget
+// (EDGE_PMS_WALK_TIMEOUT), never by EDGE_PMS_TIMEOUT's 9 s, which the
+// paced walk of 25 s outlasts.
 func BenchmarkBrandScaleColdSnapshot(b *testing.B) {
-	sim := pmsim.New(pmsim.Config{Seed: 1, Brands: 1, HotelsPerBrand: brandHotels})
-	pms := httptest.NewServer(sim)
-	b.Cleanup(pms.Close)
-	client, err := upstream.NewClient(upstream.ClientConfig{BaseURL: pms.URL, WalkAhead: true}) // as cmd/edge's live client
-	if err != nil {
-		b.Fatalf("new client: %v", err)
+	for _, profile := range []string{"fast", "paced"} {
+		b.Run(profile, func(b *testing.B) {
+			pms := brandPMS(b, brandHotels, profile)
+			client, err := upstream.NewClient(upstream.ClientConfig{BaseURL: pms.URL, WalkAhead: true, // as cmd/edge's live client
+				CallTimeout: 9 * time.Second, AttemptTimeout: 4 * time.Second})
+			if err != nil {
+				b.Fatalf("new client: %v", err)
+			}
+			b.Cleanup(client.CloseIdleConnections)
+			direct := upstream.NewDirect(client, upstream.DirectOptions{Brand: brand})
+			b.ReportAllocs()
+			for b.Loop() {
+				c := cache.New(direct, cache.Config{Key: brand + "/live", TTL: time.Hour, LoadTimeout: 9 * time.Second})
+				snap, err := c.Snapshot(context.Background())
+				c.Close()
+				if err != nil || len(snap.Active) == 0 {
+					b.Fatalf("snapshot: %v", err)
+				}
+			}
+		})
 	}
-	b.Cleanup(client.CloseIdleConnections)
-	direct := upstream.NewDirect(client, upstream.DirectOptions{Brand: brand})
-	b.ReportAllocs()
-	for b.Loop() {
-		c := cache.New(direct, cache.Config{Key: brand + "/live", TTL: time.Hour})
-		snap, err := c.Snapshot(context.Background())
-		c.Close()
-		if err != nil || len(snap.Active) == 0 {
-			b.Fatalf("snapshot: %d active, %v", len(snap.Active), err)
-		}
+}
+
+// TestBrandScalePacedWalkOutlastsTheCallTimeout keeps the paced profile
+// honest on a small brand: 1,200 hotels in pages of 100 at 50 ms (0.6 s)
+// are walked by a client whose call deadline is 200 ms.
+func TestBrandScalePacedWalkOutlastsTheCallTimeout(t *testing.T) {
+	pms := brandPMS(t, 1200, "paced")
+	client, err := upstream.NewClient(upstream.ClientConfig{BaseURL: pms.URL, WalkAhead: true,
+		CallTimeout: 200 * time.Millisecond, AttemptTimeout: 4 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(client.CloseIdleConnections)
+	c := cache.New(upstream.NewDirect(client, upstream.DirectOptions{Brand: brand}),
+		cache.Config{Key: brand + "/live", TTL: time.Hour, LoadTimeout: 200 * time.Millisecond})
+	defer c.Close()
+	snap, err := c.Snapshot(context.Background())
+	if err != nil || snap.Len() < 1000 {
+		t.Fatalf("paced walk: %v; want the brand's properties", err)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/problem"
 	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/cache"
@@ -136,8 +137,9 @@ func dataOf(t *testing.T, body []byte) string {
 	return string(env.Data)
 }
 
-// docs/contract.md section 9 and 11 at the edge, on an injected clock: past the TTL, while
-// the PMS fails, the last snapshot is served unchanged until it is
+// docs/contract.md section 9, 11 and 24 at the edge, on an injected clock: past the TTL
+// the last snapshot answers while a walk refreshes it; once that walk has
+// failed it is served as stale data, unchanged, until it is
 // EDGE_CACHE_STALE old; after that the PMS failure is answered.
 func TestStaleServedWhilePMSFails(t *testing.T) {
 	clock := newClock()
@@ -161,7 +163,15 @@ func TestStaleServedWhilePMSFails(t *testing.T) {
 		t.Errorf("the first list's access line: cache %v, want miss", line["cache"])
 	}
 	h.live.SetFaults(pmsim.Faults{ErrorStatus: 500})
-	for _, age := range []time.Duration{31 * time.Second, 2 * time.Minute, 4*time.Minute + 50*time.Second} {
+	clock.Advance(31 * time.Second)
+	if res := h.do(req); res.status != 200 || dataOf(t, res.body) != dataOf(t, fresh.body) {
+		t.Fatalf("past the TTL: %d %s, want the held page while the refresh walks", res.status, res.body)
+	}
+	testkit.Eventually(t, "the refresh walk failed: the held page is served as stale", func() bool {
+		res := h.do(req)
+		return res.status == 200 && accessLine(t, h.logs, res.header.Get("Svc-Request-Id"))["cache"] == "stale"
+	})
+	for _, age := range []time.Duration{2 * time.Minute, 4*time.Minute + 50*time.Second} {
 		clock.Advance(age - clock.Now().Sub(time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)))
 		res := h.do(req)
 		if res.status != 200 || dataOf(t, res.body) != dataOf(t, fresh.body) {

@@ -22,11 +22,13 @@ const (
 	DefaultBreakerOpenTimeout         = 10 * time.Second
 )
 
-// BreakerConfig configures the circuit breaker around each logical PMS call
-// (a whole list walk, or one get; not each attempt: the retries of one call
-// are one outcome). A call counts as a failure when it fails after its
-// retries; a PMS 404 counts as a success (the PMS answered), and the
-// caller's own cancellation is not counted at all.
+// BreakerConfig configures the circuit breaker around each HTTP request to
+// the PMS with its retries: one get, or one page of a list walk (not each
+// attempt: the retries of one request are one outcome; not a whole walk,
+// which may take minutes: docs/resilience.md, "How the breaker counts").
+// A request counts as a failure when it fails after its retries; a PMS 404
+// to a get counts as a success (the PMS answered), and the caller's own
+// cancellation is not counted at all. Below, "call" is such a request.
 type BreakerConfig struct {
 	// ConsecutiveFailures opens the breaker after that many failed calls
 	// in a row. Zero means DefaultBreakerConsecutiveFailures (5).

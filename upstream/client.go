@@ -23,16 +23,18 @@ import (
 // Client calls one PMS (docs/pms-api.md) with the resilience of docs/resilience.md.
 // Errors are *Error: NotFound from GetHotel on a PMS 404; BadGateway,
 // Timeout or Unavailable when the PMS fails or sheds load; Canceled when
-// the caller left. Each logical call (WalkHotels, GetHotel) runs through,
-// outermost first:
+// the caller left. Each call runs through, outermost first:
 //
-//  1. the call's deadline (CallTimeout, or the caller's if earlier): it
-//     bounds everything below, retry waits included;
-//  2. the circuit breaker: while open, the call fails at once with no PMS
-//     traffic and no retries; one call, whatever its retries, is one
-//     outcome for the breaker;
-//  3. retries (per HTTP request: a get, or one list page), with backoff,
-//     Retry-After and the shared retry budget;
+//  1. its deadline: a get's CallTimeout, a walk's WalkTimeout (a walk is
+//     a background load with a budget of its own, docs/contract.md
+//     section 24), or the caller's if earlier: it bounds everything below,
+//     retry waits included;
+//  2. the circuit breaker, around each HTTP request with its retries (a
+//     get, or one page of a walk): while open, the request fails at once
+//     with no PMS traffic and no retries, and a walk ends with it; one
+//     request, whatever its retries, is one outcome for the breaker;
+//  3. retries (per HTTP request), with backoff, Retry-After and the
+//     shared retry budget;
 //  4. the transport: one attempt, bounded by AttemptTimeout and
 //     MaxBodyBytes.
 //
@@ -145,42 +147,52 @@ func (c *Client) setHeaders(ctx context.Context, h http.Header) {
 
 var acceptJSON = []string{"application/json"}
 
-// call runs fn as one logical call: under the call deadline and through the
+// call runs fn as one get: under the call deadline and through the
 // breaker, unless the PMS shed load and its Retry-After has not passed. It
 // classifies the failure for the caller and records it on span, the call's
 // span, which ctx carries.
 func (c *Client) call(ctx context.Context, span trace.Span, fn func(ctx context.Context) error) error {
-	if wait := c.heldFor(); wait > 0 {
-		held := &heldError{wait: wait}
-		e := Classify(ctx, held, BadGateway)
-		endCall(span, held, e)
-		return e
+	cctx, cancel := withBudget(ctx, c.cfg.CallTimeout)
+	defer cancel()
+	err := c.guarded(ctx, func() error { return fn(cctx) })
+	if err == nil {
+		return nil
 	}
-	cctx := ctx
-	// A cache load runs under a deadline of its own, as long as
-	// CallTimeout or shorter (cmd/edge sets both from EDGE_PMS_TIMEOUT):
-	// a context here would only add a layer and its cancellation.
-	if d, ok := ctx.Deadline(); !ok || time.Until(d) > c.cfg.CallTimeout {
-		var cancel context.CancelFunc
-		cctx, cancel = context.WithTimeout(ctx, c.cfg.CallTimeout)
-		defer cancel()
+	e := Classify(cctx, err, BadGateway)
+	endCall(span, err, e)
+	return e
+}
+
+// withBudget is ctx under a deadline d from now, unless ctx's own is
+// earlier: a cache load or a partner's request already bounds most calls,
+// and a context here would only add a layer and its cancellation.
+func withBudget(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, d)
+}
+
+// guarded runs fn, one HTTP request with its retries, through the breaker,
+// unless the PMS shed load and its Retry-After has not passed (a
+// *heldError, no request made). A failure of fn while ctx, the caller's
+// context, was cancelled is not the PMS's and is not counted
+// (callerGoneError); a PMS that shed load is held (Client.hold).
+func (c *Client) guarded(ctx context.Context, fn func() error) error {
+	if wait := c.heldFor(); wait > 0 {
+		return &heldError{wait: wait}
 	}
 	err := c.breaker.execute(func() error {
-		err := fn(cctx)
+		err := fn()
 		if err != nil && errors.Is(ctx.Err(), context.Canceled) {
 			return &callerGoneError{err: err}
 		}
 		return err
 	})
-	if err == nil {
-		return nil
-	}
 	if se := (*sheddingError)(nil); errors.As(err, &se) {
 		c.hold(se.wait)
 	}
-	e := Classify(cctx, err, BadGateway)
-	endCall(span, err, e)
-	return e
+	return err
 }
 
 // hold keeps every call away from the PMS for d from now.
@@ -278,6 +290,15 @@ func (c *Client) MaxWalkBytes() int64 { return c.cfg.MaxWalkBytes }
 // than MaxPages pages or more than MaxWalkBytes of bodies is a failure
 // (BAD_GATEWAY): the PMS would never end.
 //
+// Budget (docs/contract.md section 24): the walk runs under WalkTimeout
+// (or ctx's deadline, when earlier), never CallTimeout; each page is one
+// HTTP request with its own retries (backoff, Retry-After, the retry
+// budget), each attempt under AttemptTimeout, and one outcome for the
+// breaker. A page that still fails after its retries, or that the open
+// breaker or a PMS's Retry-After refuses, fails the walk: the caller keeps
+// what it had (the cache's previous snapshot). ctx may carry a WalkStats
+// (pages and records are counted into it) and an OnPage hook.
+//
 // Memory: each page is read into one buffer, reused from page to page,
 // and its records are handed over as slices of it; the walk itself keeps
 // one page (at most MaxBodyBytes, in a buffer of up to twice that while
@@ -291,103 +312,141 @@ func (c *Client) MaxWalkBytes() int64 { return c.cfg.MaxWalkBytes }
 func (c *Client) WalkHotels(ctx context.Context, brand string, visit func(rec []byte) error) error {
 	ctx, span := c.startCall(ctx, SpanListHotels, brand, "")
 	defer span.End()
-	pages, records := 0, 0
-	err := c.call(ctx, span, func(ctx context.Context) error {
-		var walked int64   // body bytes of this walk (MaxWalkBytes)
-		var pd pageDecoder // reused: its records slice is scratch
-		// The pages under way, reused: an unpaced walk fetches the next
-		// page into one while the records of the other are handed over
-		// (walkahead.go); a paced walk uses the first only.
-		var bufs [2]bytes.Buffer
-		ahead := c.cfg.WalkAhead && c.pace == nil
-		var next *pageFetch // the next page, fetched meanwhile
-		defer func() { next.stop() }()
-		seen := make(map[string]struct{})
-		cursor := ""
-		pageURL := func() string {
-			q := url.Values{"limit": {strconv.Itoa(c.cfg.PageSize)}}
-			if cursor != "" {
-				q.Set("cursor", cursor)
-			}
-			return c.hotelsURL(brand, "") + "?" + q.Encode()
+	ctx, cancel := withBudget(ctx, c.cfg.WalkTimeout)
+	defer cancel()
+	w := walk{c: c, brand: brand, visit: visit, stats: WalkStatsFrom(ctx), onPage: pageHookFrom(ctx)}
+	err := w.run(ctx)
+	if span.IsRecording() {
+		span.SetAttributes(AttrPages.Int(w.pages), AttrRecords.Int(w.records))
+	}
+	if err == nil {
+		return nil
+	}
+	e := Classify(ctx, err, BadGateway)
+	endCall(span, err, e)
+	return e
+}
+
+// walk is one WalkHotels.
+type walk struct {
+	c              *Client
+	brand          string
+	visit          func(rec []byte) error
+	stats          *WalkStats // nil: not counted
+	onPage         func()     // nil: none
+	pages, records int
+}
+
+// page fetches one list page: one HTTP request with its retries, one
+// outcome for the breaker (guarded).
+func (c *Client) page(ctx context.Context, u string, buf *bytes.Buffer) (body []byte, err error) {
+	err = c.guarded(ctx, func() error {
+		var err error
+		body, err = c.do(ctx, u, buf)
+		return err
+	})
+	return body, err
+}
+
+// run walks every page.
+func (w *walk) run(ctx context.Context) error {
+	c := w.c
+	var walked int64   // body bytes of this walk (MaxWalkBytes)
+	var pd pageDecoder // reused: its records slice is scratch
+	// The pages under way, reused: an unpaced walk fetches the next
+	// page into one while the records of the other are handed over
+	// (walkahead.go); a paced walk uses the first only.
+	var bufs [2]bytes.Buffer
+	ahead := c.cfg.WalkAhead && c.pace == nil
+	var next *pageFetch // the next page, fetched meanwhile
+	defer func() { next.stop() }()
+	seen := make(map[string]struct{})
+	cursor := ""
+	pageURL := func() string {
+		q := url.Values{"limit": {strconv.Itoa(c.cfg.PageSize)}}
+		if cursor != "" {
+			q.Set("cursor", cursor)
 		}
-		for page := 1; ; page++ {
-			if page > c.cfg.MaxPages {
-				return &answerError{reason: "more than " + strconv.Itoa(c.cfg.MaxPages) + " pages"}
+		return c.hotelsURL(w.brand, "") + "?" + q.Encode()
+	}
+	for page := 1; ; page++ {
+		if page > c.cfg.MaxPages {
+			return &answerError{reason: "more than " + strconv.Itoa(c.cfg.MaxPages) + " pages"}
+		}
+		var body []byte
+		var err error
+		if next != nil {
+			body, err = next.wait()
+			next = nil
+		} else {
+			body, err = c.page(ctx, pageURL(), &bufs[0])
+		}
+		if err != nil {
+			// An unknown brand lists as empty: a 404 here is a wrong
+			// base address or route (docs/contract.md section 10).
+			if se := (*statusError)(nil); errors.As(err, &se) && se.status == http.StatusNotFound {
+				c.cfg.Logger.Error("pms list route answered 404: configuration fault, check the PMS base URL", "brand", w.brand)
 			}
-			var body []byte
-			var err error
-			if next != nil {
-				body, err = next.wait()
-				next = nil
-			} else {
-				body, err = c.do(ctx, pageURL(), &bufs[0])
-			}
-			if err != nil {
-				// An unknown brand lists as empty: a 404 here is a wrong
-				// base address or route (docs/contract.md section 10).
-				if se := (*statusError)(nil); errors.As(err, &se) && se.status == http.StatusNotFound {
-					c.cfg.Logger.Error("pms list route answered 404: configuration fault, check the PMS base URL", "brand", brand)
-				}
+			return err
+		}
+		w.pages++
+		if w.onPage != nil {
+			w.onPage()
+		}
+		if walked += int64(len(body)); walked > c.cfg.MaxWalkBytes {
+			return &answerError{reason: fmt.Sprintf("list walk larger than %d bytes after %d pages", c.cfg.MaxWalkBytes, page),
+				err: ErrWalkOverBound}
+		}
+		if c.pace != nil {
+			// The page's share of ReadBytesPerSecond before its
+			// records are decoded and handed over.
+			if err := c.pace.WaitN(ctx, max(len(body), 1)); err != nil {
 				return err
 			}
-			pages++
-			if walked += int64(len(body)); walked > c.cfg.MaxWalkBytes {
-				return &answerError{reason: fmt.Sprintf("list walk larger than %d bytes after %d pages", c.cfg.MaxWalkBytes, page),
-					err: ErrWalkOverBound}
-			}
-			if c.pace != nil {
-				// The page's share of ReadBytesPerSecond before its
-				// records are decoded and handed over.
-				if err := c.pace.WaitN(ctx, max(len(body), 1)); err != nil {
-					return err
+		}
+		recs, hotels, more, err := pd.decode(body)
+		if err != nil {
+			return &answerError{reason: "list page is not the expected JSON", err: err}
+		}
+		if !hotels {
+			return &answerError{reason: "list page without hotels"}
+		}
+		if w.stats != nil {
+			w.stats.page(len(recs))
+		}
+		// The cursor is checked before the records are handed over,
+		// so that the next page can be fetched meanwhile; a bad
+		// cursor still fails the walk after them, as it always has.
+		var cursorErr error
+		if more != nil {
+			cursor = *more
+			if cursor == "" {
+				cursorErr = &answerError{reason: "empty nextCursor"}
+			} else if _, dup := seen[cursor]; dup {
+				cursorErr = &answerError{reason: fmt.Sprintf("cursor loop after %d pages", page)}
+			} else {
+				seen[cursor] = struct{}{}
+				if ahead && page < c.cfg.MaxPages {
+					next = c.fetchAhead(ctx, pageURL(), &bufs[page%2])
 				}
-			}
-			recs, hotels, more, err := pd.decode(body)
-			if err != nil {
-				return &answerError{reason: "list page is not the expected JSON", err: err}
-			}
-			if !hotels {
-				return &answerError{reason: "list page without hotels"}
-			}
-			// The cursor is checked before the records are handed over,
-			// so that the next page can be fetched meanwhile; a bad
-			// cursor still fails the walk after them, as it always has.
-			var cursorErr error
-			if more != nil {
-				cursor = *more
-				if cursor == "" {
-					cursorErr = &answerError{reason: "empty nextCursor"}
-				} else if _, dup := seen[cursor]; dup {
-					cursorErr = &answerError{reason: fmt.Sprintf("cursor loop after %d pages", page)}
-				} else {
-					seen[cursor] = struct{}{}
-					if ahead && page < c.cfg.MaxPages {
-						next = c.fetchAhead(ctx, pageURL(), &bufs[page%2])
-					}
-				}
-			}
-			for i, rec := range recs {
-				records++
-				if err := visit(rec); err != nil {
-					return err // an *Error (OverBound) is the call's error as is
-				}
-				if c.pace != nil && i%yieldEvery == yieldEvery-1 {
-					runtime.Gosched() // a paced walk lets waiting goroutines (partners) go first
-				}
-			}
-			if more == nil {
-				return nil
-			}
-			if cursorErr != nil {
-				return cursorErr
 			}
 		}
-	})
-	if span.IsRecording() {
-		span.SetAttributes(AttrPages.Int(pages), AttrRecords.Int(records))
+		for i, rec := range recs {
+			w.records++
+			if err := w.visit(rec); err != nil {
+				return err // an *Error (OverBound) is the walk's error as is
+			}
+			if c.pace != nil && i%yieldEvery == yieldEvery-1 {
+				runtime.Gosched() // a paced walk lets waiting goroutines (partners) go first
+			}
+		}
+		if more == nil {
+			return nil
+		}
+		if cursorErr != nil {
+			return cursorErr
+		}
 	}
-	return err
 }
 
 // GetHotel returns the record of one hotel. A PMS 404 is NotFound, whatever

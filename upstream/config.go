@@ -22,6 +22,7 @@ const (
 	DefaultMaxBodyBytes   = 8 << 20
 	DefaultMaxWalkBytes   = 256 << 20
 	DefaultCallTimeout    = 5 * time.Second
+	DefaultWalkTimeout    = 10 * time.Minute
 	DefaultAttemptTimeout = 2 * time.Second
 	DefaultMaxRetries     = 2
 	DefaultRetryWaitMin   = 100 * time.Millisecond
@@ -69,18 +70,26 @@ type ClientConfig struct {
 	// value) means one page at a time; a paced walk never fetches ahead.
 	WalkAhead bool
 
-	// CallTimeout is the overall deadline of one logical call (a whole
-	// list walk, or one get): every attempt, every retry wait. The
-	// caller's own deadline applies too when it is earlier. Zero means
-	// DefaultCallTimeout (5 s).
+	// CallTimeout is the overall deadline of one get (GetHotel): every
+	// attempt, every retry wait. The caller's own deadline applies too
+	// when it is earlier. Zero means DefaultCallTimeout (5 s).
 	CallTimeout time.Duration
+	// WalkTimeout is the budget of one list walk (WalkHotels: every page,
+	// every attempt and retry wait of each; EDGE_PMS_WALK_TIMEOUT,
+	// docs/contract.md section 24): a walk is a background load, not a
+	// partner's call, so CallTimeout does not bound it. The caller's own
+	// deadline applies too when it is earlier (a walk with EDGE_CACHE_TTL=0
+	// is a partner's call: the cache gives it CallTimeout). Zero means
+	// DefaultWalkTimeout (10 min).
+	WalkTimeout time.Duration
 	// AttemptTimeout bounds one HTTP attempt, reading the body included.
 	// Zero means DefaultAttemptTimeout (2 s).
 	AttemptTimeout time.Duration
 
 	// Retry configures retries of failed attempts.
 	Retry RetryConfig
-	// Breaker configures the circuit breaker around logical calls.
+	// Breaker configures the circuit breaker around each HTTP request with
+	// its retries (a get, or one page of a walk).
 	Breaker BreakerConfig
 
 	// Transport sends each attempt. Nil means a new NewTransport(), for an
@@ -172,6 +181,7 @@ func (cfg ClientConfig) withDefaults() (ClientConfig, *url.URL, error) {
 	cfg.MaxBodyBytes = cmp.Or(cfg.MaxBodyBytes, DefaultMaxBodyBytes)
 	cfg.MaxWalkBytes = cmp.Or(cfg.MaxWalkBytes, DefaultMaxWalkBytes)
 	cfg.CallTimeout = cmp.Or(cfg.CallTimeout, DefaultCallTimeout)
+	cfg.WalkTimeout = cmp.Or(cfg.WalkTimeout, DefaultWalkTimeout)
 	cfg.AttemptTimeout = cmp.Or(cfg.AttemptTimeout, DefaultAttemptTimeout)
 	r := &cfg.Retry
 	r.MaxRetries = max(cmp.Or(r.MaxRetries, DefaultMaxRetries), 0) // negative: none
@@ -190,7 +200,7 @@ func (cfg ClientConfig) withDefaults() (ClientConfig, *url.URL, error) {
 	}{
 		{"MaxPages", int64(cfg.MaxPages)}, {"MaxBodyBytes", cfg.MaxBodyBytes}, {"MaxWalkBytes", cfg.MaxWalkBytes},
 		{"ReadBytesPerSecond", cfg.ReadBytesPerSecond},
-		{"CallTimeout", int64(cfg.CallTimeout)}, {"AttemptTimeout", int64(cfg.AttemptTimeout)},
+		{"CallTimeout", int64(cfg.CallTimeout)}, {"WalkTimeout", int64(cfg.WalkTimeout)}, {"AttemptTimeout", int64(cfg.AttemptTimeout)},
 		{"Retry.WaitMin", int64(r.WaitMin)}, {"Retry.WaitMax", int64(r.WaitMax)},
 		{"Retry.RetryAfterMax", int64(r.RetryAfterMax)},
 	} {

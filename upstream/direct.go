@@ -32,8 +32,9 @@ type DirectOptions struct {
 // Direct is a Catalog that asks the PMS on every call, with no cache. It is
 // the innermost Catalog: the cache (package upstream/cache) wraps it.
 //
-// Deadlines: Direct adds none of its own. Each PMS call is bounded by the
-// client's CallTimeout (and the caller's deadline when earlier). The cache
+// Deadlines: Direct adds none of its own. A get is bounded by the client's
+// CallTimeout, a walk by its WalkTimeout (and either by the caller's
+// deadline when earlier). The cache
 // runs its loads under context.WithoutCancel(ctx) plus its own deadline,
 // so a partner who leaves does not fail the others waiting on the same
 // load; it tells what to do with a failure by its Kind (NotFound is an

@@ -167,7 +167,7 @@ func TestFault503WithRetryAfter(t *testing.T) {
 		// Backoff alone would wait at most 20 ms; Retry-After: 1 makes each
 		// retry wait a full second.
 		faultCase{fault: status(503, "Retry-After", "1"), code: "unavailable",
-			cfg:      func(c *ClientConfig) { c.CallTimeout = 5 * time.Second },
+			cfg:      func(c *ClientConfig) { c.CallTimeout, c.WalkTimeout = 5*time.Second, 5*time.Second },
 			attempts: 3, minTime: 2 * time.Second, maxTime: 3500 * time.Millisecond}.run(t)
 	})
 	t.Run("beyond the cap: no retry", func(t *testing.T) {
@@ -178,7 +178,7 @@ func TestFault503WithRetryAfter(t *testing.T) {
 	t.Run("beyond the deadline: fail now", func(t *testing.T) {
 		t.Parallel()
 		faultCase{fault: status(429, "Retry-After", "1"), code: "unavailable",
-			cfg:      func(c *ClientConfig) { c.CallTimeout = 1500 * time.Millisecond },
+			cfg:      func(c *ClientConfig) { c.CallTimeout, c.WalkTimeout = 1500*time.Millisecond, 1500*time.Millisecond },
 			attempts: 2, minTime: time.Second, maxTime: 1400 * time.Millisecond}.run(t)
 	})
 	t.Run("as an HTTP date", func(t *testing.T) {
@@ -210,7 +210,7 @@ func TestFaultSlowBeyondTheDeadline(t *testing.T) {
 		faultCase{fault: slow(5 * time.Second), code: "timeout",
 			cfg: func(c *ClientConfig) {
 				c.AttemptTimeout = 300 * time.Millisecond
-				c.CallTimeout = 800 * time.Millisecond
+				c.CallTimeout, c.WalkTimeout = 800*time.Millisecond, 800*time.Millisecond
 			},
 			attempts: 3, minTime: 800 * time.Millisecond, maxTime: 1500 * time.Millisecond}.run(t)
 	})
@@ -261,7 +261,7 @@ func TestFaultBodyStallsPastTheAttemptTimeout(t *testing.T) {
 	faultCase{fault: stallMidBody, socket: true, code: "timeout", attempts: 3,
 		cfg: func(c *ClientConfig) {
 			c.AttemptTimeout = 100 * time.Millisecond
-			c.CallTimeout = time.Minute
+			c.CallTimeout, c.WalkTimeout = time.Minute, time.Minute
 		}}.run(t)
 }
 

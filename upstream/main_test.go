@@ -130,6 +130,7 @@ func testConfig(baseURL string) ClientConfig {
 		Token:          "pms-token-123",
 		Version:        "1.2.3",
 		CallTimeout:    2 * time.Second,
+		WalkTimeout:    2 * time.Second,
 		AttemptTimeout: 500 * time.Millisecond,
 		Retry:          RetryConfig{WaitMin: 5 * time.Millisecond, WaitMax: 20 * time.Millisecond},
 	}

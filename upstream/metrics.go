@@ -156,13 +156,17 @@ func (p *PMSMetrics) Attempt(ctx context.Context, outcome PMSOutcome, elapsed ti
 
 // Retry counts one retry, caused by an attempt that ended with cause, and
 // adds a "pms.retry" event (AttrPMSOutcome) to the recording span of ctx
-// (the logical PMS call's).
+// (the logical PMS call's); in a walk that counts (WithWalkStats), only
+// the first RetryEventsPerWalk, below the SDK's event limit.
 func (p *PMSMetrics) Retry(ctx context.Context, cause PMSOutcome) {
 	o, ok := p.retryOpts[cause]
 	if !ok {
 		o, cause = p.retryOpts[PMSConnection], PMSConnection
 	}
 	p.retries.Add(ctx, 1, o...)
+	if st := WalkStatsFrom(ctx); st != nil && !st.retryEvent() {
+		return
+	}
 	if span := trace.SpanFromContext(ctx); span.IsRecording() {
 		span.AddEvent(EventRetry, trace.WithAttributes(AttrPMSOutcome.String(string(cause))))
 	}

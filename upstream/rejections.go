@@ -58,13 +58,19 @@ func reasonOpts(reason string) []metric.AddOption {
 
 // Rejected counts one PMS record that could not be mapped, and adds a
 // "mapping.rejected" event (AttrRecordID, AttrRejectReason) to the
-// recording span of ctx.
+// recording span of ctx. In a walk that counts its rejections
+// (WithWalkStats), it counts there too, and only the first
+// RejectionEventsPerWalk become events: the walk's span summarises the
+// rest (WalkStats.Summary).
 func (m *RejectionMetrics) Rejected(ctx context.Context, recordID string, reason mapping.Reason) {
 	o, ok := m.opts[reason]
 	if !ok {
 		o, reason = m.unknown, "unknown"
 	}
 	m.counter.Add(ctx, 1, o...)
+	if st := WalkStatsFrom(ctx); st != nil && !st.reject(reason) {
+		return
+	}
 	if span := trace.SpanFromContext(ctx); span.IsRecording() {
 		span.AddEvent(EventMappingRejected, trace.WithAttributes(AttrRecordID.String(recordID), AttrRejectReason.String(string(reason))))
 	}

@@ -164,14 +164,14 @@ func TestSimFaultMatrix(t *testing.T) {
 		"500s": {faults: pmsim.Faults{ErrorStatus: 500},
 			code: "bad_gateway", attempts: 3, maxTime: time.Second},
 		"503 with Retry-After": {faults: pmsim.Faults{ErrorStatus: 503, RetryAfter: "1"},
-			cfg:  func(c *ClientConfig) { c.CallTimeout = 5 * time.Second },
+			cfg:  func(c *ClientConfig) { c.CallTimeout, c.WalkTimeout = 5*time.Second, 5*time.Second },
 			code: "unavailable", attempts: 3, minTime: 2 * time.Second, maxTime: 3500 * time.Millisecond},
 		"429 with Retry-After beyond the cap": {faults: pmsim.Faults{ErrorStatus: 429, RetryAfter: "30"},
 			code: "unavailable", attempts: 1, maxTime: 500 * time.Millisecond},
 		"slow beyond the deadline": {faults: pmsim.Faults{Latency: 5 * time.Second},
 			cfg: func(c *ClientConfig) {
 				c.AttemptTimeout = 300 * time.Millisecond
-				c.CallTimeout = 800 * time.Millisecond
+				c.CallTimeout, c.WalkTimeout = 800*time.Millisecond, 800*time.Millisecond
 			},
 			code: "timeout", attempts: 3, minTime: 800 * time.Millisecond, maxTime: 1500 * time.Millisecond},
 		"reset mid-body": {faults: pmsim.Faults{Reset: true}, socket: true,

@@ -16,7 +16,7 @@ import (
 // around Client spans would count each call twice in a backend's service
 // graph.
 const (
-	SpanListHotels = "pms.list_hotels" // WalkHotels: a whole list walk
+	SpanListHotels = "pms.list_hotels" // WalkHotels: a whole list walk, its pages beneath
 	SpanGetHotel   = "pms.get_hotel"   // GetHotel
 )
 

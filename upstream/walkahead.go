@@ -18,13 +18,15 @@ type pageFetch struct {
 	err    error
 }
 
-// fetchAhead starts fetching u into buf (do, retries included).
+// fetchAhead starts fetching u into buf (page: retries and the breaker
+// included). A fetch stopped because the walk ended first is cancelled,
+// which the breaker does not count.
 func (c *Client) fetchAhead(ctx context.Context, u string, buf *bytes.Buffer) *pageFetch {
 	ctx, cancel := context.WithCancel(ctx)
 	f := &pageFetch{done: make(chan struct{}), cancel: cancel}
 	go func() {
 		defer close(f.done)
-		f.body, f.err = c.do(ctx, u, buf)
+		f.body, f.err = c.page(ctx, u, buf)
 	}()
 	return f
 }

@@ -32,6 +32,7 @@ func main() {
 // config is the run as bench/soak describes it, and the thresholds.
 type config struct {
 	dir, out, svg, mode, machine, commit, ttl string
+	pms                                       string // the simulator's profile; empty: not told
 	duration                                  int
 	rate, limitRate, limitBurst               float64
 }
@@ -64,6 +65,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&c.machine, "machine", "", "the machine, for the report")
 	fs.StringVar(&c.commit, "commit", "", "the commit, for the report")
 	fs.StringVar(&c.ttl, "ttl", "", "EDGE_CACHE_TTL, for the report")
+	fs.StringVar(&c.pms, "pms", "", "the simulator's profile (fast, or paced pages), for the report")
 	fs.IntVar(&c.duration, "duration", 0, "the load's length in seconds")
 	fs.Float64Var(&c.rate, "rate", 0, "mixed requests a second")
 	fs.Float64Var(&c.limitRate, "limit-rate", 0, "the limited key's rate")

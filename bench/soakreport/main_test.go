@@ -158,3 +158,19 @@ func TestThresholds(t *testing.T) {
 		})
 	}
 }
+
+// The report names the simulator's profile it was run against (--pms:
+// bench/soak's PMS_PROFILE), so a paced run reads apart from a fast one.
+func TestReportNamesThePMSProfile(t *testing.T) {
+	dir := soakDir(t, func(int) int { return 200 }, 1010, "", "")
+	out := filepath.Join(dir, "soak.md")
+	_ = run([]string{"--dir", dir, "--out", out, "--duration", "100", "--rate", "10", "--limit-rate", "10", "--limit-burst", "10",
+		"--pms", "paced: 50000 hotels, pages of 100 at 50ms"}, io.Discard, io.Discard)
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "PMS (the simulator): paced: 50000 hotels, pages of 100 at 50ms.") {
+		t.Errorf("the report does not name the PMS profile:\n%.600s", b)
+	}
+}

@@ -34,6 +34,9 @@ func report(c config, d *data, a *analysis) string {
 	p("Commit %s. %d s of constant load through nginx to three edges: %.0f mixed requests/s (lists with paging, gets, unknown ids, bad keys) "+
 		"and one key limited to %.0f/s (burst %.0f) driven at %.0f/s; `EDGE_CACHE_TTL=%s`. %d requests in all. Machine: %s.\n\n",
 		c.commit, c.duration, c.rate, c.limitRate, c.limitBurst, 2*c.limitRate, c.ttl, a.requests, c.machine)
+	if c.pms != "" {
+		p("PMS (the simulator): %s.\n\n", c.pms)
+	}
 	p("Verdict: %s.\n\n", verdict)
 	if c.svg != "" {
 		p("![requests per second, partner 5xx and p99 over the run, fault windows shaded](%s)\n\n", filepath.Base(c.svg))

@@ -236,10 +236,10 @@ func TestDefaultsServeASlowPMS(t *testing.T) {
 		if ttl != "" {
 			env["EDGE_CACHE_TTL"] = ttl
 		}
+		before := arrived.Load() // the cached edge's first walk starts at start-up
 		s := start(t, env)
 		base := "http://" + waitListening(t, s) + "/v1/"
 		waitHealthy(t, base)
-		before := arrived.Load()
 		res, body := getWithKey(t, base+"properties?perPage=1", token)
 		var page struct {
 			Data []struct{ ID string } `json:"data"`

@@ -73,13 +73,16 @@ func (m *member) limiter() ratelimit.Limiter {
 }
 
 // loader is the load of one mode's cache shared through Redis
-// (fleet.Loader); nil (the default load) for no member or no cache.
-func (m *member) loader(d *upstream.Direct, mode keys.Mode, ttl, loadTimeout time.Duration) cache.Loader {
+// (fleet.Loader); nil (the default load) for no member or no cache. The
+// leader's lease outlasts its slowest page: three attempts and their
+// waits.
+func (m *member) loader(d *upstream.Direct, mode keys.Mode, cfg settings) cache.Loader {
 	if m == nil {
 		return nil
 	}
 	return fleet.Loader(fleet.LoaderConfig{Store: m.store, Count: m.client, Brand: m.brand, Mode: string(mode),
-		TTL: ttl, LoadTimeout: loadTimeout, Log: m.log, Walk: d.Properties})
+		TTL: cfg.CacheTTL, WalkTimeout: cfg.PMSWalkTimeout, LeaseTTL: max(fleet.DefaultLeaseTTL, 3*cfg.PMSAttempt+5*time.Second),
+		Log: m.log, Walk: d.Properties})
 }
 
 // fleetHandler serves GET /fleet (fleet.Client.StatusHandler).

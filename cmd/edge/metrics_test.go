@@ -7,10 +7,12 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/partner-edge/partner-edge/edge/keys/keystest"
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
 
@@ -20,25 +22,27 @@ var adminListening = regexp.MustCompile(`"msg":"admin listening","addr":"([^"]+)
 // each metric with the expected counts; pprof is there and only there.
 func TestMetricsScrape(t *testing.T) {
 	sim := pmsim.New(pmsim.Config{Seed: 3})
-	simSrv := httptest.NewServer(sim)
-	defer simSrv.Close()
+	pms := newHeldPMS(t, sim)
 	keysFile, key := keystest.Live(t, "aurora")
 	s := start(t, map[string]string{
 		"EDGE_ADDR": "127.0.0.1:0", "EDGE_ADMIN_ADDR": "127.0.0.1:0", "EDGE_BRAND": "aurora",
-		"EDGE_KEYS_FILE": keysFile, "PMS_BASE_URL": simSrv.URL, "EDGE_DOCS_URL": testDocsURL, "EDGE_CACHE_TTL": "1h", "EDGE_CACHE_STALE": "2h",
-		"EDGE_PMS_ATTEMPT_TIMEOUT": "300ms", "EDGE_PMS_TIMEOUT": "2s",
+		"EDGE_KEYS_FILE": keysFile, "PMS_BASE_URL": pms.srv.URL, "EDGE_DOCS_URL": testDocsURL, "EDGE_CACHE_TTL": "1h", "EDGE_CACHE_STALE": "2h",
+		"EDGE_PMS_ATTEMPT_TIMEOUT": "20s", "EDGE_PMS_TIMEOUT": "2s", // the first attempt is held until a get joins its walk
 	})
 	base := "http://" + waitListening(t, s) + "/v1/"
 	waitHealthy(t, base)
 	admin := waitAdmin(t, s.stderr)
 
-	// One failing get: three PMS attempts (two retries), a 502.
+	// One failing get: it joins the first walk (at start-up), which fails
+	// with three PMS attempts (two retries): a 502. The walk is walked
+	// again and succeeds.
 	sim.SetFaults(pmsim.Faults{ErrorRate: 1, ErrorStatus: 500})
-	if code := call(t, base+"properties/00000000-0000-4000-8000-000000000001", key); code != 502 {
+	if code := pms.joinFirstWalk(t, admin, base+"properties/00000000-0000-4000-8000-000000000001", key); code != 502 {
 		t.Fatalf("failing get: %d", code)
 	}
 	sim.Heal()
-	// A list: a miss, then a hit; a 404 route; a 401.
+	testkit.Eventually(t, "the first walk's retry succeeds", func() bool { return strings.Contains(s.stderr.String(), `"msg":"pms walk finished"`) })
+	// A list twice: hits of the walked snapshot; a 404 route; a 401.
 	for _, want := range []int{200, 200} {
 		if code := call(t, base+"properties", key); code != want {
 			t.Fatalf("list: %d", code)
@@ -58,14 +62,17 @@ func TestMetricsScrape(t *testing.T) {
 	}{
 		{`partner_edge_pms_attempt_duration_seconds_count{outcome="http_5xx",pms="live"`, 3},
 		{`partner_edge_pms_retries_total{outcome="http_5xx",pms="live"`, 2},
-		{`partner_edge_cache_lookups_total{outcome="miss",pms="live"`, 2},
-		{`partner_edge_cache_lookups_total{outcome="hit",pms="live"`, 1},
+		{`partner_edge_cache_lookups_total{outcome="coalesced",pms="live"`, 1},
+		{`partner_edge_cache_lookups_total{outcome="miss",pms="live"`, 0},
+		{`partner_edge_cache_lookups_total{outcome="hit",pms="live"`, 2},
+		{`partner_edge_pms_walks_total{outcome="failed",pms="live"`, 1},
+		{`partner_edge_pms_walks_total{outcome="ok",pms="live"`, 1},
+		{`partner_edge_pms_walk_pages_total{pms="live"`, 1},
 		{`partner_edge_pms_breaker_state{pms="live"`, 0},
 		{`partner_edge_problem_responses_total{code="BAD_GATEWAY"`, 1},
 		{`partner_edge_problem_responses_total{code="ROUTE_NOT_FOUND"`, 1},
 		{`partner_edge_problem_responses_total{code="INVALID_API_KEY"`, 1},
-		{`http_server_request_duration_seconds_count{http_request_method="GET",http_response_status_code="200",http_route="/v1/properties",partner_edge_cache_outcome="miss"`, 1},
-		{`http_server_request_duration_seconds_count{http_request_method="GET",http_response_status_code="200",http_route="/v1/properties",partner_edge_cache_outcome="hit"`, 1},
+		{`http_server_request_duration_seconds_count{http_request_method="GET",http_response_status_code="200",http_route="/v1/properties",partner_edge_cache_outcome="hit"`, 2},
 		{`partner_edge_requests_shed_total`, 0},
 		{`partner_edge_tls_reloads_total{result="failed"`, 0},
 		{`http_server_request_duration_seconds_count{http_request_method="GET",http_response_status_code="502",http_route="/v1/properties/{propertyId}"`, 1},
@@ -73,6 +80,11 @@ func TestMetricsScrape(t *testing.T) {
 	} {
 		if got, ok := value(body, tc.series); !ok || got != tc.want {
 			t.Errorf("%s = %v (found %v), want %v", tc.series, got, ok, tc.want)
+		}
+	}
+	for _, series := range []string{`partner_edge_pms_walk_duration_seconds{outcome="ok",pms="live"`, `partner_edge_pms_walk_age_seconds{pms="live"`} {
+		if got, ok := value(body, series); !ok || got < 0 || got > 60 {
+			t.Errorf("%s = %v (found %v), want the seconds of the walk", series, got, ok)
 		}
 	}
 	if got, ok := value(body, `partner_edge_mapping_rejections_total{reason="invalid_id"`); !ok || got < 1 {
@@ -89,6 +101,62 @@ func TestMetricsScrape(t *testing.T) {
 	if code := call(t, base+"../debug/pprof/", key); code == 200 {
 		t.Errorf("pprof reachable on the public listener")
 	}
+}
+
+// heldPMS is a PMS whose first list request (the walk the edge starts at
+// start-up) waits until a partner's request has joined that walk.
+type heldPMS struct {
+	srv     *httptest.Server
+	arrived chan struct{} // closed when the first list request arrives
+	release chan struct{}
+}
+
+func newHeldPMS(t *testing.T, pms http.Handler) *heldPMS {
+	t.Helper()
+	h := &heldPMS{arrived: make(chan struct{}), release: make(chan struct{})}
+	var first sync.Once
+	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/hotels") {
+			first.Do(func() { close(h.arrived); <-h.release })
+		}
+		pms.ServeHTTP(w, r)
+	}))
+	t.Cleanup(h.srv.Close)
+	t.Cleanup(func() {
+		select {
+		case <-h.release:
+		default:
+			close(h.release)
+		}
+	})
+	return h
+}
+
+// joinFirstWalk sends a GET of url with key once the first walk is held
+// at the PMS, lets the walk go on once the request is in flight on the
+// edge (admin's http_server_active_requests), and returns its status.
+func (h *heldPMS) joinFirstWalk(t *testing.T, admin, url, key string) int {
+	t.Helper()
+	<-h.arrived
+	status := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequest("GET", url, nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("User-Agent", "metrics-test/1.0")
+		res, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+		if err != nil {
+			status <- 0
+			return
+		}
+		res.Body.Close()
+		status <- res.StatusCode
+	}()
+	testkit.Eventually(t, "the request is in flight", func() bool {
+		n, _ := value(scrape(t, admin+"/metrics"), `http_server_active_requests{http_request_method="GET"`)
+		return n == 1
+	})
+	close(h.release)
+	return <-status
 }
 
 func scrape(t *testing.T, url string) string {

@@ -82,7 +82,7 @@ func checkLine(o *checkOptions) cmdLine {
 	c := &o.cmd
 	return cmdLine{name: "edge pms check", settings: []string{"EDGE_BRAND", "EDGE_CODE_SOURCE", "PMS_BASE_URL",
 		"PMS_SANDBOX_URL", "PMS_TOKEN", "PMS_CANDIDATE_URL", "PMS_CANDIDATE_TOKEN", "EDGE_PMS_TIMEOUT",
-		"EDGE_PMS_ATTEMPT_TIMEOUT", "EDGE_PMS_MAX_WALK_BYTES", "PMS_CANDIDATE_MAX_WALK_BYTES"}, usage: []string{
+		"EDGE_PMS_ATTEMPT_TIMEOUT", "EDGE_PMS_WALK_TIMEOUT", "EDGE_PMS_MAX_WALK_BYTES", "PMS_CANDIDATE_MAX_WALK_BYTES"}, usage: []string{
 		"usage: edge pms check [--json] [--save FILE] [--baseline FILE] [--sandbox | --candidate]",
 		"\nWalks the PMS with the edge's own client, checks every answer against",
 		"docs/pms-api.md, maps every record and reports what partners would see.",
@@ -116,6 +116,7 @@ func parseCheck(args []string, getenv lookupEnv, stderr io.Writer) (checkOptions
 	c.Brand, c.CodeSource = p.str("EDGE_BRAND"), read(p, "EDGE_CODE_SOURCE", mapping.ParseCodeSource)
 	cl.CallTimeout = read(p, "EDGE_PMS_TIMEOUT", settingval.Duration)
 	cl.AttemptTimeout = read(p, "EDGE_PMS_ATTEMPT_TIMEOUT", settingval.Duration)
+	cl.WalkTimeout = read(p, "EDGE_PMS_WALK_TIMEOUT", settingval.Duration)
 	cl.MaxWalkBytes = read(p, "EDGE_PMS_MAX_WALK_BYTES", settingval.Size)
 	cl.Token, cl.Version = p.str("PMS_TOKEN"), buildVersion()
 	o.choosePMS(p)
@@ -134,8 +135,8 @@ func parseCheck(args []string, getenv lookupEnv, stderr io.Writer) (checkOptions
 	if c.Gets == 0 {
 		c.Gets = -1 // pmscheck: negative means none
 	}
-	if cl.CallTimeout <= 0 || cl.AttemptTimeout <= 0 {
-		p.fail(errors.New("EDGE_PMS_TIMEOUT and EDGE_PMS_ATTEMPT_TIMEOUT must be positive"))
+	if cl.CallTimeout <= 0 || cl.AttemptTimeout <= 0 || cl.WalkTimeout <= 0 {
+		p.fail(errors.New("EDGE_PMS_TIMEOUT, EDGE_PMS_ATTEMPT_TIMEOUT and EDGE_PMS_WALK_TIMEOUT must be positive"))
 	}
 	return o, errors.Join(p.errs...)
 }

@@ -54,21 +54,22 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 // cache's loads are shared through Redis (fleet.go), and each load is
 // handed to sh after it ends (nil: none; shadow.go).
 func newCatalog(cfg settings, baseURL string, mode keys.Mode, version string, log *slog.Logger, tel *observability.Telemetry, fm *member, sh *shadow.Shadow) (*cache.Cache, error) {
-	cc := cache.Config{Key: cfg.Brand + "/" + string(mode), TTL: cfg.CacheTTL, Stale: cfg.CacheStale, LoadTimeout: cfg.PMSTimeout}
+	cc := cache.Config{Key: cfg.Brand + "/" + string(mode), TTL: cfg.CacheTTL, Stale: cfg.CacheStale,
+		LoadTimeout: cfg.PMSTimeout, WalkTimeout: cfg.PMSWalkTimeout, TokenSetting: "PMS_TOKEN", URLSetting: urlSetting[mode]}
 	if fm != nil { // loads shared through Redis (fleet.go)
 		cc.RefreshAhead = fleet.RefreshAhead
 	}
 	return cache.NewPMS(cache.PMSConfig{
 		Mode: string(mode),
 		Client: upstream.ClientConfig{BaseURL: baseURL, Token: cfg.PMSToken, Version: version,
-			CallTimeout: cfg.PMSTimeout, AttemptTimeout: cfg.PMSAttempt, MaxWalkBytes: cfg.PMSMaxWalkBytes,
-			WalkAhead: true}, // partners wait for its first walk (walkahead.go)
+			CallTimeout: cfg.PMSTimeout, WalkTimeout: cfg.PMSWalkTimeout, AttemptTimeout: cfg.PMSAttempt,
+			MaxWalkBytes: cfg.PMSMaxWalkBytes, WalkAhead: true}, // partners wait for its first walk (walkahead.go)
 		Direct:    upstream.DirectOptions{Brand: cfg.Brand, CodeSource: cfg.CodeSource},
 		Cache:     cc,
 		Telemetry: tel,
 		Log:       log,
 		WrapLoad: func(d *upstream.Direct) cache.Loader {
-			load := fm.loader(d, mode, cfg.CacheTTL, cfg.PMSTimeout) // nil without a fleet
+			load := fm.loader(d, mode, cfg) // nil without a fleet
 			if sh == nil {
 				return load
 			}
@@ -79,6 +80,10 @@ func newCatalog(cfg settings, baseURL string, mode keys.Mode, version string, lo
 		},
 	})
 }
+
+// urlSetting names each mode's PMS address in the error of a PMS that
+// cannot be reached (docs/contract.md section 22).
+var urlSetting = map[keys.Mode]string{keys.ModeLive: "PMS_BASE_URL", keys.ModeTest: "PMS_SANDBOX_URL"}
 
 // reloadOnHangup re-reads the key file, and asks for the TLS pair to be
 // re-read (a pending request is enough), on every SIGHUP until ctx is done.

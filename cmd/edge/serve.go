@@ -211,7 +211,7 @@ func (p *process) startFleet(ctx context.Context) error {
 
 // startCatalogs starts the shadow candidate (nil without
 // PMS_CANDIDATE_URL) and builds the live catalog and, with
-// PMS_SANDBOX_URL, the sandbox's.
+// PMS_SANDBOX_URL, the sandbox's, each starting its first walk.
 func (p *process) startCatalogs(ctx context.Context) error {
 	sh, err := newShadow(p.cfg, p.version, p.log, p.tel)
 	if err != nil {
@@ -227,6 +227,7 @@ func (p *process) startCatalogs(ctx context.Context) error {
 	}
 	p.live = live
 	p.onStop(live.Close)
+	live.Prime() // the first walk starts now: no partner waits for it (docs/contract.md section 22)
 	if p.cfg.PMSSandbox != "" {
 		sb, err := newCatalog(p.cfg, p.cfg.PMSSandbox, keys.ModeTest, p.version, p.log, p.tel, p.fm, nil)
 		if err != nil {
@@ -234,6 +235,7 @@ func (p *process) startCatalogs(ctx context.Context) error {
 		}
 		p.sandbox = sb
 		p.onStop(sb.Close)
+		sb.Prime()
 	}
 	return nil
 }

@@ -33,6 +33,7 @@ type settings struct {
 	PMSBaseURL, PMSSandbox   string
 	PMSToken                 string
 	PMSTimeout, PMSAttempt   time.Duration
+	PMSWalkTimeout           time.Duration // budget of one walk of the list (docs/contract.md section 24)
 	DrainDelay, ShutdownWait time.Duration
 	LogFormat                string
 	LogLevel                 slog.Level
@@ -111,8 +112,9 @@ func settingTable() []*setting {
 		{env: "PMS_SANDBOX_URL", flag: "pms-sandbox-url", def: "", help: "sandbox PMS for svc_test_ keys (empty: test keys refused)", doc: "sandbox PMS for `svc_test_` keys; empty: test keys get `403 TEST_MODE_UNAVAILABLE`"},
 		{env: "PMS_TOKEN", flag: "pms-token", def: "", help: "bearer token the edge presents to the PMS (prefer the variable: flags show in ps)", doc: "bearer token the edge presents to the PMS (prefer the variable: flags show in `ps`)"},
 		{env: "EDGE_REQUEST_TIMEOUT", flag: "request-timeout", def: "10s", help: "overall deadline of one request; PMS calls and retries fit inside it"},
-		{env: "EDGE_PMS_TIMEOUT", flag: "pms-timeout", def: "9s", help: "deadline of one PMS call, retries included (at most EDGE_REQUEST_TIMEOUT)", doc: "deadline of one logical PMS call, retries included; never more than `EDGE_REQUEST_TIMEOUT` (a larger value is cut to it)"},
+		{env: "EDGE_PMS_TIMEOUT", flag: "pms-timeout", def: "9s", help: "deadline of one PMS get, retries included (at most EDGE_REQUEST_TIMEOUT); a walk has EDGE_PMS_WALK_TIMEOUT", doc: "deadline of one PMS get (and, with `EDGE_CACHE_TTL=0`, of the walk a request makes for itself), retries included; never more than `EDGE_REQUEST_TIMEOUT` (a larger value is cut to it); a walk of the list has its own budget, `EDGE_PMS_WALK_TIMEOUT`"},
 		{env: "EDGE_PMS_ATTEMPT_TIMEOUT", flag: "pms-attempt-timeout", def: "4s", help: "deadline of one PMS attempt", doc: "deadline of one HTTP attempt to the PMS"},
+		{env: "EDGE_PMS_WALK_TIMEOUT", flag: "pms-walk-timeout", def: "10m", help: "budget of one walk of the brand's list (first load, refresh, fleet lease, candidate); each page still under EDGE_PMS_ATTEMPT_TIMEOUT", doc: "budget of one walk of the brand's list (first load, refresh, fleet lease, shadow candidate, `edge pms check`): a background load, not bounded by `EDGE_PMS_TIMEOUT`; each page still under `EDGE_PMS_ATTEMPT_TIMEOUT` with its retries; a walk takes about hotels / 100 x the PMS's time per page (see [scaling.md]({docs}scaling.md#a-brand-behind-a-pms-of-real-speed))"},
 		{env: "EDGE_MAX_CONCURRENT", flag: "max-concurrent", def: "1024", help: "requests in progress beyond which the edge answers 503 with Retry-After: 1 (health excepted); 0 disables the cap", doc: "requests in progress beyond which the edge sheds with `503` and `Retry-After: 1` (health never shed); `0` disables the cap; see [capacity]({docs}operations.md#shedding-and-capacity)"},
 		{env: "EDGE_DRAIN_DELAY", flag: "drain-delay", def: "0s", help: "on shutdown, serve this long with health 503 before closing", doc: "on SIGTERM, keep serving this long with health at `503` so load balancers drain, before closing the listener"},
 		{env: "EDGE_SHUTDOWN_TIMEOUT", flag: "shutdown-timeout", def: "15s", help: "bound on waiting for in-flight requests at shutdown", doc: "after the drain delay, bound on waiting for requests in flight"},
@@ -290,6 +292,7 @@ func (p *parser) settings() settings {
 		PMSToken:              p.str("PMS_TOKEN"),
 		PMSTimeout:            read(p, "EDGE_PMS_TIMEOUT", settingval.Duration),
 		PMSAttempt:            read(p, "EDGE_PMS_ATTEMPT_TIMEOUT", settingval.Duration),
+		PMSWalkTimeout:        read(p, "EDGE_PMS_WALK_TIMEOUT", settingval.Duration),
 		DrainDelay:            read(p, "EDGE_DRAIN_DELAY", settingval.Duration),
 		ShutdownWait:          read(p, "EDGE_SHUTDOWN_TIMEOUT", settingval.Duration),
 		LogFormat:             read(p, "EDGE_LOG_FORMAT", settingval.OneOf("json", "text")),
@@ -334,6 +337,7 @@ func (p *parser) checkTogether(s *settings) {
 		{s.PMSBaseURL != "" && s.Brand == "", errors.New("EDGE_BRAND is required when PMS_BASE_URL is set")},
 		{s.PMSSandbox != "" && s.PMSBaseURL == "", errors.New("PMS_SANDBOX_URL needs PMS_BASE_URL (the demo embeds both)")},
 		{s.PMSTimeout <= 0 || s.PMSAttempt <= 0, errors.New("EDGE_PMS_TIMEOUT and EDGE_PMS_ATTEMPT_TIMEOUT must be positive")},
+		{s.PMSWalkTimeout <= 0, errors.New("EDGE_PMS_WALK_TIMEOUT must be positive")},
 		{s.RequestTimeout <= 0, errors.New("EDGE_REQUEST_TIMEOUT must be positive")},
 		{s.AccessLogSample <= 0 || s.AccessLogSample > 1, fmt.Errorf("invalid EDGE_ACCESS_LOG_SAMPLE %v: want a fraction above 0 and at most 1", s.AccessLogSample)},
 		{s.OAuthIssuer != "" && s.OAuthAudience == "", errors.New("EDGE_OAUTH_AUDIENCE is required when EDGE_OAUTH_ISSUER is set (docs/contract.md section 12: both or neither)")},

@@ -29,6 +29,7 @@ func newShadow(cfg settings, version string, log *slog.Logger, tel *observabilit
 			Token:          cfg.CandidateToken,
 			Version:        version,
 			CallTimeout:    cfg.PMSTimeout,
+			WalkTimeout:    cfg.PMSWalkTimeout,
 			AttemptTimeout: cfg.PMSAttempt,
 			MaxWalkBytes:   cfg.CandidateMaxWalkBytes,
 			Metrics:        pm,
@@ -37,7 +38,7 @@ func newShadow(cfg settings, version string, log *slog.Logger, tel *observabilit
 		Brand:      cfg.Brand,
 		CodeSource: cfg.CodeSource,
 		Interval:   cfg.CacheTTL,
-		Timeout:    cfg.PMSTimeout,
+		Timeout:    cfg.PMSWalkTimeout,
 		Logger:     log,
 		Meter:      tel.MeterProvider().Meter(observability.ScopeName),
 	})

@@ -128,13 +128,14 @@ func (e exposition) checkExpr(expr string, records map[string]bool) ([]string, e
 func TestRulesAndDashboardMatchMetrics(t *testing.T) {
 	redisSrv := redistest.Start(t)
 	sim := pmsim.New(pmsim.Config{Seed: 3})
-	simSrv := httptest.NewServer(sim)
+	pms := newHeldPMS(t, sim)
+	simSrv := httptest.NewServer(sim) // the candidate
 	defer simSrv.Close()
 	keysFile, key := keystest.Live(t, "aurora")
 	s := start(t, map[string]string{
 		"EDGE_ADDR": "127.0.0.1:0", "EDGE_ADMIN_ADDR": "127.0.0.1:0", "EDGE_BRAND": "aurora",
-		"EDGE_KEYS_FILE": keysFile, "PMS_BASE_URL": simSrv.URL, "EDGE_DOCS_URL": testDocsURL, "EDGE_CACHE_TTL": "1h", "EDGE_CACHE_STALE": "2h",
-		"EDGE_PMS_ATTEMPT_TIMEOUT": "300ms", "EDGE_PMS_TIMEOUT": "2s",
+		"EDGE_KEYS_FILE": keysFile, "PMS_BASE_URL": pms.srv.URL, "EDGE_DOCS_URL": testDocsURL, "EDGE_CACHE_TTL": "1h", "EDGE_CACHE_STALE": "2h",
+		"EDGE_PMS_ATTEMPT_TIMEOUT": "20s", "EDGE_PMS_TIMEOUT": "2s", // the first attempt is held until a get joins its walk
 		"EDGE_REDIS_URL": redisSrv.URL(), "EDGE_AUTH_FAIL_LIMIT": "1",
 		"EDGE_FLEET_SECRET": strings.Repeat("f", 32), // required with Redis
 		"PMS_CANDIDATE_URL": simSrv.URL,              // the shadow's series (PartnerEdgeShadow*)
@@ -147,10 +148,11 @@ func TestRulesAndDashboardMatchMetrics(t *testing.T) {
 	// list, a get from the cache, an unknown route, two bad keys and the
 	// throttle's 429.
 	sim.SetFaults(pmsim.Faults{ErrorRate: 1, ErrorStatus: 500})
-	if code := call(t, base+"properties/00000000-0000-4000-8000-000000000001", key); code != 502 {
+	if code := pms.joinFirstWalk(t, admin, base+"properties/00000000-0000-4000-8000-000000000001", key); code != 502 {
 		t.Fatalf("failing get: %d", code)
 	}
 	sim.Heal()
+	testkit.Eventually(t, "the first walk's retry succeeds", func() bool { return strings.Contains(s.stderr.String(), `"msg":"pms walk finished"`) })
 	for range 2 {
 		if code := call(t, base+"properties", key); code != 200 {
 			t.Fatalf("list: %d", code)

@@ -4,12 +4,17 @@
 // from it. docs/resilience.md, "Cache: the read model", draws the flow:
 // a snapshot younger than TTL answers (an id it lacks is upstream.NotFound
 // without a PMS call), past RefreshAhead*TTL a call also starts one
-// background refresh; without a fresh snapshot every call joins the one
-// shared load (singleflight), which runs with the first caller's values,
-// not its cancellation, under LoadTimeout; a PMS failure is answered from
-// a snapshot younger than Stale and backs refreshes off; a panicking load
-// fails its waiters with upstream.Internal. With TTL 0 nothing is held,
-// but concurrent identical calls share one call.
+// background refresh; past TTL, a snapshot younger than Stale keeps
+// answering while one background walk refreshes it (docs/contract.md
+// section 24); without one, every call joins the one shared load
+// (singleflight), which runs with the first caller's values, not its
+// cancellation, under WalkTimeout (a walk's budget), and each caller
+// waits until its own deadline (then Unavailable, with a Retry-After); a
+// PMS failure is answered from a snapshot younger than Stale and backs
+// refreshes off; a panicking load fails its waiters with
+// upstream.Internal. Prime starts the first walk before anyone asks. With
+// TTL 0 nothing is held, but concurrent identical calls share one call,
+// under LoadTimeout.
 //
 // The store is one atomic pointer to the current snapshot, replaced whole
 // by each load: nothing a partner sends adds an entry.
@@ -51,9 +56,15 @@ type Cache struct {
 
 	afterCheck func() // test hook: called once snapshot has looked at cur; nil: none
 
+	walks walkClock // when the walk under way started, how long the last one took (walkstats.go)
+	// refusedAt (Config.Now, unix nanoseconds) is when the last refusal
+	// error was logged (walkstats.go); 0: never.
+	refusedAt atomic.Int64
+
 	bmu       sync.Mutex
-	failures  int       // failed loads in a row
-	backoffTo time.Time // no background refresh before this
+	failures  int         // failed loads in a row
+	backoffTo time.Time   // no background refresh before this
+	failed    atomic.Bool // failures > 0, read without bmu (failing)
 
 	// base is cancelled by Close; every load stops with it.
 	base   context.Context
@@ -80,6 +91,7 @@ func New(inner upstream.Catalog, cfg Config) *Cache {
 	}
 	cfg.Stale = max(cmp.Or(cfg.Stale, DefaultStale), cfg.TTL)
 	cfg.LoadTimeout = cmp.Or(max(cfg.LoadTimeout, 0), DefaultLoadTimeout)
+	cfg.WalkTimeout = cmp.Or(max(cfg.WalkTimeout, 0), DefaultWalkTimeout)
 	cfg.RefreshBackoff = cmp.Or(max(cfg.RefreshBackoff, 0), DefaultRefreshBackoff)
 	ahead := cmp.Or(max(cfg.RefreshAhead, 0), DefaultRefreshAhead)
 	if cfg.Now == nil {
@@ -157,17 +169,17 @@ type loadFunc func(ctx context.Context, arg string) (any, error)
 
 // shared joins or starts the call of key in group and waits for it or for
 // ctx. led reports whether this call's fn ran. A caller whose context ends
-// first gets that end, classified. A caller whose deadline is at least
-// LoadTimeout away, and whose context has not ended, cannot be made late
-// by the load (which runs under LoadTimeout: run), so it runs group.Do on
-// its own goroutine and never asks ctx.Done (which would start the edge
-// request context's timer); any other caller hands group.Do to a goroutine
-// and leaves at its deadline while the load goes on for the others
+// first gets that end, classified (leftEarly). A caller whose deadline is
+// at least timeout (the load's: run) away, and whose context has not
+// ended, cannot be made late by the load, so it runs group.Do on its own
+// goroutine and never asks ctx.Done (which would start the edge request
+// context's timer); any other caller hands group.Do to a goroutine and
+// leaves at its deadline while the load goes on for the others
 // (docs/resilience.md, "Where a caller waits").
-func (c *Cache) shared(ctx context.Context, group *singleflight.Group, key string, fn loadFunc, arg string) (v any, led bool, err error) {
+func (c *Cache) shared(ctx context.Context, group *singleflight.Group, key string, fn loadFunc, arg string, timeout time.Duration) (v any, led bool, err error) {
 	w := c.waiters.Get().(*waiter)
-	w.group, w.ctx, w.key, w.fn, w.arg = group, ctx, key, fn, arg
-	if c.inline(ctx) {
+	w.group, w.ctx, w.key, w.fn, w.arg, w.timeout = group, ctx, key, fn, arg, timeout
+	if c.inline(ctx, timeout) {
 		v, err, shared := group.Do(key, w.load)
 		ran := w.ran
 		c.putWaiter(w) // nobody else holds w: its load, if it led, ran here
@@ -185,7 +197,7 @@ func (c *Cache) shared(ctx context.Context, group *singleflight.Group, key strin
 	case <-ctx.Done():
 		// w stays with its goroutine, which still sends on w.res: it
 		// is not reused.
-		return nil, false, upstream.Classify(ctx, ctx.Err(), upstream.Internal)
+		return nil, false, c.leftEarly(ctx, group)
 	case r := <-w.res:
 		ran := w.ran
 		c.putWaiter(w)
@@ -193,16 +205,33 @@ func (c *Cache) shared(ctx context.Context, group *singleflight.Group, key strin
 	}
 }
 
-// inline reports whether a caller of shared with ctx waits for the load on
-// its own goroutine: its deadline is not earlier than LoadTimeout from now
-// and its context has not ended (see shared). The clock is time.Now, not
-// Config.Now: the caller's deadline and the load's LoadTimeout are both
-// measured by the runtime's clock, which an injected Now need not follow.
-// Err, not Done: Done would start the edge request context's timer.
-func (c *Cache) inline(ctx context.Context) bool {
+// inline reports whether a caller of shared with ctx waits for a load of
+// timeout on its own goroutine: its deadline is not earlier than timeout
+// from now and its context has not ended (see shared). The clock is
+// time.Now, not Config.Now: the caller's deadline and the load's timeout
+// are both measured by the runtime's clock, which an injected Now need not
+// follow. Err, not Done: Done would start the edge request context's
+// timer.
+func (c *Cache) inline(ctx context.Context, timeout time.Duration) bool {
 	d, ok := ctx.Deadline()
-	return ok && !d.Before(time.Now().Add(c.cfg.LoadTimeout)) && ctx.Err() == nil
+	return ok && !d.Before(time.Now().Add(timeout)) && ctx.Err() == nil
 }
+
+// leftEarly is the answer of a caller of shared whose context ended
+// before the load of group: its end, classified, except that a deadline
+// passing while a walk of the snapshot goes on is no timeout of the PMS
+// but a load still under way: Unavailable, with a Retry-After
+// (docs/contract.md section 24: 503, never 504, while a walk progresses).
+func (c *Cache) leftEarly(ctx context.Context, group *singleflight.Group) error {
+	if group == &c.group && !c.disabled && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return &upstream.Error{Kind: upstream.Unavailable, RetryAfter: c.walks.retryAfter(c.cfg.Now()), Err: errWalking}
+	}
+	return upstream.Classify(ctx, ctx.Err(), upstream.Internal)
+}
+
+// errWalking is the cause of a caller's 503 while the walk it waited for
+// goes on.
+var errWalking = errors.New("cache: the snapshot's walk is under way")
 
 // answer is a shared call's result for one caller; ran: this caller's fn
 // ran (it led).
@@ -227,9 +256,11 @@ type waiter struct {
 	key   string
 	fn    loadFunc
 	arg   string
-	ran   bool                     // fn ran in this call (the caller led); read after res
-	res   chan singleflight.Result // capacity 1
-	load  func() (any, error)      // w.lead, bound once
+	// timeout is the load's deadline (run).
+	timeout time.Duration
+	ran     bool                     // fn ran in this call (the caller led); read after res
+	res     chan singleflight.Result // capacity 1
+	load    func() (any, error)      // w.lead, bound once
 }
 
 // putWaiter clears w and returns it to the pool.
@@ -253,12 +284,13 @@ func (w *waiter) run() {
 // lead is the load itself, run when this call leads.
 func (w *waiter) lead() (any, error) {
 	w.ran = true // read by the caller only after the result arrives on res
-	return w.c.run(w.ctx, w.fn, w.arg)
+	return w.c.run(w.ctx, w.fn, w.arg, w.timeout)
 }
 
-// run executes one load detached from ctx's cancellation, under LoadTimeout
-// and Close. A panic in fn is recovered into an upstream.Internal error.
-func (c *Cache) run(ctx context.Context, fn loadFunc, arg string) (v any, err error) {
+// run executes one load detached from ctx's cancellation, under timeout
+// (LoadTimeout, or WalkTimeout for a walk: snapTimeout) and Close. A panic
+// in fn is recovered into an upstream.Internal error.
+func (c *Cache) run(ctx context.Context, fn loadFunc, arg string, timeout time.Duration) (v any, err error) {
 	if !c.track() {
 		return nil, errClosed
 	}
@@ -266,7 +298,7 @@ func (c *Cache) run(ctx context.Context, fn loadFunc, arg string) (v any, err er
 	// The load's deadline is a child of base, which Close cancels; the
 	// caller's values (trace, caller ids) come along, its cancellation
 	// does not (loadContext).
-	tctx, cancel := context.WithTimeout(c.base, c.cfg.LoadTimeout)
+	tctx, cancel := context.WithTimeout(c.base, timeout)
 	defer cancel()
 	lctx := &loadContext{Context: tctx, values: ctx}
 	defer func() {
@@ -291,7 +323,7 @@ func (c *Cache) run(ctx context.Context, fn loadFunc, arg string) (v any, err er
 }
 
 // loadContext is a load's context: the deadline and cancellation of its
-// embedded context (LoadTimeout under the cache's base), the values of
+// embedded context (the load's timeout under the cache's base), the values of
 // the caller that started it. It is what context.WithoutCancel, a timeout
 // and an AfterFunc on base make together, in one allocation instead of
 // four. Value asks the embedded context first, so a context derived from
@@ -310,6 +342,15 @@ func (l *loadContext) Value(key any) any {
 }
 
 func (l *loadContext) String() string { return "cache.loadContext" }
+
+// snapTimeout is the deadline of a load of the snapshot: a walk's budget,
+// or with TTL 0 (every read is a partner's own walk) LoadTimeout.
+func (c *Cache) snapTimeout() time.Duration {
+	if c.disabled {
+		return c.cfg.LoadTimeout
+	}
+	return c.cfg.WalkTimeout
+}
 
 // errClosed fails the loads of a closed Cache.
 var errClosed = &upstream.Error{Kind: upstream.Unavailable, RetryAfter: time.Second, Err: errors.New("cache: closed")}

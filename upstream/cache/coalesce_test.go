@@ -106,41 +106,59 @@ func TestCancelledLeaderDoesNotFailFollowers(t *testing.T) {
 	})
 }
 
-// A load that outlives LoadTimeout fails every waiter with GATEWAY_TIMEOUT
-// (not a context error, which would read as their own cancellation), and
-// stale data is served instead when there is some.
+// A load that outlives its deadline fails every waiter with
+// GATEWAY_TIMEOUT (not a context error, which would read as their own
+// cancellation), and stale data is served instead when there is some. A
+// walk's deadline is WalkTimeout (docs/contract.md section 24), never
+// LoadTimeout; with TTL 0 the walk is the partner's own call, under
+// LoadTimeout.
 func TestLoadTimeout(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		started := make(chan context.Context, 10)
-		never := make(chan struct{})
-		inner := &fakeCatalog{snapshot: blocking(never, started)}
-		clk := newClock()
-		c := New(inner, Config{TTL: time.Second, Stale: time.Minute, LoadTimeout: 2 * time.Second, Now: clk.Now})
-		defer c.Close()
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"walk budget", Config{TTL: time.Second, Stale: time.Minute, LoadTimeout: time.Second, WalkTimeout: 2 * time.Second}},
+		{"TTL 0", Config{LoadTimeout: 2 * time.Second, WalkTimeout: time.Hour}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				started := make(chan context.Context, 10)
+				never := make(chan struct{})
+				inner := &fakeCatalog{snapshot: blocking(never, started)}
+				clk := newClock()
+				cfg := tc.cfg
+				cfg.Now = clk.Now
+				c := New(inner, cfg)
+				defer c.Close()
 
-		t0 := time.Now()
-		_, err := c.Snapshot(context.Background())
-		if upstream.KindOf(err) != upstream.Timeout || time.Since(t0) != 2*time.Second {
-			t.Fatalf("err %v after %v; want GATEWAY_TIMEOUT after LoadTimeout (2s)", err, time.Since(t0))
-		}
-
-		ok := make(chan struct{})
-		close(ok)
-		inner.snapshot = blocking(ok, started)
-		if _, err := c.Snapshot(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		clk.Advance(2 * time.Second) // past TTL, within Stale
-		inner.snapshot = blocking(never, started)
-		s, err := c.Snapshot(context.Background())
-		if err != nil || s == nil {
-			t.Fatalf("slow PMS with a stale entry: %v; want the stale snapshot", err)
-		}
-	})
+				t0 := time.Now()
+				_, err := c.Snapshot(context.Background())
+				if upstream.KindOf(err) != upstream.Timeout || time.Since(t0) != 2*time.Second {
+					t.Fatalf("err %v after %v; want GATEWAY_TIMEOUT after 2s", err, time.Since(t0))
+				}
+				if cfg.TTL == 0 {
+					return
+				}
+				ok := make(chan struct{})
+				close(ok)
+				inner.snapshot = blocking(ok, started)
+				if _, err := c.Snapshot(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				clk.Advance(2 * time.Second) // past TTL, within Stale
+				inner.snapshot = blocking(never, started)
+				s, err := c.Snapshot(context.Background())
+				if err != nil || s == nil {
+					t.Fatalf("slow PMS with a stale entry: %v; want the stale snapshot", err)
+				}
+			})
+		})
+	}
 }
 
 // A caller whose own deadline passes while it waits gets stale data if
-// there is some, else its context's error.
+// there is some, else, the walk going on, Unavailable with a Retry-After
+// (docs/contract.md section 24: 503, never 504, while a walk progresses).
 func TestCallerDeadlineServesStale(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		started := make(chan context.Context, 10)
@@ -148,15 +166,16 @@ func TestCallerDeadlineServesStale(t *testing.T) {
 		inner := &fakeCatalog{snapshot: blocking(never, started)}
 		var out outcomes
 		clk := newClock()
-		c := New(inner, Config{TTL: time.Second, Stale: time.Minute, LoadTimeout: 10 * time.Second, OnOutcome: out.record, Now: clk.Now})
+		c := New(inner, Config{TTL: time.Second, Stale: time.Minute, WalkTimeout: 10 * time.Second, OnOutcome: out.record, Now: clk.Now})
 		defer c.Close()
 
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		if _, err := c.Snapshot(ctx); !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("cold, caller deadline: %v; want context.DeadlineExceeded", err)
+		var ue *upstream.Error
+		if _, err := c.Snapshot(ctx); !errors.As(err, &ue) || ue.Kind != upstream.Unavailable || ue.RetryAfter < time.Second {
+			t.Fatalf("cold, caller deadline: %v; want Unavailable with a Retry-After", err)
 		}
-		<-(<-started).Done() // the abandoned load times out (LoadTimeout, bubble clock)
+		<-(<-started).Done() // the abandoned load times out (WalkTimeout, bubble clock)
 		synctest.Wait()
 
 		ok := make(chan struct{})
@@ -170,8 +189,16 @@ func TestCallerDeadlineServesStale(t *testing.T) {
 		inner.snapshot = blocking(never, started)
 		ctx2, cancel2 := context.WithTimeout(context.Background(), time.Second)
 		defer cancel2()
-		if s, err := c.Snapshot(ctx2); err != nil || s == nil {
-			t.Fatalf("warm, caller deadline: %v; want the stale snapshot", err)
+		t0 := time.Now()
+		if s, err := c.Snapshot(ctx2); err != nil || s == nil || time.Since(t0) != 0 {
+			t.Fatalf("warm, past TTL: %v after %v; want the held snapshot at once while its walk goes on", err, time.Since(t0))
+		}
+		<-(<-started).Done() // the refresh walk times out (WalkTimeout)
+		synctest.Wait()
+		ctx3, cancel3 := context.WithTimeout(context.Background(), time.Second)
+		defer cancel3()
+		if s, err := c.Snapshot(ctx3); err != nil || s == nil {
+			t.Fatalf("warm, after the failed walk: %v; want the stale snapshot", err)
 		}
 		if out.get(OutcomeStale) != 1 {
 			t.Fatalf("outcomes %v, want 1 stale", out.n)

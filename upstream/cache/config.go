@@ -14,10 +14,15 @@ import (
 // (docs/contract.md section 9); a zero TTL is not defaulted, because zero means
 // "no cache" (see Config.TTL).
 const (
-	DefaultTTL          = 30 * time.Second
-	DefaultStale        = 5 * time.Minute
-	DefaultLoadTimeout  = 5 * time.Second
-	DefaultRefreshAhead = 0.8
+	DefaultTTL         = 30 * time.Second
+	DefaultStale       = 5 * time.Minute
+	DefaultLoadTimeout = 5 * time.Second
+	DefaultWalkTimeout = upstream.DefaultWalkTimeout
+	// DefaultRefreshAhead: no refresh before TTL. The next walk starts
+	// when a request finds the snapshot past TTL, i.e. TTL after the
+	// previous walk ended, never sooner (docs/contract.md section 24), and
+	// the held snapshot answers meanwhile.
+	DefaultRefreshAhead = 1.0
 	// DefaultRefreshBackoff is the first wait after a failed load before
 	// the next background refresh; it doubles per failure in a row, up to
 	// the TTL.
@@ -74,18 +79,37 @@ type Config struct {
 	// beyond the fresh window).
 	Stale time.Duration
 
-	// LoadTimeout bounds one shared load. A load runs detached from the
-	// cancellation of the call that started it (so one partner giving up
-	// never fails the others waiting on the same load) and needs a deadline
-	// of its own. Each caller waits at most until its own context's
-	// deadline. Zero means DefaultLoadTimeout.
+	// LoadTimeout bounds one shared load that is a partner's call: a get
+	// with TTL 0, and with TTL 0 the list's walk too (EDGE_PMS_TIMEOUT). A
+	// load runs detached from the cancellation of the call that started
+	// it (so one partner giving up never fails the others waiting on the
+	// same load) and needs a deadline of its own. Each caller waits at
+	// most until its own context's deadline. Zero means
+	// DefaultLoadTimeout.
 	LoadTimeout time.Duration
 
+	// WalkTimeout bounds one walk of the snapshot while the cache holds
+	// snapshots (TTL > 0; EDGE_PMS_WALK_TIMEOUT): a background load with a
+	// budget of its own, not a partner's call (docs/contract.md section
+	// 24). A caller still waits only until its own deadline; one whose
+	// deadline passes while the walk goes on gets upstream.Unavailable
+	// with a RetryAfter (503), not a timeout. Zero means
+	// DefaultWalkTimeout (10 min).
+	WalkTimeout time.Duration
+
+	// TokenSetting and URLSetting name the settings an operator fixes when
+	// the PMS refuses the edge's token (401, 403) or cannot be reached
+	// (e.g. "PMS_TOKEN", "PMS_BASE_URL"): a walk failing so is an error
+	// line naming them, at most once per RefusalLogEvery (docs/contract.md
+	// section 22). Empty: "the PMS token" and "the PMS address".
+	TokenSetting, URLSetting string
+
 	// RefreshAhead is the fraction of TTL after which a hit also starts a
-	// background load, so that hot data is replaced before it expires and is
-	// rarely served from a cold miss. At most one refresh per entry is in
-	// flight. Zero or negative means DefaultRefreshAhead; 1 or more disables
-	// refresh-ahead.
+	// background load (a fleet re-reads the shared snapshot at half the
+	// TTL: upstream/fleet.RefreshAhead). At most one refresh per entry is
+	// in flight. Past TTL a call always starts one and is answered from
+	// the held snapshot meanwhile. Zero or negative means
+	// DefaultRefreshAhead; 1 or more disables refresh-ahead.
 	RefreshAhead float64
 
 	// RefreshBackoff is the wait after a failed load before the next
@@ -101,8 +125,10 @@ type Config struct {
 	// are measured with it. Nil means time.Now.
 	Now func() time.Time
 
-	// Logger receives a debug record per stale serve, a warning per failed
-	// background refresh and an error per panicked load. Nil discards them.
+	// Logger receives a debug record per stale serve, an info record per
+	// finished walk (pages, records, rejected, duration), a warning per
+	// failed background refresh, an error per panicked load and the
+	// refusal errors (TokenSetting). Nil discards them.
 	Logger *slog.Logger
 
 	// OnOutcome, if not nil, is called once per Snapshot or Property call

@@ -82,34 +82,50 @@ func TestInlineLoadRunsOnCallersGoroutine(t *testing.T) {
 	})
 }
 
-// A caller whose deadline is nearer than LoadTimeout keeps the worker
+// A caller whose deadline is nearer than its load's keeps the worker
 // path: it gets its deadline's answer on time while the load goes on, and
-// the load's result is held for the next caller.
+// the load's result is held for the next caller. While a walk of the
+// snapshot goes on that answer is Unavailable with a Retry-After
+// (docs/contract.md section 24: 503, never 504); with TTL 0 the load is
+// the caller's own call and its deadline a timeout.
 func TestShortDeadlineLeavesWhileTheLoadGoesOn(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		release := make(chan struct{})
-		started := make(chan context.Context, 1)
-		inner := &fakeCatalog{snapshot: blocking(release, started)}
-		c := New(inner, Config{TTL: time.Minute, LoadTimeout: 10 * time.Second})
-		defer c.Close()
+	for _, tc := range []struct {
+		ttl  time.Duration
+		kind upstream.Kind
+	}{{time.Minute, upstream.Unavailable}, {0, upstream.Timeout}} {
+		t.Run(tc.kind.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				release := make(chan struct{})
+				started := make(chan context.Context, 1)
+				inner := &fakeCatalog{snapshot: blocking(release, started)}
+				c := New(inner, Config{TTL: tc.ttl, LoadTimeout: 10 * time.Second, WalkTimeout: 10 * time.Second})
+				defer c.Close()
 
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		t0 := time.Now()
-		_, err := c.Snapshot(ctx)
-		if upstream.KindOf(err) != upstream.Timeout || !errors.Is(err, context.DeadlineExceeded) || time.Since(t0) != time.Second {
-			t.Fatalf("short deadline: %v after %v; want GATEWAY_TIMEOUT (context.DeadlineExceeded) at the caller's deadline (1s)", err, time.Since(t0))
-		}
-		loadCtx := <-started
-		if loadCtx.Err() != nil {
-			t.Fatalf("the load ended with its caller: %v", loadCtx.Err())
-		}
-		close(release)
-		synctest.Wait()
-		if s, err := c.Snapshot(context.Background()); err != nil || s.Len() != 3 || inner.snapCalls.Load() != 1 {
-			t.Fatalf("next caller: %v, %v, %d loads; want the held snapshot of the one load", s, err, inner.snapCalls.Load())
-		}
-	})
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				defer cancel()
+				t0 := time.Now()
+				_, err := c.Snapshot(ctx)
+				var ue *upstream.Error
+				if !errors.As(err, &ue) || ue.Kind != tc.kind || time.Since(t0) != time.Second ||
+					tc.kind == upstream.Unavailable && ue.RetryAfter < time.Second ||
+					tc.kind == upstream.Timeout && !errors.Is(err, context.DeadlineExceeded) {
+					t.Fatalf("short deadline: %v after %v; want %s at the caller's deadline (1s)", err, time.Since(t0), tc.kind)
+				}
+				loadCtx := <-started
+				if loadCtx.Err() != nil {
+					t.Fatalf("the load ended with its caller: %v", loadCtx.Err())
+				}
+				close(release)
+				synctest.Wait()
+				if tc.ttl == 0 {
+					return // nothing is held
+				}
+				if s, err := c.Snapshot(context.Background()); err != nil || s.Len() != 3 || inner.snapCalls.Load() != 1 {
+					t.Fatalf("next caller: %v, %v, %d loads; want the held snapshot of the one load", s, err, inner.snapCalls.Load())
+				}
+			})
+		})
+	}
 }
 
 // A caller cancelled while it leads an inline load gets the Canceled
@@ -121,7 +137,7 @@ func TestInlineLeaderCancelledGetsCanceledAfterTheLoad(t *testing.T) {
 		started := make(chan context.Context, 1)
 		inner := &fakeCatalog{snapshot: blocking(release, started)}
 		var out outcomes
-		c := New(inner, Config{TTL: time.Minute, LoadTimeout: 5 * time.Second, OnOutcome: out.record})
+		c := New(inner, Config{TTL: time.Minute, WalkTimeout: 5 * time.Second, OnOutcome: out.record})
 		defer c.Close()
 
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

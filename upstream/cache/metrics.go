@@ -2,7 +2,10 @@ package cache
 
 import (
 	"context"
+	"errors"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -36,10 +39,34 @@ var LookupOutcomes = []string{OutcomeHit, OutcomeMiss, OutcomeStale, OutcomeCoal
 //   - partner_edge.cache.load_panics (partner_edge_cache_load_panics_total):
 //     loads of the cache that panicked and were recovered; pms.
 //
+// and of the walks of the PMS's list that its loads make (docs/contract.md
+// section 24; a fleet member that takes another's publication walks
+// nothing; with TTL 0 each read's walk is its own and not counted):
+//
+//   - partner_edge.pms.walks (partner_edge_pms_walks_total): walks ended;
+//     pms, outcome (ok, failed), each pre-registered at 0.
+//   - partner_edge.pms.walk.pages (partner_edge_pms_walk_pages_total):
+//     list pages received by walks; pms.
+//   - partner_edge.pms.walk.duration
+//     (partner_edge_pms_walk_duration_seconds): gauge, the duration of
+//     the last walk of each outcome; pms, outcome.
+//   - partner_edge.pms.walk.age (partner_edge_pms_walk_age_seconds):
+//     gauge, how long ago the walk of the snapshot served ended (for a
+//     fleet member, the publisher's walk); pms; absent until one did.
+//
 // Its methods are safe for concurrent use and record without allocating.
 type Metrics struct {
 	lookups    *observability.Counters // by index in LookupOutcomes: atomic adds, observed
 	loadPanics metric.Int64Counter
+	walks      metric.Int64Counter
+	walkPages  metric.Int64Counter
+	walkTime   metric.Float64Gauge
+	pmsOpts    []metric.AddOption       // pms
+	walkOpts   [2][]metric.AddOption    // ok, failed
+	timeOpts   [2][]metric.RecordOption // ok, failed
+	// walkEnd is when the walk of the snapshot served ended (unix
+	// nanoseconds; 0: none yet), read by walk.age's callback.
+	walkEnd atomic.Int64
 	// by outcome: its index in LookupOutcomes and its label for the
 	// request's CacheSlot; read-only after New
 	outcomes  map[string]lookupOutcome
@@ -59,6 +86,9 @@ func NewMetrics(meter metric.Meter, name string) (*Metrics, error) {
 	pms := attribute.String("pms", strings.TrimSpace(name))
 	m.panicOpts = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(pms))}
 	m.loadPanics.Add(context.Background(), 0, m.panicOpts...)
+	if err := m.walkInstruments(meter, pms); err != nil {
+		return nil, err
+	}
 	m.outcomes = make(map[string]lookupOutcome, len(LookupOutcomes))
 	sets := make([]attribute.Set, len(LookupOutcomes))
 	for i, o := range LookupOutcomes {
@@ -95,6 +125,61 @@ func (m *Metrics) Lookup(ctx context.Context, outcome string) {
 type lookupOutcome struct {
 	index int
 	label *attribute.KeyValue
+}
+
+// walkInstruments makes the walk instruments (see Metrics).
+func (m *Metrics) walkInstruments(meter metric.Meter, pms attribute.KeyValue) error {
+	var errs [4]error
+	m.walks, errs[0] = meter.Int64Counter("partner_edge.pms.walks", metric.WithUnit("{walk}"),
+		metric.WithDescription("Walks of the PMS's list that ended, by outcome (ok, failed)."))
+	m.walkPages, errs[1] = meter.Int64Counter("partner_edge.pms.walk.pages", metric.WithUnit("{page}"),
+		metric.WithDescription("List pages received by walks of the PMS."))
+	m.walkTime, errs[2] = meter.Float64Gauge("partner_edge.pms.walk.duration", metric.WithUnit("s"),
+		metric.WithDescription("Duration of the last walk of the PMS's list, by outcome (ok, failed)."))
+	age, err := meter.Float64ObservableGauge("partner_edge.pms.walk.age", metric.WithUnit("s"),
+		metric.WithDescription("Time since the walk of the snapshot served ended."))
+	errs[3] = err
+	if err := errors.Join(errs[:]...); err != nil {
+		return err
+	}
+	set := metric.WithAttributeSet(attribute.NewSet(pms))
+	m.pmsOpts = []metric.AddOption{set}
+	for i, o := range []string{"ok", "failed"} {
+		s := metric.WithAttributeSet(attribute.NewSet(pms, attribute.String("outcome", o)))
+		m.walkOpts[i], m.timeOpts[i] = []metric.AddOption{s}, []metric.RecordOption{s}
+		m.walks.Add(context.Background(), 0, m.walkOpts[i]...)
+	}
+	m.walkPages.Add(context.Background(), 0, m.pmsOpts...)
+	observe := []metric.ObserveOption{set}
+	// RegisterCallback: the caches of the live and sandbox PMSs share the
+	// instrument (observability.NewCounters says why).
+	_, err = meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		if end := m.walkEnd.Load(); end != 0 {
+			o.ObserveFloat64(age, max(time.Since(time.Unix(0, end)).Seconds(), 0), observe...)
+		}
+		return nil
+	}, age)
+	return err
+}
+
+// Walk records one walk of the PMS's list that ended after d with pages
+// received; ok: it succeeded.
+func (m *Metrics) Walk(ctx context.Context, pages int64, d time.Duration, ok bool) {
+	i := 0
+	if !ok {
+		i = 1
+	}
+	m.walks.Add(ctx, 1, m.walkOpts[i]...)
+	m.walkPages.Add(ctx, pages, m.pmsOpts...)
+	m.walkTime.Record(ctx, d.Seconds(), m.timeOpts[i]...)
+}
+
+// Serving records that the snapshot served now was walked at walkedAt
+// (its upstream.Snapshot.LoadedAt): the walk.age gauge counts from there.
+func (m *Metrics) Serving(walkedAt time.Time) {
+	if !walkedAt.IsZero() {
+		m.walkEnd.Store(walkedAt.UnixNano())
+	}
 }
 
 // LoadPanic counts one recovered panic in a cache load.

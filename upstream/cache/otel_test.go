@@ -176,23 +176,28 @@ func TestCacheOutcomesRecorded(t *testing.T) {
 	o.wantOutcome(t, o.call(ctx), cache.OutcomeMiss)
 	o.wantOutcome(t, o.call(ctx), cache.OutcomeHit)
 
-	// Stale: past TTL with the PMS failing, three attempts, old data served.
+	// Stale: past TTL with the PMS failing: the held snapshot answers
+	// (a hit) while its refresh walk fails (three attempts), then is served
+	// as stale data.
 	o.sim.SetFaults(pmsim.Faults{ErrorStatus: http.StatusBadGateway})
 	clk.Set(start.Add(2 * time.Minute))
+	before := o.sim.Requests()
+	o.wantOutcome(t, o.call(ctx), cache.OutcomeHit)
+	testkit.Eventually(t, "the refresh walk's three attempts", func() bool { return o.sim.Requests()-before >= 3 })
 	o.wantOutcome(t, o.call(ctx), cache.OutcomeStale)
 
-	// Coalesced: a second caller joins a load in flight (past the refresh
-	// backoff of the failed load).
-	clk.Set(start.Add(3 * time.Minute))
+	// Coalesced: a second caller joins a load in flight (past Stale:
+	// nothing left to serve, every caller waits for the load).
+	clk.Set(start.Add(cache.DefaultStale + 2*time.Minute))
 	o.sim.SetFaults(pmsim.Faults{Latency: 300 * time.Millisecond})
-	before := o.sim.ListRequests()
+	before = o.sim.ListRequests()
 	leader := make(chan result, 1)
 	go func() { leader <- o.call(ctx) }()
 	testkit.Eventually(t, "the leader's load reached the PMS", func() bool { return o.sim.ListRequests() > before })
 	o.wantOutcome(t, o.call(ctx), cache.OutcomeCoalesced)
 	o.wantOutcome(t, <-leader, cache.OutcomeMiss)
 
-	for out, want := range map[string]int64{"hit": 1, "miss": 2, "stale": 1, "coalesced": 1} {
+	for out, want := range map[string]int64{"hit": 2, "miss": 2, "stale": 1, "coalesced": 1} {
 		if n := o.lookups(t, out); n != want {
 			t.Errorf("partner_edge.cache.lookups{outcome=%q} = %d, want %d", out, n, want)
 		}

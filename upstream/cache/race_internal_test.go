@@ -90,7 +90,7 @@ func TestColdLateJoinerMakesNoSecondLoad(t *testing.T) {
 func TestOneLoadPerExpiry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		inner := newVersioned(3)
-		c := newRaceCache(t, inner, Config{TTL: time.Second})
+		c := newRaceCache(t, inner, Config{TTL: time.Second, RefreshAhead: 0.8})
 		ctx := context.Background()
 		if _, err := c.Snapshot(ctx); err != nil {
 			t.Fatal(err)

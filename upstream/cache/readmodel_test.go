@@ -132,33 +132,49 @@ func TestDisabledCoalescesIdenticalGets(t *testing.T) {
 	})
 }
 
-// Stale-if-error for gets: past TTL with the PMS failing, a known id is
-// served from the held snapshot, an unknown one gets the failure (not
-// NotFound), and the failed load backs refreshes off: the next calls are
-// served stale without asking the PMS until the backoff ends.
+// Stale-if-error for gets: past TTL the held snapshot answers while its
+// refresh walk runs (an unknown id is NotFound, as from a fresh one); once
+// that walk has failed, a known id is served from the held snapshot, an
+// unknown one gets the failure (not NotFound), and the failed load backs
+// refreshes off: the next calls are served stale without asking the PMS
+// until the backoff ends.
 func TestPropertyStaleWhilePMSFails(t *testing.T) {
-	inner := newVersioned(3)
-	clk := newClock()
-	c := New(inner, Config{TTL: 10 * time.Second, Stale: time.Minute, RefreshBackoff: 2 * time.Second, Now: clk.Now})
-	defer c.Close()
-	ctx := context.Background()
-	if _, err := c.Property(ctx, propertyID(1)); err != nil {
-		t.Fatal(err)
-	}
-	clk.Advance(20 * time.Second)
-	inner.fail.Store(&upstream.Error{Kind: upstream.BadGateway})
-	if _, err := c.Property(ctx, propertyID(1)); err != nil {
-		t.Fatalf("known id during outage: %v, want stale data", err)
-	}
-	if _, err := c.Property(ctx, propertyID(99)); upstream.KindOf(err) == upstream.NotFound || err == nil {
-		t.Fatalf("unknown id during outage: %v, want the failure", err)
-	}
-	if n := inner.snapCalls.Load(); n != 2 {
-		t.Fatalf("loads %d, want 2 (the second call is within the backoff)", n)
-	}
-	clk.Advance(3 * time.Second)
-	inner.fail.Store(nil)
-	if _, err := c.Property(ctx, propertyID(1)); err != nil || inner.snapCalls.Load() != 3 {
-		t.Fatalf("after the backoff: %v, loads %d; want a new load", err, inner.snapCalls.Load())
-	}
+	synctest.Test(t, func(t *testing.T) {
+		inner := newVersioned(3)
+		clk := newClock()
+		c := New(inner, Config{TTL: 10 * time.Second, Stale: time.Minute, RefreshBackoff: 2 * time.Second, Now: clk.Now})
+		defer c.Close()
+		ctx := context.Background()
+		if _, err := c.Property(ctx, propertyID(1)); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(20 * time.Second)
+		inner.fail.Store(&upstream.Error{Kind: upstream.BadGateway})
+		if _, err := c.Property(ctx, propertyID(99)); upstream.KindOf(err) != upstream.NotFound {
+			t.Fatalf("unknown id while the refresh walk runs: %v, want NotFound", err)
+		}
+		synctest.Wait() // the refresh walk failed
+		if _, err := c.Property(ctx, propertyID(1)); err != nil {
+			t.Fatalf("known id during outage: %v, want stale data", err)
+		}
+		if _, err := c.Property(ctx, propertyID(99)); upstream.KindOf(err) == upstream.NotFound || err == nil {
+			t.Fatalf("unknown id during outage: %v, want the failure", err)
+		}
+		synctest.Wait()
+		if n := inner.snapCalls.Load(); n != 2 {
+			t.Fatalf("loads %d, want 2 (the later calls are within the backoff)", n)
+		}
+		clk.Advance(3 * time.Second)
+		inner.fail.Store(nil)
+		if _, err := c.Property(ctx, propertyID(1)); err != nil {
+			t.Fatalf("after the backoff: %v", err)
+		}
+		synctest.Wait()
+		if n := inner.snapCalls.Load(); n != 3 {
+			t.Fatalf("after the backoff: loads %d; want a new load", n)
+		}
+		if _, err := c.Property(ctx, propertyID(99)); upstream.KindOf(err) != upstream.NotFound {
+			t.Fatalf("unknown id after the walk succeeded: %v, want NotFound", err)
+		}
+	})
 }

@@ -33,21 +33,28 @@ func (c *Cache) snapshot(ctx context.Context) (s *upstream.Snapshot, loadErr err
 		age := now.Sub(e.loadedAt)
 		if age < c.cfg.TTL {
 			if age >= c.refreshAfter {
-				c.refresh(ctx, e)
+				c.refresh(ctx, e, WalkRefreshAhead)
 			}
 			c.outcome(ctx, OutcomeHit)
 			return e.val, nil, nil
 		}
-		if age < c.cfg.Stale && c.backingOff(now) {
-			// The last load failed: serve stale until the backoff ends
-			// rather than every caller trying again; a refresh retries.
-			c.refresh(ctx, e)
-			c.outcome(ctx, OutcomeStale)
-			return e.val, errBackoff, nil
+		if age < c.cfg.Stale {
+			// Past TTL the held snapshot keeps answering while one walk
+			// refreshes it in the background: no caller waits for a
+			// walk, however long (docs/contract.md section 24). After a
+			// failed load it is stale data served because of the
+			// failure, and a refresh retries once the backoff ends.
+			c.refresh(ctx, e, WalkRefresh)
+			if c.failing() {
+				c.outcome(ctx, OutcomeStale)
+				return e.val, errBackoff, nil
+			}
+			c.outcome(ctx, OutcomeHit)
+			return e.val, nil, nil
 		}
 		kind = WalkRefresh
 	}
-	v, led, err := c.shared(ctx, &c.group, snapKey, c.loadAfter(e, c.cfg.TTL), kind)
+	v, led, err := c.shared(ctx, &c.group, snapKey, c.loadAfter(e, c.cfg.TTL), kind, c.snapTimeout())
 	if !led {
 		c.linkFollower(ctx)
 	}
@@ -81,14 +88,16 @@ func (c *Cache) report(ctx context.Context, led bool, err error) {
 	}
 }
 
-// refresh starts a background load of the snapshot unless one is running
-// or refreshes are backed off after a failure; seen is the entry the
-// caller found due for refresh (the load is skipped when a newer one is
-// held by then: loadAfter). It keeps ctx's values (ids,
+// refresh starts a background load of the snapshot, of kind (Walk*),
+// unless one is running or refreshes are backed off after a failure; seen
+// is the entry the caller found due for refresh (the load is skipped when
+// a newer one is held by then: loadAfter). It keeps ctx's values (ids,
 // trace), not its cancellation. Refreshes happen only when someone asks:
 // a brand nobody reads is not refreshed.
-func (c *Cache) refresh(ctx context.Context, seen *entry) {
-	if c.backingOff(c.cfg.Now()) || !c.refreshing.CompareAndSwap(false, true) {
+func (c *Cache) refresh(ctx context.Context, seen *entry, kind string) {
+	// The flag first: while a walk refreshes the snapshot every request
+	// past TTL comes here, and reading it takes no lock.
+	if c.refreshing.Load() || c.backingOff(c.cfg.Now()) || !c.refreshing.CompareAndSwap(false, true) {
 		return
 	}
 	if !c.track() {
@@ -98,19 +107,23 @@ func (c *Cache) refresh(ctx context.Context, seen *entry) {
 	c.outcome(ctx, OutcomeRefresh)
 	// The walk's span starts here, while the request that asked is still
 	// open, so that the request can link to it (walk.go).
-	vals, endWalk := c.startWalk(context.WithoutCancel(ctx), WalkRefreshAhead)
+	vals, endWalk := c.startWalk(context.WithoutCancel(ctx), kind)
+	vals = context.WithValue(vals, walkKindKey{}, kind)
+	maxAge := min(c.refreshAfter, c.cfg.TTL)
 	go func() {
 		defer c.wg.Done()
 		defer c.refreshing.Store(false)
 		// Do, not DoChan: this goroutine waits, so the flag is cleared
 		// only once the load (its own or one it joined) has ended.
-		_, err, _ := c.group.Do(snapKey, func() (any, error) { return c.run(vals, c.loadAfter(seen, c.refreshAfter), walkStarted) })
-		endWalk(err)
-		if err != nil {
-			c.cfg.Logger.WarnContext(vals, "cache refresh failed; serving the held snapshot", "key", c.cfg.Key, "error", err)
-		}
+		_, err, _ := c.group.Do(snapKey, func() (any, error) {
+			return c.run(vals, c.loadAfter(seen, maxAge), walkStarted, c.cfg.WalkTimeout)
+		})
+		endWalk(err) // a failure is logged by the walk that failed (walked)
 	}()
 }
+
+// failing reports whether the last load failed (and none succeeded since).
+func (c *Cache) failing() bool { return c.failed.Load() }
 
 // backingOff reports whether refreshes wait after failed loads.
 func (c *Cache) backingOff(now time.Time) bool {
@@ -123,6 +136,7 @@ func (c *Cache) backingOff(now time.Time) bool {
 func (c *Cache) loaded(err *upstream.Error) {
 	c.bmu.Lock()
 	defer c.bmu.Unlock()
+	c.failed.Store(err != nil)
 	if err == nil {
 		c.failures, c.backoffTo = 0, time.Time{}
 		return
@@ -157,16 +171,37 @@ func (c *Cache) loadAfter(seen *entry, maxAge time.Duration) loadFunc {
 }
 
 // loadAndStore loads the snapshot and, unless TTL is 0, holds it. kind
-// (Walk*) labels its walk span.
+// (Walk*) labels its walk span; the walk is counted and told (walkstats.go),
+// unless it is a request's own (TTL 0: every read walks for itself, and
+// pays for nothing more than before).
 func (c *Cache) loadAndStore(ctx context.Context, kind string) (any, error) {
 	ctx, end := c.startWalk(ctx, kind)
-	s, err := c.cfg.Load(ctx)
+	var (
+		s   *upstream.Snapshot
+		err error
+	)
+	if kind == WalkLoad {
+		if s, err = c.cfg.Load(ctx); err != nil {
+			c.refused(ctx, err)
+		}
+	} else {
+		if kind == walkStarted {
+			kind, _ = ctx.Value(walkKindKey{}).(string)
+		}
+		st := &upstream.WalkStats{}
+		ctx = upstream.WithWalkStats(ctx, st)
+		began := c.walks.begin(c.cfg.Now())
+		s, err = c.cfg.Load(ctx)
+		c.walked(ctx, kind, st, began, err)
+	}
 	end(err)
 	if err == nil && s == nil { // a broken loader; never serve nil
 		err = &upstream.Error{Kind: upstream.Internal, Err: errors.New("cache: loader returned no snapshot")}
 	}
 	if err != nil {
-		if e := upstream.Classify(ctx, err, upstream.Internal); servable(e) {
+		// Any failure backs refreshes off (a fault of the edge too: the
+		// held snapshot answers meanwhile); the edge's own stop does not.
+		if e := upstream.Classify(ctx, err, upstream.Internal); e.Kind != upstream.Canceled {
 			c.loaded(e)
 		}
 		return nil, err
@@ -174,6 +209,9 @@ func (c *Cache) loadAndStore(ctx context.Context, kind string) (any, error) {
 	if !c.disabled {
 		c.cur.Store(&entry{val: s, loadedAt: c.cfg.Now()})
 		c.loaded(nil)
+		if c.cfg.Metrics != nil {
+			c.cfg.Metrics.Serving(s.LoadedAt)
+		}
 	}
 	return s, nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/partner-edge/partner-edge/mapping"
+	"github.com/partner-edge/partner-edge/upstream"
 )
 
 // SnapshotStore is what the coordinator needs of a store (Store implements
@@ -47,12 +48,20 @@ type Loaded struct {
 // Store) with the documented defaults, so a missing field never panics or
 // leaves a lease without expiry.
 type Coordinator struct {
-	Store      SnapshotStore // leases and publications; nil: every load is local
-	LeaseTTL   time.Duration // bounds a leader's walk (a crashed leader's lease expires); <= 0: DefaultLeaseTTL
+	Store SnapshotStore // leases and publications; nil: every load is local
+	// LeaseTTL is how long the leader's lease lasts past its last renewal:
+	// the leader renews it as the pages of its walk arrive (at most every
+	// LeaseTTL/3), so it lasts as long as the walk, whatever the walk's
+	// length, and a crashed leader's lease expires LeaseTTL after its last
+	// page. It must outlast the slowest page (its attempts and retry
+	// waits). <= 0: DefaultLeaseTTL.
+	LeaseTTL   time.Duration
 	PublishTTL time.Duration // how long a publication lives (about the cache TTL); <= 0: DefaultPublishTTL
-	// Wait bounds a loser's wait (<= 0: none, a loser walks at once); Poll
-	// is its polling interval (<= 0: DefaultPoll).
-	Wait, Poll time.Duration
+	// Wait bounds a loser's wait (<= 0: none, a loser walks at once): with
+	// the leader's lease renewed while its walk progresses, as long as a
+	// walk may take. Poll is its polling interval (<= 0: DefaultPoll),
+	// doubled each round up to PollMax (<= Poll: fixed).
+	Wait, Poll, PollMax time.Duration
 	// Log (nil: discard) and Count (nil: none) report fallbacks; Log
 	// also gets a warning for each publication refused as forged.
 	Log   *slog.Logger
@@ -104,7 +113,7 @@ func (c *Coordinator) Load(ctx context.Context, brand, mode string, newerThan ti
 			return c.local(ctx, name, load, err, false)
 		}
 		bad := badPublication(err)
-		won, err := c.Store.Lease(ctx, name, cmp.Or(max(c.LeaseTTL, 0), DefaultLeaseTTL))
+		won, err := c.Store.Lease(ctx, name, c.leaseTTL())
 		switch {
 		case transient(err):
 			continue // the lease may be ours (Lease takes it again) or another's
@@ -147,13 +156,15 @@ func (c *Coordinator) recheck(ctx context.Context, w *waiter, name string, newer
 	}
 }
 
-// waiter paces a Load's rounds: one per Poll, until Wait has passed since
-// the first round waited. The test hook waiting runs when it first waits.
-// Its timer and ticker need no Stop: unreferenced, they are collected.
+// waiter paces a Load's rounds: one per poll interval (Poll, doubled each
+// round up to PollMax), until Wait has passed since the first round
+// waited. The test hook waiting runs when it first waits. Its timers need
+// no Stop: unreferenced, they are collected.
 type waiter struct {
 	c        *Coordinator
 	deadline *time.Timer
-	tick     *time.Ticker
+	tick     *time.Timer
+	every    time.Duration
 }
 
 // next waits for the next round; an error when Wait has passed (or ctx
@@ -164,7 +175,8 @@ func (w *waiter) next(ctx context.Context) error {
 			w.c.waiting()
 		}
 		w.deadline = time.NewTimer(max(w.c.Wait, 0))
-		w.tick = time.NewTicker(cmp.Or(max(w.c.Poll, 0), DefaultPoll))
+		w.every = cmp.Or(max(w.c.Poll, 0), DefaultPoll)
+		w.tick = time.NewTimer(w.every)
 	}
 	select {
 	case <-ctx.Done():
@@ -172,14 +184,52 @@ func (w *waiter) next(ctx context.Context) error {
 	case <-w.deadline.C:
 		return errors.New("no publication in time")
 	case <-w.tick.C:
+		w.every = max(min(2*w.every, w.c.PollMax), w.every)
+		w.tick.Reset(w.every)
 		return nil
 	}
 }
 
-// lead walks the PMS holding the lease, publishes, and releases the lease.
+// lead walks the PMS holding the lease, renewing it as the walk's pages
+// arrive (lease), publishes, and releases the lease.
 func (c *Coordinator) lead(ctx context.Context, name string, load LoadFunc) (Loaded, error) {
 	defer func() { _ = c.Store.Release(context.WithoutCancel(ctx), name) }()
-	return c.walk(ctx, name, load, SourceLeader, true)
+	l := &lease{c: c, ctx: context.WithoutCancel(ctx), name: name, ttl: c.leaseTTL()}
+	l.next = time.Now().Add(l.ttl / 3)
+	return c.walk(upstream.OnPage(ctx, l.renew), name, load, SourceLeader, true)
+}
+
+// leaseTTL is LeaseTTL or its default.
+func (c *Coordinator) leaseTTL() time.Duration { return cmp.Or(max(c.LeaseTTL, 0), DefaultLeaseTTL) }
+
+// lease is a leader's lease while it walks: renewed as pages arrive, at
+// most every ttl/3, so it lasts as long as the walk (docs/contract.md
+// section 24: one walk per TTL per fleet, whatever the walk's length) and
+// ends ttl after the last page of a leader that stopped. renew runs on the
+// walk's goroutine (upstream.OnPage): one Redis round trip every ttl/3.
+type lease struct {
+	c    *Coordinator
+	ctx  context.Context
+	name string
+	ttl  time.Duration
+	next time.Time // no renewal before
+	lost bool      // logged once
+}
+
+func (l *lease) renew() {
+	now := time.Now()
+	if now.Before(l.next) {
+		return
+	}
+	l.next = now.Add(l.ttl / 3)
+	won, err := l.c.Store.Lease(l.ctx, l.name, l.ttl)
+	if err == nil && !won && !l.lost && l.c.Log != nil {
+		// Another instance took the lease after ours expired (a page
+		// slower than LeaseTTL): it walks too; this walk still publishes.
+		l.lost = true
+		l.c.Log.WarnContext(l.ctx, "walk lease lost to another instance; raise the lease above the slowest page", "snapshot", l.name,
+			"lease", l.ttl.String())
+	}
 }
 
 // MaxSkew is how far in the future a publication's load time may be

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"sync/atomic"
@@ -12,7 +13,8 @@ import (
 // RefreshAhead is the cache's refresh-ahead with Redis: each instance
 // re-reads the shared snapshot every TTL/2, and takes a publication up to
 // one TTL old, so the PMS is walked about once per TTL across the fleet
-// (a refresh at 0.8 TTL, the in-process default, would walk every 0.8 TTL).
+// (the in-process default refreshes at TTL, when a request finds the
+// snapshot expired).
 const RefreshAhead = 0.5
 
 // LoaderConfig is one brand and mode's snapshot load shared through a
@@ -24,12 +26,22 @@ type LoaderConfig struct {
 	// TTL is the cache's: older publications are never taken. Zero or
 	// negative: no loader (the cache does not cache, nothing to share).
 	TTL time.Duration
-	// LoadTimeout bounds one walk: a leader's lease lasts as long, a
-	// loser waits half of it for the leader's publication.
-	LoadTimeout time.Duration
-	Log         *slog.Logger // nil: discard
-	Walk        LoadFunc     // the PMS walk a leader (or a loser that gave up) runs
+	// WalkTimeout is a walk's budget (EDGE_PMS_WALK_TIMEOUT): a loser
+	// waits as long for the leader's publication, the leader's lease being
+	// renewed while its walk progresses (Coordinator.LeaseTTL). Zero or
+	// negative: upstream.DefaultWalkTimeout.
+	WalkTimeout time.Duration
+	// LeaseTTL is Coordinator.LeaseTTL: how long the lease lasts past the
+	// leader's last page; at least the slowest page with its retries.
+	// Zero or negative: DefaultLeaseTTL.
+	LeaseTTL time.Duration
+	Log      *slog.Logger // nil: discard
+	Walk     LoadFunc     // the PMS walk a leader (or a loser that gave up) runs
 }
+
+// loserPollMax is how often, at least, a loser asks for the leader's
+// publication during a long walk (polls start at DefaultPoll and double).
+const loserPollMax = time.Second
 
 // Loader is the cache's load of cfg's snapshot through a Coordinator; nil
 // when cfg.TTL is not positive (the cache's default load). A publication
@@ -41,11 +53,15 @@ func Loader(cfg LoaderConfig) func(context.Context) (*upstream.Snapshot, error) 
 	}
 	c := &Coordinator{
 		Store:      cfg.Store,
-		LeaseTTL:   cfg.LoadTimeout, // a leader's walk cannot last longer
-		PublishTTL: cfg.TTL,         // older publications are never taken
-		Wait:       cfg.LoadTimeout / 2,
-		Log:        cfg.Log,
-		Count:      cfg.Count,
+		LeaseTTL:   cfg.LeaseTTL,
+		PublishTTL: cfg.TTL, // older publications are never taken
+		// A loser waits as long as a walk may take: while the leader
+		// walks, its lease is renewed; should it die, the lease expires
+		// and a loser takes it over at its next round.
+		Wait:    cmp.Or(max(cfg.WalkTimeout, 0), upstream.DefaultWalkTimeout),
+		PollMax: loserPollMax,
+		Log:     cfg.Log,
+		Count:   cfg.Count,
 	}
 	var last atomic.Pointer[upstream.Snapshot]
 	return func(ctx context.Context) (*upstream.Snapshot, error) {

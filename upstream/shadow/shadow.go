@@ -46,9 +46,10 @@ type Config struct {
 	// the cache TTL. Zero or negative means cache.DefaultTTL (with caching
 	// off every request walks the live PMS; the candidate still waits).
 	Interval time.Duration
-	// Timeout is the deadline of one candidate walk. Zero means
-	// upstream.DefaultCallTimeout. A paced walk's deadline, this one and
-	// the client's CallTimeout, is at least twice what the pace makes a
+	// Timeout is the deadline of one candidate walk (EDGE_PMS_WALK_TIMEOUT:
+	// a walk's budget, docs/contract.md section 24). Zero means
+	// upstream.DefaultWalkTimeout. A paced walk's deadline, this one and
+	// the client's WalkTimeout, is at least twice what the pace makes a
 	// walk to the bound take.
 	Timeout time.Duration
 	// ReadBytesPerSecond paces the candidate's walk (each page waits for
@@ -69,8 +70,8 @@ type Config struct {
 
 // DefaultReadBytesPerSecond is Config.ReadBytesPerSecond when zero: a
 // candidate of 64 MiB (PMS_CANDIDATE_MAX_WALK_BYTES's default) is walked
-// in about 4 s, and its deadline is at least twice that (New): within
-// cmd/edge's default EDGE_PMS_TIMEOUT of 9 s.
+// in about 4 s, and its deadline is at least twice that (New): well within
+// a walk's budget (EDGE_PMS_WALK_TIMEOUT, 10 min).
 const DefaultReadBytesPerSecond = 16 << 20
 
 // Shadow walks and compares the candidate. Build it with New, run its
@@ -103,7 +104,7 @@ func New(cfg Config) (*Shadow, error) {
 	if cfg.ReadBytesPerSecond >= 0 { // negative: unpaced
 		cfg.Candidate.ReadBytesPerSecond = cmp.Or(cfg.ReadBytesPerSecond, DefaultReadBytesPerSecond)
 	}
-	cfg.Timeout = cmp.Or(max(cfg.Timeout, 0), upstream.DefaultCallTimeout)
+	cfg.Timeout = cmp.Or(max(cfg.Timeout, 0), upstream.DefaultWalkTimeout)
 	if r := cfg.Candidate.ReadBytesPerSecond; r > 0 {
 		// A paced walk to its bound takes bound/rate: its deadlines
 		// leave room for twice that, so that it ends at its bound (and
@@ -111,7 +112,7 @@ func New(cfg Config) (*Shadow, error) {
 		bound := cmp.Or(cfg.Candidate.MaxWalkBytes, upstream.DefaultMaxWalkBytes)
 		paced := time.Duration(2 * float64(bound) / float64(r) * float64(time.Second))
 		cfg.Timeout = max(cfg.Timeout, paced)
-		cfg.Candidate.CallTimeout = max(cmp.Or(cfg.Candidate.CallTimeout, upstream.DefaultCallTimeout), paced)
+		cfg.Candidate.WalkTimeout = max(cmp.Or(cfg.Candidate.WalkTimeout, upstream.DefaultWalkTimeout), paced)
 	}
 	client, err := upstream.NewClient(cfg.Candidate)
 	if err != nil {

@@ -1,0 +1,393 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/partner-edge/partner-edge/mapping"
+	"github.com/partner-edge/partner-edge/observability/testkit"
+	"github.com/partner-edge/partner-edge/upstream/fleet/redistest"
+	"github.com/partner-edge/partner-edge/upstream/pmsim"
+)
+
+// A brand of any size behind a PMS of real speed (docs/contract.md
+// section 24), through the real binary: a simulator of 20,000 hotels in
+// pages of 100 at 50 ms a page (a walk of 10 s, longer than
+// EDGE_PMS_TIMEOUT), as PMSs really answer, not at loopback speed.
+
+// realPMS is a simulator of hotels in pages of 100, each request answered
+// after perPage (the PMS's time per page), that records the walks it
+// serves: when each began (a list request without cursor) and ended (the
+// page whose nextCursor is null).
+type realPMS struct {
+	sim *pmsim.Sim
+	srv *httptest.Server
+
+	mu    sync.Mutex
+	walks []walkSpan
+	pages atomic.Int64
+}
+
+type walkSpan struct{ start, end time.Time }
+
+func newRealPMS(t *testing.T, hotels int, perPage time.Duration) *realPMS {
+	t.Helper()
+	p := &realPMS{sim: pmsim.New(pmsim.Config{Brands: 1, HotelsPerBrand: hotels, PageSize: 100, Seed: 24, Token: "pms-secret-token"})}
+	p.sim.SetFaults(pmsim.Faults{Latency: perPage})
+	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasSuffix(r.URL.Path, "/brands/aurora/hotels") {
+			p.sim.ServeHTTP(w, r)
+			return
+		}
+		if !r.URL.Query().Has("cursor") {
+			p.mu.Lock()
+			p.walks = append(p.walks, walkSpan{start: time.Now()})
+			p.mu.Unlock()
+		}
+		rec := httptest.NewRecorder()
+		p.sim.ServeHTTP(rec, r)
+		if rec.Code == http.StatusOK {
+			p.pages.Add(1)
+			if bytes.Contains(rec.Body.Bytes(), []byte(`"nextCursor":null`)) {
+				p.mu.Lock()
+				for i := len(p.walks) - 1; i >= 0; i-- { // the walk this last page ends: the latest open one
+					if p.walks[i].end.IsZero() {
+						p.walks[i].end = time.Now()
+						break
+					}
+				}
+				p.mu.Unlock()
+			}
+		}
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(rec.Body.Bytes())
+	}))
+	t.Cleanup(p.srv.Close)
+	return p
+}
+
+// spans returns the walks so far.
+func (p *realPMS) spans() []walkSpan {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]walkSpan(nil), p.walks...)
+}
+
+// ended is the number of walks that reached their last page.
+func (p *realPMS) ended() int {
+	n := 0
+	for _, w := range p.spans() {
+		if !w.end.IsZero() {
+			n++
+		}
+	}
+	return n
+}
+
+// activeTotal is the number of active properties partners see: the
+// simulator's records mapped as the edge maps them.
+func (p *realPMS) activeTotal(t *testing.T) int {
+	t.Helper()
+	n := 0
+	for _, raw := range p.sim.Records("aurora") {
+		if pr, err := mapping.MapRaw(raw, mapping.Options{Brand: "aurora", Zones: &mapping.ZoneCache{}}); err == nil && pr.Active() {
+			n++
+		}
+	}
+	if n < 1000 {
+		t.Fatalf("%d active properties in the simulator; want most of them", n)
+	}
+	return n
+}
+
+// listAnswer is one list request's status, Retry-After and total.
+type listAnswer struct {
+	status     int
+	retryAfter string
+	code       string
+	total      int
+	err        error
+}
+
+func (p *partnerEdge) list(client *http.Client) listAnswer {
+	a := p.get(client, "/v1/properties?perPage=1")
+	if a.err != nil {
+		return listAnswer{err: a.err}
+	}
+	var body struct {
+		Code string `json:"code"`
+		listing
+	}
+	_ = json.Unmarshal(a.body, &body)
+	return listAnswer{status: a.status, code: body.Code, total: body.Meta.Pagination.Total, retryAfter: a.retryAfter}
+}
+
+// A1: while the first walk (10 s) runs, a list answers 503
+// SERVICE_UNAVAILABLE with Retry-After at its deadline (2 s here), never
+// 504, and /v1/health stays ok; once it ends, 200 with the true total; and while a refresh walks
+// the PMS again (TTL 5 s here), every answer is 200 from the previous
+// snapshot.
+func TestFirstWalkOfARealSpeedPMSAnswers503ThenServes(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("builds the edge and walks a PMS of real speed for tens of seconds")
+	}
+	pms := newRealPMS(t, 20_000, 50*time.Millisecond)
+	truth := pms.activeTotal(t)
+	edge := startPartnerEdge(t, pms.srv.URL, "5s", "EDGE_REQUEST_TIMEOUT=2s")
+	client := &http.Client{Timeout: 10 * time.Second}
+
+	unavailable := 0
+	for {
+		sent := time.Now()
+		a := edge.list(client)
+		if a.err != nil {
+			t.Fatalf("list during the first walk: %v", a.err)
+		}
+		if a.status == http.StatusOK {
+			if a.total != truth {
+				t.Fatalf("first 200: total %d, want %d", a.total, truth)
+			}
+			break
+		}
+		if ra, err := strconv.Atoi(a.retryAfter); a.status != http.StatusServiceUnavailable || a.code != "SERVICE_UNAVAILABLE" || err != nil || ra < 1 {
+			t.Fatalf("list during the first walk: %d %s, Retry-After %q; want 503 SERVICE_UNAVAILABLE with Retry-After (walks so far %d)",
+				a.status, a.code, a.retryAfter, len(pms.spans()))
+		}
+		if w := pms.spans(); len(w) > 0 && !w[0].end.IsZero() && sent.After(w[0].end) {
+			t.Fatal("503 for a request sent after the first walk ended")
+		}
+		if h := edge.get(client, "/v1/health"); h.status != http.StatusOK || string(h.body) != `{"status":"ok"}` {
+			t.Fatalf("health during the first walk: %d %s; want ok", h.status, h.body)
+		}
+		unavailable++
+	}
+	if unavailable == 0 || pms.ended() != 1 {
+		t.Fatalf("%d answers 503 before the first 200, %d walks ended; want the first walk to outlast a request's deadline", unavailable, pms.ended())
+	}
+
+	// The refresh: requests keep coming until a second walk has begun and
+	// ended; every one is 200 with the total of the previous snapshot.
+	served := 0
+	for deadline := time.Now().Add(40 * time.Second); pms.ended() < 2; served++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("no second walk within 40 s: %v", pms.spans())
+		}
+		if a := edge.list(client); a.err != nil || a.status != http.StatusOK || a.total != truth {
+			t.Fatalf("list while the refresh walks (%d walks begun): %d %s %v total %d; want 200 with %d",
+				len(pms.spans()), a.status, a.code, a.err, a.total, truth)
+		}
+		time.Sleep(50 * time.Millisecond) // the load's pace, not a wait for an event
+	}
+	w := pms.spans()
+	if gap := w[1].start.Sub(w[0].end); gap < 5*time.Second-100*time.Millisecond {
+		t.Errorf("the refresh walk began %v after the first ended; want at least the TTL (5 s)", gap)
+	}
+	t.Logf("%d answers 503 during the first walk (%v), %d answers 200 around the refresh (%v)",
+		unavailable, w[0].end.Sub(w[0].start), served, w[1].end.Sub(w[1].start))
+}
+
+// A2: the PMS answers every page 2 s late for 12 s (a walk of the 20,000
+// hotels would take 400 s) under mixed load, lists and gets of known ids,
+// with the default request and PMS deadlines: no partner 5xx; the held
+// snapshot answers while the slow walk goes on (TTL 2 s here: the refresh
+// walks through most of the slow window), and the walk completes once the
+// PMS is fast again.
+func TestSlowPMSUnderLoadServesTheHeldSnapshot(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("builds the edge and walks a PMS of real speed for tens of seconds")
+	}
+	pms := newRealPMS(t, 20_000, 50*time.Millisecond)
+	edge := startPartnerEdge(t, pms.srv.URL, "2s")
+	client := &http.Client{Timeout: 30 * time.Second}
+	testkit.Eventually(t, "the first walk ends", func() bool { return pms.ended() == 1 })
+	first := edge.get(client, "/v1/properties?perPage=100")
+	var l listing
+	if first.status != http.StatusOK || json.Unmarshal(first.body, &l) != nil || len(l.Data) != 100 {
+		t.Fatalf("after the first walk: %d %.200s", first.status, first.body)
+	}
+	paths := []string{"/v1/properties?perPage=50", "/v1/properties?page=3&perPage=20"}
+	for _, d := range l.Data[:20] {
+		paths = append(paths, "/v1/properties/"+d.ID)
+	}
+
+	pms.sim.SetFaults(pmsim.Faults{Latency: 2 * time.Second})
+	slowFrom, pagesBefore := time.Now(), pms.pages.Load()
+	var (
+		mu   sync.Mutex
+		bad  = map[string]int{}
+		sent atomic.Int64
+		stop = make(chan struct{})
+		wg   sync.WaitGroup
+	)
+	for g := range 3 {
+		wg.Go(func() {
+			for i := g; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				a := edge.get(client, paths[i%len(paths)])
+				sent.Add(1)
+				if a.err != nil || a.status != http.StatusOK {
+					mu.Lock()
+					bad[fmt.Sprintf("%s: %d %v", a.path, a.status, a.err)]++
+					mu.Unlock()
+				}
+				time.Sleep(50 * time.Millisecond) // the load's pace: about 50 requests a second in all
+			}
+		})
+	}
+	time.Sleep(12 * time.Second) // the slow window: its length is the scenario, not a wait for an event
+	pms.sim.SetFaults(pmsim.Faults{Latency: 50 * time.Millisecond})
+	slowPages := pms.pages.Load() - pagesBefore
+	testkit.Eventually(t, "a walk begun in the slow window ends", func() bool { return pms.ended() >= 2 })
+	close(stop)
+	wg.Wait()
+	for what, n := range bad {
+		t.Errorf("%d of %d answers: %s", n, sent.Load(), what)
+	}
+	if len(pms.spans()) < 2 || pms.spans()[1].start.After(slowFrom.Add(12*time.Second)) || slowPages == 0 {
+		t.Fatalf("walks %v, %d pages in the slow window; want a refresh walking through it", pms.spans(), slowPages)
+	}
+	t.Logf("%d answers, all 200; the refresh walk took %v (%d pages 2 s late)", sent.Load(),
+		pms.spans()[1].end.Sub(pms.spans()[1].start), slowPages)
+}
+
+// A3: a fleet of three edges on a real redis-server, a walk of 12 s (120
+// pages at 100 ms, longer than the lease of a fixed EDGE_PMS_TIMEOUT):
+// the PMS is walked by one member at a time, each walk beginning at least
+// a TTL (5 s) after the previous one ended: one walk per TTL for the
+// fleet, counted at the PMS, not three.
+func TestFleetWalksOncePerTTLWhateverTheWalksLength(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("builds the edge and walks a PMS of real speed for tens of seconds")
+	}
+	bin := buildEdge(t)
+	redisSrv := redistest.Start(t)
+	_, open, keyFile := fleetKeys(t)
+	pms := newRealPMS(t, 12_000, 100*time.Millisecond)
+	edges := startFleetWith(t, bin, 3, keyFile, pms.srv.URL, "EDGE_REDIS_URL="+redisSrv.URL(), "EDGE_CACHE_TTL=5s")
+
+	// Partners read every member all along (refreshes are asked for).
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var served, unavailable, bad atomic.Int64
+	for _, e := range edges {
+		wg.Go(func() {
+			client := &http.Client{Timeout: 15 * time.Second}
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				req, _ := http.NewRequest("GET", e.base+"properties?perPage=1", nil)
+				req.Header.Set("Authorization", "Bearer "+open)
+				res, err := client.Do(req)
+				switch {
+				case err != nil:
+					bad.Add(1)
+				case res.StatusCode == http.StatusOK:
+					served.Add(1)
+				case res.StatusCode == http.StatusServiceUnavailable && pms.ended() == 0:
+					unavailable.Add(1) // the first walk
+				default:
+					bad.Add(1)
+				}
+				if res != nil {
+					res.Body.Close()
+				}
+				time.Sleep(100 * time.Millisecond) // the load's pace
+			}
+		})
+	}
+	deadline := time.Now().Add(80 * time.Second)
+	for pms.ended() < 2 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond) // polling the PMS's record of walks
+	}
+	close(stop)
+	wg.Wait()
+	w := pms.spans()
+	if pms.ended() < 2 {
+		t.Fatalf("walks %v: want two within 80 s", w)
+	}
+	for i := 1; i < len(w); i++ {
+		if w[i-1].end.IsZero() || w[i].start.Before(w[i-1].end) {
+			t.Errorf("walk %d began at %v while walk %d (%v..%v) went on: more than one member walked", i, w[i].start, i-1, w[i-1].start, w[i-1].end)
+		} else if gap := w[i].start.Sub(w[i-1].end); gap < 5*time.Second-250*time.Millisecond {
+			t.Errorf("walk %d began %v after the previous ended; want at least the TTL (5 s)", i, gap)
+		}
+	}
+	if bad.Load() != 0 || served.Load() == 0 {
+		t.Errorf("partners: %d served, %d 503 during the first walk, %d other answers; want no other", served.Load(), unavailable.Load(), bad.Load())
+	}
+	var told []string
+	for _, s := range w {
+		told = append(told, fmt.Sprintf("%.1fs..%.1fs", s.start.Sub(w[0].start).Seconds(), s.end.Sub(w[0].start).Seconds()))
+	}
+	t.Logf("walks (real redis %v): %v; partners %d served, %d 503 during the first walk", redisSrv.Real(), told, served.Load(), unavailable.Load())
+}
+
+// A PMS that refuses PMS_TOKEN is an ERROR on stderr naming PMS_TOKEN
+// within 5 s of start, with a class and never a byte the PMS sent; an
+// address where nothing listens names PMS_BASE_URL (docs/contract.md
+// section 22).
+func TestPMSThatRefusesTheEdgeSaysSoAtStart(t *testing.T) {
+	t.Parallel()
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("X-Pms-Note", "PMS-HEADER-BYTES")
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write([]byte(`{"error":"PMS-BODY-BYTES"}`))
+	}))
+	t.Cleanup(refusing.Close)
+	for _, tc := range []struct {
+		name, url, setting, class string
+	}{
+		{"token refused", refusing.URL, "PMS_TOKEN", "credentials_refused"},
+		{"unreachable", "http://" + freePort(t), "PMS_BASE_URL", "unreachable"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			start := time.Now()
+			edge := startPartnerEdge(t, tc.url, "30s")
+			var line string
+			for line == "" {
+				for l := range strings.SplitSeq(edge.stderr.String(), "\n") {
+					if strings.Contains(l, `"level":"ERROR"`) && strings.Contains(l, "check "+tc.setting) {
+						line = l
+					}
+				}
+				if line == "" && time.Since(start) > 5*time.Second {
+					t.Fatalf("no ERROR naming %s within 5 s of start:\n%s", tc.setting, edge.stderr.String())
+				}
+				time.Sleep(20 * time.Millisecond) // polling the process's stderr
+			}
+			if !strings.Contains(line, `"class":"`+tc.class+`"`) {
+				t.Errorf("ERROR line %s: want class %s", line, tc.class)
+			}
+			if log := edge.stderr.String(); strings.Contains(log, "PMS-BODY-BYTES") || strings.Contains(log, "PMS-HEADER-BYTES") {
+				t.Errorf("the log quotes what the PMS sent:\n%s", log)
+			}
+			if n := strings.Count(edge.stderr.String(), "check "+tc.setting); n != 1 {
+				t.Errorf("%d ERROR lines naming %s in the first seconds; want one (at most one a minute)", n, tc.setting)
+			}
+			waitHealthy(t, "http://"+edge.addr+"/v1/")
+		})
+	}
+}
