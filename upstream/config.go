@@ -95,11 +95,16 @@ type ClientConfig struct {
 	// Transport sends each attempt. Nil means a new NewTransport(), for an
 	// http and an https BaseURL alike: net/http's Transport, tuned for a
 	// PMS (docs/resilience.md, "Transport"); for http its connections are
-	// also checked for stray bytes before they are reused (guardIdle). Client.CloseIdleConnections
-	// closes its idle connections if it has a CloseIdleConnections method.
+	// also checked for stray bytes before they are reused (idleguard.go).
+	// When it is an *http.Transport, an answer that must be confirmed is
+	// asked again through a copy of it without keep-alive (a new
+	// connection, confirm.go); any other RoundTripper is used as is.
+	// Client.CloseIdleConnections closes its idle connections if it has a
+	// CloseIdleConnections method.
 	Transport http.RoundTripper
-	// guarded: Transport is the default one, with guardIdle's connections.
-	guarded bool
+	// guardable: Transport is the default one, the client's own, whose
+	// connections the idle guard may watch.
+	guardable bool
 	// WrapTransport, when set, is called once by NewClient with Transport
 	// and its result sends the attempts instead, while
 	// Client.CloseIdleConnections still reaches Transport itself. It is
@@ -216,12 +221,7 @@ func (cfg ClientConfig) withDefaults() (ClientConfig, *url.URL, error) {
 		cfg.Tracer = tracenoop.NewTracerProvider().Tracer("")
 	}
 	if cfg.Transport == nil {
-		t := NewTransport()
-		if u.Scheme == "http" {
-			t.DialContext = guardIdle(t.DialContext)
-			cfg.guarded = true
-		}
-		cfg.Transport = t
+		cfg.Transport, cfg.guardable = NewTransport(), true
 	}
 	return cfg, u, nil
 }

@@ -103,15 +103,21 @@ func (s BreakerState) String() string {
 //     after the first; pms, outcome (of the attempt that caused the retry).
 //   - partner_edge.pms.breaker.state (partner_edge_pms_breaker_state): gauge,
 //     0 closed, 1 half-open, 2 open; pms.
+//   - partner_edge.pms.answers.refused
+//     (partner_edge_pms_answers_refused_total): PMS answers the edge did
+//     not believe (a stray answer, confirm.go; bytes on an idle
+//     connection, idleguard.go); pms, reason (RefusalReasons).
 //
 // Its methods are safe for concurrent use and record without allocating.
 type PMSMetrics struct {
 	attempt     metric.Float64Histogram
 	retries     metric.Int64Counter
 	breaker     metric.Int64Gauge
+	refused     metric.Int64Counter
 	attemptOpts map[PMSOutcome][]metric.RecordOption // read-only after New
 	retryOpts   map[PMSOutcome][]metric.AddOption
 	breakerOpts []metric.RecordOption
+	refusedOpts map[string][]metric.AddOption
 }
 
 // NewPMSMetrics makes the instruments of the PMS called name on meter
@@ -120,7 +126,7 @@ type PMSMetrics struct {
 // the result: it records the breaker as closed.
 func NewPMSMetrics(meter metric.Meter, name string) (*PMSMetrics, error) {
 	p := &PMSMetrics{}
-	var errs [3]error
+	var errs [4]error
 	p.attempt, errs[0] = meter.Float64Histogram("partner_edge.pms.attempt.duration",
 		metric.WithUnit("s"), metric.WithDescription("Duration of each HTTP attempt to the PMS, by outcome."),
 		metric.WithExplicitBucketBoundaries(observability.DurationBuckets()...))
@@ -128,6 +134,8 @@ func NewPMSMetrics(meter metric.Meter, name string) (*PMSMetrics, error) {
 		metric.WithUnit("{retry}"), metric.WithDescription("PMS attempts after the first, by the outcome that caused them."))
 	p.breaker, errs[2] = meter.Int64Gauge("partner_edge.pms.breaker.state",
 		metric.WithDescription("Circuit breaker state: 0 closed, 1 half-open, 2 open."))
+	p.refused, errs[3] = meter.Int64Counter("partner_edge.pms.answers.refused",
+		metric.WithUnit("{answer}"), metric.WithDescription("PMS answers not believed (a stray answer, bytes on an idle connection), by reason."))
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
@@ -140,6 +148,10 @@ func NewPMSMetrics(meter metric.Meter, name string) (*PMSMetrics, error) {
 		p.retryOpts[o] = []metric.AddOption{set}
 	}
 	p.breakerOpts = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(pms))}
+	p.refusedOpts = make(map[string][]metric.AddOption, len(RefusalReasons))
+	for _, r := range RefusalReasons {
+		p.refusedOpts[r] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(pms, attribute.String("reason", r)))}
+	}
 	p.BreakerState(context.Background(), BreakerClosed)
 	return p, nil
 }
@@ -175,4 +187,12 @@ func (p *PMSMetrics) Retry(ctx context.Context, cause PMSOutcome) {
 // BreakerState records the breaker's state; call it on every transition.
 func (p *PMSMetrics) BreakerState(ctx context.Context, s BreakerState) {
 	p.breaker.Record(ctx, int64(s), p.breakerOpts...)
+}
+
+// Refused counts one PMS answer the edge did not believe, for reason (one
+// of RefusalReasons; any other is not counted).
+func (p *PMSMetrics) Refused(ctx context.Context, reason string) {
+	if o, ok := p.refusedOpts[reason]; ok {
+		p.refused.Add(ctx, 1, o...)
+	}
 }

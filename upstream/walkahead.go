@@ -14,8 +14,7 @@ import (
 type pageFetch struct {
 	done   chan struct{}
 	cancel context.CancelFunc
-	body   []byte
-	err    error
+	page   fetched
 }
 
 // fetchAhead starts fetching u into buf (page: retries and the breaker
@@ -26,17 +25,17 @@ func (c *Client) fetchAhead(ctx context.Context, u string, buf *bytes.Buffer) *p
 	f := &pageFetch{done: make(chan struct{}), cancel: cancel}
 	go func() {
 		defer close(f.done)
-		f.body, f.err = c.page(ctx, u, buf)
+		f.page = c.page(ctx, u, buf, false)
 	}()
 	return f
 }
 
 // wait returns the page once fetched: its body (a slice of the buffer it
 // was fetched into) or the error of the fetch.
-func (f *pageFetch) wait() ([]byte, error) {
+func (f *pageFetch) wait() fetched {
 	<-f.done
 	f.cancel()
-	return f.body, f.err
+	return f.page
 }
 
 // stop abandons a fetch under way (the walk ended before it needed the
