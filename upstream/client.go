@@ -30,10 +30,18 @@ import (
 //     get, or one page of a walk): while open, the request fails at once
 //     with no PMS traffic and no retries, and a walk ends with it; one
 //     request, whatever its retries, is one outcome for the breaker;
-//  3. retries (per HTTP request), with backoff, Retry-After and the
+//  3. retries (per HTTP request, retry.go): one go-retryablehttp client,
+//     one retry decision per attempt, with backoff, Retry-After and the
 //     shared retry budget;
-//  4. the transport: one attempt, bounded by AttemptTimeout and
-//     MaxBodyBytes.
+//  4. the boundary (transport.go): one attempt, bounded by AttemptTimeout
+//     and MaxBodyBytes, its connection known, net/http's errors made
+//     classes (failure.go), over net/http's Transport and the idle guard
+//     (idleguard.go).
+//
+// An answer that ends something (a walk's last page, a 404, a get's
+// record that is not the one asked...) and came on a reused HTTP/1
+// connection is asked again on a new connection before it is believed
+// (confirm.go): a late stray answer never becomes partner data.
 //
 // With ClientConfig.Tracer, each logical call has one span (SpanListHotels
 // or SpanGetHotel) around all of this, and each attempt's request context
@@ -292,4 +300,31 @@ func isAnswer(err error) bool {
 		ae *answerError
 	)
 	return err == nil || errors.As(err, &se) || errors.As(err, &ae)
+}
+
+// CallerIDs identify the partner request on whose behalf the PMS is called.
+// The client sends them as X-Request-Id and X-Correlation-Id.
+type CallerIDs struct {
+	RequestID     string
+	CorrelationID string // empty when the partner sent none (or an invalid one)
+}
+
+// CallerIDsKey is the context key of the CallerIDs, held as a *CallerIDs.
+// A context of its own (the edge's request context) may answer
+// Value(CallerIDsKey{}) with one directly, rather than wrapping itself
+// with WithCallerIDs; what it points to must not change while the context
+// is in use.
+type CallerIDsKey struct{}
+
+// WithCallerIDs returns ctx carrying ids.
+func WithCallerIDs(ctx context.Context, ids CallerIDs) context.Context {
+	return context.WithValue(ctx, CallerIDsKey{}, &ids)
+}
+
+// CallerIDsFrom returns the ids carried by ctx, or zero values.
+func CallerIDsFrom(ctx context.Context) CallerIDs {
+	if ids, ok := ctx.Value(CallerIDsKey{}).(*CallerIDs); ok && ids != nil {
+		return *ids
+	}
+	return CallerIDs{}
 }

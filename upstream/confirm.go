@@ -197,7 +197,7 @@ func (c *Client) refused(ctx context.Context, reason string) {
 // log line.
 type walkRefusals struct{ by map[string]int }
 
-func (r *walkRefusals) add(c *Client, ctx context.Context, reason string) {
+func (r *walkRefusals) add(ctx context.Context, c *Client, reason string) {
 	if m := c.cfg.Metrics; m != nil {
 		m.Refused(ctx, reason)
 	}
@@ -208,7 +208,7 @@ func (r *walkRefusals) add(c *Client, ctx context.Context, reason string) {
 }
 
 // log writes the walk's line at WARN, if it refused any answer.
-func (r *walkRefusals) log(c *Client, ctx context.Context, brand string) {
+func (r *walkRefusals) log(ctx context.Context, c *Client, brand string) {
 	if len(r.by) == 0 {
 		return
 	}

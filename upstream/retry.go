@@ -137,7 +137,10 @@ func (x *exchange) releaseDeadline() {
 // decide is go-retryablehttp's CheckRetry: the one retry decision, made
 // once per attempt with its answer (resp) or its failure (err). It reads
 // the answer (settle), records the attempt, and says whether to send the
-// request again and, when not, with which error the request ends.
+// request again and, when not, with which error the request ends. A retry
+// is counted when it is decided, with the outcome of the attempt that
+// caused it (a caller that leaves during the wait leaves it counted but
+// not sent).
 func (c *Client) decide(ctx context.Context, resp *http.Response, err error) (bool, error) {
 	x := exchangeOf(ctx)
 	fail := c.settle(x, resp, err)
@@ -164,7 +167,7 @@ func (c *Client) decide(ctx context.Context, resp *http.Response, err error) (bo
 	x.retries++
 	x.resend = x.retries
 	if m := c.cfg.Metrics; m != nil {
-		m.Retry(ctx, x.last)
+		m.Retry(ctx, x.last) // an event on the call's span, which ctx carries
 	}
 	if se := (*statusError)(nil); errors.As(fail, &se) && se.status == http.StatusRequestTimeout {
 		// The PMS took the connection for idle (docs/resilience.md,

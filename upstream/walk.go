@@ -61,7 +61,7 @@ func (c *Client) MaxWalkBytes() int64 { return c.cfg.MaxWalkBytes }
 // one page (at most MaxBodyBytes, in a buffer of up to twice that while
 // it grows) and the page's record index, whatever the number of pages;
 // two with ClientConfig.WalkAhead, the one handed over and the next,
-// fetched meanwhile (walkahead.go), or the one confirmed and its
+// fetched meanwhile (fetchAhead), or the one confirmed and its
 // confirmation. With ClientConfig.ReadBytesPerSecond, each page waits for
 // its share of that rate before its records are handed over, the walk
 // yields its processor every yieldEvery records (a background walk's
@@ -73,7 +73,7 @@ func (c *Client) WalkHotels(ctx context.Context, brand string, visit func(rec []
 	defer cancel()
 	w := walk{c: c, brand: brand, visit: visit, stats: WalkStatsFrom(ctx), onPage: pageHookFrom(ctx)}
 	err := w.run(ctx)
-	w.refusals.log(c, ctx, brand)
+	w.refusals.log(ctx, c, brand)
 	if span.IsRecording() {
 		span.SetAttributes(AttrPages.Int(w.pages), AttrRecords.Int(w.records))
 	}
@@ -180,7 +180,7 @@ func (w *walk) bound(n, page int) error {
 func (w *walk) run(ctx context.Context) error {
 	c := w.c
 	// The pages under way, reused: an unpaced walk fetches the next page
-	// into spare while the records of cur are handed over (walkahead.go);
+	// into spare while the records of cur are handed over (fetchAhead);
 	// a page being confirmed is fetched again into spare.
 	var bufs [2]bytes.Buffer
 	cur, spare := &bufs[0], &bufs[1]
@@ -209,7 +209,7 @@ func (w *walk) run(ctx context.Context) error {
 			cur, spare = spare, cur
 			if isAnswer(g.err) && !sameAnswer(f.body, f.err, g.body, g.err) {
 				f.via.retire()
-				w.refusals.add(c, ctx, j.doubt)
+				w.refusals.add(ctx, c, j.doubt)
 			}
 			f, j = g, w.judge(g, page)
 		}
@@ -268,4 +268,48 @@ func (w *walk) run(ctx context.Context) error {
 		}
 		cur, spare = spare, cur
 	}
+}
+
+// Fetching ahead (ClientConfig.WalkAhead; bench/README.md, "The PMS
+// path"): an unpaced walk fetches the next page while it hands over the
+// records of this one, so the PMS's work and the edge's overlap; it then
+// holds two pages instead of one (docs/resilience.md, "Memory of a walk").
+
+// pageFetch is a page being fetched by a goroutine of its own.
+type pageFetch struct {
+	done   chan struct{}
+	cancel context.CancelFunc
+	page   fetched
+}
+
+// fetchAhead starts fetching u into buf (page: retries and the breaker
+// included). A fetch stopped because the walk ended first is cancelled,
+// which the breaker does not count.
+func (c *Client) fetchAhead(ctx context.Context, u string, buf *bytes.Buffer) *pageFetch {
+	ctx, cancel := context.WithCancel(ctx)
+	f := &pageFetch{done: make(chan struct{}), cancel: cancel}
+	go func() {
+		defer close(f.done)
+		f.page = c.page(ctx, u, buf, false)
+	}()
+	return f
+}
+
+// wait returns the page once fetched: its body (a slice of the buffer it
+// was fetched into) or the error of the fetch.
+func (f *pageFetch) wait() fetched {
+	<-f.done
+	f.cancel()
+	return f.page
+}
+
+// stop abandons a fetch under way (the walk ended before it needed the
+// page) and waits for its goroutine: nothing of the walk outlives it, and
+// the buffer is free again. A nil fetch is none.
+func (f *pageFetch) stop() {
+	if f == nil {
+		return
+	}
+	f.cancel()
+	<-f.done
 }
