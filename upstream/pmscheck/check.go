@@ -455,7 +455,9 @@ func (c *checker) listPage(x *exchange) {
 		NextCursor *string `json:"nextCursor"`
 	}
 	_ = json.Unmarshal(x.body, &env) // shape problems are reported by body
-	if env.Hotels == nil || env.NextCursor == nil { // missing, or null (the last page): which?
+	// Absent, or null (the last page's nextCursor)? Only then is the page
+	// decoded again, for its field names.
+	if env.Hotels == nil || env.NextCursor == nil {
 		var top map[string]json.RawMessage
 		if json.Unmarshal(x.body, &top) == nil {
 			c.missingEnvelope(top, where)
