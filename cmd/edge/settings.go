@@ -78,13 +78,13 @@ type lookupEnv = func(string) (string, bool)
 
 // setting is one row of the table: variable, flag, default, help. The
 // table is the one place a setting is declared: `edge --help` prints it and
-// `go generate ./cmd/edge` writes the settings tables of README.md and
-// docs/operations.md from it (settings_docs_test.go).
+// `go generate ./cmd/edge` writes the settings table of docs/operations.md
+// from it (settings_docs_test.go).
 type setting struct {
 	env, flag, def, help string
-	// doc is the row's markdown meaning in the generated tables; empty:
+	// doc is the row's markdown meaning in the generated table; empty:
 	// help. In it, {docs} stands for the path to docs/ from the file
-	// (links work in README.md and docs/operations.md alike). docDef is the
+	// (docs/operations.md: empty). docDef is the
 	// markdown default shown there; empty: def in backquotes, or "empty"
 	// when def is "".
 	doc, docDef string
@@ -101,7 +101,7 @@ func settingTable() []*setting {
 		{env: "EDGE_ADMIN_ADDR", flag: "admin-addr", def: "127.0.0.1:9090", help: "metrics and pprof listener; empty (or \"off\") disables it; failing to bind it stops start-up", emptySet: true, doc: "metrics (`/metrics`), profiling (`/debug/pprof/`), Redis state (`/fleet`) and shadow comparison (`/shadow`) listener; empty disables it (`off` too); failing to bind it stops start-up"},
 		{env: "EDGE_BRAND", flag: "brand", def: "", help: "brand this deployment serves (demo: aurora)", doc: "the brand this deployment serves; required outside the demo", docDef: "empty; `aurora` in the demo"},
 		{env: "EDGE_DOCS_URL", flag: "docs-url", def: "", help: "documentation base: problem type prefix and documentationUrl (default: EDGE_PUBLIC_URL + EDGE_DOCS_PATH)", doc: "`docs_url`: problem `type` base and `documentationUrl`, where the documentation site is published when not by the edge itself", docDef: "`EDGE_PUBLIC_URL` + `EDGE_DOCS_PATH`"},
-		{env: "EDGE_KEYS_FILE", flag: "keys-file", def: "", help: "API key file (demo: generated demo keys)", doc: "the [key file]({docs}../README.md#the-key-file); required outside the demo", docDef: "empty; the demo mints its own keys and takes no key file"},
+		{env: "EDGE_KEYS_FILE", flag: "keys-file", def: "", help: "API key file (demo: generated demo keys)", doc: "the [key file]({docs}operations.md#the-key-file); required outside the demo", docDef: "empty; the demo mints its own keys and takes no key file"},
 		{env: "EDGE_CODE_SOURCE", flag: "code-source", def: "none", help: "source of the public code: none, short_code or legacy_property_code", doc: "`none`, `short_code` or `legacy_property_code`"},
 		{env: "EDGE_CACHE_TTL", flag: "cache-ttl", def: "30s", help: "how long PMS data is served without asking again; 0 disables caching", doc: "how long PMS data is served without asking again; `0` disables caching"},
 		{env: "EDGE_CACHE_STALE", flag: "cache-stale", def: "5m", help: "how old data may be when served because the PMS is failing", doc: "how old data may be when served because the PMS is failing (at least `EDGE_CACHE_TTL`)"},

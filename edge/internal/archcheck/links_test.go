@@ -258,3 +258,43 @@ func TestSlug(t *testing.T) {
 		}
 	}
 }
+
+// TestReadmeFrontDoor holds README.md to a front door (docs/testing.md):
+// at most 150 lines, the two commands first (the demo, the tests), the
+// programs installed before anything calls them by name, and a path into
+// docs/ for each reader. Everything else lives in docs/.
+func TestReadmeFrontDoor(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(data)
+	if n := strings.Count(readme, "\n"); n > 150 {
+		t.Errorf("README.md has %d lines, want at most 150: move the rest into docs/", n)
+	}
+	_, first, _ := strings.Cut(readme, "```sh\n")
+	first, _, _ = strings.Cut(first, "```")
+	if !strings.HasPrefix(first, "go run ./cmd/edge ") || !strings.Contains(first, "\ngo test ./... ") {
+		t.Errorf("README.md's first block is %q, want the two commands: go run ./cmd/edge, then go test ./...", first)
+	}
+	install := strings.Index(readme, "go install ./cmd/edge")
+	if install < 0 {
+		t.Error("README.md does not say how to install edge (go install ./cmd/edge)")
+	}
+	at := 0
+	for i, line := range strings.SplitAfter(readme, "\n") { // code blocks included: that is where commands are
+		if cmd := strings.TrimSpace(line); (strings.HasPrefix(cmd, "edge ") || strings.HasSuffix(cmd, " edge")) && at < install {
+			t.Errorf("README.md:%d calls edge before saying how to install it", i+1)
+		}
+		at += len(line)
+	}
+	for _, reader := range []string{"**Partners**", "**Operators**", "**SREs**", "**Backend teams**"} {
+		if !strings.Contains(readme, reader) {
+			t.Errorf("README.md has no path for %s", reader)
+		}
+	}
+}
