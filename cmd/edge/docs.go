@@ -82,7 +82,7 @@ func (p *parser) resolveDocsURL(s *settings) {
 	case s.PublicURL != "" && s.DocsPath != "":
 		s.DocsURL = s.PublicURL + s.DocsPath
 	case s.PMSBaseURL == "": // the demo
-	case p.get["EDGE_PUBLIC_URL"].set || p.get["EDGE_DOCS_URL"].set: // refused as malformed already
+	case s.PublicURL == "" && p.get["EDGE_PUBLIC_URL"].set: // given but refused: read says why
 	case s.PublicURL == "":
 		p.fail(errors.New("EDGE_PUBLIC_URL (the URL partners call) or EDGE_DOCS_URL is required when PMS_BASE_URL is set: problem types and documentationUrl are built from it"))
 	default:
