@@ -120,15 +120,11 @@ func checkTLS(cfg settings) error {
 		return nil
 	}
 	err := listener.CheckTLSPair(cfg.TLSCert, cfg.TLSKey)
-	switch listener.RefusedTLSFile(err) {
-	case "":
-		return err
-	case listener.TLSKey:
-		return fmt.Errorf("EDGE_TLS_KEY: %w", err)
-	case listener.TLSPair:
-		return fmt.Errorf("EDGE_TLS_CERT and EDGE_TLS_KEY: %w", err)
+	if name := map[string]string{listener.TLSCertificate: "EDGE_TLS_CERT", listener.TLSKey: "EDGE_TLS_KEY",
+		listener.TLSPair: "EDGE_TLS_CERT and EDGE_TLS_KEY"}[listener.RefusedTLSFile(err)]; name != "" {
+		return fmt.Errorf("%s: %w", name, err)
 	}
-	return fmt.Errorf("EDGE_TLS_CERT: %w", err)
+	return err
 }
 
 // start starts, in order, telemetry and the access log, the demo's
