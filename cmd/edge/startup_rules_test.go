@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -113,7 +114,7 @@ func TestDemoRefusesDeploymentShapedEnvironment(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			r := runToRefusal(t, bin, append(base, tc.env...))
+			r := runToRefusal(t, bin, slices.Concat(base, tc.env))
 			for _, s := range tc.named {
 				if !strings.Contains(r.stderr, s+" is set but PMS_BASE_URL is not") {
 					t.Errorf("no error naming %s and PMS_BASE_URL:\n%s", s, r.stderr)
@@ -126,8 +127,8 @@ func TestDemoRefusesDeploymentShapedEnvironment(t *testing.T) {
 	}
 	t.Run("the demo's own settings", func(t *testing.T) {
 		t.Parallel()
-		p := startEdgeProc(t, bin, append(base, "EDGE_LOG_LEVEL=debug", "EDGE_LOG_FORMAT=json", "EDGE_ACCESS_LOG=stderr",
-			"EDGE_ACCESS_LOG_SAMPLE=0.5", "EDGE_TRACE_SLOW=2s"))
+		p := startEdgeProc(t, bin, slices.Concat(base, []string{"EDGE_LOG_LEVEL=debug", "EDGE_LOG_FORMAT=json", "EDGE_ACCESS_LOG=stderr",
+			"EDGE_ACCESS_LOG_SAMPLE=0.5", "EDGE_TRACE_SLOW=2s"}))
 		if !strings.Contains(p.stderr.String(), `"demo":true`) {
 			t.Errorf("not the demo:\n%s", p.stderr)
 		}
@@ -162,7 +163,7 @@ func TestURLSettingsThatCannotBeRight(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			r := runToRefusal(t, bin, append(deploy, tc.setting))
+			r := runToRefusal(t, bin, slices.Concat(deploy, []string{tc.setting}))
 			for _, w := range tc.want {
 				if !strings.Contains(r.stderr, w) {
 					t.Errorf("no %q in:\n%s", w, r.stderr)
