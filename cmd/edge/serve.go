@@ -76,6 +76,9 @@ func serveEdge(ctx context.Context, args []string, getenv lookupEnv, stdout, std
 		log: observability.NewLogger(stderr, cfg.LogFormat, cfg.LogLevel, cfg.PMSToken)}
 	defer p.stop()
 	p.onStop(routeStdLog(p.log))
+	if err := checkTLS(cfg); err != nil {
+		return err
+	}
 	// Both listeners bind before anything starts: one that cannot is a
 	// start-up error naming its setting (docs/contract.md section 18), never an
 	// edge serving on without metrics.
@@ -107,6 +110,21 @@ func serveEdge(ctx context.Context, args []string, getenv lookupEnv, stdout, std
 		})
 	}
 	return listener.Serve(ctx, p.serveConfig(publicLn, late, demoDocs))
+}
+
+// checkTLS reads the TLS pair before any listener opens (docs/contract.md
+// section 22): a file that cannot be served is a start-up error naming its
+// setting, not the file alone after the admin listener already answered.
+func checkTLS(cfg settings) error {
+	if cfg.TLSCert == "" {
+		return nil
+	}
+	err := listener.CheckTLSPair(cfg.TLSCert, cfg.TLSKey)
+	if name := map[string]string{listener.TLSCertificate: "EDGE_TLS_CERT", listener.TLSKey: "EDGE_TLS_KEY",
+		listener.TLSPair: "EDGE_TLS_CERT and EDGE_TLS_KEY"}[listener.RefusedTLSFile(err)]; name != "" {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return err
 }
 
 // start starts, in order, telemetry and the access log, the demo's

@@ -79,13 +79,13 @@ type lookupEnv = func(string) (string, bool)
 
 // setting is one row of the table: variable, flag, default, help. The
 // table is the one place a setting is declared: `edge --help` prints it and
-// `go generate ./cmd/edge` writes the settings tables of README.md and
-// docs/operations.md from it (settings_docs_test.go).
+// `go generate ./cmd/edge` writes the settings table of docs/operations.md
+// from it (settings_docs_test.go).
 type setting struct {
 	env, flag, def, help string
-	// doc is the row's markdown meaning in the generated tables; empty:
+	// doc is the row's markdown meaning in the generated table; empty:
 	// help. In it, {docs} stands for the path to docs/ from the file
-	// (links work in README.md and docs/operations.md alike). docDef is the
+	// (docs/operations.md: empty). docDef is the
 	// markdown default shown there; empty: def in backquotes, or "empty"
 	// when def is "".
 	doc, docDef string
@@ -102,13 +102,13 @@ func settingTable() []*setting {
 		{env: "EDGE_ADMIN_ADDR", flag: "admin-addr", def: "127.0.0.1:9090", help: "metrics and pprof listener; empty (or \"off\") disables it; failing to bind it stops start-up", emptySet: true, doc: "metrics (`/metrics`), profiling (`/debug/pprof/`), Redis state (`/fleet`) and shadow comparison (`/shadow`) listener; empty disables it (`off` too); failing to bind it stops start-up"},
 		{env: "EDGE_BRAND", flag: "brand", def: "", help: "brand this deployment serves (demo: aurora)", doc: "the brand this deployment serves; required outside the demo", docDef: "empty; `aurora` in the demo"},
 		{env: "EDGE_DOCS_URL", flag: "docs-url", def: "", help: "documentation base: problem type prefix and documentationUrl (default: EDGE_PUBLIC_URL + EDGE_DOCS_PATH)", doc: "`docs_url`: problem `type` base and `documentationUrl`, where the documentation site is published when not by the edge itself", docDef: "`EDGE_PUBLIC_URL` + `EDGE_DOCS_PATH`"},
-		{env: "EDGE_KEYS_FILE", flag: "keys-file", def: "", help: "API key file (demo: generated demo keys)", doc: "the [key file]({docs}../README.md#the-key-file); required outside the demo", docDef: "empty; the demo mints its own keys and takes no key file"},
+		{env: "EDGE_KEYS_FILE", flag: "keys-file", def: "", help: "API key file (demo: generated demo keys)", doc: "the [key file]({docs}operations.md#the-key-file); required outside the demo", docDef: "empty; the demo mints its own keys and takes no key file"},
 		{env: "EDGE_CODE_SOURCE", flag: "code-source", def: "none", help: "source of the public code: none, short_code or legacy_property_code", doc: "`none`, `short_code` or `legacy_property_code`"},
 		{env: "EDGE_CACHE_TTL", flag: "cache-ttl", def: "30s", help: "how long PMS data is served without asking again; 0 disables caching", doc: "how long PMS data is served without asking again; `0` disables caching"},
 		{env: "EDGE_CACHE_STALE", flag: "cache-stale", def: "5m", help: "how old data may be when served because the PMS is failing", doc: "how old data may be when served because the PMS is failing (at least `EDGE_CACHE_TTL`)"},
 		{env: "EDGE_TLS_CERT", flag: "tls-cert", def: "", help: "TLS certificate file (HTTPS and HTTP/2 when set with the key)", doc: "TLS certificate file: with `EDGE_TLS_KEY`, serve HTTPS (HTTP/2 on); reloaded on change and on SIGHUP"},
 		{env: "EDGE_TLS_KEY", flag: "tls-key", def: "", help: "TLS private key file", doc: "TLS private key file (with `EDGE_TLS_CERT`)"},
-		{env: "PMS_BASE_URL", flag: "pms-base-url", def: "", help: "live PMS base URL (empty: the demo's embedded simulator)", doc: "live PMS; setting it leaves the demo (no query or fragment); left empty while a deployment setting (`EDGE_KEYS_FILE`, `EDGE_PUBLIC_URL`, `EDGE_DOCS_URL`, `EDGE_TLS_CERT`, `EDGE_REDIS_*`, `EDGE_OAUTH_ISSUER`, `PMS_TOKEN`) is set, start-up fails naming it and the setting found", docDef: "empty: the embedded simulator (demo)"},
+		{env: "PMS_BASE_URL", flag: "pms-base-url", def: "", help: "live PMS base URL (empty: the demo's embedded simulator)", doc: "live PMS; setting it leaves the demo (no query or fragment); left empty while any other `EDGE_*` or `PMS_*` setting than `EDGE_ADDR`, `EDGE_ADMIN_ADDR`, `EDGE_LOG_*`, `EDGE_ACCESS_LOG*` and `EDGE_TRACE_*` is set, start-up fails naming it and the setting found", docDef: "empty: the embedded simulator (demo)"},
 		{env: "PMS_SANDBOX_URL", flag: "pms-sandbox-url", def: "", help: "sandbox PMS for svc_test_ keys (empty: test keys refused)", doc: "sandbox PMS for `svc_test_` keys; empty: test keys get `403 TEST_MODE_UNAVAILABLE`"},
 		{env: "PMS_TOKEN", flag: "pms-token", def: "", help: "bearer token the edge presents to the PMS (prefer the variable: flags show in ps)", doc: "bearer token the edge presents to the PMS (prefer the variable: flags show in `ps`)"},
 		{env: "EDGE_REQUEST_TIMEOUT", flag: "request-timeout", def: "10s", help: "overall deadline of one request; PMS calls and retries fit inside it"},
@@ -278,7 +278,7 @@ func (p *parser) settings() settings {
 		Addr:                  p.str("EDGE_ADDR"),
 		AdminAddr:             p.str("EDGE_ADMIN_ADDR"),
 		Brand:                 p.str("EDGE_BRAND"),
-		DocsURL:               read(p, "EDGE_DOCS_URL", settingval.URL),
+		DocsURL:               read(p, "EDGE_DOCS_URL", settingval.DocsURL),
 		PublicURL:             read(p, "EDGE_PUBLIC_URL", settingval.PublicURL),
 		DocsContact:           read(p, "EDGE_DOCS_CONTACT", docsite.ParseContact),
 		KeysFile:              p.str("EDGE_KEYS_FILE"),
@@ -350,32 +350,30 @@ func (p *parser) checkTogether(s *settings) {
 	}
 }
 
-// deploymentEnv are the settings that belong to a deployment: with
-// PMS_BASE_URL empty (the demo), any of them set is a mistake, most often a
-// misspelt PMS_BASE_URL, that would otherwise serve the simulator's hotels
-// to the real key file (docs/contract.md section 21). EDGE_REDIS_* is every
-// row of the table under that prefix.
-func deploymentEnv(env string) bool {
+// demoSetting reports whether env may be set in the demo (PMS_BASE_URL
+// empty): its listeners, logs and traces only (docs/contract.md section
+// 22). Any other setting belongs to a deployment, and setting it while
+// PMS_BASE_URL is empty is a mistake, most often a misspelt or forgotten
+// PMS_BASE_URL, that would otherwise serve the simulator's hotels with
+// minted keys where a deployment was meant.
+func demoSetting(env string) bool {
 	switch env {
-	case "EDGE_KEYS_FILE", "EDGE_PUBLIC_URL", "EDGE_DOCS_URL", "EDGE_TLS_CERT", "EDGE_OAUTH_ISSUER", "PMS_TOKEN":
+	case "PMS_BASE_URL", "EDGE_ADDR", "EDGE_ADMIN_ADDR":
 		return true
 	}
-	return strings.HasPrefix(env, redisPrefix)
+	return strings.HasPrefix(env, "EDGE_LOG_") || strings.HasPrefix(env, "EDGE_ACCESS_LOG") || strings.HasPrefix(env, "EDGE_TRACE_")
 }
 
-// redisPrefix starts the name of every Redis setting.
-const redisPrefix = "EDGE_" + "REDIS_"
-
-// checkDemo refuses the demo when a deployment setting is set (by its
-// variable or its flag): the error names PMS_BASE_URL and each setting
+// checkDemo refuses the demo when a setting other than its own is set (by
+// its variable or its flag): the error names PMS_BASE_URL and each setting
 // found.
 func (p *parser) checkDemo(s settings) {
 	if s.PMSBaseURL != "" || p.get["PMS_BASE_URL"].value != "" {
 		return
 	}
 	for _, st := range settingTable() {
-		if g := p.get[st.env]; deploymentEnv(st.env) && g.set {
-			p.fail(fmt.Errorf("%s is set but PMS_BASE_URL is not: the demo (no PMS_BASE_URL) runs only when nothing of a deployment is set; set PMS_BASE_URL to the live PMS, or unset %[1]s to run the demo", g.source))
+		if g := p.get[st.env]; !demoSetting(st.env) && g.set {
+			p.fail(fmt.Errorf("%s is set but PMS_BASE_URL is not: the demo (no PMS_BASE_URL) takes only EDGE_ADDR, EDGE_ADMIN_ADDR, EDGE_LOG_*, EDGE_ACCESS_LOG* and EDGE_TRACE_*; set PMS_BASE_URL to the live PMS, or unset %[1]s to run the demo", g.source))
 		}
 	}
 }
