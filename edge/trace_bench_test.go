@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"testing"
 	"time"
 
@@ -73,3 +74,56 @@ func BenchmarkCachedListTelemetry(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCachedTelemetryDeployed is the cached list and get as deployed:
+// the manifest's sampler (parentbased_traceidratio at 0.01), tail
+// decisions on (5xx, slow, EDGE_TRACE_KEEP_RATE), no partner traceparent.
+// About one request in a hundred is sampled in and exported (here: to
+// nothing), as in production.
+func BenchmarkCachedTelemetryDeployed(b *testing.B) {
+	env := map[string]string{"OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0.01"}
+	tel, err := observability.New(context.Background(), observability.Config{
+		SpanExporter: discardExporter{}, Getenv: func(k string) string { return env[k] },
+		TailSampling: true, KeepSlowerThan: time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tel.Shutdown(context.Background())
+	h := newHarness(b, harnessOptions{tel: tel, catalogs: func(live, sb upstream.Catalog) (upstream.Catalog, upstream.Catalog) {
+		c := cache.New(live, cache.Config{Key: "aurora/live", TTL: time.Minute, Stale: time.Hour})
+		b.Cleanup(c.Close)
+		return c, sb
+	}})
+	handler := h.srv.Config.Handler
+	list := httptest.NewRequest(http.MethodGet, "/v1/properties?perPage=50", nil)
+	list.Header.Set("Authorization", "Bearer "+h.keys["live"])
+	list.Header.Set("User-Agent", "bench/1.0")
+	warm := httptest.NewRecorder()
+	handler.ServeHTTP(warm, list)
+	if warm.Code != http.StatusOK {
+		b.Fatalf("warm-up: %d %s", warm.Code, warm.Body)
+	}
+	m := benchPropertyID.FindStringSubmatch(warm.Body.String())
+	if m == nil {
+		b.Fatalf("no property id in %s", warm.Body)
+	}
+	get := httptest.NewRequest(http.MethodGet, "/v1/properties/"+m[1], nil)
+	get.Header = list.Header.Clone()
+	for _, c := range []struct {
+		name string
+		req  *http.Request
+	}{{"list", list}, {"get", get}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				w := httptest.NewRecorder()
+				handler.ServeHTTP(w, c.req)
+				if w.Code != http.StatusOK {
+					b.Fatalf("status %d", w.Code)
+				}
+			}
+		})
+	}
+}
+
+var benchPropertyID = regexp.MustCompile(`"id":"([0-9a-f-]{36})"`)

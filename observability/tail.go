@@ -21,15 +21,27 @@ import (
 // drops them.
 
 // AttrKeptBy is set on the server span of a trace the head sampler dropped
-// and the request's outcome kept: "error" (a 5xx answer) or "slow".
+// and the edge kept: "error" (a 5xx answer), "slow", or "link" (a kept
+// trace links to it: the request started a walk, or led a load others
+// joined; KeepRequest, LeadLoad).
 const AttrKeptBy = attribute.Key("partner_edge.trace.kept_by")
+
+// Values of AttrKeptBy.
+const (
+	keptByError = "error"
+	keptBySlow  = "slow"
+	keptByLink  = "link"
+)
 
 // maxPendingTraces bounds the traces held at once, and maxPendingSpans the
 // spans of each: past them a held span is dropped (a trace cannot hold the
-// process's memory).
+// process's memory). A trace still undecided maxHold after it was first
+// held is forgotten once the table is full (a mark on a request that had
+// already decided: KeepRequest), at most once per maxHold/60.
 const (
 	maxPendingTraces = 4096
 	maxPendingSpans  = 512
+	maxHold          = 5 * time.Minute
 )
 
 // tailSampler is the configured (head) sampler for roots and spans of a
@@ -74,6 +86,9 @@ type pendingTrace struct {
 	live    int          // spans started and not yet ended
 	decided bool         // Decide was called
 	keep    bool         // its outcome
+	force   bool         // KeepRequest: kept whatever its outcome
+	lead    bool         // LeadLoad: kept, its followers link to it (took a token)
+	born    time.Time    // when first held
 }
 
 // tailProcessor holds the spans of pending traces and passes every other
@@ -85,6 +100,12 @@ type tailProcessor struct {
 	// n is len(held), read without the lock by decide: a cached answer
 	// (no span beneath its server span) then costs one atomic load.
 	n atomic.Int64
+	// budget bounds the traces kept by outcome (keepBudget; nil: no
+	// bound), loss counts those it leaves out.
+	budget    *keepBudget
+	loss      *loss
+	now       func() time.Time
+	lastSweep time.Time // guarded by mu
 }
 
 // pendingChild: s was started under a local, unsampled parent (tailSampler
@@ -98,12 +119,36 @@ func pendingChild(s sdktrace.ReadOnlySpan) bool {
 // mu held.
 func (t *tailProcessor) pending(tid trace.TraceID, create bool) *pendingTrace {
 	p := t.held[tid]
-	if p == nil && create && len(t.held) < maxPendingTraces {
-		p = &pendingTrace{}
+	if p != nil || !create {
+		return p
+	}
+	if len(t.held) >= maxPendingTraces {
+		t.sweep()
+	}
+	if len(t.held) < maxPendingTraces {
+		p = &pendingTrace{born: t.now()}
 		t.held[tid] = p
 		t.n.Add(1)
 	}
 	return p
+}
+
+// sweep forgets the traces held undecided for longer than maxHold (no
+// request waits so long: a mark made after its request had decided);
+// called with mu held, when the table is full.
+func (t *tailProcessor) sweep() {
+	now := t.now()
+	if now.Sub(t.lastSweep) < maxHold/60 {
+		return
+	}
+	t.lastSweep = now
+	for tid, p := range t.held {
+		if !p.decided && now.Sub(p.born) > maxHold {
+			t.unlead(p)
+			delete(t.held, tid)
+			t.n.Add(-1)
+		}
+	}
 }
 
 // release forgets p once it is decided and its last span has ended; called
@@ -160,29 +205,125 @@ func (t *tailProcessor) holdLink(tid trace.TraceID, l trace.Link) {
 	}
 }
 
-// decide ends the wait of trace tid: its held spans are exported when
-// keep, dropped otherwise, and so are those still open as they end. It
-// returns the links held for its server span.
-func (t *tailProcessor) decide(tid trace.TraceID, keep bool) []trace.Link {
+// decide ends the wait of trace tid, whose outcome asks to keep it for
+// why (keptByError, keptBySlow; "": it does not). It returns why the trace
+// is kept ("": dropped): for its outcome, when the keep budget allows
+// (the others are counted), or for a mark (KeepRequest, LeadLoad) whatever
+// the outcome and the budget. Its held spans are exported when kept,
+// dropped otherwise, and so are those still open as they end. It returns
+// the links held for its server span too.
+func (t *tailProcessor) decide(tid trace.TraceID, why string) (string, []trace.Link) {
 	if t.n.Load() == 0 {
-		return nil
+		if why == "" || t.admit(why) {
+			return why, nil
+		}
+		return "", nil
 	}
 	t.mu.Lock()
 	p := t.held[tid]
+	marked := p != nil && (p.force || p.lead)
+	switch {
+	case marked && why == "":
+		why = keptByLink
+	case !marked && why != "" && !t.admit(why):
+		why = ""
+	}
 	if p == nil {
 		t.mu.Unlock()
-		return nil
+		return why, nil
 	}
 	spans, links := p.spans, p.links
-	p.spans, p.links, p.decided, p.keep = nil, nil, true, keep
+	p.spans, p.links, p.decided, p.keep = nil, nil, true, why != ""
 	t.release(tid, p)
 	t.mu.Unlock()
-	if keep {
+	if why != "" {
 		for _, s := range spans {
 			t.next.OnEnd(s)
 		}
 	}
-	return links
+	return why, links
+}
+
+// admit asks the keep budget for a trace kept for why, and counts it
+// unkept when refused: errors may take the whole budget, slow requests
+// leave half of it to errors (docs/observability.md, "Sampling").
+func (t *tailProcessor) admit(why string) bool {
+	if t.budget == nil {
+		return true
+	}
+	if why == keptByError {
+		if t.budget.take(0) {
+			return true
+		}
+		t.loss.unkept.Add(unkeptError, 1)
+		return false
+	}
+	if t.budget.take(t.budget.forErrors) {
+		return true
+	}
+	t.loss.unkept.Add(unkeptSlow, 1)
+	return false
+}
+
+// mark sets trace tid kept whatever its outcome (KeepRequest): true when
+// it is or will be kept; false when it cannot be (decided and dropped, or
+// no room).
+func (t *tailProcessor) mark(tid trace.TraceID) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p := t.pending(tid, true)
+	switch {
+	case p == nil:
+		return false
+	case p.decided:
+		return p.keep
+	}
+	p.force = true
+	return true
+}
+
+// claimLead marks trace tid, a request that led a load, kept for its
+// followers (LeadLoad), taking a token of the budget at the rank of a
+// slow request: kept reports it kept anyway (marked by KeepRequest),
+// marked that this call marked it. It never makes an entry: a leader
+// whose children were held has one until it decides.
+func (t *tailProcessor) claimLead(tid trace.TraceID) (kept, marked bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p := t.held[tid]
+	switch {
+	case p == nil:
+		return false, false
+	case p.decided:
+		return p.keep, false
+	case p.force || p.lead:
+		return true, false
+	case t.budget != nil && !t.budget.take(t.budget.forErrors):
+		return false, false
+	}
+	p.lead = true
+	return false, true
+}
+
+// dropLead undoes claimLead's mark of tid, when nobody joined the load:
+// the token goes back.
+func (t *tailProcessor) dropLead(tid trace.TraceID) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if p := t.held[tid]; p != nil && !p.decided {
+		t.unlead(p)
+	}
+}
+
+// unlead clears p's lead mark and gives its token back; called with mu
+// held.
+func (t *tailProcessor) unlead(p *pendingTrace) {
+	if p.lead {
+		p.lead = false
+		if t.budget != nil {
+			t.budget.give()
+		}
+	}
 }
 
 func (t *tailProcessor) Shutdown(ctx context.Context) error   { return t.next.Shutdown(ctx) }
@@ -232,7 +373,10 @@ func randomSpanID() trace.SpanID {
 // by StartServerSpan), once it is answered: status is the status sent,
 // elapsed its time, start when it began. It reports whether the trace is
 // kept: always when the head sampler kept it; otherwise when status is 5xx
-// or elapsed is at least Config.KeepSlowerThan (when set). The returned
+// or elapsed is at least Config.KeepSlowerThan (when set), within the
+// keep budget (Config.KeepRate: 5xx first, then slow; the others counted in
+// partner_edge.traces.unkept); and whatever its outcome when a kept trace
+// links to it (KeepRequest, LeadLoad). The returned
 // context holds the span to annotate (SetRoute, SetResponse): ctx's own,
 // or, for a trace kept here, the server span made again (same ids, start
 // time start, the request's attributes); end it with end (at the time
@@ -244,9 +388,15 @@ func (t *Telemetry) Decide(ctx context.Context, r *http.Request, start time.Time
 	if t == nil || t.tail == nil || !sc.IsValid() || sc.IsSampled() {
 		return ctx, sc.IsSampled(), noEnd
 	}
-	keep := status >= 500 || (t.slow > 0 && elapsed >= t.slow)
-	links := t.tail.decide(sc.TraceID(), keep)
-	if !keep {
+	why := ""
+	switch {
+	case status >= 500:
+		why = keptByError
+	case t.slow > 0 && elapsed >= t.slow:
+		why = keptBySlow
+	}
+	why, links := t.tail.decide(sc.TraceID(), why)
+	if why == "" {
 		return ctx, false, noEnd
 	}
 	pctx := context.WithValue(ctx, forcedIDsKey{}, forcedIDs{sc.TraceID(), sc.SpanID()})
@@ -258,10 +408,6 @@ func (t *Telemetry) Decide(ctx context.Context, r *http.Request, start time.Time
 	_, span := t.serverTracer.Start(pctx, spanMethod(r.Method),
 		trace.WithSpanKind(trace.SpanKindServer), trace.WithTimestamp(start),
 		trace.WithAttributes(requestAttrs(kv[:0], r)...), trace.WithLinks(links...))
-	why := "error"
-	if status < 500 {
-		why = "slow"
-	}
 	span.SetAttributes(AttrKeptBy.String(why))
 	// The span goes into ctx (its values: the request's state, the cache's
 	// slot), not pctx's forced ids.
@@ -284,5 +430,75 @@ func (t *Telemetry) LinkRequest(ctx context.Context, l trace.Link) {
 	}
 	if sc := span.SpanContext(); t != nil && t.tail != nil && sc.IsValid() && !sc.IsSampled() {
 		t.tail.holdLink(sc.TraceID(), l)
+	}
+}
+
+// KeepRequest marks the trace of ctx's request kept whatever its outcome
+// (Decide: kept_by link), for a trace that links to it and is kept: a
+// walk links to the request that started it (upstream/cache), and an SRE
+// never follows a link to a trace the backend does not hold. It reports
+// whether the request's trace is or will be kept: true when the head
+// sampler kept it, or once marked; false without a request span, without
+// tail decisions, when the request decided already without keeping it,
+// or when the table of held traces is full. Then the caller does not link
+// to it. Marks are not bounded by Config.KeepRate: a walk is one per cache
+// TTL at most.
+func (t *Telemetry) KeepRequest(ctx context.Context) bool {
+	sc := trace.SpanContextFromContext(ctx)
+	switch {
+	case !sc.IsValid():
+		return false
+	case sc.IsSampled():
+		return true
+	case t == nil || t.tail == nil:
+		return false
+	}
+	return t.tail.mark(sc.TraceID())
+}
+
+// Lead is the claim of a request that led a load other requests may have
+// joined (upstream/cache with TTL 0, where the load is the leader's own
+// PMS call): whether its trace is kept, so that they may link to it. Made
+// by LeadLoad before the followers see the result, settled by the leader
+// (Settle) once it knows whether anyone joined. The zero Lead is not
+// linkable.
+type Lead struct {
+	tail   *tailProcessor
+	sc     trace.SpanContext
+	ok     bool // linkable: the trace is kept
+	marked bool // LeadLoad marked it (and took a token): Settle may undo
+}
+
+// LeadLoad claims that the request of ctx, which led a load, be kept
+// should its followers link to it (Lead): a trace the head sampler kept,
+// or one KeepRequest marked, is linkable at no cost; another is marked
+// kept (kept_by link) when the keep budget (Config.KeepRate) gives it a
+// token at the rank of a slow request, else it is not linkable. Call it
+// when the load has ended, before the followers read its result; the
+// leader calls Settle once it knows whether anyone joined.
+func (t *Telemetry) LeadLoad(ctx context.Context) Lead {
+	sc := trace.SpanContextFromContext(ctx)
+	switch {
+	case !sc.IsValid():
+		return Lead{}
+	case sc.IsSampled():
+		return Lead{sc: sc, ok: true}
+	case t == nil || t.tail == nil:
+		return Lead{}
+	}
+	kept, marked := t.tail.claimLead(sc.TraceID())
+	return Lead{tail: t.tail, sc: sc, ok: kept || marked, marked: marked}
+}
+
+// Link is what a follower links to: the leader's span context, and
+// whether it may (the leader's trace is kept).
+func (l Lead) Link() (trace.SpanContext, bool) { return l.sc, l.ok }
+
+// Settle ends the claim: when nobody joined the load, LeadLoad's mark is
+// undone and its token given back (the leader is then kept only for its
+// own outcome).
+func (l Lead) Settle(joined bool) {
+	if l.marked && !joined {
+		l.tail.dropLead(l.sc.TraceID())
 	}
 }
