@@ -12,7 +12,9 @@ import (
 // exports a sample spread over the storm, not every one of them
 // (docs/contract.md section 22). Errors come first: a slow request (or a
 // leader's claim, LeadLoad) takes a token only while more than forErrors
-// are left, half the burst, which stays for errors.
+// are left, half the burst, which stays for errors. A walk (KeepWalk)
+// takes at the rank of an error: one token, and one more for the request
+// it keeps.
 type keepBudget struct {
 	rate      float64
 	forErrors float64
@@ -34,7 +36,10 @@ func newKeepBudget(rate int, now func() time.Time) *keepBudget {
 }
 
 // take takes one token if more than floor are left.
-func (b *keepBudget) take(floor float64) bool {
+func (b *keepBudget) take(floor float64) bool { return b.takeN(1, floor) }
+
+// takeN takes n tokens if at least floor+n are left.
+func (b *keepBudget) takeN(n, floor float64) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.now()
@@ -42,10 +47,10 @@ func (b *keepBudget) take(floor float64) bool {
 		b.tokens = min(b.rate, b.tokens+d.Seconds()*b.rate)
 		b.last = now
 	}
-	if b.tokens < floor+1 {
+	if b.tokens < floor+n {
 		return false
 	}
-	b.tokens--
+	b.tokens -= n
 	return true
 }
 

@@ -10,6 +10,7 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/partner-edge/partner-edge/observability/testkit"
 )
@@ -238,4 +239,43 @@ func TestSpansDroppedAreCounted(t *testing.T) {
 func mustTelemetry(t *testing.T) *Telemetry {
 	tel, _, _ := newTest(t, nil)
 	return tel
+}
+
+// TestKeepWalkWithinTheBudget: a walk takes a token, and one more for the
+// request it links to when the head sampler dropped that request; beyond
+// the budget it is left out whole (nothing recorded, nothing held) and
+// counted.
+func TestKeepWalkWithinTheBudget(t *testing.T) {
+	clock := testkit.NewClock()
+	tel, exp := keepRateTest(t, 3, clock)
+	r := httptest.NewRequest("GET", "/v1/properties", nil)
+	ctx, span := tel.StartServerSpan(r)
+	defer span.End()
+	walk := func() bool {
+		wctx, kept := tel.KeepWalk(ctx)
+		wctx, root := tel.Tracer().Start(wctx, "pms.walk", trace.WithNewRoot())
+		_, page := tel.Tracer().Start(wctx, "pms.list_hotels")
+		page.End()
+		root.End()
+		if root.SpanContext().IsSampled() != kept || page.SpanContext().IsSampled() != kept {
+			t.Errorf("walk kept %v: its root sampled %v, its page %v", kept, root.SpanContext().IsSampled(), page.SpanContext().IsSampled())
+		}
+		return kept
+	}
+	if !walk() {
+		t.Fatal("the first walk (2 of 3 tokens) was left out")
+	}
+	if walk() {
+		t.Error("a walk and its request took 2 tokens of the 1 left")
+	}
+	if n := len(exp.GetSpans()); n != 2 {
+		t.Errorf("%d spans exported, want the kept walk's 2", n)
+	}
+	if n := tel.tail.n.Load(); n != 0 {
+		t.Errorf("%d traces held after the walk left out, want none", n)
+	}
+	fams := testkit.Scrape(t, tel.MetricsHandler())
+	if got := counter(t, fams, "partner_edge_traces_unkept_total", map[string]string{"reason": "walk"}); got != 1 {
+		t.Errorf("unkept walks %v, want 1", got)
+	}
 }

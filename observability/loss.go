@@ -24,6 +24,7 @@ import (
 const (
 	unkeptError = iota // a 5xx
 	unkeptSlow         // slower than Config.KeepSlowerThan
+	unkeptWalk         // a walk of the PMS (KeepWalk)
 )
 
 // Reasons of partner_edge.spans.dropped.
@@ -47,8 +48,8 @@ func newLoss(meter metric.Meter) (*loss, error) {
 		return out
 	}
 	unkept, err := NewCounters(meter, Monotonic, "partner_edge.traces.unkept", "{trace}",
-		"Traces a 5xx or slow answer would have kept, left out by the keep rate (EDGE_TRACE_KEEP_RATE), by reason: error or slow.",
-		sets("error", "slow"), true)
+		"Traces a 5xx or slow answer, or a walk, would have kept, left out by the keep rate (EDGE_TRACE_KEEP_RATE), by reason: error, slow or walk.",
+		sets("error", "slow", "walk"), true)
 	if err != nil {
 		return nil, err
 	}

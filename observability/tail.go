@@ -53,6 +53,9 @@ type tailSampler struct{ head sdktrace.Sampler }
 
 func (s tailSampler) ShouldSample(p sdktrace.SamplingParameters) sdktrace.SamplingResult {
 	psc := trace.SpanContextFromContext(p.ParentContext)
+	if p.ParentContext.Value(dropKey{}) != nil {
+		return sdktrace.SamplingResult{Decision: sdktrace.Drop} // a walk KeepWalk left out, and all beneath it
+	}
 	if p.ParentContext.Value(keepKey{}) != nil {
 		return sdktrace.SamplingResult{Decision: sdktrace.RecordAndSample}
 	}
@@ -70,6 +73,35 @@ func (s tailSampler) ShouldSample(p sdktrace.SamplingParameters) sdktrace.Sampli
 func (s tailSampler) Description() string { return "Tail{" + s.head.Description() + "}" }
 
 type keepKey struct{}
+
+type dropKey struct{}
+
+// KeepWalk decides whether a walk of the PMS about to start under ctx (a
+// root span of its own, linked to the request of ctx: upstream/cache) is
+// kept, and returns the context to start its root span under. Walks are
+// few and what an SRE reads first when the PMS misbehaves: they are kept
+// whatever the head sampler says, within the keep budget (Config.KeepRate)
+// at the rank of an error: a token for the walk, and one more for the
+// request of ctx when the head sampler did not keep it (the walk links to
+// it: KeepRequest then marks it at no cost). Beyond the budget (a PMS
+// outage before any snapshot: each request starts a walk) the walk is left
+// out whole, its spans neither recorded nor held, and counted
+// (partner_edge_traces_unkept_total{reason="walk"}); nothing may link to
+// it. Without tail decisions, ctx under KeepTrace and true.
+func (t *Telemetry) KeepWalk(ctx context.Context) (context.Context, bool) {
+	if t == nil || t.tail == nil || t.tail.budget == nil {
+		return KeepTrace(ctx), true
+	}
+	n := 1.0
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() && !sc.IsSampled() {
+		n = 2
+	}
+	if t.tail.budget.takeN(n, 0) {
+		return KeepTrace(ctx), true
+	}
+	t.loss.unkept.Add(unkeptWalk, 1)
+	return context.WithValue(ctx, dropKey{}, true), false
+}
 
 // KeepTrace marks ctx so that a root span started under it (a walk of the
 // PMS: upstream/cache) is kept whatever the head sampler says, when the

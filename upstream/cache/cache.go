@@ -89,6 +89,9 @@ func New(inner upstream.Catalog, cfg Config) *Cache {
 	if cfg.LinkRequest == nil {
 		cfg.LinkRequest = func(ctx context.Context, l trace.Link) { trace.SpanFromContext(ctx).AddLink(l) }
 	}
+	if cfg.KeepWalk == nil {
+		cfg.KeepWalk = (*observability.Telemetry)(nil).KeepWalk // every walk kept
+	}
 	if cfg.KeepRequest == nil {
 		cfg.KeepRequest = (*observability.Telemetry)(nil).KeepRequest // kept when sampled
 	}

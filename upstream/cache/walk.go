@@ -71,16 +71,23 @@ func (c *Cache) startWalk(ctx context.Context, kind string) (context.Context, fu
 	caller := trace.SpanContextFromContext(ctx)
 	opts := []trace.SpanStartOption{trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithAttributes(AttrWalkKind.String(kind))}
-	if caller.IsValid() && c.cfg.KeepRequest(ctx) {
+	// Walks are few (one per brand and TTL at most) and what an SRE looks
+	// at first when the PMS misbehaves: each is kept, whatever the sampler,
+	// within the keep budget (a PMS outage before any snapshot makes one
+	// per request).
+	sctx, kept := c.cfg.KeepWalk(ctx)
+	if kept && caller.IsValid() && c.cfg.KeepRequest(ctx) {
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: caller, Attributes: linkStartedBy}))
 	} else {
 		caller = trace.SpanContext{} // not kept: nobody links to it
 	}
-	// Walks are few (one per brand and TTL at most) and what an SRE looks
-	// at first when the PMS misbehaves: each is kept, whatever the sampler.
-	wctx, span := c.cfg.Tracer.Start(observability.KeepTrace(ctx), SpanWalk, opts...)
-	c.cfg.LinkRequest(ctx, trace.Link{SpanContext: span.SpanContext(), Attributes: linkWalk})
-	c.lastWalk.Store(&walkLinks{walk: span.SpanContext(), leader: caller})
+	wctx, span := c.cfg.Tracer.Start(sctx, SpanWalk, opts...)
+	links := &walkLinks{} // a walk left out: nothing links to it
+	if kept {
+		c.cfg.LinkRequest(ctx, trace.Link{SpanContext: span.SpanContext(), Attributes: linkWalk})
+		links = &walkLinks{walk: span.SpanContext(), leader: caller}
+	}
+	c.lastWalk.Store(links)
 	return wctx, func(err error) {
 		if err != nil {
 			span.RecordError(err)
@@ -122,7 +129,9 @@ func (c *Cache) linkFollower(ctx context.Context) {
 		return
 	}
 	if l := c.lastWalk.Load(); l != nil {
-		c.cfg.LinkRequest(ctx, trace.Link{SpanContext: l.walk, Attributes: linkWalk})
+		if l.walk.IsValid() {
+			c.cfg.LinkRequest(ctx, trace.Link{SpanContext: l.walk, Attributes: linkWalk})
+		}
 		if l.leader.IsValid() {
 			c.cfg.LinkRequest(ctx, trace.Link{SpanContext: l.leader, Attributes: linkLeader})
 		}
