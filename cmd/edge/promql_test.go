@@ -63,6 +63,9 @@ func (p *promServer) query(t *testing.T, q string) []map[string]string {
 		return nil // not up yet
 	}
 	defer res.Body.Close()
+	if res.StatusCode == http.StatusServiceUnavailable {
+		return nil // starting: its storage is not ready yet
+	}
 	var ans struct {
 		Status string
 		Error  string
