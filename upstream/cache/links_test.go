@@ -51,7 +51,6 @@ type request struct {
 	tel  *observability.Telemetry
 	ctx  context.Context
 	span trace.Span
-	r    *httptest.ResponseRecorder
 }
 
 func startRequest(tel *observability.Telemetry, traceparent string) *request {
