@@ -27,7 +27,7 @@ type otlpReceiver struct {
 	mu       sync.Mutex
 	traces   map[string]bool // trace ids of the edge's spans
 	servers  map[string]bool // trace ids of the edge's server spans (requests)
-	services map[string]bool // service.name of each resource
+	services map[string]bool // service.name and service.version of each resource
 	srv      *httptest.Server
 }
 
@@ -57,8 +57,8 @@ func (rc *otlpReceiver) serve(w http.ResponseWriter, r *http.Request) {
 	rc.mu.Lock()
 	for _, rs := range req.GetResourceSpans() {
 		for _, kv := range rs.GetResource().GetAttributes() {
-			if kv.GetKey() == "service.name" {
-				rc.services[kv.GetValue().GetStringValue()] = true
+			if kv.GetKey() == "service.name" || kv.GetKey() == "service.version" {
+				rc.services[kv.GetKey()+"="+kv.GetValue().GetStringValue()] = true
 			}
 		}
 		for _, ss := range rs.GetScopeSpans() {
@@ -109,7 +109,8 @@ func sampledLines(stdout string) (lines, sampled int) {
 // included; each request is either kept (its access line says
 // trace_sampled true, and its trace was received) or counted in
 // partner_edge_traces_unkept_total{reason="error"}; no span is dropped;
-// OTEL_SERVICE_NAME names the service.
+// OTEL_SERVICE_NAME names the service over OTEL_RESOURCE_ATTRIBUTES, which
+// gives its version.
 func TestKeepRateBoundsAPMSOutageStorm(t *testing.T) {
 	rc := newOTLPReceiver(t)
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rc.srv.URL)
@@ -198,8 +199,8 @@ func TestKeepRateBoundsAPMSOutageStorm(t *testing.T) {
 	}
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	if !rc.services["edge-storm"] || len(rc.services) != 1 {
-		t.Errorf("service.name of the exports %v, want OTEL_SERVICE_NAME's edge-storm alone", rc.services)
+	if !rc.services["service.name=edge-storm"] || !rc.services["service.version=9.9.9"] || len(rc.services) != 2 {
+		t.Errorf("resources of the exports %v, want OTEL_SERVICE_NAME's name (over OTEL_RESOURCE_ATTRIBUTES') and OTEL_RESOURCE_ATTRIBUTES' version alone", rc.services)
 	}
 }
 
