@@ -23,6 +23,17 @@ var _ sdktrace.SpanExporter = discardExporter{}
 func (discardExporter) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
 func (discardExporter) Shutdown(context.Context) error                             { return nil }
 
+// cachedEdge is the edge's handler over a cache of the brand (TTL a
+// minute), traced by tel (nil: not traced), and its live key.
+func cachedEdge(b *testing.B, tel *observability.Telemetry) (http.Handler, string) {
+	h := newHarness(b, harnessOptions{tel: tel, catalogs: func(live, sb upstream.Catalog) (upstream.Catalog, upstream.Catalog) {
+		c := cache.New(live, cache.Config{Key: "aurora/live", TTL: time.Minute, Stale: time.Hour})
+		b.Cleanup(c.Close)
+		return c, sb
+	}})
+	return h.srv.Config.Handler, h.keys["live"]
+}
+
 // BenchmarkCachedListTelemetry reports the per-request cost of tracing and
 // metrics on the cached list path: compare the sub-benchmarks of one run
 // (off, sampled out, sampled in).
@@ -44,14 +55,9 @@ func BenchmarkCachedListTelemetry(b *testing.B) {
 				}
 				defer tel.Shutdown(context.Background())
 			}
-			h := newHarness(b, harnessOptions{tel: tel, catalogs: func(live, sb upstream.Catalog) (upstream.Catalog, upstream.Catalog) {
-				c := cache.New(live, cache.Config{Key: "aurora/live", TTL: time.Minute, Stale: time.Hour})
-				b.Cleanup(c.Close)
-				return c, sb
-			}})
-			handler := h.srv.Config.Handler
+			handler, key := cachedEdge(b, tel)
 			req := httptest.NewRequest(http.MethodGet, "/v1/properties?perPage=50", nil)
-			req.Header.Set("Authorization", "Bearer "+h.keys["live"])
+			req.Header.Set("Authorization", "Bearer "+key)
 			req.Header.Set("User-Agent", "bench/1.0")
 			req.Header.Set("Traceparent", "00-"+parentTrace+"-"+parentSpan+"-01")
 			if mode.sampler == "always_off" {
@@ -89,14 +95,9 @@ func BenchmarkCachedTelemetryDeployed(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer tel.Shutdown(context.Background())
-	h := newHarness(b, harnessOptions{tel: tel, catalogs: func(live, sb upstream.Catalog) (upstream.Catalog, upstream.Catalog) {
-		c := cache.New(live, cache.Config{Key: "aurora/live", TTL: time.Minute, Stale: time.Hour})
-		b.Cleanup(c.Close)
-		return c, sb
-	}})
-	handler := h.srv.Config.Handler
+	handler, key := cachedEdge(b, tel)
 	list := httptest.NewRequest(http.MethodGet, "/v1/properties?perPage=50", nil)
-	list.Header.Set("Authorization", "Bearer "+h.keys["live"])
+	list.Header.Set("Authorization", "Bearer "+key)
 	list.Header.Set("User-Agent", "bench/1.0")
 	warm := httptest.NewRecorder()
 	handler.ServeHTTP(warm, list)

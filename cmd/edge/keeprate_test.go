@@ -2,8 +2,6 @@ package main
 
 import (
 	"bufio"
-	"compress/gzip"
-	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -13,74 +11,24 @@ import (
 	"testing"
 	"time"
 
-	colltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	"google.golang.org/protobuf/proto"
-
 	"github.com/partner-edge/partner-edge/edge/keys/keystest"
 	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
 
-// otlpReceiver is an OTLP/HTTP (protobuf) trace receiver: what a
-// collector sees of the edge's exports.
-type otlpReceiver struct {
-	mu       sync.Mutex
-	traces   map[string]bool // trace ids of the edge's spans
-	servers  map[string]bool // trace ids of the edge's server spans (requests)
-	services map[string]bool // service.name and service.version of each resource
-	srv      *httptest.Server
-}
-
-func newOTLPReceiver(t *testing.T) *otlpReceiver {
-	rc := &otlpReceiver{traces: map[string]bool{}, servers: map[string]bool{}, services: map[string]bool{}}
-	rc.srv = httptest.NewServer(http.HandlerFunc(rc.serve))
-	t.Cleanup(rc.srv.Close)
-	return rc
-}
-
-func (rc *otlpReceiver) serve(w http.ResponseWriter, r *http.Request) {
-	var body io.Reader = r.Body
-	if r.Header.Get("Content-Encoding") == "gzip" {
-		zr, err := gzip.NewReader(r.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
+// exported counts what rc received of the edge: traces, and traces of
+// requests (a server span); and the service.name=... and
+// service.version=... of the resources.
+func exported(rc *testkit.OTLPReceiver) (traces, requests int, resources map[string]bool) {
+	all, reqs, resources := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	for _, s := range rc.Spans() {
+		all[s.TraceID] = true
+		if strings.HasPrefix(s.Name, "GET /v1/") {
+			reqs[s.TraceID] = true
 		}
-		body = zr
+		resources["service.name="+s.Service], resources["service.version="+s.ServiceVersion] = true, true
 	}
-	b, err := io.ReadAll(body)
-	var req colltrace.ExportTraceServiceRequest
-	if err != nil || r.URL.Path != "/v1/traces" || proto.Unmarshal(b, &req) != nil {
-		http.Error(w, "bad request", http.StatusBadRequest)
-		return
-	}
-	rc.mu.Lock()
-	for _, rs := range req.GetResourceSpans() {
-		for _, kv := range rs.GetResource().GetAttributes() {
-			if kv.GetKey() == "service.name" || kv.GetKey() == "service.version" {
-				rc.services[kv.GetKey()+"="+kv.GetValue().GetStringValue()] = true
-			}
-		}
-		for _, ss := range rs.GetScopeSpans() {
-			for _, s := range ss.GetSpans() {
-				tid := hex.EncodeToString(s.GetTraceId())
-				rc.traces[tid] = true
-				if strings.HasPrefix(s.GetName(), "GET /v1/") {
-					rc.servers[tid] = true
-				}
-			}
-		}
-	}
-	rc.mu.Unlock()
-	out, _ := proto.Marshal(&colltrace.ExportTraceServiceResponse{})
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	_, _ = w.Write(out)
-}
-
-func (rc *otlpReceiver) counts() (traces, servers int) {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	return len(rc.traces), len(rc.servers)
+	return len(all), len(reqs), resources
 }
 
 // sampledLines counts the access lines of stdout of the list route: all,
@@ -112,8 +60,8 @@ func sampledLines(stdout string) (lines, sampled int) {
 // OTEL_SERVICE_NAME names the service over OTEL_RESOURCE_ATTRIBUTES, which
 // gives its version.
 func TestKeepRateBoundsAPMSOutageStorm(t *testing.T) {
-	rc := newOTLPReceiver(t)
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rc.srv.URL)
+	rc := testkit.NewOTLPReceiver(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rc.URL)
 	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100")
 	t.Setenv("OTEL_METRICS_EXPORTER", "none")
@@ -127,7 +75,7 @@ func TestKeepRateBoundsAPMSOutageStorm(t *testing.T) {
 		"EDGE_KEYS_FILE": keysFile, "PMS_BASE_URL": srv.URL, "EDGE_DOCS_URL": testDocsURL,
 		"EDGE_CACHE_TTL": "1h", "EDGE_CACHE_STALE": "2h", "EDGE_TRACE_KEEP_RATE": "10",
 		"OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0",
-		"OTEL_EXPORTER_OTLP_ENDPOINT": rc.srv.URL, "OTEL_METRICS_EXPORTER": "none",
+		"OTEL_EXPORTER_OTLP_ENDPOINT": rc.URL, "OTEL_METRICS_EXPORTER": "none",
 		"OTEL_SERVICE_NAME": "edge-storm", "OTEL_RESOURCE_ATTRIBUTES": "service.name=ignored,service.version=9.9.9",
 	})
 	base := "http://" + waitListening(t, s) + "/v1/"
@@ -176,10 +124,10 @@ func TestKeepRateBoundsAPMSOutageStorm(t *testing.T) {
 		unkept, _ = value(body, `partner_edge_traces_unkept_total{reason="error"}`)
 		logDropped, _ = value(body, `partner_edge_log_dropped_total{log="access"}`)
 		lines, sampled = sampledLines(s.stdout.String())
-		_, servers := rc.counts()
+		_, servers, _ := exported(rc)
 		return servers+int(unkept) == answered && lines <= answered && answered <= lines+int(logDropped)
 	})
-	traces, servers := rc.counts()
+	traces, servers, resources := exported(rc)
 	t.Logf("%d requests in %v, all 5xx: %d traces received (%d of requests), %d counted unkept; bound %d; %d access lines say sampled",
 		answered, elapsed.Round(time.Millisecond), traces, servers, int(unkept), bound, sampled)
 	if sampled > servers {
@@ -197,10 +145,8 @@ func TestKeepRateBoundsAPMSOutageStorm(t *testing.T) {
 			t.Errorf("spans dropped (%s) %v (exposed %v), want 0 with the receiver up", reason, v, ok)
 		}
 	}
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	if !rc.services["service.name=edge-storm"] || !rc.services["service.version=9.9.9"] || len(rc.services) != 2 {
-		t.Errorf("resources of the exports %v, want OTEL_SERVICE_NAME's name (over OTEL_RESOURCE_ATTRIBUTES') and OTEL_RESOURCE_ATTRIBUTES' version alone", rc.services)
+	if !resources["service.name=edge-storm"] || !resources["service.version=9.9.9"] || len(resources) != 2 {
+		t.Errorf("resources of the exports %v, want OTEL_SERVICE_NAME's name (over OTEL_RESOURCE_ATTRIBUTES') and OTEL_RESOURCE_ATTRIBUTES' version alone", resources)
 	}
 }
 
