@@ -3,7 +3,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,7 +10,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -23,36 +21,6 @@ import (
 	"github.com/partner-edge/partner-edge/edge/keys/keystest"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
-
-// promServer is a real Prometheus scraping one target every second.
-type promServer struct{ addr string }
-
-func startPrometheus(t *testing.T, target string) *promServer {
-	t.Helper()
-	bin := needProgram(t, "prometheus", "prometheus")
-	dir := t.TempDir()
-	cfg := fmt.Sprintf("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: edge\n    static_configs:\n      - targets: ['%s']\n", target)
-	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	p := &promServer{addr: freePort(t)}
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
-		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+p.addr)
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("Prometheus's log:\n%s", out.String())
-		}
-	})
-	return p
-}
 
 // query runs an instant PromQL query and answers the label sets of its
 // series.
