@@ -16,11 +16,17 @@ import (
 	"github.com/partner-edge/partner-edge/mapping"
 )
 
-// slowPages delays every list page by d (the PMS's time per page).
+// slowPages delays every list page by d (the PMS's time per page), or
+// until the request is abandoned: the in-process transport runs the
+// handler on the caller's goroutine, so a page that ignored its context
+// would hold the walk past its budget.
 func slowPages(d time.Duration) func(http.ResponseWriter, *http.Request, int64) bool {
 	return func(_ http.ResponseWriter, r *http.Request, _ int64) bool {
 		if strings.HasSuffix(r.URL.Path, "/hotels") {
-			time.Sleep(d)
+			select {
+			case <-time.After(d):
+			case <-r.Context().Done():
+			}
 		}
 		return false
 	}

@@ -422,13 +422,12 @@ func (e *traceEdge) line(t *testing.T, corr string) map[string]any {
 
 var propertyID = regexp.MustCompile(`"id":"([0-9a-f-]{36})"`)
 
-// TestJaegerTraceTrees (docs/contract.md section 20; the trees
-// docs/observability.md shows): a real Jaeger v2 beside the edge and the
-// simulator, both exporting to it; asserted through Jaeger's query API.
-func TestJaegerTraceTrees(t *testing.T) {
+// jaegerStack starts Jaeger, points the process's exporters at it (the
+// exporters, autoexport and the batch processor, read the process's
+// environment) and makes the simulator's telemetry, exporting there too.
+func jaegerStack(t *testing.T) (*jaeger, *observability.Telemetry) {
+	t.Helper()
 	j := startJaeger(t)
-	// The exporters (autoexport, the batch processor) read the process's
-	// environment.
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://"+j.otlp)
 	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100")
@@ -441,7 +440,14 @@ func TestJaegerTraceTrees(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = simTel.Shutdown(context.Background()) })
+	return j, simTel
+}
 
+// TestJaegerTraceTrees (docs/contract.md section 20; the trees
+// docs/observability.md shows): a real Jaeger v2 beside the edge and the
+// simulator, both exporting to it; asserted through Jaeger's query API.
+func TestJaegerTraceTrees(t *testing.T) {
+	j, simTel := jaegerStack(t)
 	trees := documented{}
 	ok1 := t.Run("ratio 1", func(t *testing.T) { traceTreesAtRatio1(t, j, simTel, trees) })
 	ok0 := t.Run("ratio 0", func(t *testing.T) { traceTreesAtRatio0(t, j, simTel, trees) })

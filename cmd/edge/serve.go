@@ -162,7 +162,7 @@ func (p *process) startTelemetry(ctx context.Context, env func(string) string) e
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(sdkErrs.Handle))
 	otel.SetLogger(sdkErrs.Logger())
 	tel, err := observability.New(ctx, observability.Config{Getenv: env, Version: p.version,
-		Brand: p.cfg.Brand, TailSampling: true, KeepSlowerThan: p.cfg.TraceSlow})
+		Brand: p.cfg.Brand, TailSampling: true, KeepSlowerThan: p.cfg.TraceSlow, KeepRate: p.cfg.TraceKeepRate})
 	if err != nil {
 		return fmt.Errorf("bad OpenTelemetry settings: %w", err)
 	}

@@ -59,6 +59,7 @@ type settings struct {
 	CandidateToken           string
 	CandidateMaxWalkBytes    int64         // bound of one candidate walk (docs/contract.md section 17)
 	TraceSlow                time.Duration // a slower request keeps its trace (docs/observability.md); 0: off
+	TraceKeepRate            int           // traces kept by outcome a second (docs/observability.md); 0: no bound
 }
 
 // offDuration reads a positive duration, or "off" (0).
@@ -146,7 +147,8 @@ func settingTable() []*setting {
 		{env: "EDGE_LOG_FORMAT", flag: "log-format", def: "json", help: "log format: json or text", doc: "`json` or `text`"},
 		{env: "EDGE_LOG_LEVEL", flag: "log-level", def: "info", help: "log level: debug, info, warn or error", doc: "`debug`, `info`, `warn` or `error`"},
 		{env: "EDGE_ACCESS_LOG", flag: "access-log", def: "stdout", help: "where the access log goes (buffered, flushed every second): stdout, stderr, off, or a file path (appended to); the other logs go to stderr", doc: "where the access log goes: `stdout`, `stderr`, `off` or a file path (appended to); buffered (64 KiB, flushed every second and at exit); lines the output cannot take are dropped and counted (`partner_edge_log_dropped_total`), never waited for; the other logs stay on stderr"},
-		{env: "EDGE_TRACE_SLOW", flag: "trace-slow", def: "1s", help: "a request slower than this keeps its whole trace whatever the sampler (5xx answers always do); off disables", doc: "a request slower than this keeps its whole trace whatever the sampler (`OTEL_TRACES_SAMPLER`); a `5xx` answer always does; see [observability.md]({docs}observability.md#sampling)", docDef: "`1s`; `off` disables"},
+		{env: "EDGE_TRACE_SLOW", flag: "trace-slow", def: "1s", help: "a request slower than this keeps its whole trace whatever the sampler, as 5xx answers do, within EDGE_TRACE_KEEP_RATE; off disables", doc: "a request slower than this keeps its whole trace whatever the sampler (`OTEL_TRACES_SAMPLER`), as a `5xx` answer does, both within `EDGE_TRACE_KEEP_RATE`; see [observability.md]({docs}observability.md#sampling)", docDef: "`1s`; `off` disables"},
+		{env: "EDGE_TRACE_KEEP_RATE", flag: "trace-keep-rate", def: "100", help: "at most this many traces a second are kept for their outcome (5xx first, then slow); the others are counted (partner_edge_traces_unkept_total); 0: no bound", doc: "at most this many traces a second (and as many at once) are kept for their outcome, `5xx` answers first, then slow ones; beyond it a sample is kept and the rest counted (`partner_edge_traces_unkept_total{reason}`); see [observability.md]({docs}observability.md#sampling)", docDef: "`100`; `0`: no bound"},
 		{env: "EDGE_ACCESS_LOG_SAMPLE", flag: "access-log-sample", def: "1", help: "fraction (0 to 1] of successful requests' access-log lines written; 4xx and 5xx are always written", doc: "fraction (above 0, at most 1) of successful requests' access lines written; 4xx and 5xx lines are always written"},
 	}
 }
@@ -318,6 +320,7 @@ func (p *parser) settings() settings {
 		AccessLog:       p.str("EDGE_ACCESS_LOG"),
 		AccessLogSample: read(p, "EDGE_ACCESS_LOG_SAMPLE", settingval.Float),
 		TraceSlow:       read(p, "EDGE_TRACE_SLOW", offDuration),
+		TraceKeepRate:   read(p, "EDGE_TRACE_KEEP_RATE", settingval.Count),
 	}
 	if s.AdminAddr == "off" {
 		s.AdminAddr = ""
