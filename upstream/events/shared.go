@@ -1,0 +1,171 @@
+package events
+
+import (
+	"context"
+	"errors"
+
+	"github.com/partner-edge/partner-edge/upstream"
+)
+
+// Shared is a fleet's one feed (upstream/events/redisevents keeps it in
+// Redis): every member appends the walks it makes and reads what any
+// member appended, so all answer the same events, ids and order.
+type Shared interface {
+	// Append records w after the shared feed's last walk, when that is
+	// w.Prev (0: the feed does not exist yet, and w starts it) and w.At is
+	// newer; ErrConflict otherwise (another member appended meanwhile),
+	// nothing written. The changes' positions are (w.At, their index).
+	Append(ctx context.Context, w Walk) error
+	// Base returns the shared feed's last walk and, unless it is have,
+	// that walk's properties ordered by id (0 and nil: no feed yet).
+	Base(ctx context.Context, have int64) (walk int64, items []*upstream.Item, err error)
+	// Read returns at most n of the shared feed's events after after,
+	// oldest first, with the feed's floor and last walk.
+	Read(ctx context.Context, after Pos, n int) (Batch, error)
+}
+
+// ErrConflict is an Append whose Prev is not the shared feed's last walk.
+var ErrConflict = errors.New("events: the shared feed moved on")
+
+// Walk is one walk's append to the shared feed.
+type Walk struct {
+	Prev, At int64 // the walk diffed against (0: none) and this one (Unix ms)
+	Changes  []Change
+	// Items are the walk's properties ordered by id: the next walk's base,
+	// for whichever member makes it.
+	Items []*upstream.Item
+}
+
+// Stored is one event as the shared feed keeps it.
+type Stored struct {
+	Pos  Pos
+	Type Type
+	Prop string // the property's id
+	Data []byte // the property's JSON
+}
+
+// Batch is one read of the shared feed.
+type Batch struct {
+	Events []Stored
+	Floor  Pos   // a cursor before it is 410 (zero: the feed does not exist)
+	Walk   int64 // the feed's last walk (0: none)
+}
+
+// syncBatch is how many events one read of the shared feed takes.
+const syncBatch = 1000
+
+// lead appends a walk this member made to the shared feed: diffed against
+// its own copy of the feed's last walk when it has it (the common case: it
+// served that walk's snapshot), else against the base the feed keeps.
+// Redis failing means no append: the next walk diffs against the same
+// base, so its events carry these changes too.
+func (f *Feed) lead(ctx context.Context, s *upstream.Snapshot, walk int64) {
+	if ls := f.lastShared.Load(); ls != nil && (f.base == nil || f.base.walk != f.sharedWalk.Load()) &&
+		ls.LoadedAt.UnixMilli() == f.sharedWalk.Load() {
+		f.base = &baseline{walk: ls.LoadedAt.UnixMilli(), snap: ls}
+	}
+	next := &baseline{walk: walk, snap: s}
+	for attempt := 0; attempt < 2; attempt++ {
+		if f.base == nil || attempt > 0 {
+			var have int64
+			if f.base != nil {
+				have = f.base.walk
+			}
+			bw, items, err := f.cfg.Shared.Base(ctx, have)
+			if err != nil {
+				f.cfg.Log.WarnContext(ctx, "events: the shared feed's base could not be read; this walk makes no events", "pms", f.cfg.Mode, "error", err)
+				return
+			}
+			switch {
+			case bw == 0:
+				f.base = nil
+			case bw != have:
+				if !sortedByID(items) {
+					f.cfg.Log.WarnContext(ctx, "events: the shared feed's base is not in id order; this walk makes no events", "pms", f.cfg.Mode)
+					return
+				}
+				f.base = &baseline{walk: bw, items: items}
+			}
+		}
+		w := Walk{At: walk, Items: next.sorted()}
+		if f.base != nil {
+			if walk <= f.base.walk {
+				return // older than the feed's last walk: the feed has it all
+			}
+			w.Prev, w.Changes = f.base.walk, Diff(f.base.sorted(), w.Items)
+		}
+		err := f.cfg.Shared.Append(ctx, w)
+		if errors.Is(err, ErrConflict) {
+			continue
+		}
+		if err != nil {
+			f.cfg.Log.WarnContext(ctx, "events: the walk's changes could not be appended to the shared feed", "pms", f.cfg.Mode, "error", err)
+			return
+		}
+		f.base = next
+		f.sharedWalk.Store(walk)
+		f.metrics.published(w.Changes)
+		return
+	}
+}
+
+// sync reads what the shared feed holds beyond this member's copy.
+func (f *Feed) sync(ctx context.Context) error {
+	f.syncMu.Lock()
+	defer f.syncMu.Unlock()
+	after, _ := f.log.last()
+	for {
+		b, err := f.cfg.Shared.Read(ctx, after, syncBatch)
+		if err != nil {
+			return err
+		}
+		if b.Walk == 0 { // no shared feed yet: nothing to read, no floor
+			f.synced.Store(f.cfg.Now().UnixNano())
+			return nil
+		}
+		es := make([]entry, 0, len(b.Events))
+		for _, st := range b.Events {
+			if st.Pos.Compare(after) <= 0 {
+				continue // a read that overlapped
+			}
+			es = append(es, f.entry(st.Pos, st.Type, st.Prop, st.Data))
+			after = st.Pos
+		}
+		f.log.raise(b.Floor)
+		f.log.add(es, f.cfg.Now())
+		f.sharedWalk.Store(b.Walk)
+		if len(b.Events) < syncBatch {
+			f.synced.Store(f.cfg.Now().UnixNano())
+			return nil
+		}
+	}
+}
+
+// freshen makes sure a partner reads a recent copy of the shared feed:
+// until the copy has its floor (the first read, or the feed's first walk)
+// each request reads it, bounded by its deadline; later ones are answered
+// from the copy while a stale one (older than SyncEvery) is read again in
+// the background.
+func (f *Feed) freshen(ctx context.Context) {
+	if !f.log.isStarted() {
+		if err := f.sync(ctx); err != nil {
+			f.cfg.Log.DebugContext(ctx, "events: the shared feed could not be read", "pms", f.cfg.Mode, "error", err)
+		}
+		return
+	}
+	if f.cfg.Now().UnixNano()-f.synced.Load() < int64(f.cfg.SyncEvery) || !f.syncing.CompareAndSwap(false, true) {
+		return
+	}
+	f.closeMu.Lock()
+	defer f.closeMu.Unlock()
+	if f.closed {
+		f.syncing.Store(false)
+		return
+	}
+	f.wg.Go(func() {
+		defer f.syncing.Store(false)
+		if err := f.sync(f.bg); err != nil {
+			f.cfg.Log.Debug("events: the shared feed could not be read", "pms", f.cfg.Mode, "error", err)
+		}
+	})
+}
