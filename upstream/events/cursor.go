@@ -3,7 +3,7 @@ package events
 import (
 	"encoding/binary"
 	"errors"
-		"math"
+	"math"
 )
 
 // Errors of Feed.Page. The edge turns them into problems (docs/contract.md

@@ -22,8 +22,8 @@ import (
 //     works (at most EDGE_EVENTS_RETENTION).
 type metrics struct {
 	counter metric.Int64Counter
-	byType    [Removed + 1]metric.AddOption // by Type
-	reg       metric.Registration
+	byType  [Removed + 1]metric.AddOption // by Type
+	reg     metric.Registration
 }
 
 func newMetrics(meter metric.Meter, mode string, stats func() (int, int64), now func() time.Time) (*metrics, error) {
