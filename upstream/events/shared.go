@@ -49,6 +49,13 @@ type Batch struct {
 	Events []Stored
 	Floor  Pos   // a cursor before it is 410 (zero: the feed does not exist)
 	Walk   int64 // the feed's last walk (0: none)
+	// Through is the position of the last event read, Events' last or one
+	// refused after it (zero: none read); Full, that the read took as many
+	// as it was asked for (more may wait). Refused counts events left out
+	// because they do not verify (written without the fleet's secret).
+	Through Pos
+	Full    bool
+	Refused int
 }
 
 // syncBatch is how many events one read of the shared feed takes.
@@ -119,26 +126,36 @@ func (f *Feed) sync(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		if b.Refused > 0 {
+			f.cfg.Log.WarnContext(ctx, "events: events of the shared feed refused: not signed with EDGE_FLEET_SECRET", "pms", f.cfg.Mode, "refused", b.Refused)
+		}
 		if b.Walk == 0 { // no shared feed yet: nothing to read, no floor
 			f.synced.Store(f.cfg.Now().UnixNano())
 			return nil
 		}
 		es := make([]entry, 0, len(b.Events))
 		for _, st := range b.Events {
-			if st.Pos.Compare(after) <= 0 {
-				continue // a read that overlapped
+			if st.Pos.Compare(after) > 0 {
+				es = append(es, f.entry(st.Pos, st.Type, st.Prop, st.Data))
+				after = st.Pos
 			}
-			es = append(es, f.entry(st.Pos, st.Type, st.Prop, st.Data))
-			after = st.Pos
 		}
 		f.log.raise(b.Floor)
 		f.log.add(es, f.cfg.Now())
 		f.sharedWalk.Store(b.Walk)
-		if len(b.Events) < syncBatch {
+		if !b.Full || b.Through.Compare(after) <= 0 && len(es) == 0 {
 			f.synced.Store(f.cfg.Now().UnixNano())
 			return nil
 		}
+		after = max2(after, b.Through)
 	}
+}
+
+func max2(a, b Pos) Pos {
+	if a.Compare(b) >= 0 {
+		return a
+	}
+	return b
 }
 
 // freshen makes sure a partner reads a recent copy of the shared feed:

@@ -66,9 +66,10 @@ func (m *memShared) Read(_ context.Context, after Pos, n int) (Batch, error) {
 	b := Batch{Floor: m.floor, Walk: m.walk}
 	for _, e := range m.events {
 		if e.Pos.Compare(after) > 0 && len(b.Events) < n {
-			b.Events = append(b.Events, e)
+			b.Events, b.Through = append(b.Events, e), e.Pos
 		}
 	}
+	b.Full = len(b.Events) == n
 	return b, nil
 }
 
