@@ -153,8 +153,11 @@ type Loader = func(ctx context.Context) (*upstream.Snapshot, error)
 // Watch returns load, each snapshot it returns observed by the feed first:
 // a walk's changes become events before any partner is served its
 // snapshot. Install it around the cache's load (cache.PMSConfig.WrapLoad),
-// outermost.
+// outermost. A nil feed watches nothing: load itself.
 func (f *Feed) Watch(load Loader) Loader {
+	if f == nil {
+		return load
+	}
 	return func(ctx context.Context) (*upstream.Snapshot, error) {
 		s, err := load(ctx)
 		if err == nil && s != nil {
@@ -167,8 +170,11 @@ func (f *Feed) Watch(load Loader) Loader {
 // Walked wraps a fleet's PMS walk (fleet.LoaderConfig.Walk): a snapshot
 // this instance walked is appended to the shared feed by it; one taken
 // from another member's publication only read. Without Walked every
-// snapshot counts as walked here.
+// snapshot counts as walked here. A nil feed: walk itself.
 func (f *Feed) Walked(walk func(context.Context) ([]mapping.Property, time.Time, error)) func(context.Context) ([]mapping.Property, time.Time, error) {
+	if f == nil {
+		return walk
+	}
 	f.mu.Lock()
 	f.ownWalks = true
 	f.mu.Unlock()
@@ -289,16 +295,10 @@ func (f *Feed) record(s *upstream.Snapshot, walk int64) {
 	if len(changes) == 0 {
 		return
 	}
-	es := make([]entry, len(changes))
+	bt := batch{es: make([]entry, 0, len(changes))}
 	for k, c := range changes {
-		es[k] = f.entry(Pos{Walk: walk, Seq: uint32(k)}, c.Type, c.Item.ID, c.Item.JSON)
+		bt.add(f.tag, Pos{Walk: walk, Seq: uint32(k)}, c.Type, c.Item.ID, c.Item.JSON)
 	}
-	f.log.add(es, f.cfg.Now())
+	f.log.add(bt.entries(), f.cfg.Now())
 	f.metrics.published(changes)
-}
-
-// entry encodes one event at p.
-func (f *Feed) entry(p Pos, t Type, prop string, data []byte) entry {
-	id := string(appendCursor(make([]byte, 0, cursorLen), f.tag, p))
-	return entry{pos: p, prop: prop, id: id, json: appendEvent(make([]byte, 0, len(data)+160), id, t, p.Walk, data)}
 }

@@ -169,6 +169,10 @@ func TestFeedEventsOfWalks(t *testing.T) {
 	if want := []string{es[0].ID, es[1].ID, es[2].ID, es2[0].ID}; fmt.Sprint(paged) != fmt.Sprint(want) {
 		t.Errorf("paged by one: %v; want %v", paged, want)
 	}
+	// One page across the two walks' events (two buffers, copied by run).
+	if all, _, err := page(t, f, cursor, 50, all{}); err != nil || len(all) != 4 || all[3].ID != es2[0].ID {
+		t.Errorf("one page of both walks: %v %v", all, err)
+	}
 }
 
 func TestFeedGrantedKeySeesItsOwn(t *testing.T) {

@@ -7,12 +7,44 @@ import (
 )
 
 // entry is one event as served: its position, the property it is about
-// (for the key's grants), its id and its Event object's JSON, encoded once.
+// (for the key's grants), its id and its Event object's JSON, encoded once:
+// buf[from:to], buf being the JSON of the events added with it, joined by
+// commas, so that a page of a key that sees every property copies each
+// run of them at once.
 type entry struct {
-	pos  Pos
-	prop string
-	id   string
-	json []byte
+	pos      Pos
+	prop     string
+	id       string
+	buf      []byte
+	from, to int
+}
+
+func (e *entry) json() []byte { return e.buf[e.from:e.to] }
+
+// batch encodes events added together into one buffer, commas between.
+type batch struct {
+	buf []byte
+	es  []entry
+}
+
+// add encodes the event t at p of the feed tagged tag about prop (data:
+// its JSON).
+func (b *batch) add(tag byte, p Pos, t Type, prop string, data []byte) {
+	if len(b.buf) > 0 {
+		b.buf = append(b.buf, ',')
+	}
+	id := string(appendCursor(make([]byte, 0, cursorLen), tag, p))
+	from := len(b.buf)
+	b.buf = appendEvent(b.buf, id, t, p.Walk, data)
+	b.es = append(b.es, entry{pos: p, prop: prop, id: id, from: from, to: len(b.buf)})
+}
+
+// entries are the batch's entries, each pointing into its buffer.
+func (b *batch) entries() []entry {
+	for i := range b.es {
+		b.es[i].buf = b.buf
+	}
+	return b.es
 }
 
 // eventLog is the events a Feed serves, oldest first: all of them on a
@@ -92,6 +124,20 @@ func (l *eventLog) stats() (int, int64) {
 	return len(l.entries), l.entries[0].pos.Walk
 }
 
+// adjacent reports whether b follows a in the same buffer, a comma between.
+func adjacent(a, b *entry) bool {
+	return b.from == a.to+1 && len(a.buf) > 0 && len(b.buf) > 0 && &a.buf[0] == &b.buf[0]
+}
+
+// appendRun appends the JSON of run, adjacent entries of one buffer (their
+// commas included), after a comma when comma says so.
+func appendRun(b []byte, run []entry, comma bool) []byte {
+	if comma {
+		b = append(b, ',')
+	}
+	return append(b, run[0].buf[run[0].from:run[len(run)-1].to]...)
+}
+
 // Viewer is what a page needs of the partner's key: its property grants.
 // *keys.Key is one.
 type Viewer interface {
@@ -140,17 +186,23 @@ func (l *eventLog) page(b []byte, after Pos, from bool, limit int, v Viewer, now
 	var res pageResult
 	last := -1 // the last event the page covers: next names it
 	n, scanned := 0, 0
+	run, end, wrote := -1, -1, false // a run [run, end] of adjacent entries not copied yet
 	for ; i < len(es) && n < limit && scanned < maxScan; i++ {
 		scanned++
 		if !all && !v.CanSee(es[i].prop) {
 			last = i
 			continue
 		}
-		if n > 0 {
-			b = append(b, ',')
+		if run >= 0 && (end != i-1 || !adjacent(&es[end], &es[i])) {
+			b, wrote, run = appendRun(b, es[run:end+1], wrote), true, -1
 		}
-		b = append(b, es[i].json...)
-		n, last = n+1, i
+		if run < 0 {
+			run = i
+		}
+		end, n, last = i, n+1, i
+	}
+	if run >= 0 {
+		b = appendRun(b, es[run:end+1], wrote)
 	}
 	switch {
 	case i == len(es): // everything examined

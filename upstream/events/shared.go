@@ -133,17 +133,17 @@ func (f *Feed) sync(ctx context.Context) error {
 			f.synced.Store(f.cfg.Now().UnixNano())
 			return nil
 		}
-		es := make([]entry, 0, len(b.Events))
+		bt := batch{es: make([]entry, 0, len(b.Events))}
 		for _, st := range b.Events {
 			if st.Pos.Compare(after) > 0 {
-				es = append(es, f.entry(st.Pos, st.Type, st.Prop, st.Data))
+				bt.add(f.tag, st.Pos, st.Type, st.Prop, st.Data)
 				after = st.Pos
 			}
 		}
 		f.log.raise(b.Floor)
-		f.log.add(es, f.cfg.Now())
+		f.log.add(bt.entries(), f.cfg.Now())
 		f.sharedWalk.Store(b.Walk)
-		if !b.Full || b.Through.Compare(after) <= 0 && len(es) == 0 {
+		if !b.Full || b.Through.Compare(after) <= 0 && len(bt.es) == 0 {
 			f.synced.Store(f.cfg.Now().UnixNano())
 			return nil
 		}
