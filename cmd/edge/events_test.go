@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -320,6 +321,26 @@ func TestEventsFollowThePMSThroughTheBinary(t *testing.T) {
 		g := live.follow(t, cursor)
 		return len(g) == 2 && g[1].Type == "property.created" && g[1].Data.ID == ids[3]
 	})
+}
+
+// README.md: the demo's banner has a curl line for the feed that answers
+// 200 with events and a cursor to follow.
+func TestDemoBannerFollowsTheFeed(t *testing.T) {
+	t.Parallel()
+	s := start(t, map[string]string{"EDGE_ADDR": "127.0.0.1:0", "EDGE_ADMIN_ADDR": "off"})
+	base := s.waitFor(t, urlLine)[1]
+	waitHealthy(t, base)
+	line := s.waitFor(t, regexp.MustCompile(`(?m)^\s*curl -H 'Authorization: Bearer (\S+)' (\S+/v1/events)$`))
+	code, body := partner{base, line[1]}.get(t, strings.TrimPrefix(line[2], base))
+	var a struct {
+		Data []feedEvent `json:"data"`
+		Meta struct {
+			Events struct{ Next string } `json:"events"`
+		} `json:"meta"`
+	}
+	if code != http.StatusOK || json.Unmarshal(body, &a) != nil || a.Data == nil || !strings.HasPrefix(a.Meta.Events.Next, "evt_") {
+		t.Errorf("the banner's events line: %d %s", code, body)
+	}
 }
 
 // renameAll renames every record of sim: each walk after it has an update
