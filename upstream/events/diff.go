@@ -2,6 +2,7 @@ package events
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"time"
 
@@ -42,44 +43,78 @@ type Change struct {
 	Item *upstream.Item
 }
 
-// Diff returns the changes from prev to next, both ordered by id as
-// Snapshot.All returns them, in id order: one pass over both, comparing
-// each property's public JSON (docs/contract.md section 23: any difference
-// in what a partner gets is an update). Nil prev is no previous walk: no
-// changes (the baseline).
-func Diff(prev, next []*upstream.Item) []Change {
+// Diff returns the changes from prev to next, ordered by property id,
+// comparing each property's public JSON (docs/contract.md section 23: any
+// difference in what a partner gets is an update). Nil prev is no previous
+// walk: no changes (the baseline). The two walks are compared in the order
+// the PMS listed them, in one pass, looking up only the ids out of step
+// (created or removed); a PMS that listed them in another order is
+// compared id by id. Nothing is sorted but the changes.
+func Diff(prev, next *upstream.Snapshot) []Change {
 	if prev == nil {
 		return nil
 	}
-	var out []Change
-	i, j := 0, 0
-	for i < len(prev) || j < len(next) {
-		switch {
-		case j == len(next) || (i < len(prev) && prev[i].ID < next[j].ID):
-			out = append(out, Change{Removed, prev[i]})
-			i++
-		case i == len(prev) || next[j].ID < prev[i].ID:
-			out = append(out, Change{Created, next[j]})
-			j++
-		default:
-			if !bytes.Equal(prev[i].JSON, next[j].JSON) {
-				out = append(out, Change{Updated, next[j]})
-			}
-			i, j = i+1, j+1
-		}
+	out, ok := diffInOrder(prev, next)
+	if !ok {
+		out = diffByID(prev, next)
 	}
+	slices.SortFunc(out, func(a, b Change) int { return strings.Compare(a.Item.ID, b.Item.ID) })
 	return out
 }
 
-// sortedByID reports whether items are in strictly increasing id order, as
-// Diff needs them.
-func sortedByID(items []*upstream.Item) bool {
-	for k := 1; k < len(items); k++ {
-		if strings.Compare(items[k-1].ID, items[k].ID) >= 0 {
-			return false
+// diffInOrder is Diff over both walks in the PMS's order; false when the
+// order changed (an id present in both is out of step).
+func diffInOrder(prev, next *upstream.Snapshot) ([]Change, bool) {
+	p, n := prev.Loaded(), next.Loaded()
+	var out []Change
+	for i, j := 0, 0; i < len(p) || j < len(n); {
+		switch {
+		case i < len(p) && j < len(n) && p[i].ID == n[j].ID:
+			if !bytes.Equal(p[i].JSON, n[j].JSON) {
+				out = append(out, Change{Updated, n[j]})
+			}
+			i, j = i+1, j+1
+		case j < len(n) && !has(prev, n[j].ID):
+			out, j = append(out, Change{Created, n[j]}), j+1
+		case i < len(p) && !has(next, p[i].ID):
+			out, i = append(out, Change{Removed, p[i]}), i+1
+		default:
+			return nil, false
 		}
 	}
-	return true
+	return out, true
+}
+
+func has(s *upstream.Snapshot, id string) bool {
+	_, ok := s.Get(id)
+	return ok
+}
+
+// diffByID is Diff by lookups: each property of next in prev, and, unless
+// every one of prev was found so, each of prev in next.
+func diffByID(prev, next *upstream.Snapshot) []Change {
+	var out []Change
+	found := 0
+	for _, it := range next.Loaded() {
+		old, ok := prev.Get(it.ID)
+		switch {
+		case !ok:
+			out = append(out, Change{Created, it})
+			continue
+		case !bytes.Equal(old.JSON, it.JSON):
+			out = append(out, Change{Updated, it})
+		}
+		found++
+	}
+	if found == len(prev.Loaded()) {
+		return out // none removed
+	}
+	for _, it := range prev.Loaded() {
+		if !has(next, it.ID) {
+			out = append(out, Change{Removed, it})
+		}
+	}
+	return out
 }
 
 // appendEvent appends the Event object of docs/partner-api.md: id, type,

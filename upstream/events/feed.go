@@ -87,19 +87,10 @@ type Feed struct {
 	wg         sync.WaitGroup // background reads
 }
 
-// baseline is a walk's properties, ordered by id (items computed from snap
-// when first needed: a fleet member that never walks never sorts).
+// baseline is the walk events are diffed against: its time and snapshot.
 type baseline struct {
-	walk  int64
-	snap  *upstream.Snapshot
-	items []*upstream.Item
-}
-
-func (b *baseline) sorted() []*upstream.Item {
-	if b.items == nil {
-		b.items = b.snap.All()
-	}
-	return b.items
+	walk int64
+	snap *upstream.Snapshot
 }
 
 // snapNext is the list cursor of one snapshot, encoded once.
@@ -282,16 +273,14 @@ func (f *Feed) observe(ctx context.Context, s *upstream.Snapshot) {
 func (f *Feed) record(s *upstream.Snapshot, walk int64) {
 	if f.base == nil {
 		f.base = &baseline{walk: walk, snap: s}
-		f.base.sorted()
 		f.log.raise(EndOf(walk))
 		return
 	}
 	if walk <= f.base.walk {
 		return
 	}
-	next := &baseline{walk: walk, snap: s}
-	changes := Diff(f.base.sorted(), next.sorted())
-	f.base = next
+	changes := Diff(f.base.snap, s)
+	f.base = &baseline{walk: walk, snap: s}
 	if len(changes) == 0 {
 		return
 	}

@@ -17,8 +17,8 @@ type Shared interface {
 	// nothing written. The changes' positions are (w.At, their index).
 	Append(ctx context.Context, w Walk) error
 	// Base returns the shared feed's last walk and, unless it is have,
-	// that walk's properties ordered by id (0 and nil: no feed yet).
-	Base(ctx context.Context, have int64) (walk int64, items []*upstream.Item, err error)
+	// that walk's properties (0 and nil: no feed yet).
+	Base(ctx context.Context, have int64) (walk int64, base *upstream.Snapshot, err error)
 	// Read returns at most n of the shared feed's events after after,
 	// oldest first, with the feed's floor and last walk.
 	Read(ctx context.Context, after Pos, n int) (Batch, error)
@@ -31,9 +31,9 @@ var ErrConflict = errors.New("events: the shared feed moved on")
 type Walk struct {
 	Prev, At int64 // the walk diffed against (0: none) and this one (Unix ms)
 	Changes  []Change
-	// Items are the walk's properties ordered by id: the next walk's base,
-	// for whichever member makes it.
-	Items []*upstream.Item
+	// Snapshot holds the walk's properties: the next walk's base, for
+	// whichever member makes it.
+	Snapshot *upstream.Snapshot
 }
 
 // Stored is one event as the shared feed keeps it.
@@ -78,7 +78,7 @@ func (f *Feed) lead(ctx context.Context, s *upstream.Snapshot, walk int64) {
 			if f.base != nil {
 				have = f.base.walk
 			}
-			bw, items, err := f.cfg.Shared.Base(ctx, have)
+			bw, base, err := f.cfg.Shared.Base(ctx, have)
 			if err != nil {
 				f.cfg.Log.WarnContext(ctx, "events: the shared feed's base could not be read; this walk makes no events", "pms", f.cfg.Mode, "error", err)
 				return
@@ -87,19 +87,15 @@ func (f *Feed) lead(ctx context.Context, s *upstream.Snapshot, walk int64) {
 			case bw == 0:
 				f.base = nil
 			case bw != have:
-				if !sortedByID(items) {
-					f.cfg.Log.WarnContext(ctx, "events: the shared feed's base is not in id order; this walk makes no events", "pms", f.cfg.Mode)
-					return
-				}
-				f.base = &baseline{walk: bw, items: items}
+				f.base = &baseline{walk: bw, snap: base}
 			}
 		}
-		w := Walk{At: walk, Items: next.sorted()}
+		w := Walk{At: walk, Snapshot: s}
 		if f.base != nil {
 			if walk <= f.base.walk {
 				return // older than the feed's last walk: the feed has it all
 			}
-			w.Prev, w.Changes = f.base.walk, Diff(f.base.sorted(), w.Items)
+			w.Prev, w.Changes = f.base.walk, Diff(f.base.snap, s)
 		}
 		err := f.cfg.Shared.Append(ctx, w)
 		if errors.Is(err, ErrConflict) {

@@ -17,7 +17,7 @@ type memShared struct {
 	mu      sync.Mutex
 	walk    int64
 	floor   Pos
-	base    []*upstream.Item
+	base    *upstream.Snapshot
 	events  []Stored
 	appends int
 	down    bool
@@ -40,12 +40,12 @@ func (m *memShared) Append(_ context.Context, w Walk) error {
 	for i, c := range w.Changes {
 		m.events = append(m.events, Stored{Pos{w.At, uint32(i)}, c.Type, c.Item.ID, c.Item.JSON})
 	}
-	m.walk, m.base = w.At, w.Items
+	m.walk, m.base = w.At, w.Snapshot
 	m.appends++
 	return nil
 }
 
-func (m *memShared) Base(_ context.Context, have int64) (int64, []*upstream.Item, error) {
+func (m *memShared) Base(_ context.Context, have int64) (int64, *upstream.Snapshot, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.down {

@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"time"
 
 	"github.com/partner-edge/partner-edge/mapping"
 	"github.com/partner-edge/partner-edge/upstream"
@@ -17,7 +18,7 @@ import (
 // The base is the last walk's properties, the next walk's diff's other
 // side for whichever member makes it: the format byte (1), the HMAC-SHA256
 // under the secret of the key's name and the payload (32 bytes), then the
-// payload: gzip of, per property in id order, its id and its public JSON,
+// payload: gzip of, per property (in the order the PMS listed them), its id and its public JSON,
 // each preceded by its length (uvarint). Only the property's public JSON is
 // kept: it is what the diff compares and what a removed event carries.
 const (
@@ -28,11 +29,14 @@ const (
 // errBadBase is a base that does not verify or decode.
 var errBadBase = errors.New("redisevents: the shared feed's base does not verify (EDGE_FLEET_SECRET) or decode")
 
-func (s *Store) encodeBase(items []*upstream.Item) ([]byte, error) {
+func (s *Store) encodeBase(snap *upstream.Snapshot) ([]byte, error) {
 	var payload bytes.Buffer
 	zw, _ := gzip.NewWriterLevel(&payload, gzip.BestSpeed)
 	var n [binary.MaxVarintLen64]byte
-	for _, it := range items {
+	if snap == nil {
+		snap = upstream.NewSnapshot(nil, time.Time{})
+	}
+	for _, it := range snap.Loaded() {
 		for _, part := range [][]byte{[]byte(it.ID), it.JSON} {
 			if _, err := zw.Write(n[:binary.PutUvarint(n[:], uint64(len(part)))]); err != nil {
 				return nil, err

@@ -79,7 +79,7 @@ func (s *Store) Append(ctx context.Context, w events.Walk) error {
 	var frame []byte
 	if w.Prev == 0 || len(w.Changes) > 0 {
 		var err error
-		if frame, err = s.encodeBase(w.Items); err != nil {
+		if frame, err = s.encodeBase(w.Snapshot); err != nil {
 			return err
 		}
 	}
@@ -106,7 +106,7 @@ func (s *Store) Append(ctx context.Context, w events.Walk) error {
 }
 
 // Base is events.Shared's.
-func (s *Store) Base(ctx context.Context, have int64) (int64, []*upstream.Item, error) {
+func (s *Store) Base(ctx context.Context, have int64) (int64, *upstream.Snapshot, error) {
 	var reply []any
 	err := s.cfg.Client.Do(ctx, func(ctx context.Context, rdb redis.UniversalClient) (err error) {
 		reply, err = baseScript.Run(ctx, rdb, []string{s.state, s.base}, have, s.cfg.MaxBase).Slice()
@@ -133,7 +133,7 @@ func (s *Store) Base(ctx context.Context, have int64) (int64, []*upstream.Item, 
 	if err != nil {
 		return 0, nil, err
 	}
-	return walk, items, nil
+	return walk, upstream.NewSnapshot(items, time.UnixMilli(walk)), nil
 }
 
 // Read is events.Shared's. An event whose MAC does not verify under the
