@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/partner-edge/partner-edge/mapping"
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream"
 )
 
@@ -221,4 +222,23 @@ func TestSharedFeedUnreadIsUnavailable(t *testing.T) {
 	if !errors.As(err, &ue) || ue.Kind != upstream.Unavailable {
 		t.Errorf("unread feed: %v; want Unavailable", err)
 	}
+}
+
+// A member's copy older than SyncEvery is read again in the background
+// while partners read it (a page answers from the copy without waiting
+// for Redis): a later page has what another member appended meanwhile.
+func TestSharedFeedCopyRefreshedInTheBackground(t *testing.T) {
+	c := &clock{t0}
+	sh := &memShared{}
+	a, b := newMember(t, c, sh), newMember(t, c, sh)
+	s0 := snap(t0, prop(1, "A", "active"))
+	a.leads(t, s0)
+	b.takes(t, s0)
+	cursor := b.f.Next(s0)
+	c.now = t0.Add(time.Minute)
+	a.leads(t, snap(c.now, prop(1, "A1", "active")))
+	testkit.Eventually(t, "b's copy is read again", func() bool {
+		es, _, err := page(t, b.f, cursor, 50, all{})
+		return err == nil && len(es) == 1
+	})
 }
