@@ -19,8 +19,6 @@ type entry struct {
 	from, to int
 }
 
-func (e *entry) json() []byte { return e.buf[e.from:e.to] }
-
 // batch encodes events added together into one buffer, commas between.
 type batch struct {
 	buf []byte
