@@ -192,8 +192,14 @@ func (f *Feed) Next(snap *upstream.Snapshot) string {
 // of its own, not from the future (docs/contract.md section 23: any
 // other is 422).
 func (f *Feed) Valid(after string) bool {
+	_, ok := f.parse(after, f.cfg.Now())
+	return ok
+}
+
+// parse reads a cursor of this feed not from after now + maxAhead.
+func (f *Feed) parse(after string, now time.Time) (Pos, bool) {
 	p, ok := parseCursor(after, f.tag)
-	return ok && p.Walk <= f.cfg.Now().Add(maxAhead).UnixMilli()
+	return p, ok && p.Walk <= now.Add(maxAhead).UnixMilli()
 }
 
 // Page is the meta of an events answer: Next, the cursor to pass as after
@@ -210,17 +216,18 @@ type Page struct {
 // kind Unavailable while the feed cannot be read yet (a fleet member that
 // has not read the shared feed).
 func (f *Feed) AppendPage(ctx context.Context, b []byte, after string, hasAfter bool, limit int, v Viewer) ([]byte, Page, error) {
+	now := f.cfg.Now()
 	var from Pos
 	if hasAfter {
-		if !f.Valid(after) {
+		var ok bool
+		if from, ok = f.parse(after, now); !ok {
 			return b, Page{}, ErrCursorUnknown
 		}
-		from, _ = parseCursor(after, f.tag)
 	}
 	if f.cfg.Shared != nil {
 		f.freshen(ctx)
 	}
-	out, res, err := f.log.page(b, from, hasAfter, limit, v, f.cfg.Now())
+	out, res, err := f.log.page(b, from, hasAfter, limit, v, now)
 	if errors.Is(err, errNotStarted) {
 		return b, Page{}, &upstream.Error{Kind: upstream.Unavailable, RetryAfter: time.Second, Err: err}
 	}
