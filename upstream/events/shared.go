@@ -3,6 +3,7 @@ package events
 import (
 	"context"
 	"errors"
+	"log/slog"
 
 	"github.com/partner-edge/partner-edge/upstream"
 )
@@ -26,6 +27,22 @@ type Shared interface {
 
 // ErrConflict is an Append whose Prev is not the shared feed's last walk.
 var ErrConflict = errors.New("events: the shared feed moved on")
+
+// ErrSharedUnavailable wraps a Shared error that means the shared store
+// is away (Redis down, its breaker open, writes refused): the fleet's
+// documented fallback, already logged by the store's client, so the feed
+// only notes it at debug level.
+var ErrSharedUnavailable = errors.New("events: the shared feed is unavailable")
+
+// logShared logs a failed call to the shared feed: at debug level while
+// the store is away (ErrSharedUnavailable), a warning otherwise.
+func (f *Feed) logShared(ctx context.Context, msg string, err error) {
+	level := slog.LevelWarn
+	if errors.Is(err, ErrSharedUnavailable) {
+		level = slog.LevelDebug
+	}
+	f.cfg.Log.Log(ctx, level, msg, "pms", f.cfg.Mode, "error", err)
+}
 
 // Walk is one walk's append to the shared feed.
 type Walk struct {
@@ -80,7 +97,7 @@ func (f *Feed) lead(ctx context.Context, s *upstream.Snapshot, walk int64) {
 			}
 			bw, base, err := f.cfg.Shared.Base(ctx, have)
 			if err != nil {
-				f.cfg.Log.WarnContext(ctx, "events: the shared feed's base could not be read; this walk makes no events", "pms", f.cfg.Mode, "error", err)
+				f.logShared(ctx, "events: the shared feed's base could not be read; this walk makes no events", err)
 				return
 			}
 			switch {
@@ -102,7 +119,7 @@ func (f *Feed) lead(ctx context.Context, s *upstream.Snapshot, walk int64) {
 			continue
 		}
 		if err != nil {
-			f.cfg.Log.WarnContext(ctx, "events: the walk's changes could not be appended to the shared feed", "pms", f.cfg.Mode, "error", err)
+			f.logShared(ctx, "events: the walk's changes could not be appended to the shared feed", err)
 			return
 		}
 		f.base = next

@@ -92,7 +92,7 @@ func (s *Store) Append(ctx context.Context, w events.Walk) error {
 		args = append(args, id, c.Item.ID, t, c.Item.JSON, s.mac(id, c.Item.ID, t, c.Item.JSON))
 	}
 	var ok int
-	err := s.cfg.Client.Do(ctx, func(ctx context.Context, rdb redis.UniversalClient) (err error) {
+	err := s.do(ctx, func(ctx context.Context, rdb redis.UniversalClient) (err error) {
 		ok, err = appendScript.Run(ctx, rdb, []string{s.stream, s.state, s.base}, args...).Int()
 		return err
 	})
@@ -108,7 +108,7 @@ func (s *Store) Append(ctx context.Context, w events.Walk) error {
 // Base is events.Shared's.
 func (s *Store) Base(ctx context.Context, have int64) (int64, *upstream.Snapshot, error) {
 	var reply []any
-	err := s.cfg.Client.Do(ctx, func(ctx context.Context, rdb redis.UniversalClient) (err error) {
+	err := s.do(ctx, func(ctx context.Context, rdb redis.UniversalClient) (err error) {
 		reply, err = baseScript.Run(ctx, rdb, []string{s.state, s.base}, have, s.cfg.MaxBase).Slice()
 		return err
 	})
@@ -140,7 +140,7 @@ func (s *Store) Base(ctx context.Context, have int64) (int64, *upstream.Snapshot
 // secret (written without it) is left out and counted (Batch.Refused).
 func (s *Store) Read(ctx context.Context, after events.Pos, n int) (events.Batch, error) {
 	var reply []any
-	err := s.cfg.Client.Do(ctx, func(ctx context.Context, rdb redis.UniversalClient) (err error) {
+	err := s.do(ctx, func(ctx context.Context, rdb redis.UniversalClient) (err error) {
 		reply, err = readScript.Run(ctx, rdb, []string{s.stream, s.state}, streamID(after), n).Slice()
 		return err
 	})
@@ -223,6 +223,16 @@ func (s *Store) mac(id, prop, typ string, data []byte) []byte {
 	}
 	m.Write(data)
 	return m.Sum(nil)[:16]
+}
+
+// do is Client.Do, its "Redis is away" errors (fleet.ErrUnavailable: down,
+// breaker open, writes refused) also events.ErrSharedUnavailable.
+func (s *Store) do(ctx context.Context, fn func(context.Context, redis.UniversalClient) error) error {
+	err := s.cfg.Client.Do(ctx, fn)
+	if errors.Is(err, fleet.ErrUnavailable) {
+		return fmt.Errorf("%w: %w", events.ErrSharedUnavailable, err)
+	}
+	return err
 }
 
 // streamID is the stream id of a position.
