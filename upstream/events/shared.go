@@ -84,6 +84,9 @@ const syncBatch = 1000
 // Redis failing means no append: the next walk diffs against the same
 // base, so its events carry these changes too.
 func (f *Feed) lead(ctx context.Context, s *upstream.Snapshot, walk int64) {
+	// Read the feed's last walk first: the snapshot this member served
+	// last is then most often that walk, and the diff needs no base read.
+	_ = f.sync(ctx)
 	if ls := f.lastShared.Load(); ls != nil && (f.base == nil || f.base.walk != f.sharedWalk.Load()) &&
 		ls.LoadedAt.UnixMilli() == f.sharedWalk.Load() {
 		f.base = &baseline{walk: ls.LoadedAt.UnixMilli(), snap: ls}
