@@ -58,7 +58,7 @@ type benchEnv struct {
 	activeIDs    []string
 	feed         *events.Feed // the live PMS's events feed
 	cache        *cache.Cache
-	ahead        atomic.Int64 // how far the cache's clock is ahead (ns): past the TTL, the next list walks
+	ahead        atomic.Int64 // how far the clock of the cache, the walks and the feed is ahead (ns)
 }
 
 // benchGranted is the size of the granted key's property list.
@@ -85,8 +85,10 @@ func (env *benchEnv) start(tb testing.TB, pmsURL string, ttl time.Duration, logg
 		tb.Fatalf("new client: %v", err)
 	}
 	tb.Cleanup(client.CloseIdleConnections)
-	direct := upstream.NewDirect(client, upstream.DirectOptions{Brand: testBrand})
-	feed, err := events.New(events.Config{Mode: "live"})
+	// The cache's and the walks' clock: eventsAfter moves it on.
+	now := func() time.Time { return time.Now().Add(time.Duration(env.ahead.Load())) }
+	direct := upstream.NewDirect(client, upstream.DirectOptions{Brand: testBrand, Now: now})
+	feed, err := events.New(events.Config{Mode: "live", Now: now})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -94,8 +96,7 @@ func (env *benchEnv) start(tb testing.TB, pmsURL string, ttl time.Duration, logg
 	env.feed = feed
 	// The feed watches the cache's load, as in cmd/edge: lists carry its
 	// cursor (meta.events.next).
-	c := cache.New(direct, cache.Config{Key: testBrand + "/live", TTL: ttl, Load: feed.Watch(direct.Snapshot),
-		Now: func() time.Time { return time.Now().Add(time.Duration(env.ahead.Load())) }})
+	c := cache.New(direct, cache.Config{Key: testBrand + "/live", TTL: ttl, Load: feed.Watch(direct.Snapshot), Now: now})
 	tb.Cleanup(c.Close)
 	env.cache = c
 
