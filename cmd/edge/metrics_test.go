@@ -77,6 +77,12 @@ func TestMetricsScrape(t *testing.T) {
 		{`partner_edge_tls_reloads_total{result="failed"`, 0},
 		{`http_server_request_duration_seconds_count{http_request_method="GET",http_response_status_code="502",http_route="/v1/properties/{propertyId}"`, 1},
 		{`http_server_active_requests{http_request_method="GET"`, 0},
+		// The events feed (docs/operations.md, "Property change events"):
+		// registered at 0, nothing changed in the PMS.
+		{`partner_edge_events_published_total{pms="live",type="property.created"`, 0},
+		{`partner_edge_events_published_total{pms="live",type="property.removed"`, 0},
+		{`partner_edge_events_length{pms="live"`, 0},
+		{`partner_edge_events_age_seconds{pms="live"`, 0},
 	} {
 		if got, ok := value(body, tc.series); !ok || got != tc.want {
 			t.Errorf("%s = %v (found %v), want %v", tc.series, got, ok, tc.want)

@@ -47,6 +47,7 @@ type process struct {
 	fm            *member        // nil: no Redis
 	sh            *shadow.Shadow // nil: no candidate
 	live, sandbox upstream.Catalog
+	feeds         edge.Feeds  // the events feeds of the two modes
 	tokens        *edge.OAuth // nil: tokens off
 }
 
@@ -239,7 +240,11 @@ func (p *process) startCatalogs(ctx context.Context) error {
 		p.sh = sh
 		p.wg.Go(func() { sh.Run(ctx) })
 	}
-	live, err := newCatalog(p.cfg, p.cfg.PMSBaseURL, keys.ModeLive, p.version, p.log, p.tel, p.fm, sh)
+	if p.feeds.Live, err = newFeed(p.cfg, keys.ModeLive, p.log, p.tel, p.fm); err != nil {
+		return err
+	}
+	p.onStop(p.feeds.Live.Close)
+	live, err := newCatalog(p.cfg, p.cfg.PMSBaseURL, keys.ModeLive, p.version, p.log, p.tel, p.fm, sh, p.feeds.Live)
 	if err != nil {
 		return err
 	}
@@ -247,7 +252,11 @@ func (p *process) startCatalogs(ctx context.Context) error {
 	p.onStop(live.Close)
 	live.Prime() // the first walk starts now: no partner waits for it (docs/contract.md section 22)
 	if p.cfg.PMSSandbox != "" {
-		sb, err := newCatalog(p.cfg, p.cfg.PMSSandbox, keys.ModeTest, p.version, p.log, p.tel, p.fm, nil)
+		if p.feeds.Sandbox, err = newFeed(p.cfg, keys.ModeTest, p.log, p.tel, p.fm); err != nil {
+			return err
+		}
+		p.onStop(p.feeds.Sandbox.Close)
+		sb, err := newCatalog(p.cfg, p.cfg.PMSSandbox, keys.ModeTest, p.version, p.log, p.tel, p.fm, nil, p.feeds.Sandbox)
 		if err != nil {
 			return err
 		}
@@ -276,6 +285,7 @@ func (p *process) newHandler(docsURL, docsPath, publicURL string) (http.Handler,
 		TrustedProxies: cfg.TrustedProxies,
 		Limiter:        p.fm.limiter(), // nil: in-process
 		OAuth:          p.tokens,
+		Events:         p.feeds,
 
 		AccessLog:       p.access.Log, // its own buffered stream: stdout by default
 		AccessLogSample: cfg.AccessLogSample,

@@ -60,6 +60,8 @@ type settings struct {
 	CandidateMaxWalkBytes    int64         // bound of one candidate walk (docs/contract.md section 17)
 	TraceSlow                time.Duration // a slower request keeps its trace (docs/observability.md); 0: off
 	TraceKeepRate            int           // traces kept by outcome a second (docs/observability.md); 0: no bound
+	EventsRetention          time.Duration // how long property change events are kept (docs/contract.md section 23)
+	EventsMax                int           // at most this many events kept per PMS
 }
 
 // offDuration reads a positive duration, or "off" (0).
@@ -107,6 +109,8 @@ func settingTable() []*setting {
 		{env: "EDGE_CODE_SOURCE", flag: "code-source", def: "none", help: "source of the public code: none, short_code or legacy_property_code", doc: "`none`, `short_code` or `legacy_property_code`"},
 		{env: "EDGE_CACHE_TTL", flag: "cache-ttl", def: "30s", help: "how long PMS data is served without asking again; 0 disables caching", doc: "how long PMS data is served without asking again; `0` disables caching"},
 		{env: "EDGE_CACHE_STALE", flag: "cache-stale", def: "5m", help: "how old data may be when served because the PMS is failing", doc: "how old data may be when served because the PMS is failing (at least `EDGE_CACHE_TTL`)"},
+		{env: "EDGE_EVENTS_RETENTION", flag: "events-retention", def: "168h", help: "how long property change events are kept for GET /v1/events; an older after is 410", doc: "how long property change events are kept for `GET /v1/events`; an `after` older than what is kept is `410 EVENTS_CURSOR_EXPIRED` (a single edge keeps them in memory, forgotten on restart; a fleet in Redis: see [events]({docs}operations.md#property-change-events))"},
+		{env: "EDGE_EVENTS_MAX", flag: "events-max", def: "1000000", help: "at most this many property change events kept per PMS, the oldest dropped first", doc: "at most this many property change events kept per PMS (live, sandbox), the oldest dropped first; each costs about 400 bytes of memory on every instance"},
 		{env: "EDGE_TLS_CERT", flag: "tls-cert", def: "", help: "TLS certificate file (HTTPS and HTTP/2 when set with the key)", doc: "TLS certificate file: with `EDGE_TLS_KEY`, serve HTTPS (HTTP/2 on); reloaded on change and on SIGHUP"},
 		{env: "EDGE_TLS_KEY", flag: "tls-key", def: "", help: "TLS private key file", doc: "TLS private key file (with `EDGE_TLS_CERT`)"},
 		{env: "PMS_BASE_URL", flag: "pms-base-url", def: "", help: "live PMS base URL (empty: the demo's embedded simulator)", doc: "live PMS; setting it leaves the demo (no query or fragment); left empty while any other `EDGE_*` or `PMS_*` setting than `EDGE_ADDR`, `EDGE_ADMIN_ADDR`, `EDGE_LOG_*`, `EDGE_ACCESS_LOG*` and `EDGE_TRACE_*` is set, start-up fails naming it and the setting found", docDef: "empty: the embedded simulator (demo)"},
@@ -321,6 +325,8 @@ func (p *parser) settings() settings {
 		AccessLogSample: read(p, "EDGE_ACCESS_LOG_SAMPLE", settingval.Float),
 		TraceSlow:       read(p, "EDGE_TRACE_SLOW", offDuration),
 		TraceKeepRate:   read(p, "EDGE_TRACE_KEEP_RATE", settingval.Count),
+		EventsRetention: read(p, "EDGE_EVENTS_RETENTION", settingval.Duration),
+		EventsMax:       read(p, "EDGE_EVENTS_MAX", settingval.Count),
 	}
 	if s.AdminAddr == "off" {
 		s.AdminAddr = ""
@@ -346,6 +352,8 @@ func (p *parser) checkTogether(s *settings) {
 		{s.OAuthIssuer != "" && s.OAuthAudience == "", errors.New("EDGE_OAUTH_AUDIENCE is required when EDGE_OAUTH_ISSUER is set (docs/contract.md section 12: both or neither)")},
 		{s.OAuthAudience != "" && s.OAuthIssuer == "", errors.New("EDGE_OAUTH_ISSUER is required when EDGE_OAUTH_AUDIENCE is set (docs/contract.md section 12: both or neither)")},
 		{s.CacheStale < s.CacheTTL, fmt.Errorf("EDGE_CACHE_STALE (%s) must be at least EDGE_CACHE_TTL (%s)", s.CacheStale, s.CacheTTL)},
+		{s.EventsRetention <= 0, errors.New("EDGE_EVENTS_RETENTION must be positive")},
+		{s.EventsMax < 1, errors.New("EDGE_EVENTS_MAX must be at least 1")},
 	} {
 		if r.broken {
 			p.fail(r.err)
