@@ -8,7 +8,7 @@
 #                            request walks the PMS simulator)
 #
 # Settings (environment): DURATION (10s), THREADS (2), CONNS (50),
-# EDGE_PORT (18080), BASE_PORT (18081), MISS_PORT (18082), MISS (0),
+# EDGE_PORT (18080), BASE_PORT (18081), MISS_PORT (18082), SIM_PORT (18083), MISS (0),
 # LOG_LEVEL (warn: the edge's EDGE_LOG_LEVEL). OTEL_* variables pass through
 # to the edge as set (none set: spans are made but not exported).
 set -euo pipefail
@@ -19,6 +19,7 @@ CONNS=${CONNS:-50}
 EDGE_PORT=${EDGE_PORT:-18080}
 BASE_PORT=${BASE_PORT:-18081}
 MISS_PORT=${MISS_PORT:-18082}
+SIM_PORT=${SIM_PORT:-18083}
 MISS=${MISS:-0}
 LOG_LEVEL=${LOG_LEVEL:-warn}
 TARGET=/v1/properties?perPage=50
@@ -48,8 +49,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-echo "building cmd/edge and bench/baseline" >&2
+echo "building cmd/edge, cmd/pmsim and bench/baseline" >&2
 go build -o "$work/edge" ./cmd/edge
+go build -o "$work/pmsim" ./cmd/pmsim
 go build -o "$work/baseline" ./bench/baseline
 
 # wait_for URL: until it answers at all (any status), for up to 10 s.
@@ -62,25 +64,29 @@ wait_for() {
 	return 1
 }
 
-# start_edge PORT TTL NAME: the demo on loopback. The access log is at warn
-# by default (no line for a 200): at info every request writes a JSON line,
-# which measures the log sink as much as the edge (LOG_LEVEL=info to see it).
+# The PMS simulator with the demo's data (seed 1) and a key file of one
+# live key. Not the demo itself: the demo takes no setting but its
+# listeners and logs (docs/operations.md), and these runs set
+# EDGE_CACHE_TTL. env -u: EDGE_PORT is this script's setting, not the
+# edge's, which refuses every EDGE_* variable it does not read.
+"$work/pmsim" --addr "127.0.0.1:$SIM_PORT" --seed 1 >"$work/pmsim.out" 2>&1 &
+pids+=($!)
+key=$(env -u EDGE_PORT "$work/edge" keys add --file "$work/keys.json" --brand aurora --mode live --json 2>/dev/null |
+	sed -n 's/.*"key": *"\([^"]*\)".*/\1/p')
+if [ -z "$key" ]; then
+	echo "edge keys add printed no key" >&2
+	exit 1
+fi
+
+# start_edge PORT TTL NAME: the edge on loopback against the simulator. The
+# access log is at warn by default (no line for a 200): at info every
+# request writes a JSON line, which measures the log sink as much as the
+# edge (LOG_LEVEL=info to see it).
 start_edge() {
-	# env -u: EDGE_PORT is this script's setting, not the edge's, which
-	# refuses every EDGE_* variable it does not read (docs/operations.md).
 	env -u EDGE_PORT EDGE_ADDR=127.0.0.1:$1 EDGE_ADMIN_ADDR=off EDGE_LOG_LEVEL=$LOG_LEVEL EDGE_CACHE_TTL=$2 \
-		"$work/edge" >"$work/$3.out" 2>"$work/$3.err" &
+		PMS_BASE_URL=http://127.0.0.1:$SIM_PORT EDGE_BRAND=aurora EDGE_KEYS_FILE="$work/keys.json" \
+		EDGE_PUBLIC_URL=http://127.0.0.1:$1 "$work/edge" >"$work/$3.out" 2>"$work/$3.err" &
 	pids+=($!)
-	for _ in $(seq 100); do
-		if grep -q 'live key:' "$work/$3.out" 2>/dev/null; then break; fi
-		sleep 0.1
-	done
-	key=$(awk '/live key:/ {print $3}' "$work/$3.out")
-	if [ -z "$key" ]; then
-		echo "the edge ($3) printed no demo key:" >&2
-		cat "$work/$3.out" "$work/$3.err" >&2
-		exit 1
-	fi
 	wait_for "http://127.0.0.1:$1/v1/health"
 }
 

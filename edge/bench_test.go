@@ -27,6 +27,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -37,6 +38,7 @@ import (
 	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/cache"
+	"github.com/partner-edge/partner-edge/upstream/events"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
 
@@ -54,6 +56,9 @@ type benchEnv struct {
 	liveToken    string // every property
 	grantedToken string // a list of benchGranted properties
 	activeIDs    []string
+	feed         *events.Feed // the live PMS's events feed
+	cache        *cache.Cache
+	ahead        atomic.Int64 // how far the clock of the cache, the walks and the feed is ahead (ns)
 }
 
 // benchGranted is the size of the granted key's property list.
@@ -80,9 +85,20 @@ func (env *benchEnv) start(tb testing.TB, pmsURL string, ttl time.Duration, logg
 		tb.Fatalf("new client: %v", err)
 	}
 	tb.Cleanup(client.CloseIdleConnections)
-	direct := upstream.NewDirect(client, upstream.DirectOptions{Brand: testBrand})
-	c := cache.New(direct, cache.Config{Key: testBrand + "/live", TTL: ttl})
+	// The cache's and the walks' clock: eventsAfter moves it on.
+	now := func() time.Time { return time.Now().Add(time.Duration(env.ahead.Load())) }
+	direct := upstream.NewDirect(client, upstream.DirectOptions{Brand: testBrand, Now: now})
+	feed, err := events.New(events.Config{Mode: "live", Now: now})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(feed.Close)
+	env.feed = feed
+	// The feed watches the cache's load, as in cmd/edge: lists carry its
+	// cursor (meta.events.next).
+	c := cache.New(direct, cache.Config{Key: testBrand + "/live", TTL: ttl, Load: feed.Watch(direct.Snapshot), Now: now})
 	tb.Cleanup(c.Close)
+	env.cache = c
 
 	snap, err := direct.Snapshot(context.Background())
 	if err != nil {
@@ -111,8 +127,8 @@ func (env *benchEnv) start(tb testing.TB, pmsURL string, ttl time.Duration, logg
 	}
 	env.grantedToken = mint(granted)
 	store := keystest.Open(tb, recs...)
-	env.handler = edge.NewServer(edge.Config{Brand: testBrand, DocsURL: testDocsURL, Logger: logger, Healthy: store.Usable},
-		store, c, nil)
+	env.handler = edge.NewServer(edge.Config{Brand: testBrand, DocsURL: testDocsURL, Logger: logger, Healthy: store.Usable,
+		Events: edge.Feeds{Live: feed}}, store, c, nil)
 	return env
 }
 
@@ -269,6 +285,102 @@ func BenchmarkHealth(b *testing.B) {
 	r := env.request("/v1/health", "")
 	warm(b, env.handler, r, http.StatusOK)
 	serveLoop(b, env.handler, r, http.StatusOK)
+}
+
+// eventsAfter makes the env's feed hold an event for every property: the
+// simulator's hotels are renamed after the first walk and the snapshot is
+// loaded again (Cache.Refresh's walk); it returns the first walk's list
+// cursor, after which the feed has them all.
+func (env *benchEnv) eventsAfter(tb testing.TB) string {
+	tb.Helper()
+	first, err := env.cache.Snapshot(context.Background())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cursor := env.feed.Next(first)
+	var recs []json.RawMessage
+	for _, raw := range env.sim.Records(testBrand) {
+		var rec map[string]any
+		if err := json.Unmarshal(raw, &rec); err != nil {
+			tb.Fatal(err)
+		}
+		if name, ok := rec["display_name"].(string); ok {
+			rec["display_name"] = name + " Renovated"
+		}
+		b, _ := json.Marshal(rec)
+		recs = append(recs, b)
+	}
+	env.sim.SetRecords(testBrand, recs)
+	time.Sleep(2 * time.Millisecond)    // the next walk's time differs from the first's: a position of its own
+	env.ahead.Add(int64(2 * time.Hour)) // the snapshot expired: the next call walks
+	if second, err := env.cache.Snapshot(context.Background()); err != nil || second == first {
+		tb.Fatalf("no second walk: %v", err)
+	}
+	return cursor
+}
+
+// BenchmarkCachedEvents reads a page of 50 events (docs/contract.md
+// section 23: an events page costs no more than a list page of the same
+// size; BenchmarkEventsVsListRatio measures both in one run).
+func BenchmarkCachedEvents(b *testing.B) {
+	env := newBenchEnv(b, time.Hour, nil)
+	r := env.request(eventsTarget(env.eventsAfter(b)), env.liveToken)
+	warm(b, env.handler, r, http.StatusOK)
+	serveLoop(b, env.handler, r, http.StatusOK)
+}
+
+// eventsTarget is a page of 50 events after cursor.
+func eventsTarget(cursor string) string { return "/v1/events?limit=50&after=" + cursor }
+
+// BenchmarkEventsVsListRatio alternates blocks of a list page of 50 and
+// an events page of 50 (each event a property and its envelope), for the
+// key of every property and for a granted key, and reports the ratio
+// events/list, per answer and per byte answered. Both are one pooled
+// buffer and one Write, with the same allocations (8 for the key of every
+// property).
+func BenchmarkEventsVsListRatio(b *testing.B) {
+	env := newBenchEnv(b, time.Hour, nil)
+	cursor := env.eventsAfter(b)
+	for _, tc := range []struct{ name, token string }{{"all", env.liveToken}, {"granted", env.grantedToken}} {
+		b.Run(tc.name, func(b *testing.B) {
+			list, evs := env.request(listTarget, tc.token), env.request(eventsTarget(cursor), tc.token)
+			lres, eres := warm(b, env.handler, list, http.StatusOK), warm(b, env.handler, evs, http.StatusOK)
+			if tc.name == "all" && (!bytes.Contains(eres.Body.Bytes(), []byte(`"hasMore":true`)) || bytes.Count(eres.Body.Bytes(), []byte(`"object":"event"`)) != 50) {
+				b.Fatalf("events page: %.300s", eres.Body.String())
+			}
+			const block = 64
+			w := newBenchWriter()
+			var tList, tEvents time.Duration
+			n := 0
+			b.ReportAllocs()
+			for b.Loop() {
+				t0 := time.Now()
+				for range block {
+					w.reset()
+					env.handler.ServeHTTP(w, list)
+				}
+				t1 := time.Now()
+				for range block {
+					w.reset()
+					env.handler.ServeHTTP(w, evs)
+				}
+				tList, tEvents = tList+t1.Sub(t0), tEvents+time.Since(t1)
+				n += block
+				if w.status != http.StatusOK {
+					b.Fatalf("status %d", w.status)
+				}
+			}
+			b.ReportMetric(float64(lres.Body.Len()), "list-bytes")
+			b.ReportMetric(float64(eres.Body.Len()), "events-bytes")
+			b.ReportMetric(float64(tList.Nanoseconds())/float64(n), "list-ns/req")
+			b.ReportMetric(float64(tEvents.Nanoseconds())/float64(n), "events-ns/req")
+			b.ReportMetric(float64(tEvents)/float64(tList), "events/list")
+			// Per byte written: an event is a property and its envelope
+			// (id, type, occurredAt), so a page of 50 events is half as large
+			// again as a list page of 50 properties.
+			b.ReportMetric((float64(tEvents)/float64(eres.Body.Len()))/(float64(tList)/float64(lres.Body.Len())), "events/list-per-byte")
+		})
+	}
 }
 
 // BenchmarkCachedListRatio alternates blocks of the bare handler and the

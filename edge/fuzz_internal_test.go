@@ -15,16 +15,24 @@ import (
 func FuzzParseQuery(f *testing.F) {
 	for _, s := range []string{"", "page=1&perPage=50", "page=2147483647", "page=0", "perPage=101", "page=%zz",
 		"a;b", "per_page=5", "Page=1&page=1", "page=1&page=2", "&&&", "=", "page=+1", "x=" + strings.Repeat("%41", 100),
-		strings.Repeat("u=1&v=2&", 50), "page=99999999999999999999", "%00=%00", "page=1e3&perPage=0x10"} {
+		strings.Repeat("u=1&v=2&", 50), "page=99999999999999999999", "%00=%00", "page=1e3&perPage=0x10",
+		"after=evt_ok&limit=5", "after=x&limit=0", "after=evt_ok&after=evt_ok", "limit=", "after="} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
-		for _, params := range [][]intParam{listParams, nil} {
+		valid := func(s string) bool { return s == "evt_ok" }
+		for _, params := range [][]intParam{listParams, nil, eventsParams(valid)} {
 			vals, err := parseQuery(raw, params)
 			if err == nil {
 				for i, p := range params {
-					if vals[i] < p.min || vals[i] > p.max {
-						t.Fatalf("%q: %s = %d out of [%d, %d]", raw, p.name, vals[i], p.min, p.max)
+					if p.valid != nil {
+						if vals.given[i] && !valid(vals.text[i]) {
+							t.Fatalf("%q: %s = %q, which valid refuses", raw, p.name, vals.text[i])
+						}
+						continue
+					}
+					if vals.n[i] < p.min || vals.n[i] > p.max {
+						t.Fatalf("%q: %s = %d out of [%d, %d]", raw, p.name, vals.n[i], p.min, p.max)
 					}
 				}
 				continue

@@ -2,6 +2,7 @@ package edge
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
@@ -9,6 +10,7 @@ import (
 	"github.com/partner-edge/partner-edge/mapping"
 	"github.com/partner-edge/partner-edge/problem"
 	"github.com/partner-edge/partner-edge/upstream"
+	"github.com/partner-edge/partner-edge/upstream/events"
 )
 
 var (
@@ -52,8 +54,9 @@ func handleInfo(rs responder, info []byte) http.Handler {
 }
 
 // handleListProperties answers GET /v1/properties: the active properties
-// the key may see, ordered by createdAt then id, one page of them.
-func handleListProperties(rs responder, cats catalogs) http.Handler {
+// the key may see, ordered by createdAt then id, one page of them, with the
+// events feed's position at the snapshot (meta.events.next).
+func handleListProperties(rs responder, cats catalogs, fs feeds) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		q, err := parseQuery(r.URL.RawQuery, listParams)
 		if err != nil {
@@ -66,9 +69,56 @@ func handleListProperties(rs responder, cats catalogs) http.Handler {
 			rs.fail(w, r, err)
 			return
 		}
-		rs.writePage(w, r, pageOf(snap, key, q[0], q[1]))
+		p := pageOf(snap, key, q.n[0], q.n[1])
+		if f := fs.of(key); f != nil {
+			p.next = f.Next(snap) // encoded once per snapshot
+		}
+		rs.writePage(w, r, p)
 	})
 }
+
+// handleEvents answers GET /v1/events (docs/contract.md section 23): the
+// changes to the properties the key may see, oldest first, after the
+// cursor after. The read model is asked first, as the list does: its
+// refresh is what makes the events (a walk a TTL), and its failure is the
+// answer's; the feed itself is read from memory.
+func handleEvents(rs responder, cats catalogs, fs feeds) http.Handler {
+	params := [2][]intParam{eventsParams(validCursor(fs.Live)), eventsParams(validCursor(fs.Sandbox))}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := Key(r.Context())
+		ps := params[0]
+		if key.Mode == keys.ModeTest {
+			ps = params[1]
+		}
+		q, err := parseQuery(r.URL.RawQuery, ps)
+		if err != nil {
+			rs.fail(w, r, err)
+			return
+		}
+		f := fs.of(key)
+		if f == nil {
+			rs.fail(w, r, errNoFeed)
+			return
+		}
+		if _, err := cats.of(key).Snapshot(r.Context()); err != nil {
+			rs.fail(w, r, err)
+			return
+		}
+		rs.writeEvents(w, r, f, q.text[0], q.given[0], int(q.n[1]), key)
+	})
+}
+
+// validCursor is f.Valid; without a feed no cursor is valid.
+func validCursor(f *events.Feed) func(string) bool {
+	if f == nil {
+		return func(string) bool { return false }
+	}
+	return f.Valid
+}
+
+// errNoFeed is an events request to an edge built without the mode's feed
+// (Config.Events): a fault of the wiring, never of the partner.
+var errNoFeed = &upstream.Error{Kind: upstream.Internal, Err: errors.New("edge: no events feed for this mode")}
 
 // handleGetProperty answers GET /v1/properties/{propertyId}. An id the key
 // is not granted answers 404 before the PMS is asked, so a key can neither
@@ -117,6 +167,7 @@ type page struct {
 	items        []*upstream.Item
 	number, size int64
 	total        int64
+	next         string // meta.events.next; "": no feed
 }
 
 // pageOf selects page number of size from the active items the key may see.

@@ -2,6 +2,7 @@ package edge_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -24,6 +25,7 @@ import (
 	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/problem"
 	"github.com/partner-edge/partner-edge/upstream"
+	"github.com/partner-edge/partner-edge/upstream/events"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -49,6 +51,7 @@ type harness struct {
 	store    *keys.Store
 	logs     *testkit.LogBuffer
 	keysFile string
+	feeds    edge.Feeds // the events feeds, watching the catalogs
 }
 
 type harnessOptions struct {
@@ -96,6 +99,10 @@ func newHarness(t testing.TB, opts harnessOptions) *harness {
 	if opts.catalogs != nil {
 		liveCat, sandboxCat = opts.catalogs(liveCat, sandboxCat)
 	}
+	var feeds edge.Feeds
+	liveCat, feeds.Live = watch(t, liveCat, "live", opts.now)
+	sandboxCat, feeds.Sandbox = watch(t, sandboxCat, "test", opts.now)
+	h.feeds = feeds
 
 	granted := activeIDs(t, h.live, testBrand)[:3]
 	ks := []testKey{
@@ -123,7 +130,7 @@ func newHarness(t testing.TB, opts harnessOptions) *harness {
 	}
 	cfg := edge.Config{Brand: testBrand, DocsURL: testDocsURL, Logger: logger, Now: opts.now, Healthy: store.Usable, Telemetry: opts.tel,
 		RateLimit: opts.rateLimit, AuthFailLimit: opts.authFailLimit, TrustedProxies: trusted, Limiter: opts.limiter,
-		AccessLogSample: opts.accessLogSample, MaxConcurrent: opts.maxConcurrent}
+		AccessLogSample: opts.accessLogSample, MaxConcurrent: opts.maxConcurrent, Events: feeds}
 	if opts.oauth != nil {
 		o := *opts.oauth
 		if o.Clients == nil {
@@ -146,6 +153,30 @@ func instrument(h http.Handler, tel *observability.Telemetry) http.Handler {
 		return h
 	}
 	return pmsim.Instrument(h, tel)
+}
+
+// watched is a catalog whose snapshots its events feed observes, as the
+// cache's load is watched in cmd/edge (events.Feed.Watch): here every list
+// is a walk of the simulator.
+type watched struct {
+	upstream.Catalog
+	load events.Loader
+}
+
+func (w watched) Snapshot(ctx context.Context) (*upstream.Snapshot, error) { return w.load(ctx) }
+
+// watch returns c watched by a new feed of mode (nil and nil for no c).
+func watch(t testing.TB, c upstream.Catalog, mode string, now func() time.Time) (upstream.Catalog, *events.Feed) {
+	t.Helper()
+	if c == nil {
+		return nil, nil
+	}
+	f, err := events.New(events.Config{Mode: mode, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	return watched{Catalog: c, load: f.Watch(c.Snapshot)}, f
 }
 
 func newCatalog(t testing.TB, baseURL string, tel *observability.Telemetry, callTimeout time.Duration) upstream.Catalog {

@@ -54,6 +54,9 @@ func validReplies(t testing.TB) []checkCase {
 			h.Set("Strict-Transport-Security", "max-age=63072000; includeSubDomains; preload")
 		})},
 		{"a full page of 100 properties", "GET", "/v1/properties?perPage=100", success(`{"data":[` + strings.Repeat(p1+`,`, 99) + p1 + `],"meta":` + meta(`{"page":1,"perPage":100,"total":100}`) + `}`)},
+		{"events", "GET", "/v1/events?after=" + cursorA + "&limit=2", success(`{"data":[` + eventJSON(cursorB, "property.updated", p1) + `,` +
+			eventJSON(cursorB[:29]+"1", "property.removed", inactive) + `],"meta":` + eventsMeta(cursorB[:29]+"1", true) + `}`)},
+		{"no events", "GET", "/v1/events?after=" + cursorA, success(`{"data":[],"meta":` + eventsMeta(cursorA, false) + `}`)},
 	}
 }
 
@@ -170,6 +173,19 @@ func TestDriftFails(t *testing.T) {
 		{"extra meta field", "GET", propPath, body(one, mutateJSON(t, one.body, func(m map[string]any) { m["meta"].(map[string]any)["version"] = "1.2.3" })), []string{"/meta", "additional properties 'version'"}},
 		{"extra top-level field", "GET", "/v1/", body(info, mutateJSON(t, info.body, func(m map[string]any) { m["debug"] = true })), []string{"additional properties 'debug'"}},
 		{"missing meta.requestId", "GET", propPath, body(one, mutateJSON(t, one.body, func(m map[string]any) { delete(m["meta"].(map[string]any), "requestId") })), []string{"/meta", "missing property 'requestId'"}},
+		{"missing events cursor on a list", "GET", "/v1/properties", body(list, mutateJSON(t, list.body, func(m map[string]any) { delete(m["meta"].(map[string]any), "events") })), []string{"missing property 'events'"}},
+		{"a list cursor that is no cursor", "GET", "/v1/properties", body(list, mutateJSON(t, list.body, func(m map[string]any) {
+			m["meta"].(map[string]any)["events"] = map[string]any{"next": "12345"}
+		})), []string{"/meta/events/next"}},
+		{"event of an unknown type", "GET", "/v1/events", body(byName(valid, "events"), mutateJSON(t, byName(valid, "events").body, func(m map[string]any) {
+			m["data"].([]any)[0].(map[string]any)["type"] = "property.deleted"
+		})), []string{"/data/0/type"}},
+		{"event without its property", "GET", "/v1/events", body(byName(valid, "events"), mutateJSON(t, byName(valid, "events").body, func(m map[string]any) {
+			delete(m["data"].([]any)[1].(map[string]any), "data")
+		})), []string{"/data/1", "missing property 'data'"}},
+		{"events without hasMore", "GET", "/v1/events", body(byName(valid, "events"), mutateJSON(t, byName(valid, "events").body, func(m map[string]any) {
+			delete(m["meta"].(map[string]any)["events"].(map[string]any), "hasMore")
+		})), []string{"missing property 'hasMore'"}},
 		{"missing pagination on a list", "GET", "/v1/properties", body(list, mutateJSON(t, list.body, func(m map[string]any) { delete(m["meta"].(map[string]any), "pagination") })), []string{"missing property 'pagination'"}},
 		{"missing property field", "GET", propPath, body(one, mutateJSON(t, one.body, data(func(p map[string]any) { delete(p, "code") }))), []string{"missing property 'code'"}},
 		{"timestamp without milliseconds", "GET", propPath, body(one, mutateJSON(t, one.body, data(func(p map[string]any) { p["createdAt"] = "2026-11-22T09:41:00Z" }))), []string{"/data/createdAt", "does not match pattern"}},

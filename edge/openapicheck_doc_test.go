@@ -37,7 +37,7 @@ func TestDocumentLoadsAndValidates(t *testing.T) {
 		t.Fatalf("LoadOpenAPI: %v", err)
 	}
 
-	wantPaths := []string{"/", "/health", "/properties", "/properties/{propertyId}"}
+	wantPaths := []string{"/", "/events", "/health", "/properties", "/properties/{propertyId}"}
 	if got := slices.Sorted(maps.Keys(doc.Paths.Map())); !slices.Equal(got, wantPaths) {
 		t.Errorf("paths = %v, want %v (docs/contract.md section 1)", got, wantPaths)
 	}
@@ -67,7 +67,7 @@ func TestDocumentLoadsAndValidates(t *testing.T) {
 	if sec := doc.Paths.Value("/health").Get.Security; sec == nil || len(*sec) != 0 {
 		t.Errorf("/health security = %v, want [] (unauthenticated)", sec)
 	}
-	for _, p := range []string{"/", "/properties", "/properties/{propertyId}"} {
+	for _, p := range []string{"/", "/properties", "/properties/{propertyId}", "/events"} {
 		if doc.Paths.Value(p).Get.Security != nil {
 			t.Errorf("%s overrides the global bearer security", p)
 		}

@@ -2,6 +2,7 @@ package edge_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -62,9 +63,26 @@ func baseHeader(contentType string) http.Header {
 func meta(pagination string) string {
 	m := `{"requestId":"` + reqID + `","timestamp":"` + fixedNow.Format(mapping.TimeFormat) + `"`
 	if pagination != "" {
-		m += `,"pagination":` + pagination
+		m += `,"pagination":` + pagination + `,"events":{"next":"` + cursorA + `"}`
 	}
 	return m + "}"
+}
+
+// Two cursors of the events feed, as the edge writes them.
+const (
+	cursorA = "evt_05p00001m81a4jj00000004xcr"
+	cursorB = "evt_05p00001m81a6d5000000012t0"
+)
+
+// eventsMeta is the meta of an events answer.
+func eventsMeta(next string, more bool) string {
+	return `{"requestId":"` + reqID + `","timestamp":"` + fixedNow.Format(mapping.TimeFormat) +
+		`","events":{"next":"` + next + `","hasMore":` + fmt.Sprint(more) + `}}`
+}
+
+// eventJSON is an event of type t about the property JSON data.
+func eventJSON(id, t, data string) string {
+	return `{"object":"event","id":"` + id + `","type":"` + t + `","occurredAt":"` + fixedNow.Format(mapping.TimeFormat) + `","data":` + data + `}`
 }
 
 // propertyJSON encodes a Property with the real public encoder.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/partner-edge/partner-edge/problem"
 	"github.com/partner-edge/partner-edge/upstream"
+	"github.com/partner-edge/partner-edge/upstream/events"
 )
 
 // upstreamProblem is how the edge answers one kind of upstream error.
@@ -20,6 +21,13 @@ type upstreamProblem struct {
 // propertyNotFoundDetail is PROPERTY_NOT_FOUND's detail, whichever of the
 // snapshot or the PMS said so.
 const propertyNotFoundDetail = "No property with this id is available to this API key."
+
+// The details of the events feed's cursor problems (docs/contract.md
+// section 23).
+const (
+	cursorExpiredDetail = "The after cursor is older than the events kept. List the properties again and follow the feed from the list's meta.events.next."
+	unknownCursorDetail = "after is not a cursor this API issued: pass meta.events.next of a list or events answer as received."
+)
 
 // upstreamProblems is the one table from upstream.Kind to what a partner
 // sees (docs/contract.md section 7, 10 and 11). upstream.Canceled is absent: a partner
@@ -49,6 +57,13 @@ var upstreamProblems = map[upstream.Kind]upstreamProblem{
 func problemOf(ctx context.Context, err error) (pe *problem.Error, cause error, gone bool) {
 	if errors.As(err, &pe) && pe != nil && problem.Known(pe.Code) {
 		return pe, pe.Err, false
+	}
+	switch {
+	case errors.Is(err, events.ErrCursorExpired):
+		return problem.New(problem.EventsCursorExpired, cursorExpiredDetail), err, false
+	case errors.Is(err, events.ErrCursorUnknown): // the query check refuses it first (eventsParams)
+		return &problem.Error{Code: problem.ValidationFailed, Detail: "One or more query parameters are out of range.",
+			Errors: []problem.FieldError{{Field: "after", Code: problem.FieldInvalidFormat, Detail: unknownCursorDetail}}}, err, false
 	}
 	if err == nil {
 		err = errors.New("edge: nil error answered")

@@ -10,10 +10,15 @@ import (
 	"github.com/partner-edge/partner-edge/problem"
 )
 
-// intParam is an integer query parameter of a route's allow-list.
+// intParam is a query parameter of a route's allow-list: an integer
+// between min and max (def when absent), or, with valid set, a string
+// (after on /v1/events) that valid accepts: a string it refuses is out of
+// range (422, INVALID_FORMAT: docs/contract.md section 23), not malformed.
 type intParam struct {
 	name          string
 	def, min, max int64
+	valid         func(string) bool
+	invalid       string // the detail of a value valid refuses
 }
 
 // listParams is the allow-list of GET /v1/properties.
@@ -22,11 +27,25 @@ var listParams = []intParam{
 	{name: "perPage", def: 50, min: 1, max: 100},
 }
 
+// eventsParams is the allow-list of GET /v1/events for the feed whose
+// cursors valid accepts.
+func eventsParams(valid func(string) bool) []intParam {
+	return []intParam{
+		{name: "after", valid: valid, invalid: unknownCursorDetail},
+		{name: "limit", def: 50, min: 1, max: 100},
+	}
+}
+
 // maxParams bounds a route's allow-list, so parsing needs no allocation.
 const maxParams = 2
 
-// queryValues are the values of a route's params, in allow-list order.
-type queryValues [maxParams]int64
+// queryValues are the values of a route's params, in allow-list order:
+// n of integers, text of strings, given whether the query held it.
+type queryValues struct {
+	n     [maxParams]int64
+	text  [maxParams]string
+	given [maxParams]bool
+}
 
 // parseQuery validates raw against the allow-list params (at most
 // maxParams) and returns the value of each param (its default when absent),
@@ -36,7 +55,7 @@ type queryValues [maxParams]int64
 func parseQuery(raw string, params []intParam) (queryValues, error) {
 	var vals queryValues
 	for i, p := range params {
-		vals[i] = p.def
+		vals.n[i] = p.def
 	}
 	if raw == "" {
 		return vals, nil
@@ -97,6 +116,13 @@ func parseQuery(raw string, params []intParam) (queryValues, error) {
 			malformed = append(malformed, problem.FieldError{Field: p.name, Code: problem.FieldInvalidFormat,
 				Detail: fmt.Sprintf("%s was given %d times; give it once.", p.name, count[i])})
 			continue
+		case p.valid != nil:
+			if !p.valid(given[i]) {
+				outOfRange = append(outOfRange, problem.FieldError{Field: p.name, Code: problem.FieldInvalidFormat, Detail: p.invalid})
+				continue
+			}
+			vals.text[i], vals.given[i] = given[i], true
+			continue
 		case !decimal(given[i]):
 			malformed = append(malformed, problem.FieldError{Field: p.name, Code: problem.FieldInvalidFormat,
 				Detail: p.name + " must be a plain decimal integer."})
@@ -108,7 +134,7 @@ func parseQuery(raw string, params []intParam) (queryValues, error) {
 				Detail: fmt.Sprintf("%s must be between %d and %d.", p.name, p.min, p.max)})
 			continue
 		}
-		vals[i] = n
+		vals.n[i], vals.given[i] = n, true
 	}
 	switch {
 	case malformed != nil:

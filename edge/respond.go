@@ -9,6 +9,7 @@ import (
 	"github.com/partner-edge/partner-edge/edge/internal/contentcoding"
 	"github.com/partner-edge/partner-edge/mapping"
 	"github.com/partner-edge/partner-edge/problem"
+	"github.com/partner-edge/partner-edge/upstream/events"
 )
 
 // bufPool holds response buffers: a cached answer is assembled from bytes
@@ -89,14 +90,11 @@ func (s responder) write(w http.ResponseWriter, r *http.Request, b []byte) {
 	writeJSON(w, http.StatusOK, b)
 }
 
-// appendMeta appends ,"meta":{...}. The request id and timestamp need no
-// JSON escaping: both are drawn from safe alphabets.
+// appendMeta appends ,"meta":{...}. The request id, the timestamp and
+// the events cursor need no JSON escaping: all are drawn from safe
+// alphabets.
 func (s responder) appendMeta(b []byte, r *http.Request, p *page) []byte {
-	b = append(b, `,"meta":{"requestId":"`...)
-	b = append(b, RequestID(r.Context())...)
-	b = append(b, `","timestamp":"`...)
-	b = mapping.AppendTime(b, s.now()) // the one timestamp encoder
-	b = append(b, '"')
+	b = s.appendMetaStart(b, r)
 	if p != nil {
 		b = append(b, `,"pagination":{"page":`...)
 		b = strconv.AppendInt(b, p.number, 10)
@@ -105,8 +103,44 @@ func (s responder) appendMeta(b []byte, r *http.Request, p *page) []byte {
 		b = append(b, `,"total":`...)
 		b = strconv.AppendInt(b, p.total, 10)
 		b = append(b, '}')
+		if p.next != "" {
+			b = append(b, `,"events":{"next":"`...)
+			b = append(b, p.next...)
+			b = append(b, `"}`...)
+		}
 	}
 	return append(b, '}')
+}
+
+// appendMetaStart appends ,"meta":{ with the request id and timestamp.
+func (s responder) appendMetaStart(b []byte, r *http.Request) []byte {
+	b = append(b, `,"meta":{"requestId":"`...)
+	b = append(b, RequestID(r.Context())...)
+	b = append(b, `","timestamp":"`...)
+	b = mapping.AppendTime(b, s.now()) // the one timestamp encoder
+	return append(b, '"')
+}
+
+// writeEvents answers GET /v1/events: {"data": [Event...], "meta": {...,
+// "events": {"next", "hasMore"}}}, the events' JSON copied as encoded once
+// by the feed, in one pooled buffer and one Write, as a list page is.
+func (s responder) writeEvents(w http.ResponseWriter, r *http.Request, f *events.Feed, after string, hasAfter bool, limit int, v events.Viewer) {
+	bp := bufPool.Get().(*[]byte)
+	b, pg, err := f.AppendPage(r.Context(), append((*bp)[:0], pageStart...), after, hasAfter, limit, v)
+	if err != nil {
+		putBuf(bp, b)
+		s.fail(w, r, err)
+		return
+	}
+	b = append(b, ']')
+	b = s.appendMetaStart(b, r)
+	b = append(b, `,"events":{"next":"`...)
+	b = append(b, pg.Next...)
+	b = append(b, `","hasMore":`...)
+	b = strconv.AppendBool(b, pg.More)
+	b = append(b, "}}}"...)
+	s.write(w, r, b)
+	putBuf(bp, b)
 }
 
 func putBuf(bp *[]byte, b []byte) {

@@ -20,8 +20,9 @@ type route struct {
 var v1Routes = []route{
 	{"/v1/", true, func(s *server) http.Handler { return handleInfo(s.responder, s.info) }},
 	{"/v1/health", false, func(s *server) http.Handler { return handleHealth(s.cfg.Healthy) }},
-	{"/v1/properties", true, func(s *server) http.Handler { return handleListProperties(s.responder, s.catalogs) }},
+	{"/v1/properties", true, func(s *server) http.Handler { return handleListProperties(s.responder, s.catalogs, s.feeds) }},
 	{"/v1/properties/{propertyId}", true, func(s *server) http.Handler { return handleGetProperty(s.responder, s.catalogs) }},
+	{"/v1/events", true, func(s *server) http.Handler { return handleEvents(s.responder, s.catalogs, s.feeds) }},
 }
 
 // routes is the one place every route is registered. Middleware order is

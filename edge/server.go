@@ -20,6 +20,7 @@ import (
 	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/problem"
 	"github.com/partner-edge/partner-edge/upstream"
+	"github.com/partner-edge/partner-edge/upstream/events"
 )
 
 // Config is what NewServer needs besides its collaborators. The settings
@@ -80,6 +81,16 @@ type Config struct {
 	// OAuth turns on OAuth 2.0 access tokens beside API keys
 	// (docs/contract.md section 12). Nil: tokens off.
 	OAuth *OAuth
+	// Events are the feeds of property changes of the live and sandbox
+	// PMS (GET /v1/events, docs/contract.md section 23), each watching its
+	// catalog's load. A nil feed: lists of that mode carry no
+	// meta.events, and its events requests fail (500), a wiring fault.
+	Events Feeds
+}
+
+// Feeds are the events feeds of the two modes (Config.Events).
+type Feeds struct {
+	Live, Sandbox *events.Feed
 }
 
 // server holds what the middleware needs; handlers are made by handler
@@ -89,6 +100,7 @@ type server struct {
 	cfg       Config
 	keys      KeyStore
 	catalogs  catalogs
+	feeds     feeds
 	log       *slog.Logger
 	info      []byte                   // the API info object, encoded once
 	tel       *observability.Telemetry // nil: no telemetry
@@ -132,6 +144,7 @@ func NewServer(cfg Config, ks KeyStore, live, sandbox upstream.Catalog) http.Han
 		cfg:       cfg,
 		keys:      ks,
 		catalogs:  catalogs{live: live, sandbox: sandbox},
+		feeds:     feeds(cfg.Events),
 		log:       cfg.Logger,
 		info:      apiInfo(cfg.DocsURL),
 		tel:       cfg.Telemetry,
@@ -169,6 +182,17 @@ func (c catalogs) of(k *keys.Key) upstream.Catalog {
 		return c.sandbox
 	}
 	return c.live
+}
+
+// feeds are Config.Events, by key mode.
+type feeds Feeds
+
+// of returns the feed of key's mode; nil: none.
+func (f feeds) of(k *keys.Key) *events.Feed {
+	if k.Mode == keys.ModeTest {
+		return f.Sandbox
+	}
+	return f.Live
 }
 
 // statusClientClosed is logged (never sent) when the partner went away

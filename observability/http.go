@@ -28,7 +28,9 @@ func (t *Telemetry) Tracer() trace.Tracer { return t.tp.Tracer(ScopeName) }
 // Transport returns base (nil: http.DefaultTransport) wrapped for PMS
 // attempts: one client span per RoundTrip (otelhttp's, named by the
 // method), a child of the span in the request's context; the attempt's
-// traceparent, tracestate and the context's own baggage are injected.
+// trace context is injected in the formats OTEL_PROPAGATORS names
+// (traceparent and tracestate by default; the context's own baggage
+// when asked).
 // resendCount, when non-nil, reads from the request's context how many
 // attempts came before this one (upstream.ResendCount): the span then
 // carries AttrAttempt and, from the first retry on,

@@ -254,10 +254,10 @@ func BenchmarkServerSpan(b *testing.B) {
 	}
 }
 
-// The service's own baggage travels to the PMS (Propagator is TraceContext
-// plus Baggage), with the attempt's traceparent.
+// With OTEL_PROPAGATORS=tracecontext,baggage the service's own baggage
+// travels to the PMS, with the attempt's traceparent.
 func TestTransportInjectsOwnBaggage(t *testing.T) {
-	tel, _, _ := newTest(t, nil)
+	tel, _, _ := newTest(t, map[string]string{"OTEL_PROPAGATORS": "tracecontext,baggage"})
 	got := make(chan http.Header, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got <- r.Header.Clone() }))
 	defer srv.Close()
@@ -281,11 +281,54 @@ func TestTransportInjectsOwnBaggage(t *testing.T) {
 	}
 }
 
+// OTEL_PROPAGATORS says in which formats the trace context goes to the
+// PMS: unset, W3C traceparent alone (no baggage, even the context's own);
+// b3 the B3 single header alone; none nothing.
+func TestTransportPropagatorsFromEnv(t *testing.T) {
+	for _, tc := range []struct {
+		name, value string
+		want, not   []string
+	}{
+		{"default", "", []string{"Traceparent"}, []string{"Baggage", "B3"}},
+		{"baggage when asked", "tracecontext,baggage", []string{"Traceparent", "Baggage"}, []string{"B3"}},
+		{"b3", " B3 ", []string{"B3"}, []string{"Traceparent", "Baggage"}},
+		{"none", "none", nil, []string{"Traceparent", "Baggage", "B3"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tel, _, _ := newTest(t, map[string]string{"OTEL_PROPAGATORS": tc.value})
+			got := make(chan http.Header, 1)
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got <- r.Header.Clone() }))
+			defer srv.Close()
+			m, _ := baggage.NewMember("deployment", "eu1")
+			bag, _ := baggage.New(m)
+			ctx, span := tel.Tracer().Start(baggage.ContextWithBaggage(context.Background(), bag), "call")
+			defer span.End()
+			req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL, nil)
+			resp, err := (&http.Client{Transport: tel.Transport(nil, nil)}).Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			h := <-got
+			for _, k := range tc.want {
+				if h.Get(k) == "" {
+					t.Errorf("OTEL_PROPAGATORS=%q: no %s header sent", tc.value, k)
+				}
+			}
+			for _, k := range tc.not {
+				if v := h.Get(k); v != "" {
+					t.Errorf("OTEL_PROPAGATORS=%q: %s: %s sent", tc.value, k, v)
+				}
+			}
+		})
+	}
+}
+
 // A trace sampled out records no attempt span, yet the PMS still gets the
 // traceparent (the caller's trace, not sampled), tracestate and baggage,
 // and the request given to the transport is left as it was.
 func TestTransportUnsampledStillPropagates(t *testing.T) {
-	tel, exp, _ := newTest(t, map[string]string{"OTEL_TRACES_SAMPLER": "always_off"})
+	tel, exp, _ := newTest(t, map[string]string{"OTEL_TRACES_SAMPLER": "always_off", "OTEL_PROPAGATORS": "tracecontext,baggage"})
 	got := make(chan http.Header, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got <- r.Header.Clone() }))
 	defer srv.Close()

@@ -119,14 +119,17 @@ func (h *jsonLineHandler) Handle(ctx context.Context, r slog.Record) error {
 		putLine(bp, b)
 		return h.slow.Handle(ctx, r)
 	}
-	// trace_id and span_id last, as TraceHandler adds them, encoded in
-	// place: TraceHandler's strings would cost two allocations a line.
+	// trace_id, span_id and trace_flags last, as TraceHandler adds them,
+	// encoded in place: TraceHandler's strings would cost two allocations
+	// a line.
 	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
 		tid, sid := sc.TraceID(), sc.SpanID()
 		b = append(b, `,"`+LogTraceID+`":"`...)
 		b = hex.AppendEncode(b, tid[:])
 		b = append(b, `","`+LogSpanID+`":"`...)
 		b = hex.AppendEncode(b, sid[:])
+		b = append(b, `","`+LogTraceFlags+`":"`...)
+		b = append(b, traceFlags(sc)...)
 		b = append(b, '"')
 	}
 	b = append(b, "}\n"...)

@@ -21,12 +21,17 @@ const Redacted = "[REDACTED]"
 const (
 	LogTraceID = "trace_id"
 	LogSpanID  = "span_id"
+	// LogTraceFlags is the W3C trace flags of the span when the line was
+	// written, two hex digits: "01" once the trace is being kept, "00"
+	// before (the access line's trace_sampled has the last word: a 5xx or
+	// slow request is kept after its other lines were written).
+	LogTraceFlags = "trace_flags"
 )
 
 // NewLogger returns a logger writing to w: JSON lines for format "json" (and
 // for any value other than "text"), logfmt-style text for "text", at level
 // and above. Records carry trace_id and span_id when their context holds a
-// span (use the *Context logging methods), and pass through Redact with
+// span (use the *Context logging methods), with trace_flags, and pass through Redact with
 // secrets (for example the PMS token): see Redact for what is hidden.
 //
 // Run should validate the format setting itself; NewLogger never fails.
@@ -165,16 +170,17 @@ func isAlnum(c byte) bool {
 }
 
 // TraceHandler wraps h so that each record logged with a context holding a
-// valid span context gets trace_id and span_id attributes (hex), letting an
-// SRE go from a log line to its trace. Logged inside a WithGroup, they land in
-// that group.
+// valid span context gets trace_id, span_id and trace_flags attributes
+// (hex), letting an SRE go from a log line to its trace. Logged inside a
+// WithGroup, they land in that group.
 func TraceHandler(h slog.Handler) slog.Handler { return traceHandler{h} }
 
 type traceHandler struct{ slog.Handler }
 
 func (t traceHandler) Handle(ctx context.Context, r slog.Record) error {
 	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
-		r.AddAttrs(slog.String(LogTraceID, sc.TraceID().String()), slog.String(LogSpanID, sc.SpanID().String()))
+		r.AddAttrs(slog.String(LogTraceID, sc.TraceID().String()), slog.String(LogSpanID, sc.SpanID().String()),
+			slog.String(LogTraceFlags, traceFlags(sc)))
 	}
 	return t.Handler.Handle(ctx, r)
 }
@@ -300,3 +306,18 @@ func (e *SDKErrors) endpoint(signal string) string {
 	}
 	return "default"
 }
+
+// traceFlags is the two hex digits of sc's flags, without an allocation.
+func traceFlags(sc trace.SpanContext) string {
+	f := byte(sc.TraceFlags())
+	return hexByte[2*int(f) : 2*int(f)+2]
+}
+
+// hexByte is every byte's two hex digits, in order.
+var hexByte = func() string {
+	b := make([]byte, 0, 512)
+	for i := range 256 {
+		b = append(b, hexDigits[i>>4], hexDigits[i&0xF])
+	}
+	return string(b)
+}()

@@ -93,18 +93,38 @@ func TestRedactKeys(t *testing.T) {
 }
 
 func TestLoggerWritesTraceIDs(t *testing.T) {
-	tel, _, _ := newTest(t, nil)
+	for _, tc := range []struct{ sampler, flags string }{{"always_on", "01"}, {"always_off", "00"}} {
+		t.Run(tc.sampler, func(t *testing.T) { loggerWritesTraceIDs(t, tc.sampler, tc.flags) })
+	}
+}
+
+// loggerWritesTraceIDs: a line logged under a span carries its trace_id,
+// span_id and trace_flags (the JSON encoder's fast path and log/slog's
+// handler, for a line the fast path leaves to it, alike).
+func loggerWritesTraceIDs(t *testing.T, sampler, flags string) {
+	tel, _, _ := newTest(t, map[string]string{"OTEL_TRACES_SAMPLER": sampler})
 	var buf bytes.Buffer
 	log := NewLogger(&buf, "json", slog.LevelInfo)
 	ctx, span := tel.Tracer().Start(context.Background(), "req")
 	log.InfoContext(ctx, "inside")
+	log.InfoContext(ctx, "inside, slog's encoder", "ratio", 0.5) // a float: not the fast path's
 	span.End()
 	log.InfoContext(context.Background(), "outside")
 
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
-	if len(lines) != 2 {
-		t.Fatalf("%d lines, want 2: %s", len(lines), buf.String())
+	if len(lines) != 3 {
+		t.Fatalf("%d lines, want 3: %s", len(lines), buf.String())
 	}
+	for _, l := range lines[:2] {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatal(err)
+		}
+		if m[LogTraceFlags] != flags {
+			t.Errorf("%s: trace_flags %v, want %s", l, m[LogTraceFlags], flags)
+		}
+	}
+	lines = []string{lines[0], lines[2]}
 	var in, out map[string]any
 	if err := json.Unmarshal([]byte(lines[0]), &in); err != nil {
 		t.Fatal(err)

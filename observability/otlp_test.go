@@ -1,104 +1,31 @@
 package observability
 
 import (
-	"compress/gzip"
 	"context"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	collmetrics "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
-	colltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	"google.golang.org/protobuf/proto"
+	"github.com/partner-edge/partner-edge/observability/testkit"
 )
 
-// receiver is a minimal OTLP/HTTP (protobuf) collector on loopback.
+// receiver is testkit's OTLP collector, answering what the tests below
+// compare.
 type receiver struct {
-	mu       sync.Mutex
-	spans    []string // span names
-	services []string // service.name of each resource
-	metrics  []string // metric names
-	srv      *httptest.Server
+	*testkit.OTLPReceiver
 }
 
-func newReceiver(t *testing.T) *receiver {
-	rc := &receiver{}
-	rc.srv = httptest.NewServer(http.HandlerFunc(rc.serve))
-	t.Cleanup(rc.srv.Close)
-	return rc
-}
+func newReceiver(t *testing.T) receiver { return receiver{testkit.NewOTLPReceiver(t)} }
 
-func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
-	var body io.Reader = r.Body
-	if r.Header.Get("Content-Encoding") == "gzip" {
-		zr, err := gzip.NewReader(r.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		body = zr
+// got is the names of the spans received, the service.name of each, and
+// the names of the metrics.
+func (rc receiver) got() (spans, services, metrics []string) {
+	for _, s := range rc.Spans() {
+		spans, services = append(spans, s.Name), append(services, s.Service)
 	}
-	b, err := io.ReadAll(body)
-	if err != nil || r.Method != http.MethodPost || r.Header.Get("Content-Type") != "application/x-protobuf" {
-		http.Error(w, "bad request", http.StatusBadRequest)
-		return
-	}
-	var resp proto.Message
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	switch r.URL.Path {
-	case "/v1/traces":
-		var req colltrace.ExportTraceServiceRequest
-		if err := proto.Unmarshal(b, &req); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		for _, rs := range req.GetResourceSpans() {
-			for _, kv := range rs.GetResource().GetAttributes() {
-				if kv.GetKey() == "service.name" {
-					rc.services = append(rc.services, kv.GetValue().GetStringValue())
-				}
-			}
-			for _, ss := range rs.GetScopeSpans() {
-				for _, s := range ss.GetSpans() {
-					rc.spans = append(rc.spans, s.GetName())
-				}
-			}
-		}
-		resp = &colltrace.ExportTraceServiceResponse{}
-	case "/v1/metrics":
-		var req collmetrics.ExportMetricsServiceRequest
-		if err := proto.Unmarshal(b, &req); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		for _, rm := range req.GetResourceMetrics() {
-			for _, sm := range rm.GetScopeMetrics() {
-				for _, m := range sm.GetMetrics() {
-					rc.metrics = append(rc.metrics, m.GetName())
-				}
-			}
-		}
-		resp = &collmetrics.ExportMetricsServiceResponse{}
-	default:
-		http.NotFound(w, r)
-		return
-	}
-	out, _ := proto.Marshal(resp)
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	_, _ = w.Write(out)
-}
-
-func (rc *receiver) got() (spans, services, metrics []string) {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	return slices.Clone(rc.spans), slices.Clone(rc.services), slices.Clone(rc.metrics)
+	return spans, services, rc.Metrics()
 }
 
 // The OTLP exporters read their endpoint from the process environment
@@ -116,7 +43,7 @@ func clearOTelEnv(t *testing.T) {
 func TestOTLPExportWhenEndpointSet(t *testing.T) {
 	clearOTelEnv(t)
 	rc := newReceiver(t)
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rc.srv.URL)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rc.URL)
 	t.Setenv("OTEL_SERVICE_NAME", "edge-otlp-test")
 
 	tel, err := New(context.Background(), Config{Getenv: os.Getenv})
@@ -153,7 +80,7 @@ func TestOTLPExportWhenEndpointSet(t *testing.T) {
 func TestOTLPNoneExportsNothing(t *testing.T) {
 	clearOTelEnv(t)
 	rc := newReceiver(t)
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rc.srv.URL)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rc.URL)
 	t.Setenv("OTEL_TRACES_EXPORTER", "none")
 	t.Setenv("OTEL_METRICS_EXPORTER", "none")
 

@@ -21,15 +21,27 @@ import (
 // drops them.
 
 // AttrKeptBy is set on the server span of a trace the head sampler dropped
-// and the request's outcome kept: "error" (a 5xx answer) or "slow".
+// and the edge kept: "error" (a 5xx answer), "slow", or "link" (a kept
+// trace links to it: the request started a walk, or led a load others
+// joined; KeepRequest, LeadLoad).
 const AttrKeptBy = attribute.Key("partner_edge.trace.kept_by")
+
+// Values of AttrKeptBy.
+const (
+	keptByError = "error"
+	keptBySlow  = "slow"
+	keptByLink  = "link"
+)
 
 // maxPendingTraces bounds the traces held at once, and maxPendingSpans the
 // spans of each: past them a held span is dropped (a trace cannot hold the
-// process's memory).
+// process's memory). A trace still undecided maxHold after it was first
+// held is forgotten once the table is full (a mark on a request that had
+// already decided: KeepRequest), at most once per maxHold/60.
 const (
 	maxPendingTraces = 4096
 	maxPendingSpans  = 512
+	maxHold          = 5 * time.Minute
 )
 
 // tailSampler is the configured (head) sampler for roots and spans of a
@@ -41,6 +53,9 @@ type tailSampler struct{ head sdktrace.Sampler }
 
 func (s tailSampler) ShouldSample(p sdktrace.SamplingParameters) sdktrace.SamplingResult {
 	psc := trace.SpanContextFromContext(p.ParentContext)
+	if p.ParentContext.Value(dropKey{}) != nil {
+		return sdktrace.SamplingResult{Decision: sdktrace.Drop} // a walk KeepWalk left out, and all beneath it
+	}
 	if p.ParentContext.Value(keepKey{}) != nil {
 		return sdktrace.SamplingResult{Decision: sdktrace.RecordAndSample}
 	}
@@ -57,15 +72,6 @@ func (s tailSampler) ShouldSample(p sdktrace.SamplingParameters) sdktrace.Sampli
 
 func (s tailSampler) Description() string { return "Tail{" + s.head.Description() + "}" }
 
-type keepKey struct{}
-
-// KeepTrace marks ctx so that a root span started under it (a walk of the
-// PMS: upstream/cache) is kept whatever the head sampler says, when the
-// Telemetry decides tails (Config.TailSampling).
-func KeepTrace(ctx context.Context) context.Context {
-	return context.WithValue(ctx, keepKey{}, true)
-}
-
 // pendingTrace is a trace whose request has not decided yet, or has and
 // still has spans open (they follow the decision as they end).
 type pendingTrace struct {
@@ -74,6 +80,9 @@ type pendingTrace struct {
 	live    int          // spans started and not yet ended
 	decided bool         // Decide was called
 	keep    bool         // its outcome
+	force   bool         // KeepRequest: kept whatever its outcome
+	lead    bool         // LeadLoad: kept, its followers link to it (took a token)
+	born    time.Time    // when first held
 }
 
 // tailProcessor holds the spans of pending traces and passes every other
@@ -85,6 +94,12 @@ type tailProcessor struct {
 	// n is len(held), read without the lock by decide: a cached answer
 	// (no span beneath its server span) then costs one atomic load.
 	n atomic.Int64
+	// budget bounds the traces kept by outcome (keepBudget; nil: no
+	// bound), loss counts those it leaves out.
+	budget    *keepBudget
+	loss      *loss
+	now       func() time.Time
+	lastSweep time.Time // guarded by mu
 }
 
 // pendingChild: s was started under a local, unsampled parent (tailSampler
@@ -98,12 +113,36 @@ func pendingChild(s sdktrace.ReadOnlySpan) bool {
 // mu held.
 func (t *tailProcessor) pending(tid trace.TraceID, create bool) *pendingTrace {
 	p := t.held[tid]
-	if p == nil && create && len(t.held) < maxPendingTraces {
-		p = &pendingTrace{}
+	if p != nil || !create {
+		return p
+	}
+	if len(t.held) >= maxPendingTraces {
+		t.sweep()
+	}
+	if len(t.held) < maxPendingTraces {
+		p = &pendingTrace{born: t.now()}
 		t.held[tid] = p
 		t.n.Add(1)
 	}
 	return p
+}
+
+// sweep forgets the traces held undecided for longer than maxHold (no
+// request waits so long: a mark made after its request had decided);
+// called with mu held, when the table is full.
+func (t *tailProcessor) sweep() {
+	now := t.now()
+	if now.Sub(t.lastSweep) < maxHold/60 {
+		return
+	}
+	t.lastSweep = now
+	for tid, p := range t.held {
+		if !p.decided && now.Sub(p.born) > maxHold {
+			t.unlead(p)
+			delete(t.held, tid)
+			t.n.Add(-1)
+		}
+	}
 }
 
 // release forgets p once it is decided and its last span has ended; called
@@ -160,29 +199,64 @@ func (t *tailProcessor) holdLink(tid trace.TraceID, l trace.Link) {
 	}
 }
 
-// decide ends the wait of trace tid: its held spans are exported when
-// keep, dropped otherwise, and so are those still open as they end. It
-// returns the links held for its server span.
-func (t *tailProcessor) decide(tid trace.TraceID, keep bool) []trace.Link {
+// decide ends the wait of trace tid, whose outcome asks to keep it for
+// why (keptByError, keptBySlow; "": it does not). It returns why the trace
+// is kept ("": dropped): for its outcome, when the keep budget allows
+// (the others are counted), or for a mark (KeepRequest, LeadLoad) whatever
+// the outcome and the budget. Its held spans are exported when kept,
+// dropped otherwise, and so are those still open as they end. It returns
+// the links held for its server span too.
+func (t *tailProcessor) decide(tid trace.TraceID, why string) (string, []trace.Link) {
 	if t.n.Load() == 0 {
-		return nil
+		if why == "" || t.admit(why) {
+			return why, nil
+		}
+		return "", nil
 	}
 	t.mu.Lock()
 	p := t.held[tid]
+	marked := p != nil && (p.force || p.lead)
+	switch {
+	case marked && why == "":
+		why = keptByLink
+	case !marked && why != "" && !t.admit(why):
+		why = ""
+	}
 	if p == nil {
 		t.mu.Unlock()
-		return nil
+		return why, nil
 	}
 	spans, links := p.spans, p.links
-	p.spans, p.links, p.decided, p.keep = nil, nil, true, keep
+	p.spans, p.links, p.decided, p.keep = nil, nil, true, why != ""
 	t.release(tid, p)
 	t.mu.Unlock()
-	if keep {
+	if why != "" {
 		for _, s := range spans {
 			t.next.OnEnd(s)
 		}
 	}
-	return links
+	return why, links
+}
+
+// admit asks the keep budget for a trace kept for why, and counts it
+// unkept when refused: errors may take the whole budget, slow requests
+// leave half of it to errors (docs/observability.md, "Sampling").
+func (t *tailProcessor) admit(why string) bool {
+	if t.budget == nil {
+		return true
+	}
+	if why == keptByError {
+		if t.budget.take(0) {
+			return true
+		}
+		t.loss.unkept.Add(unkeptError, 1)
+		return false
+	}
+	if t.budget.take(t.budget.forErrors) {
+		return true
+	}
+	t.loss.unkept.Add(unkeptSlow, 1)
+	return false
 }
 
 func (t *tailProcessor) Shutdown(ctx context.Context) error   { return t.next.Shutdown(ctx) }
@@ -232,7 +306,10 @@ func randomSpanID() trace.SpanID {
 // by StartServerSpan), once it is answered: status is the status sent,
 // elapsed its time, start when it began. It reports whether the trace is
 // kept: always when the head sampler kept it; otherwise when status is 5xx
-// or elapsed is at least Config.KeepSlowerThan (when set). The returned
+// or elapsed is at least Config.KeepSlowerThan (when set), within the
+// keep budget (Config.KeepRate: 5xx first, then slow; the others counted in
+// partner_edge.traces.unkept); and whatever its outcome when a kept trace
+// links to it (KeepRequest, LeadLoad). The returned
 // context holds the span to annotate (SetRoute, SetResponse): ctx's own,
 // or, for a trace kept here, the server span made again (same ids, start
 // time start, the request's attributes); end it with end (at the time
@@ -244,9 +321,15 @@ func (t *Telemetry) Decide(ctx context.Context, r *http.Request, start time.Time
 	if t == nil || t.tail == nil || !sc.IsValid() || sc.IsSampled() {
 		return ctx, sc.IsSampled(), noEnd
 	}
-	keep := status >= 500 || (t.slow > 0 && elapsed >= t.slow)
-	links := t.tail.decide(sc.TraceID(), keep)
-	if !keep {
+	why := ""
+	switch {
+	case status >= 500:
+		why = keptByError
+	case t.slow > 0 && elapsed >= t.slow:
+		why = keptBySlow
+	}
+	why, links := t.tail.decide(sc.TraceID(), why)
+	if why == "" {
 		return ctx, false, noEnd
 	}
 	pctx := context.WithValue(ctx, forcedIDsKey{}, forcedIDs{sc.TraceID(), sc.SpanID()})
@@ -258,10 +341,6 @@ func (t *Telemetry) Decide(ctx context.Context, r *http.Request, start time.Time
 	_, span := t.serverTracer.Start(pctx, spanMethod(r.Method),
 		trace.WithSpanKind(trace.SpanKindServer), trace.WithTimestamp(start),
 		trace.WithAttributes(requestAttrs(kv[:0], r)...), trace.WithLinks(links...))
-	why := "error"
-	if status < 500 {
-		why = "slow"
-	}
 	span.SetAttributes(AttrKeptBy.String(why))
 	// The span goes into ctx (its values: the request's state, the cache's
 	// slot), not pctx's forced ids.
@@ -271,18 +350,3 @@ func (t *Telemetry) Decide(ctx context.Context, r *http.Request, start time.Time
 }
 
 func noEnd(time.Time) {}
-
-// LinkRequest links the server span of ctx (a request's) to l: at once
-// when the span records; for a request whose trace the head sampler
-// dropped, held until Decide, and carried by the server span made again
-// if the trace is kept (a request that waited for a walk, then failed).
-func (t *Telemetry) LinkRequest(ctx context.Context, l trace.Link) {
-	span := trace.SpanFromContext(ctx)
-	if span.IsRecording() {
-		span.AddLink(l)
-		return
-	}
-	if sc := span.SpanContext(); t != nil && t.tail != nil && sc.IsValid() && !sc.IsSampled() {
-		t.tail.holdLink(sc.TraceID(), l)
-	}
-}

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/contrib/exporters/autoexport"
+	"go.opentelemetry.io/contrib/propagators/autoprop"
 	"go.opentelemetry.io/otel/attribute"
 	promexporter "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/metric"
@@ -34,18 +35,21 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 )
 
-// DefaultServiceName is service.name when neither Config.ServiceName nor
-// OTEL_SERVICE_NAME names one.
+// DefaultServiceName is service.name when neither Config.ServiceName,
+// OTEL_SERVICE_NAME nor OTEL_RESOURCE_ATTRIBUTES names one.
 const DefaultServiceName = "partner-edge"
 
 // Config configures New. The zero value is usable: no environment, so nothing
 // is exported, and /metrics still serves every instrument.
 type Config struct {
-	// ServiceName is the resource's service.name. Empty: OTEL_SERVICE_NAME,
-	// else DefaultServiceName.
+	// ServiceName is the resource's service.name, whatever the
+	// environment says (a program that is not the edge: the simulator).
+	// Empty: OTEL_SERVICE_NAME, else service.name in
+	// OTEL_RESOURCE_ATTRIBUTES, else DefaultServiceName.
 	ServiceName string
 
-	// Version is the resource's service.version. Empty: ModuleVersion, else
+	// Version is the resource's service.version unless
+	// OTEL_RESOURCE_ATTRIBUTES names one. Empty: ModuleVersion, else
 	// "unknown".
 	Version string
 
@@ -76,6 +80,11 @@ type Config struct {
 	// KeepSlowerThan is the time from which a request's trace is kept
 	// (EDGE_TRACE_SLOW); 0: no request is kept for its time.
 	KeepSlowerThan time.Duration
+	// KeepRate bounds the traces kept by their outcome (5xx first, then
+	// slow) to that many a second, with as many at once
+	// (EDGE_TRACE_KEEP_RATE; tail.go); the others are counted in
+	// partner_edge.traces.unkept. 0: no bound.
+	KeepRate int
 }
 
 // Telemetry holds the providers, the propagator, the instruments and the
@@ -92,6 +101,9 @@ type Telemetry struct {
 	shutdowns    []func(context.Context) error
 	tail         *tailProcessor // nil: no tail decisions (Decide keeps what the head sampler kept)
 	slow         time.Duration
+	// loss counts what telemetry loses: traces the keep rate left out,
+	// spans the exporter's queue or the export dropped (loss.go).
+	loss *loss
 }
 
 // New builds the telemetry of the process from cfg and the standard OTEL_*
@@ -107,8 +119,12 @@ func New(ctx context.Context, cfg Config) (*Telemetry, error) {
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
+	prop, err := propagatorFromEnv(getenv)
+	if err != nil {
+		return nil, err
+	}
 	t := &Telemetry{
-		prop:     propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
+		prop:     prop,
 		registry: prometheus.NewRegistry(),
 		slow:     cfg.KeepSlowerThan,
 	}
@@ -118,26 +134,29 @@ func New(ctx context.Context, cfg Config) (*Telemetry, error) {
 		return nil, err
 	}
 	t.serverTracer = t.tp.Tracer(ScopeName)
-	var err error
 	if t.metrics, err = newMetrics(t.mp); err != nil {
 		return nil, errors.Join(err, t.Shutdown(ctx))
 	}
 	return t, nil
 }
 
-// start makes the SDK's providers.
+// start makes the SDK's providers: metrics first, so that the tracer's
+// loss counters (loss.go) are instruments of the meter.
 func (t *Telemetry) start(ctx context.Context, cfg Config, getenv func(string) string) error {
 	res, err := newResource(cfg, getenv)
 	if err != nil {
 		return err
 	}
-	tp, exporter, err := newTracerProvider(ctx, cfg, getenv, res, &t.tail)
+	mp, err := newMeterProvider(ctx, cfg, getenv, res, t.registry)
 	if err != nil {
 		return err
 	}
-	mp, err := newMeterProvider(ctx, cfg, getenv, res, t.registry)
+	if t.loss, err = newLoss(mp.Meter(ScopeName)); err != nil {
+		return errors.Join(err, mp.Shutdown(ctx))
+	}
+	tp, exporter, err := newTracerProvider(ctx, cfg, getenv, res, t)
 	if err != nil {
-		return errors.Join(err, tp.Shutdown(ctx))
+		return errors.Join(err, mp.Shutdown(ctx))
 	}
 	t.tp, t.exporter, t.mp = tp, exporter, mp
 	t.shutdowns = []func(context.Context) error{tp.Shutdown, mp.Shutdown}
@@ -187,25 +206,35 @@ func (t *Telemetry) MetricsHandler() http.Handler {
 	return promhttp.HandlerFor(t.registry, promhttp.HandlerOpts{Registry: t.registry, EnableOpenMetrics: true})
 }
 
+// newResource is the resource of every span and metric, as the
+// OpenTelemetry specification orders its sources: OTEL_SERVICE_NAME over
+// service.name in OTEL_RESOURCE_ATTRIBUTES over the default
+// (DefaultServiceName); OTEL_RESOURCE_ATTRIBUTES over the defaults of the
+// other attributes (service.version from the build, service.instance.id
+// from the host). Config.ServiceName, a program's own name, wins over all.
 func newResource(cfg Config, getenv func(string) string) (*resource.Resource, error) {
-	name := cmp.Or(cfg.ServiceName, strings.TrimSpace(getenv("OTEL_SERVICE_NAME")), DefaultServiceName)
 	env, err := parseResourceAttributes(getenv("OTEL_RESOURCE_ATTRIBUTES"))
 	if err != nil {
 		return nil, err
 	}
 	// service.instance.id tells instances apart: the host name and the
 	// process id by default (a pod's name is its host name), which
-	// OTEL_RESOURCE_ATTRIBUTES (before it: the later value of a key wins)
-	// overrides, as the manifest does with the pod's name.
-	attrs := []attribute.KeyValue{semconv.ServiceInstanceID(defaultInstanceID())}
+	// OTEL_RESOURCE_ATTRIBUTES overrides, as the manifest does with the
+	// pod's name. Later values of a key win (resource.NewWithAttributes).
+	attrs := []attribute.KeyValue{
+		semconv.ServiceName(DefaultServiceName),
+		semconv.ServiceVersion(cmp.Or(cfg.Version, ModuleVersion(), "unknown")),
+		semconv.ServiceInstanceID(defaultInstanceID()),
+	}
 	if cfg.Brand != "" {
 		attrs = append(attrs, AttrBrand.String(cfg.Brand))
 	}
 	attrs = append(attrs, env...)
-	// Ours come last: they win over OTEL_RESOURCE_ATTRIBUTES.
+	if name := cmp.Or(cfg.ServiceName, strings.TrimSpace(getenv("OTEL_SERVICE_NAME"))); name != "" {
+		attrs = append(attrs, semconv.ServiceName(name))
+	}
+	// The SDK's own description is the SDK's to say.
 	attrs = append(attrs,
-		semconv.ServiceName(name),
-		semconv.ServiceVersion(cmp.Or(cfg.Version, ModuleVersion(), "unknown")),
 		semconv.TelemetrySDKLanguageGo,
 		semconv.TelemetrySDKName("opentelemetry"),
 		semconv.TelemetrySDKVersion(sdk.Version()),
@@ -342,8 +371,9 @@ const (
 	AttrProblemCode = attribute.Key("partner_edge.problem.code")
 )
 
-// newTracerProvider builds the SDK provider and names its exporter.
-func newTracerProvider(ctx context.Context, cfg Config, getenv func(string) string, res *resource.Resource, tailOut **tailProcessor) (*sdktrace.TracerProvider, string, error) {
+// newTracerProvider builds the SDK provider and names its exporter; it
+// sets t.tail when the provider decides tails (Config.TailSampling).
+func newTracerProvider(ctx context.Context, cfg Config, getenv func(string) string, res *resource.Resource, t *Telemetry) (*sdktrace.TracerProvider, string, error) {
 	sampler, err := samplerFromEnv(getenv)
 	if err != nil {
 		return nil, "", err
@@ -361,15 +391,16 @@ func newTracerProvider(ctx context.Context, cfg Config, getenv func(string) stri
 		}
 		if autoexport.IsNoneSpanExporter(exp) {
 			name = "none"
-		} else {
-			proc = sdktrace.NewBatchSpanProcessor(exp)
+		} else if proc, err = newCountingBatcher(exp, getenv, t.loss); err != nil {
+			return nil, "", err
 		}
 	}
 	// Tail decisions only where spans go somewhere: with no exporter, a
 	// request's children need not record for a decision nobody reads.
 	if cfg.TailSampling && proc != nil {
-		*tailOut = &tailProcessor{next: proc, held: make(map[trace.TraceID]*pendingTrace)}
-		proc = *tailOut
+		t.tail = &tailProcessor{next: proc, held: make(map[trace.TraceID]*pendingTrace),
+			budget: newKeepBudget(cfg.KeepRate, time.Now), loss: t.loss, now: time.Now}
+		proc = t.tail
 		sampler = tailSampler{head: sampler}
 		opts = append(opts, sdktrace.WithIDGenerator(tailIDs{}))
 	}
@@ -378,6 +409,34 @@ func newTracerProvider(ctx context.Context, cfg Config, getenv func(string) stri
 		opts = append(opts, sdktrace.WithSpanProcessor(proc))
 	}
 	return sdktrace.NewTracerProvider(opts...), name, nil
+}
+
+// propagatorFromEnv reads OTEL_PROPAGATORS, comma-separated names
+// (tracecontext, baggage, b3, b3multi, jaeger, xray, ottrace, none: the
+// contrib autoprop registry): the formats the trace context goes to the
+// PMS in. Unset: tracecontext alone (the edge sets no baggage of its own,
+// and a partner's is not passed on). An unknown name is an error naming
+// the variable. What a partner sends is read as W3C traceparent whatever
+// this says (docs/contract.md section 4).
+func propagatorFromEnv(getenv func(string) string) (propagation.TextMapPropagator, error) {
+	v := strings.TrimSpace(getenv("OTEL_PROPAGATORS"))
+	if v == "" {
+		return propagation.TraceContext{}, nil
+	}
+	var names []string
+	for n := range strings.SplitSeq(v, ",") {
+		if n = strings.ToLower(strings.TrimSpace(n)); n != "" {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
+		return propagation.TraceContext{}, nil
+	}
+	p, err := autoprop.TextMapPropagator(names...)
+	if err != nil {
+		return nil, fmt.Errorf("OTEL_PROPAGATORS=%q: %w", v, err)
+	}
+	return p, nil
 }
 
 // exporterName applies the rule "nothing exported when no exporter is

@@ -52,6 +52,15 @@ func TestProviderExportsSpansWithResource(t *testing.T) {
 		{"defaults", Config{}, nil, "partner-edge", ""},
 		{"env name", Config{}, map[string]string{"OTEL_SERVICE_NAME": "edge-eu"}, "edge-eu", ""},
 		{"config wins", Config{ServiceName: "cfg", Version: "v1.2.3"}, map[string]string{"OTEL_SERVICE_NAME": "edge-eu"}, "cfg", "v1.2.3"},
+		// The OpenTelemetry specification's order: OTEL_SERVICE_NAME over
+		// OTEL_RESOURCE_ATTRIBUTES over the default; the resource
+		// attributes over the build's version.
+		{"resource attributes name and version", Config{Version: "v1.2.3"},
+			map[string]string{"OTEL_RESOURCE_ATTRIBUTES": "service.name=edge-attrs,service.version=2026.7"}, "edge-attrs", "2026.7"},
+		{"OTEL_SERVICE_NAME over resource attributes", Config{Version: "v1.2.3"},
+			map[string]string{"OTEL_RESOURCE_ATTRIBUTES": "service.name=edge-attrs", "OTEL_SERVICE_NAME": "edge-eu"}, "edge-eu", "v1.2.3"},
+		{"empty OTEL_SERVICE_NAME is unset", Config{},
+			map[string]string{"OTEL_RESOURCE_ATTRIBUTES": "service.name=edge-attrs", "OTEL_SERVICE_NAME": " "}, "edge-attrs", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -88,12 +97,12 @@ func TestProviderExportsSpansWithResource(t *testing.T) {
 
 func TestResourceAttributesFromEnv(t *testing.T) {
 	tel, exp, _ := newTest(t, map[string]string{
-		"OTEL_RESOURCE_ATTRIBUTES": "deployment.environment.name=prod,team=edge%20sre,service.name=ignored",
+		"OTEL_RESOURCE_ATTRIBUTES": "deployment.environment.name=prod,team=edge%20sre,service.name=edge%2Deu",
 	})
 	_, span := tel.Tracer().Start(context.Background(), "x")
 	span.End()
 	s := exp.GetSpans()[0]
-	for k, want := range map[attribute.Key]string{"deployment.environment.name": "prod", "team": "edge sre", "service.name": "partner-edge"} {
+	for k, want := range map[attribute.Key]string{"deployment.environment.name": "prod", "team": "edge sre", "service.name": "edge-eu"} {
 		if got := resourceAttr(s, k); got != want {
 			t.Errorf("%s = %q, want %q", k, got, want)
 		}
@@ -106,10 +115,15 @@ func TestBadSettingsNameTheVariable(t *testing.T) {
 		{"OTEL_TRACES_SAMPLER_ARG", "1.5"},
 		{"OTEL_TRACES_SAMPLER_ARG", "half"},
 		{"OTEL_RESOURCE_ATTRIBUTES", "novalue"},
+		{"OTEL_PROPAGATORS", "tracecontext,w3c"},
+		{"OTEL_BSP_MAX_QUEUE_SIZE", "many"},
 	} {
 		vars := map[string]string{tt.k: tt.v}
 		if tt.k == "OTEL_TRACES_SAMPLER_ARG" {
 			vars["OTEL_TRACES_SAMPLER"] = "traceidratio"
+		}
+		if tt.k == "OTEL_BSP_MAX_QUEUE_SIZE" { // read where spans are batched
+			vars["OTEL_TRACES_EXPORTER"] = "console"
 		}
 		_, err := New(context.Background(), Config{Getenv: env(vars)})
 		if err == nil || !strings.Contains(err.Error(), tt.k) {

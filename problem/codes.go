@@ -30,6 +30,7 @@ const (
 	PropertyAccessDenied  Code = "PROPERTY_ACCESS_DENIED"
 	RouteNotFound         Code = "ROUTE_NOT_FOUND"
 	PropertyNotFound      Code = "PROPERTY_NOT_FOUND"
+	EventsCursorExpired   Code = "EVENTS_CURSOR_EXPIRED" // docs/contract.md section 23
 	MethodNotAllowed      Code = "METHOD_NOT_ALLOWED"
 	NotAcceptable         Code = "NOT_ACCEPTABLE"
 	ValidationFailed      Code = "VALIDATION_FAILED"
@@ -107,6 +108,8 @@ var registry = []Entry{
 		"No endpoint exists at this path. All endpoints live under /v1/."},
 	{PropertyNotFound, http.StatusNotFound, "Property not found",
 		"No property with this id is available to the API key: it does not exist, belongs to another brand, or the key is not granted it."},
+	{EventsCursorExpired, http.StatusGone, "Events cursor expired",
+		"The after cursor is older than the events the API keeps (a week by default, and a bounded number): events after it may be gone. List the properties again and follow GET /v1/events from the list's meta.events.next."},
 	{MethodNotAllowed, http.StatusMethodNotAllowed, "Method not allowed",
 		"The endpoint exists but does not support this HTTP method. The Allow header lists the supported methods."},
 	{NotAcceptable, http.StatusNotAcceptable, "Not acceptable",

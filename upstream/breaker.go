@@ -2,7 +2,6 @@ package upstream
 
 import (
 	"cmp"
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -83,7 +82,10 @@ type breaker struct {
 }
 
 // newBreaker returns the breaker of one client. metrics, when not nil,
-// records its state (closed at once, then every change).
+// reads its state when metrics are collected: gobreaker moves an open
+// breaker to half-open when asked for its state after the timeout, so the
+// gauge is true at the scrape even when no request came (an alert on it
+// resolves without traffic).
 func newBreaker(name string, bc BreakerConfig, log *slog.Logger, metrics *PMSMetrics, now func() time.Time) *breaker {
 	b := &breaker{timeout: bc.OpenTimeout, now: now}
 	b.cb = gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{
@@ -105,9 +107,6 @@ func newBreaker(name string, bc BreakerConfig, log *slog.Logger, metrics *PMSMet
 				b.openedAt.Store(b.now().UnixNano())
 			}
 			log.Info("pms circuit breaker state changed", "breaker", name, "from", from.String(), "to", to.String())
-			if metrics != nil {
-				metrics.BreakerState(context.Background(), ParseBreakerState(to.String()))
-			}
 			if bc.OnStateChange != nil {
 				bc.OnStateChange(from.String(), to.String())
 			}
@@ -129,7 +128,7 @@ func newBreaker(name string, bc BreakerConfig, log *slog.Logger, metrics *PMSMet
 		},
 	})
 	if metrics != nil {
-		metrics.BreakerState(context.Background(), BreakerClosed)
+		metrics.ObserveBreaker(func() BreakerState { return ParseBreakerState(b.State()) })
 	}
 	return b
 }

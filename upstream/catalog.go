@@ -57,6 +57,7 @@ type Snapshot struct {
 	// LoadedAt is when the PMS answered.
 	LoadedAt time.Time
 	byID     map[string]*Item
+	loaded   []*Item // byID's items in the order given to NewSnapshot
 	// joined is the JSON of Active, comma-separated, and ends[k] the end of
 	// item k in it: a page of a key that sees every property is one slice.
 	joined []byte
@@ -66,12 +67,13 @@ type Snapshot struct {
 // NewSnapshot indexes items and orders the active ones. A duplicate id keeps
 // the first item.
 func NewSnapshot(items []*Item, loadedAt time.Time) *Snapshot {
-	s := &Snapshot{LoadedAt: loadedAt, byID: make(map[string]*Item, len(items))}
+	s := &Snapshot{LoadedAt: loadedAt, byID: make(map[string]*Item, len(items)), loaded: make([]*Item, 0, len(items))}
 	for _, it := range items {
 		if _, dup := s.byID[it.ID]; dup {
 			continue
 		}
 		s.byID[it.ID] = it
+		s.loaded = append(s.loaded, it)
 		if it.Active {
 			s.Active = append(s.Active, it)
 		}
@@ -109,6 +111,12 @@ func (s *Snapshot) Get(id string) (*Item, bool) {
 	it, ok := s.byID[id]
 	return it, ok
 }
+
+// Loaded returns every mappable property, active or not, in the order
+// the PMS listed them (a duplicate id's later items left out): two walks
+// of a PMS whose order is stable are compared in one pass, without
+// sorting (the events feed's diff). Shared: never modify it.
+func (s *Snapshot) Loaded() []*Item { return s.loaded }
 
 // Len is the number of mappable properties, active or not.
 func (s *Snapshot) Len() int { return len(s.byID) }

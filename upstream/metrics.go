@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -102,7 +103,9 @@ func (s BreakerState) String() string {
 //   - partner_edge.pms.retries (partner_edge_pms_retries_total): attempts
 //     after the first; pms, outcome (of the attempt that caused the retry).
 //   - partner_edge.pms.breaker.state (partner_edge_pms_breaker_state): gauge,
-//     0 closed, 1 half-open, 2 open; pms.
+//     0 closed, 1 half-open, 2 open; pms. Read when metrics are collected
+//     (ObserveBreaker): the state at the scrape, also when no request came
+//     to move an open breaker on to half-open after its timeout.
 //   - partner_edge.pms.answers.refused
 //     (partner_edge_pms_answers_refused_total): PMS answers the edge did
 //     not believe (a stray answer, confirm.go; bytes on an idle
@@ -112,12 +115,14 @@ func (s BreakerState) String() string {
 type PMSMetrics struct {
 	attempt     metric.Float64Histogram
 	retries     metric.Int64Counter
-	breaker     metric.Int64Gauge
 	refused     metric.Int64Counter
 	attemptOpts map[PMSOutcome][]metric.RecordOption // read-only after New
 	retryOpts   map[PMSOutcome][]metric.AddOption
-	breakerOpts []metric.RecordOption
 	refusedOpts map[string][]metric.AddOption
+	// The breaker's state: read (ObserveBreaker's) when set, else the
+	// last one recorded (BreakerState).
+	read atomic.Pointer[func() BreakerState]
+	last atomic.Int64
 }
 
 // NewPMSMetrics makes the instruments of the PMS called name on meter
@@ -132,14 +137,28 @@ func NewPMSMetrics(meter metric.Meter, name string) (*PMSMetrics, error) {
 		metric.WithExplicitBucketBoundaries(observability.DurationBuckets()...))
 	p.retries, errs[1] = meter.Int64Counter("partner_edge.pms.retries",
 		metric.WithUnit("{retry}"), metric.WithDescription("PMS attempts after the first, by the outcome that caused them."))
-	p.breaker, errs[2] = meter.Int64Gauge("partner_edge.pms.breaker.state",
+	breaker, err := meter.Int64ObservableGauge("partner_edge.pms.breaker.state",
 		metric.WithDescription("Circuit breaker state: 0 closed, 1 half-open, 2 open."))
+	errs[2] = err
 	p.refused, errs[3] = meter.Int64Counter("partner_edge.pms.answers.refused",
 		metric.WithUnit("{answer}"), metric.WithDescription("PMS answers not believed (a stray answer, bytes on an idle connection), by reason."))
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
 	pms := attribute.String("pms", strings.TrimSpace(name))
+	// RegisterCallback, not WithInt64Callback: the PMSs share the
+	// instrument, and the SDK keeps only the first creation's callbacks.
+	breakerOpts := []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(pms))}
+	if _, err := meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		s := BreakerState(p.last.Load())
+		if read := p.read.Load(); read != nil {
+			s = (*read)()
+		}
+		o.ObserveInt64(breaker, int64(s), breakerOpts...)
+		return nil
+	}, breaker); err != nil {
+		return nil, err
+	}
 	p.attemptOpts = make(map[PMSOutcome][]metric.RecordOption, len(PMSOutcomes))
 	p.retryOpts = make(map[PMSOutcome][]metric.AddOption, len(PMSOutcomes))
 	for _, o := range PMSOutcomes {
@@ -147,12 +166,10 @@ func NewPMSMetrics(meter metric.Meter, name string) (*PMSMetrics, error) {
 		p.attemptOpts[o] = []metric.RecordOption{set}
 		p.retryOpts[o] = []metric.AddOption{set}
 	}
-	p.breakerOpts = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(pms))}
 	p.refusedOpts = make(map[string][]metric.AddOption, len(RefusalReasons))
 	for _, r := range RefusalReasons {
 		p.refusedOpts[r] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(pms, attribute.String("reason", r)))}
 	}
-	p.BreakerState(context.Background(), BreakerClosed)
 	return p, nil
 }
 
@@ -184,9 +201,17 @@ func (p *PMSMetrics) Retry(ctx context.Context, cause PMSOutcome) {
 	}
 }
 
-// BreakerState records the breaker's state; call it on every transition.
-func (p *PMSMetrics) BreakerState(ctx context.Context, s BreakerState) {
-	p.breaker.Record(ctx, int64(s), p.breakerOpts...)
+// BreakerState records the breaker's state, for a breaker ObserveBreaker
+// does not read (closed until then).
+func (p *PMSMetrics) BreakerState(_ context.Context, s BreakerState) {
+	p.last.Store(int64(s))
+}
+
+// ObserveBreaker makes the gauge read state whenever metrics are
+// collected (a client's breaker: newBreaker). state must be quick and
+// safe for concurrent use.
+func (p *PMSMetrics) ObserveBreaker(state func() BreakerState) {
+	p.read.Store(&state)
 }
 
 // Refused counts one PMS answer the edge did not believe, for reason (one

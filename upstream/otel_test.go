@@ -484,3 +484,29 @@ func TestCloseIdleConnectionsReachesWrappedBase(t *testing.T) {
 	}
 	base.RoundTripper.(*http.Transport).CloseIdleConnections()
 }
+
+// The breaker gauge is the state at collection: an open breaker whose
+// timeout has passed reads half-open at the next scrape, though no call
+// came to move it on (docs/observability.md, "Metrics"; an alert on it
+// resolves without traffic), and the change is logged once.
+func TestBreakerGaugeTrueAtScrape(t *testing.T) {
+	o := newObserved(t, pmsim.Config{Brands: 1, HotelsPerBrand: 4}, func(c *ClientConfig) {
+		c.Retry.MaxRetries = -1
+		c.Breaker = BreakerConfig{ConsecutiveFailures: 1, OpenTimeout: 50 * time.Millisecond}
+	})
+	o.sim.SetFaults(pmsim.Faults{ErrorStatus: http.StatusInternalServerError})
+	if _, err := listHotels(o.client, context.Background(), "aurora"); err == nil {
+		t.Fatal("failing PMS: no error")
+	}
+	if n := o.metric(t, "partner_edge.pms.breaker.state", attribute.String("pms", "live")); n != int64(BreakerOpen) {
+		t.Fatalf("breaker gauge %d right after the failure, want %d (open)", n, BreakerOpen)
+	}
+	requests := o.sim.Requests()
+	// No call from here on: only collections read the breaker.
+	testkit.Eventually(t, "the gauge reads half-open after the open timeout", func() bool {
+		return o.metric(t, "partner_edge.pms.breaker.state", attribute.String("pms", "live")) == int64(BreakerHalfOpen)
+	})
+	if o.sim.Requests() != requests {
+		t.Errorf("the PMS was called while only metrics were read")
+	}
+}

@@ -17,8 +17,9 @@ import (
 )
 
 // slowPages delays every list page by d (the PMS's time per page), or
-// until the client gives up: a page that ends when the walk's budget does
-// is cut by it, whichever of the two timers fires first.
+// until the request is abandoned: the in-process transport runs the
+// handler on the caller's goroutine, so a page that ignored its context
+// would hold the walk past its budget.
 func slowPages(d time.Duration) func(http.ResponseWriter, *http.Request, int64) bool {
 	return func(_ http.ResponseWriter, r *http.Request, _ int64) bool {
 		if strings.HasSuffix(r.URL.Path, "/hotels") {

@@ -39,7 +39,9 @@ func startDemo(ctx context.Context, cfg *settings, getenv func(string) string, l
 			d.close()
 		}
 	}()
-	if cfg.PMSBaseURL, err = d.serveSim(pmsim.New(pmsim.DemoLive)); err != nil {
+	live := pmsim.DemoLive
+	live.Churn = demoChurn // the events feed has something to show
+	if cfg.PMSBaseURL, err = d.serveSim(pmsim.New(live)); err != nil {
 		return nil, err
 	}
 	if cfg.PMSSandbox, err = d.serveSim(pmsim.New(pmsim.DemoSandbox)); err != nil {
@@ -55,6 +57,11 @@ func startDemo(ctx context.Context, cfg *settings, getenv func(string) string, l
 	log.Info("demo started", "live_pms", cfg.PMSBaseURL, "sandbox_pms", cfg.PMSSandbox, "keys_file", cfg.KeysFile)
 	return d, nil
 }
+
+// demoChurn is how often the demo's live PMS changes a few hotels (a
+// rename, a status change, a hotel replaced: pmsim.Config.Churn), so that
+// GET /v1/events has changes to show.
+const demoChurn = time.Minute
 
 // demoAddr is where the demo listens unless EDGE_ADDR says otherwise: on
 // loopback only, as its keys are printed on the terminal and work for
@@ -106,7 +113,9 @@ func (d *demoEnv) printBanner(w io.Writer, addr net.Addr, tls bool) {
 	if d.liveKey != "" {
 		fmt.Fprintf(w, "  live key:  %s\n", d.liveKey)
 		fmt.Fprintf(w, "  test key:  %s\n\n", d.testKey)
-		fmt.Fprintf(w, "Try:\n  curl -H 'Authorization: Bearer %s' %sproperties\n\n", d.liveKey, base)
+		fmt.Fprintf(w, "Try:\n  curl -H 'Authorization: Bearer %s' %sproperties\n", d.liveKey, base)
+		fmt.Fprintf(w, "  curl -H 'Authorization: Bearer %s' %sevents\n", d.liveKey, base)
+		fmt.Fprintf(w, "  (the live PMS changes a few hotels every %s: follow the changes with\n   events?after= and the meta.events.next of the list, then of each answer)\n\n", demoChurn)
 	}
 	fmt.Fprintf(w, "Stop with Ctrl-C.\n")
 }

@@ -55,7 +55,7 @@ func runDocs(args []string, getenv lookupEnv, stdout, stderr io.Writer) error {
 // EDGE_PUBLIC_URL + EDGE_DOCS_PATH (or /docs) as the edge would serve it,
 // else docsite.DefaultDocsURL.
 func (p *parser) docsBuildURL() string {
-	if u := read(p, "EDGE_DOCS_URL", settingval.URL); u != "" {
+	if u := read(p, "EDGE_DOCS_URL", settingval.DocsURL); u != "" {
 		return u
 	}
 	pub := read(p, "EDGE_PUBLIC_URL", settingval.PublicURL)
@@ -82,6 +82,7 @@ func (p *parser) resolveDocsURL(s *settings) {
 	case s.PublicURL != "" && s.DocsPath != "":
 		s.DocsURL = s.PublicURL + s.DocsPath
 	case s.PMSBaseURL == "": // the demo
+	case s.PublicURL == "" && p.get["EDGE_PUBLIC_URL"].set: // given but refused: read says why
 	case s.PublicURL == "":
 		p.fail(errors.New("EDGE_PUBLIC_URL (the URL partners call) or EDGE_DOCS_URL is required when PMS_BASE_URL is set: problem types and documentationUrl are built from it"))
 	default:

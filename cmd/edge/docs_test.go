@@ -85,16 +85,19 @@ func TestDemoServesItsDocs(t *testing.T) {
 	}
 }
 
-// EDGE_DOCS_PATH set empty turns the demo's own docs off. (An
-// EDGE_DOCS_URL in the demo is a start-up error: docs/contract.md section
-// 21, TestDemoOnlyWithoutDeploymentSettings.)
+// The demo serves its own documentation site at /docs, always: an
+// EDGE_DOCS_PATH (even empty, which turns the site off in a deployment) or
+// EDGE_DOCS_URL in the demo is a start-up error naming it and PMS_BASE_URL
+// (docs/contract.md section 22; TestDemoRefusesDeploymentShapedEnvironment
+// runs the binary).
 func TestDemoDocsSettings(t *testing.T) {
-	off := start(t, map[string]string{"EDGE_ADDR": "127.0.0.1:0", "EDGE_ADMIN_ADDR": "off", "EDGE_DOCS_PATH": ""})
-	base := off.waitFor(t, urlLine)[1]
-	waitHealthy(t, base)
-	res, body := get(t, strings.TrimSuffix(base, "/v1/")+"/docs")
-	if res.StatusCode != 404 || !strings.Contains(body, "ROUTE_NOT_FOUND") {
-		t.Errorf("EDGE_DOCS_PATH empty: /docs answered %d %s", res.StatusCode, body)
+	for _, env := range []map[string]string{{"EDGE_DOCS_PATH": ""}, {"EDGE_DOCS_PATH": "/developer"}, {"EDGE_DOCS_URL": testDocsURL}} {
+		_, err := parseSettings(nil, mapEnv(env), io.Discard)
+		for name := range env {
+			if err == nil || !strings.Contains(err.Error(), name+" is set but PMS_BASE_URL is not") {
+				t.Errorf("demo with %v: %v, want an error naming %s and PMS_BASE_URL", env, err, name)
+			}
+		}
 	}
 }
 
@@ -113,7 +116,7 @@ func TestDocsPathSetting(t *testing.T) {
 		{"/a/../b", "", true},
 		{"/{x}", "", true},
 	} {
-		cfg, err := parseSettings(nil, mapEnv(map[string]string{"EDGE_DOCS_PATH": tc.value}), io.Discard)
+		cfg, err := parseSettings(nil, mapEnv(deployed(map[string]string{"EDGE_DOCS_PATH": tc.value})), io.Discard)
 		if (err != nil) != tc.bad || (!tc.bad && cfg.DocsPath != tc.want) {
 			t.Errorf("EDGE_DOCS_PATH=%q: %q, %v", tc.value, cfg.DocsPath, err)
 		}

@@ -6,6 +6,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/partner-edge/partner-edge/cmd/internal/settingval"
 )
 
 // knownEnv are the EDGE_* and PMS_* variables something of this module
@@ -27,13 +29,18 @@ func knownEnv() map[string]bool {
 // (EDGE_TLS_CERT_FILE serving plain HTTP). Every command of the program
 // follows the rule, so it runs before run dispatches. The error names each
 // unknown variable and, when one is close, the setting it probably means.
+// Variables Kubernetes sets for the Services of the namespace (service
+// links: PMS_SERVICE_HOST, PMS_PORT=tcp://..., docs/contract.md section 22)
+// are the platform's, not misspelt settings: ignored unless a setting has
+// that name.
 func checkEnviron(environ []string) error {
 	known := knownEnv()
 	names := slices.Sorted(maps.Keys(known))
 	var errs []error
 	for _, kv := range environ {
-		name, _, _ := strings.Cut(kv, "=")
-		if !strings.HasPrefix(name, "EDGE_") && !strings.HasPrefix(name, "PMS_") || known[name] {
+		name, value, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, "EDGE_") && !strings.HasPrefix(name, "PMS_") || known[name] ||
+			settingval.ServiceLink(name, value) { // Kubernetes' own, for a Service named pms or edge...
 			continue
 		}
 		msg := "the edge reads no such variable (edge --help lists its settings)"

@@ -42,7 +42,7 @@ func needProgram(t *testing.T, name, pkg string) string {
 // a request the test sent, on the request-duration histogram; promtool
 // check metrics passes on the OpenMetrics answer.
 func TestPrometheusScrapesExemplars(t *testing.T) {
-	prom := needProgram(t, "prometheus", "prometheus")
+	needProgram(t, "prometheus", "prometheus")
 	promtool := needProgram(t, "promtool", "prometheus")
 
 	sim := httptest.NewServer(pmsim.New(pmsim.Config{Seed: 3}))
@@ -106,23 +106,8 @@ func TestPrometheusScrapesExemplars(t *testing.T) {
 	}
 
 	// A real Prometheus scrapes the admin listener.
-	dir := t.TempDir()
 	adminURL, _ := url.Parse(admin)
-	cfg := fmt.Sprintf("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: edge\n    static_configs:\n      - targets: ['%s']\n", adminURL.Host)
-	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	listen := freePort(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, prom, "--config.file="+filepath.Join(dir, "prometheus.yml"),
-		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+listen,
-		"--enable-feature=exemplar-storage")
-	var plog strings.Builder
-	cmd.Stdout, cmd.Stderr = &plog, &plog
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { cancel(); _ = cmd.Wait() }()
+	listen := startPrometheus(t, adminURL.Host, "--enable-feature=exemplar-storage").addr
 
 	// Poll the exemplar API until the scrape has landed (the outside
 	// event: Prometheus's scrape, at its own interval).
@@ -155,5 +140,37 @@ func TestPrometheusScrapesExemplars(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	t.Fatalf("Prometheus holds no exemplar with trace_id %s; last answer: %s\nPrometheus log:\n%s", traceID, last, plog.String())
+	t.Fatalf("Prometheus holds no exemplar with trace_id %s; last answer: %s", traceID, last)
+}
+
+// promServer is a real Prometheus scraping one target every second.
+type promServer struct{ addr string }
+
+// startPrometheus starts one, with args besides its configuration; it
+// logs its output when the test fails.
+func startPrometheus(t *testing.T, target string, args ...string) *promServer {
+	t.Helper()
+	bin := needProgram(t, "prometheus", "prometheus")
+	dir := t.TempDir()
+	cfg := fmt.Sprintf("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: edge\n    static_configs:\n      - targets: ['%s']\n", target)
+	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := &promServer{addr: freePort(t)}
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin, append([]string{"--config.file=" + filepath.Join(dir, "prometheus.yml"),
+		"--storage.tsdb.path=" + filepath.Join(dir, "data"), "--web.listen-address=" + p.addr}, args...)...)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("Prometheus's log:\n%s", out.String())
+		}
+	})
+	return p
 }

@@ -121,10 +121,11 @@ func TestDemoOnlyWithoutDeploymentSettings(t *testing.T) {
 			}
 		}
 	})
-	// Nothing of a deployment: the demo still starts (README's first line).
+	// Nothing of a deployment: the demo still starts (README's first line;
+	// its own settings: TestDemoRefusesDeploymentShapedEnvironment).
 	t.Run("demo", func(t *testing.T) {
 		t.Parallel()
-		p := startEdgeProc(t, bin, append(base, "EDGE_BRAND=borealis", "EDGE_CACHE_TTL=1m"))
+		p := startEdgeProc(t, bin, append(base, "EDGE_LOG_LEVEL=debug"))
 		if !strings.Contains(p.stderr.String(), `"demo":true`) {
 			t.Errorf("not the demo:\n%s", p.stderr)
 		}

@@ -13,6 +13,8 @@ import (
 	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/cache"
+	"github.com/partner-edge/partner-edge/upstream/events"
+	"github.com/partner-edge/partner-edge/upstream/events/redisevents"
 	"github.com/partner-edge/partner-edge/upstream/fleet"
 )
 
@@ -75,14 +77,25 @@ func (m *member) limiter() ratelimit.Limiter {
 // loader is the load of one mode's cache shared through Redis
 // (fleet.Loader); nil (the default load) for no member or no cache. The
 // leader's lease outlasts its slowest page: three attempts and their
-// waits.
-func (m *member) loader(d *upstream.Direct, mode keys.Mode, cfg settings) cache.Loader {
+// waits. The walks this member makes are the ones it appends to the
+// events feed.
+func (m *member) loader(d *upstream.Direct, mode keys.Mode, cfg settings, feed *events.Feed) cache.Loader {
 	if m == nil {
 		return nil
 	}
 	return fleet.Loader(fleet.LoaderConfig{Store: m.store, Count: m.client, Brand: m.brand, Mode: string(mode),
 		TTL: cfg.CacheTTL, WalkTimeout: cfg.PMSWalkTimeout, LeaseTTL: max(fleet.DefaultLeaseTTL, 3*cfg.PMSAttempt+5*time.Second),
-		Log: m.log, Walk: d.Properties})
+		Log: m.log, Walk: feed.Walked(d.Properties)})
+}
+
+// events is one mode's events feed in Redis (redisevents); nil for no
+// member: the feed stays in memory.
+func (m *member) events(mode keys.Mode, cfg settings) (events.Shared, error) {
+	if m == nil {
+		return nil, nil
+	}
+	return redisevents.New(redisevents.Config{Client: m.client, Secret: cfg.FleetSecret, Brand: m.brand, Mode: string(mode),
+		Retention: cfg.EventsRetention, Max: cfg.EventsMax})
 }
 
 // fleetHandler serves GET /fleet (fleet.Client.StatusHandler).

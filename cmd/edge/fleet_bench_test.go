@@ -135,7 +135,7 @@ func benchEdge(b *testing.B, redis bool) (http.Handler, *http.Request) {
 		}
 		b.Cleanup(fm.close)
 	}
-	cat, err := newCatalog(cfg, pms.URL, keys.ModeLive, "bench", log, tel, fm, nil)
+	cat, err := newCatalog(cfg, pms.URL, keys.ModeLive, "bench", log, tel, fm, nil, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -91,9 +91,6 @@ func TestColdFleetWalksOnce(t *testing.T) {
 func TestIdleFleetShowsRedisRefusingWrites(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
-	if !srv.Real() {
-		t.Skip("miniredis has no min-replicas-to-write (CI runs the real server)")
-	}
 	pms, _ := slowPMS(t, 0)
 	keysFile, _ := keystest.Live(t, "aurora")
 	s := start(t, map[string]string{

@@ -163,9 +163,6 @@ func TestRedisRefusingWritesIsUnavailable(t *testing.T) {
 	}
 	bin := buildEdge(t)
 	srv := redistest.Start(t)
-	if !srv.Real() {
-		t.Skip("needs redis-server (maxmemory); miniredis has none")
-	}
 	limited, open, keyFile := fleetKeys(t)
 	pms := newWalkCountingPMS(t)
 	edges := startFleet(t, bin, 3, keyFile, pms.srv.URL, srv.URL())

@@ -60,7 +60,7 @@ func fleetCatalog(t *testing.T, cfg settings, pmsURL string, fc fleet.Config, lo
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	cat, err := newCatalog(cfg, pmsURL, keys.ModeLive, "test", log, tel, newMember(cfg.Brand, c, []byte(testFleetSecret), log), nil)
+	cat, err := newCatalog(cfg, pmsURL, keys.ModeLive, "test", log, tel, newMember(cfg.Brand, c, []byte(testFleetSecret), log), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,6 +77,12 @@ func TestMetricsScrape(t *testing.T) {
 		{`partner_edge_tls_reloads_total{result="failed"`, 0},
 		{`http_server_request_duration_seconds_count{http_request_method="GET",http_response_status_code="502",http_route="/v1/properties/{propertyId}"`, 1},
 		{`http_server_active_requests{http_request_method="GET"`, 0},
+		// The events feed (docs/operations.md, "Property change events"):
+		// registered at 0, nothing changed in the PMS.
+		{`partner_edge_events_published_total{pms="live",type="property.created"`, 0},
+		{`partner_edge_events_published_total{pms="live",type="property.removed"`, 0},
+		{`partner_edge_events_length{pms="live"`, 0},
+		{`partner_edge_events_age_seconds{pms="live"`, 0},
 	} {
 		if got, ok := value(body, tc.series); !ok || got != tc.want {
 			t.Errorf("%s = %v (found %v), want %v", tc.series, got, ok, tc.want)
@@ -137,12 +143,24 @@ func newHeldPMS(t *testing.T, pms http.Handler) *heldPMS {
 // edge (admin's http_server_active_requests), and returns its status.
 func (h *heldPMS) joinFirstWalk(t *testing.T, admin, url, key string) int {
 	t.Helper()
-	<-h.arrived
+	req, _ := http.NewRequest("GET", url, nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("User-Agent", "metrics-test/1.0")
+	return h.join(t, admin, req)
+}
+
+// join sends req once the first walk is held at the PMS, lets the walk go
+// on once the request is in flight on the edge (admin's
+// http_server_active_requests), and returns its status.
+func (h *heldPMS) join(t *testing.T, admin string, req *http.Request) int {
+	t.Helper()
+	select {
+	case <-h.arrived:
+	case <-time.After(testkit.EventuallyTimeout):
+		t.Fatalf("no walk reached the PMS within %s of start-up", testkit.EventuallyTimeout)
+	}
 	status := make(chan int, 1)
 	go func() {
-		req, _ := http.NewRequest("GET", url, nil)
-		req.Header.Set("Authorization", "Bearer "+key)
-		req.Header.Set("User-Agent", "metrics-test/1.0")
 		res, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
 		if err != nil {
 			status <- 0

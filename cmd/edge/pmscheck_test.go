@@ -147,7 +147,7 @@ func TestPMSCheckBrokenContract(t *testing.T) {
 		{"cursor loop", pmsim.Drift{Paging: pmsim.PagingLoop}, pmscheck.RulePaging, "nextCursor"},
 		{"empty cursor", pmsim.Drift{Paging: pmsim.PagingEmptyCursor}, pmscheck.RulePaging, "nextCursor"},
 		{"overlapping pages", pmsim.Drift{Paging: pmsim.PagingOverlap}, pmscheck.RulePaging, "nextCursor"},
-		{"renamed cursor", pmsim.Drift{Paging: pmsim.PagingRenameCursor}, pmscheck.RuleShape, "nextCursor"},
+		{"renamed cursor", pmsim.Drift{Paging: pmsim.PagingRenameCursor}, pmscheck.RulePaging, "nextCursor"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, env := serveSim(t, pmsim.Config{Seed: 7, Drift: tc.drift})
@@ -168,6 +168,53 @@ func TestPMSCheckBrokenContract(t *testing.T) {
 				t.Errorf("human report does not name [%s] %s:\n%s\n%v", tc.rule, tc.field, human.stdout, human.err)
 			}
 		})
+	}
+}
+
+// A report agrees with itself (docs/contract.md section 14): a retyped
+// field's count says where it was seen, and its list records are the
+// drift's records (the gets, which the drift does not count, are told
+// apart); a renamed cursor is named, with what the edge would then serve.
+func TestPMSCheckReportAgreesAndNamesRenamedPaging(t *testing.T) {
+	_, env := serveSim(t, pmsim.Config{Seed: 7, Drift: pmsim.Drift{Retype: []string{"last_modified_ms"}}})
+	r := jsonReport(t, runCheck(t, env, "--json"))
+	var drift, list, gets int
+	for _, d := range r.Drift {
+		if d.Field == "last_modified_ms" && d.Change == "retyped" {
+			drift = d.Records
+		}
+	}
+	for _, v := range r.Violations {
+		if v.Field == "last_modified_ms" && v.Rule == pmscheck.RuleShape {
+			list, gets = v.Seen.ListRecords, v.Seen.Gets
+			if v.Count != list+gets {
+				t.Errorf("count %d, seen %+v: they differ", v.Count, v.Seen)
+			}
+		}
+	}
+	if drift == 0 || list != drift || gets == 0 {
+		t.Fatalf("retyped in %d records by the drift, %d list records and %d gets by the violation: want the same records, gets apart", drift, list, gets)
+	}
+	human := runCheck(t, env).stdout
+	want := []string{fmt.Sprintf("(in %d list records, %d gets)", list, gets), fmt.Sprintf("is string in %d records", drift)}
+	for _, w := range want {
+		if !strings.Contains(human, w) {
+			t.Errorf("human report lacks %q:\n%s", w, human)
+		}
+	}
+	if strings.Contains(human, "time(s)") {
+		t.Errorf("human report counts in times, not records:\n%s", human)
+	}
+
+	_, env = serveSim(t, pmsim.Config{Seed: 7, Drift: pmsim.Drift{Paging: pmsim.PagingRenameCursor}})
+	human = runCheck(t, env).stdout
+	for _, w := range []string{"no nextCursor, but `next_cursor` instead: renamed?", "serve page 1 of the list only"} {
+		if !strings.Contains(human, w) {
+			t.Errorf("renamed cursor: human report lacks %q:\n%s", w, human)
+		}
+	}
+	if strings.Contains(human, "missing required field") {
+		t.Errorf("renamed cursor reported twice:\n%s", human)
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/cache"
+	"github.com/partner-edge/partner-edge/upstream/events"
 	"github.com/partner-edge/partner-edge/upstream/fleet"
 	"github.com/partner-edge/partner-edge/upstream/shadow"
 )
@@ -52,8 +53,9 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 // newCatalog builds the PMS access of one mode: client (retries, breaker),
 // mapping, cache, each reporting to telemetry; with a fleet member, the
 // cache's loads are shared through Redis (fleet.go), and each load is
-// handed to sh after it ends (nil: none; shadow.go).
-func newCatalog(cfg settings, baseURL string, mode keys.Mode, version string, log *slog.Logger, tel *observability.Telemetry, fm *member, sh *shadow.Shadow) (*cache.Cache, error) {
+// handed to sh after it ends (nil: none; shadow.go), then to feed, the
+// mode's events feed, which diffs each walk against the previous one.
+func newCatalog(cfg settings, baseURL string, mode keys.Mode, version string, log *slog.Logger, tel *observability.Telemetry, fm *member, sh *shadow.Shadow, feed *events.Feed) (*cache.Cache, error) {
 	cc := cache.Config{Key: cfg.Brand + "/" + string(mode), TTL: cfg.CacheTTL, Stale: cfg.CacheStale,
 		LoadTimeout: cfg.PMSTimeout, WalkTimeout: cfg.PMSWalkTimeout, TokenSetting: "PMS_TOKEN", URLSetting: urlSetting[mode]}
 	if fm != nil { // loads shared through Redis (fleet.go)
@@ -69,14 +71,14 @@ func newCatalog(cfg settings, baseURL string, mode keys.Mode, version string, lo
 		Telemetry: tel,
 		Log:       log,
 		WrapLoad: func(d *upstream.Direct) cache.Loader {
-			load := fm.loader(d, mode, cfg) // nil without a fleet
-			if sh == nil {
-				return load
-			}
+			load := fm.loader(d, mode, cfg, feed) // nil without a fleet
 			if load == nil {
 				load = d.Snapshot
 			}
-			return sh.After(string(mode), load)
+			if sh != nil {
+				load = sh.After(string(mode), load)
+			}
+			return feed.Watch(load)
 		},
 	})
 }
@@ -84,6 +86,17 @@ func newCatalog(cfg settings, baseURL string, mode keys.Mode, version string, lo
 // urlSetting names each mode's PMS address in the error of a PMS that
 // cannot be reached (docs/contract.md section 22).
 var urlSetting = map[keys.Mode]string{keys.ModeLive: "PMS_BASE_URL", keys.ModeTest: "PMS_SANDBOX_URL"}
+
+// newFeed is the events feed of one mode (docs/contract.md section 23): in
+// this process's memory, or the fleet's one feed in Redis with a member.
+func newFeed(cfg settings, mode keys.Mode, log *slog.Logger, tel *observability.Telemetry, fm *member) (*events.Feed, error) {
+	shared, err := fm.events(mode, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return events.New(events.Config{Mode: string(mode), Retention: cfg.EventsRetention, Max: cfg.EventsMax,
+		Shared: shared, Log: log.With("pms", string(mode)), Meter: tel.Meter()})
+}
 
 // reloadOnHangup re-reads the key file, and asks for the TLS pair to be
 // re-read (a pending request is enough), on every SIGHUP until ctx is done.

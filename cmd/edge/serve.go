@@ -47,6 +47,7 @@ type process struct {
 	fm            *member        // nil: no Redis
 	sh            *shadow.Shadow // nil: no candidate
 	live, sandbox upstream.Catalog
+	feeds         edge.Feeds  // the events feeds of the two modes
 	tokens        *edge.OAuth // nil: tokens off
 }
 
@@ -76,6 +77,9 @@ func serveEdge(ctx context.Context, args []string, getenv lookupEnv, stdout, std
 		log: observability.NewLogger(stderr, cfg.LogFormat, cfg.LogLevel, cfg.PMSToken)}
 	defer p.stop()
 	p.onStop(routeStdLog(p.log))
+	if err := checkTLS(cfg); err != nil {
+		return err
+	}
 	// Both listeners bind before anything starts: one that cannot is a
 	// start-up error naming its setting (docs/contract.md section 18), never an
 	// edge serving on without metrics.
@@ -107,6 +111,21 @@ func serveEdge(ctx context.Context, args []string, getenv lookupEnv, stdout, std
 		})
 	}
 	return listener.Serve(ctx, p.serveConfig(publicLn, late, demoDocs))
+}
+
+// checkTLS reads the TLS pair before any listener opens (docs/contract.md
+// section 22): a file that cannot be served is a start-up error naming its
+// setting, not the file alone after the admin listener already answered.
+func checkTLS(cfg settings) error {
+	if cfg.TLSCert == "" {
+		return nil
+	}
+	err := listener.CheckTLSPair(cfg.TLSCert, cfg.TLSKey)
+	if name := map[string]string{listener.TLSCertificate: "EDGE_TLS_CERT", listener.TLSKey: "EDGE_TLS_KEY",
+		listener.TLSPair: "EDGE_TLS_CERT and EDGE_TLS_KEY"}[listener.RefusedTLSFile(err)]; name != "" {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return err
 }
 
 // start starts, in order, telemetry and the access log, the demo's
@@ -144,7 +163,7 @@ func (p *process) startTelemetry(ctx context.Context, env func(string) string) e
 	otel.SetErrorHandler(otel.ErrorHandlerFunc(sdkErrs.Handle))
 	otel.SetLogger(sdkErrs.Logger())
 	tel, err := observability.New(ctx, observability.Config{Getenv: env, Version: p.version,
-		Brand: p.cfg.Brand, TailSampling: true, KeepSlowerThan: p.cfg.TraceSlow})
+		Brand: p.cfg.Brand, TailSampling: true, KeepSlowerThan: p.cfg.TraceSlow, KeepRate: p.cfg.TraceKeepRate})
 	if err != nil {
 		return fmt.Errorf("bad OpenTelemetry settings: %w", err)
 	}
@@ -221,7 +240,11 @@ func (p *process) startCatalogs(ctx context.Context) error {
 		p.sh = sh
 		p.wg.Go(func() { sh.Run(ctx) })
 	}
-	live, err := newCatalog(p.cfg, p.cfg.PMSBaseURL, keys.ModeLive, p.version, p.log, p.tel, p.fm, sh)
+	if p.feeds.Live, err = newFeed(p.cfg, keys.ModeLive, p.log, p.tel, p.fm); err != nil {
+		return err
+	}
+	p.onStop(p.feeds.Live.Close)
+	live, err := newCatalog(p.cfg, p.cfg.PMSBaseURL, keys.ModeLive, p.version, p.log, p.tel, p.fm, sh, p.feeds.Live)
 	if err != nil {
 		return err
 	}
@@ -229,7 +252,11 @@ func (p *process) startCatalogs(ctx context.Context) error {
 	p.onStop(live.Close)
 	live.Prime() // the first walk starts now: no partner waits for it (docs/contract.md section 22)
 	if p.cfg.PMSSandbox != "" {
-		sb, err := newCatalog(p.cfg, p.cfg.PMSSandbox, keys.ModeTest, p.version, p.log, p.tel, p.fm, nil)
+		if p.feeds.Sandbox, err = newFeed(p.cfg, keys.ModeTest, p.log, p.tel, p.fm); err != nil {
+			return err
+		}
+		p.onStop(p.feeds.Sandbox.Close)
+		sb, err := newCatalog(p.cfg, p.cfg.PMSSandbox, keys.ModeTest, p.version, p.log, p.tel, p.fm, nil, p.feeds.Sandbox)
 		if err != nil {
 			return err
 		}
@@ -258,6 +285,7 @@ func (p *process) newHandler(docsURL, docsPath, publicURL string) (http.Handler,
 		TrustedProxies: cfg.TrustedProxies,
 		Limiter:        p.fm.limiter(), // nil: in-process
 		OAuth:          p.tokens,
+		Events:         p.feeds,
 
 		AccessLog:       p.access.Log, // its own buffered stream: stdout by default
 		AccessLogSample: cfg.AccessLogSample,

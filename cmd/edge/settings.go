@@ -59,6 +59,9 @@ type settings struct {
 	CandidateToken           string
 	CandidateMaxWalkBytes    int64         // bound of one candidate walk (docs/contract.md section 17)
 	TraceSlow                time.Duration // a slower request keeps its trace (docs/observability.md); 0: off
+	TraceKeepRate            int           // traces kept by outcome a second (docs/observability.md); 0: no bound
+	EventsRetention          time.Duration // how long property change events are kept (docs/contract.md section 23)
+	EventsMax                int           // at most this many events kept per PMS
 }
 
 // offDuration reads a positive duration, or "off" (0).
@@ -79,13 +82,13 @@ type lookupEnv = func(string) (string, bool)
 
 // setting is one row of the table: variable, flag, default, help. The
 // table is the one place a setting is declared: `edge --help` prints it and
-// `go generate ./cmd/edge` writes the settings tables of README.md and
-// docs/operations.md from it (settings_docs_test.go).
+// `go generate ./cmd/edge` writes the settings table of docs/operations.md
+// from it (settings_docs_test.go).
 type setting struct {
 	env, flag, def, help string
-	// doc is the row's markdown meaning in the generated tables; empty:
+	// doc is the row's markdown meaning in the generated table; empty:
 	// help. In it, {docs} stands for the path to docs/ from the file
-	// (links work in README.md and docs/operations.md alike). docDef is the
+	// (docs/operations.md: empty). docDef is the
 	// markdown default shown there; empty: def in backquotes, or "empty"
 	// when def is "".
 	doc, docDef string
@@ -102,13 +105,15 @@ func settingTable() []*setting {
 		{env: "EDGE_ADMIN_ADDR", flag: "admin-addr", def: "127.0.0.1:9090", help: "metrics and pprof listener; empty (or \"off\") disables it; failing to bind it stops start-up", emptySet: true, doc: "metrics (`/metrics`), profiling (`/debug/pprof/`), Redis state (`/fleet`) and shadow comparison (`/shadow`) listener; empty disables it (`off` too); failing to bind it stops start-up"},
 		{env: "EDGE_BRAND", flag: "brand", def: "", help: "brand this deployment serves (demo: aurora)", doc: "the brand this deployment serves; required outside the demo", docDef: "empty; `aurora` in the demo"},
 		{env: "EDGE_DOCS_URL", flag: "docs-url", def: "", help: "documentation base: problem type prefix and documentationUrl (default: EDGE_PUBLIC_URL + EDGE_DOCS_PATH)", doc: "`docs_url`: problem `type` base and `documentationUrl`, where the documentation site is published when not by the edge itself", docDef: "`EDGE_PUBLIC_URL` + `EDGE_DOCS_PATH`"},
-		{env: "EDGE_KEYS_FILE", flag: "keys-file", def: "", help: "API key file (demo: generated demo keys)", doc: "the [key file]({docs}../README.md#the-key-file); required outside the demo", docDef: "empty; the demo mints its own keys and takes no key file"},
+		{env: "EDGE_KEYS_FILE", flag: "keys-file", def: "", help: "API key file (demo: generated demo keys)", doc: "the [key file]({docs}operations.md#the-key-file); required outside the demo", docDef: "empty; the demo mints its own keys and takes no key file"},
 		{env: "EDGE_CODE_SOURCE", flag: "code-source", def: "none", help: "source of the public code: none, short_code or legacy_property_code", doc: "`none`, `short_code` or `legacy_property_code`"},
 		{env: "EDGE_CACHE_TTL", flag: "cache-ttl", def: "30s", help: "how long PMS data is served without asking again; 0 disables caching", doc: "how long PMS data is served without asking again; `0` disables caching"},
 		{env: "EDGE_CACHE_STALE", flag: "cache-stale", def: "5m", help: "how old data may be when served because the PMS is failing", doc: "how old data may be when served because the PMS is failing (at least `EDGE_CACHE_TTL`)"},
+		{env: "EDGE_EVENTS_RETENTION", flag: "events-retention", def: "168h", help: "how long property change events are kept for GET /v1/events; an older after is 410", doc: "how long property change events are kept for `GET /v1/events`; an `after` older than what is kept is `410 EVENTS_CURSOR_EXPIRED` (a single edge keeps them in memory, forgotten on restart; a fleet in Redis: see [events]({docs}operations.md#property-change-events))"},
+		{env: "EDGE_EVENTS_MAX", flag: "events-max", def: "1000000", help: "at most this many property change events kept per PMS, the oldest dropped first", doc: "at most this many property change events kept per PMS (live, sandbox), the oldest dropped first; each costs about 400 bytes of memory on every instance"},
 		{env: "EDGE_TLS_CERT", flag: "tls-cert", def: "", help: "TLS certificate file (HTTPS and HTTP/2 when set with the key)", doc: "TLS certificate file: with `EDGE_TLS_KEY`, serve HTTPS (HTTP/2 on); reloaded on change and on SIGHUP"},
 		{env: "EDGE_TLS_KEY", flag: "tls-key", def: "", help: "TLS private key file", doc: "TLS private key file (with `EDGE_TLS_CERT`)"},
-		{env: "PMS_BASE_URL", flag: "pms-base-url", def: "", help: "live PMS base URL (empty: the demo's embedded simulator)", doc: "live PMS; setting it leaves the demo (no query or fragment); left empty while a deployment setting (`EDGE_KEYS_FILE`, `EDGE_PUBLIC_URL`, `EDGE_DOCS_URL`, `EDGE_TLS_CERT`, `EDGE_REDIS_*`, `EDGE_OAUTH_ISSUER`, `PMS_TOKEN`) is set, start-up fails naming it and the setting found", docDef: "empty: the embedded simulator (demo)"},
+		{env: "PMS_BASE_URL", flag: "pms-base-url", def: "", help: "live PMS base URL (empty: the demo's embedded simulator)", doc: "live PMS; setting it leaves the demo (no query or fragment); left empty while any other `EDGE_*` or `PMS_*` setting than `EDGE_ADDR`, `EDGE_ADMIN_ADDR`, `EDGE_LOG_*`, `EDGE_ACCESS_LOG*` and `EDGE_TRACE_*` is set, start-up fails naming it and the setting found", docDef: "empty: the embedded simulator (demo)"},
 		{env: "PMS_SANDBOX_URL", flag: "pms-sandbox-url", def: "", help: "sandbox PMS for svc_test_ keys (empty: test keys refused)", doc: "sandbox PMS for `svc_test_` keys; empty: test keys get `403 TEST_MODE_UNAVAILABLE`"},
 		{env: "PMS_TOKEN", flag: "pms-token", def: "", help: "bearer token the edge presents to the PMS (prefer the variable: flags show in ps)", doc: "bearer token the edge presents to the PMS (prefer the variable: flags show in `ps`)"},
 		{env: "EDGE_REQUEST_TIMEOUT", flag: "request-timeout", def: "10s", help: "overall deadline of one request; PMS calls and retries fit inside it"},
@@ -146,7 +151,8 @@ func settingTable() []*setting {
 		{env: "EDGE_LOG_FORMAT", flag: "log-format", def: "json", help: "log format: json or text", doc: "`json` or `text`"},
 		{env: "EDGE_LOG_LEVEL", flag: "log-level", def: "info", help: "log level: debug, info, warn or error", doc: "`debug`, `info`, `warn` or `error`"},
 		{env: "EDGE_ACCESS_LOG", flag: "access-log", def: "stdout", help: "where the access log goes (buffered, flushed every second): stdout, stderr, off, or a file path (appended to); the other logs go to stderr", doc: "where the access log goes: `stdout`, `stderr`, `off` or a file path (appended to); buffered (64 KiB, flushed every second and at exit); lines the output cannot take are dropped and counted (`partner_edge_log_dropped_total`), never waited for; the other logs stay on stderr"},
-		{env: "EDGE_TRACE_SLOW", flag: "trace-slow", def: "1s", help: "a request slower than this keeps its whole trace whatever the sampler (5xx answers always do); off disables", doc: "a request slower than this keeps its whole trace whatever the sampler (`OTEL_TRACES_SAMPLER`); a `5xx` answer always does; see [observability.md]({docs}observability.md#sampling)", docDef: "`1s`; `off` disables"},
+		{env: "EDGE_TRACE_SLOW", flag: "trace-slow", def: "1s", help: "a request slower than this keeps its whole trace whatever the sampler, as 5xx answers do, within EDGE_TRACE_KEEP_RATE; off disables", doc: "a request slower than this keeps its whole trace whatever the sampler (`OTEL_TRACES_SAMPLER`), as a `5xx` answer does, both within `EDGE_TRACE_KEEP_RATE`; see [observability.md]({docs}observability.md#sampling)", docDef: "`1s`; `off` disables"},
+		{env: "EDGE_TRACE_KEEP_RATE", flag: "trace-keep-rate", def: "100", help: "at most this many traces a second are kept for their outcome (5xx first, then slow); the others are counted (partner_edge_traces_unkept_total); 0: no bound", doc: "at most this many traces a second (and as many at once) are kept for their outcome, `5xx` answers first, then slow ones; beyond it a sample is kept and the rest counted (`partner_edge_traces_unkept_total{reason}`); see [observability.md]({docs}observability.md#sampling)", docDef: "`100`; `0`: no bound"},
 		{env: "EDGE_ACCESS_LOG_SAMPLE", flag: "access-log-sample", def: "1", help: "fraction (0 to 1] of successful requests' access-log lines written; 4xx and 5xx are always written", doc: "fraction (above 0, at most 1) of successful requests' access lines written; 4xx and 5xx lines are always written"},
 	}
 }
@@ -278,7 +284,7 @@ func (p *parser) settings() settings {
 		Addr:                  p.str("EDGE_ADDR"),
 		AdminAddr:             p.str("EDGE_ADMIN_ADDR"),
 		Brand:                 p.str("EDGE_BRAND"),
-		DocsURL:               read(p, "EDGE_DOCS_URL", settingval.URL),
+		DocsURL:               read(p, "EDGE_DOCS_URL", settingval.DocsURL),
 		PublicURL:             read(p, "EDGE_PUBLIC_URL", settingval.PublicURL),
 		DocsContact:           read(p, "EDGE_DOCS_CONTACT", docsite.ParseContact),
 		KeysFile:              p.str("EDGE_KEYS_FILE"),
@@ -318,6 +324,9 @@ func (p *parser) settings() settings {
 		AccessLog:       p.str("EDGE_ACCESS_LOG"),
 		AccessLogSample: read(p, "EDGE_ACCESS_LOG_SAMPLE", settingval.Float),
 		TraceSlow:       read(p, "EDGE_TRACE_SLOW", offDuration),
+		TraceKeepRate:   read(p, "EDGE_TRACE_KEEP_RATE", settingval.Count),
+		EventsRetention: read(p, "EDGE_EVENTS_RETENTION", settingval.Duration),
+		EventsMax:       read(p, "EDGE_EVENTS_MAX", settingval.Count),
 	}
 	if s.AdminAddr == "off" {
 		s.AdminAddr = ""
@@ -343,6 +352,8 @@ func (p *parser) checkTogether(s *settings) {
 		{s.OAuthIssuer != "" && s.OAuthAudience == "", errors.New("EDGE_OAUTH_AUDIENCE is required when EDGE_OAUTH_ISSUER is set (docs/contract.md section 12: both or neither)")},
 		{s.OAuthAudience != "" && s.OAuthIssuer == "", errors.New("EDGE_OAUTH_ISSUER is required when EDGE_OAUTH_AUDIENCE is set (docs/contract.md section 12: both or neither)")},
 		{s.CacheStale < s.CacheTTL, fmt.Errorf("EDGE_CACHE_STALE (%s) must be at least EDGE_CACHE_TTL (%s)", s.CacheStale, s.CacheTTL)},
+		{s.EventsRetention <= 0, errors.New("EDGE_EVENTS_RETENTION must be positive")},
+		{s.EventsMax < 1, errors.New("EDGE_EVENTS_MAX must be at least 1")},
 	} {
 		if r.broken {
 			p.fail(r.err)
@@ -350,32 +361,30 @@ func (p *parser) checkTogether(s *settings) {
 	}
 }
 
-// deploymentEnv are the settings that belong to a deployment: with
-// PMS_BASE_URL empty (the demo), any of them set is a mistake, most often a
-// misspelt PMS_BASE_URL, that would otherwise serve the simulator's hotels
-// to the real key file (docs/contract.md section 21). EDGE_REDIS_* is every
-// row of the table under that prefix.
-func deploymentEnv(env string) bool {
+// demoSetting reports whether env may be set in the demo (PMS_BASE_URL
+// empty): its listeners, logs and traces only (docs/contract.md section
+// 22). Any other setting belongs to a deployment, and setting it while
+// PMS_BASE_URL is empty is a mistake, most often a misspelt or forgotten
+// PMS_BASE_URL, that would otherwise serve the simulator's hotels with
+// minted keys where a deployment was meant.
+func demoSetting(env string) bool {
 	switch env {
-	case "EDGE_KEYS_FILE", "EDGE_PUBLIC_URL", "EDGE_DOCS_URL", "EDGE_TLS_CERT", "EDGE_OAUTH_ISSUER", "PMS_TOKEN":
+	case "PMS_BASE_URL", "EDGE_ADDR", "EDGE_ADMIN_ADDR":
 		return true
 	}
-	return strings.HasPrefix(env, redisPrefix)
+	return strings.HasPrefix(env, "EDGE_LOG_") || strings.HasPrefix(env, "EDGE_ACCESS_LOG") || strings.HasPrefix(env, "EDGE_TRACE_")
 }
 
-// redisPrefix starts the name of every Redis setting.
-const redisPrefix = "EDGE_" + "REDIS_"
-
-// checkDemo refuses the demo when a deployment setting is set (by its
-// variable or its flag): the error names PMS_BASE_URL and each setting
+// checkDemo refuses the demo when a setting other than its own is set (by
+// its variable or its flag): the error names PMS_BASE_URL and each setting
 // found.
 func (p *parser) checkDemo(s settings) {
 	if s.PMSBaseURL != "" || p.get["PMS_BASE_URL"].value != "" {
 		return
 	}
 	for _, st := range settingTable() {
-		if g := p.get[st.env]; deploymentEnv(st.env) && g.set {
-			p.fail(fmt.Errorf("%s is set but PMS_BASE_URL is not: the demo (no PMS_BASE_URL) runs only when nothing of a deployment is set; set PMS_BASE_URL to the live PMS, or unset %[1]s to run the demo", g.source))
+		if g := p.get[st.env]; !demoSetting(st.env) && g.set {
+			p.fail(fmt.Errorf("%s is set but PMS_BASE_URL is not: the demo (no PMS_BASE_URL) takes only EDGE_ADDR, EDGE_ADMIN_ADDR, EDGE_LOG_*, EDGE_ACCESS_LOG* and EDGE_TRACE_*; set PMS_BASE_URL to the live PMS, or unset %[1]s to run the demo", g.source))
 		}
 	}
 }

@@ -9,7 +9,7 @@ import (
 // EDGE_AUTH_FAIL_LIMIT and EDGE_TRUSTED_PROXIES: defaults, values, and
 // malformed values named with the variable and the value.
 func TestLimitSettings(t *testing.T) {
-	env := mapEnv
+	env := func(m map[string]string) lookupEnv { return mapEnv(deployed(m)) }
 	s, err := parseSettings(nil, env(nil), io.Discard)
 	if err != nil {
 		t.Fatal(err)

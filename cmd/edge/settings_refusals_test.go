@@ -51,19 +51,19 @@ func TestStartupErrorsRedactSecrets(t *testing.T) {
 // is a start-up error naming the setting, never "no limit".
 func TestUnrepresentableRateRefused(t *testing.T) {
 	for _, v := range []string{"1e-9", "1e-12", "2e6"} {
-		_, err := parseSettings(nil, mapEnv(map[string]string{"EDGE_RATE_LIMIT": v}), io.Discard)
+		_, err := parseSettings(nil, mapEnv(deployed(map[string]string{"EDGE_RATE_LIMIT": v})), io.Discard)
 		if err == nil || !strings.Contains(err.Error(), "EDGE_RATE_LIMIT") || !strings.Contains(err.Error(), v) {
 			t.Errorf("EDGE_RATE_LIMIT=%s: %v; want an error naming the setting and the value", v, err)
 		}
 	}
 	// With a larger burst the bucket needs longer to refill: the smallest
 	// rate grows with the burst.
-	_, err := parseSettings(nil, mapEnv(map[string]string{"EDGE_RATE_LIMIT": "1e-6", "EDGE_RATE_BURST": "100000000"}), io.Discard)
+	_, err := parseSettings(nil, mapEnv(deployed(map[string]string{"EDGE_RATE_LIMIT": "1e-6", "EDGE_RATE_BURST": "100000000"})), io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "EDGE_RATE_LIMIT") {
 		t.Errorf("1e-6 with burst 1e8: %v; want refused", err)
 	}
 	for _, v := range []string{"0", "0.001", "1", "1000000"} {
-		s, err := parseSettings(nil, mapEnv(map[string]string{"EDGE_RATE_LIMIT": v}), io.Discard)
+		s, err := parseSettings(nil, mapEnv(deployed(map[string]string{"EDGE_RATE_LIMIT": v})), io.Discard)
 		if err != nil {
 			t.Errorf("EDGE_RATE_LIMIT=%s: %v", v, err)
 		}
@@ -75,13 +75,13 @@ func TestUnrepresentableRateRefused(t *testing.T) {
 // (IPv4) or /16 (IPv6) are refused, naming the setting.
 func TestTrustedProxiesTooWideRefused(t *testing.T) {
 	for _, v := range []string{"0.0.0.0/0,::/0", "0.0.0.0/0", "::/0", "10.0.0.0/7", "2001::/15", "::ffff:0.0.0.0/96"} {
-		_, err := parseSettings(nil, mapEnv(map[string]string{"EDGE_TRUSTED_PROXIES": v}), io.Discard)
+		_, err := parseSettings(nil, mapEnv(deployed(map[string]string{"EDGE_TRUSTED_PROXIES": v})), io.Discard)
 		if err == nil || !strings.Contains(err.Error(), "EDGE_TRUSTED_PROXIES") {
 			t.Errorf("EDGE_TRUSTED_PROXIES=%s: %v; want refused naming the setting", v, err)
 		}
 	}
 	for _, v := range []string{"10.0.0.0/8", "2001:db8::/16", "192.0.2.1", "::1"} {
-		if _, err := parseSettings(nil, mapEnv(map[string]string{"EDGE_TRUSTED_PROXIES": v}), io.Discard); err != nil {
+		if _, err := parseSettings(nil, mapEnv(deployed(map[string]string{"EDGE_TRUSTED_PROXIES": v})), io.Discard); err != nil {
 			t.Errorf("EDGE_TRUSTED_PROXIES=%s: %v", v, err)
 		}
 	}
@@ -120,13 +120,13 @@ func TestMaxWalkBytesSetting(t *testing.T) {
 		t.Fatalf("default: %d, %v; want 256 MiB", s.PMSMaxWalkBytes, err)
 	}
 	for v, want := range map[string]int64{"1000": 1000, "64MiB": 64 << 20, "1GiB": 1 << 30, "512KiB": 512 << 10, "10MB": 10_000_000, "2 GB": 2_000_000_000} {
-		s, err := parseSettings(nil, mapEnv(map[string]string{"EDGE_PMS_MAX_WALK_BYTES": v}), io.Discard)
+		s, err := parseSettings(nil, mapEnv(deployed(map[string]string{"EDGE_PMS_MAX_WALK_BYTES": v})), io.Discard)
 		if err != nil || s.PMSMaxWalkBytes != want {
 			t.Errorf("%s: %d, %v; want %d", v, s.PMSMaxWalkBytes, err, want)
 		}
 	}
 	for _, v := range []string{"lots", "-1", "0", "12XB", "1e3", "99999999999999999999"} {
-		_, err := parseSettings(nil, mapEnv(map[string]string{"EDGE_PMS_MAX_WALK_BYTES": v}), io.Discard)
+		_, err := parseSettings(nil, mapEnv(deployed(map[string]string{"EDGE_PMS_MAX_WALK_BYTES": v})), io.Discard)
 		if err == nil || !strings.Contains(err.Error(), "EDGE_PMS_MAX_WALK_BYTES") || !strings.Contains(err.Error(), v) {
 			t.Errorf("%s: %v; want an error naming the setting and value", v, err)
 		}

@@ -49,7 +49,7 @@ func TestDeadlineDefaults(t *testing.T) {
 	if s.MaxConcurrent <= 0 {
 		t.Errorf("default EDGE_MAX_CONCURRENT %d: the cap is off", s.MaxConcurrent)
 	}
-	s, err = parseSettings([]string{"--request-timeout", "3s"}, mapEnv(map[string]string{"EDGE_MAX_CONCURRENT": "0"}), io.Discard)
+	s, err = parseSettings([]string{"--request-timeout", "3s"}, mapEnv(deployed(map[string]string{"EDGE_MAX_CONCURRENT": "0"})), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestDeadlineDefaults(t *testing.T) {
 		t.Errorf("request deadline 3s: PMS call %s, cap %d", s.PMSTimeout, s.MaxConcurrent)
 	}
 	for _, env := range []map[string]string{{"EDGE_REQUEST_TIMEOUT": "0s"}, {"EDGE_REQUEST_TIMEOUT": "soon"}, {"EDGE_MAX_CONCURRENT": "-1"}} {
-		if _, err := parseSettings(nil, mapEnv(env), io.Discard); err == nil {
+		if _, err := parseSettings(nil, mapEnv(deployed(env)), io.Discard); err == nil {
 			t.Errorf("%v accepted", env)
 		}
 	}

@@ -106,7 +106,7 @@ func shadowBenchEdge(b *testing.B, candidate http.Handler) (http.Handler, []*htt
 	} else {
 		close(done)
 	}
-	cat, err := newCatalog(cfg, pms.URL, keys.ModeLive, "bench", log, tel, nil, sh)
+	cat, err := newCatalog(cfg, pms.URL, keys.ModeLive, "bench", log, tel, nil, sh, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

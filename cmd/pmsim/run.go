@@ -59,6 +59,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	fs.StringVar(&renames, "rename", "", "drift: rename record fields, e.g. display_name=name (comma-separated pairs)")
 	fs.StringVar(&retypes, "retype", "", "drift: change the JSON type of these record fields, e.g. last_modified_ms (comma-separated)")
 	fs.IntVar(&cfg.Drift.Drop, "drop", 0, "drift: leave out this many mappable records of every brand")
+	fs.DurationVar(&cfg.Churn, "churn", 0, "change data every interval while serving: per brand, rename a hotel, change one's status, replace one by a new hotel (0: never)")
 	fs.StringVar(&cfg.Drift.Paging, "break-paging", "", "drift: break list paging: loop, empty-cursor, overlap or rename-cursor (pages of 10 unless --page-size)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -115,6 +116,9 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	fmt.Fprintf(stdout, "brands %v, %d hotels each, seed %d; try: curl 'http://%s/internal/v2/brands/%s/hotels?limit=2'\n",
 		sim.Brands(), cfg.HotelsPerBrand, cfg.Seed, ln.Addr(), sim.Brands()[0])
 	fmt.Fprintf(stdout, "traces exporter: %s\n", tel.TracesExporter())
+	if cfg.Churn > 0 {
+		fmt.Fprintf(stdout, "churn: every %s, per brand a rename, a status change and a hotel replaced\n", cfg.Churn)
+	}
 	if d := cfg.Drift; len(d.Rename) > 0 || len(d.Retype) > 0 || d.Drop > 0 || d.Paging != "" {
 		fmt.Fprintf(stdout, "drift: rename %v, retype %v, drop %d, paging %q\n", d.Rename, d.Retype, d.Drop, d.Paging)
 	}
@@ -149,6 +153,8 @@ func validate(cfg pmsim.Config, f pmsim.Faults, extra int) error {
 		return fmt.Errorf("--hotels %d: want at least 1", cfg.HotelsPerBrand)
 	case cfg.PageSize < 0:
 		return fmt.Errorf("--page-size %d: want 0 or more", cfg.PageSize)
+	case cfg.Churn < 0:
+		return fmt.Errorf("--churn %s: want 0 or more", cfg.Churn)
 	case f.Latency < 0 || f.Jitter < 0:
 		return errors.New("--latency and --jitter must not be negative")
 	case f.ErrorRate < 0 || f.ErrorRate > 1:

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/partner-edge/partner-edge/observability/testkit"
 )
 
 // start runs the program on a free port and returns its base URL, a channel
@@ -139,6 +141,24 @@ func TestRunFaultFlags(t *testing.T) {
 	}
 }
 
+// --churn changes the data while the simulator serves: a walk some time
+// later differs from the first (docs/operations.md, "The PMS simulator").
+func TestRunChurn(t *testing.T) {
+	url, lines, _ := start(t, nil, "--brands", "1", "--hotels", "30", "--churn", "1ms")
+	if l := <-lines; !strings.HasPrefix(l, "brands") {
+		t.Fatalf("second line %q", l)
+	}
+	list := url + "/internal/v2/brands/aurora/hotels?limit=500"
+	_, first := get(t, list, "")
+	testkit.Eventually(t, "the data changes between walks", func() bool {
+		_, body := get(t, list, "")
+		return string(body) != string(first)
+	})
+	if err := run(t.Context(), []string{"pmsim", "--churn", "-1s"}, mapEnv(nil), io.Discard, io.Discard); err == nil {
+		t.Error("--churn -1s: no error")
+	}
+}
+
 func TestRunRejectsBadFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"--error-rate", "1.5"}, {"--brands", "0"}, {"--hotels", "-1"}, {"--page-size", "-2"},
@@ -159,7 +179,7 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		t.Fatal("--help prints PMS_TOKEN")
 	}
 	for _, flag := range []string{"-addr", "-brands", "-hotels", "-seed", "-page-size", "-shuffle", "-token", "-latency", "-jitter",
-		"-error-rate", "-error-status", "-retry-after", "-reset", "-truncate", "-malformed", "-oversize", "-fail-first"} {
+		"-error-rate", "-error-status", "-retry-after", "-reset", "-truncate", "-malformed", "-oversize", "-fail-first", "-churn"} {
 		if !strings.Contains(help.String(), flag) {
 			t.Errorf("--help lacks %s", flag)
 		}

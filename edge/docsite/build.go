@@ -65,7 +65,7 @@ func fileName(addr string) string {
 func (p page) Nav() [][2]string {
 	return [][2]string{{pageHome, "Home"}, {pageReference, "API reference"}, {pageErrors, "Errors"},
 		{pageFieldErrors, "Field errors"}, {pageAuth, "Authentication"}, {pageRateLimits, "Rate limits"},
-		{pageChangelog, "Changelog"}}
+		{pageSync, "Keeping in sync"}, {pageChangelog, "Changelog"}}
 }
 
 // PublicURL is the URL partners call, for the examples: the deployment's
@@ -119,6 +119,7 @@ func (b *builder) build() error {
 		{pageFieldErrors, "Field-error codes", "field-errors", fieldCodes},
 		{pageAuth, "Authentication", "authentication", nil},
 		{pageRateLimits, "Rate limits", "rate-limits", nil},
+		{pageSync, "Keeping in sync", "sync", nil},
 		{pageChangelog, "Changelog", "changelog", changelog},
 		{"404", "Page not found", "notfound", nil},
 	}

@@ -17,6 +17,15 @@ type change struct {
 // changelog is newest first.
 var changelog = []change{
 	{
+		Title: "Property changes: GET /v1/events",
+		Items: []string{
+			"GET /v1/events: the changes to the properties your key may see (property.created, property.updated, property.removed), oldest first, each with the property as it now is (for a removal, as it last was). Follow it with after and limit instead of walking the list again; see Keeping in sync.",
+			"GET /v1/properties carries meta.events.next: the feed's position when the page was served. List, then follow the feed from there, and you miss nothing in between.",
+			"410 EVENTS_CURSOR_EXPIRED answers a cursor older than the events kept (a week by default): list again and take the new cursor.",
+		},
+		Codes: []problem.Code{problem.EventsCursorExpired},
+	},
+	{
 		Title: "Documentation site and typed error responses",
 		Items: []string{
 			"This site: one page per error code at the problem's type URI, the API reference, authentication, rate limits and this changelog.",

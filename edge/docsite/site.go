@@ -86,6 +86,7 @@ const (
 	pageFieldErrors   = "field-errors"
 	pageAuth          = "authentication"
 	pageRateLimits    = "rate-limits"
+	pageSync          = "keeping-in-sync"
 	pageChangelog     = "changelog"
 	assetSiteCSS      = "assets/site.css"
 	assetReferenceCSS = "assets/reference.css"

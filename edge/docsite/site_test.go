@@ -136,7 +136,7 @@ func TestWriteDirIsSelfContained(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := 2*len(problem.All()) + 8; pages < want {
+	if want := 2*len(problem.All()) + 9; pages < want {
 		t.Errorf("%d pages written, want at least %d", pages, want)
 	}
 }
@@ -339,4 +339,28 @@ func record(h http.Handler, method, p string, hdr ...string) *httptest.ResponseR
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	return rec
+}
+
+// docs/contract.md section 23: the site tells a partner how to keep in
+// sync: list, keep the first page's cursor, follow GET /v1/events, apply
+// each type, and list again on 410 (its page linked from the nav and home).
+func TestKeepingInSyncPage(t *testing.T) {
+	site, err := Build(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := site.files[fileName(pageSync)]
+	if f == nil {
+		t.Fatalf("no %s page", pageSync)
+	}
+	page := string(f.body)
+	for _, want := range []string{"meta.events.next", "/v1/events?after=", "property.created", "property.updated",
+		"property.removed", "hasMore", `href="errors/events-cursor-expired.html"`, "410 EVENTS_CURSOR_EXPIRED", "occurredAt"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	if home := string(site.files["index.html"].body); !strings.Contains(home, `href="keeping-in-sync.html"`) {
+		t.Error("the home page does not link to it")
+	}
 }

@@ -28,7 +28,8 @@ Commands (docs/contract.md section 18; every one takes --file, default EDGE_KEYS
   resume   ID   make a suspended key active again
   revoke   ID   remove the record: the key answers 401 from then on
   rotate   ID   mint a successor with the same grants, print it once; the old
-                key keeps working for --overlap (default 24h) [--json]
+                key keeps working for --overlap (default 24h) [--json]; a key
+                that already has a successor is refused without --force
   check    load the file exactly as the edge does: exit 1 with the reason, 0 when good
   new      print a minted key and its record without touching any file
 
@@ -86,9 +87,10 @@ func Command(args []string, getenv func(string) (string, bool), stdout, stderr i
 	if cmd == "add" {
 		a.define(fs, getenv)
 	}
-	overlap := DefaultOverlap
+	overlap, force := DefaultOverlap, false
 	if cmd == "rotate" {
 		fs.DurationVar(&overlap, "overlap", DefaultOverlap, "how long the old key keeps working")
+		fs.BoolVar(&force, "force", false, "rotate a key that already has a successor")
 	}
 	pos, err := parseInterleaved(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
@@ -138,7 +140,7 @@ func Command(args []string, getenv func(string) (string, bool), stdout, stderr i
 		}
 		fmt.Fprintf(stdout, "%s revoked: its record is removed\n", pos[0])
 	case "rotate":
-		token, rec, err := ed.Rotate(pos[0], overlap)
+		token, rec, err := ed.Rotate(pos[0], overlap, force)
 		if err != nil {
 			return fmt.Errorf("keys rotate: %w", err)
 		}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -156,8 +157,10 @@ func (e Editor) Revoke(id string) error {
 // Rotate mints a successor of record id with the same grants, hands it the
 // clientId (only one record may hold it) and returns its key and record. The
 // old record's expiresAt becomes now + overlap, unless it was earlier. A
-// record of OAuth 2.0 tokens only has no API key to rotate.
-func (e Editor) Rotate(id string, overlap time.Duration) (token string, rec Record, err error) {
+// record of OAuth 2.0 tokens only has no API key to rotate. A record that
+// already has a successor (successor) is refused unless force: rotating it
+// again would leave two live successors (docs/contract.md section 22).
+func (e Editor) Rotate(id string, overlap time.Duration, force bool) (token string, rec Record, err error) {
 	if overlap < 0 {
 		return "", Record{}, errors.New("the overlap must not be negative")
 	}
@@ -172,6 +175,9 @@ func (e Editor) Rotate(id string, overlap time.Duration) (token string, rec Reco
 		}
 		if old.ExpiresAt != nil && !e.Now().Before(*old.ExpiresAt) {
 			return nil, fmt.Errorf("%s has expired: its successor would be born expired; add a new key instead", id)
+		}
+		if j := successor(recs, i); j >= 0 && !force {
+			return nil, fmt.Errorf("%s already has a successor, %s (its grants, after it in the file, outliving it): a second rotation would leave two live successors; rotate %[2]s instead, revoke %[2]s first, or pass --force", id, recs[j].ID)
 		}
 		token, rec, err = Mint(e.Random, old.Brand, old.Mode, old.Properties)
 		if err != nil {
@@ -190,6 +196,30 @@ func (e Editor) Rotate(id string, overlap time.Duration) (token string, rec Reco
 		return "", Record{}, err
 	}
 	return token, rec, nil
+}
+
+// successor is the index of the record that looks like what Rotate made of
+// recs[i], or -1: a record after it with its brand, mode, partner,
+// properties, scopes and rate limit, expiring no sooner than it, while
+// recs[i] has an expiry (Rotate gave it one) and no clientId (Rotate
+// handed it on). The file keeps no link between the two (its format is
+// the edge's, docs/operations.md), so a key added by hand with the same
+// grants after an expiring one counts too: --force is the way past.
+func successor(recs []Record, i int) int {
+	old := recs[i]
+	if old.ExpiresAt == nil || old.ClientID != "" {
+		return -1
+	}
+	for j := i + 1; j < len(recs); j++ {
+		r := recs[j]
+		if r.Brand == old.Brand && r.Mode == old.Mode && r.Partner == old.Partner && r.SHA256 != "" &&
+			slices.Equal(r.Properties, old.Properties) && slices.Equal(r.Scopes, old.Scopes) && (r.Scopes == nil) == (old.Scopes == nil) &&
+			(r.RateLimit == nil) == (old.RateLimit == nil) && (r.RateLimit == nil || *r.RateLimit == *old.RateLimit) &&
+			(r.ExpiresAt == nil || !r.ExpiresAt.Before(*old.ExpiresAt)) {
+			return j
+		}
+	}
+	return -1
 }
 
 // Summary describes a key file that loads.
@@ -271,6 +301,9 @@ func (e Editor) edit(create bool, change func([]Record) ([]Record, error)) error
 	}
 	defer unlock()
 	shareLock(path+".lock", path)
+	if _, err := checkPerm(path); err != nil {
+		return fmt.Errorf("%w (the edge refuses it; fix the mode, then edit)", err)
+	}
 	recs, err := load(path, create)
 	if err != nil {
 		return err
@@ -323,6 +356,10 @@ func render(recs []Record) ([]byte, error) {
 // lock takes an exclusive flock on path (mode 0600 when created) and returns
 // its release; the kernel releases it if the editor is killed. O_NOFOLLOW: a
 // lock file that is a symbolic link is refused, never followed (docs/contract.md section 21).
+// A lock file with more than one link is refused too (docs/contract.md
+// section 22): a hard link is another name of some file (/etc/shadow, made
+// by whoever could write the directory), which shareLock would give to the
+// key file's owner. One fstat of the open lock, after O_NOFOLLOW.
 func lock(path string) (func(), error) {
 	fl := flock.New(path, flock.SetFlag(os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW), flock.SetPermissions(0o600))
 	if err := fl.Lock(); err != nil {
@@ -330,6 +367,15 @@ func lock(path string) (func(), error) {
 			return nil, fmt.Errorf("lock file %s is a symbolic link: refused (remove it; edge keys creates the lock file itself)", path)
 		}
 		return nil, fmt.Errorf("lock file %s: %w", path, describeFSError(err))
+	}
+	fi, err := fl.Stat() // of the open descriptor: the file locked, not the name
+	if err != nil {
+		_ = fl.Unlock()
+		return nil, fmt.Errorf("lock file %s: %w", path, describeFSError(err))
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
+		_ = fl.Unlock()
+		return nil, fmt.Errorf("lock file %s has %d links (another name of it is elsewhere): refused (remove it; edge keys creates the lock file itself)", path, st.Nlink)
 	}
 	return func() { _ = fl.Unlock() }, nil
 }

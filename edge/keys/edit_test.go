@@ -112,7 +112,7 @@ func TestEditorLeavesABrokenFileAlone(t *testing.T) {
 		"add":     func() error { _, _, err := ed.Add(NewKey{Brand: "aurora", Mode: ModeLive}); return err },
 		"suspend": func() error { return ed.SetStatus(rec.ID, StatusSuspended) },
 		"revoke":  func() error { return ed.Revoke(rec.ID) },
-		"rotate":  func() error { _, _, err := ed.Rotate(rec.ID, time.Hour); return err },
+		"rotate":  func() error { _, _, err := ed.Rotate(rec.ID, time.Hour, false); return err },
 	} {
 		err := edit()
 		if err == nil || !strings.Contains(err.Error(), `mode: must be "live" or "test"`) {
@@ -184,7 +184,7 @@ func TestEditorRotateKeepsTheGrantsAndEndsTheOldKeyAfterTheOverlap(t *testing.T)
 		r.Properties = []string{"5f0c6a5e-8d2b-4c1e-9a7f-1b2c3d4e5f60"}
 	})
 	path := keyFile(t, old)
-	token, rec, err := editor(path, 2).Rotate(old.ID, 2*time.Hour)
+	token, rec, err := editor(path, 2).Rotate(old.ID, 2*time.Hour, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func TestEditorRotateKeepsTheGrantsAndEndsTheOldKeyAfterTheOverlap(t *testing.T)
 	soon := t0.Add(time.Minute)
 	_, short := minted(t, 3, ModeLive, func(r *Record) { r.ExpiresAt = &soon })
 	path = keyFile(t, short)
-	if _, _, err := editor(path, 4).Rotate(short.ID, DefaultOverlap); err != nil {
+	if _, _, err := editor(path, 4).Rotate(short.ID, DefaultOverlap, false); err != nil {
 		t.Fatal(err)
 	}
 	if recs := load0600(t, path); !recs[0].ExpiresAt.Equal(soon) {
@@ -227,11 +227,11 @@ func TestEditorRotateKeepsTheGrantsAndEndsTheOldKeyAfterTheOverlap(t *testing.T)
 	path = keyFile(t, expired, tokensOnly)
 	ed := editor(path, 7)
 	for _, id := range []string{expired.ID, tokensOnly.ID} {
-		if _, _, err := ed.Rotate(id, time.Hour); err == nil {
+		if _, _, err := ed.Rotate(id, time.Hour, false); err == nil {
 			t.Errorf("Rotate(%s) succeeded", id)
 		}
 	}
-	if _, _, err := ed.Rotate(expired.ID, -time.Hour); err == nil {
+	if _, _, err := ed.Rotate(expired.ID, -time.Hour, false); err == nil {
 		t.Error("a negative overlap was taken")
 	}
 }
@@ -343,5 +343,72 @@ func TestCheckLoadsAsTheEdgeDoes(t *testing.T) {
 	}
 	if _, err := Check(filepath.Join(t.TempDir(), "none.json"), t0); err == nil || !strings.Contains(err.Error(), "does not exist") {
 		t.Errorf("Check of a missing file: %v", err)
+	}
+}
+
+// docs/contract.md section 22: a key that already has a successor is not
+// rotated again without force (it would leave two live successors); the
+// error names the successor. The successor itself rotates, and once it is
+// revoked the old key rotates again.
+func TestEditorRotateTwiceNeedsForce(t *testing.T) {
+	_, old := minted(t, 1, ModeLive, func(r *Record) { r.Partner, r.Scopes = "Acme", []string{"properties:read"} })
+	_, other := minted(t, 2, ModeLive, func(r *Record) { r.Partner = "Other" })
+	path := keyFile(t, old, other)
+	_, first, err := editor(path, 3).Rotate(old.ID, time.Hour, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := editor(path, 4).Rotate(other.ID, time.Hour, false); err != nil {
+		t.Fatalf("another partner's key: %v", err)
+	}
+	_, _, err = editor(path, 5).Rotate(old.ID, time.Hour, false)
+	if err == nil || !strings.Contains(err.Error(), "already has a successor, "+first.ID) || !strings.Contains(err.Error(), "--force") {
+		t.Fatalf("second rotation: %v; want a refusal naming %s and --force", err, first.ID)
+	}
+	if n := len(load0600(t, path)); n != 4 {
+		t.Fatalf("%d records after the refusal, want 4", n)
+	}
+	_, second, err := editor(path, 6).Rotate(old.ID, time.Hour, true)
+	if err != nil || second.ID == first.ID {
+		t.Fatalf("forced rotation: %v", err)
+	}
+	if _, _, err := editor(path, 7).Rotate(first.ID, time.Hour, false); err != nil {
+		t.Fatalf("rotating the successor: %v", err)
+	}
+
+	path = keyFile(t, old)
+	_, first, err = editor(path, 8).Rotate(old.ID, time.Hour, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := editor(path, 9).Revoke(first.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := editor(path, 10).Rotate(old.ID, time.Hour, false); err != nil {
+		t.Fatalf("rotation after the successor was revoked: %v", err)
+	}
+}
+
+// docs/contract.md section 22: a lock file with another name (a hard link)
+// is refused like a symbolic link, and the file it names is left alone.
+func TestEditorRefusesHardLinkedLock(t *testing.T) {
+	_, rec := minted(t, 1, ModeLive, nil)
+	path := keyFile(t, rec)
+	elsewhere := filepath.Join(t.TempDir(), "elsewhere")
+	if err := os.WriteFile(elsewhere, []byte("not a lock"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(elsewhere, path+".lock"); err != nil {
+		t.Fatal(err)
+	}
+	err := editor(path, 2).Revoke(rec.ID)
+	if err == nil || !strings.Contains(err.Error(), "has 2 links") || !strings.Contains(err.Error(), path+".lock") {
+		t.Fatalf("Revoke: %v; want a refusal naming the lock file and its links", err)
+	}
+	if n := len(load0600(t, path)); n != 1 {
+		t.Errorf("%d records: the key file was edited", n)
+	}
+	if b, _ := os.ReadFile(elsewhere); string(b) != "not a lock" {
+		t.Errorf("the linked file changed: %q", b)
 	}
 }

@@ -73,11 +73,20 @@ func (set *keySet) counts(now time.Time) (suspended, expired int) {
 
 // Open loads the key file at path. An error means the edge must not start;
 // it names the file and every problem found (never a key or a digest). A
-// file with no keys opens, but the store is not Usable.
+// file with no keys opens, but the store is not Usable. A file or directory
+// writable by group or others is refused, one readable by others is loaded
+// with a warning (checkPerm); reloads refuse the same.
 func Open(path string, opts Options) (*Store, error) {
 	s := &Store{path: path, log: opts.Logger, onReload: opts.OnReload}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	warning, err := checkPerm(path)
+	if err != nil {
+		return nil, err
+	}
+	if warning != "" {
+		s.log.Warn(warning, "file", path)
 	}
 	data, err := readFile(path)
 	if err != nil {
@@ -157,6 +166,9 @@ func (s *Store) Reload() error { return s.reload(true) }
 func (s *Store) reload(force bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if _, err := checkPerm(s.path); err != nil {
+		return s.reloadFailed(err)
+	}
 	data, err := readFile(s.path)
 	sum := sha256.Sum256(data)
 	if err == nil && !force && sum == s.lastSum {
@@ -171,13 +183,22 @@ func (s *Store) reload(force bool) error {
 		}
 	}
 	if err != nil {
-		s.log.Error("keys reload failed", "file", s.path, "reason", err.Error(), "keys", s.Len())
-		err = fmt.Errorf("key file %s: %w (previous keys stay in force)", s.path, err)
+		return s.reloadFailed(err)
 	}
 	if s.onReload != nil {
-		s.onReload(err == nil)
+		s.onReload(true)
 	}
-	return err
+	return nil
+}
+
+// reloadFailed logs and reports a reload refused for err; the keys in
+// force stay.
+func (s *Store) reloadFailed(err error) error {
+	s.log.Error("keys reload failed", "file", s.path, "reason", err.Error(), "keys", s.Len())
+	if s.onReload != nil {
+		s.onReload(false)
+	}
+	return fmt.Errorf("key file %s: %w (previous keys stay in force)", s.path, err)
 }
 
 // errNoFile is readFile's error for a key file that does not exist.

@@ -2,7 +2,9 @@
 // shares: a settable clock (Clock), a log sink safe for concurrent writers
 // (LogBuffer), a poll for events outside the test's control
 // (Eventually), a writer of self-signed certificates replaced by rename
-// (WriteCertPair), and a reader of /metrics (Scrape, Series). It is for _test.go files only; no program imports it.
+// (WriteCertPair), a reader of /metrics (Scrape, Series), and an OTLP/HTTP
+// collector that keeps what it receives (OTLPReceiver). It is for _test.go
+// files only; no program imports it.
 //
 // Why here: the tests of upstream, observability, edge and cmd alike import
 // it, and a module-wide internal package would need a new top-level

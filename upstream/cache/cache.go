@@ -34,6 +34,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/upstream"
 )
 
@@ -99,6 +100,15 @@ func New(inner upstream.Catalog, cfg Config) *Cache {
 	}
 	if cfg.LinkRequest == nil {
 		cfg.LinkRequest = func(ctx context.Context, l trace.Link) { trace.SpanFromContext(ctx).AddLink(l) }
+	}
+	if cfg.KeepWalk == nil {
+		cfg.KeepWalk = (*observability.Telemetry)(nil).KeepWalk // every walk kept
+	}
+	if cfg.KeepRequest == nil {
+		cfg.KeepRequest = (*observability.Telemetry)(nil).KeepRequest // kept when sampled
+	}
+	if cfg.LeadLoad == nil {
+		cfg.LeadLoad = (*observability.Telemetry)(nil).LeadLoad // linkable when sampled
 	}
 	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	c := &Cache{cfg: cfg, inner: inner, disabled: cfg.TTL <= 0, refreshAfter: time.Duration(ahead * float64(cfg.TTL))}
@@ -182,7 +192,11 @@ func (c *Cache) shared(ctx context.Context, group *singleflight.Group, key strin
 	if c.inline(ctx, timeout) {
 		v, err, shared := group.Do(key, w.load)
 		ran := w.ran
+		if ran {
+			w.claim.Settle(shared)
+		}
 		c.putWaiter(w) // nobody else holds w: its load, if it led, ran here
+		v = c.followLeader(ctx, v, ran)
 		if ctx.Err() != nil {
 			// The caller left during the load, which filled the cache
 			// all the same: the answer of a caller who leaves first.
@@ -201,7 +215,7 @@ func (c *Cache) shared(ctx context.Context, group *singleflight.Group, key strin
 	case r := <-w.res:
 		ran := w.ran
 		c.putWaiter(w)
-		return answer(r.Val, r.Err, r.Shared, ran)
+		return answer(c.followLeader(ctx, r.Val, ran), r.Err, r.Shared, ran)
 	}
 }
 
@@ -259,6 +273,7 @@ type waiter struct {
 	// timeout is the load's deadline (run).
 	timeout time.Duration
 	ran     bool                     // fn ran in this call (the caller led); read after res
+	claim   observability.Lead       // with TTL 0, the leader's claim for its followers' links (walk.go)
 	res     chan singleflight.Result // capacity 1
 	load    func() (any, error)      // w.lead, bound once
 }
@@ -276,15 +291,27 @@ func (c *Cache) newWaiter() any {
 }
 
 // run is the goroutine's side: the shared call, its result to the caller.
+// The leader's claim is settled here, whether its caller is still there
+// or not.
 func (w *waiter) run() {
 	v, err, shared := w.group.Do(w.key, w.load)
+	if w.ran {
+		w.claim.Settle(shared)
+	}
 	w.res <- singleflight.Result{Val: v, Err: err, Shared: shared} // the last use of w
 }
 
-// lead is the load itself, run when this call leads.
+// lead is the load itself, run when this call leads. With TTL 0 its
+// result carries the leader's claim (ledLoad, walk.go), made before the
+// followers see it.
 func (w *waiter) lead() (any, error) {
 	w.ran = true // read by the caller only after the result arrives on res
-	return w.c.run(w.ctx, w.fn, w.arg, w.timeout)
+	v, err := w.c.run(w.ctx, w.fn, w.arg, w.timeout)
+	if w.c.disabled {
+		w.claim = w.c.cfg.LeadLoad(w.ctx)
+		return &ledLoad{v: v, lead: w.claim}, err
+	}
+	return v, err
 }
 
 // run executes one load detached from ctx's cancellation, under timeout

@@ -7,6 +7,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/upstream"
 )
 
@@ -152,4 +153,17 @@ type Config struct {
 	// Telemetry.LinkRequest, which also keeps the link of a request whose
 	// trace is decided at its end); nil: the span's AddLink.
 	LinkRequest func(context.Context, trace.Link)
+	// KeepWalk decides whether a walk is kept and gives the context to
+	// start it under (Telemetry.KeepWalk). Nil: every walk is kept
+	// (observability.KeepTrace).
+	KeepWalk func(context.Context) (context.Context, bool)
+	// KeepRequest marks the trace of a request that started a walk kept,
+	// so that the walk's link to it opens (Telemetry.KeepRequest); false:
+	// it cannot be, and the walk does not link to it. Nil: the request's
+	// trace is kept when the head sampler kept it.
+	KeepRequest func(context.Context) bool
+	// LeadLoad claims that a request that led a load with TTL 0 be kept
+	// for its followers' links (Telemetry.LeadLoad). Nil: the leader is
+	// linked to when the head sampler kept it.
+	LeadLoad func(context.Context) observability.Lead
 }

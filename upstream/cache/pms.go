@@ -66,6 +66,7 @@ func NewPMS(cfg PMSConfig) (*Cache, error) {
 	direct := upstream.NewDirect(client, do)
 	c := cfg.Cache
 	c.Logger, c.Metrics, c.Tracer, c.LinkRequest = log, cm, cfg.Telemetry.Tracer(), cfg.Telemetry.LinkRequest
+	c.KeepWalk, c.KeepRequest, c.LeadLoad = cfg.Telemetry.KeepWalk, cfg.Telemetry.KeepRequest, cfg.Telemetry.LeadLoad
 	if cfg.WrapLoad != nil {
 		c.Load = cfg.WrapLoad(direct)
 	}

@@ -15,8 +15,8 @@ import (
 // not a part of the request that happened to start it, which may have
 // answered long before (docs/contract.md section 20; docs/observability.md,
 // "Walks"). Its pages and attempts are beneath it; it links to the request
-// that started it, and that request, and each one that joined the load in
-// flight, links to it.
+// that started it (none for a walk Prime started), and that request, and
+// each one that joined the load in flight, links to it.
 const SpanWalk = "pms.walk"
 
 // Walk kinds (AttrWalkKind): why the snapshot was loaded.
@@ -34,6 +34,10 @@ const (
 // Attributes of the walk span and of the links to and from it.
 const (
 	AttrWalkKind = attribute.Key("partner_edge.walk.kind")
+	// AttrWalkOutcome is "ok" or "failed", set when the walk ends: what
+	// an SRE searches failed walks by (a trace backend's search by status
+	// is not to be relied on: docs/observability.md, "Finding traces").
+	AttrWalkOutcome = attribute.Key("partner_edge.walk.outcome")
 	// AttrLinkRole says what a link is: on the walk, "started_by" (the
 	// request); on a request, "walk" (the walk it started or waited for)
 	// and "leader" (the request whose load it joined).
@@ -41,9 +45,11 @@ const (
 )
 
 var (
-	linkStartedBy = []attribute.KeyValue{AttrLinkRole.String("started_by")}
-	linkWalk      = []attribute.KeyValue{AttrLinkRole.String("walk")}
-	linkLeader    = []attribute.KeyValue{AttrLinkRole.String("leader")}
+	attrWalkOK     = AttrWalkOutcome.String("ok")
+	attrWalkFailed = AttrWalkOutcome.String("failed")
+	linkStartedBy  = []attribute.KeyValue{AttrLinkRole.String("started_by")}
+	linkWalk       = []attribute.KeyValue{AttrLinkRole.String("walk")}
+	linkLeader     = []attribute.KeyValue{AttrLinkRole.String("leader")}
 )
 
 // walkLinks are the span contexts of the latest walk and of the request
@@ -54,6 +60,10 @@ type walkLinks struct {
 
 // startWalk starts the walk span of a load of kind under ctx's values and
 // returns its context and its end. Without a tracer it does nothing.
+//
+// A walk is always kept, and an SRE never follows a link to a trace the
+// backend does not hold: the request that started the walk is kept too
+// (KeepRequest: kept_by link), and linked to only when it will be.
 func (c *Cache) startWalk(ctx context.Context, kind string) (context.Context, func(error)) {
 	if c.cfg.Tracer == nil || kind == WalkLoad || kind == walkStarted {
 		return ctx, func(error) {}
@@ -61,31 +71,68 @@ func (c *Cache) startWalk(ctx context.Context, kind string) (context.Context, fu
 	caller := trace.SpanContextFromContext(ctx)
 	opts := []trace.SpanStartOption{trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithAttributes(AttrWalkKind.String(kind))}
-	if caller.IsValid() {
-		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: caller, Attributes: linkStartedBy}))
-	}
 	// Walks are few (one per brand and TTL at most) and what an SRE looks
-	// at first when the PMS misbehaves: each is kept, whatever the sampler.
-	wctx, span := c.cfg.Tracer.Start(observability.KeepTrace(ctx), SpanWalk, opts...)
-	c.cfg.LinkRequest(ctx, trace.Link{SpanContext: span.SpanContext(), Attributes: linkWalk})
-	c.lastWalk.Store(&walkLinks{walk: span.SpanContext(), leader: caller})
+	// at first when the PMS misbehaves: each is kept, whatever the sampler,
+	// within the keep budget (a PMS outage before any snapshot makes one
+	// per request).
+	sctx, kept := c.cfg.KeepWalk(ctx)
+	if kept && caller.IsValid() && c.cfg.KeepRequest(ctx) {
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: caller, Attributes: linkStartedBy}))
+	} else {
+		caller = trace.SpanContext{} // not kept: nobody links to it
+	}
+	wctx, span := c.cfg.Tracer.Start(sctx, SpanWalk, opts...)
+	links := &walkLinks{} // a walk left out: nothing links to it
+	if kept {
+		c.cfg.LinkRequest(ctx, trace.Link{SpanContext: span.SpanContext(), Attributes: linkWalk})
+		links = &walkLinks{walk: span.SpanContext(), leader: caller}
+	}
+	c.lastWalk.Store(links)
 	return wctx, func(err error) {
 		if err != nil {
 			span.RecordError(err)
 			span.SetStatus(codes.Error, "walk failed")
+			span.SetAttributes(attrWalkFailed)
+		} else {
+			span.SetAttributes(attrWalkOK)
 		}
 		span.End()
 	}
 }
 
+// ledLoad is the result of a load with TTL 0 (the leader's own PMS call,
+// no walk): its value and the leader's claim, for the followers' links
+// (waiter.lead makes it; followLeader reads it).
+type ledLoad struct {
+	v    any
+	lead observability.Lead
+}
+
+// followLeader unwraps v, a shared load's result for the caller of ctx
+// (ran: the caller led it): a follower of a load with TTL 0 links to its
+// leader when the leader's trace is kept (observability.Lead).
+func (c *Cache) followLeader(ctx context.Context, v any, ran bool) any {
+	l, ok := v.(*ledLoad)
+	if !ok {
+		return v
+	}
+	if sc, linkable := l.lead.Link(); linkable && !ran {
+		c.cfg.LinkRequest(ctx, trace.Link{SpanContext: sc, Attributes: linkLeader})
+	}
+	return l.v
+}
+
 // linkFollower links the span of ctx, a request that joined a load in
-// flight, to that load's walk and to the request that leads it.
+// flight, to that load's walk and to the request that leads it, if one
+// does (a walk Prime started has none).
 func (c *Cache) linkFollower(ctx context.Context) {
 	if c.cfg.Tracer == nil || !trace.SpanContextFromContext(ctx).IsValid() {
 		return
 	}
 	if l := c.lastWalk.Load(); l != nil {
-		c.cfg.LinkRequest(ctx, trace.Link{SpanContext: l.walk, Attributes: linkWalk})
+		if l.walk.IsValid() {
+			c.cfg.LinkRequest(ctx, trace.Link{SpanContext: l.walk, Attributes: linkWalk})
+		}
 		if l.leader.IsValid() {
 			c.cfg.LinkRequest(ctx, trace.Link{SpanContext: l.leader, Attributes: linkLeader})
 		}

@@ -89,9 +89,6 @@ func TestWatchKeepsIdleStateFresh(t *testing.T) {
 // accepting them.
 func TestWatchSeesRedisRefuseWrites(t *testing.T) {
 	srv := redistest.Start(t)
-	if !srv.Real() {
-		t.Skip("miniredis has no min-replicas-to-write (CI runs the real server)")
-	}
 	c, err := New(Config{URL: srv.URL()}) // the production guard
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"maps"
 	"mime"
 	"net/http"
 	"slices"
@@ -71,9 +72,53 @@ type Violation struct {
 	Rule  string `json:"rule"`
 	Field string `json:"field,omitempty"`
 	// Message says what is wrong, naming the section of the document.
-	Message  string   `json:"message"`
-	Count    int      `json:"count"`
+	Message string `json:"message"`
+	// Count is how many times it was seen, everywhere: Seen's sum.
+	Count int `json:"count"`
+	// Seen says where: each count is of one kind of thing, so a line of
+	// the report agrees with the record counts beside it (Records, Drift
+	// count the list's records only).
+	Seen     Seen     `json:"seen"`
 	Examples []string `json:"examples"`
+}
+
+// Seen counts a Violation by where it was seen.
+type Seen struct {
+	ListRecords int `json:"listRecords,omitzero"` // records of the list walk
+	ListPages   int `json:"listPages,omitzero"`   // pages of the list (their envelope, status, paging)
+	Gets        int `json:"gets,omitzero"`        // answers of the get route
+	Walk        int `json:"walk,omitzero"`        // the walk as a whole
+}
+
+// unit is what one sighting of a Violation counts as (Seen).
+type unit int
+
+const (
+	inRecord unit = iota // a record of a list page
+	inPage               // a list page
+	inGet                // an answer of the get route
+	inWalk               // the whole walk
+)
+
+// String says the counts of s in words, largest unit first: "30 list
+// records, 3 gets".
+func (s Seen) String() string {
+	var parts []string
+	for _, c := range []struct {
+		n         int
+		one, many string
+	}{{s.ListRecords, "list record", "list records"}, {s.ListPages, "list page", "list pages"},
+		{s.Gets, "get", "gets"}, {s.Walk, "the walk", "walks"}} {
+		switch {
+		case c.n == 1 && c.one == "the walk":
+			parts = append(parts, c.one)
+		case c.n == 1:
+			parts = append(parts, "1 "+c.one)
+		case c.n > 1:
+			parts = append(parts, fmt.Sprintf("%d %s", c.n, c.many))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // maxExamples bounds the examples of one Violation.
@@ -187,13 +232,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if census.records >= fieldsSeenMin {
 		for _, f := range census.read {
 			if census.present(f) == 0 {
-				c.v.add(RuleShape, f, fmt.Sprintf("a field the mapping reads is absent from all %d records: renamed or removed? (section 5)", census.records),
+				c.v.add(inWalk, RuleShape, f, fmt.Sprintf("a field the mapping reads is absent from all %d records: renamed or removed? (section 5)", census.records),
 					"every page")
 			}
 		}
 	}
 	if walkErr != nil {
-		c.v.add(RuleWalk, "", "the edge's list walk failed, partners would get an error: "+walkErr.Error(),
+		c.v.add(inWalk, RuleWalk, "", "the edge's list walk failed, partners would get an error: "+walkErr.Error(),
 			"GET "+listPath(cfg.Brand))
 	}
 
@@ -230,7 +275,8 @@ func listPath(brand string) string { return "/internal/v2/brands/" + brand + "/h
 // violations aggregates Violations by rule, field and message.
 type violations struct{ list []Violation }
 
-func (v *violations) add(rule, field, message, example string) {
+// add counts one sighting, in u, of rule broken.
+func (v *violations) add(u unit, rule, field, message, example string) {
 	i := slices.IndexFunc(v.list, func(x Violation) bool { return x.Rule == rule && x.Field == field && x.Message == message })
 	if i < 0 {
 		v.list = append(v.list, Violation{Rule: rule, Field: field, Message: message, Examples: []string{}})
@@ -238,6 +284,7 @@ func (v *violations) add(rule, field, message, example string) {
 	}
 	x := &v.list[i]
 	x.Count++
+	*[...]*int{inRecord: &x.Seen.ListRecords, inPage: &x.Seen.ListPages, inGet: &x.Seen.Gets, inWalk: &x.Seen.Walk}[u]++
 	if len(x.Examples) < maxExamples && example != "" {
 		x.Examples = append(x.Examples, example)
 	}
@@ -299,27 +346,84 @@ type checker struct {
 // of the get route. A problem's message is the same for every record with
 // that problem, so they aggregate.
 func (c *checker) body(x *exchange, s *jsonschema.Schema, where, notJSON string, ids []string) bool {
+	whole := inGet
+	if ids != nil {
+		whole = inPage
+	}
 	if mt, _, err := mime.ParseMediaType(x.contentType); err != nil || mt != "application/json" {
-		c.v.add(RuleShape, "Content-Type", fmt.Sprintf("Content-Type %q, want application/json (section 1)", x.contentType), where)
+		c.v.add(whole, RuleShape, "Content-Type", fmt.Sprintf("Content-Type %q, want application/json (section 1)", x.contentType), where)
 	}
 	var doc any
 	if err := json.Unmarshal(x.body, &doc); err != nil {
-		c.v.add(RuleShape, "", notJSON, where)
+		c.v.add(whole, RuleShape, "", notJSON, where)
 		return false
 	}
 	for _, p := range validate(s, doc) {
-		msg, at := "HotelRecord: "+p.message+" (section 5)", where
+		msg, at, u := "HotelRecord: "+p.message+" (section 5)", where, whole
 		if ids != nil { // at "/hotels/3 (hotel <id>)" for a record's problem
 			at += " /" + strings.Join(p.path, "/")
 			if len(p.path) < 2 || p.path[0] != "hotels" {
+				if len(p.path) == 0 && p.message == missingField && envelope[p.field] != "" {
+					continue // listPage names what appeared instead, and what the edge would do
+				}
 				msg = "list envelope: " + p.message + " (section 2)"
-			} else if i, err := strconv.Atoi(p.path[1]); err == nil && i < len(ids) && ids[i] != "" {
-				at += " (hotel " + ids[i] + ")"
+			} else {
+				u = inRecord
+				if i, err := strconv.Atoi(p.path[1]); err == nil && i < len(ids) && ids[i] != "" {
+					at += " (hotel " + ids[i] + ")"
+				}
 			}
 		}
-		c.v.add(RuleShape, p.field, msg, at)
+		c.v.add(u, RuleShape, p.field, msg, at)
 	}
 	return true
+}
+
+// envelope are the fields of a list page (docs/pms-api.md section 2), with
+// what the edge makes of a page without each.
+var envelope = map[string]string{
+	"hotels":     "the edge would take the page as holding no record",
+	"nextCursor": "the edge reads a page without it as the last one",
+}
+
+// missingEnvelope reports a field of envelope missing from a list page
+// (top: its fields), naming the fields outside docs/pms-api.md whose values
+// could be it (a renamed field: nextCursor's string or null, hotels'
+// array), and what the edge would serve: for nextCursor, the pages up to
+// this one only.
+func (c *checker) missingEnvelope(top map[string]json.RawMessage, where string) {
+	for _, name := range slices.Sorted(maps.Keys(envelope)) {
+		if _, ok := top[name]; ok {
+			continue
+		}
+		var appeared []string
+		for _, other := range slices.Sorted(maps.Keys(top)) {
+			v := strings.TrimSpace(string(top[other]))
+			if _, known := envelope[other]; known || v == "" {
+				continue
+			}
+			if name == "hotels" && v[0] == '[' || name == "nextCursor" && (v[0] == '"' || v == "null") {
+				appeared = append(appeared, "`"+other+"`")
+			}
+		}
+		msg := "no " + name
+		if len(appeared) > 0 {
+			msg += ", but " + strings.Join(appeared, ", ") + " instead: renamed?"
+		}
+		msg += " (section 2); " + envelope[name]
+		if name == "nextCursor" {
+			msg += ", so it would stop its walk here and serve " + pagesUpTo(c.page) + " of the list only"
+		}
+		c.v.add(inPage, RulePaging, name, msg, where)
+	}
+}
+
+// pagesUpTo says pages 1 to n: "page 1", "pages 1 to 3".
+func pagesUpTo(n int) string {
+	if n == 1 {
+		return "page 1"
+	}
+	return fmt.Sprintf("pages 1 to %d", n)
 }
 
 // listPage checks one exchange of the walk, in the walk's order.
@@ -335,7 +439,7 @@ func (c *checker) listPage(x *exchange) {
 		where += " (cursor " + clip(cursor, 24) + ")"
 	}
 	if p := statusProblem(x.status, true); p != "" {
-		v.add(RuleStatus, "", p, where)
+		v.add(inPage, RuleStatus, "", p, where)
 		return
 	}
 	if x.status != http.StatusOK {
@@ -349,7 +453,7 @@ func (c *checker) listPage(x *exchange) {
 	c.page++
 	c.a.ListPages++
 	if cursor != c.wantCursor {
-		v.add(RulePaging, "cursor", "the edge asked a page with a cursor it was not handed (a bug of the check)", where)
+		v.add(inPage, RulePaging, "cursor", "the edge asked a page with a cursor it was not handed (a bug of the check)", where)
 	}
 	if !x.complete {
 		return // over the body bound: the walk error says it
@@ -361,6 +465,14 @@ func (c *checker) listPage(x *exchange) {
 		NextCursor *string `json:"nextCursor"`
 	}
 	_ = json.Unmarshal(x.body, &env) // shape problems are reported by body
+	// Absent, or null (the last page's nextCursor)? Only then is the page
+	// decoded again, for its field names.
+	if env.Hotels == nil || env.NextCursor == nil {
+		var top map[string]json.RawMessage
+		if json.Unmarshal(x.body, &top) == nil {
+			c.missingEnvelope(top, where)
+		}
+	}
 	ids := make([]string, len(env.Hotels))
 	for i, h := range env.Hotels {
 		if s, ok := h.ID.(string); ok {
@@ -372,7 +484,7 @@ func (c *checker) listPage(x *exchange) {
 	}
 	limit, _ := strconv.Atoi(x.url.Query().Get("limit"))
 	if limit > 0 && len(ids) > limit {
-		v.add(RulePaging, "hotels", fmt.Sprintf("a page of %d records for limit=%d (section 2)", len(ids), limit), where)
+		v.add(inPage, RulePaging, "hotels", fmt.Sprintf("a page of %d records for limit=%d (section 2)", len(ids), limit), where)
 	}
 	for _, id := range ids {
 		if id == "" {
@@ -380,7 +492,7 @@ func (c *checker) listPage(x *exchange) {
 		}
 		key := maphash.String(c.seed, strings.ToLower(id))
 		if first, dup := c.seenID[key]; dup {
-			v.add(RulePaging, "nextCursor", "a record listed twice in one walk: pages overlap (section 2)",
+			v.add(inRecord, RulePaging, "nextCursor", "a record listed twice in one walk: pages overlap (section 2)",
 				fmt.Sprintf("%s hotel %s (first on page %d)", where, id, first))
 		} else {
 			c.seenID[key] = c.page
@@ -390,11 +502,11 @@ func (c *checker) listPage(x *exchange) {
 	case env.NextCursor == nil:
 		c.wantCursor = ""
 	case *env.NextCursor == "":
-		v.add(RulePaging, "nextCursor", `empty nextCursor: the last page says null (section 2)`, where)
+		v.add(inPage, RulePaging, "nextCursor", `empty nextCursor: the last page says null (section 2)`, where)
 	default:
 		cur := clip(*env.NextCursor, 256) // kept for the walk: no longer than a page would make it
 		if first, dup := c.seenCursor[cur]; dup {
-			v.add(RulePaging, "nextCursor", "cursor loop: a page hands out a cursor handed out before (section 2)",
+			v.add(inPage, RulePaging, "nextCursor", "cursor loop: a page hands out a cursor handed out before (section 2)",
 				fmt.Sprintf("%s, as page %d did", where, first))
 		} else {
 			c.seenCursor[cur] = c.page
@@ -424,28 +536,28 @@ func (c *checker) gets(ctx context.Context, client *upstream.Client, items []*up
 		got, flaky, err := property(it.ID)
 		switch {
 		case upstream.KindOf(err) == upstream.NotFound:
-			v.add(RuleGet, "", "a listed property is not found, or not mappable, on the get route (section 3)", where)
+			v.add(inGet, RuleGet, "", "a listed property is not found, or not mappable, on the get route (section 3)", where)
 		case flaky:
 			// The client already retried as the edge does (same policy,
 			// budget and deadlines); what is left is a PMS's bad moment.
 			transient = append(transient, where)
 		case err != nil:
-			v.add(RuleGet, "", "the get route failed: "+err.Error(), where)
+			v.add(inGet, RuleGet, "", "the get route failed: "+err.Error(), where)
 		default:
 			succeeded++
 			for _, f := range changedFields(it.JSON, got.JSON) {
-				v.add(RuleGet, f, "the get route maps to another value than the list (section 3)", where)
+				v.add(inGet, RuleGet, f, "the get route maps to another value than the list (section 3)", where)
 			}
 		}
 	}
 	c.a.TransientGets = len(transient)
 	if succeeded == 0 {
 		for _, where := range transient {
-			v.add(RuleGet, "", "every get failed with a 5xx, 429 or no answer, after the edge's retries (section 3)", where)
+			v.add(inGet, RuleGet, "", "every get failed with a 5xx, 429 or no answer, after the edge's retries (section 3)", where)
 		}
 	}
 	if _, flaky, err := property(unknownID); upstream.KindOf(err) != upstream.NotFound && !flaky {
-		v.add(RuleGet, "", fmt.Sprintf("an unknown hotel did not answer 404 (section 3): %v", err),
+		v.add(inGet, RuleGet, "", fmt.Sprintf("an unknown hotel did not answer 404 (section 3): %v", err),
 			"GET "+listPath(brand)+"/"+unknownID)
 	}
 	for _, x := range c.rec.exchanges() {
@@ -455,7 +567,7 @@ func (c *checker) gets(ctx context.Context, client *upstream.Client, items []*up
 		}
 		where := "GET " + x.url.Path
 		if p := statusProblem(x.status, false); p != "" && !strings.HasSuffix(x.url.Path, "/"+unknownID) {
-			v.add(RuleStatus, "", p, where)
+			v.add(inGet, RuleStatus, "", p, where)
 		}
 		if x.status == http.StatusOK && x.complete {
 			c.a.Gets++

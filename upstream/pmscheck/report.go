@@ -31,7 +31,7 @@ func (r *Report) WriteText(w io.Writer) error {
 			if v.Field != "" {
 				field = " field " + v.Field + ":"
 			}
-			fmt.Fprintf(&b, "  BROKEN [%s]%s %s (%d time(s))\n", v.Rule, field, v.Message, v.Count)
+			fmt.Fprintf(&b, "  BROKEN [%s]%s %s (in %s)\n", v.Rule, field, v.Message, v.Seen)
 			for _, ex := range v.Examples {
 				fmt.Fprintf(&b, "      at %s\n", ex)
 			}

@@ -60,6 +60,9 @@ type schemaProblem struct {
 	message string
 }
 
+// missingField is the message of a required field missing.
+const missingField = "missing required field"
+
 // validate checks the decoded JSON value v against s and returns every
 // leaf problem, in a stable order.
 func validate(s *jsonschema.Schema, v any) []schemaProblem {
@@ -87,7 +90,7 @@ func validate(s *jsonschema.Schema, v any) []schemaProblem {
 		switch k := e.ErrorKind.(type) {
 		case *kind.Required:
 			for _, m := range k.Missing {
-				out = append(out, schemaProblem{path: p.path, field: m, message: "missing required field"})
+				out = append(out, schemaProblem{path: p.path, field: m, message: missingField})
 			}
 		case *kind.Type:
 			p.message = fmt.Sprintf("type %s, want %s", k.Got, strings.Join(k.Want, " or "))

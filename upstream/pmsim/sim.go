@@ -21,6 +21,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Config configures a Sim. The zero value is usable.
@@ -50,6 +51,11 @@ type Config struct {
 	// Drift plays a changed PMS (renamed or retyped fields, lost records,
 	// broken paging). The zero value is the PMS of docs/pms-api.md.
 	Drift Drift
+	// Churn, when positive, changes the data every Churn while the Sim
+	// serves (churn.go: a rename, a status change, a hotel replaced by a
+	// new one, per brand and step), made as requests arrive: a Sim nobody
+	// calls changes nothing. Zero: the data changes only by SetRecords.
+	Churn time.Duration
 }
 
 // DefaultLimit is the page size of a list request without limit; MaxLimit
@@ -72,6 +78,7 @@ type Sim struct {
 	stats  stats
 	faults faultState
 	walks  walkSeeds
+	churn  churn
 }
 
 type brandData struct {
@@ -99,6 +106,7 @@ func New(cfg Config) *Sim {
 	}
 	s.faults.rng = rand.New(rand.NewPCG(uint64(cfg.Seed), 0xfa17))
 	s.walks.rng = rand.New(rand.NewPCG(uint64(cfg.Seed), 0x3a1c))
+	s.churn.rng = rand.New(rand.NewPCG(uint64(cfg.Seed), 0xc4a7))
 	for i, b := range s.brands {
 		s.data[b] = index(generate(cfg.Seed, i, b, cfg.HotelsPerBrand, cfg.Drift))
 	}
@@ -162,6 +170,7 @@ func (s *Sim) SetRecords(brand string, recs []json.RawMessage) {
 // ServeHTTP implements the internal PMS API.
 func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.stats.arrived(Route(r.URL.Path), r.Header)
+	s.churnDue(time.Now())
 	if s.applyFaults(w, r, s.serve) {
 		s.serve(w, r)
 	}

@@ -7,6 +7,7 @@ package settingval
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"net/url"
@@ -138,13 +139,35 @@ func ExactURL(v string) (string, error) {
 }
 
 // PublicURL reads empty or the absolute http(s) URL partners call, without
-// query, fragment or credentials; a trailing slash is dropped, as a path
-// is appended to it.
+// query, fragment or credentials, nor /v1 at the end of its path (noV1); a
+// trailing slash is dropped, as a path is appended to it.
 func PublicURL(v string) (string, error) {
 	if u := absHTTP(v); v != "" && (u == nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.User != nil) {
 		return "", errors.New("want the absolute http or https URL partners call, without query or fragment")
 	}
-	return strings.TrimRight(v, "/"), nil
+	return noV1(strings.TrimRight(v, "/"))
+}
+
+// DocsURL reads empty or the documentation site's base URL (URL), without
+// /v1 at the end of its path (noV1).
+func DocsURL(v string) (string, error) {
+	s, err := URL(v)
+	if err != nil {
+		return s, err
+	}
+	return noV1(s)
+}
+
+// noV1 refuses a URL (without its trailing slashes) whose path ends in /v1
+// (docs/contract.md section 22): the edge appends /v1 to the URL partners
+// call and /errors/... to the docs URL, so https://host/v1 would make every
+// problem type a dead /v1/docs/... link and the served OpenAPI document's
+// server .../v1/v1. The error gives the URL to set instead.
+func noV1(v string) (string, error) {
+	if u := absHTTP(v); u != nil && (u.Path == "/v1" || strings.HasSuffix(u.Path, "/v1")) {
+		return v, fmt.Errorf("want the URL without /v1, which the edge adds itself: %s", Redact(strings.TrimSuffix(v, "/v1")))
+	}
+	return v, nil
 }
 
 // DocsPath reads "off" or empty (no documentation site: "") or an

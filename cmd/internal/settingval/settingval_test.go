@@ -26,6 +26,12 @@ func TestReaders(t *testing.T) {
 		{"base url with query", "https://pms.example/?a=1", anyOf(BaseURL), nil},
 		{"exact url kept", "https://id.example/", anyOf(ExactURL), "https://id.example/"},
 		{"public url with credentials", "https://u:p@api.example", anyOf(PublicURL), nil},
+		{"public url", "https://api.example/partners/", anyOf(PublicURL), "https://api.example/partners"},
+		{"public url ending v1", "https://api.example/v1", anyOf(PublicURL), nil},
+		{"public url ending v1/", "https://api.example/partners/v1/", anyOf(PublicURL), nil},
+		{"public url v1 inside", "https://api.example/v1x", anyOf(PublicURL), "https://api.example/v1x"},
+		{"docs url ending v1", "https://docs.example/v1", anyOf(DocsURL), nil},
+		{"docs url", "https://docs.example/v1/docs", anyOf(DocsURL), "https://docs.example/v1/docs"},
 		{"docs path off", "off", anyOf(DocsPath), ""},
 		{"docs path", "/developer/", anyOf(DocsPath), "/developer"},
 		{"docs path under v1", "/v1/docs", anyOf(DocsPath), nil},
@@ -54,5 +60,24 @@ func anyOf[T any](read func(string) (T, error)) func(string) (any, error) {
 			return d.String(), err
 		}
 		return v, err
+	}
+}
+
+// A URL ending in /v1 is refused with the URL to set instead, credentials
+// redacted.
+func TestNoV1NamesTheCorrection(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://api.example/v1":           "https://api.example",
+		"https://api.example/partners/v1":  "https://api.example/partners",
+		"https://u:secret@docs.example/v1": "https://u:xxxxx@docs.example",
+	} {
+		read := PublicURL
+		if strings.Contains(in, "@") {
+			read = DocsURL
+		}
+		_, err := read(in)
+		if err == nil || !strings.HasSuffix(err.Error(), ": "+want) {
+			t.Errorf("%s: error %v, want one ending %q", in, err, want)
+		}
 	}
 }

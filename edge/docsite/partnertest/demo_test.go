@@ -81,7 +81,8 @@ var (
 	demoCmd  *exec.Cmd
 	demoDir  string
 	demoDone = make(chan struct{})
-	simStops []func() // the simulators behind it
+	simStops []func()   // the simulators behind it
+	demoLive *pmsim.Sim // its live PMS, which changedDemo changes
 )
 
 func launch() (*demo, error) {
@@ -103,7 +104,8 @@ func launch() (*demo, error) {
 	// The demo's own simulators, live and sandbox, behind an edge deployed
 	// as an operator would: the demo takes no key file of ours
 	// (docs/contract.md section 21), and the keys below need one.
-	live, stopLive, err := pmsim.ServeLoopback(pmsim.New(pmsim.DemoLive))
+	demoLive = pmsim.New(pmsim.DemoLive)
+	live, stopLive, err := pmsim.ServeLoopback(demoLive)
 	if err != nil {
 		return nil, err
 	}
@@ -131,6 +133,9 @@ func launch() (*demo, error) {
 		// the test that provokes it uses an address of its own.
 		"EDGE_AUTH_FAIL_LIMIT=1", "EDGE_TRUSTED_PROXIES=127.0.0.1/32",
 		"EDGE_DOCS_CONTACT=" + docsContact,
+		// Walks a second apart: a change changedDemo makes reaches the
+		// events feed at once.
+		"EDGE_CACHE_TTL=1s",
 		"EDGE_LOG_LEVEL=warn", "OTEL_TRACES_EXPORTER=none", "OTEL_METRICS_EXPORTER=none", "OTEL_LOGS_EXPORTER=none",
 	}
 	logFile, err := os.Create(filepath.Join(dir, "edge.log"))
@@ -162,6 +167,54 @@ func launch() (*demo, error) {
 			return nil, fmt.Errorf("the edge served no %s/ within 2 minutes", d.docsURL)
 		}
 		time.Sleep(50 * time.Millisecond) // outside event: the edge process binding its port
+	}
+}
+
+var (
+	changeOnce sync.Once
+	changeErr  error
+)
+
+// changedDemo makes the demo's events feed hold changes, once for the
+// package: after the edge's first walk (a list), one step of the live
+// PMS's churn (a rename, a status change, a hotel replaced), then it waits
+// until GET /v1/events shows them. The clients' tests follow the feed.
+func changedDemo(t *testing.T, d *demo) {
+	t.Helper()
+	changeOnce.Do(func() {
+		call := func(path string) ([]byte, error) {
+			req, _ := http.NewRequest(http.MethodGet, d.base+path, nil)
+			req.Header.Set("Authorization", "Bearer "+liveKey)
+			req.Header.Set("User-Agent", "partnertest/1.0")
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return nil, err
+			}
+			defer res.Body.Close()
+			if res.StatusCode != http.StatusOK {
+				return nil, fmt.Errorf("%s: status %d", path, res.StatusCode)
+			}
+			return io.ReadAll(res.Body)
+		}
+		if _, changeErr = call("properties"); changeErr != nil {
+			return
+		}
+		demoLive.Churn()
+		deadline := time.Now().Add(time.Minute) // a bound on a walk a second, not a speed assertion
+		for {
+			body, err := call("events")
+			if err == nil && strings.Contains(string(body), `"object":"event"`) {
+				return
+			}
+			if time.Now().After(deadline) {
+				changeErr = fmt.Errorf("no event a minute after the change: %v %s", err, body)
+				return
+			}
+			time.Sleep(100 * time.Millisecond) // outside event: the edge's next walk
+		}
+	})
+	if changeErr != nil {
+		t.Fatalf("changing the demo's PMS: %v", changeErr)
 	}
 }
 

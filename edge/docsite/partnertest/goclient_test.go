@@ -94,6 +94,7 @@ func typeString(e ast.Expr) string {
 func TestGoClientAgainstDemo(t *testing.T) {
 	d := startDemo(t)
 	pkg := goClientFromDocs(t)
+	changedDemo(t, d)
 	prog, err := os.ReadFile("testdata/goclient/client_demo_test.go")
 	if err != nil {
 		t.Fatal(err)

@@ -38,7 +38,7 @@ func requireReal(t testing.TB, tools ...string) {
 	for _, tool := range append([]string{"redis-server"}, tools...) {
 		if _, err := exec.LookPath(tool); err != nil {
 			if os.Getenv("CI") == "true" {
-				t.Fatalf("redistest: %s not found on PATH (CI=true needs it): install the Debian package %s", tool, DebianPackage)
+				t.Fatalf("redistest: %s not found on PATH (CI=true needs it): install the Debian package %s (apt-get install -y %[2]s)", tool, DebianPackage)
 			}
 			t.Skipf("redistest: %s not found on PATH; install the Debian package %s", tool, DebianPackage)
 		}

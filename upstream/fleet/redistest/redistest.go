@@ -1,6 +1,10 @@
 // Package redistest starts a Redis server for tests: a real redis-server on
-// a free loopback port in a temporary directory, or, where redis-server is
-// not installed and CI is not "true", an in-process miniredis.
+// a free loopback port in a temporary directory. Where redis-server is not
+// installed the test skips, or fails when CI is "true" (CI installs it), so
+// that go test ./... passes on a machine with nothing but Go. miniredis
+// stands in only where a test asks for it (Options.Mini): it cannot run the
+// edge's Lua scripts as Redis does, so a test that passed on it proved
+// nothing about them.
 //
 // The server is stopped when the test ends. Stop and Restart stop and start
 // the same server on the same port, for fault tests.
@@ -9,8 +13,6 @@ package redistest
 import (
 	"errors"
 	"net"
-	"os"
-	"os/exec"
 	"sync"
 	"testing"
 	"time"
@@ -23,8 +25,11 @@ const DebianPackage = "redis-server"
 
 // Options choose the server.
 type Options struct {
-	RequireReal bool // fail when redis-server is missing instead of using miniredis (Start: CI=true)
-	Mini        bool // miniredis even where redis-server is installed (tests that need no real server)
+	// Mini: an in-process miniredis, wherever the test runs (for tests of
+	// plain commands only: no Lua scripts, replication or memory limits).
+	// False: the real redis-server (missing: the test skips, or fails
+	// when CI=true).
+	Mini bool
 }
 
 // Server is a running test Redis.
@@ -38,27 +43,20 @@ type Server struct {
 	mini *miniredis.Miniredis
 }
 
-// Start starts a server for t: the real redis-server when installed; else
-// with CI=true the test fails naming the Debian package, and otherwise it
-// runs against miniredis and says so with t.Log.
+// Start starts the real redis-server for t. Where it is not installed the
+// test skips, or with CI=true fails, naming the Debian package.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	return StartWith(t, Options{RequireReal: os.Getenv("CI") == "true"})
+	return StartWith(t, Options{})
 }
 
 // StartWith starts a server for t as opts say.
 func StartWith(t testing.TB, opts Options) *Server {
 	t.Helper()
-	s := &Server{t: t, dir: t.TempDir()}
 	if !opts.Mini {
-		if _, err := exec.LookPath("redis-server"); err != nil {
-			if opts.RequireReal {
-				t.Fatalf("redistest: redis-server not found on PATH (CI=true needs the real server): install the Debian package %s (apt-get install -y %s)", DebianPackage, DebianPackage)
-			}
-			t.Logf("redistest: redis-server not found on PATH; running against miniredis instead (install the Debian package %s for the real server)", DebianPackage)
-			opts.Mini = true
-		}
+		requireReal(t)
 	}
+	s := &Server{t: t, dir: t.TempDir()}
 	if opts.Mini {
 		s.mini = miniredis.RunT(t) // on a free loopback port, closed when t ends
 		s.addr = s.mini.Addr()

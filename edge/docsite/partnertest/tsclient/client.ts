@@ -14,13 +14,19 @@ type ProblemOf<R> = R extends { content: { "application/problem+json": infer B }
 
 type PropertyList = JSONOf<Responses<"/properties">[200]>;
 type PropertyResponse = JSONOf<Responses<"/properties/{propertyId}">[200]>;
+type EventList = JSONOf<Responses<"/events">[200]>;
+type EventsProblem = ProblemOf<Responses<"/events">[keyof Responses<"/events">]>;
 type ListProblem = ProblemOf<Responses<"/properties">[keyof Responses<"/properties">]>;
 type GetProblem = ProblemOf<Responses<"/properties/{propertyId}">[keyof Responses<"/properties/{propertyId}">]>;
 
 // Narrowing on code narrows the whole problem: status becomes the literal of
 // that code's response, so a partner's switch is checked by the compiler.
-function advice(p: ListProblem | GetProblem): string {
+function advice(p: ListProblem | GetProblem | EventsProblem): string {
   switch (p.code) {
+    case "EVENTS_CURSOR_EXPIRED": {
+      const status: 410 = p.status;
+      return `${status}: list again and follow the feed from the list's cursor`;
+    }
     case "VALIDATION_FAILED": {
       const status: 422 = p.status;
       return `${status}: fix ${p.errors.map((e) => `${e.field} (${e.code})`).join(", ")}`;
@@ -58,7 +64,7 @@ function expect(what: string, ok: boolean): void {
   }
 }
 
-function isProblem(b: unknown): b is ListProblem | GetProblem {
+function isProblem(b: unknown): b is ListProblem | GetProblem | EventsProblem {
   const p = b as Record<string, unknown>;
   return typeof p === "object" && p !== null && typeof p.code === "string" && typeof p.status === "number" &&
     Array.isArray(p.errors) && typeof p.type === "string" && typeof p.requestId === "string";
@@ -96,11 +102,28 @@ async function main(): Promise<void> {
     const one = r.body as PropertyResponse;
     expect(`get ${id}`, r.status === 200 && one.data.id === id);
   }
+  // The events feed, from its oldest event to its end, two at a time.
+  let events = 0;
+  let after = "";
+  for (let pages = 0; pages < 1000; pages++) {
+    const r = await get(base, `/events?limit=2${after === "" ? "" : `&after=${after}`}`, key);
+    expect(`events page: status ${r.status}`, r.status === 200 && r.type.startsWith("application/json"));
+    const page = r.body as EventList;
+    for (const e of page.data) {
+      const t: "property.created" | "property.updated" | "property.removed" = e.type;
+      expect(`event ${e.id}`, e.object === "event" && e.id.startsWith("evt_") && typeof e.occurredAt === "string" &&
+        ["property.created", "property.updated", "property.removed"].includes(t) && typeof e.data.id === "string");
+      events++;
+    }
+    after = page.meta.events.next;
+    if (!page.meta.events.hasMore) break;
+  }
   const seen: Record<string, string> = {};
   const probes: Array<[string, string, number]> = [
     ["/properties/0c8ea9b2-6a5e-4d0a-9c7b-3f1e2d4a5b6c", key, 404],
     ["/properties?perPage=0", key, 422],
     ["/properties", "svc_live_NoSuchKeyNoSuchKeyNoSuchKey04", 401],
+    ["/events?after=evt_00000000000000000000000000", key, 422],
   ];
   for (const [path, k, want] of probes) {
     const r = await get(base, path, k, want === 401 ? "198.51.100.40" : "");
@@ -111,11 +134,11 @@ async function main(): Promise<void> {
     }
     const p = r.body;
     expect(`${path}: status field ${p.status}`, p.status === r.status);
-    seen[String(want)] = p.code;
+    seen[path.startsWith("/events") ? `${want} after` : String(want)] = p.code;
     console.log(advice(p));
   }
   void neverACode;
-  console.log(JSON.stringify({ pages, properties: ids.length, total, errors: seen, mismatches }));
+  console.log(JSON.stringify({ pages, properties: ids.length, total, events, errors: seen, mismatches }));
   process.exitCode = mismatches === 0 ? 0 : 1;
 }
 

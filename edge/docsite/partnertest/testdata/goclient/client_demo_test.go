@@ -30,8 +30,9 @@ func strictDecode(body []byte, v any) error {
 }
 
 // A partner's Go client against the demo: every page of the list, every
-// property by id, and a 404, a 422 and a 401 decoded into their typed
-// problems; no answer fails to decode into its generated type.
+// property by id, the events feed followed, and a 404, two 422s and a 401
+// decoded into their typed problems; no answer fails to decode into its
+// generated type.
 func TestGoClientAgainstDemo(t *testing.T) {
 	if demoBase == "" {
 		t.Fatal("DEMO_BASE unset: this test runs from partnertest's TestGoClientAgainstDemo")
@@ -71,12 +72,16 @@ func TestGoClientAgainstDemo(t *testing.T) {
 	perPage := int32(5)
 	var ids []string
 	total := int64(-1)
+	var cursor EventsCursor // the first page's: the feed's position at the list
 	for page := int32(1); ; page++ {
 		res, err := c.ListPropertiesWithResponse(ctx, &ListPropertiesParams{Page: &page, PerPage: &perPage, UserAgent: ua})
 		if err != nil || res.JSON200 == nil {
 			t.Fatalf("list page %d: %v, status %d: %s", page, err, res.StatusCode(), res.Body)
 		}
 		mismatch("list page", strictDecode(res.Body, new(PropertyList)))
+		if page == 1 {
+			cursor = res.JSON200.Meta.Events.Next
+		}
 		total = res.JSON200.Meta.Pagination.Total
 		for _, p := range res.JSON200.Data {
 			ids = append(ids, p.Id.String())
@@ -102,6 +107,50 @@ func TestGoClientAgainstDemo(t *testing.T) {
 		}
 		mismatch("property", strictDecode(res.Body, new(PropertyResponse)))
 	}
+
+	// The events feed (the demo's PMS was changed before this test ran):
+	// followed from its oldest event to its end, two at a time, every event
+	// of a known type; then from the list's cursor (taken after the
+	// change): nothing, and the cursor back; a cursor the API never issued
+	// is a typed 422.
+	follow := func(after *After) ([]Event, EventsCursor) {
+		limit := int32(2)
+		var out []Event
+		for pages := 0; ; pages++ {
+			res, err := c.ListEventsWithResponse(ctx, &ListEventsParams{After: after, Limit: &limit, UserAgent: ua})
+			if err != nil || res.JSON200 == nil {
+				t.Fatalf("events after %v: %v, status %d: %s", after, err, res.StatusCode(), res.Body)
+			}
+			mismatch("events page", strictDecode(res.Body, new(EventList)))
+			out = append(out, res.JSON200.Data...)
+			next := res.JSON200.Meta.Events.Next
+			if after = &next; !res.JSON200.Meta.Events.HasMore || pages > 1000 {
+				return out, next
+			}
+		}
+	}
+	all, _ := follow(nil)
+	if len(all) == 0 {
+		t.Fatal("the feed holds no event: the demo's PMS was changed before this test")
+	}
+	for _, e := range all {
+		if !e.Type.Valid() || e.Object != EventObjectEvent || e.Data.Id.String() == "" {
+			t.Errorf("event %+v", e)
+		}
+	}
+	if since, next := follow(&cursor); len(since) != 0 || next != cursor {
+		t.Errorf("after the list's cursor: %d events, next %q; want none and the cursor back, %q", len(since), next, cursor)
+	}
+	made := "evt_00000000000000000000000000"
+	badAfter, err := c.ListEventsWithResponse(ctx, &ListEventsParams{After: &made, UserAgent: ua})
+	if err != nil || badAfter.ApplicationproblemJSON422 == nil {
+		t.Fatalf("made-up cursor: %v, status %d: %s", err, badAfter.StatusCode(), badAfter.Body)
+	}
+	if p := badAfter.ApplicationproblemJSON422; p.Code != ValidationFailedProblemCodeVALIDATIONFAILED || len(p.Errors) != 1 ||
+		p.Errors[0].Field != "after" || p.Errors[0].Code != INVALIDFORMAT {
+		t.Errorf("422 for a made-up cursor %+v", p)
+	}
+	mismatch("422 after", strictDecode(badAfter.Body, new(ValidationFailedProblem)))
 
 	// 404: a property that does not exist.
 	missing, _ := uuidOf("0c8ea9b2-6a5e-4d0a-9c7b-3f1e2d4a5b6c")
@@ -150,7 +199,8 @@ func TestGoClientAgainstDemo(t *testing.T) {
 	if err != nil || h.JSON200 == nil || h.JSON200.Status != Ok {
 		t.Fatalf("health: %v, status %d", err, h.StatusCode())
 	}
-	t.Logf("Go client: %d pages of %d, %d properties fetched, 404/422/401 typed, %d decode mismatches", (total+int64(perPage)-1)/int64(perPage), perPage, len(ids), mismatches)
+	t.Logf("Go client: %d pages of %d, %d properties fetched, %d events followed, 404/422/401 typed, %d decode mismatches",
+		(total+int64(perPage)-1)/int64(perPage), perPage, len(ids), len(all), mismatches)
 }
 
 // uuidOf parses a property id as the generated client's PropertyId.

@@ -1,0 +1,300 @@
+package events
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/partner-edge/partner-edge/mapping"
+	"github.com/partner-edge/partner-edge/upstream"
+)
+
+// Defaults of Config: EDGE_EVENTS_RETENTION and EDGE_EVENTS_MAX
+// (docs/operations.md).
+const (
+	DefaultRetention = 168 * time.Hour
+	DefaultMax       = 1_000_000
+	// DefaultSyncEvery is how stale a fleet member's copy of the shared
+	// feed may grow while partners read it before it is read again.
+	DefaultSyncEvery = time.Second
+)
+
+// maxAhead is how far in the future a cursor's walk may be and still be
+// one the edge issued: the clocks of a fleet's members differ a little
+// (fleet.MaxSkew); further is a cursor nobody issued.
+const maxAhead = time.Minute
+
+// Config is one PMS's feed.
+type Config struct {
+	// Mode names the PMS ("live", "test"): the metrics' pms label; its
+	// first letter tags the feed's cursors. Required.
+	Mode string
+	// Retention is how long events are kept (EDGE_EVENTS_RETENTION); zero
+	// or less: DefaultRetention.
+	Retention time.Duration
+	// Max bounds the events kept (EDGE_EVENTS_MAX), the oldest dropped
+	// first; zero or less: DefaultMax.
+	Max int
+	// Shared, when set, is the fleet's one feed in Redis: this instance
+	// appends the walks it makes (Walked) and serves what every member
+	// appended. Nil: the feed lives in this process's memory.
+	Shared Shared
+	// SyncEvery bounds the age of a fleet member's copy of the shared feed
+	// while partners read it; zero or less: DefaultSyncEvery. Unused
+	// without Shared.
+	SyncEvery time.Duration
+	// Now is the clock of retention and of the future check; nil:
+	// time.Now.
+	Now func() time.Time
+	// Log gets a warning when the shared feed cannot be appended to or
+	// read; nil: discard.
+	Log *slog.Logger
+	// Meter makes the feed's instruments (metrics.go); nil: none.
+	Meter metric.Meter
+}
+
+// Feed is one PMS's feed of property changes. Safe for concurrent use;
+// Close stops its background reads.
+type Feed struct {
+	cfg     Config
+	tag     byte
+	log     eventLog
+	metrics *metrics // nil: none
+
+	mu       sync.Mutex         // observe: one walk at a time, and base
+	seen     *upstream.Snapshot // the last snapshot observed
+	base     *baseline          // the walk events are diffed against; nil: none yet
+	next     atomic.Pointer[snapNext]
+	walked   atomic.Int64 // Shared: the time (Unix ms) of the last walk this instance made
+	ownWalks bool         // Shared: Walked wraps the walks, so a snapshot not walked here is another's
+
+	// Shared: the copy of the shared feed.
+	syncMu     sync.Mutex   // one read of the shared feed at a time
+	sharedWalk atomic.Int64 // the shared feed's last walk as last read
+	synced     atomic.Int64 // when it was last read (Now, Unix ns); 0: never
+	lastShared atomic.Pointer[upstream.Snapshot]
+	syncing    atomic.Bool
+	bg         context.Context // ends with Close
+	stop       context.CancelFunc
+	closeMu    sync.Mutex // guards closed and the wg.Go calls
+	closed     bool
+	wg         sync.WaitGroup // background reads
+}
+
+// baseline is the walk events are diffed against: its time and snapshot.
+type baseline struct {
+	walk int64
+	snap *upstream.Snapshot
+}
+
+// snapNext is the list cursor of one snapshot, encoded once.
+type snapNext struct {
+	snap *upstream.Snapshot
+	next string
+}
+
+// New returns the feed cfg describes.
+func New(cfg Config) (*Feed, error) {
+	if cfg.Mode == "" {
+		return nil, errors.New("events: the feed needs its mode")
+	}
+	cfg.Retention = cmp.Or(max(cfg.Retention, 0), DefaultRetention)
+	cfg.Max = cmp.Or(max(cfg.Max, 0), DefaultMax)
+	cfg.SyncEvery = cmp.Or(max(cfg.SyncEvery, 0), DefaultSyncEvery)
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	f := &Feed{cfg: cfg, tag: cfg.Mode[0], log: eventLog{retention: cfg.Retention, max: cfg.Max}}
+	f.bg, f.stop = context.WithCancel(context.Background())
+	if cfg.Meter != nil {
+		m, err := newMetrics(cfg.Meter, cfg.Mode, f.log.stats, cfg.Now)
+		if err != nil {
+			return nil, err
+		}
+		f.metrics = m
+	}
+	return f, nil
+}
+
+// Close stops the feed's background reads of the shared feed and its
+// metrics' callback; it waits for a read in flight.
+func (f *Feed) Close() {
+	f.closeMu.Lock()
+	f.closed = true
+	f.closeMu.Unlock()
+	f.stop()
+	f.wg.Wait()
+	if f.metrics != nil {
+		f.metrics.close()
+	}
+}
+
+// Loader is the cache's load (cache.Loader's shape).
+type Loader = func(ctx context.Context) (*upstream.Snapshot, error)
+
+// Watch returns load, each snapshot it returns observed by the feed first:
+// a walk's changes become events before any partner is served its
+// snapshot. Install it around the cache's load (cache.PMSConfig.WrapLoad),
+// outermost. A nil feed watches nothing: load itself.
+func (f *Feed) Watch(load Loader) Loader {
+	if f == nil {
+		return load
+	}
+	return func(ctx context.Context) (*upstream.Snapshot, error) {
+		s, err := load(ctx)
+		if err == nil && s != nil {
+			f.observe(ctx, s)
+		}
+		return s, err
+	}
+}
+
+// Walked wraps a fleet's PMS walk (fleet.LoaderConfig.Walk): a snapshot
+// this instance walked is appended to the shared feed by it; one taken
+// from another member's publication only read. Without Walked every
+// snapshot counts as walked here. A nil feed: walk itself.
+func (f *Feed) Walked(walk func(context.Context) ([]mapping.Property, time.Time, error)) func(context.Context) ([]mapping.Property, time.Time, error) {
+	if f == nil {
+		return walk
+	}
+	f.mu.Lock()
+	f.ownWalks = true
+	f.mu.Unlock()
+	return func(ctx context.Context) ([]mapping.Property, time.Time, error) {
+		props, at, err := walk(ctx)
+		if err == nil {
+			f.walked.Store(at.UnixMilli())
+		}
+		return props, at, err
+	}
+}
+
+// Next is the feed's position at snap, the cursor of a list answer served
+// from it (meta.events.next): a partner who lists, then follows the feed
+// from it, misses nothing. The current snapshot's is encoded once.
+func (f *Feed) Next(snap *upstream.Snapshot) string {
+	if n := f.next.Load(); n != nil && n.snap == snap {
+		return n.next
+	}
+	return string(appendCursor(nil, f.tag, EndOf(snap.LoadedAt.UnixMilli())))
+}
+
+// Valid reports whether after is a cursor this feed may have issued: one
+// of its own, not from the future (docs/contract.md section 23: any
+// other is 422).
+func (f *Feed) Valid(after string) bool {
+	_, ok := f.parse(after, f.cfg.Now())
+	return ok
+}
+
+// parse reads a cursor of this feed not from after now + maxAhead.
+func (f *Feed) parse(after string, now time.Time) (Pos, bool) {
+	p, ok := parseCursor(after, f.tag)
+	return p, ok && p.Walk <= now.Add(maxAhead).UnixMilli()
+}
+
+// Page is the meta of an events answer: Next, the cursor to pass as after
+// next time, and More, whether more events wait now.
+type Page struct {
+	Next string
+	More bool
+}
+
+// AppendPage appends to b, comma-separated, the JSON of up to limit events
+// after the cursor after (from the oldest kept when hasAfter is false)
+// that v may see, oldest first. Errors: ErrCursorUnknown (not Valid),
+// ErrCursorExpired (older than the events kept), an *upstream.Error of
+// kind Unavailable while the feed cannot be read yet (a fleet member that
+// has not read the shared feed).
+func (f *Feed) AppendPage(ctx context.Context, b []byte, after string, hasAfter bool, limit int, v Viewer) ([]byte, Page, error) {
+	now := f.cfg.Now()
+	var from Pos
+	if hasAfter {
+		var ok bool
+		if from, ok = f.parse(after, now); !ok {
+			return b, Page{}, ErrCursorUnknown
+		}
+	}
+	if f.cfg.Shared != nil {
+		f.freshen(ctx)
+	}
+	out, res, err := f.log.page(b, from, hasAfter, limit, v, now)
+	if errors.Is(err, errNotStarted) {
+		return b, Page{}, &upstream.Error{Kind: upstream.Unavailable, RetryAfter: time.Second, Err: err}
+	}
+	if err != nil {
+		return b, Page{}, err
+	}
+	p := Page{Next: res.next, More: res.more}
+	if p.Next == "" { // no event examined: where the partner stands
+		p.Next = after
+		if !hasAfter {
+			floor, _ := f.log.last()
+			p.Next = string(appendCursor(nil, f.tag, floor))
+		}
+	}
+	return out, p, nil
+}
+
+// errNotStarted: no walk seen yet (single edge), or the shared feed never
+// read (fleet).
+var errNotStarted = errors.New("events: the feed has not been read yet")
+
+// observe takes snapshot s, returned by the cache's load: a walk of this
+// instance is diffed against the previous walk (in memory, or appended to
+// the shared feed); another member's is only read.
+func (f *Feed) observe(ctx context.Context, s *upstream.Snapshot) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	walk := s.LoadedAt.UnixMilli()
+	if f.seen != s {
+		f.seen = s
+		switch {
+		case f.cfg.Shared == nil:
+			f.record(s, walk)
+		case !f.ownWalks || f.walked.Load() == walk:
+			f.lead(ctx, s, walk)
+		default:
+			f.lastShared.Store(s)
+		}
+		f.next.Store(&snapNext{snap: s, next: string(appendCursor(nil, f.tag, EndOf(walk)))})
+	}
+	if f.cfg.Shared != nil {
+		_ = f.sync(ctx)
+	}
+}
+
+// record is a single edge's walk: the first is the baseline (no events,
+// the feed starts after it); each later one appends its changes. A walk
+// not newer than the base (the clock stepped back) makes no events: the
+// next one diffs against the same base, so nothing is lost.
+func (f *Feed) record(s *upstream.Snapshot, walk int64) {
+	if f.base == nil {
+		f.base = &baseline{walk: walk, snap: s}
+		f.log.raise(EndOf(walk))
+		return
+	}
+	if walk <= f.base.walk {
+		return
+	}
+	changes := Diff(f.base.snap, s)
+	f.base = &baseline{walk: walk, snap: s}
+	if len(changes) == 0 {
+		return
+	}
+	bt := batch{es: make([]entry, 0, len(changes))}
+	for k, c := range changes {
+		bt.add(f.tag, Pos{Walk: walk, Seq: uint32(k)}, c.Type, c.Item.ID, c.Item.JSON)
+	}
+	f.log.add(bt.entries(), f.cfg.Now())
+	f.metrics.published(changes)
+}

@@ -1,0 +1,224 @@
+package events
+
+import (
+	"sort"
+	"sync"
+	"time"
+)
+
+// entry is one event as served: its position, the property it is about
+// (for the key's grants), its id and its Event object's JSON, encoded once:
+// buf[from:to], buf being the JSON of the events added with it, joined by
+// commas, so that a page of a key that sees every property copies each
+// run of them at once.
+type entry struct {
+	pos      Pos
+	prop     string
+	id       string
+	buf      []byte
+	from, to int
+}
+
+// batch encodes events added together into one buffer, commas between.
+type batch struct {
+	buf []byte
+	es  []entry
+}
+
+// add encodes the event t at p of the feed tagged tag about prop (data:
+// its JSON).
+func (b *batch) add(tag byte, p Pos, t Type, prop string, data []byte) {
+	if len(b.buf) > 0 {
+		b.buf = append(b.buf, ',')
+	}
+	id := string(appendCursor(make([]byte, 0, cursorLen), tag, p))
+	from := len(b.buf)
+	b.buf = appendEvent(b.buf, id, t, p.Walk, data)
+	b.es = append(b.es, entry{pos: p, prop: prop, id: id, from: from, to: len(b.buf)})
+}
+
+// entries are the batch's entries, each pointing into its buffer.
+func (b *batch) entries() []entry {
+	for i := range b.es {
+		b.es[i].buf = b.buf
+	}
+	return b.es
+}
+
+// eventLog is the events a Feed serves, oldest first: all of them on a
+// single edge, the mirror of the shared feed in a fleet. Bounded by
+// retention and max (trimmed as events are added; an event past retention
+// is never served, trimmed or not). Safe for concurrent use.
+type eventLog struct {
+	retention time.Duration
+	max       int
+
+	mu      sync.RWMutex
+	entries []entry
+	// floor: a cursor before it has lost events (a trimmed event, or the
+	// feed's start), so it is 410; started: the floor is known (a first
+	// walk was seen, or the shared feed was read).
+	floor   Pos
+	started bool
+}
+
+// raise lifts the floor to p and marks the log started.
+func (l *eventLog) raise(p Pos) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.raiseLocked(p)
+}
+
+func (l *eventLog) raiseLocked(p Pos) {
+	if !l.started || l.floor.Compare(p) < 0 {
+		l.floor = p
+	}
+	l.started = true
+}
+
+// add appends es (positions after every entry held), then trims by
+// retention (against now) and max, raising the floor past what it drops.
+func (l *eventLog) add(es []entry, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.entries = append(l.entries, es...)
+	cut := now.Add(-l.retention).UnixMilli()
+	k := sort.Search(len(l.entries), func(i int) bool { return l.entries[i].pos.Walk >= cut })
+	if over := len(l.entries) - k - l.max; over > 0 {
+		k += over
+	}
+	if k > 0 {
+		l.raiseLocked(l.entries[k-1].pos)
+		clear(l.entries[:k]) // the dropped events' JSON is garbage now
+		l.entries = l.entries[k:]
+	}
+}
+
+// isStarted reports whether the floor is known.
+func (l *eventLog) isStarted() bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.started
+}
+
+// last is the position of the newest entry held, or the floor.
+func (l *eventLog) last() (Pos, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if n := len(l.entries); n > 0 {
+		return l.entries[n-1].pos, true
+	}
+	return l.floor, l.started
+}
+
+// stats are the log's length and the time of its oldest event (zero:
+// none), for the metrics.
+func (l *eventLog) stats() (int, int64) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if len(l.entries) == 0 {
+		return 0, 0
+	}
+	return len(l.entries), l.entries[0].pos.Walk
+}
+
+// adjacent reports whether b follows a in the same buffer, a comma between.
+func adjacent(a, b *entry) bool {
+	return b.from == a.to+1 && len(a.buf) > 0 && len(b.buf) > 0 && &a.buf[0] == &b.buf[0]
+}
+
+// appendRun appends the JSON of run, adjacent entries of one buffer (their
+// commas included), after a comma when comma says so.
+func appendRun(b []byte, run []entry, comma bool) []byte {
+	if comma {
+		b = append(b, ',')
+	}
+	return append(b, run[0].buf[run[0].from:run[len(run)-1].to]...)
+}
+
+// Viewer is what a page needs of the partner's key: its property grants.
+// *keys.Key is one.
+type Viewer interface {
+	AllProperties() bool
+	CanSee(id string) bool
+}
+
+// maxScan bounds the events one page looks at for a key granted some
+// properties: a page of a key that sees few of them ends after this many
+// (hasMore, its next past them), so a request costs at most that much
+// whatever the feed holds.
+const maxScan = 10000
+
+// pageResult is a page's meta: next is the cursor to pass as after (the
+// last event examined; "" when none was: the caller's after, or the floor).
+type pageResult struct {
+	next string
+	more bool
+}
+
+// page appends to b, comma-separated, the JSON of up to limit events after
+// after (from the oldest kept when !from) that v may see. It fails with
+// ErrCursorExpired when after is before the floor (or before an event past
+// retention), and with errNotStarted before the floor is known.
+func (l *eventLog) page(b []byte, after Pos, from bool, limit int, v Viewer, now time.Time) ([]byte, pageResult, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if !l.started {
+		return b, pageResult{}, errNotStarted
+	}
+	es := l.entries
+	cut := now.Add(-l.retention).UnixMilli()
+	kept := sort.Search(len(es), func(i int) bool { return es[i].pos.Walk >= cut })
+	floor := l.floor
+	if kept > 0 && floor.Compare(es[kept-1].pos) < 0 {
+		floor = es[kept-1].pos // past retention, not trimmed yet: gone all the same
+	}
+	i := kept
+	if from {
+		if after.Compare(floor) < 0 {
+			return b, pageResult{}, ErrCursorExpired
+		}
+		i = max(i, sort.Search(len(es), func(i int) bool { return es[i].pos.Compare(after) > 0 }))
+	}
+	all := v.AllProperties()
+	var res pageResult
+	last := -1 // the last event the page covers: next names it
+	n, scanned := 0, 0
+	run, end, wrote := -1, -1, false // a run [run, end] of adjacent entries not copied yet
+	for ; i < len(es) && n < limit && scanned < maxScan; i++ {
+		scanned++
+		if !all && !v.CanSee(es[i].prop) {
+			last = i
+			continue
+		}
+		if run >= 0 && (end != i-1 || !adjacent(&es[end], &es[i])) {
+			b, wrote, run = appendRun(b, es[run:end+1], wrote), true, -1
+		}
+		if run < 0 {
+			run = i
+		}
+		end, n, last = i, n+1, i
+	}
+	if run >= 0 {
+		b = appendRun(b, es[run:end+1], wrote)
+	}
+	switch {
+	case i == len(es): // everything examined
+	case all || scanned >= maxScan:
+		res.more = true
+	default: // a full page of a key granted some properties: is one more ahead?
+		res.more = true
+		for j := i; j < len(es); j++ {
+			if scanned++; scanned > maxScan || v.CanSee(es[j].prop) {
+				break
+			}
+			if j == len(es)-1 { // none: the page covers the rest
+				res.more, last = false, j
+			}
+		}
+	}
+	if last >= 0 {
+		res.next = es[last].id
+	}
+	return b, res, nil
+}

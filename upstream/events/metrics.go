@@ -1,0 +1,81 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// metrics are a feed's instruments, labelled pms (its mode). As named in
+// OTel (Prometheus name in brackets):
+//
+//   - partner_edge.events.published (partner_edge_events_published_total):
+//     events this instance added to the feed, by type (property.created,
+//     .updated, .removed); in a fleet, the member that walked counts them.
+//   - partner_edge.events.length (partner_edge_events_length): events the
+//     feed holds now (a fleet member: its copy of the shared feed).
+//   - partner_edge.events.age (partner_edge_events_age_seconds): age of
+//     the oldest event held, 0 with none: how far back a cursor still
+//     works (at most EDGE_EVENTS_RETENTION).
+type metrics struct {
+	counter metric.Int64Counter
+	byType  [Removed + 1]metric.AddOption // by Type
+	reg     metric.Registration
+}
+
+func newMetrics(meter metric.Meter, mode string, stats func() (int, int64), now func() time.Time) (*metrics, error) {
+	m := &metrics{}
+	var errs [4]error
+	var length metric.Int64ObservableGauge
+	var ageS metric.Float64ObservableGauge
+	m.counter, errs[0] = meter.Int64Counter("partner_edge.events.published", metric.WithUnit("{event}"),
+		metric.WithDescription("Property change events added to the feed by this instance, by type."))
+	length, errs[1] = meter.Int64ObservableGauge("partner_edge.events.length", metric.WithUnit("{event}"),
+		metric.WithDescription("Property change events the feed holds."))
+	ageS, errs[2] = meter.Float64ObservableGauge("partner_edge.events.age", metric.WithUnit("s"),
+		metric.WithDescription("Age of the oldest property change event the feed holds (0: none)."))
+	if err := errors.Join(errs[:]...); err != nil {
+		return nil, err
+	}
+	pms := attribute.String("pms", mode)
+	for _, t := range Types {
+		m.byType[t] = metric.WithAttributeSet(attribute.NewSet(pms, attribute.String("type", t.String())))
+		m.counter.Add(context.Background(), 0, m.byType[t])
+	}
+	set := metric.WithAttributeSet(attribute.NewSet(pms))
+	m.reg, errs[3] = meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		n, oldest := stats()
+		o.ObserveInt64(length, int64(n), set)
+		a := 0.0
+		if n > 0 {
+			a = max(now().Sub(time.UnixMilli(oldest)).Seconds(), 0)
+		}
+		o.ObserveFloat64(ageS, a, set)
+		return nil
+	}, length, ageS)
+	if errs[3] != nil {
+		return nil, errs[3]
+	}
+	return m, nil
+}
+
+// published counts changes by type; a nil m counts nothing.
+func (m *metrics) published(changes []Change) {
+	if m == nil {
+		return
+	}
+	var n [Removed + 1]int64
+	for _, c := range changes {
+		n[c.Type]++
+	}
+	for _, t := range Types {
+		if n[t] > 0 {
+			m.counter.Add(context.Background(), n[t], m.byType[t])
+		}
+	}
+}
+
+func (m *metrics) close() { _ = m.reg.Unregister() }

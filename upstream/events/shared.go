@@ -1,0 +1,204 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"github.com/partner-edge/partner-edge/upstream"
+)
+
+// Shared is a fleet's one feed (upstream/events/redisevents keeps it in
+// Redis): every member appends the walks it makes and reads what any
+// member appended, so all answer the same events, ids and order.
+type Shared interface {
+	// Append records w after the shared feed's last walk, when that is
+	// w.Prev (0: the feed does not exist yet, and w starts it) and w.At is
+	// newer; ErrConflict otherwise (another member appended meanwhile),
+	// nothing written. The changes' positions are (w.At, their index).
+	Append(ctx context.Context, w Walk) error
+	// Base returns the shared feed's last walk and, unless it is have,
+	// that walk's properties (0 and nil: no feed yet).
+	Base(ctx context.Context, have int64) (walk int64, base *upstream.Snapshot, err error)
+	// Read returns at most n of the shared feed's events after after,
+	// oldest first, with the feed's floor and last walk.
+	Read(ctx context.Context, after Pos, n int) (Batch, error)
+}
+
+// ErrConflict is an Append whose Prev is not the shared feed's last walk.
+var ErrConflict = errors.New("events: the shared feed moved on")
+
+// ErrSharedUnavailable wraps a Shared error that means the shared store
+// is away (Redis down, its breaker open, writes refused): the fleet's
+// documented fallback, already logged by the store's client, so the feed
+// only notes it at debug level.
+var ErrSharedUnavailable = errors.New("events: the shared feed is unavailable")
+
+// logShared logs a failed call to the shared feed: at debug level while
+// the store is away (ErrSharedUnavailable), a warning otherwise.
+func (f *Feed) logShared(ctx context.Context, msg string, err error) {
+	level := slog.LevelWarn
+	if errors.Is(err, ErrSharedUnavailable) {
+		level = slog.LevelDebug
+	}
+	f.cfg.Log.Log(ctx, level, msg, "pms", f.cfg.Mode, "error", err)
+}
+
+// Walk is one walk's append to the shared feed.
+type Walk struct {
+	Prev, At int64 // the walk diffed against (0: none) and this one (Unix ms)
+	Changes  []Change
+	// Snapshot holds the walk's properties: the next walk's base, for
+	// whichever member makes it.
+	Snapshot *upstream.Snapshot
+}
+
+// Stored is one event as the shared feed keeps it.
+type Stored struct {
+	Pos  Pos
+	Type Type
+	Prop string // the property's id
+	Data []byte // the property's JSON
+}
+
+// Batch is one read of the shared feed.
+type Batch struct {
+	Events []Stored
+	Floor  Pos   // a cursor before it is 410 (zero: the feed does not exist)
+	Walk   int64 // the feed's last walk (0: none)
+	// Through is the position of the last event read, Events' last or one
+	// refused after it (zero: none read); Full, that the read took as many
+	// as it was asked for (more may wait). Refused counts events left out
+	// because they do not verify (written without the fleet's secret).
+	Through Pos
+	Full    bool
+	Refused int
+}
+
+// syncBatch is how many events one read of the shared feed takes.
+const syncBatch = 1000
+
+// lead appends a walk this member made to the shared feed: diffed against
+// its own copy of the feed's last walk when it has it (the common case: it
+// served that walk's snapshot), else against the base the feed keeps.
+// Redis failing means no append: the next walk diffs against the same
+// base, so its events carry these changes too.
+func (f *Feed) lead(ctx context.Context, s *upstream.Snapshot, walk int64) {
+	// Read the feed's last walk first: the snapshot this member served
+	// last is then most often that walk, and the diff needs no base read.
+	_ = f.sync(ctx)
+	if ls := f.lastShared.Load(); ls != nil && (f.base == nil || f.base.walk != f.sharedWalk.Load()) &&
+		ls.LoadedAt.UnixMilli() == f.sharedWalk.Load() {
+		f.base = &baseline{walk: ls.LoadedAt.UnixMilli(), snap: ls}
+	}
+	next := &baseline{walk: walk, snap: s}
+	for attempt := 0; attempt < 2; attempt++ {
+		if f.base == nil || attempt > 0 {
+			var have int64
+			if f.base != nil {
+				have = f.base.walk
+			}
+			bw, base, err := f.cfg.Shared.Base(ctx, have)
+			if err != nil {
+				f.logShared(ctx, "events: the shared feed's base could not be read; this walk makes no events", err)
+				return
+			}
+			switch {
+			case bw == 0:
+				f.base = nil
+			case bw != have:
+				f.base = &baseline{walk: bw, snap: base}
+			}
+		}
+		w := Walk{At: walk, Snapshot: s}
+		if f.base != nil {
+			if walk <= f.base.walk {
+				return // older than the feed's last walk: the feed has it all
+			}
+			w.Prev, w.Changes = f.base.walk, Diff(f.base.snap, s)
+		}
+		err := f.cfg.Shared.Append(ctx, w)
+		if errors.Is(err, ErrConflict) {
+			continue
+		}
+		if err != nil {
+			f.logShared(ctx, "events: the walk's changes could not be appended to the shared feed", err)
+			return
+		}
+		f.base = next
+		f.sharedWalk.Store(walk)
+		f.metrics.published(w.Changes)
+		return
+	}
+}
+
+// sync reads what the shared feed holds beyond this member's copy.
+func (f *Feed) sync(ctx context.Context) error {
+	f.syncMu.Lock()
+	defer f.syncMu.Unlock()
+	after, _ := f.log.last()
+	for {
+		b, err := f.cfg.Shared.Read(ctx, after, syncBatch)
+		if err != nil {
+			return err
+		}
+		if b.Refused > 0 {
+			f.cfg.Log.WarnContext(ctx, "events: events of the shared feed refused: not signed with EDGE_FLEET_SECRET", "pms", f.cfg.Mode, "refused", b.Refused)
+		}
+		if b.Walk == 0 { // no shared feed yet: nothing to read, no floor
+			f.synced.Store(f.cfg.Now().UnixNano())
+			return nil
+		}
+		bt := batch{es: make([]entry, 0, len(b.Events))}
+		for _, st := range b.Events {
+			if st.Pos.Compare(after) > 0 {
+				bt.add(f.tag, st.Pos, st.Type, st.Prop, st.Data)
+				after = st.Pos
+			}
+		}
+		f.log.raise(b.Floor)
+		f.log.add(bt.entries(), f.cfg.Now())
+		f.sharedWalk.Store(b.Walk)
+		if !b.Full || b.Through.Compare(after) <= 0 && len(bt.es) == 0 {
+			f.synced.Store(f.cfg.Now().UnixNano())
+			return nil
+		}
+		after = max2(after, b.Through)
+	}
+}
+
+func max2(a, b Pos) Pos {
+	if a.Compare(b) >= 0 {
+		return a
+	}
+	return b
+}
+
+// freshen makes sure a partner reads a recent copy of the shared feed:
+// until the copy has its floor (the first read, or the feed's first walk)
+// each request reads it, bounded by its deadline; later ones are answered
+// from the copy while a stale one (older than SyncEvery) is read again in
+// the background.
+func (f *Feed) freshen(ctx context.Context) {
+	if !f.log.isStarted() {
+		if err := f.sync(ctx); err != nil {
+			f.cfg.Log.DebugContext(ctx, "events: the shared feed could not be read", "pms", f.cfg.Mode, "error", err)
+		}
+		return
+	}
+	if f.cfg.Now().UnixNano()-f.synced.Load() < int64(f.cfg.SyncEvery) || !f.syncing.CompareAndSwap(false, true) {
+		return
+	}
+	f.closeMu.Lock()
+	defer f.closeMu.Unlock()
+	if f.closed {
+		f.syncing.Store(false)
+		return
+	}
+	f.wg.Go(func() {
+		defer f.syncing.Store(false)
+		if err := f.sync(f.bg); err != nil {
+			f.cfg.Log.Debug("events: the shared feed could not be read", "pms", f.cfg.Mode, "error", err)
+		}
+	})
+}

@@ -1,0 +1,244 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/partner-edge/partner-edge/mapping"
+	"github.com/partner-edge/partner-edge/observability/testkit"
+	"github.com/partner-edge/partner-edge/upstream"
+)
+
+// memShared is Shared in memory, as redisevents keeps it in Redis.
+type memShared struct {
+	mu      sync.Mutex
+	walk    int64
+	floor   Pos
+	base    *upstream.Snapshot
+	events  []Stored
+	appends int
+	down    bool
+}
+
+var errDown = errors.New("shared feed down")
+
+func (m *memShared) Append(_ context.Context, w Walk) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.down {
+		return errDown
+	}
+	if w.Prev != m.walk || w.At <= m.walk {
+		return ErrConflict
+	}
+	if m.walk == 0 {
+		m.floor = EndOf(w.At)
+	}
+	for i, c := range w.Changes {
+		m.events = append(m.events, Stored{Pos{w.At, uint32(i)}, c.Type, c.Item.ID, c.Item.JSON})
+	}
+	m.walk, m.base = w.At, w.Snapshot
+	m.appends++
+	return nil
+}
+
+func (m *memShared) Base(_ context.Context, have int64) (int64, *upstream.Snapshot, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.down {
+		return 0, nil, errDown
+	}
+	if m.walk == have {
+		return m.walk, nil, nil
+	}
+	return m.walk, m.base, nil
+}
+
+func (m *memShared) Read(_ context.Context, after Pos, n int) (Batch, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.down {
+		return Batch{}, errDown
+	}
+	b := Batch{Floor: m.floor, Walk: m.walk}
+	for _, e := range m.events {
+		if e.Pos.Compare(after) > 0 && len(b.Events) < n {
+			b.Events, b.Through = append(b.Events, e), e.Pos
+		}
+	}
+	b.Full = len(b.Events) == n
+	return b, nil
+}
+
+// member is one fleet member's feed with its walk: walking sets the
+// walked time as fleet.Loader's Walk would, then the load returns it.
+type member struct {
+	f    *Feed
+	walk func(context.Context) ([]mapping.Property, time.Time, error)
+}
+
+func newMember(t *testing.T, c *clock, sh Shared) *member {
+	f := newFeed(t, c, Config{Shared: sh})
+	return &member{f: f, walk: f.Walked(func(context.Context) ([]mapping.Property, time.Time, error) {
+		return nil, time.Time{}, nil
+	})}
+}
+
+// leads walks s itself; takes loads another member's publication of s.
+func (m *member) leads(t *testing.T, s *upstream.Snapshot) {
+	t.Helper()
+	m.f.walked.Store(s.LoadedAt.UnixMilli())
+	_, _ = m.f.Watch(func(context.Context) (*upstream.Snapshot, error) { return s, nil })(context.Background())
+}
+
+func (m *member) takes(t *testing.T, s *upstream.Snapshot) {
+	t.Helper()
+	_, _ = m.f.Watch(func(context.Context) (*upstream.Snapshot, error) { return s, nil })(context.Background())
+}
+
+// ids reads every event after after from m.
+func (m *member) ids(t *testing.T, after string) []string {
+	t.Helper()
+	var out []string
+	for {
+		es, p, err := page(t, m.f, after, 2, all{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range es {
+			out = append(out, e.Type+" "+e.ID)
+		}
+		after = p.Next
+		if !p.More {
+			return out
+		}
+	}
+}
+
+// docs/contract.md section 23, a fleet has one feed: whoever walks appends
+// (once per walk), every member answers the same events and ids; a member
+// whose own copy is behind diffs against the base the feed keeps.
+func TestSharedFeedOneFeedForTheFleet(t *testing.T) {
+	c := &clock{t0}
+	sh := &memShared{}
+	ms := []*member{newMember(t, c, sh), newMember(t, c, sh), newMember(t, c, sh)}
+	var walks []*upstream.Snapshot
+	for i := range 4 {
+		props := []mapping.Property{prop(1, fmt.Sprint("A", i), "active"), prop(2, "B", "active")}
+		if i%2 == 1 {
+			props = append(props, prop(3, "C", "active"))
+		}
+		walks = append(walks, snap(t0.Add(time.Duration(i)*time.Minute), props...))
+	}
+	// Walk 0: member 0 leads (the baseline), the others take it.
+	ms[0].leads(t, walks[0])
+	ms[1].takes(t, walks[0])
+	ms[2].takes(t, walks[0])
+	cursor := ms[1].f.Next(walks[0])
+	// Walk 1 by member 1; member 2 does not load it. Walk 2 by member 2,
+	// whose copy is walk 0: it reads the base. Walk 3 by member 0 after
+	// taking walk 2.
+	c.now = walks[1].LoadedAt
+	ms[1].leads(t, walks[1])
+	c.now = walks[2].LoadedAt
+	ms[2].leads(t, walks[2])
+	ms[0].takes(t, walks[2])
+	c.now = walks[3].LoadedAt
+	ms[0].leads(t, walks[3])
+	if sh.appends != 4 {
+		t.Errorf("%d appends; want one per walk (4)", sh.appends)
+	}
+	want := ms[0].ids(t, cursor)
+	if len(want) != 6 { // walk 1: A updated, C created; 2: A, C removed; 3: A, C created
+		t.Fatalf("events %v; want 6", want)
+	}
+	for i, m := range ms[1:] {
+		if err := m.f.sync(context.Background()); err != nil { // as its next read of the feed does
+			t.Fatal(err)
+		}
+		if got := m.ids(t, cursor); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("member %d: %v; want %v", i+1, got, want)
+		}
+	}
+	// The Next of a walk that has not been appended (publish comes first)
+	// still misses nothing: its events are at or before it.
+	if got := ms[1].ids(t, ms[1].f.Next(walks[2])); len(got) != 2 {
+		t.Errorf("after walk 2: %v; want walk 3's two events", got)
+	}
+}
+
+// Two members walk at once from the same base: the second append is
+// refused (ErrConflict), and it makes no events of its own: the feed's next
+// walk is the first one's; no events twice.
+func TestSharedFeedConflictAppendsOnce(t *testing.T) {
+	c := &clock{t0}
+	sh := &memShared{}
+	a, b := newMember(t, c, sh), newMember(t, c, sh)
+	s0 := snap(t0, prop(1, "A", "active"))
+	a.leads(t, s0)
+	b.takes(t, s0)
+	s1 := snap(t0.Add(time.Minute), prop(1, "A1", "active"))
+	s1b := snap(t0.Add(time.Minute-time.Millisecond), prop(1, "A1", "active"))
+	a.leads(t, s1)
+	b.leads(t, s1b) // older than the feed's last walk: nothing
+	if sh.appends != 2 || len(sh.events) != 1 {
+		t.Errorf("appends %d, events %d; want 2 and 1", sh.appends, len(sh.events))
+	}
+}
+
+// Redis down: no append, no error to partners from a member that has read
+// the feed; the next walk's events carry the changes.
+func TestSharedFeedDownMeansLaterEvents(t *testing.T) {
+	c := &clock{t0}
+	sh := &memShared{}
+	a := newMember(t, c, sh)
+	s0 := snap(t0, prop(1, "A", "active"))
+	a.leads(t, s0)
+	cursor := a.f.Next(s0)
+	sh.down = true
+	a.leads(t, snap(t0.Add(time.Minute), prop(1, "A1", "active"), prop(2, "B", "active")))
+	if es, _, err := page(t, a.f, cursor, 50, all{}); err != nil || len(es) != 0 {
+		t.Fatalf("while down: %v %v", es, err)
+	}
+	sh.down = false
+	a.leads(t, snap(t0.Add(2*time.Minute), prop(1, "A2", "active"), prop(2, "B", "active")))
+	if got := a.ids(t, cursor); len(got) != 2 {
+		t.Errorf("after Redis is back: %v; want A updated and B created", got)
+	}
+}
+
+// A member that never read the feed answers Unavailable (503), not an
+// empty page that would hide events.
+func TestSharedFeedUnreadIsUnavailable(t *testing.T) {
+	c := &clock{t0}
+	sh := &memShared{down: true}
+	a := newMember(t, c, sh)
+	_, _, err := page(t, a.f, "", 50, all{})
+	var ue *upstream.Error
+	if !errors.As(err, &ue) || ue.Kind != upstream.Unavailable {
+		t.Errorf("unread feed: %v; want Unavailable", err)
+	}
+}
+
+// A member's copy older than SyncEvery is read again in the background
+// while partners read it (a page answers from the copy without waiting
+// for Redis): a later page has what another member appended meanwhile.
+func TestSharedFeedCopyRefreshedInTheBackground(t *testing.T) {
+	c := &clock{t0}
+	sh := &memShared{}
+	a, b := newMember(t, c, sh), newMember(t, c, sh)
+	s0 := snap(t0, prop(1, "A", "active"))
+	a.leads(t, s0)
+	b.takes(t, s0)
+	cursor := b.f.Next(s0)
+	c.now = t0.Add(time.Minute)
+	a.leads(t, snap(c.now, prop(1, "A1", "active")))
+	testkit.Eventually(t, "b's copy is read again", func() bool {
+		es, _, err := page(t, b.f, cursor, 50, all{})
+		return err == nil && len(es) == 1
+	})
+}
