@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/partner-edge/partner-edge/cmd/edge/internal/gcrule"
 	"github.com/partner-edge/partner-edge/cmd/internal/settingval"
 	"github.com/partner-edge/partner-edge/edge"
 	"github.com/partner-edge/partner-edge/edge/docsite"
@@ -94,7 +95,7 @@ func serveEdge(ctx context.Context, args []string, getenv lookupEnv, stdout, std
 	p.onStop(p.wg.Wait)
 	ctx, cancel := context.WithCancel(ctx)
 	p.onStop(cancel)
-	observability.TuneGC(ctx, getenv) // the GC headroom rule unless GOGC is set
+	gcrule.Tune(ctx, getenv) // the GC headroom rule unless GOGC is set
 	if err := p.start(ctx, func(k string) string { v, _ := getenv(k); return v }, isDemo); err != nil {
 		return err
 	}
