@@ -25,7 +25,7 @@ import (
 	"github.com/partner-edge/partner-edge/edge/ratelimit"
 	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/upstream"
-	"github.com/partner-edge/partner-edge/upstream/fleet"
+	"github.com/partner-edge/partner-edge/upstream/redisconn"
 	"github.com/partner-edge/partner-edge/upstream/shadow"
 )
 
@@ -224,7 +224,7 @@ func (p *process) startFleet(ctx context.Context) error {
 	// before the client is closed.
 	wctx, stopWatch := context.WithCancel(ctx)
 	watched := make(chan struct{})
-	go func() { defer close(watched); fm.client.Watch(wctx, fleet.DefaultHealthEvery) }()
+	go func() { defer close(watched); fm.client.Watch(wctx, redisconn.DefaultHealthEvery) }()
 	p.onStop(func() { stopWatch(); <-watched; fm.close() })
 	return nil
 }
