@@ -15,8 +15,8 @@ import (
 
 	"github.com/partner-edge/partner-edge/mapping"
 	"github.com/partner-edge/partner-edge/observability/testkit"
-	"github.com/partner-edge/partner-edge/upstream/fleet/redistest"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
+	"github.com/partner-edge/partner-edge/upstream/redisconn/redistest"
 )
 
 // A brand of any size behind a PMS of real speed (docs/contract.md
