@@ -45,6 +45,13 @@ const (
 	growth                                     = 0.10
 	growRSSKB, growGoroutines, growFDs float64 = 5 * 1024, 20, 10
 	edgeWarm                                   = 20 * time.Second
+	// fleetSize is the soak's number of edges: while Redis is away each
+	// edge limits a key by itself, so the fleet admits up to fleetSize
+	// times the quota (docs/scaling.md, "When Redis fails").
+	fleetSize = 3
+	// calmBucket is the length of the buckets whose p99 the report's
+	// "worst outside faults" figure is the largest of.
+	calmBucket = 5 * time.Second
 )
 
 // breaches is every threshold broken: the report is still written.

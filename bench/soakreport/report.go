@@ -42,6 +42,14 @@ func report(c config, d *data, a *analysis) string {
 		p("![requests per second, partner 5xx and p99 over the run, fault windows shaded](%s)\n\n", filepath.Base(c.svg))
 	}
 
+	p("## Outside faults\n\n")
+	if a.calmBuckets > 0 {
+		p("The worst 5-second p99 of the mixed traffic outside every fault window (and outside the warm-up): **%s ms**, in the 5 s from %.0f s "+
+			"(%d calm 5-second buckets; the p99 of each window, faults included, is in the table below).\n\n", ms(a.worstCalm), a.worstCalmAt, a.calmBuckets)
+	} else {
+		p("No 5-second bucket lay wholly outside the warm-up and the fault windows.\n\n")
+	}
+
 	p("## Windows\n\n")
 	p("A fault's window runs from its start until the fleet is expected to have recovered; the calm follows. " +
 		"5xx counts every answer of 500 or more and every request vegeta got no answer to; " +
@@ -64,6 +72,29 @@ func report(c config, d *data, a *analysis) string {
 		length := s.end.Sub(s.start).Seconds()
 		p("| %s | %.0f | %.1f | %d | %s | %s | %s | %s | %d (%.0f) | %s |\n", s.name, s.start.Sub(a.t0).Seconds(), length, s.reqs,
 			five, al, ms(percentile(s.lat, 0.5)), ms(percentile(s.lat, 0.99)), s.limited200, c.limitRate*length, codeList(s.codes))
+	}
+
+	p("\n## The limited key in each fault window\n\n")
+	p("The key limited to %.0f/s (burst %.0f) is driven at twice its quota throughout. What docs/scaling.md promises: the fleet shares one quota "+
+		"(rate x seconds + burst, give or take the second's lease each edge takes ahead of need); while Redis is away (its failover) each of the %d edges "+
+		"limits the key by itself, so the fleet admits up to %d times the quota until the edges find the new primary (seconds).\n\n",
+		c.limitRate, c.limitBurst, fleetSize, fleetSize)
+	p("| fault window | length s | admitted (200) | rate x s | admitted / (rate x s) | bound | promise |\n|---|---|---|---|---|---|---|\n")
+	for _, s := range a.segments {
+		if s.kind != "fault" {
+			continue
+		}
+		length := s.end.Sub(s.start).Seconds()
+		quota := c.limitRate * length
+		ratio := "-"
+		if quota > 0 {
+			ratio = fmt.Sprintf("%.2f", float64(s.limited200)/quota)
+		}
+		bound := fmt.Sprintf("%.0f", limitedBound(c, s))
+		if float64(s.limited200) > limitedBound(c, s) {
+			bound += " **exceeded**"
+		}
+		p("| %s | %.1f | %d | %.0f | %s | %s | %s |\n", s.name, length, s.limited200, quota, ratio, bound, limitedPromise(s))
 	}
 
 	p("\n## The limited key across the fleet\n\n")
