@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/partner-edge/partner-edge/edge/keys/keystest"
 	"github.com/partner-edge/partner-edge/observability"
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
 
@@ -371,13 +373,27 @@ type traceEdge struct {
 
 func startTraceEdge(t *testing.T, j *jaeger, simTel *observability.Telemetry, env map[string]string) *traceEdge {
 	t.Helper()
+	return startTraceEdgeOn(t, j, simTel, env, func(_ *pmsim.Sim, pms http.Handler) string {
+		srv := httptest.NewServer(pms)
+		t.Cleanup(srv.Close)
+		return srv.URL
+	})
+}
+
+// startTraceEdgeOn is startTraceEdge with the PMS set up by serve before
+// the edge starts, and walks it at start-up (docs/contract.md section
+// 22): serve gets the simulator and its instrumented handler (to fail
+// from the start, or hold the first walk: heldPMS) and returns the URL the
+// edge calls.
+func startTraceEdgeOn(t *testing.T, j *jaeger, simTel *observability.Telemetry, env map[string]string,
+	serve func(sim *pmsim.Sim, pms http.Handler) string) *traceEdge {
+	t.Helper()
 	sim := pmsim.New(pmsim.Config{Seed: 3})
-	srv := httptest.NewServer(pmsim.Instrument(sim, simTel))
-	t.Cleanup(srv.Close)
+	pmsURL := serve(sim, pmsim.Instrument(sim, simTel))
 	keysFile, key := keystest.Live(t, "aurora")
 	all := map[string]string{
 		"EDGE_ADDR": "127.0.0.1:0", "EDGE_ADMIN_ADDR": "off", "EDGE_BRAND": "aurora",
-		"EDGE_KEYS_FILE": keysFile, "PMS_BASE_URL": srv.URL, "EDGE_DOCS_URL": testDocsURL,
+		"EDGE_KEYS_FILE": keysFile, "PMS_BASE_URL": pmsURL, "EDGE_DOCS_URL": testDocsURL,
 		"EDGE_PMS_ATTEMPT_TIMEOUT": "2s", "EDGE_PMS_TIMEOUT": "5s",
 		"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + j.otlp, "OTEL_METRICS_EXPORTER": "none",
 	}
@@ -420,6 +436,63 @@ func (e *traceEdge) line(t *testing.T, corr string) map[string]any {
 	return nil
 }
 
+// refreshStarted waits until e's start-up walk has ended, then sends
+// cached hits (correlation ids prefix-0, prefix-1, ...) until one finds
+// the snapshot past EDGE_CACHE_TTL and starts the walk that refreshes it,
+// answered from the held snapshot meanwhile (docs/contract.md section 24).
+// No hit is sent once that walk has reached the simulator, so it is the
+// only refresh. It returns the walk's trace, once Jaeger holds it (on
+// instance, service.instance.id) with done true, and the access line of
+// the request the walk links to: the hit that started it (started_by).
+func refreshStarted(t *testing.T, j *jaeger, e *traceEdge, instance, prefix string, done func(*jTrace) bool) (*jTrace, map[string]any) {
+	t.Helper()
+	testkit.Eventually(t, "the start-up walk ended", func() bool {
+		return strings.Contains(e.s.stderr.String(), `"msg":"pms walk finished"`)
+	})
+	before := e.sim.Requests()
+	var sent []string
+	deadline := time.Now().Add(30 * time.Second)
+	for e.sim.Requests() == before {
+		if time.Now().After(deadline) {
+			t.Fatal("no cached hit started a refresh walk within 30 s")
+		}
+		corr := fmt.Sprintf("%s-%d", prefix, len(sent))
+		sent = append(sent, corr)
+		if code, _ := e.ask(t, "/v1/properties", e.key, corr); code != 200 {
+			t.Fatalf("%s: %d", corr, code)
+		}
+		time.Sleep(50 * time.Millisecond) // poll: the TTL's passing is the outside event
+	}
+	q := url.Values{"service": {"partner-edge"}, "operation": {"pms.walk"}, "lookback": {"1h"}, "limit": {"100"},
+		"tags": {`{"partner_edge.walk.kind":"refresh","service.instance.id":"` + instance + `"}`}}
+	var walks []jTrace
+	testkit.Eventually(t, "Jaeger holds the refresh walk", func() bool {
+		walks = j.get(t, "/api/traces?"+q.Encode())
+		return len(walks) > 0 && done(&walks[0])
+	})
+	if len(walks) != 1 {
+		t.Fatalf("%d refresh walks of %s, want the one the hits started", len(walks), instance)
+	}
+	walk := &walks[0]
+	root := walk.spans("pms.walk")
+	if len(root) != 1 {
+		t.Fatalf("refresh walk:\n%s", describe(walk))
+	}
+	for _, r := range root[0].References {
+		if r.RefType != "FOLLOWS_FROM" {
+			continue
+		}
+		for _, corr := range sent {
+			if l := e.line(t, corr); l["trace_id"] == r.TraceID && l["span_id"] == r.SpanID {
+				return walk, l
+			}
+		}
+		t.Fatalf("the refresh walk links to %s/%s, none of the hits %v", r.TraceID, r.SpanID, sent)
+	}
+	t.Fatalf("the refresh walk links to no request:\n%s", describe(walk))
+	return nil, nil
+}
+
 var propertyID = regexp.MustCompile(`"id":"([0-9a-f-]{36})"`)
 
 // jaegerStack starts Jaeger, points the process's exporters at it (the
@@ -459,20 +532,34 @@ func TestJaegerTraceTrees(t *testing.T) {
 }
 
 func traceTreesAtRatio1(t *testing.T, j *jaeger, simTel *observability.Telemetry, trees documented) {
-	e := startTraceEdge(t, j, simTel, map[string]string{"EDGE_CACHE_TTL": "1h", "EDGE_CACHE_STALE": "2h",
-		"OTEL_RESOURCE_ATTRIBUTES": "service.instance.id=edge-ratio-1"})
+	// The first load is the walk the edge starts at start-up (docs/contract.md
+	// section 22); the PMS holds its first attempt until a request waits
+	// for it, then fails that attempt once.
+	var pms *heldPMS
+	e := startTraceEdgeOn(t, j, simTel, map[string]string{"EDGE_CACHE_TTL": "1h", "EDGE_CACHE_STALE": "2h",
+		"EDGE_ADMIN_ADDR":          "127.0.0.1:0", // the request in flight, for joinFirstWalk
+		"EDGE_PMS_ATTEMPT_TIMEOUT": "20s",         // the held attempt is answered, not timed out
+		"OTEL_RESOURCE_ATTRIBUTES": "service.instance.id=edge-ratio-1"},
+		func(sim *pmsim.Sim, h http.Handler) string {
+			sim.SetFaults(pmsim.Faults{FailFirst: 1, ErrorStatus: 500})
+			pms = newHeldPMS(t, h)
+			return pms.srv.URL
+		})
 
-	// A first load whose first attempt fails: the request links to the
-	// walk, a trace of its own; the walk links back; the attempts are
-	// client spans under pms.list_hotels, the simulator's server spans
-	// under them.
-	e.sim.SetFaults(pmsim.Faults{FailFirst: 1, ErrorStatus: 500})
-	if code, _ := e.ask(t, "/v1/properties", e.key, "first-load"); code != 200 {
+	// A first load whose first attempt fails: a request that arrives while
+	// the start-up walk runs waits for it (coalesced) and links to it, a
+	// trace of its own, started by no request: it links to none. The
+	// attempts are client spans under pms.list_hotels, the simulator's
+	// server spans under them.
+	joiner, _ := http.NewRequest("GET", e.base+"/v1/properties", nil)
+	joiner.Header.Set("Authorization", "Bearer "+e.key)
+	joiner.Header.Set("Svc-Correlation-Id", "first-load")
+	if code := pms.join(t, waitAdmin(t, e.s.stderr), joiner); code != 200 {
 		t.Fatalf("first load: %d", code)
 	}
 	first := e.line(t, "first-load")
-	if first["trace_sampled"] != true || first["cache"] != "miss" {
-		t.Errorf("first load's access line: %v, want trace_sampled true, cache miss", first)
+	if first["trace_sampled"] != true || first["cache"] != "coalesced" {
+		t.Errorf("first load's access line: %v, want trace_sampled true, cache coalesced", first)
 	}
 	tid := first["trace_id"].(string)
 	req := j.trace(t, tid, func(tr *jTrace) bool { return len(tr.spans("GET /v1/properties")) == 1 })
@@ -497,8 +584,13 @@ func traceTreesAtRatio1(t *testing.T, j *jaeger, simTel *observability.Telemetry
 	})
 	trees["a first load: the request"], trees["a first load: its walk"] = describe(req), describe(walk)
 	root := walk.spans("pms.walk")[0]
-	if root.SpanID != walkSpan || root.parent() != "" || !root.linksTo(tid, server.SpanID) {
-		t.Errorf("pms.walk: %+v, want a root linked to the request %s", root, server.SpanID)
+	if root.SpanID != walkSpan || root.parent() != "" {
+		t.Errorf("pms.walk: %+v, want the root %s the request links to", root, walkSpan)
+	}
+	for _, r := range root.References {
+		if r.RefType == "FOLLOWS_FROM" {
+			t.Errorf("the start-up walk links to %s/%s: no request started it", r.TraceID, r.SpanID)
+		}
 	}
 	if root.tag("partner_edge.walk.kind") != "first_load" {
 		t.Errorf("walk kind %q, want first_load", root.tag("partner_edge.walk.kind"))
@@ -574,6 +666,27 @@ func traceTreesAtRatio1(t *testing.T, j *jaeger, simTel *observability.Telemetry
 				t.Errorf("/v1/health traced: %s", s.OperationName)
 			}
 		}
+	}
+
+	// A refresh: past the TTL a request is answered from the held snapshot
+	// (a hit) and starts the walk that refreshes it; linked both ways.
+	r := startTraceEdge(t, j, simTel, map[string]string{"EDGE_CACHE_TTL": "1s", "EDGE_CACHE_STALE": "1h",
+		"OTEL_RESOURCE_ATTRIBUTES": "service.instance.id=edge-ratio-1-refresh"})
+	walk, started := refreshStarted(t, j, r, "edge-ratio-1-refresh", "refresh", func(tr *jTrace) bool {
+		return len(tr.spans("pms.walk")) == 1 && complete(tr, "pms.list_hotels")
+	})
+	if started["trace_sampled"] != true || started["cache"] != nil {
+		t.Errorf("the refresh's request: %v, want trace_sampled true, a hit (no cache field)", started)
+	}
+	req = j.trace(t, started["trace_id"].(string), func(tr *jTrace) bool { return len(tr.spans("GET /v1/properties")) == 1 })
+	trees["a refresh: the request"], trees["a refresh: its walk"] = describe(req), describe(walk)
+	server = req.spans("GET /v1/properties")[0]
+	root = walk.spans("pms.walk")[0]
+	if !server.linksTo(walk.TraceID, root.SpanID) || server.tag("partner_edge.cache.outcome") != "hit" {
+		t.Errorf("the refresh's request:\n%s want a hit linked to its walk %s", describe(req), root.SpanID)
+	}
+	if root.parent() != "" || root.tag("partner_edge.walk.kind") != "refresh" {
+		t.Errorf("the refresh's walk:\n%s want a root of kind refresh", describe(walk))
 	}
 }
 

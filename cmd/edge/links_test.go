@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
 
@@ -46,23 +47,45 @@ func sampledParent() string {
 // coalesce sends one request without a traceparent (the leader, which the
 // sampler at 0.01 drops), waits until its PMS call has reached the
 // simulator (which holds it for latency), then n followers, each with a
-// sampled traceparent, which join the call in flight. It answers the
-// correlation ids: the leader's, then the followers'.
+// sampled traceparent, which join the call in flight. A leader that the
+// held snapshot answers (a hit: with a TTL, until the snapshot is past
+// EDGE_CACHE_STALE) leads nothing, and the next one is sent. It answers
+// the correlation ids: the leader's, then the followers'.
 func coalesce(t *testing.T, e *traceEdge, path, name string, n int, latency time.Duration) (string, []string) {
 	t.Helper()
 	e.sim.SetFaults(pmsim.Faults{Latency: latency})
 	defer e.sim.Heal()
-	before := e.sim.Requests()
 	var wg sync.WaitGroup
-	leader := name + "-leader"
-	wg.Go(func() {
-		if code := e.askTraced(t, path, leader, ""); code != 200 {
-			t.Errorf("%s: %d", leader, code)
+	defer wg.Wait()
+	leader := ""
+	deadline := time.Now().Add(30 * time.Second)
+	for i := 0; ; i++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: no request reached the simulator within 30 s", name)
 		}
-	})
-	deadline := time.Now().Add(10 * time.Second)
-	for e.sim.Requests() == before && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond) // poll: the leader's call reaching the simulator is the outside event
+		corr := fmt.Sprintf("%s-leader-%d", name, i)
+		before := e.sim.Requests()
+		answered := make(chan struct{})
+		wg.Go(func() {
+			defer close(answered)
+			if code := e.askTraced(t, path, corr, ""); code != 200 {
+				t.Errorf("%s: %d", corr, code)
+			}
+		})
+		reached := func() bool { return e.sim.Requests() != before }
+	wait: // poll: the leader's call reaching the simulator, or its answer, is the outside event
+		for !reached() {
+			select {
+			case <-answered:
+				break wait
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+		if reached() {
+			leader = corr
+			break
+		}
+		time.Sleep(50 * time.Millisecond) // poll: the snapshot's ageing past EDGE_CACHE_STALE is the outside event
 	}
 	var followers []string
 	for i := range n {
@@ -87,14 +110,16 @@ func coalesce(t *testing.T, e *traceEdge, path, name string, n int, latency time
 type linkTo struct{ trace, span, from string }
 
 // TestJaegerEveryLinkOpens (docs/contract.md section 20 and 22, "An SRE
-// never follows a dead link"; docs/observability.md, "Walks"): two
-// edges on the shipped sampler (parentbased_traceidratio at 0.01), one with
-// a cache TTL, one with EDGE_CACHE_TTL=0, exporting to a real Jaeger v2.
-// Requests that join a load in flight (with a partner's sampled
+// never follows a dead link"; docs/observability.md, "Walks"): three
+// edges on the shipped sampler (parentbased_traceidratio at 0.01), two
+// with a cache TTL, one with EDGE_CACHE_TTL=0, exporting to a real Jaeger
+// v2. Requests that join a load in flight (with a partner's sampled
 // traceparent, so that they are kept) link to the request leading it,
 // which the sampler dropped: at TTL 0 (a get and a list) and with a TTL (a
-// first load, whose walk links to its leader too); a refresh ahead's walk
-// links to the cached hit that started it. Then every link of every trace
+// walk a request must wait for, the snapshot being past
+// EDGE_CACHE_STALE, whose walk links to its leader too); a refresh's walk
+// links to the cached hit that started it; the walks each edge with a TTL
+// starts at start-up link to no request. Then every link of every trace
 // Jaeger holds opens a trace Jaeger holds, with the span it names.
 func TestJaegerEveryLinkOpens(t *testing.T) {
 	j, simTel := jaegerStack(t)
@@ -103,6 +128,11 @@ func TestJaegerEveryLinkOpens(t *testing.T) {
 	ttl := startTraceEdge(t, j, simTel, map[string]string{"EDGE_CACHE_TTL": "2s", "EDGE_CACHE_STALE": "1h",
 		"OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": ratio,
 		"OTEL_RESOURCE_ATTRIBUTES": "service.instance.id=edge-links-ttl"})
+	// Past its TTL this edge's snapshot is past EDGE_CACHE_STALE too: no
+	// held snapshot answers, a request waits for the walk, others join it.
+	expired := startTraceEdge(t, j, simTel, map[string]string{"EDGE_CACHE_TTL": "1s", "EDGE_CACHE_STALE": "1s",
+		"OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": ratio,
+		"OTEL_RESOURCE_ATTRIBUTES": "service.instance.id=edge-links-expired"})
 	zero := startTraceEdge(t, j, simTel, map[string]string{"EDGE_CACHE_TTL": "0",
 		"OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": ratio,
 		"OTEL_RESOURCE_ATTRIBUTES": "service.instance.id=edge-links-ttl0"})
@@ -115,8 +145,11 @@ func TestJaegerEveryLinkOpens(t *testing.T) {
 		walk      bool // the followers link to a walk too
 	}
 	var groups []group
-	l, f := coalesce(t, ttl, "/v1/properties", "first-load", 3, 800*time.Millisecond)
-	groups = append(groups, group{ttl, l, f, true})
+	testkit.Eventually(t, "the start-up walk ended", func() bool {
+		return strings.Contains(expired.s.stderr.String(), `"msg":"pms walk finished"`)
+	})
+	l, f := coalesce(t, expired, "/v1/properties", "expired", 3, 800*time.Millisecond)
+	groups = append(groups, group{expired, l, f, true})
 	_, body := zero.ask(t, "/v1/properties", zero.key, "ids")
 	m := propertyID.FindStringSubmatch(body)
 	if m == nil {
@@ -127,8 +160,9 @@ func TestJaegerEveryLinkOpens(t *testing.T) {
 	l, f = coalesce(t, zero, "/v1/properties", "ttl0-list", 2, 800*time.Millisecond)
 	groups = append(groups, group{zero, l, f, false})
 
-	// A refresh ahead: cached hits (dropped by the sampler) until one of
-	// them has started a walk (from 0.8 of the TTL on).
+	// A refresh: cached hits (dropped by the sampler) until one of them,
+	// past the TTL, has started a walk, answered from the held snapshot
+	// meanwhile.
 	var refresh *jTrace
 	deadline := time.Now().Add(30 * time.Second)
 	for i := 0; refresh == nil && time.Now().Before(deadline); i++ {
@@ -136,14 +170,14 @@ func TestJaegerEveryLinkOpens(t *testing.T) {
 			t.Fatalf("hit: %d", code)
 		}
 		q := url.Values{"service": {"partner-edge"}, "operation": {"pms.walk"}, "lookback": {"1h"}, "limit": {"100"},
-			"tags": {`{"partner_edge.walk.kind":"refresh_ahead"}`}}
+			"tags": {`{"partner_edge.walk.kind":"refresh","service.instance.id":"edge-links-ttl"}`}}
 		for _, tr := range j.get(t, "/api/traces?"+q.Encode()) {
 			refresh = &tr
 		}
 		time.Sleep(100 * time.Millisecond) // poll: the TTL's passing, and the walk's export, are the outside events
 	}
 	if refresh == nil {
-		t.Fatal("no refresh-ahead walk reached Jaeger")
+		t.Fatal("no refresh walk reached Jaeger")
 	}
 
 	// Each follower's trace links to its leader's server span (and, with a
@@ -202,7 +236,7 @@ func TestJaegerEveryLinkOpens(t *testing.T) {
 		}
 	}
 	if startedBy < 2 || len(links) < 2*startedBy {
-		t.Errorf("%d walks linked to the request that started them, %d links in all: want the first load's and the refresh's, and the requests' links back", startedBy, len(links))
+		t.Errorf("%d walks linked to the request that started them, %d links in all: want the expired snapshot's and the refresh's, and the requests' links back", startedBy, len(links))
 	}
 	for _, l := range links {
 		tr := j.trace(t, l.trace, func(tr *jTrace) bool { _, ok := tr.byID(l.span); return ok })
@@ -211,7 +245,22 @@ func TestJaegerEveryLinkOpens(t *testing.T) {
 		}
 	}
 	t.Logf("%d links checked, %d traces held, %d walks linked to their starters", len(links), len(held), startedBy)
-	if !strings.Contains(describe(refresh), "walk.kind=refresh_ahead links=1") {
-		t.Errorf("the refresh-ahead walk links to no request:\n%s", describe(refresh))
+	if !strings.Contains(describe(refresh), "walk.kind=refresh links=1") {
+		t.Errorf("the refresh walk links to no request:\n%s", describe(refresh))
+	}
+	// The start-up walks: the edges' own, linked to no request.
+	for _, inst := range []string{"edge-links-ttl", "edge-links-expired"} {
+		q := url.Values{"service": {"partner-edge"}, "operation": {"pms.walk"}, "lookback": {"1h"}, "limit": {"100"},
+			"tags": {`{"partner_edge.walk.kind":"first_load","service.instance.id":"` + inst + `"}`}}
+		walks := j.get(t, "/api/traces?"+q.Encode())
+		if len(walks) != 1 {
+			t.Errorf("%s: %d first loads, want the start-up walk alone", inst, len(walks))
+			continue
+		}
+		for _, root := range walks[0].spans("pms.walk") {
+			if len(root.References) != 0 {
+				t.Errorf("%s: the start-up walk links to a request:\n%s", inst, describe(&walks[0]))
+			}
+		}
 	}
 }

@@ -143,12 +143,24 @@ func newHeldPMS(t *testing.T, pms http.Handler) *heldPMS {
 // edge (admin's http_server_active_requests), and returns its status.
 func (h *heldPMS) joinFirstWalk(t *testing.T, admin, url, key string) int {
 	t.Helper()
-	<-h.arrived
+	req, _ := http.NewRequest("GET", url, nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("User-Agent", "metrics-test/1.0")
+	return h.join(t, admin, req)
+}
+
+// join sends req once the first walk is held at the PMS, lets the walk go
+// on once the request is in flight on the edge (admin's
+// http_server_active_requests), and returns its status.
+func (h *heldPMS) join(t *testing.T, admin string, req *http.Request) int {
+	t.Helper()
+	select {
+	case <-h.arrived:
+	case <-time.After(testkit.EventuallyTimeout):
+		t.Fatalf("no walk reached the PMS within %s of start-up", testkit.EventuallyTimeout)
+	}
 	status := make(chan int, 1)
 	go func() {
-		req, _ := http.NewRequest("GET", url, nil)
-		req.Header.Set("Authorization", "Bearer "+key)
-		req.Header.Set("User-Agent", "metrics-test/1.0")
 		res, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
 		if err != nil {
 			status <- 0

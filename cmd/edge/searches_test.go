@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -11,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
 
@@ -121,12 +124,13 @@ func (j *jaeger) find(t *testing.T, s jaegerSearch, want string) bool {
 // TestJaegerDocumentedSearches (docs/observability.md, "Finding
 // traces"): every Jaeger search of the table, run against a real Jaeger
 // v2 (the local stack's configuration), returns the trace it names. The
-// edges run at ratio 0 (only the edge's own rules keep a trace): a walk
-// that fails (a 502, BAD_GATEWAY, kept by the error rule), a first load
-// whose first attempt is retried and whose walk rejects records (its
-// request kept for its link to the walk), and a slow request on an edge
-// with EDGE_CACHE_TTL=0. A row the test has no expectation for fails it:
-// a search added to the table is run too.
+// edges run at ratio 0 (only the edge's own rules keep a trace): a first
+// load that fails (a 502, BAD_GATEWAY, kept by the error rule: the PMS
+// fails from the start, so the walk it waits for or leads fails), a
+// refresh whose first attempt is retried and whose walk rejects records
+// (the cached hit that started it kept for its link to the walk), and a
+// slow request on an edge with EDGE_CACHE_TTL=0. A row the test has no
+// expectation for fails it: a search added to the table is run too.
 func TestJaegerDocumentedSearches(t *testing.T) {
 	j, simTel := jaegerStack(t)
 	ratio0 := map[string]string{"OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0"}
@@ -139,23 +143,33 @@ func TestJaegerDocumentedSearches(t *testing.T) {
 		}
 		return out
 	}
-	e := startTraceEdge(t, j, simTel, withEnv(map[string]string{"EDGE_CACHE_TTL": "1h", "EDGE_CACHE_STALE": "2h",
-		"OTEL_RESOURCE_ATTRIBUTES": "service.instance.id=edge-search-1"}))
-
-	// A failed walk: every attempt answered 500.
-	e.sim.SetFaults(pmsim.Faults{ErrorRate: 1, ErrorStatus: 500})
+	// A failed walk: every attempt answered 500, from the start-up walk on.
+	e := startTraceEdgeOn(t, j, simTel, withEnv(map[string]string{"EDGE_CACHE_TTL": "1h", "EDGE_CACHE_STALE": "2h",
+		"OTEL_RESOURCE_ATTRIBUTES": "service.instance.id=edge-search-failing"}),
+		func(sim *pmsim.Sim, pms http.Handler) string {
+			sim.SetFaults(pmsim.Faults{ErrorRate: 1, ErrorStatus: 500})
+			srv := httptest.NewServer(pms)
+			t.Cleanup(srv.Close)
+			return srv.URL
+		})
 	if code, _ := e.ask(t, "/v1/properties", e.key, "failed-walk"); code != 502 {
 		t.Fatalf("failing first load: %d, want 502", code)
 	}
 	failed := e.line(t, "failed-walk")
-	// A first load whose first attempt fails (then a retry), whose walk
-	// rejects the simulator's unmappable records.
-	e.sim.SetFaults(pmsim.Faults{FailFirst: 1, ErrorStatus: 500})
-	if code, _ := e.ask(t, "/v1/properties", e.key, "first-load"); code != 200 {
-		t.Fatalf("first load: %d", code)
-	}
-	first := e.line(t, "first-load")
-	// Their walks: the traces the requests link to.
+	// A refresh whose first attempt fails (then a retry), whose walk
+	// rejects the simulator's unmappable records; the hit that started it
+	// is kept for the walk's link to it.
+	r := startTraceEdge(t, j, simTel, withEnv(map[string]string{"EDGE_CACHE_TTL": "1s", "EDGE_CACHE_STALE": "1h",
+		"OTEL_RESOURCE_ATTRIBUTES": "service.instance.id=edge-search-1"}))
+	testkit.Eventually(t, "the start-up walk ended", func() bool {
+		return strings.Contains(r.s.stderr.String(), `"msg":"pms walk finished"`)
+	})
+	r.sim.SetFaults(pmsim.Faults{FailFirst: 1, ErrorStatus: 500})
+	walk, first := refreshStarted(t, j, r, "edge-search-1", "refresh", func(tr *jTrace) bool {
+		return len(tr.spans("pms.walk")) == 1 && complete(tr, "pms.list_hotels")
+	})
+	firstWalk := walk.TraceID
+	// The failed walk: the trace the failed request links to.
 	walkOf := func(l map[string]any) string {
 		tr := j.trace(t, l["trace_id"].(string), func(tr *jTrace) bool { return len(tr.Spans) > 0 })
 		for _, s := range tr.Spans {
@@ -168,7 +182,7 @@ func TestJaegerDocumentedSearches(t *testing.T) {
 		t.Fatalf("%s links to no walk:\n%s", l["correlation_id"], describe(tr))
 		return ""
 	}
-	failedWalk, firstWalk := walkOf(failed), walkOf(first)
+	failedWalk := walkOf(failed)
 
 	// A slow request (the PMS takes longer than EDGE_TRACE_SLOW, 1s).
 	z := startTraceEdge(t, j, simTel, withEnv(map[string]string{"EDGE_CACHE_TTL": "0",

@@ -67,6 +67,10 @@ func newObservedStack(t *testing.T, cfg cache.Config) *observedStack {
 	t.Cleanup(client.CloseIdleConnections)
 	cfg.Key = "aurora/live"
 	cfg.Metrics = cm
+	// Walks traced as cache.NewPMS wires them: a walk's span ends once the
+	// cache has taken its result in (walkEnded).
+	cfg.Tracer, cfg.LinkRequest = o.tel.Tracer(), o.tel.LinkRequest
+	cfg.KeepWalk, cfg.KeepRequest, cfg.LeadLoad = o.tel.KeepWalk, o.tel.KeepRequest, o.tel.LeadLoad
 	c := cache.New(upstream.NewDirect(client, upstream.DirectOptions{Brand: "aurora"}), cfg)
 	t.Cleanup(c.Close)
 	o.stack = &stack{sim: sim, client: client, cache: c}
@@ -92,6 +96,30 @@ func (o *observedStack) call(ctx context.Context) result {
 		}
 	}
 	return result{tracetest.SpanStub{}, errors.New("request span not exported")}
+}
+
+// walkEnded reports whether a walk of kind has ended with outcome ("ok"
+// or "failed"): its span is exported (synchronously: Config.SpanExporter)
+// after the cache has stored its snapshot or backed off from its failure.
+func (o *observedStack) walkEnded(kind, outcome string) bool {
+	for _, s := range o.exp.GetSpans() {
+		if s.Name != cache.SpanWalk {
+			continue
+		}
+		var k, out string
+		for _, kv := range s.Attributes {
+			switch kv.Key {
+			case cache.AttrWalkKind:
+				k = kv.Value.AsString()
+			case cache.AttrWalkOutcome:
+				out = kv.Value.AsString()
+			}
+		}
+		if k == kind && out == outcome {
+			return true
+		}
+	}
+	return false
 }
 
 // lookups is partner_edge.cache.lookups for pms live and outcome.
@@ -178,12 +206,17 @@ func TestCacheOutcomesRecorded(t *testing.T) {
 
 	// Stale: past TTL with the PMS failing: the held snapshot answers
 	// (a hit) while its refresh walk fails (three attempts), then is served
-	// as stale data.
+	// as stale data. The wait is for the walk's end, not for its last
+	// attempt at the PMS: until the cache has taken the failure in, the
+	// held snapshot is still a hit.
 	o.sim.SetFaults(pmsim.Faults{ErrorStatus: http.StatusBadGateway})
 	clk.Set(start.Add(2 * time.Minute))
 	before := o.sim.Requests()
 	o.wantOutcome(t, o.call(ctx), cache.OutcomeHit)
-	testkit.Eventually(t, "the refresh walk's three attempts", func() bool { return o.sim.Requests()-before >= 3 })
+	testkit.Eventually(t, "the refresh walk failed", func() bool { return o.walkEnded(cache.WalkRefresh, "failed") })
+	if n := o.sim.Requests() - before; n != 3 {
+		t.Errorf("the refresh walk made %d PMS attempts, want 3 (one page, two retries)", n)
+	}
 	o.wantOutcome(t, o.call(ctx), cache.OutcomeStale)
 
 	// Coalesced: a second caller joins a load in flight (past Stale:

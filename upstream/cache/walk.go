@@ -15,8 +15,8 @@ import (
 // not a part of the request that happened to start it, which may have
 // answered long before (docs/contract.md section 20; docs/observability.md,
 // "Walks"). Its pages and attempts are beneath it; it links to the request
-// that started it, and that request, and each one that joined the load in
-// flight, links to it.
+// that started it (none for a walk Prime started), and that request, and
+// each one that joined the load in flight, links to it.
 const SpanWalk = "pms.walk"
 
 // Walk kinds (AttrWalkKind): why the snapshot was loaded.
@@ -123,7 +123,8 @@ func (c *Cache) followLeader(ctx context.Context, v any, ran bool) any {
 }
 
 // linkFollower links the span of ctx, a request that joined a load in
-// flight, to that load's walk and to the request that leads it.
+// flight, to that load's walk and to the request that leads it, if one
+// does (a walk Prime started has none).
 func (c *Cache) linkFollower(ctx context.Context) {
 	if c.cfg.Tracer == nil || !trace.SpanContextFromContext(ctx).IsValid() {
 		return

@@ -186,3 +186,56 @@ func TestFollowersLinkToTheWalk(t *testing.T) {
 		}
 	})
 }
+
+// TestRequestsLinkToTheStartUpWalk (docs/observability.md, "Walks"): the
+// walk Prime starts at start-up is started by no request and links to
+// none; a request that waits for it links to it, and to no leader.
+func TestRequestsLinkToTheStartUpWalk(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		exp := tracetest.NewInMemoryExporter()
+		tel, err := observability.New(context.Background(), observability.Config{SpanExporter: exp,
+			Getenv: func(string) string { return "" }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tel.Shutdown(context.Background())
+		release := make(chan struct{})
+		c := cache.New(nil, cache.Config{TTL: time.Hour, Key: "aurora/live", Tracer: tel.Tracer(),
+			Load: func(ctx context.Context) (*upstream.Snapshot, error) {
+				<-release
+				return upstream.SnapshotOf(nil, time.Now()), nil
+			}})
+		defer c.Close()
+		c.Prime()
+		synctest.Wait() // the start-up walk has started
+		waitCtx, waiter := tel.Tracer().Start(context.Background(), "waiter")
+		done := make(chan error, 1)
+		go func() { _, err := c.Snapshot(waitCtx); done <- err }()
+		synctest.Wait() // the request waits on it
+		close(release)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		waiter.End()
+		synctest.Wait() // Prime's goroutine has ended the walk's span
+		var walks []tracetest.SpanStub
+		var w tracetest.SpanStub
+		for _, s := range exp.GetSpans() {
+			switch s.Name {
+			case cache.SpanWalk:
+				walks = append(walks, s)
+			case "waiter":
+				w = s
+			}
+		}
+		if len(walks) != 1 {
+			t.Fatalf("%d walk spans, want the start-up walk alone", len(walks))
+		}
+		if len(walks[0].Links) != 0 {
+			t.Errorf("the start-up walk links to %v: want no request", walks[0].Links)
+		}
+		if len(w.Links) != 1 || !hasLink(w.Links, walks[0].SpanContext) {
+			t.Errorf("the waiting request links to %v: want the start-up walk %s alone", w.Links, walks[0].SpanContext.SpanID())
+		}
+	})
+}
