@@ -11,8 +11,8 @@ import (
 	"github.com/partner-edge/partner-edge/edge/keys"
 	"github.com/partner-edge/partner-edge/edge/ratelimit/redislimit"
 	"github.com/partner-edge/partner-edge/problem"
-	"github.com/partner-edge/partner-edge/upstream/fleet"
-	"github.com/partner-edge/partner-edge/upstream/fleet/redistest"
+	"github.com/partner-edge/partner-edge/upstream/redisconn"
+	"github.com/partner-edge/partner-edge/upstream/redisconn/redistest"
 )
 
 // countingStore counts the lookups that reach the key store.
@@ -178,7 +178,7 @@ func TestAuthThrottleAcrossFleet(t *testing.T) {
 	clock := newClock()
 	var hs []*harness
 	for range 3 {
-		c, err := fleet.New(fleet.Config{URL: srv.URL(), Guard: fleet.GuardConfig{CallTimeout: 5 * time.Second}})
+		c, err := redisconn.New(redisconn.Config{URL: srv.URL(), Guard: redisconn.GuardConfig{CallTimeout: 5 * time.Second}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,11 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
-	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,10 +30,18 @@ import (
 //     get, or one page of a walk): while open, the request fails at once
 //     with no PMS traffic and no retries, and a walk ends with it; one
 //     request, whatever its retries, is one outcome for the breaker;
-//  3. retries (per HTTP request), with backoff, Retry-After and the
+//  3. retries (per HTTP request, retry.go): one go-retryablehttp client,
+//     one retry decision per attempt, with backoff, Retry-After and the
 //     shared retry budget;
-//  4. the transport: one attempt, bounded by AttemptTimeout and
-//     MaxBodyBytes.
+//  4. the boundary (transport.go): one attempt, bounded by AttemptTimeout
+//     and MaxBodyBytes, its connection known, net/http's errors made
+//     classes (failure.go), over net/http's Transport and the idle guard
+//     (idleguard.go).
+//
+// An answer that ends something (a walk's last page, a 404, a get's
+// record that is not the one asked...) and came on a reused HTTP/1
+// connection is asked again on a new connection before it is believed
+// (confirm.go): a late stray answer never becomes partner data.
 //
 // With ClientConfig.Tracer, each logical call has one span (SpanListHotels
 // or SpanGetHotel) around all of this, and each attempt's request context
@@ -56,14 +61,17 @@ type Client struct {
 	cfg     ClientConfig // defaults applied (withDefaults)
 	base    string       // base URL without trailing slash
 	http    *http.Client
+	retry   *retryablehttp.Client // the one retry loop (retry.go), over http
 	breaker *breaker
 	// Header values sent on every request, built once (setHeaders).
 	userAgent, authorization []string
-	// retryLog is log as retryablehttp's logger, boxed once.
-	retryLog retryablehttp.LeveledLogger
-	// attemptsPool holds *attempts, each with its retryablehttp.Client:
-	// the retry machinery is built once, not per call (retry.go).
-	attemptsPool sync.Pool
+	// exchanges holds *exchange, the state of one request and its
+	// attempts (retry.go), reused from request to request.
+	exchanges sync.Pool
+	// refusals counts refused get answers for their log lines; idReaders
+	// holds *idReader, which check a get's record (confirm.go).
+	refusals  refusals
+	idReaders sync.Pool
 	// heldUntil (unix nanoseconds of now) is when the PMS may be called
 	// again after it shed load; zero or past: not held.
 	heldUntil atomic.Int64
@@ -81,9 +89,13 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	send := cfg.Transport
+	var onStray func()
+	if m := cfg.Metrics; m != nil {
+		onStray = func() { m.Refused(context.Background(), RefusedIdleBytes) }
+	}
+	var send http.RoundTripper = newBoundary(cfg, u.Scheme, onStray)
 	if cfg.WrapTransport != nil {
-		if send = cfg.WrapTransport(cfg.Transport); send == nil {
+		if send = cfg.WrapTransport(send); send == nil {
 			return nil, errors.New("upstream: WrapTransport returned nil")
 		}
 	}
@@ -91,16 +103,16 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		cfg:  cfg,
 		base: strings.TrimRight(u.String(), "/"),
 		http: &http.Client{
-			// AttemptTimeout is roundTripOnly's: no Timeout here.
-			Transport: roundTripOnly{rt: send, timeout: cfg.AttemptTimeout, guarded: cfg.guarded},
+			// AttemptTimeout is the boundary's: no Timeout here.
+			Transport: send,
 			// The PMS does not redirect; following one could carry the
 			// token elsewhere. A 3xx is an unexpected status.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
 		spans:     spans,
-		retryLog:  retryLogger{cfg.Logger},
 		userAgent: []string{"partner-edge/" + cfg.Version},
 	}
+	c.retry = c.newRetryClient()
 	if cfg.Token != "" {
 		c.authorization = []string{"Bearer " + cfg.Token}
 	}
@@ -119,7 +131,8 @@ func (c *Client) BreakerState() string { return c.breaker.State() }
 
 // CloseIdleConnections closes the idle connections of ClientConfig.Transport
 // (not of the WrapTransport wrapper, which need not forward the call), if
-// it has a CloseIdleConnections method.
+// it has a CloseIdleConnections method. (Confirmations keep no connection
+// alive: confirm.go.)
 func (c *Client) CloseIdleConnections() {
 	if ci, ok := c.cfg.Transport.(interface{ CloseIdleConnections() }); ok {
 		ci.CloseIdleConnections()
@@ -228,236 +241,27 @@ func (c *Client) hotelsURL(brand, id string) string {
 	return c.base + "/internal/v2/brands/" + url.PathEscape(brand) + "/hotels"
 }
 
-// listPage is the list envelope. A pointer tells a missing nextCursor from
-// null; hotels says whether it was there (and not null) itself.
-type listPage struct {
-	Hotels     hotelsField `json:"hotels"`
-	NextCursor *string     `json:"nextCursor"`
-}
-
-// hotelsField is the hotels array of a page: set when present and not
-// null; recs is reused from page to page, so a walk's garbage stays small
-// (the records themselves are slices of the page's buffer: bodySlice).
-type hotelsField struct {
-	set  bool
-	recs []bodySlice
-}
-
-func (h *hotelsField) UnmarshalJSON(data []byte) error {
-	if string(data) == "null" {
-		return nil
-	}
-	h.recs, h.set = h.recs[:0], true // on an error the page fails whole
-	return json.Unmarshal(data, &h.recs)
-}
-
-// bodySlice is a record as a slice of the page body it came in, not a copy
-// (json.RawMessage copies): a page's records cost no garbage of their
-// size. encoding/json hands UnmarshalJSON a slice of its input, which the
-// walk owns and reuses only for the next page, after every record of this
-// one was handed over. This is the fallback of a page the one-pass
-// decoder (walkpage.go) does not take.
-type bodySlice []byte
-
-func (b *bodySlice) UnmarshalJSON(data []byte) error { *b = data; return nil }
-
-// yieldEvery is how many records a paced walk maps between two yields of
-// its processor.
-const yieldEvery = 64
-
-// ErrWalkOverBound is the cause (errors.Is) of a walk that passed its
-// bound (ClientConfig.MaxWalkBytes), in bytes sent or in bytes kept.
-var ErrWalkOverBound = errors.New("list walk over its bound")
-
-// OverBound is the error of a walk that keeps more than its bound of what
-// it made of the records (a BadGateway *Error whose cause is
-// ErrWalkOverBound): for a RecordWalker's visit.
-func OverBound(bound int64) error {
-	return &Error{Kind: BadGateway, Err: &answerError{
-		reason: fmt.Sprintf("list walk keeps more than %d bytes", bound), err: ErrWalkOverBound}}
-}
-
-// MaxWalkBytes is the bound of one list walk (ClientConfig.MaxWalkBytes):
-// on the bytes the PMS sends, and on what a walk's caller keeps of them.
-func (c *Client) MaxWalkBytes() int64 { return c.cfg.MaxWalkBytes }
-
-// WalkHotels hands every record of brand to visit, following nextCursor to
-// the last page, so the caller keeps only what it makes of the records
-// (docs/contract.md section 17). rec is valid only during the call (the
-// page's buffer is reused); an error of visit ends the walk with that
-// error (an *Error as is, anything else as BadGateway). A cursor seen
-// twice in one walk, an empty cursor, more
-// than MaxPages pages or more than MaxWalkBytes of bodies is a failure
-// (BAD_GATEWAY): the PMS would never end.
-//
-// Budget (docs/contract.md section 24): the walk runs under WalkTimeout
-// (or ctx's deadline, when earlier), never CallTimeout; each page is one
-// HTTP request with its own retries (backoff, Retry-After, the retry
-// budget), each attempt under AttemptTimeout, and one outcome for the
-// breaker. A page that still fails after its retries, or that the open
-// breaker or a PMS's Retry-After refuses, fails the walk: the caller keeps
-// what it had (the cache's previous snapshot). ctx may carry a WalkStats
-// (pages and records are counted into it) and an OnPage hook.
-//
-// Memory: each page is read into one buffer, reused from page to page,
-// and its records are handed over as slices of it; the walk itself keeps
-// one page (at most MaxBodyBytes, in a buffer of up to twice that while
-// it grows) and the page's record index, whatever the number of pages;
-// two with ClientConfig.WalkAhead, the one handed over and the next,
-// fetched meanwhile (walkahead.go). With ClientConfig.ReadBytesPerSecond,
-// each page waits for its share of that rate before its records are
-// decoded, the walk yields its processor every yieldEvery records (a
-// background walk's bounded CPU: the shadow candidate), and it fetches no
-// page ahead.
-func (c *Client) WalkHotels(ctx context.Context, brand string, visit func(rec []byte) error) error {
-	ctx, span := c.startCall(ctx, SpanListHotels, brand, "")
-	defer span.End()
-	ctx, cancel := withBudget(ctx, c.cfg.WalkTimeout)
-	defer cancel()
-	w := walk{c: c, brand: brand, visit: visit, stats: WalkStatsFrom(ctx), onPage: pageHookFrom(ctx)}
-	err := w.run(ctx)
-	if span.IsRecording() {
-		span.SetAttributes(AttrPages.Int(w.pages), AttrRecords.Int(w.records))
-	}
-	if err == nil {
-		return nil
-	}
-	e := Classify(ctx, err, BadGateway)
-	endCall(span, err, e)
-	return e
-}
-
-// walk is one WalkHotels.
-type walk struct {
-	c              *Client
-	brand          string
-	visit          func(rec []byte) error
-	stats          *WalkStats // nil: not counted
-	onPage         func()     // nil: none
-	pages, records int
-}
-
-// page fetches one list page: one HTTP request with its retries, one
-// outcome for the breaker (guarded).
-func (c *Client) page(ctx context.Context, u string, buf *bytes.Buffer) (body []byte, err error) {
-	err = c.guarded(ctx, func() error {
-		var err error
-		body, err = c.do(ctx, u, buf)
-		return err
-	})
-	return body, err
-}
-
-// run walks every page.
-func (w *walk) run(ctx context.Context) error {
-	c := w.c
-	var walked int64   // body bytes of this walk (MaxWalkBytes)
-	var pd pageDecoder // reused: its records slice is scratch
-	// The pages under way, reused: an unpaced walk fetches the next
-	// page into one while the records of the other are handed over
-	// (walkahead.go); a paced walk uses the first only.
-	var bufs [2]bytes.Buffer
-	ahead := c.cfg.WalkAhead && c.pace == nil
-	var next *pageFetch // the next page, fetched meanwhile
-	defer func() { next.stop() }()
-	seen := make(map[string]struct{})
-	cursor := ""
-	pageURL := func() string {
-		q := url.Values{"limit": {strconv.Itoa(c.cfg.PageSize)}}
-		if cursor != "" {
-			q.Set("cursor", cursor)
-		}
-		return c.hotelsURL(w.brand, "") + "?" + q.Encode()
-	}
-	for page := 1; ; page++ {
-		if page > c.cfg.MaxPages {
-			return &answerError{reason: "more than " + strconv.Itoa(c.cfg.MaxPages) + " pages"}
-		}
-		var body []byte
-		var err error
-		if next != nil {
-			body, err = next.wait()
-			next = nil
-		} else {
-			body, err = c.page(ctx, pageURL(), &bufs[0])
-		}
-		if err != nil {
-			// An unknown brand lists as empty: a 404 here is a wrong
-			// base address or route (docs/contract.md section 10).
-			if se := (*statusError)(nil); errors.As(err, &se) && se.status == http.StatusNotFound {
-				c.cfg.Logger.Error("pms list route answered 404: configuration fault, check the PMS base URL", "brand", w.brand)
-			}
-			return err
-		}
-		w.pages++
-		if w.onPage != nil {
-			w.onPage()
-		}
-		if walked += int64(len(body)); walked > c.cfg.MaxWalkBytes {
-			return &answerError{reason: fmt.Sprintf("list walk larger than %d bytes after %d pages", c.cfg.MaxWalkBytes, page),
-				err: ErrWalkOverBound}
-		}
-		if c.pace != nil {
-			// The page's share of ReadBytesPerSecond before its
-			// records are decoded and handed over.
-			if err := c.pace.WaitN(ctx, max(len(body), 1)); err != nil {
-				return err
-			}
-		}
-		recs, hotels, more, err := pd.decode(body)
-		if err != nil {
-			return &answerError{reason: "list page is not the expected JSON", err: err}
-		}
-		if !hotels {
-			return &answerError{reason: "list page without hotels"}
-		}
-		if w.stats != nil {
-			w.stats.page(len(recs))
-		}
-		// The cursor is checked before the records are handed over,
-		// so that the next page can be fetched meanwhile; a bad
-		// cursor still fails the walk after them, as it always has.
-		var cursorErr error
-		if more != nil {
-			cursor = *more
-			if cursor == "" {
-				cursorErr = &answerError{reason: "empty nextCursor"}
-			} else if _, dup := seen[cursor]; dup {
-				cursorErr = &answerError{reason: fmt.Sprintf("cursor loop after %d pages", page)}
-			} else {
-				seen[cursor] = struct{}{}
-				if ahead && page < c.cfg.MaxPages {
-					next = c.fetchAhead(ctx, pageURL(), &bufs[page%2])
-				}
-			}
-		}
-		for i, rec := range recs {
-			w.records++
-			if err := w.visit(rec); err != nil {
-				return err // an *Error (OverBound) is the walk's error as is
-			}
-			if c.pace != nil && i%yieldEvery == yieldEvery-1 {
-				runtime.Gosched() // a paced walk lets waiting goroutines (partners) go first
-			}
-		}
-		if more == nil {
-			return nil
-		}
-		if cursorErr != nil {
-			return cursorErr
-		}
-	}
-}
-
 // GetHotel returns the record of one hotel. A PMS 404 is NotFound, whatever
-// its body:
-// not retried, and not a failure for the breaker.
+// its body: not retried, and not a failure for the breaker. An answer
+// that came on a reused connection and is not the record asked (a 404,
+// another status, another record, a body the edge cannot use) is asked
+// again on a new connection, and the second answer is the one used
+// (confirm.go).
 func (c *Client) GetHotel(ctx context.Context, brand, id string) (json.RawMessage, error) {
 	ctx, span := c.startCall(ctx, SpanGetHotel, brand, id)
 	defer span.End()
 	var rec json.RawMessage
 	err := c.call(ctx, span, func(ctx context.Context) error {
-		body, err := c.do(ctx, c.hotelsURL(brand, id), nil)
+		u := c.hotelsURL(brand, id)
+		body, v, err := c.do(ctx, u, nil, false)
+		if why := c.doubtHotel(v, body, err, id); why != "" {
+			body2, _, err2 := c.do(ctx, u, nil, true)
+			if isAnswer(err2) && !sameAnswer(body, err, body2, err2) {
+				v.retire()
+				c.refused(ctx, why)
+			}
+			body, err = body2, err2
+		}
 		if err != nil {
 			if se := (*statusError)(nil); errors.As(err, &se) && se.status == http.StatusNotFound {
 				return errNotFound
@@ -465,10 +269,62 @@ func (c *Client) GetHotel(ctx context.Context, brand, id string) (json.RawMessag
 			return err
 		}
 		if t := bytes.TrimLeft(body, " \t\r\n"); len(t) == 0 || t[0] != '{' || !json.Valid(body) {
-			return &answerError{reason: "hotel is not a JSON object"}
+			return &answerError{class: "not_object", reason: "hotel is not a JSON object"}
 		}
 		rec = body
 		return nil
 	})
 	return rec, err // rec is nil unless the call succeeded
+}
+
+// doubtHotel is the reason to confirm a get's answer (confirm.go): one
+// that came on a reused HTTP/1 connection and is not the record of id;
+// "" for none.
+func (c *Client) doubtHotel(v via, body []byte, err error, id string) string {
+	switch {
+	case !v.reused:
+		return ""
+	case err != nil:
+		return doubtFailure(err)
+	case !c.recordIs(body, id):
+		return RefusedOtherRecord
+	}
+	return ""
+}
+
+// isAnswer reports whether err, a request's outcome, is an answer of the
+// PMS (a 200, a status, a body), not a failure to get one.
+func isAnswer(err error) bool {
+	var (
+		se *statusError
+		ae *answerError
+	)
+	return err == nil || errors.As(err, &se) || errors.As(err, &ae)
+}
+
+// CallerIDs identify the partner request on whose behalf the PMS is called.
+// The client sends them as X-Request-Id and X-Correlation-Id.
+type CallerIDs struct {
+	RequestID     string
+	CorrelationID string // empty when the partner sent none (or an invalid one)
+}
+
+// CallerIDsKey is the context key of the CallerIDs, held as a *CallerIDs.
+// A context of its own (the edge's request context) may answer
+// Value(CallerIDsKey{}) with one directly, rather than wrapping itself
+// with WithCallerIDs; what it points to must not change while the context
+// is in use.
+type CallerIDsKey struct{}
+
+// WithCallerIDs returns ctx carrying ids.
+func WithCallerIDs(ctx context.Context, ids CallerIDs) context.Context {
+	return context.WithValue(ctx, CallerIDsKey{}, &ids)
+}
+
+// CallerIDsFrom returns the ids carried by ctx, or zero values.
+func CallerIDsFrom(ctx context.Context) CallerIDs {
+	if ids, ok := ctx.Value(CallerIDsKey{}).(*CallerIDs); ok && ids != nil {
+		return *ids
+	}
+	return CallerIDs{}
 }

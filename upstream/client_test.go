@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -57,9 +58,11 @@ func TestListHotelsFollowsCursorsToTheEnd(t *testing.T) {
 			t.Fatalf("record %d = %s, want id %s", i, raw, hotelID(i+1))
 		}
 	}
-	// 23 records of the brand in pages of 5: 5 requests.
-	if n := f.calls.Load(); n != 5 {
-		t.Errorf("PMS requests = %d, want 5", n)
+	// 23 records of the brand in pages of 5: 5 requests, and the last
+	// page, which came on a reused connection, asked again on a new one
+	// (confirm.go).
+	if n := f.calls.Load(); n != 6 {
+		t.Errorf("PMS requests = %d, want 6", n)
 	}
 }
 
@@ -93,8 +96,8 @@ func TestListHotelsCursorLoopIsBadGateway(t *testing.T) {
 	c := newTestClient(t, testConfig(f.srv.URL))
 	_, err := listHotels(c, context.Background(), "aurora")
 	wantKind(t, err, BadGateway)
-	if n := f.calls.Load(); n != 3 {
-		t.Errorf("PMS requests = %d, want 3 (first, a, b, then a again is refused)", n)
+	if n := f.calls.Load(); n != 4 {
+		t.Errorf("PMS requests = %d, want 4 (first, a, b, that page again on a new connection, then a again is refused)", n)
 	}
 }
 
@@ -240,8 +243,10 @@ func TestGetHotel404IsNotFoundWithoutRetry(t *testing.T) {
 		_, err := c.GetHotel(context.Background(), "aurora", hotelID(99))
 		wantKind(t, err, NotFound)
 	}
-	if n := f.calls.Load(); n != 5 {
-		t.Errorf("PMS requests = %d, want 5 (no retries)", n)
+	// No retries; a 404 that came on a reused connection (every get but
+	// the first) is asked again on a new one (confirm.go).
+	if n := f.calls.Load(); n != 9 {
+		t.Errorf("PMS requests = %d, want 9 (no retries, four 404s confirmed)", n)
 	}
 	if s := c.BreakerState(); s != "closed" {
 		t.Errorf("breaker %s after 404s, want closed", s)
@@ -280,27 +285,35 @@ func TestNewClientRejectsBadSettings(t *testing.T) {
 
 // TestGetHotel408IsRetriedOnANewConnection: a 408 is the PMS closing a
 // connection our request crossed on the wire (docs/resilience.md, Retries):
-// the request is repeated, on a new connection, and the call succeeds.
+// the request is repeated, on a new connection, and the call succeeds;
+// also when the 408 does not say it closes the connection, which net/http
+// would then reuse.
 func TestGetHotel408IsRetriedOnANewConnection(t *testing.T) {
-	f := newFakePMS(t, hotels(1, "aurora"))
-	var conns sync.Map // remote address of each request
-	f.fault = func(w http.ResponseWriter, r *http.Request, n int64) bool {
-		conns.Store(n, r.RemoteAddr)
-		if n == 1 {
-			w.Header().Set("Connection", "close")
-			w.WriteHeader(http.StatusRequestTimeout)
-			return true
-		}
-		return false
-	}
-	c := newTestClient(t, testConfig(f.srv.URL))
-	raw, err := c.GetHotel(context.Background(), "aurora", hotelID(1))
-	if err != nil || !strings.Contains(string(raw), hotelID(1)) {
-		t.Fatalf("GetHotel after a 408 = %s, %v; want the record", raw, err)
-	}
-	first, _ := conns.Load(int64(1))
-	second, _ := conns.Load(int64(2))
-	if n := f.calls.Load(); n != 2 || first == second {
-		t.Errorf("PMS requests = %d on %v then %v, want 2 on two connections", n, first, second)
+	for _, closes := range []bool{true, false} {
+		t.Run(fmt.Sprintf("connection-close=%v", closes), func(t *testing.T) {
+			f := newFakePMS(t, hotels(1, "aurora"))
+			var conns sync.Map // remote address of each request
+			f.fault = func(w http.ResponseWriter, r *http.Request, n int64) bool {
+				conns.Store(n, r.RemoteAddr)
+				if n == 1 {
+					if closes {
+						w.Header().Set("Connection", "close")
+					}
+					w.WriteHeader(http.StatusRequestTimeout)
+					return true
+				}
+				return false
+			}
+			c := newTestClient(t, testConfig(f.srv.URL))
+			raw, err := c.GetHotel(context.Background(), "aurora", hotelID(1))
+			if err != nil || !strings.Contains(string(raw), hotelID(1)) {
+				t.Fatalf("GetHotel after a 408 = %s, %v; want the record", raw, err)
+			}
+			first, _ := conns.Load(int64(1))
+			second, _ := conns.Load(int64(2))
+			if n := f.calls.Load(); n != 2 || first == second {
+				t.Errorf("PMS requests = %d on %v then %v, want 2 on two connections", n, first, second)
+			}
+		})
 	}
 }

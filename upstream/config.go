@@ -64,7 +64,7 @@ type ClientConfig struct {
 	// 17). Zero means unpaced (the live PMS: partners wait on it).
 	ReadBytesPerSecond int64
 	// WalkAhead makes an unpaced list walk fetch the next page while it
-	// hands over the records of this one (walkahead.go): the PMS's work
+	// hands over the records of this one (walk.go, fetchAhead): the PMS's work
 	// and the edge's overlap, and the walk holds two pages instead of one
 	// (the live edge's cold start, docs/resilience.md). False (the zero
 	// value) means one page at a time; a paced walk never fetches ahead.
@@ -95,11 +95,16 @@ type ClientConfig struct {
 	// Transport sends each attempt. Nil means a new NewTransport(), for an
 	// http and an https BaseURL alike: net/http's Transport, tuned for a
 	// PMS (docs/resilience.md, "Transport"); for http its connections are
-	// also checked for stray bytes before they are reused (guardIdle). Client.CloseIdleConnections
-	// closes its idle connections if it has a CloseIdleConnections method.
+	// also checked for stray bytes before they are reused (idleguard.go).
+	// When it is an *http.Transport, an answer that must be confirmed is
+	// asked again through a copy of it without keep-alive (a new
+	// connection, confirm.go); any other RoundTripper is used as is.
+	// Client.CloseIdleConnections closes its idle connections if it has a
+	// CloseIdleConnections method.
 	Transport http.RoundTripper
-	// guarded: Transport is the default one, with guardIdle's connections.
-	guarded bool
+	// guardable: Transport is the default one, the client's own, whose
+	// connections the idle guard may watch.
+	guardable bool
 	// WrapTransport, when set, is called once by NewClient with Transport
 	// and its result sends the attempts instead, while
 	// Client.CloseIdleConnections still reaches Transport itself. It is
@@ -122,9 +127,9 @@ type ClientConfig struct {
 	// of a tracing WrapTransport are then children of whatever span the
 	// caller's context holds.
 	Tracer trace.Tracer
-	// Metrics records every attempt (duration and outcome), every retry
-	// and every breaker state change of this PMS, and adds "pms.retry"
-	// events to the call span. Nil means none.
+	// Metrics records every attempt (duration and outcome), every retry,
+	// every refused answer and every breaker state change of this PMS, and
+	// adds "pms.retry" events to the call span. Nil means none.
 	Metrics *PMSMetrics
 
 	// Now is the client's clock: retry waits against the deadline,
@@ -134,14 +139,16 @@ type ClientConfig struct {
 	// them under testing/synctest.)
 	Now func() time.Time
 
-	// Logger receives breaker state changes (info) and retry decisions
-	// (debug). Nil means no logging.
+	// Logger receives breaker state changes (info), failed attempts and
+	// retry decisions (debug, by class) and refused answers (warn: once per
+	// walk, for gets at most every 10 s). Nothing it receives quotes the
+	// PMS. Nil means no logging.
 	Logger *slog.Logger
 }
 
 // RetryConfig configures retries of one HTTP request (a get, or one list
-// page). Connection failures, per-attempt timeouts and statuses 429, 500,
-// 502, 503 and 504 are retried; nothing else.
+// page). Connection failures, per-attempt timeouts and statuses 408 (on a
+// new connection), 429, 500, 502, 503 and 504 are retried; nothing else.
 type RetryConfig struct {
 	// MaxRetries is the number of retries after the first attempt. Zero
 	// means DefaultMaxRetries (2, so 3 attempts); negative means none.
@@ -216,12 +223,7 @@ func (cfg ClientConfig) withDefaults() (ClientConfig, *url.URL, error) {
 		cfg.Tracer = tracenoop.NewTracerProvider().Tracer("")
 	}
 	if cfg.Transport == nil {
-		t := NewTransport()
-		if u.Scheme == "http" {
-			t.DialContext = guardIdle(t.DialContext)
-			cfg.guarded = true
-		}
-		cfg.Transport = t
+		cfg.Transport, cfg.guardable = NewTransport(), true
 	}
 	return cfg, u, nil
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -120,14 +121,27 @@ func Classify(ctx context.Context, err error, otherwise Kind) *Error {
 // (answerError). They are the causes (Error.Err) of BadGateway errors.
 
 // transportError: the PMS could not be reached, or the connection failed
-// before the whole answer was read (dial error, reset, EOF mid-body,
-// per-attempt timeout). Retryable.
-type transportError struct{ err error }
+// before the whole answer was read (dial error, reset, EOF mid-body, a
+// head net/http cannot read, per-attempt timeout). Retryable, but for an
+// untrusted certificate. Made at the boundary (classifyTransport): its
+// text is its class and the length of what net/http quoted of the PMS,
+// never net/http's text; err is kept for errors.Is and errors.As only.
+type transportError struct {
+	class  string // failure.go's classes
+	quoted int    // bytes of the PMS's net/http quoted (left out)
+	err    error
+}
 
-func (e *transportError) Error() string { return "pms transport: " + e.err.Error() }
+func (e *transportError) Error() string {
+	if e.quoted > 0 {
+		return "pms transport: " + e.class + " (" + strconv.Itoa(e.quoted) + " bytes of the PMS's left out)"
+	}
+	return "pms transport: " + e.class
+}
 func (e *transportError) Unwrap() error { return e.err }
 
-// statusError: the PMS answered with an unexpected HTTP status.
+// statusError: the PMS answered with an unexpected HTTP status. Its text
+// is Go's name of the status, never the PMS's reason phrase.
 type statusError struct{ status int }
 
 func (e *statusError) Error() string {
@@ -136,17 +150,22 @@ func (e *statusError) Error() string {
 
 // answerError: the PMS answered 200 with a body the edge cannot use (not
 // JSON, too large, wrong shape, a cursor loop). Not retried: the same
-// request would get the same answer.
+// request would get the same answer. reason is the edge's words; at, when
+// set, the byte where the body went wrong; err, the cause, is kept for
+// errors.Is (ErrWalkOverBound) but never printed: a decoder's text may
+// quote the body.
 type answerError struct {
+	class  string // bad_json, not_object, no_hotels, too_large, cursor_loop...
 	reason string
+	at     int64
 	err    error
 }
 
 func (e *answerError) Error() string {
-	if e.err == nil {
-		return "pms answer unusable: " + e.reason
+	if e.at > 0 {
+		return "pms answer unusable: " + e.reason + " at byte " + strconv.FormatInt(e.at, 10)
 	}
-	return "pms answer unusable: " + e.reason + ": " + e.err.Error()
+	return "pms answer unusable: " + e.reason
 }
 func (e *answerError) Unwrap() error { return e.err }
 
@@ -187,7 +206,11 @@ func (e *breakerOpenError) Unwrap() error             { return e.err }
 func (e *breakerOpenError) retryAfter() time.Duration { return e.wait }
 
 // errNotFound: the PMS answered 404 to a get. Not a failure of the PMS.
-var errNotFound = errors.New("pms: hotel not found")
+var errNotFound error = &notFoundError{}
+
+type notFoundError struct{}
+
+func (*notFoundError) Error() string { return "pms: hotel not found" }
 
 // callerGoneError: the caller's own context was cancelled during the call.
 // The breaker excludes it.

@@ -9,9 +9,9 @@ import (
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
 
-// BenchmarkGetHotelIdleGuard puts the idle guard (guardIdle, withIdleTrace)
-// beside net/http's Transport without it on the row it costs: a PMS get
-// over a reused http connection, the miss with EDGE_CACHE_TTL=0.
+// BenchmarkGetHotelIdleGuard puts the idle guard (idleguard.go) beside
+// net/http's Transport without it on the row it costs: a PMS get over a
+// reused http connection, the miss with EDGE_CACHE_TTL=0.
 func BenchmarkGetHotelIdleGuard(b *testing.B) {
 	sim := pmsim.New(pmsim.Config{Brands: 1, Seed: 3})
 	srv := httptest.NewServer(sim)

@@ -106,13 +106,19 @@ func (s BreakerState) String() string {
 //     0 closed, 1 half-open, 2 open; pms. Read when metrics are collected
 //     (ObserveBreaker): the state at the scrape, also when no request came
 //     to move an open breaker on to half-open after its timeout.
+//   - partner_edge.pms.answers.refused
+//     (partner_edge_pms_answers_refused_total): PMS answers the edge did
+//     not believe (a stray answer, confirm.go; bytes on an idle
+//     connection, idleguard.go); pms, reason (RefusalReasons).
 //
 // Its methods are safe for concurrent use and record without allocating.
 type PMSMetrics struct {
 	attempt     metric.Float64Histogram
 	retries     metric.Int64Counter
+	refused     metric.Int64Counter
 	attemptOpts map[PMSOutcome][]metric.RecordOption // read-only after New
 	retryOpts   map[PMSOutcome][]metric.AddOption
+	refusedOpts map[string][]metric.AddOption
 	// The breaker's state: read (ObserveBreaker's) when set, else the
 	// last one recorded (BreakerState).
 	read atomic.Pointer[func() BreakerState]
@@ -125,7 +131,7 @@ type PMSMetrics struct {
 // the result: it records the breaker as closed.
 func NewPMSMetrics(meter metric.Meter, name string) (*PMSMetrics, error) {
 	p := &PMSMetrics{}
-	var errs [3]error
+	var errs [4]error
 	p.attempt, errs[0] = meter.Float64Histogram("partner_edge.pms.attempt.duration",
 		metric.WithUnit("s"), metric.WithDescription("Duration of each HTTP attempt to the PMS, by outcome."),
 		metric.WithExplicitBucketBoundaries(observability.DurationBuckets()...))
@@ -134,6 +140,8 @@ func NewPMSMetrics(meter metric.Meter, name string) (*PMSMetrics, error) {
 	breaker, err := meter.Int64ObservableGauge("partner_edge.pms.breaker.state",
 		metric.WithDescription("Circuit breaker state: 0 closed, 1 half-open, 2 open."))
 	errs[2] = err
+	p.refused, errs[3] = meter.Int64Counter("partner_edge.pms.answers.refused",
+		metric.WithUnit("{answer}"), metric.WithDescription("PMS answers not believed (a stray answer, bytes on an idle connection), by reason."))
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
@@ -157,6 +165,10 @@ func NewPMSMetrics(meter metric.Meter, name string) (*PMSMetrics, error) {
 		set := metric.WithAttributeSet(attribute.NewSet(pms, attribute.String("outcome", string(o))))
 		p.attemptOpts[o] = []metric.RecordOption{set}
 		p.retryOpts[o] = []metric.AddOption{set}
+	}
+	p.refusedOpts = make(map[string][]metric.AddOption, len(RefusalReasons))
+	for _, r := range RefusalReasons {
+		p.refusedOpts[r] = []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(pms, attribute.String("reason", r)))}
 	}
 	return p, nil
 }
@@ -200,4 +212,12 @@ func (p *PMSMetrics) BreakerState(_ context.Context, s BreakerState) {
 // safe for concurrent use.
 func (p *PMSMetrics) ObserveBreaker(state func() BreakerState) {
 	p.read.Store(&state)
+}
+
+// Refused counts one PMS answer the edge did not believe, for reason (one
+// of RefusalReasons; any other is not counted).
+func (p *PMSMetrics) Refused(ctx context.Context, reason string) {
+	if o, ok := p.refusedOpts[reason]; ok {
+		p.refused.Add(ctx, 1, o...)
+	}
 }

@@ -5,207 +5,210 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
 )
 
-// attempts is the retry policy of one HTTP request (a get, or one list
-// page): go-retryablehttp's hooks, bound to this request's state. Each
-// attempts owns a retryablehttp.Client built once with its hooks, and the
-// pair is reused from Client's pool call after call (retryablehttp's
-// Backoff and ErrorHandler hooks get no context, so the state cannot be
-// found per request through one shared client). Do runs every hook on the
-// calling goroutine, so the state needs no locks.
-//
-// The policy (what is retried, what not, the full-jitter wait, Retry-After
-// as a minimum and the retry budget): docs/resilience.md, "Retries: what,
-// what not, why". A 429 or 503 with Retry-After that is not retried, for
-// whatever reason, is a *sheddingError (the PMS asked for a pause; see
-// Client).
-//
-// With ClientConfig.Metrics, each attempt is recorded once (see record):
-// its duration and outcome when it ends; a retry is counted when it
-// starts, with the outcome of the attempt before it.
-type attempts struct {
-	c      *Client
-	rc     *retryablehttp.Client // built once, with this attempts' hooks
-	handle func(*http.Response) error
+// Retries (docs/resilience.md, "Retries: what, what not, why"). One HTTP
+// request to the PMS (a get, or one list page) is sent by the Client's one
+// go-retryablehttp client, as its authors intend it: its loop sends the
+// attempts and waits between them; CheckRetry (decide) is the one retry
+// decision, made once per attempt with the attempt's answer; Backoff
+// (backoff) is the wait, a function of the attempt's number and answer;
+// ErrorHandler is the library's PassthroughErrorHandler, so the error
+// decide chose is the call's. What belongs to one request (its answer's
+// buffer, its retries, the connection of its last attempt) is an
+// exchange, carried by the request's context, where decide and the
+// boundary transport find it.
 
-	resend atomic.Int32 // the attempt under way, for ResendCount
-	// release ends the deadline of the attempt before (roundTripOnly),
-	// once its body has been read or drained: at the next attempt's
-	// start, or when the request ends. Nil: none held.
-	release context.CancelFunc
+// exchange is one HTTP request to the PMS and its attempts: the state the
+// retry decision keeps between attempts. Exchanges are pooled (a Client's
+// exchanges); every field is used on the request's goroutine only (the
+// boundary's PutIdleConn hook, on net/http's, keeps a connection of its
+// own).
+type exchange struct {
+	// into receives a 200's body (a walk's page buffer); nil: scratch,
+	// and the body is copied out (a get).
+	into *bytes.Buffer
+	// fresh sends every attempt on a new connection (boundary.fresh): a
+	// confirmation (confirm.go), or the attempts after a 408.
+	fresh bool
+	// resend is the number of the attempt under way (ResendCount).
+	resend  int
 	retries int
-	wait    time.Duration
-	body    []byte
-	scratch bytes.Buffer     // a get's body is read into it, reused from call to call
-	limited io.LimitedReader // the body's bounded reader, reused (no allocation per attempt)
-	into    *bytes.Buffer    // do's buf: the body is read into it, not copied
+	// started is when the attempt under way reached the boundary.
+	started time.Time
+	// release ends the attempt's deadline (the boundary's), once its
+	// body has been read or drained. Nil: none held.
+	release context.CancelFunc
+	// The last attempt's connection (httptrace): which one, whether it
+	// carried an answer before, the answer's HTTP major version.
+	conn   net.Conn
+	reused bool
+	proto  int
+	// body is the 200's body, once read.
+	body []byte
+	// shed: the attempt under way got 429/503 with Retry-After.
+	shed *sheddingError
+	last PMSOutcome // of the attempt before (a retry's cause)
 
-	started time.Time // of the attempt under way
-	open    bool      // the attempt under way is not yet recorded
-	checked bool      // checkRetry has seen the attempt under way once
-	shed    error     // *sheddingError: the attempt under way got 429/503 with Retry-After
-	last    PMSOutcome
+	scratch bytes.Buffer     // a get's body is read into it, reused
+	limited io.LimitedReader // the body's bounded reader, reused
+	rbody   boundaryBody     // the boundary's body, reused
 }
 
-// getAttempts takes a reset attempts from the pool, or builds one.
-func (c *Client) getAttempts() *attempts {
-	if a, ok := c.attemptsPool.Get().(*attempts); ok {
-		return a
+// exchangeKey is the context key of a request's *exchange.
+type exchangeKey struct{}
+
+func exchangeOf(ctx context.Context) *exchange {
+	x, _ := ctx.Value(exchangeKey{}).(*exchange)
+	return x
+}
+
+// newRetryClient is c's one go-retryablehttp client over c.http. It has
+// no logger: what it would log (URLs with the PMS's cursors, net/http's
+// errors) is the PMS's; decide logs at debug in the edge's words.
+func (c *Client) newRetryClient() *retryablehttp.Client {
+	return &retryablehttp.Client{
+		HTTPClient:   c.http,
+		RetryWaitMin: c.cfg.Retry.WaitMin,
+		RetryWaitMax: c.cfg.Retry.WaitMax,
+		RetryMax:     c.cfg.Retry.MaxRetries, // decide stops first: RetryMax never cuts a retry it chose
+		CheckRetry:   c.decide,
+		Backoff:      c.backoff,
+		ErrorHandler: retryablehttp.PassthroughErrorHandler,
 	}
-	a := &attempts{c: c}
-	a.handle = a.handleResponse
-	a.rc = &retryablehttp.Client{
-		HTTPClient:     c.http,
-		RetryWaitMin:   c.cfg.Retry.WaitMin,
-		RetryWaitMax:   c.cfg.Retry.WaitMax,
-		RetryMax:       c.cfg.Retry.MaxRetries,
-		CheckRetry:     a.check,
-		Backoff:        a.backoff,
-		ErrorHandler:   a.giveUp,
-		RequestLogHook: a.begin,
+}
+
+// do sends one GET of u with retries and returns the body of its 200, read
+// into into (nil: a copy of its own size) and valid until into is used
+// again, and how the answer came (its last attempt's connection). fresh
+// sends every attempt on a new connection. Errors are *statusError,
+// *answerError, *transportError, *sheddingError or a context error.
+func (c *Client) do(ctx context.Context, u string, into *bytes.Buffer, fresh bool) ([]byte, via, error) {
+	x, _ := c.exchanges.Get().(*exchange)
+	if x == nil {
+		x = &exchange{}
 	}
-	return a
-}
-
-// putAttempts resets a and returns it to the pool.
-func (c *Client) putAttempts(a *attempts) {
-	a.resend.Store(0)
-	a.releaseDeadline()
-	a.retries, a.wait, a.body, a.into, a.started, a.open, a.checked, a.shed, a.last = 0, 0, nil, nil, time.Time{}, false, false, nil, ""
-	c.attemptsPool.Put(a)
-}
-
-// do runs one GET of u with retries and returns the body of its 200, read
-// into buf (nil: a copy of its own size) and valid until buf is used
-// again: a list walk reads every page into one buffer. Errors are
-// *statusError, *answerError, *transportError or a context error
-// (possibly wrapped).
-func (c *Client) do(ctx context.Context, u string, buf *bytes.Buffer) ([]byte, error) {
-	a := c.getAttempts()
-	defer c.putAttempts(a)
-	a.into = buf
-	req, err := retryablehttp.NewRequestWithContext(context.WithValue(ctx, attemptKey{}, a), http.MethodGet, u, nil)
+	defer c.putExchange(x)
+	x.into, x.fresh = into, fresh
+	req, err := retryablehttp.NewRequestWithContext(context.WithValue(ctx, exchangeKey{}, x), http.MethodGet, u, nil)
 	if err != nil {
-		return nil, err
+		return nil, via{}, err
 	}
 	c.setHeaders(ctx, req.Header)
-	req.SetResponseHandler(a.handle)
-	// retryablehttp logs every request at debug, building its arguments
-	// (a redacted copy of the URL) first: give it a logger only when
-	// debug is on.
-	a.rc.Logger = nil
-	if c.cfg.Logger.Enabled(ctx, slog.LevelDebug) {
-		a.rc.Logger = c.retryLog
-	}
 	c.cfg.Retry.Budget.Request()
-	_, err = a.rc.Do(req)
-	if a.open { // not reached through check; kept as a safety net
-		a.record(req.Context(), nil, err)
+	resp, err := c.retry.Do(req)
+	x.releaseDeadline()
+	if resp != nil {
+		resp.Body.Close() // read or drained by decide already
 	}
+	v := via{conn: x.conn, reused: x.reused && x.proto == 1}
 	if err != nil {
-		return nil, err
+		return nil, v, err
 	}
-	return a.body, nil
+	return x.body, v, nil
 }
 
-// begin is retryablehttp's RequestLogHook, called before each attempt with
-// its number (0 first).
-func (a *attempts) begin(_ retryablehttp.Logger, r *http.Request, i int) {
-	a.releaseDeadline()
-	a.resend.Store(int32(i))
-	if i > 0 && a.c.cfg.Metrics != nil {
-		a.c.cfg.Metrics.Retry(r.Context(), a.last)
-	}
-	a.started, a.open, a.checked, a.shed = a.c.cfg.Now(), true, false, nil
+// putExchange resets x and returns it to the pool.
+func (c *Client) putExchange(x *exchange) {
+	x.releaseDeadline()
+	x.into, x.fresh, x.resend, x.retries, x.started = nil, false, 0, 0, time.Time{}
+	x.conn, x.reused, x.proto, x.body, x.shed, x.last = nil, false, 0, nil, nil, ""
+	x.rbody = boundaryBody{}
+	c.exchanges.Put(x)
 }
 
-// releaseDeadline ends the deadline of the attempt before, if one is held.
-func (a *attempts) releaseDeadline() {
-	if a.release != nil {
-		a.release()
-		a.release = nil
-	}
-}
-
-// check is retryablehttp's CheckRetry around checkRetry. retryablehttp
-// calls it once per attempt with the attempt's error or response, and,
-// when that says "no retry" for a response, once more with the result of
-// the response handler (handle): the attempt ends at the last of these.
-func (a *attempts) check(ctx context.Context, resp *http.Response, err error) (bool, error) {
-	retry, cerr := a.checkRetry(ctx, resp, err)
-	if a.open && (retry || err != nil || resp == nil || a.checked) {
-		a.record(ctx, resp, err)
-	}
-	a.checked = true
-	return retry, cerr
-}
-
-// record ends the attempt under way: its outcome, kept for the retry it may
-// cause, and its duration.
-func (a *attempts) record(ctx context.Context, resp *http.Response, err error) {
-	a.open = false
-	a.last = attemptOutcome(ctx, resp, err)
-	if a.c.cfg.Metrics != nil {
-		a.c.cfg.Metrics.Attempt(ctx, a.last, a.c.cfg.Now().Sub(a.started))
+// releaseDeadline ends the deadline of the attempt under way, if one is
+// held.
+func (x *exchange) releaseDeadline() {
+	if x.release != nil {
+		x.release()
+		x.release = nil
 	}
 }
 
-// attemptOutcome is how one attempt ended, as a metric label: the status
-// the PMS answered, or, for an attempt without an answer, Classify's kind
-// of its failure. An unusable 200 answer (answerError) is "ok": the outcome
-// describes the HTTP exchange; the call span's problem code (BAD_GATEWAY)
-// tells the rest.
-func attemptOutcome(ctx context.Context, resp *http.Response, err error) PMSOutcome {
-	if err == nil && resp != nil { // the common case, before the targets below escape
-		return OutcomeOfStatus(resp.StatusCode)
+// decide is go-retryablehttp's CheckRetry: the one retry decision, made
+// once per attempt with its answer (resp) or its failure (err). It reads
+// the answer (settle), records the attempt, and says whether to send the
+// request again and, when not, with which error the request ends. A retry
+// is counted when it is decided, with the outcome of the attempt that
+// caused it (a caller that leaves during the wait leaves it counted but
+// not sent).
+func (c *Client) decide(ctx context.Context, resp *http.Response, err error) (bool, error) {
+	x := exchangeOf(ctx)
+	fail := c.settle(x, resp, err)
+	x.releaseDeadline()
+	x.last = attemptOutcome(ctx, resp, fail)
+	if m := c.cfg.Metrics; m != nil {
+		m.Attempt(ctx, x.last, c.cfg.Now().Sub(x.started))
 	}
-	var (
-		se *statusError
-		ae *answerError
-	)
+	if fail != nil {
+		c.cfg.Logger.Debug("pms attempt: failed", "attempt", x.resend+1, "outcome", string(x.last), "cause", Cause(fail))
+	}
+	if ctx.Err() != nil { // the call's deadline passed, or its caller left
+		return false, ctx.Err()
+	}
+	if fail == nil {
+		return false, nil
+	}
+	if !c.retryable(ctx, x, resp, fail) {
+		if x.shed != nil {
+			return false, x.shed // the PMS asked for a pause (Client.hold)
+		}
+		return false, fail
+	}
+	x.retries++
+	x.resend = x.retries
+	if m := c.cfg.Metrics; m != nil {
+		m.Retry(ctx, x.last) // an event on the call's span, which ctx carries
+	}
+	if se := (*statusError)(nil); errors.As(fail, &se) && se.status == http.StatusRequestTimeout {
+		// The PMS took the connection for idle (docs/resilience.md,
+		// Retries): the request goes again on another one, and this one
+		// is not used again.
+		x.fresh = true
+		if x.proto == 1 && x.conn != nil {
+			_ = x.conn.Close()
+		}
+	}
+	return true, nil
+}
+
+// settle reads the answer of an attempt: a 200's body, bounded by
+// MaxBodyBytes, into the exchange; any other answer drained a little (so
+// that its connection can be reused) and closed. It returns the attempt's
+// failure, nil for a 200 read whole.
+func (c *Client) settle(x *exchange, resp *http.Response, err error) error {
+	x.shed = nil
 	switch {
-	case errors.As(err, &se):
-		return OutcomeOfStatus(se.status)
-	case errors.As(err, &ae):
-		return PMSOK
-	}
-	switch Classify(ctx, err, BadGateway).Kind {
-	case Canceled:
-		return PMSCanceled
-	case Timeout:
-		return PMSTimeout
-	}
-	return PMSConnection
-}
-
-// handleResponse reads the answer of an attempt that got a response and
-// no retryable status. A failure here goes back through checkRetry.
-func (a *attempts) handleResponse(resp *http.Response) error {
-	if resp.StatusCode != http.StatusOK {
+	case err != nil:
+		// http.Client's *url.Error around the boundary's *transportError,
+		// or an error of a wrapping transport.
+		return classifyTransport(err)
+	case resp.StatusCode != http.StatusOK:
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+		resp.Body.Close()
 		return &statusError{status: resp.StatusCode}
 	}
 	defer resp.Body.Close()
-	limit := a.c.cfg.MaxBodyBytes
+	limit := c.cfg.MaxBodyBytes
 	if resp.ContentLength > limit {
-		return &answerError{reason: "body larger than " + strconv.FormatInt(limit, 10) + " bytes"}
+		return c.tooLarge()
 	}
 	// A get reads into scratch and copies once, so a large body costs one
 	// allocation of its own size (io.ReadAll would leave about as much
 	// again in intermediate chunks: docs/contract.md section 15); a list
 	// walk reads each page into its own buffer (do).
-	buf := a.into
+	buf := x.into
 	if buf == nil {
-		buf = &a.scratch
+		buf = &x.scratch
 	}
 	buf.Reset()
 	if resp.ContentLength > 0 {
@@ -213,74 +216,72 @@ func (a *attempts) handleResponse(resp *http.Response) error {
 		// the read that finds its end.
 		buf.Grow(int(resp.ContentLength) + bytes.MinRead)
 	}
-	a.limited = io.LimitedReader{R: resp.Body, N: limit + 1}
-	_, err := buf.ReadFrom(&a.limited)
-	a.limited = io.LimitedReader{} // a pooled attempts keeps no body
+	x.limited = io.LimitedReader{R: resp.Body, N: limit + 1}
+	_, err = buf.ReadFrom(&x.limited)
+	x.limited = io.LimitedReader{} // a pooled exchange keeps no body
 	body := buf.Bytes()
-	if a.into == nil {
+	if x.into == nil {
 		body = append([]byte{}, body...)
-		if int64(a.scratch.Cap()) > 2*limit+bytes.MinRead { // never keep more than a body's worth
-			a.scratch = bytes.Buffer{}
+		if int64(x.scratch.Cap()) > 2*limit+bytes.MinRead { // never keep more than a body's worth
+			x.scratch = bytes.Buffer{}
 		}
 	}
-	if err != nil {
-		return &transportError{err: err}
+	switch {
+	case err != nil:
+		return classifyTransport(err)
+	case int64(len(body)) > limit:
+		return c.tooLarge()
 	}
-	if int64(len(body)) > limit {
-		return &answerError{reason: "body larger than " + strconv.FormatInt(limit, 10) + " bytes"}
-	}
-	a.body = body
+	x.body = body
 	return nil
 }
 
-// checkRetry is retryablehttp's CheckRetry. It is called after each attempt
-// with either the response (err nil) or an error of the attempt or of
-// handle.
-func (a *attempts) checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
-	if ctx.Err() != nil {
-		return false, ctx.Err()
-	}
+// tooLarge is the failure of a body over MaxBodyBytes.
+func (c *Client) tooLarge() error {
+	return &answerError{class: "too_large", reason: "body larger than " + strconv.FormatInt(c.cfg.MaxBodyBytes, 10) + " bytes"}
+}
+
+// retryable is the policy of docs/resilience.md for an attempt that failed
+// with fail: whether to send the request again. Each skipped retry is
+// logged at debug.
+func (c *Client) retryable(ctx context.Context, x *exchange, resp *http.Response, fail error) bool {
 	var minWait time.Duration
-	switch {
-	case err != nil:
-		if se := (*statusError)(nil); errors.As(err, &se) {
-			// Second look at an answer not retried: handle's
-			// statusError, or the shedding seen on the first look.
-			return false, a.shed
+	switch f := fail.(type) {
+	case *statusError:
+		if !retryableStatus(f.status) {
+			return false
 		}
-		if ae := (*answerError)(nil); errors.As(err, &ae) || isCertError(err) {
-			return false, nil
-		}
-	case retryableStatus(resp.StatusCode):
-		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
-			if ra, ok := parseRetryAfter(resp.Header.Get("Retry-After"), a.c.cfg.Now()); ok {
+		if f.status == http.StatusTooManyRequests || f.status == http.StatusServiceUnavailable {
+			if ra, ok := parseRetryAfter(resp.Header.Get("Retry-After"), c.cfg.Now()); ok {
 				// Sent to partners within 1..60 s (docs/contract.md section 10).
-				a.shed = &sheddingError{status: resp.StatusCode, wait: min(max(ra, time.Second), time.Minute)}
-				if ra > a.c.cfg.Retry.RetryAfterMax {
-					a.c.cfg.Logger.Debug("pms retry skipped: Retry-After beyond cap", "retry_after", ra)
-					return false, a.shed
+				x.shed = &sheddingError{status: f.status, wait: min(max(ra, time.Second), time.Minute)}
+				if ra > c.cfg.Retry.RetryAfterMax {
+					c.cfg.Logger.Debug("pms retry skipped: Retry-After beyond cap", "retry_after", ra)
+					return false
 				}
 				minWait = ra
 			}
 		}
-	default:
-		return false, nil
+	case *answerError:
+		return false // the same request would get the same answer
+	case *transportError:
+		if f.class == classTLSUntrusted || f.class == classCanceled {
+			return false
+		}
 	}
-	if a.retries >= a.c.cfg.Retry.MaxRetries {
-		return false, a.shed
+	if x.retries >= c.cfg.Retry.MaxRetries {
+		return false
 	}
-	wait := max(a.jitter(), minWait)
-	if dl, ok := ctx.Deadline(); ok && !a.c.cfg.Now().Add(wait).Before(dl) {
-		a.c.cfg.Logger.Debug("pms retry skipped: wait would pass the deadline", "wait", wait)
-		return false, a.shed
+	// The longest wait backoff may choose must end before the deadline.
+	if dl, ok := ctx.Deadline(); ok && !c.cfg.Now().Add(max(c.waitCeil(x.retries), minWait)).Before(dl) {
+		c.cfg.Logger.Debug("pms retry skipped: wait would pass the deadline", "wait", max(c.waitCeil(x.retries), minWait))
+		return false
 	}
-	if !a.c.cfg.Retry.Budget.TryRetry() {
-		a.c.cfg.Logger.Debug("pms retry skipped: retry budget exhausted")
-		return false, a.shed
+	if !c.cfg.Retry.Budget.TryRetry() {
+		c.cfg.Logger.Debug("pms retry skipped: retry budget exhausted")
+		return false
 	}
-	a.retries++
-	a.wait = wait
-	return true, nil
+	return true
 }
 
 // retryableStatus: every 5xx but 501 is transient (docs/pms-api.md section 4),
@@ -292,45 +293,53 @@ func retryableStatus(s int) bool {
 		s == http.StatusBadGateway || s == http.StatusServiceUnavailable || s == http.StatusGatewayTimeout
 }
 
-// jitter is the full-jitter wait before retry number a.retries+1.
-func (a *attempts) jitter() time.Duration {
-	ceil := min(a.c.cfg.Retry.WaitMin, a.c.cfg.Retry.WaitMax)
-	for range a.retries {
-		ceil = min(ceil*2, a.c.cfg.Retry.WaitMax)
+// backoff is go-retryablehttp's Backoff: the wait before retry n+1 (n
+// from 0), full jitter in [0, waitCeil(n)], and at least the PMS's
+// Retry-After on a 429 or 503 (decide took the retry only if that fits).
+func (c *Client) backoff(_, _ time.Duration, n int, resp *http.Response) time.Duration {
+	var wait time.Duration
+	if ceil := c.waitCeil(n); ceil > 0 {
+		wait = rand.N(ceil + 1)
 	}
-	if ceil <= 0 {
-		return 0
+	if resp != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
+		if ra, ok := parseRetryAfter(resp.Header.Get("Retry-After"), c.cfg.Now()); ok {
+			wait = max(wait, ra)
+		}
 	}
-	return rand.N(ceil + 1)
+	return wait
 }
 
-// backoff is retryablehttp's Backoff: the wait checkRetry chose.
-func (a *attempts) backoff(_, _ time.Duration, _ int, _ *http.Response) time.Duration {
-	return a.wait
+// waitCeil is the ceiling of the full-jitter wait before retry n+1:
+// min(WaitMax, WaitMin x 2^n).
+func (c *Client) waitCeil(n int) time.Duration {
+	ceil := min(c.cfg.Retry.WaitMin, c.cfg.Retry.WaitMax)
+	for range n {
+		ceil = min(ceil*2, c.cfg.Retry.WaitMax)
+	}
+	return ceil
 }
 
-// giveUp is retryablehttp's ErrorHandler, called when the last attempt
-// failed: it closes the response and returns a typed error.
-func (a *attempts) giveUp(resp *http.Response, err error, _ int) (*http.Response, error) {
-	if resp != nil {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
-		resp.Body.Close()
+// attemptOutcome is how one attempt ended, as a metric label: the status
+// the PMS answered, or, for an attempt without an answer, Classify's kind
+// of its failure. An unusable 200 answer (answerError) is "ok": the outcome
+// describes the HTTP exchange; the call span's problem code (BAD_GATEWAY)
+// tells the rest.
+func attemptOutcome(ctx context.Context, resp *http.Response, fail error) PMSOutcome {
+	switch f := fail.(type) {
+	case nil:
+		return OutcomeOfStatus(resp.StatusCode)
+	case *statusError:
+		return OutcomeOfStatus(f.status)
+	case *answerError:
+		return PMSOK
 	}
-	var (
-		se *statusError
-		ae *answerError
-		te *transportError
-		sh *sheddingError
-	)
-	switch {
-	case err == nil && resp != nil:
-		return nil, &statusError{status: resp.StatusCode}
-	case err == nil:
-		err = errors.New("no response")
-	case errors.As(err, &se), errors.As(err, &ae), errors.As(err, &te), errors.As(err, &sh):
-		return nil, err
+	switch Classify(ctx, fail, BadGateway).Kind {
+	case Canceled:
+		return PMSCanceled
+	case Timeout:
+		return PMSTimeout
 	}
-	return nil, &transportError{err: err}
+	return PMSConnection
 }
 
 // parseRetryAfter reads a Retry-After value: delay-seconds or an HTTP date.
@@ -348,31 +357,14 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	return 0, false
 }
 
-// retryLogger adapts slog to retryablehttp.LeveledLogger. Everything it says
-// is logged at debug: a failed attempt is routine, and the outcome of the
-// call is logged by whoever handles it.
-type retryLogger struct{ l *slog.Logger }
-
-var _ retryablehttp.LeveledLogger = retryLogger{}
-
-func (r retryLogger) Error(msg string, kv ...any) { r.l.Debug("pms attempt: "+msg, kv...) }
-func (r retryLogger) Warn(msg string, kv ...any)  { r.l.Debug("pms attempt: "+msg, kv...) }
-func (r retryLogger) Info(msg string, kv ...any)  { r.l.Debug("pms attempt: "+msg, kv...) }
-func (r retryLogger) Debug(msg string, kv ...any) { r.l.Debug("pms attempt: "+msg, kv...) }
-
-// attemptKey is the context key of the *attempts a request belongs to
-// (do): ResendCount reads its attempt number, roundTripOnly hands it the
-// attempt's deadline to release.
-type attemptKey struct{}
-
 // ResendCount returns the number of the attempt a request made by the
 // Client is: 0 for the first, 1 for the first retry, and so on (the
 // http.request.resend_count of OpenTelemetry's HTTP conventions). It is
 // meant for a wrapping ClientConfig.Transport, which reads it from
 // req.Context() when RoundTrip starts. Outside a Client's request it is 0.
 func ResendCount(ctx context.Context) int {
-	if a, ok := ctx.Value(attemptKey{}).(*attempts); ok {
-		return int(a.resend.Load())
+	if x := exchangeOf(ctx); x != nil {
+		return x.resend
 	}
 	return 0
 }

@@ -2,12 +2,10 @@ package upstream
 
 import (
 	"context"
-	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptrace"
-	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -45,140 +43,133 @@ func NewTransport() *http.Transport {
 // reads (docs/contract.md section 19: at most 1 MiB).
 const MaxResponseHeaderBytes = 1 << 20
 
-// roundTripOnly hides every method of a RoundTripper but RoundTrip.
-// go-retryablehttp calls HTTPClient.CloseIdleConnections after every failed
-// call, which would drop the whole shared pool on each 404 or cancelled
-// call; through this wrapper that call does nothing.
-// Client.CloseIdleConnections closes idle connections on purpose.
+// boundary is the edge's side of the PMS connection: every attempt of a
+// Client passes through it, just above net/http's Transport and below
+// WrapTransport's wrapper (a tracing transport), so that what it hands up
+// is the edge's own (failure.go):
 //
-// It also bounds each attempt by timeout (ClientConfig.AttemptTimeout),
-// reading the body included, the way http.Client.Timeout bounds one on a
-// bare *http.Transport: a deadline on the request's context, released by
-// the request's attempts (every request of Client.http is one of do's)
-// when the next attempt starts or the request ends, after the body was
-// read or drained. http.Client.Timeout itself is not used: on any
-// RoundTripper net/http does not know (this one, WrapTransport's) it
-// costs a goroutine, a timer and a channel per attempt.
-type roundTripOnly struct {
-	rt      http.RoundTripper
-	timeout time.Duration
-	// guarded: rt's connections are guardedConns (guardIdle), told when
-	// they go idle through each request's trace (withIdleTrace).
-	guarded bool
+//   - an attempt is bounded by AttemptTimeout, reading the body included,
+//     the way http.Client.Timeout bounds one on a bare *http.Transport: a
+//     deadline on the attempt's context, released by the retry decision
+//     once the body has been read or drained (exchange.release).
+//     http.Client.Timeout itself is not used: on a RoundTripper net/http
+//     does not know (WrapTransport's) it costs a goroutine, a timer and a
+//     channel per attempt;
+//   - it learns the attempt's connection (httptrace's GotConn: which one,
+//     and whether it carried an answer before), for the confirmation of
+//     answers that came on a reused connection (confirm.go), and tells the
+//     idle guard when net/http puts it back in its pool (connIdle);
+//   - an exchange that must use a new connection (exchange.fresh: after a
+//     408, or a confirmation) is sent through fresh, a copy of the
+//     transport that keeps no connection alive;
+//   - net/http's errors, of RoundTrip and of reading the body, become
+//     classes (classifyTransport): nothing above sees the PMS's bytes
+//     net/http quotes.
+//
+// It has no CloseIdleConnections: go-retryablehttp closes its client's
+// idle connections after every failed call, which would drop the whole
+// pool on each 404 or cancelled call; Client.CloseIdleConnections reaches
+// the pool itself.
+type boundary struct {
+	pool    http.RoundTripper // ClientConfig.Transport
+	fresh   http.RoundTripper // pool without keep-alive; nil: pool (a Transport that is not an *http.Transport)
+	timeout time.Duration     // AttemptTimeout
+	now     func() time.Time
+	guarded bool // pool's connections are the idle guard's
 }
 
-func (r roundTripOnly) RoundTrip(req *http.Request) (*http.Response, error) {
+// newBoundary is the boundary over cfg.Transport; onStray counts the idle
+// guard's refusals.
+func newBoundary(cfg ClientConfig, scheme string, onStray func()) *boundary {
+	b := &boundary{pool: cfg.Transport, timeout: cfg.AttemptTimeout, now: cfg.Now}
+	t, ok := cfg.Transport.(*http.Transport)
+	if !ok {
+		return b
+	}
+	if cfg.guardable && scheme == "http" {
+		guardIdle(t, onStray)
+		b.guarded = true
+	}
+	fresh := t.Clone()
+	fresh.DisableKeepAlives = true
+	b.fresh = fresh
+	return b
+}
+
+func (b *boundary) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
-	sctx := ctx // the context the attempt is sent with
-	if r.guarded {
-		sctx = withIdleTrace(ctx)
-	}
-	if d, ok := ctx.Deadline(); ok && time.Until(d) <= r.timeout {
-		if r.guarded {
-			req = req.WithContext(sctx)
+	x := exchangeOf(ctx)
+	if x == nil { // not a Client's request (every request of Client.http is do's)
+		resp, err := b.pool.RoundTrip(req)
+		if err != nil {
+			return nil, classifyTransport(err)
 		}
-		return r.rt.RoundTrip(req) // the call's deadline comes first
+		return resp, nil
 	}
-	actx, cancel := context.WithTimeout(sctx, r.timeout)
-	resp, err := r.rt.RoundTrip(req.WithContext(actx))
+	x.started, x.conn, x.reused, x.proto = b.now(), nil, false, 0
+	send := b.pool
+	if x.fresh && b.fresh != nil {
+		send = b.fresh
+	}
+	actx := b.trace(ctx, x)
+	cancel := context.CancelFunc(nil)
+	if d, ok := ctx.Deadline(); !ok || time.Until(d) > b.timeout { // else the call's deadline comes first
+		actx, cancel = context.WithTimeout(actx, b.timeout)
+	}
+	resp, err := send.RoundTrip(req.WithContext(actx))
 	if err != nil {
-		cancel()
-		return nil, err
+		if cancel != nil {
+			cancel()
+		}
+		return nil, classifyTransport(err)
 	}
-	// On the caller's goroutine: retryablehttp's Do.
-	ctx.Value(attemptKey{}).(*attempts).release = cancel
+	x.release, x.proto = cancel, resp.ProtoMajor
+	x.rbody = boundaryBody{rc: resp.Body}
+	resp.Body = &x.rbody
 	return resp, nil
 }
 
-// errStrayBytes fails the first write of a request on a reused connection
-// that holds bytes nobody asked for.
-var errStrayBytes = errors.New("upstream: bytes or a close arrived on an idle PMS connection")
+// trace returns ctx with the attempt's httptrace hooks: GotConn records
+// the connection in x (on the caller's goroutine); PutIdleConn, on
+// net/http's reading goroutine, tells the idle guard, through a conn kept
+// per attempt (x may be another request's by then).
+func (b *boundary) trace(ctx context.Context, x *exchange) context.Context {
+	t := &attemptConn{x: x}
+	ct := &httptrace.ClientTrace{GotConn: t.got}
+	if b.guarded {
+		ct.PutIdleConn = t.idle
+	}
+	return httptrace.WithClientTrace(ctx, ct)
+}
 
-// guardIdle wraps dial so that a plain-HTTP/1.1 connection is never reused
-// when the PMS wrote to it (a stray 408, a late extra answer) or closed it
-// while it was idle (docs/contract.md section 19).
-//
-// net/http's Transport already closes such a connection when it notices
-// the bytes, but it notices them on a goroutine of its own: on a busy
-// machine a request may be written on the connection first, and the
-// stray bytes are then read as that request's answer (seen in
-// cmd/edge's TestPMSForgedTrailingAnswerIsNeverServed). So the guard
-// watches each connection from the moment net/http puts it back in its
-// pool (withIdleTrace): before the first write of the next request, if
-// net/http's reader took bytes off it meanwhile, or the kernel holds some
-// (asked without reading or waiting), the write fails having written
-// nothing, and net/http sends the request
-// again on another connection (its retry of a GET that failed on a reused
-// connection before any byte was written), which is neither an attempt
-// of the retry policy nor a failure of the breaker.
-//
-// Only for http: on an https connection, bytes while idle are normal
-// (HTTP/2 frames, TLS records).
-func guardIdle(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := dial(ctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
-		sc, ok := c.(syscall.Conn)
-		if !ok {
-			return c, nil
-		}
-		raw, err := sc.SyscallConn()
-		if err != nil {
-			return c, nil
-		}
-		return &guardedConn{Conn: c, raw: raw}, nil
+// attemptConn is the connection of one attempt.
+type attemptConn struct {
+	x    *exchange
+	conn net.Conn
+}
+
+func (a *attemptConn) got(info httptrace.GotConnInfo) {
+	a.conn = info.Conn
+	a.x.conn, a.x.reused = info.Conn, info.Reused
+}
+
+func (a *attemptConn) idle(err error) {
+	if err == nil && a.conn != nil {
+		connIdle(a.conn)
 	}
 }
 
-// guardedConn is a PMS connection that refuses to carry a request after
-// bytes arrived while it was idle.
-type guardedConn struct {
-	net.Conn
-	raw syscall.RawConn
-	// answered: a read returned data since the last write, so the next
-	// write starts a new request on a connection that has carried one.
-	answered atomic.Bool
-	// idle: net/http put the connection back in its pool (withIdleTrace) and
-	// no request was written since; stray: a read returned data then.
-	idle, stray atomic.Bool
-}
+// boundaryBody is an answer's body as the boundary hands it up: a failure
+// to read it (a reset, a deadline, a chunk or trailer net/http cannot
+// read) is a classified *transportError.
+type boundaryBody struct{ rc io.ReadCloser }
 
-func (c *guardedConn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
-	if n > 0 {
-		c.answered.Store(true)
-		if c.idle.Load() {
-			c.stray.Store(true)
-		}
+func (b *boundaryBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if err != nil && err != io.EOF {
+		err = classifyTransport(err)
 	}
 	return n, err
 }
 
-func (c *guardedConn) Write(p []byte) (int, error) {
-	c.idle.Store(false)
-	// Either net/http's reader already took stray bytes off the socket
-	// (stray), or they still wait there (pending).
-	if c.answered.Swap(false) && (c.stray.Load() || pending(c.raw)) {
-		_ = c.Conn.Close()
-		return 0, errStrayBytes
-	}
-	return c.Conn.Write(p)
-}
-
-// withIdleTrace returns ctx with an httptrace.ClientTrace that tells the
-// guardedConn an attempt got when net/http puts it back in its pool. The
-// PutIdleConn hook runs on net/http's reading goroutine before it reads
-// again: from then on, any byte read is a byte nobody asked for.
-func withIdleTrace(ctx context.Context) context.Context {
-	var conn *guardedConn
-	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		GotConn: func(info httptrace.GotConnInfo) { conn, _ = info.Conn.(*guardedConn) },
-		PutIdleConn: func(err error) {
-			if err == nil && conn != nil {
-				conn.idle.Store(true)
-			}
-		},
-	})
-}
+func (b *boundaryBody) Close() error { return b.rc.Close() }

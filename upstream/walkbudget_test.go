@@ -26,6 +26,7 @@ func slowPages(d time.Duration) func(http.ResponseWriter, *http.Request, int64) 
 			select {
 			case <-time.After(d):
 			case <-r.Context().Done():
+				return true
 			}
 		}
 		return false

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -41,9 +42,11 @@ func TestListHotelsWalkBytesIsBadGateway(t *testing.T) {
 // bound ends as before.
 func TestPropertiesKeepWithinWalkBound(t *testing.T) {
 	f := newFakePMS(t, nil)
-	f.fault = func(w http.ResponseWriter, r *http.Request, n int64) bool {
-		next := fmt.Sprintf(`"c%d"`, n)
-		if n == 10 {
+	f.fault = func(w http.ResponseWriter, r *http.Request, _ int64) bool {
+		// Ten pages: c1 ... c9, then the end.
+		n, _ := strconv.Atoi(strings.TrimPrefix(r.URL.Query().Get("cursor"), "c"))
+		next := fmt.Sprintf(`"c%d"`, n+1)
+		if n == 9 {
 			next = "null"
 		}
 		_, _ = fmt.Fprintf(w, `{"hotels":[%s],"nextCursor":%s}`, strings.Repeat("{},", 99)+"{}", next)

@@ -180,3 +180,36 @@ func plainString(quoted []byte) bool {
 	}
 	return true
 }
+
+// listPage is the list envelope. A pointer tells a missing nextCursor from
+// null; hotels says whether it was there (and not null) itself.
+type listPage struct {
+	Hotels     hotelsField `json:"hotels"`
+	NextCursor *string     `json:"nextCursor"`
+}
+
+// hotelsField is the hotels array of a page: set when present and not
+// null; recs is reused from page to page, so a walk's garbage stays small
+// (the records themselves are slices of the page's buffer: bodySlice).
+type hotelsField struct {
+	set  bool
+	recs []bodySlice
+}
+
+func (h *hotelsField) UnmarshalJSON(data []byte) error {
+	if string(data) == "null" {
+		return nil
+	}
+	h.recs, h.set = h.recs[:0], true // on an error the page fails whole
+	return json.Unmarshal(data, &h.recs)
+}
+
+// bodySlice is a record as a slice of the page body it came in, not a copy
+// (json.RawMessage copies): a page's records cost no garbage of their
+// size. encoding/json hands UnmarshalJSON a slice of its input, which the
+// walk owns and reuses only for the next page, after every record of this
+// one was handed over. This is the fallback of a page the one-pass
+// decoder (walkpage.go) does not take.
+type bodySlice []byte
+
+func (b *bodySlice) UnmarshalJSON(data []byte) error { *b = data; return nil }

@@ -160,7 +160,7 @@ func analyse(c config, d *data) *analysis {
 // start). Only growth counts: memory handed back is no leak. RSS is
 // compared from the first sample after the process's second collection
 // since its first sample: the first under load sets the collector's goal
-// (the live heap + the edge's 48 MiB headroom, observability.TuneGC) and
+// (the live heap + the edge's 48 MiB headroom, gcrule.Tune in cmd/edge) and
 // the heap grows to it before the second; that growth is no leak either.
 // The end is the lowest of the samples of the last endSpan: a leak does not
 // go down, a burst of connections from the balancer does.

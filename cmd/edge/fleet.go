@@ -16,6 +16,7 @@ import (
 	"github.com/partner-edge/partner-edge/upstream/events"
 	"github.com/partner-edge/partner-edge/upstream/events/redisevents"
 	"github.com/partner-edge/partner-edge/upstream/fleet"
+	"github.com/partner-edge/partner-edge/upstream/redisconn"
 )
 
 // member is this instance's membership of a fleet sharing one Redis
@@ -24,7 +25,7 @@ import (
 // all in-process.
 type member struct {
 	brand  string
-	client *fleet.Client
+	client *redisconn.Client
 	lim    *redislimit.Limiter // its refill runs until close
 	store  *fleet.Store
 	log    *slog.Logger
@@ -35,19 +36,19 @@ type member struct {
 // operator files (CA bundle, client certificate) are read here: one that
 // cannot be read is a start-up error; a server they do not let the edge
 // trust is a warning and the in-process fallback, as Redis down is
-// (fleet.Client.Announce).
+// (redisconn.Client.Announce).
 func joinFleet(ctx context.Context, cfg settings, log *slog.Logger, tel *observability.Telemetry) (*member, error) {
 	if !cfg.Redis.Configured() {
 		return nil, nil
 	}
 	log = log.With("component", "redis")
-	fleet.SetLibraryLogger(log)
+	redisconn.SetLibraryLogger(log)
 	fc, err := cfg.Redis.Config()
 	if err != nil {
 		return nil, err
 	}
 	fc.Log, fc.Meter, fc.Tracer = log, tel.Meter(), tel.TracerProvider()
-	client, err := fleet.New(fc)
+	client, err := redisconn.New(fc)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", cfg.Redis.Variable(), err)
 	}
@@ -56,7 +57,7 @@ func joinFleet(ctx context.Context, cfg settings, log *slog.Logger, tel *observa
 }
 
 // newMember is the membership of brand's instances through client.
-func newMember(brand string, client *fleet.Client, secret []byte, log *slog.Logger) *member {
+func newMember(brand string, client *redisconn.Client, secret []byte, log *slog.Logger) *member {
 	return &member{brand: brand, client: client, lim: redislimit.New(redislimit.Config{Client: client, Brand: brand}),
 		store: fleet.NewStore(client, 0, secret), log: log}
 }
@@ -98,10 +99,10 @@ func (m *member) events(mode keys.Mode, cfg settings) (events.Shared, error) {
 		Retention: cfg.EventsRetention, Max: cfg.EventsMax})
 }
 
-// fleetHandler serves GET /fleet (fleet.Client.StatusHandler).
+// fleetHandler serves GET /fleet (redisconn.Client.StatusHandler).
 func fleetHandler(m *member) http.Handler {
 	if m == nil {
-		return (*fleet.Client)(nil).StatusHandler()
+		return (*redisconn.Client)(nil).StatusHandler()
 	}
 	return m.client.StatusHandler()
 }

@@ -15,8 +15,8 @@ import (
 	"github.com/partner-edge/partner-edge/edge/keys/keystest"
 	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream"
-	"github.com/partner-edge/partner-edge/upstream/fleet"
-	"github.com/partner-edge/partner-edge/upstream/fleet/redistest"
+	"github.com/partner-edge/partner-edge/upstream/redisconn"
+	"github.com/partner-edge/partner-edge/upstream/redisconn/redistest"
 )
 
 // docs/contract.md section 17 (a cold fleet walks once):
@@ -40,7 +40,7 @@ func TestColdFleetWalksOnce(t *testing.T) {
 	cats := make([]upstream.Catalog, instances)
 	for i := range cats {
 		// The production guard, as joinFleet.
-		cats[i] = fleetCatalog(t, cfg, pms.srv.URL, fleet.Config{URL: srv.URL(), Log: log}, log, tel)
+		cats[i] = fleetCatalog(t, cfg, pms.srv.URL, redisconn.Config{URL: srv.URL(), Log: log}, log, tel)
 	}
 
 	start := make(chan struct{})

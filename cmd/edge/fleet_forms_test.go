@@ -10,7 +10,7 @@ import (
 
 	"github.com/partner-edge/partner-edge/edge/keys/keystest"
 	"github.com/partner-edge/partner-edge/observability/testkit"
-	"github.com/partner-edge/partner-edge/upstream/fleet/redistest"
+	"github.com/partner-edge/partner-edge/upstream/redisconn/redistest"
 )
 
 // fleetState is what an edge's /fleet says.

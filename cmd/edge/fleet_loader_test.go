@@ -10,8 +10,8 @@ import (
 	"github.com/partner-edge/partner-edge/edge/keys"
 	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/upstream"
-	"github.com/partner-edge/partner-edge/upstream/fleet"
-	"github.com/partner-edge/partner-edge/upstream/fleet/redistest"
+	"github.com/partner-edge/partner-edge/upstream/redisconn"
+	"github.com/partner-edge/partner-edge/upstream/redisconn/redistest"
 )
 
 // The catalogs of two instances on one Redis: the first walks the PMS, the
@@ -30,7 +30,7 @@ func TestCatalogsShareLoadsThroughRedis(t *testing.T) {
 		// busy machine (-race, the whole suite) a publication can take
 		// longer than the production 100 ms; Redis down still fails at once
 		// (connection refused).
-		return fleetCatalog(t, cfg, pms.srv.URL, fleet.Config{URL: srv.URL(), Guard: fleet.GuardConfig{CallTimeout: 10 * time.Second}}, log, tel)
+		return fleetCatalog(t, cfg, pms.srv.URL, redisconn.Config{URL: srv.URL(), Guard: redisconn.GuardConfig{CallTimeout: 10 * time.Second}}, log, tel)
 	}
 	first, err := catalog().Snapshot(ctx)
 	if err != nil || pms.walks.Load() != 1 || first.Len() == 0 {
@@ -53,9 +53,9 @@ func TestCatalogsShareLoadsThroughRedis(t *testing.T) {
 // fleetCatalog is the live catalog of one instance wired as run wires it
 // with Redis: a fleet client of fc, the fleet loader, the cache; all closed
 // when t ends.
-func fleetCatalog(t *testing.T, cfg settings, pmsURL string, fc fleet.Config, log *slog.Logger, tel *observability.Telemetry) upstream.Catalog {
+func fleetCatalog(t *testing.T, cfg settings, pmsURL string, fc redisconn.Config, log *slog.Logger, tel *observability.Telemetry) upstream.Catalog {
 	t.Helper()
-	c, err := fleet.New(fc)
+	c, err := redisconn.New(fc)
 	if err != nil {
 		t.Fatal(err)
 	}

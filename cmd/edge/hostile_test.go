@@ -19,9 +19,9 @@ import (
 	"github.com/partner-edge/partner-edge/edge/keys/keystest"
 	"github.com/partner-edge/partner-edge/edge/oauth/oauthtest"
 	"github.com/partner-edge/partner-edge/observability/testkit"
-	"github.com/partner-edge/partner-edge/upstream/fleet"
-	"github.com/partner-edge/partner-edge/upstream/fleet/redistest"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
+	"github.com/partner-edge/partner-edge/upstream/redisconn"
+	"github.com/partner-edge/partner-edge/upstream/redisconn/redistest"
 )
 
 // Acceptance (docs/contract.md section 21, item 10): a real edge with
@@ -235,7 +235,7 @@ func TestSlowRedisNeverOnRequestPath(t *testing.T) {
 	// have written its EVALSHA yet (a new connection's dial and handshake, a
 	// busy machine): it can write only before its call deadline (go-redis
 	// sets the connection's write deadline from it), so count from after that.
-	time.Sleep(3 * fleet.DefaultCallTimeout)
+	time.Sleep(3 * redisconn.DefaultCallTimeout)
 	const trialFailed = `"from":"half-open","to":"open"`
 	evals, probes, trials, before := proxy.evals.Load(), proxy.probes.Load(), strings.Count(edge.stderr.String(), trialFailed), answers.Load()
 	slowest.Store(0)

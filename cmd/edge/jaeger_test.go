@@ -278,7 +278,10 @@ func describe(tr *jTrace) string {
 	}
 	order := func(l []jSpan) {
 		slices.SortFunc(l, func(a, b jSpan) int {
-			return strings.Compare(a.OperationName+a.service+a.tag("partner_edge.pms.attempt"), b.OperationName+b.service+b.tag("partner_edge.pms.attempt"))
+			key := func(s jSpan) string {
+				return s.OperationName + s.service + s.tag("partner_edge.pms.attempt") + s.tag("http.response.status_code")
+			}
+			return strings.Compare(key(a), key(b))
 		})
 	}
 	order(roots)

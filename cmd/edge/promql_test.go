@@ -109,7 +109,7 @@ func TestDocumentedPromQL(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The collector is away: nothing listens there.
-	away := "http://" + freePort(t)
+	away := "http://" + refusingAddr(t)
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", away)
 	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100")

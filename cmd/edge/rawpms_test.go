@@ -1,10 +1,13 @@
 package main
 
 // rawPMS is a PMS that misbehaves at the socket level, for the tests of the
-// edge's PMS connection (pmsconn_test.go, docs/contract.md section 19): it
-// closes idle connections, restarts on its address, answers 408 on idle
-// connections, writes forged answers after real ones and sends endless and
-// oversized heads. It answers through a handler (a *pmsim.Sim) with
+// edge's PMS connection (pmsconn_test.go, pmsstray_test.go, pmsleak_test.go;
+// docs/contract.md sections 19 and 22): it closes idle connections,
+// restarts on its address, answers 408 on idle connections and to a
+// request, writes forged answers after real ones (on an idle connection,
+// or late, while the next request is on the wire), sends endless and
+// oversized heads, and plants internal text in a head line, a status line
+// and a 500's body. It answers through a handler (a *pmsim.Sim) with
 // net/http's ReadRequest and Response.Write, and runs each TCP
 // connection's loop itself: its faults act in a connection's idle time,
 // which net/http's server keeps to itself. Every behaviour can be changed
@@ -66,6 +69,28 @@ type rawFaults struct {
 	ForgedAfter time.Duration
 	// Head makes every answer's head misbehave.
 	Head rawHead
+
+	// StrayAfter writes Stray this long after each real answer, whether
+	// the connection is idle or carries the next request already (a PMS
+	// or proxy that writes a late extra answer): between two whole
+	// answers, never inside one. Zero never.
+	StrayAfter time.Duration
+	// Stray is the whole raw answer StrayAfter writes (strayPage,
+	// strayNotFound).
+	Stray []byte
+	// HeadLine, when set, is written as is as a line of every answer's
+	// head, after the status line (a line without a colon is one net/http
+	// refuses, quoting it).
+	HeadLine string
+	// StatusLine, when set, is every answer's status line instead of its
+	// own.
+	StatusLine string
+	// Fail500, when set, answers every request 500 with Fail500 as the
+	// status line's reason phrase and as the body.
+	Fail500 string
+	// Once408 answers the next request, once, with a 408 that leaves the
+	// connection open (no Connection: close).
+	Once408 bool
 }
 
 // forgedName is the display_name of every record of a forged answer.
@@ -78,6 +103,16 @@ type rawStats struct {
 	Forged     int64 // forged answers written
 	BadHeads   int64 // answers whose head misbehaved (rawFaults.Head)
 	Restarts   int64 // Restart calls
+	Strays     int64 // late stray answers written (rawFaults.StrayAfter)
+	Planted    int64 // answers with planted text (HeadLine, StatusLine, Fail500)
+}
+
+// rawRequest is one request the server read: the client's port (its
+// connection) and what it asked, and the status it was answered.
+type rawRequest struct {
+	Port   string
+	Path   string
+	Status int
 }
 
 // rawPMS is a raw-socket PMS on a loopback port. It is safe for concurrent
@@ -93,10 +128,12 @@ type rawPMS struct {
 	closed bool
 	wg     sync.WaitGroup
 
-	idleClosed, sent408, forged, badHeads, restarts atomic.Int64
+	idleClosed, sent408, forged, badHeads, restarts, strays, planted atomic.Int64
 	// lastRequest is when a request last arrived on any connection (unix
 	// nanoseconds).
 	lastRequest atomic.Int64
+	// requests is every request read, in order (mu).
+	requests []rawRequest
 }
 
 // startRawPMS serves h on 127.0.0.1 at a port the kernel chooses.
@@ -130,7 +167,25 @@ func (s *rawPMS) current() rawFaults {
 // Stats returns the counts so far.
 func (s *rawPMS) Stats() rawStats {
 	return rawStats{IdleClosed: s.idleClosed.Load(), Sent408: s.sent408.Load(), Forged: s.forged.Load(),
-		BadHeads: s.badHeads.Load(), Restarts: s.restarts.Load()}
+		BadHeads: s.badHeads.Load(), Restarts: s.restarts.Load(), Strays: s.strays.Load(), Planted: s.planted.Load()}
+}
+
+// Requests returns every request read so far, in order.
+func (s *rawPMS) Requests() []rawRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]rawRequest(nil), s.requests...)
+}
+
+// take408 reports whether this request is the one Once408 answers.
+func (s *rawPMS) take408() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.faults.Once408 {
+		return false
+	}
+	s.faults.Once408 = false
+	return true
 }
 
 // Restart plays a PMS restarting on the same address: the listener and
@@ -213,13 +268,17 @@ func (s *rawPMS) serve(ln net.Listener) {
 }
 
 // conn serves one connection: requests one after another, and what the
-// faults do while it is idle.
+// faults do while it is idle. Every write to c is of a whole answer, under
+// a lock of the connection's (late strays are written by timers).
 func (s *rawPMS) conn(c net.Conn) {
 	br := bufio.NewReader(c)
+	lc := &lockedConn{Conn: c}
+	defer lc.stop()
 	var forge []byte // the forged answer due after the last one
 	last := time.Now()
+	_, port, _ := net.SplitHostPort(c.RemoteAddr().String())
 	for {
-		if !s.idle(c, br, &forge, last) {
+		if !s.idle(lc, br, &forge, last) {
 			return
 		}
 		req, err := http.ReadRequest(br)
@@ -231,12 +290,29 @@ func (s *rawPMS) conn(c net.Conn) {
 		res := rec.Result()
 		body := rec.Body.Bytes()
 		f := s.current()
+		answer := rawAnswer(res, body)
+		switch {
+		case s.take408():
+			res.StatusCode = http.StatusRequestTimeout
+			answer = []byte("HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\n\r\n")
+		case f.Fail500 != "":
+			res.StatusCode = http.StatusInternalServerError
+			answer = []byte(fmt.Sprintf("HTTP/1.1 500 %s\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n%s",
+				f.Fail500, len(f.Fail500), f.Fail500))
+		}
+		answer = plant(answer, f)
+		if f.HeadLine != "" || f.StatusLine != "" || f.Fail500 != "" {
+			s.planted.Add(1)
+		}
+		s.mu.Lock()
+		s.requests = append(s.requests, rawRequest{Port: port, Path: req.URL.RequestURI(), Status: res.StatusCode})
+		s.mu.Unlock()
 		if f.Head != headOK {
 			s.badHeads.Add(1)
-			if !s.badHead(c, f.Head, res, body) {
+			if !s.badHead(lc, f.Head, res, body) {
 				return
 			}
-		} else if _, err := c.Write(rawAnswer(res, body)); err != nil {
+		} else if _, err := lc.Write(answer); err != nil {
 			return
 		}
 		last = time.Now()
@@ -244,11 +320,58 @@ func (s *rawPMS) conn(c net.Conn) {
 		if f.ForgedAfter > 0 && res.StatusCode == http.StatusOK {
 			forge = rawAnswer(res, forgedAnswer(body))
 		}
+		if f.StrayAfter > 0 && f.Stray != nil {
+			lc.later(f.StrayAfter, f.Stray, func() { s.strays.Add(1) })
+		}
 		if req.Close {
 			return
 		}
 	}
 }
+
+// plant puts f's planted text in answer, a whole raw answer: its status
+// line replaced (StatusLine), a line added to its head (HeadLine).
+func plant(answer []byte, f rawFaults) []byte {
+	if f.StatusLine == "" && f.HeadLine == "" {
+		return answer
+	}
+	status, rest, _ := bytes.Cut(answer, []byte("\r\n"))
+	if f.StatusLine != "" {
+		status = []byte(f.StatusLine)
+	}
+	out := append(append([]byte{}, status...), "\r\n"...)
+	if f.HeadLine != "" {
+		out = append(append(out, f.HeadLine...), "\r\n"...)
+	}
+	return append(out, rest...)
+}
+
+// lockedConn writes whole answers to a connection, now or later (a late
+// stray), never two at once; stop waits for the later ones.
+type lockedConn struct {
+	net.Conn
+	mu sync.Mutex
+	wg sync.WaitGroup
+}
+
+func (c *lockedConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.Conn.Write(p)
+}
+
+// later writes p after d, calling wrote when it did.
+func (c *lockedConn) later(d time.Duration, p []byte, wrote func()) {
+	c.wg.Add(1)
+	time.AfterFunc(d, func() {
+		defer c.wg.Done()
+		if _, err := c.Write(p); err == nil {
+			wrote()
+		}
+	})
+}
+
+func (c *lockedConn) stop() { c.wg.Wait() }
 
 // idle waits for the next request's first byte, doing meanwhile what the
 // faults say an idle connection gets. It reports whether a request is
@@ -259,7 +382,7 @@ func (s *rawPMS) conn(c net.Conn) {
 // when no request waits on this one: a test then plays bytes that arrive on
 // an idle connection, not an answer racing a request already on its way,
 // which no HTTP/1.1 client can tell from the real answer.
-func (s *rawPMS) idle(c net.Conn, br *bufio.Reader, forge *[]byte, since time.Time) bool {
+func (s *rawPMS) idle(c *lockedConn, br *bufio.Reader, forge *[]byte, since time.Time) bool {
 	defer func() { _ = c.SetReadDeadline(time.Time{}) }()
 	for {
 		f := s.current()
@@ -298,7 +421,7 @@ func (s *rawPMS) idle(c net.Conn, br *bufio.Reader, forge *[]byte, since time.Ti
 		// Before writing, look once more, without waiting, for a request
 		// that came while this goroutine waited to run (a read would not:
 		// its deadline has passed).
-		if (forgeDue || due408) && (br.Buffered() > 0 || pendingBytes(c)) {
+		if (forgeDue || due408) && (br.Buffered() > 0 || pendingBytes(c.Conn)) {
 			s.lastRequest.Store(now.UnixNano())
 			return true
 		}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/partner-edge/partner-edge/upstream/fleet"
+	"github.com/partner-edge/partner-edge/upstream/redisconn"
 )
 
 // docs/contract.md section 16: exactly one of three forms names the fleet's Redis; each
@@ -19,13 +19,13 @@ func TestRedisFormSettings(t *testing.T) {
 	}
 	for _, ok := range []struct {
 		env  map[string]string
-		form fleet.Form
+		form redisconn.Form
 	}{
-		{map[string]string{"EDGE_REDIS_URL": "rediss://redis.internal:6380/0"}, fleet.FormPrimary},
+		{map[string]string{"EDGE_REDIS_URL": "rediss://redis.internal:6380/0"}, redisconn.FormPrimary},
 		{map[string]string{"EDGE_REDIS_SENTINELS": "10.0.0.1:26379, 10.0.0.2:26379,10.0.0.3:26379", "EDGE_REDIS_MASTER": "mymaster",
-			"EDGE_REDIS_SENTINEL_PASSWORD": spw, "EDGE_REDIS_USERNAME": "edge", "EDGE_REDIS_PASSWORD": pw, "EDGE_REDIS_TLS": "true"}, fleet.FormSentinel},
+			"EDGE_REDIS_SENTINEL_PASSWORD": spw, "EDGE_REDIS_USERNAME": "edge", "EDGE_REDIS_PASSWORD": pw, "EDGE_REDIS_TLS": "true"}, redisconn.FormSentinel},
 		{map[string]string{"EDGE_REDIS_CLUSTER": "10.0.1.1:6379,10.0.1.2:6379", "EDGE_REDIS_TLS": "true",
-			"EDGE_REDIS_CA_FILE": "/etc/redis/ca.pem", "EDGE_REDIS_CERT_FILE": "/etc/redis/c.pem", "EDGE_REDIS_KEY_FILE": "/etc/redis/k.pem"}, fleet.FormCluster},
+			"EDGE_REDIS_CA_FILE": "/etc/redis/ca.pem", "EDGE_REDIS_CERT_FILE": "/etc/redis/c.pem", "EDGE_REDIS_KEY_FILE": "/etc/redis/k.pem"}, redisconn.FormCluster},
 	} {
 		s, err := parseSettings(nil, mapEnv(withSecret(ok.env)), io.Discard)
 		if err != nil || s.Redis.Form() != ok.form {

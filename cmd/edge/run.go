@@ -65,7 +65,7 @@ func newCatalog(cfg settings, baseURL string, mode keys.Mode, version string, lo
 		Mode: string(mode),
 		Client: upstream.ClientConfig{BaseURL: baseURL, Token: cfg.PMSToken, Version: version,
 			CallTimeout: cfg.PMSTimeout, WalkTimeout: cfg.PMSWalkTimeout, AttemptTimeout: cfg.PMSAttempt,
-			MaxWalkBytes: cfg.PMSMaxWalkBytes, WalkAhead: true}, // partners wait for its first walk (walkahead.go)
+			MaxWalkBytes: cfg.PMSMaxWalkBytes, WalkAhead: true}, // partners wait for its first walk (upstream/walk.go, fetchAhead)
 		Direct:    upstream.DirectOptions{Brand: cfg.Brand, CodeSource: cfg.CodeSource},
 		Cache:     cc,
 		Telemetry: tel,

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/partner-edge/partner-edge/cmd/edge/internal/gcrule"
 	"github.com/partner-edge/partner-edge/cmd/internal/settingval"
 	"github.com/partner-edge/partner-edge/edge"
 	"github.com/partner-edge/partner-edge/edge/docsite"
@@ -24,7 +25,7 @@ import (
 	"github.com/partner-edge/partner-edge/edge/ratelimit"
 	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/upstream"
-	"github.com/partner-edge/partner-edge/upstream/fleet"
+	"github.com/partner-edge/partner-edge/upstream/redisconn"
 	"github.com/partner-edge/partner-edge/upstream/shadow"
 )
 
@@ -94,7 +95,7 @@ func serveEdge(ctx context.Context, args []string, getenv lookupEnv, stdout, std
 	p.onStop(p.wg.Wait)
 	ctx, cancel := context.WithCancel(ctx)
 	p.onStop(cancel)
-	observability.TuneGC(ctx, getenv) // the GC headroom rule unless GOGC is set
+	gcrule.Tune(ctx, getenv) // the GC headroom rule unless GOGC is set
 	if err := p.start(ctx, func(k string) string { v, _ := getenv(k); return v }, isDemo); err != nil {
 		return err
 	}
@@ -223,7 +224,7 @@ func (p *process) startFleet(ctx context.Context) error {
 	// before the client is closed.
 	wctx, stopWatch := context.WithCancel(ctx)
 	watched := make(chan struct{})
-	go func() { defer close(watched); fm.client.Watch(wctx, fleet.DefaultHealthEvery) }()
+	go func() { defer close(watched); fm.client.Watch(wctx, redisconn.DefaultHealthEvery) }()
 	p.onStop(func() { stopWatch(); <-watched; fm.close() })
 	return nil
 }

@@ -19,7 +19,7 @@ import (
 	"github.com/partner-edge/partner-edge/edge/oauth"
 	"github.com/partner-edge/partner-edge/edge/ratelimit"
 	"github.com/partner-edge/partner-edge/mapping"
-	"github.com/partner-edge/partner-edge/upstream/fleet"
+	"github.com/partner-edge/partner-edge/upstream/redisconn"
 )
 
 // settings are the edge's configuration (operations.md), from the
@@ -43,16 +43,16 @@ type settings struct {
 	RateBurst                int
 	RequestTimeout           time.Duration
 	MaxConcurrent            int
-	AuthFailLimit            int            // failed authentications a minute per client address; 0: off
-	TrustedProxies           []netip.Prefix // whose X-Forwarded-For is believed
-	Redis                    fleet.Settings // the fleet's Redis, one of three forms (docs/contract.md section 16); none: in-process (fleet.go)
-	DocsPath                 string         // serve the documentation site here (default /docs); empty: not served (docs.go)
-	PublicURL                string         // the URL partners call: the base of DocsURL; empty: none given (docs.go)
-	DocsContact              string         // the contact the documentation site shows (docsite.ParseContact); empty: none
-	AddrSet                  bool           // EDGE_ADDR given by the operator: the demo keeps it (demo.go)
-	FleetSecret              []byte         // authenticates what instances share through Redis
-	PMSMaxWalkBytes          int64          // bound on the total size of one PMS list walk, and on what it keeps
-	OAuthIssuer              string         // with OAuthAudience: access tokens on (docs/contract.md section 12); empty: off
+	AuthFailLimit            int                // failed authentications a minute per client address; 0: off
+	TrustedProxies           []netip.Prefix     // whose X-Forwarded-For is believed
+	Redis                    redisconn.Settings // the fleet's Redis, one of three forms (docs/contract.md section 16); none: in-process (fleet.go)
+	DocsPath                 string             // serve the documentation site here (default /docs); empty: not served (docs.go)
+	PublicURL                string             // the URL partners call: the base of DocsURL; empty: none given (docs.go)
+	DocsContact              string             // the contact the documentation site shows (docsite.ParseContact); empty: none
+	AddrSet                  bool               // EDGE_ADDR given by the operator: the demo keeps it (demo.go)
+	FleetSecret              []byte             // authenticates what instances share through Redis
+	PMSMaxWalkBytes          int64              // bound on the total size of one PMS list walk, and on what it keeps
+	OAuthIssuer              string             // with OAuthAudience: access tokens on (docs/contract.md section 12); empty: off
 	OAuthAudience            string
 	OAuthJWKSHosts           []string // hosts besides the issuer's the jwks_uri may name (docs/contract.md section 17)
 	CandidateURL             string   // shadow candidate PMS; empty: none (shadow.go)
@@ -418,12 +418,12 @@ func read[T any](p *parser, env string, conv func(string) (T, error)) T {
 }
 
 // redisURL reads empty (no Redis) or a redis:// or rediss:// URL of one
-// host that go-redis can use (fleet.CheckURL); a refused one is empty.
+// host that go-redis can use (redisconn.CheckURL); a refused one is empty.
 func redisURL(v string) (string, error) {
 	if v == "" {
 		return "", nil
 	}
-	if err := fleet.CheckURL(v); err != nil {
+	if err := redisconn.CheckURL(v); err != nil {
 		return "", err
 	}
 	return v, nil
@@ -433,8 +433,8 @@ func redisURL(v string) (string, error) {
 // adds the rules it breaks (two forms, a Sentinel without its master...)
 // to the start-up errors; passwords are never echoed. The operator files
 // are read when the edge joins the fleet (joinFleet).
-func (p *parser) redis() fleet.Settings {
-	s := fleet.Settings{
+func (p *parser) redis() redisconn.Settings {
+	s := redisconn.Settings{
 		URL:              read(p, "EDGE_REDIS_URL", redisURL),
 		Sentinels:        p.str("EDGE_REDIS_SENTINELS"),
 		Master:           p.str("EDGE_REDIS_MASTER"),

@@ -17,8 +17,8 @@ import (
 
 	"github.com/partner-edge/partner-edge/edge/keys/keystest"
 	"github.com/partner-edge/partner-edge/observability/testkit"
-	"github.com/partner-edge/partner-edge/upstream/fleet/redistest"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
+	"github.com/partner-edge/partner-edge/upstream/redisconn/redistest"
 )
 
 // targetLabels are added by Prometheus when it scrapes (the target's), so

@@ -10,10 +10,11 @@ import (
 // lines like every other, until restore is called. net/http's Transport
 // prints there, with no hook of its own, when a PMS writes on an idle
 // connection ("Unsolicited response received on idle HTTP channel
-// starting with ..."): that line quotes the PMS's bytes, which may hold
-// internal fields docs/pms-api.md says never leave the edge, so only its
-// first words are kept. The standard logger is the process's own: the
-// program sets it, as it sets its signal handling.
+// starting with ..."): that line quotes the PMS's bytes, and what the PMS
+// sends stays inside (docs/contract.md section 22), so only the words
+// before the first quote are kept, with the length of what was left out.
+// The standard logger is the process's own: the program sets it, as it
+// sets its signal handling.
 func routeStdLog(logger *slog.Logger) (restore func()) {
 	prevOut, prevFlags := log.Writer(), log.Flags()
 	log.SetFlags(0)
@@ -30,10 +31,20 @@ type stdLogWriter struct{ log *slog.Logger }
 const stdLogClip = 200
 
 func (w stdLogWriter) Write(p []byte) (int, error) {
-	msg := strings.TrimSpace(string(p[:min(len(p), stdLogClip)]))
-	if head, _, ok := strings.Cut(msg, " starting with "); ok {
-		msg = head // what follows quotes the peer's bytes
+	msg := string(p[:min(len(p), stdLogClip)])
+	// What Go's packages quote ("%q", or after "starting with") is what
+	// they read from a peer.
+	if i := strings.IndexAny(msg, "\"'`"); i >= 0 {
+		msg = msg[:i]
 	}
-	w.log.Warn("go runtime", "error", msg)
+	if head, _, ok := strings.Cut(msg, " starting with"); ok {
+		msg = head
+	}
+	msg = strings.TrimSpace(msg)
+	if left := len(strings.TrimSpace(string(p))) - len(msg); left > 0 {
+		w.log.Warn("go runtime", "error", msg, "bytes_left_out", left)
+	} else {
+		w.log.Warn("go runtime", "error", msg)
+	}
 	return len(p), nil
 }

@@ -15,8 +15,8 @@ import (
 
 	"github.com/partner-edge/partner-edge/mapping"
 	"github.com/partner-edge/partner-edge/observability/testkit"
-	"github.com/partner-edge/partner-edge/upstream/fleet/redistest"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
+	"github.com/partner-edge/partner-edge/upstream/redisconn/redistest"
 )
 
 // A brand of any size behind a PMS of real speed (docs/contract.md
@@ -360,7 +360,7 @@ func TestPMSThatRefusesTheEdgeSaysSoAtStart(t *testing.T) {
 		name, url, setting, class string
 	}{
 		{"token refused", refusing.URL, "PMS_TOKEN", "credentials_refused"},
-		{"unreachable", "http://" + freePort(t), "PMS_BASE_URL", "unreachable"},
+		{"unreachable", "http://" + refusingAddr(t), "PMS_BASE_URL", "unreachable"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

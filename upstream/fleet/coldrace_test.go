@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/partner-edge/partner-edge/upstream/fleet/redistest"
+	"github.com/partner-edge/partner-edge/upstream/redisconn/redistest"
 )
 
 // pausingStore runs afterFirstFetch once, right after its first Fetch

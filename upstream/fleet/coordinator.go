@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"github.com/partner-edge/partner-edge/upstream/redisconn"
 	"log/slog"
 	"time"
 
@@ -65,7 +66,7 @@ type Coordinator struct {
 	// Log (nil: discard) and Count (nil: none) report fallbacks; Log
 	// also gets a warning for each publication refused as forged.
 	Log   *slog.Logger
-	Count Fallbacks
+	Count redisconn.Fallbacks
 	Now   func() time.Time // the clock a publication's load time is checked against (MaxSkew); nil: time.Now
 
 	waiting func() // test hook: called when a Load first waits (a loser starts polling)
@@ -107,7 +108,7 @@ func (c *Coordinator) Load(ctx context.Context, brand, mode string, newerThan ti
 		switch {
 		case got != nil:
 			return *got, nil
-		case transient(err):
+		case redisconn.Transient(err):
 			continue // no answer: a publication may be there; ask again
 		case err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, errStale) && !badPublication(err):
 			return c.local(ctx, name, load, err, false)
@@ -115,7 +116,7 @@ func (c *Coordinator) Load(ctx context.Context, brand, mode string, newerThan ti
 		bad := badPublication(err)
 		won, err := c.Store.Lease(ctx, name, c.leaseTTL())
 		switch {
-		case transient(err):
+		case redisconn.Transient(err):
 			continue // the lease may be ours (Lease takes it again) or another's
 		case err != nil:
 			return c.local(ctx, name, load, err, false)
@@ -141,7 +142,7 @@ func (c *Coordinator) recheck(ctx context.Context, w *waiter, name string, newer
 			_ = c.Store.Release(context.WithoutCancel(ctx), name)
 			return *got, nil
 		}
-		if !transient(err) {
+		if !redisconn.Transient(err) {
 			return c.lead(ctx, name, load)
 		}
 		// No answer: holding the lease, ask again rather than walk
@@ -291,7 +292,7 @@ func (c *Coordinator) refused(ctx context.Context, name string, why error) {
 // whether Redis is worth publishing to.
 func (c *Coordinator) local(ctx context.Context, name string, load LoadFunc, why error, publish bool) (Loaded, error) {
 	if c.Count != nil {
-		c.Count.Fallback(ctx, UseSnapshot, why)
+		c.Count.Fallback(ctx, redisconn.UseSnapshot, why)
 	}
 	if c.Log != nil {
 		c.Log.DebugContext(ctx, "snapshot loads locally", "snapshot", name, "reason", why.Error())
@@ -311,7 +312,7 @@ func (c *Coordinator) walk(ctx context.Context, name string, load LoadFunc, src 
 		// (a few times): the others wait for it, and without it one of
 		// them takes the lease over and walks again.
 		for range publishAttempts {
-			if err := c.Store.Publish(ctx, name, at.UnixMilli(), payload, cmp.Or(max(c.PublishTTL, 0), DefaultPublishTTL)); !transient(err) {
+			if err := c.Store.Publish(ctx, name, at.UnixMilli(), payload, cmp.Or(max(c.PublishTTL, 0), DefaultPublishTTL)); !redisconn.Transient(err) {
 				break
 			}
 		}

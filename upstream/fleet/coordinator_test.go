@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/partner-edge/partner-edge/mapping"
-	"github.com/partner-edge/partner-edge/upstream/fleet/redistest"
+	"github.com/partner-edge/partner-edge/upstream/redisconn/redistest"
 )
 
 var loadedAt = time.UnixMilli(1_800_000_000_000).UTC()

@@ -1,11 +1,12 @@
 package fleet
 
 import (
+	"github.com/partner-edge/partner-edge/upstream/redisconn"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/partner-edge/partner-edge/upstream/fleet/redistest"
+	"github.com/partner-edge/partner-edge/upstream/redisconn/redistest"
 )
 
 // docs/contract.md section 16, failover is routine: when a Cluster fails over the primary
@@ -17,7 +18,7 @@ func TestClusterFailoverFollowed(t *testing.T) {
 		t.Skip("runs a six-node Cluster through a failover")
 	}
 	c := redistest.StartClusterWith(t, redistest.ClusterOptions{Replicas: 1})
-	client, err := New(Config{Cluster: c.Nodes[:3]}) // the default guard: 100 ms calls, 2 s open
+	client, err := redisconn.New(redisconn.Config{Cluster: c.Nodes[:3]}) // the default guard: 100 ms calls, 2 s open
 	if err != nil {
 		t.Fatal(err)
 	}

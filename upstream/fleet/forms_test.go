@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"errors"
+	"github.com/partner-edge/partner-edge/upstream/redisconn"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,7 +11,7 @@ import (
 
 	"github.com/partner-edge/partner-edge/edge/listener"
 	"github.com/partner-edge/partner-edge/upstream"
-	"github.com/partner-edge/partner-edge/upstream/fleet/redistest"
+	"github.com/partner-edge/partner-edge/upstream/redisconn/redistest"
 )
 
 // TLS with a private CA (docs/contract.md section 16): the CA of EDGE_REDIS_CA_FILE is
@@ -28,9 +29,9 @@ func TestTLSPrivateCAAndACL(t *testing.T) {
 	const pw = "pw-of-the-edge-user-9"
 	srv := redistest.StartTLS(t, redistest.TLSOptions{ClientCerts: true, NoDefaultUser: true,
 		Users: []redistest.User{{Name: "edge", Password: pw}}})
-	good := Settings{ReadFile: listener.ReadTLSFile, URL: srv.URL(), CAFile: srv.CA.File, CertFile: srv.ClientCert, KeyFile: srv.ClientKey,
+	good := redisconn.Settings{ReadFile: listener.ReadTLSFile, URL: srv.URL(), CAFile: srv.CA.File, CertFile: srv.ClientCert, KeyFile: srv.ClientKey,
 		Username: "edge", Password: pw}
-	client := func(t *testing.T, s Settings) *Client {
+	client := func(t *testing.T, s redisconn.Settings) *redisconn.Client {
 		cfg, err := s.Config()
 		if err != nil {
 			t.Fatal(err)
@@ -52,30 +53,30 @@ func TestTLSPrivateCAAndACL(t *testing.T) {
 	if n := c.Nodes(t.Context()); len(n) != 1 || n[0] != srv.Addr {
 		t.Errorf("Nodes %v; want [%s]", n, srv.Addr)
 	}
-	if c.Form() != FormPrimary {
+	if c.Form() != redisconn.FormPrimary {
 		t.Errorf("Form %q", c.Form())
 	}
 
 	other := redistest.NewCA(t, t.TempDir(), "other")
 	for _, tc := range []struct {
 		name     string
-		s        Settings
+		s        redisconn.Settings
 		trust    bool   // a certificate-trust failure
 		contains string // in the error
 	}{
-		{"system store (no CA file)", Settings{ReadFile: listener.ReadTLSFile, URL: srv.URL(), CertFile: srv.ClientCert, KeyFile: srv.ClientKey, Username: "edge", Password: pw}, true, ""},
-		{"wrong CA", Settings{ReadFile: listener.ReadTLSFile, URL: srv.URL(), CAFile: other.File, CertFile: srv.ClientCert, KeyFile: srv.ClientKey, Username: "edge", Password: pw}, true, ""},
-		{"wrong password", Settings{ReadFile: listener.ReadTLSFile, URL: srv.URL(), CAFile: srv.CA.File, CertFile: srv.ClientCert, KeyFile: srv.ClientKey, Username: "edge", Password: "not-" + pw}, false, "WRONGPASS"},
+		{"system store (no CA file)", redisconn.Settings{ReadFile: listener.ReadTLSFile, URL: srv.URL(), CertFile: srv.ClientCert, KeyFile: srv.ClientKey, Username: "edge", Password: pw}, true, ""},
+		{"wrong CA", redisconn.Settings{ReadFile: listener.ReadTLSFile, URL: srv.URL(), CAFile: other.File, CertFile: srv.ClientCert, KeyFile: srv.ClientKey, Username: "edge", Password: pw}, true, ""},
+		{"wrong password", redisconn.Settings{ReadFile: listener.ReadTLSFile, URL: srv.URL(), CAFile: srv.CA.File, CertFile: srv.ClientCert, KeyFile: srv.ClientKey, Username: "edge", Password: "not-" + pw}, false, "WRONGPASS"},
 	} {
 		c := client(t, tc.s)
 		err := c.Ping(t.Context()) // the first: what start-up logs
-		for range DefaultConsecutiveFailures {
-			if err := c.Ping(t.Context()); !errors.Is(err, ErrUnavailable) {
+		for range redisconn.DefaultConsecutiveFailures {
+			if err := c.Ping(t.Context()); !errors.Is(err, redisconn.ErrUnavailable) {
 				t.Errorf("%s: later call %v; want unavailable", tc.name, err)
 			}
 		}
-		if err == nil || IsTLSTrust(err) != tc.trust || !strings.Contains(err.Error(), tc.contains) || !errors.Is(err, ErrUnavailable) {
-			t.Errorf("%s: %v (trust failure %v); want an unavailable error, trust failure %v, containing %q", tc.name, err, IsTLSTrust(err), tc.trust, tc.contains)
+		if err == nil || redisconn.IsTLSTrust(err) != tc.trust || !strings.Contains(err.Error(), tc.contains) || !errors.Is(err, redisconn.ErrUnavailable) {
+			t.Errorf("%s: %v (trust failure %v); want an unavailable error, trust failure %v, containing %q", tc.name, err, redisconn.IsTLSTrust(err), tc.trust, tc.contains)
 		}
 		if err != nil && strings.Contains(err.Error(), pw) {
 			t.Errorf("%s: error %q shows the password", tc.name, err)
@@ -97,10 +98,10 @@ func TestLoadTLSRefusesBadFiles(t *testing.T) {
 	if err := os.WriteFile(junk, []byte("not pem"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if tc, err := LoadTLS(listener.ReadTLSFile, ca.File, cert, key); err != nil || tc.RootCAs == nil || len(tc.Certificates) != 1 {
+	if tc, err := redisconn.LoadTLS(listener.ReadTLSFile, ca.File, cert, key); err != nil || tc.RootCAs == nil || len(tc.Certificates) != 1 {
 		t.Fatalf("good files: %v, %v", tc, err)
 	}
-	if tc, err := LoadTLS(listener.ReadTLSFile, "", "", ""); tc != nil || err != nil {
+	if tc, err := redisconn.LoadTLS(listener.ReadTLSFile, "", "", ""); tc != nil || err != nil {
 		t.Errorf("no files: %v, %v; want nil, nil", tc, err)
 	}
 	for _, bad := range []struct{ ca, cert, key, named string }{
@@ -110,7 +111,7 @@ func TestLoadTLSRefusesBadFiles(t *testing.T) {
 		{"", cert, ca.File, "EDGE_REDIS_CERT_FILE"},
 		{"", cert, filepath.Join(dir, "missing.pem"), "EDGE_REDIS_KEY_FILE"},
 	} {
-		if _, err := LoadTLS(listener.ReadTLSFile, bad.ca, bad.cert, bad.key); err == nil || !strings.Contains(err.Error(), bad.named) {
+		if _, err := redisconn.LoadTLS(listener.ReadTLSFile, bad.ca, bad.cert, bad.key); err == nil || !strings.Contains(err.Error(), bad.named) {
 			t.Errorf("%+v: %v; want an error naming %s", bad, err, bad.named)
 		}
 	}
@@ -128,7 +129,7 @@ func TestClusterFormWithACLUser(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s := Settings{Cluster: c.Seeds(), Username: "edge", Password: pw}
+	s := redisconn.Settings{Cluster: c.Seeds(), Username: "edge", Password: pw}
 	cfg, err := s.Config()
 	if err != nil {
 		t.Fatal(err)
@@ -143,7 +144,7 @@ func TestClusterFormWithACLUser(t *testing.T) {
 			t.Fatalf("fetch %s: %q, %v", brand, got, err)
 		}
 	}
-	if n := client.Nodes(t.Context()); len(n) != 3 || client.Form() != FormCluster {
+	if n := client.Nodes(t.Context()); len(n) != 3 || client.Form() != redisconn.FormCluster {
 		t.Errorf("form %s, nodes %v; want cluster and three primaries", client.Form(), n)
 	}
 	if d := s.Describe(); !strings.Contains(d, "cluster") || !strings.Contains(d, c.Nodes[0]) || strings.Contains(d, pw) {
@@ -152,7 +153,7 @@ func TestClusterFormWithACLUser(t *testing.T) {
 	s.Password = "not-" + pw
 	cfg, _ = s.Config()
 	err = newConfigClient(t, cfg).Ping(t.Context())
-	if err == nil || !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "WRONGPASS") || strings.Contains(err.Error(), pw) {
+	if err == nil || !errors.Is(err, redisconn.ErrUnavailable) || !strings.Contains(err.Error(), "WRONGPASS") || strings.Contains(err.Error(), pw) {
 		t.Errorf("wrong password: %v; want WRONGPASS, unavailable, no password", err)
 	}
 }

@@ -3,6 +3,7 @@ package fleet
 import (
 	"cmp"
 	"context"
+	"github.com/partner-edge/partner-edge/upstream/redisconn"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -20,8 +21,8 @@ const RefreshAhead = 0.5
 // LoaderConfig is one brand and mode's snapshot load shared through a
 // fleet's Redis (docs/scaling.md).
 type LoaderConfig struct {
-	Store       *Store    // leases and publications
-	Count       Fallbacks // nil: fallbacks not counted
+	Store       *Store              // leases and publications
+	Count       redisconn.Fallbacks // nil: fallbacks not counted
 	Brand, Mode string
 	// TTL is the cache's: older publications are never taken. Zero or
 	// negative: no loader (the cache does not cache, nothing to share).

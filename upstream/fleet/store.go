@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"github.com/partner-edge/partner-edge/upstream/redisconn"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -40,7 +41,7 @@ const (
 // Store is the lease-and-publish store of shared snapshots. Each Store has
 // its own lease token: it releases only leases it holds.
 type Store struct {
-	c          *Client
+	c          *redisconn.Client
 	token      string
 	maxPayload int
 	secret     []byte
@@ -50,7 +51,7 @@ type Store struct {
 // secret (EDGE_FLEET_SECRET, the
 // same on every instance) signs what Publish writes, and Fetch returns
 // only what verifies under it. An empty secret verifies nothing.
-func NewStore(c *Client, maxPayload int, secret []byte) *Store {
+func NewStore(c *redisconn.Client, maxPayload int, secret []byte) *Store {
 	if maxPayload <= 0 {
 		maxPayload = DefaultMaxPayload
 	}

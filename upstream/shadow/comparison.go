@@ -43,9 +43,13 @@ type Comparison struct {
 	Walks int `json:"walks"`
 	// Candidate is "ok", or "failed" with Error the failure's kind
 	// (timeout, unavailable, bad_gateway...), or ErrorOverBound when the
-	// candidate sent, or its walk would have kept, more than MaxWalkBytes.
+	// candidate sent, or its walk would have kept, more than MaxWalkBytes,
+	// and Cause its class (upstream.Cause: connection_refused,
+	// malformed_header, status_500, bad_json...), never what the candidate
+	// sent (docs/contract.md section 22).
 	Candidate string `json:"candidate"`
 	Error     string `json:"error,omitempty"`
+	Cause     string `json:"cause,omitempty"`
 	// MaxWalkBytes is the candidate walk's bound
 	// (PMS_CANDIDATE_MAX_WALK_BYTES).
 	MaxWalkBytes int64     `json:"maxWalkBytes"`

@@ -230,7 +230,7 @@ func (s *Shadow) compare(ctx context.Context, mode string, live *upstream.Snapsh
 	case err != nil && ctx.Err() != nil:
 		return // the process is stopping: no comparison
 	case err != nil:
-		c.Candidate, c.Error = "failed", upstream.KindOf(err).String()
+		c.Candidate, c.Error, c.Cause = "failed", upstream.KindOf(err).String(), upstream.Cause(err)
 		if errors.Is(err, upstream.ErrWalkOverBound) {
 			c.Error = ErrorOverBound
 		}

@@ -314,7 +314,7 @@ func TestHangingCandidateNeverDelaysALoad(t *testing.T) {
 		time.Sleep(10 * time.Second) // the bubble's clock
 		synctest.Wait()
 		got := sh.Latest()["live"]
-		if got == nil || got.Candidate != "failed" || got.Error != upstream.Timeout.String() {
+		if got == nil || got.Candidate != "failed" || got.Error != upstream.Timeout.String() || got.Cause != "timeout" {
 			t.Fatalf("comparison %+v, want a failed walk (timeout)", got)
 		}
 		cancel()

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/partner-edge/partner-edge/edge/ratelimit"
-	"github.com/partner-edge/partner-edge/upstream/fleet/redistest"
+	"github.com/partner-edge/partner-edge/upstream/redisconn/redistest"
 )
 
 // docs/contract.md section 16: three instances on one real redis-server, a key

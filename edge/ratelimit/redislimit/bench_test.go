@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/partner-edge/partner-edge/edge/ratelimit"
-	"github.com/partner-edge/partner-edge/upstream/fleet"
-	"github.com/partner-edge/partner-edge/upstream/fleet/redistest"
+	"github.com/partner-edge/partner-edge/upstream/redisconn"
+	"github.com/partner-edge/partner-edge/upstream/redisconn/redistest"
 )
 
 // One busy key's requests, in parallel, on a real redis-server: the cost
@@ -19,8 +19,8 @@ import (
 //	go test -run '^$' -bench LeaseAllowN -benchtime 200000x ./edge/ratelimit/redislimit
 func BenchmarkLeaseAllowN(b *testing.B) {
 	srv := redistest.Start(b)
-	fc, err := fleet.New(fleet.Config{URL: srv.URL(), Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Guard: fleet.GuardConfig{CallTimeout: 5 * time.Second}})
+	fc, err := redisconn.New(redisconn.Config{URL: srv.URL(), Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Guard: redisconn.GuardConfig{CallTimeout: 5 * time.Second}})
 	if err != nil {
 		b.Fatal(err)
 	}

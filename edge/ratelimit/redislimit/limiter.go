@@ -18,7 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/partner-edge/partner-edge/edge/ratelimit"
-	"github.com/partner-edge/partner-edge/upstream/fleet"
+	"github.com/partner-edge/partner-edge/upstream/redisconn"
 )
 
 // The lease's timing (docs/scaling.md, "Quotas off the request path").
@@ -33,12 +33,12 @@ const (
 	FullAddressKept = 30 * time.Second
 )
 
-// Client is what the limiter needs of the fleet's Redis (fleet.Client):
+// Client is what the limiter needs of the fleet's Redis (redisconn.Client):
 // calls through its guard (a short deadline, the circuit breaker) and a
 // count of the answers given in-process instead.
 type Client interface {
 	Do(ctx context.Context, fn func(ctx context.Context, rdb redis.UniversalClient) error) error
-	fleet.Fallbacks
+	redisconn.Fallbacks
 }
 
 // Config configures a Limiter.
@@ -213,9 +213,9 @@ func (l *Limiter) AllowN(ctx context.Context, key ratelimit.Key, lim ratelimit.L
 // fallback counts a fallback for key's Redis error err (none when the
 // caller has gone) and returns err: the edge decides in-process.
 func (l *Limiter) fallback(ctx context.Context, key ratelimit.Key, err error) (ratelimit.Decision, error) {
-	if use := fleet.UseRateLimit; ctx.Err() == nil {
+	if use := redisconn.UseRateLimit; ctx.Err() == nil {
 		if key.Kind == ratelimit.Address {
-			use = fleet.UseAuthThrottle
+			use = redisconn.UseAuthThrottle
 		}
 		l.c.Fallback(ctx, use, err)
 	}
@@ -435,7 +435,7 @@ func (l *Limiter) refillOnce(ctx context.Context) {
 	}
 }
 
-// redisName names a bucket in Redis, each part through fleet.KeyPart.
+// redisName names a bucket in Redis, each part through redisconn.KeyPart.
 // (Before the lease, redis_rate kept its buckets under rate:pe:rl: and
 // rate:pe:fa:, in another format: new names keep a rolling upgrade from
 // reading one as the other.)
@@ -444,5 +444,5 @@ func redisName(brand string, key ratelimit.Key) string {
 	if key.Kind == ratelimit.Address {
 		prefix = "pe:authfail:"
 	}
-	return prefix + fleet.KeyPart(brand) + ":" + fleet.KeyPart(key.ID)
+	return prefix + redisconn.KeyPart(brand) + ":" + redisconn.KeyPart(key.ID)
 }

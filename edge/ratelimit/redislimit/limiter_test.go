@@ -14,14 +14,14 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/partner-edge/partner-edge/edge/ratelimit"
-	"github.com/partner-edge/partner-edge/upstream/fleet"
-	"github.com/partner-edge/partner-edge/upstream/fleet/redistest"
+	"github.com/partner-edge/partner-edge/upstream/redisconn"
+	"github.com/partner-edge/partner-edge/upstream/redisconn/redistest"
 )
 
-// countingClient is a fleet.Client that counts its round trips and the
+// countingClient is a redisconn.Client that counts its round trips and the
 // fallbacks its user reports.
 type countingClient struct {
-	*fleet.Client
+	*redisconn.Client
 	calls     atomic.Int64
 	fallbacks [2]atomic.Int64 // rate_limit, auth_throttle
 }
@@ -31,8 +31,8 @@ func (c *countingClient) Do(ctx context.Context, fn func(ctx context.Context, rd
 	return c.Client.Do(ctx, fn)
 }
 
-func (c *countingClient) Fallback(_ context.Context, use fleet.Use, _ error) {
-	if use == fleet.UseAuthThrottle {
+func (c *countingClient) Fallback(_ context.Context, use redisconn.Use, _ error) {
+	if use == redisconn.UseAuthThrottle {
 		c.fallbacks[1].Add(1)
 	} else {
 		c.fallbacks[0].Add(1)
@@ -44,8 +44,8 @@ func (c *countingClient) Fallback(_ context.Context, use fleet.Use, _ error) {
 // decisions, not the guard (fleet's own tests do).
 func newClient(t *testing.T, url string) *countingClient {
 	t.Helper()
-	c, err := fleet.New(fleet.Config{URL: url, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Guard: fleet.GuardConfig{CallTimeout: 5 * time.Second}})
+	c, err := redisconn.New(redisconn.Config{URL: url, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Guard: redisconn.GuardConfig{CallTimeout: 5 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +206,7 @@ func TestRedisDownCountsFallbacks(t *testing.T) {
 		l, c := newLimiter(t, srv.URL(), "aurora")
 		srv.Stop()
 		lim := ratelimit.Limit{PerSecond: 5, Burst: 5}
-		if _, err := l.AllowN(t.Context(), ratelimit.Key{Kind: ratelimit.APIKey, ID: "key_1"}, lim, 1); !errors.Is(err, fleet.ErrUnavailable) {
+		if _, err := l.AllowN(t.Context(), ratelimit.Key{Kind: ratelimit.APIKey, ID: "key_1"}, lim, 1); !errors.Is(err, redisconn.ErrUnavailable) {
 			t.Fatalf("Redis down: %v; want ErrUnavailable", err)
 		}
 		if _, err := l.AllowN(t.Context(), ratelimit.Key{Kind: ratelimit.Address, ID: "192.0.2.7"}, lim, 0); err == nil {

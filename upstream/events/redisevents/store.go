@@ -25,11 +25,12 @@ import (
 	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/events"
 	"github.com/partner-edge/partner-edge/upstream/fleet"
+	"github.com/partner-edge/partner-edge/upstream/redisconn"
 )
 
 // Config is one PMS's shared feed.
 type Config struct {
-	Client *fleet.Client // required
+	Client *redisconn.Client // required
 	// Secret is EDGE_FLEET_SECRET: it signs the base and every event.
 	// Empty verifies nothing: the feed is never read.
 	Secret      []byte
@@ -65,7 +66,7 @@ func New(cfg Config) (*Store, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	prefix := "pe:ev:{" + fleet.KeyPart(cfg.Brand) + ":" + fleet.KeyPart(cfg.Mode) + "}:"
+	prefix := "pe:ev:{" + redisconn.KeyPart(cfg.Brand) + ":" + redisconn.KeyPart(cfg.Mode) + "}:"
 	return &Store{cfg: cfg, stream: prefix + "s", state: prefix + "m", base: prefix + "b",
 		secret: append([]byte(nil), cfg.Secret...)}, nil
 }
@@ -225,11 +226,11 @@ func (s *Store) mac(id, prop, typ string, data []byte) []byte {
 	return m.Sum(nil)[:16]
 }
 
-// do is Client.Do, its "Redis is away" errors (fleet.ErrUnavailable: down,
+// do is Client.Do, its "Redis is away" errors (redisconn.ErrUnavailable: down,
 // breaker open, writes refused) also events.ErrSharedUnavailable.
 func (s *Store) do(ctx context.Context, fn func(context.Context, redis.UniversalClient) error) error {
 	err := s.cfg.Client.Do(ctx, fn)
-	if errors.Is(err, fleet.ErrUnavailable) {
+	if errors.Is(err, redisconn.ErrUnavailable) {
 		return fmt.Errorf("%w: %w", events.ErrSharedUnavailable, err)
 	}
 	return err

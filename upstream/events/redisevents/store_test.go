@@ -14,8 +14,8 @@ import (
 	"github.com/partner-edge/partner-edge/mapping"
 	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/events"
-	"github.com/partner-edge/partner-edge/upstream/fleet"
-	"github.com/partner-edge/partner-edge/upstream/fleet/redistest"
+	"github.com/partner-edge/partner-edge/upstream/redisconn"
+	"github.com/partner-edge/partner-edge/upstream/redisconn/redistest"
 )
 
 var secret = []byte("a-fleet-secret-of-the-tests-0123")
@@ -25,7 +25,7 @@ var t0 = time.Date(2026, 11, 22, 9, 41, 0, 0, time.UTC)
 // form is one Redis a test runs against: the URL or seeds of a fleet
 // client, and a raw client of the same Redis for forging.
 type form struct {
-	cfg fleet.Config
+	cfg redisconn.Config
 	raw func(t *testing.T) redis.UniversalClient
 }
 
@@ -36,7 +36,7 @@ type form struct {
 func eachForm(t *testing.T, fn func(t *testing.T, f form)) {
 	t.Run("primary", func(t *testing.T) {
 		srv := redistest.Start(t)
-		fn(t, form{cfg: fleet.Config{URL: srv.URL()}, raw: func(t *testing.T) redis.UniversalClient {
+		fn(t, form{cfg: redisconn.Config{URL: srv.URL()}, raw: func(t *testing.T) redis.UniversalClient {
 			return closed(t, redis.NewClient(&redis.Options{Addr: srv.Addr()}))
 		}})
 	})
@@ -45,24 +45,24 @@ func eachForm(t *testing.T, fn func(t *testing.T, f form)) {
 	}
 	t.Run("sentinel", func(t *testing.T) {
 		s := redistest.StartSentinel(t)
-		fn(t, form{cfg: fleet.Config{Sentinels: s.Sentinels, Master: redistest.SentinelMaster},
+		fn(t, form{cfg: redisconn.Config{Sentinels: s.Sentinels, Master: redistest.SentinelMaster},
 			raw: func(t *testing.T) redis.UniversalClient {
 				return closed(t, redis.NewFailoverClient(&redis.FailoverOptions{MasterName: redistest.SentinelMaster, SentinelAddrs: s.Sentinels}))
 			}})
 	})
 	t.Run("cluster", func(t *testing.T) {
 		c := redistest.StartCluster(t)
-		fn(t, form{cfg: fleet.Config{Cluster: c.Nodes}, raw: func(t *testing.T) redis.UniversalClient {
+		fn(t, form{cfg: redisconn.Config{Cluster: c.Nodes}, raw: func(t *testing.T) redis.UniversalClient {
 			return closed(t, redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Nodes}))
 		}})
 	})
 	t.Run("tls", func(t *testing.T) {
 		s := redistest.StartTLS(t, redistest.TLSOptions{})
-		tc, err := fleet.LoadTLS(os.ReadFile, s.CA.File, s.ClientCert, s.ClientKey)
+		tc, err := redisconn.LoadTLS(os.ReadFile, s.CA.File, s.ClientCert, s.ClientKey)
 		if err != nil {
 			t.Fatal(err)
 		}
-		fn(t, form{cfg: fleet.Config{URL: s.URL(), TLSConfig: tc}, raw: func(t *testing.T) redis.UniversalClient {
+		fn(t, form{cfg: redisconn.Config{URL: s.URL(), TLSConfig: tc}, raw: func(t *testing.T) redis.UniversalClient {
 			return closed(t, redis.NewClient(&redis.Options{Addr: s.Addr, TLSConfig: tc}))
 		}})
 	})
@@ -75,11 +75,11 @@ func closed(t *testing.T, c redis.UniversalClient) redis.UniversalClient {
 
 // client is one instance's guarded client of f (calls of 5 s: TLS
 // handshakes under -race on a busy machine).
-func (f form) client(t *testing.T) *fleet.Client {
+func (f form) client(t *testing.T) *redisconn.Client {
 	t.Helper()
 	cfg := f.cfg
-	cfg.Guard = fleet.GuardConfig{CallTimeout: 5 * time.Second}
-	c, err := fleet.New(cfg)
+	cfg.Guard = redisconn.GuardConfig{CallTimeout: 5 * time.Second}
+	c, err := redisconn.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func (f form) client(t *testing.T) *fleet.Client {
 	return c
 }
 
-func newStore(t *testing.T, c *fleet.Client, cfg Config) *Store {
+func newStore(t *testing.T, c *redisconn.Client, cfg Config) *Store {
 	t.Helper()
 	cfg.Client, cfg.Brand, cfg.Mode = c, "aurora", "live"
 	if cfg.Secret == nil {

@@ -1,4 +1,9 @@
-package observability
+// Package gcrule is the edge's garbage-collector pace: the heap may grow by
+// max(live heap, 48 MiB) between collections, within Go's GOGC=100 and 800,
+// unless the operator set GOGC (docs/operations.md, "Memory and the garbage
+// collector"). It sits beside the program that sets it, cmd/edge: a choice
+// of that process, not of the telemetry.
+package gcrule
 
 import (
 	"context"
@@ -30,7 +35,7 @@ func gcPercentFor(live uint64) int {
 	return int(min(max(100*uint64(gcHeadroom)/live, 100), maxGCPercent))
 }
 
-// TuneGC applies gcPercentFor to the live heap now and again after every
+// Tune applies gcPercentFor to the live heap now and again after every
 // collection until ctx ends, unless the operator set GOGC (which the
 // runtime has read itself, and which wins, 100 included). GOMEMLIMIT, when
 // set, still caps the heap whatever the percentage: deployments set it
@@ -42,24 +47,24 @@ func gcPercentFor(live uint64) int {
 //
 // The tuner returned is nil when GOGC is set; its stopped channel closes
 // once it has seen ctx end (tests).
-func TuneGC(ctx context.Context, getenv func(string) (string, bool)) *GCTuner {
+func Tune(ctx context.Context, getenv func(string) (string, bool)) *Tuner {
 	if _, set := getenv("GOGC"); set {
 		return nil
 	}
-	t := &GCTuner{ctx: ctx, sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}, stopped: make(chan struct{})}
+	t := &Tuner{ctx: ctx, sample: []metrics.Sample{{Name: "/gc/heap/live:bytes"}}, stopped: make(chan struct{})}
 	t.apply()
 	t.arm()
 	return t
 }
 
-// GCTuner is the running headroom rule of TuneGC.
-type GCTuner struct {
+// Tuner is the running headroom rule of Tune.
+type Tuner struct {
 	ctx     context.Context
 	sample  []metrics.Sample // used by one cleanup at a time
 	stopped chan struct{}    // closed when a cleanup found ctx ended
 }
 
-func (t *GCTuner) apply() {
+func (t *Tuner) apply() {
 	metrics.Read(t.sample)
 	live := uint64(0)
 	if t.sample[0].Value.Kind() == metrics.KindUint64 {
@@ -72,8 +77,8 @@ func (t *GCTuner) apply() {
 // could wait on its neighbours in the same block.
 type gcSentinel struct{ _ [16]byte }
 
-func (t *GCTuner) arm() {
-	runtime.AddCleanup(&gcSentinel{}, func(t *GCTuner) {
+func (t *Tuner) arm() {
+	runtime.AddCleanup(&gcSentinel{}, func(t *Tuner) {
 		if t.ctx.Err() != nil {
 			close(t.stopped)
 			return

@@ -1,4 +1,4 @@
-package fleet
+package redisconn
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 
 	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream"
-	"github.com/partner-edge/partner-edge/upstream/fleet/redistest"
+	"github.com/partner-edge/partner-edge/upstream/redisconn/redistest"
 )
 
 // untilState advances the bubble's clock a second at a time until g's

@@ -1,4 +1,4 @@
-package fleet
+package redisconn
 
 import (
 	"cmp"
@@ -175,9 +175,9 @@ type shutOff struct{ error }
 
 func (e *shutOff) Unwrap() error { return e.error }
 
-// transient reports whether err is one failed Redis call while Redis
+// Transient reports whether err is one failed Redis call while Redis
 // counts as up: ErrUnavailable, but not shutOff.
-func transient(err error) bool {
+func Transient(err error) bool {
 	var so *shutOff
 	return errors.Is(err, ErrUnavailable) && !errors.As(err, &so)
 }

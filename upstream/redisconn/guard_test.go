@@ -1,4 +1,4 @@
-package fleet
+package redisconn
 
 import (
 	"context"
@@ -188,3 +188,25 @@ type replyErr string
 
 func (e replyErr) Error() string { return string(e) }
 func (replyErr) RedisError()     {}
+
+// The zero GuardConfig takes the documented defaults; negative durations
+// are refused.
+func TestZeroGuardConfig(t *testing.T) {
+	cfg, err := GuardConfig{}.withDefaults()
+	if err != nil || cfg.CallTimeout != DefaultCallTimeout || cfg.OpenTimeout != DefaultOpenTimeout ||
+		cfg.ConsecutiveFailures != DefaultConsecutiveFailures {
+		t.Fatalf("zero config: %+v, %v; want the defaults", cfg, err)
+	}
+	g, err := NewGuard(GuardConfig{}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Do(t.Context(), func(context.Context) error { return nil }); err != nil {
+		t.Fatalf("a call through the zero guard: %v", err)
+	}
+	for _, bad := range []GuardConfig{{CallTimeout: -time.Second}, {OpenTimeout: -time.Second}} {
+		if _, err := NewGuard(bad, nil, nil); err == nil {
+			t.Errorf("%+v: guard made, want an error", bad)
+		}
+	}
+}

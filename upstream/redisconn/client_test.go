@@ -1,4 +1,4 @@
-package fleet
+package redisconn
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/partner-edge/partner-edge/observability/testkit"
-	"github.com/partner-edge/partner-edge/upstream/fleet/redistest"
+	"github.com/partner-edge/partner-edge/upstream/redisconn/redistest"
 )
 
 func newTestClient(t *testing.T, url string, tl *tel, log *testkit.LogBuffer) *Client {

@@ -1,4 +1,4 @@
-package observability
+package gcrule
 
 import (
 	"context"
@@ -29,12 +29,12 @@ func TestGCPercentFor(t *testing.T) {
 	}
 }
 
-func TestTuneGC(t *testing.T) {
+func TestTune(t *testing.T) {
 	was := debug.SetGCPercent(100)
 	t.Cleanup(func() { debug.SetGCPercent(was) })
 
 	// GOGC set: the runtime read it; the edge leaves it alone, even Go's default.
-	TuneGC(context.Background(), func(k string) (string, bool) { return "100", k == "GOGC" })
+	Tune(context.Background(), func(k string) (string, bool) { return "100", k == "GOGC" })
 	runtime.GC()
 	if got := debug.SetGCPercent(100); got != 100 {
 		t.Errorf("GOGC=100 set: GC percent %d, want 100 left alone", got)
@@ -43,7 +43,7 @@ func TestTuneGC(t *testing.T) {
 	// GOGC unset: the headroom rule at once, and again after a collection.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	tuner := TuneGC(ctx, func(string) (string, bool) { return "", false })
+	tuner := Tune(ctx, func(string) (string, bool) { return "", false })
 	if got := debug.SetGCPercent(-1); got < 100 || got > maxGCPercent {
 		t.Fatalf("GOGC unset: GC percent %d, want within 100 and %d", got, maxGCPercent)
 	}
