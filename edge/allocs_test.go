@@ -19,7 +19,7 @@ import (
 // its span): the path of the other 99.
 func TestDeployedAllocations(t *testing.T) {
 	env := newDeployedEnv(t, "0")
-	want := map[string]float64{"get": 10, "list": 8, "events": 8}
+	want := map[string]float64{"get": 14, "list": 12, "events": 12}
 	for _, c := range deployedTargets(env, env.eventsAfter(t)) {
 		r := env.request(c.target, env.liveToken)
 		warm(t, env.handler, r, http.StatusOK)

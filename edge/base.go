@@ -67,7 +67,7 @@ func (s *server) withState(next http.Handler) http.Handler {
 			started = time.Now()
 		}
 		st.ctx.init(parent, st, started.Add(d))
-		defer st.ctx.stop() // the deadline's timer, if it started: the request has been answered
+		defer st.ctx.cancel() // the deadline's timer: the request has been answered
 		next.ServeHTTP(&st.w, r.WithContext(&st.ctx))
 	})
 }

@@ -3,8 +3,6 @@ package edge
 import (
 	"context"
 	"net/netip"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -69,74 +67,24 @@ const DefaultRequestTimeout = 10 * time.Second
 
 // reqContext is the context of one request, embedded in its state, so the
 // request's values cost one link instead of a chain of them: it answers the
-// state, the caller ids, the cache's slot and chi's routing context itself.
-// It carries the request's one deadline (docs/operations.md,
-// EDGE_REQUEST_TIMEOUT; past it, 504 GATEWAY_TIMEOUT), whose timer
-// (context.WithDeadline's) starts the first time something waits on Done:
-// a PMS call, a wait for a shared load, a limiter's or an issuer's round
-// trip. A cached answer reads Deadline, Err and values at most, and never
-// starts it: the timer, its context and its link to net/http's cost about
-// 5% of a cached get's CPU as deployed (docs/architecture.md, "What we
-// own").
+// state, the caller ids, the cache's slot and chi's routing context itself,
+// over context.WithDeadline's context for the request's one deadline
+// (docs/operations.md, EDGE_REQUEST_TIMEOUT; past it, 504 GATEWAY_TIMEOUT).
 type reqContext struct {
-	context.Context // net/http's, with the span
+	context.Context // context.WithDeadline over net/http's, with the span
 	st              *state
-	deadline        time.Time
-
-	mu    sync.Mutex               // held while the timer starts
-	timed atomic.Pointer[timedCtx] // the deadline's context, once Done was asked
-}
-
-type timedCtx struct {
-	context.Context
-	cancel context.CancelFunc
+	cancel          context.CancelFunc
 }
 
 // init sets c for st with the request's deadline.
 func (c *reqContext) init(parent context.Context, st *state, deadline time.Time) {
-	c.Context, c.st, c.deadline = parent, st, deadline
+	c.Context, c.cancel = context.WithDeadline(parent, deadline)
+	c.st = st
 }
 
-func (c *reqContext) Deadline() (time.Time, bool) {
-	if d, ok := c.Context.Deadline(); ok && d.Before(c.deadline) {
-		return d, true
-	}
-	return c.deadline, true
-}
-
-// Done starts the deadline's timer, once.
-func (c *reqContext) Done() <-chan struct{} {
-	if t := c.timed.Load(); t != nil {
-		return t.Done()
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := c.timed.Load()
-	if t == nil {
-		t = &timedCtx{}
-		t.Context, t.cancel = context.WithDeadline(c.Context, c.deadline)
-		c.timed.Store(t)
-	}
-	return t.Done()
-}
-
-// Err is the timer's, or, before it runs, the parent's or the clock's.
-func (c *reqContext) Err() error {
-	if t := c.timed.Load(); t != nil {
-		return t.Err()
-	}
-	if err := c.Context.Err(); err != nil {
-		return err
-	}
-	if !time.Now().Before(c.deadline) {
-		return context.DeadlineExceeded
-	}
-	return nil
-}
-
-// Value answers the state's keys; every other key is the parent's, or,
-// once the timer runs, its context's, so that a derived context finds the
-// cancellation it is tied to and needs no goroutine to follow it.
+// Value answers the state's keys; every other key is the deadline
+// context's, so that a derived context finds the cancellation it is tied to
+// and needs no goroutine to follow it.
 func (c *reqContext) Value(key any) any {
 	switch key.(type) {
 	case stateKey:
@@ -149,18 +97,7 @@ func (c *reqContext) Value(key any) any {
 	if key == chi.RouteCtxKey {
 		return c.st.route
 	}
-	if t := c.timed.Load(); t != nil {
-		return t.Value(key)
-	}
 	return c.Context.Value(key)
-}
-
-// stop releases the deadline's timer, if it started: the request has been
-// answered.
-func (c *reqContext) stop() {
-	if t := c.timed.Load(); t != nil {
-		t.cancel()
-	}
 }
 
 func (c *reqContext) String() string { return "edge.reqContext" }
