@@ -55,7 +55,7 @@ func (s *server) accessLog(next http.Handler) http.Handler {
 		if !log.Enabled(ctx, level) || sampledOut(s.cfg.AccessLogSample, st.w.StatusCode) {
 			return
 		}
-		var buf [14]slog.Attr
+		var buf [17]slog.Attr
 		attrs := append(buf[:0],
 			slog.String("method", problem.Clip(r.Method, maxLoggedMethod)),
 			slog.String("route", cmp.Or(route, "unmatched")),
@@ -82,20 +82,27 @@ func (s *server) accessLog(next http.Handler) http.Handler {
 		if kv, ok := st.cache.Attr(); ok && kv.Value.AsString() != cacheHit {
 			attrs = append(attrs, slog.String("cache", kv.Value.AsString()))
 		}
-		// trace_id and span_id come from the context (the log handler);
-		// trace_sampled says whether the backend has that trace.
+		// trace_sampled says whether the backend has the line's trace.
 		if s.tel != nil {
 			attrs = append(attrs, slog.Bool("trace_sampled", kept))
 		}
 		if st.cause != nil {
 			attrs = append(attrs, slog.String("error", problem.Clip(st.cause.Error(), maxLoggedError)))
 		}
+		// trace_id, span_id and trace_flags, last, as observability's
+		// TraceHandler adds them, from the ids' text the request made with
+		// its id (one allocation for the three): the handler is then given
+		// no span, so it adds none.
+		if sc := trace.SpanContextFromContext(sctx); sc.IsValid() && st.traceIDs != "" {
+			ta := observability.TraceAttrs(sc, st.traceIDs)
+			attrs = append(attrs, ta[:]...)
+		}
 		// Handed to the handler directly, stamped with the end time already
 		// read: LogAttrs would read the clock again and walk the stack for
 		// a source location nobody logs.
 		rec := slog.NewRecord(end, level, "request", 0)
 		rec.AddAttrs(attrs...)
-		_ = log.Handler().Handle(sctx, rec)
+		_ = log.Handler().Handle(context.Background(), rec)
 	})
 }
 

@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"context"
 	"math/rand/v2"
 	"net/http"
 	"time"
@@ -29,7 +30,8 @@ func (s *server) withState(next http.Handler) http.Handler {
 			parent, span = s.tel.StartServerSpan(r)
 			defer span.End() // after the deferred stop below: the span covers the whole answer
 		}
-		st := &state{requestID: newRequestID()}
+		st := &state{}
+		st.requestID, st.traceIDs = requestIDs(parent)
 		rctx, _ := s.routeCtxs.Get().(*chi.Context)
 		if rctx == nil {
 			rctx = chi.NewRouteContext()
@@ -79,20 +81,36 @@ var (
 
 const idAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
-// newRequestID returns req_ and 24 characters of [A-Za-z0-9] (about 143
+// requestIDLen is the length of a request id: req_ and 24 characters.
+const requestIDLen = 4 + 24
+
+// requestIDs makes the request's id and, when ctx holds a span, the hex
+// text of its trace and span ids (observability.AppendTraceIDs, for the
+// access log): one string, one allocation, for the three.
+func requestIDs(ctx context.Context) (id, traceIDs string) {
+	var b [requestIDLen + observability.TraceIDsLen]byte
+	appendRequestID(b[:0])
+	n := requestIDLen
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		n += len(observability.AppendTraceIDs(b[n:n], sc))
+	}
+	ids := string(b[:n])
+	return ids[:requestIDLen], ids[requestIDLen:]
+}
+
+// appendRequestID appends req_ and 24 characters of [A-Za-z0-9] (about 143
 // bits) from the runtime's ChaCha8 generator: opaque and unique, at a
 // fraction of crypto/rand's cost. Request ids are not secrets.
-func newRequestID() string {
-	var b [4 + 24]byte
-	copy(b[:], "req_")
-	for i := 4; i < len(b); i += 8 {
+func appendRequestID(b []byte) []byte {
+	b = append(b, "req_"...)
+	for range 3 {
 		x := rand.Uint64()
-		for j := i; j < i+8; j++ {
-			b[j] = idAlphabet[x%62]
+		for range 8 {
+			b = append(b, idAlphabet[x%62])
 			x /= 62
 		}
 	}
-	return string(b[:])
+	return b
 }
 
 // correlationID returns the caller's Svc-Correlation-Id and whether the

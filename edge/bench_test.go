@@ -80,6 +80,13 @@ var benchSimConfig = pmsim.Config{Seed: 1, HotelsPerBrand: benchHotels}
 // start builds the edge over the PMS at pmsURL.
 func (env *benchEnv) start(tb testing.TB, pmsURL string, ttl time.Duration, logger *slog.Logger) *benchEnv {
 	tb.Helper()
+	return env.startWith(tb, pmsURL, ttl, edge.Config{Logger: logger})
+}
+
+// startWith is start with the edge's settings cfg (Brand, DocsURL,
+// Healthy and Events are the environment's).
+func (env *benchEnv) startWith(tb testing.TB, pmsURL string, ttl time.Duration, cfg edge.Config) *benchEnv {
+	tb.Helper()
 	client, err := upstream.NewClient(upstream.ClientConfig{BaseURL: pmsURL})
 	if err != nil {
 		tb.Fatalf("new client: %v", err)
@@ -127,8 +134,8 @@ func (env *benchEnv) start(tb testing.TB, pmsURL string, ttl time.Duration, logg
 	}
 	env.grantedToken = mint(granted)
 	store := keystest.Open(tb, recs...)
-	env.handler = edge.NewServer(edge.Config{Brand: testBrand, DocsURL: testDocsURL, Logger: logger, Healthy: store.Usable,
-		Events: edge.Feeds{Live: feed}}, store, c, nil)
+	cfg.Brand, cfg.DocsURL, cfg.Healthy, cfg.Events = testBrand, testDocsURL, store.Usable, edge.Feeds{Live: feed}
+	env.handler = edge.NewServer(cfg, store, c, nil)
 	return env
 }
 
@@ -311,8 +318,7 @@ func (env *benchEnv) eventsAfter(tb testing.TB) string {
 		recs = append(recs, b)
 	}
 	env.sim.SetRecords(testBrand, recs)
-	time.Sleep(2 * time.Millisecond)    // the next walk's time differs from the first's: a position of its own
-	env.ahead.Add(int64(2 * time.Hour)) // the snapshot expired: the next call walks
+	env.ahead.Add(int64(2 * time.Hour)) // the snapshot expired: the next call walks, two hours after the first
 	if second, err := env.cache.Snapshot(context.Background()); err != nil || second == first {
 		tb.Fatalf("no second walk: %v", err)
 	}

@@ -33,7 +33,7 @@ func TestAppendTimestamp(t *testing.T) {
 func TestRequestIDs(t *testing.T) {
 	seen := map[string]bool{}
 	for range 10000 {
-		id := newRequestID()
+		id := string(appendRequestID(nil))
 		if len(id) != 28 || id[:4] != "req_" || seen[id] {
 			t.Fatalf("bad or repeated id %q", id)
 		}

@@ -18,6 +18,7 @@ import (
 // costs one allocation.
 type state struct {
 	requestID     string
+	traceIDs      string    // the server span's trace and span ids in hex (requestIDs); "": no span
 	start         time.Time // when the edge got the request (Config.Now)
 	correlationID string    // the caller's, when valid; "" otherwise
 	correlationOK bool      // no Svc-Correlation-Id, or a valid one

@@ -52,8 +52,20 @@ func TestAccessLineSaysWhetherTheTraceWasKept(t *testing.T) {
 	if okLine["trace_sampled"] != false || badLine["trace_sampled"] != true {
 		t.Errorf("trace_sampled: 200 %v, 502 %v; want false, true", okLine["trace_sampled"], badLine["trace_sampled"])
 	}
-	if healthLine["trace_sampled"] != false || health.header.Get("Traceparent") != "" {
+	if healthLine["trace_sampled"] != false || health.header.Get("Traceparent") != "" || healthLine["trace_id"] != nil {
 		t.Errorf("/v1/health's line %v: want no trace", healthLine)
+	}
+	// Each line names its trace and server span itself, whatever the log
+	// handler (this one adds no trace ids): trace_flags as the span's when
+	// the line was written, sampled once the tail decision kept it.
+	for _, c := range []struct {
+		line         map[string]any
+		trace, flags string
+		res          response
+	}{{okLine, parentTrace, "00", ok}, {badLine, badTrace, "01", bad}} {
+		if c.line["trace_id"] != c.trace || c.line["span_id"] != traceparentSpan(c.res.header.Get("Traceparent")) || c.line["trace_flags"] != c.flags {
+			t.Errorf("line %v: want trace_id %s, span_id of %s, trace_flags %s", c.line, c.trace, c.res.header.Get("Traceparent"), c.flags)
+		}
 	}
 	var server, calls, attempts int
 	for _, s := range exp.GetSpans() {

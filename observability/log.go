@@ -2,6 +2,7 @@ package observability
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
@@ -179,10 +180,31 @@ type traceHandler struct{ slog.Handler }
 
 func (t traceHandler) Handle(ctx context.Context, r slog.Record) error {
 	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
-		r.AddAttrs(slog.String(LogTraceID, sc.TraceID().String()), slog.String(LogSpanID, sc.SpanID().String()),
-			slog.String(LogTraceFlags, traceFlags(sc)))
+		var buf [TraceIDsLen]byte
+		a := TraceAttrs(sc, string(AppendTraceIDs(buf[:0], sc))) // one allocation for both ids
+		r.AddAttrs(a[:]...)
 	}
 	return t.Handler.Handle(ctx, r)
+}
+
+// TraceIDsLen is the length of AppendTraceIDs's text.
+const TraceIDsLen = 2*len(trace.TraceID{}) + 2*len(trace.SpanID{})
+
+// AppendTraceIDs appends sc's trace id and span id in hex, TraceIDsLen
+// bytes: the text TraceAttrs takes.
+func AppendTraceIDs(b []byte, sc trace.SpanContext) []byte {
+	tid, sid := sc.TraceID(), sc.SpanID()
+	return hex.AppendEncode(hex.AppendEncode(b, tid[:]), sid[:])
+}
+
+// TraceAttrs are the attributes TraceHandler adds to a record logged with
+// sc's span (trace_id, span_id, trace_flags), for a caller that writes them
+// itself and logs without the span: ids is AppendTraceIDs's text of sc,
+// made once for every line of a request (the edge's access log).
+func TraceAttrs(sc trace.SpanContext, ids string) [3]slog.Attr {
+	n := 2 * len(trace.TraceID{})
+	return [3]slog.Attr{slog.String(LogTraceID, ids[:n]), slog.String(LogSpanID, ids[n:]),
+		slog.String(LogTraceFlags, traceFlags(sc))}
 }
 
 func (h traceHandler) WithAttrs(as []slog.Attr) slog.Handler {

@@ -50,16 +50,14 @@ func ParseTrusted(s string) ([]netip.Prefix, error) {
 // when the peer is a trusted proxy, the right-most X-Forwarded-For address
 // that is not itself a trusted proxy.
 type Addr struct {
-	ip  netip.Addr
-	raw string // the peer as given, when it is not an IP address (tests, pipes)
+	ip netip.Addr
+	// text is ip's text, or the peer as given when it is not an IP address
+	// (tests, pipes). Made once: the access log, the server span and the
+	// failed-auth bucket of every request read it.
+	text string
 }
 
-func (c Addr) String() string {
-	if c.ip.IsValid() {
-		return c.ip.String()
-	}
-	return c.raw
-}
+func (c Addr) String() string { return c.text }
 
 // maxForwardedHops bounds how many X-Forwarded-For entries are looked at:
 // more proxies than this in a row is not a real deployment.
@@ -70,21 +68,21 @@ const maxForwardedHops = 16
 func Resolve(r *http.Request, trusted []netip.Prefix) Addr {
 	peer := parseAddr(r.RemoteAddr)
 	if !peer.IsValid() {
-		return Addr{raw: r.RemoteAddr[:min(len(r.RemoteAddr), 64)]} // clipped
+		return Addr{text: r.RemoteAddr[:min(len(r.RemoteAddr), 64)]} // clipped
 	}
 	if !isTrusted(peer, trusted) {
-		return Addr{ip: peer}
+		return addr(peer, r.RemoteAddr)
 	}
 	// Walk X-Forwarded-For from the right (the entry our proxy appended)
 	// past trusted proxies; left of the first untrusted address is what
 	// the client itself wrote.
-	client, hops := peer, 0
+	client, clientText, hops := peer, r.RemoteAddr, 0
 	xff := r.Header["X-Forwarded-For"]
 	for i := len(xff) - 1; i >= 0; i-- {
 		v := xff[i]
 		for v != "" {
 			if hops++; hops > maxForwardedHops {
-				return Addr{ip: client}
+				return addr(client, clientText)
 			}
 			entry := v
 			if j := strings.LastIndexByte(v, ','); j >= 0 {
@@ -92,24 +90,45 @@ func Resolve(r *http.Request, trusted []netip.Prefix) Addr {
 			} else {
 				v = ""
 			}
-			a := parseAddr(strings.TrimSpace(entry))
+			entry = strings.TrimSpace(entry)
+			a := parseAddr(entry)
 			if !a.IsValid() {
-				return Addr{ip: client} // garbage: keep the last address vouched for
+				return addr(client, clientText) // garbage: keep the last address vouched for
 			}
-			client = a
+			client, clientText = a, entry
 			if !isTrusted(a, trusted) {
-				return Addr{ip: a}
+				return addr(a, entry)
 			}
 		}
 	}
-	return Addr{ip: client}
+	return addr(client, clientText)
+}
+
+// addr is the Addr of ip, read from given ("ip", "ip:port" or
+// "[ipv6]:port"): its text is given's host when that is already ip's
+// canonical text (an IPv4 peer, as net/http gives it), with no allocation.
+func addr(ip netip.Addr, given string) Addr {
+	host := given
+	if j := strings.LastIndexByte(given, ':'); j >= 0 && ip.Is4() && strings.IndexByte(given, ':') == j {
+		host = given[:j] // "ip:port"
+	}
+	var buf [64]byte
+	if b := ip.AppendTo(buf[:0]); string(b) != host {
+		return Addr{ip: ip, text: string(b)}
+	}
+	return Addr{ip: ip, text: host}
 }
 
 // parseAddr reads "ip", "ip:port" or "[ipv6]:port"; IPv4-mapped IPv6 is
 // unmapped. The zero Addr when it is none of these.
+// Only a string shaped like an address and port is tried with a port: a
+// failed parse allocates its error, and an X-Forwarded-For entry is
+// usually a bare address.
 func parseAddr(s string) netip.Addr {
-	if ap, err := netip.ParseAddrPort(s); err == nil {
-		return ap.Addr().Unmap().WithZone("")
+	if strings.Contains(s, "]:") || !strings.HasPrefix(s, "[") && strings.Count(s, ":") == 1 {
+		if ap, err := netip.ParseAddrPort(s); err == nil {
+			return ap.Addr().Unmap().WithZone("")
+		}
 	}
 	if a, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")); err == nil {
 		return a.Unmap().WithZone("")
@@ -127,19 +146,13 @@ func isTrusted(a netip.Addr, trusted []netip.Prefix) bool {
 }
 
 // ThrottleKey names the failed-auth bucket of an address: an IPv4 address,
-// or the /64 of an IPv6 one (one host usually holds a whole /64).
-// It runs on every authenticated request: one allocation.
+// or the /64 of an IPv6 one (one host usually holds a whole /64). It runs
+// on every authenticated request: no allocation but for an IPv6 address.
 func (c Addr) ThrottleKey() ratelimit.Key {
-	if !c.ip.IsValid() {
-		return ratelimit.Key{Kind: ratelimit.Address, ID: c.raw}
+	if !c.ip.IsValid() || !c.ip.Is6() {
+		return ratelimit.Key{Kind: ratelimit.Address, ID: c.text}
 	}
 	var buf [64]byte
-	b := buf[:0]
-	if c.ip.Is6() {
-		p, _ := c.ip.Prefix(64)
-		b = p.AppendTo(b)
-	} else {
-		b = c.ip.AppendTo(b)
-	}
-	return ratelimit.Key{Kind: ratelimit.Address, ID: string(b)}
+	p, _ := c.ip.Prefix(64)
+	return ratelimit.Key{Kind: ratelimit.Address, ID: string(p.AppendTo(buf[:0]))}
 }
