@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hbollon/go-edlib"
+
 	"github.com/partner-edge/partner-edge/cmd/internal/settingval"
 )
 
@@ -58,7 +60,8 @@ func checkEnviron(environ []string) error {
 // closest is the known name an unknown one most probably meant: one that
 // is the start of it or starts it (EDGE_TLS_CERT_FILE: EDGE_TLS_CERT), the
 // nearest in length of those; else the nearest by edit distance within a
-// third of its length (PMS_BASEURL: PMS_BASE_URL); "" when none is close.
+// third of its length (optimal string alignment, go-edlib's: a swap of two
+// neighbours is one edit, so EDGE_REDIS_ULR is one from EDGE_REDIS_URL) (PMS_BASEURL: PMS_BASE_URL); "" when none is close.
 // Ties go to the first in names (sorted).
 func closest(name string, names []string) string {
 	best, bestD := "", 0
@@ -74,7 +77,7 @@ func closest(name string, names []string) string {
 	}
 	bestD = len(name)/3 + 1
 	for _, k := range names {
-		if d := editDistance(name, k); d < bestD {
+		if d := edlib.OSADamerauLevenshteinDistance(name, k); d < bestD {
 			best, bestD = k, d
 		}
 	}
@@ -82,31 +85,3 @@ func closest(name string, names []string) string {
 }
 
 func abs(n int) int { return max(n, -n) }
-
-// editDistance is the optimal string alignment distance of a and b: the
-// Levenshtein distance with a swap of two neighbours counted as one edit
-// (EDGE_REDIS_ULR is one from EDGE_REDIS_URL, two from EDGE_REDIS_TLS).
-// Bytes: variable names are ASCII.
-func editDistance(a, b string) int {
-	d := make([][]int, len(a)+1)
-	for i := range d {
-		d[i] = make([]int, len(b)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(a)][len(b)]
-}
