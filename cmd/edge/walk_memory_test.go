@@ -265,7 +265,14 @@ func TestPMSCheckWalkIsBounded(t *testing.T) {
 	}
 	bin := buildEdge(t)
 	small, _ := generatedPMS(t, testPageBytes, 64<<10)
+	// The footprint is the larger of two checks of the small brand: one
+	// peak alone read 21 to 27 MB on a busy machine (when the collector
+	// ran), and a low one made the limit fail a walk whose peak had not
+	// moved (70 MB at 0b5ebfe and after).
 	baseline, _, _ := pmsCheckPeak(t, bin, small.URL)
+	if again, _, _ := pmsCheckPeak(t, bin, small.URL); again > baseline {
+		baseline = again
+	}
 	limit := rssLimit(baseline, testWalkBound)
 	for _, tc := range []struct {
 		name  string
