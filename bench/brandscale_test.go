@@ -1,7 +1,7 @@
 package bench_test
 
 // The edge at brand scale: a brand of brandHotels hotels from the simulator,
-// built as cmd/edge builds it (upstream.Client, upstream.Direct,
+// built as cmd/edge builds it (pmsclient.Client, pmsclient.Direct,
 // upstream/cache, a key file read by keys.Store). bench/run reports the
 // allocations per list page from BenchmarkBrandScaleList next to the RSS
 // and the cold-start time it measures out of process, for the fast
@@ -21,10 +21,11 @@ import (
 	"testing"
 	"time"
 
+	pmsclient "github.com/partner-edge/partner-edge/upstream/pms"
+
 	"github.com/partner-edge/partner-edge/edge"
 	"github.com/partner-edge/partner-edge/edge/keys"
 	"github.com/partner-edge/partner-edge/edge/keys/keystest"
-	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/cache"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
@@ -48,12 +49,12 @@ func newBrandEnv(tb testing.TB, hotels int) *brandEnv {
 	sim := pmsim.New(pmsim.Config{Seed: 1, Brands: 1, HotelsPerBrand: hotels})
 	pms := httptest.NewServer(sim)
 	tb.Cleanup(pms.Close)
-	client, err := upstream.NewClient(upstream.ClientConfig{BaseURL: pms.URL, WalkAhead: true}) // as cmd/edge's live client
+	client, err := pmsclient.NewClient(pmsclient.ClientConfig{BaseURL: pms.URL, WalkAhead: true}) // as cmd/edge's live client
 	if err != nil {
 		tb.Fatalf("new client: %v", err)
 	}
 	tb.Cleanup(client.CloseIdleConnections)
-	direct := upstream.NewDirect(client, upstream.DirectOptions{Brand: brand})
+	direct := pmsclient.NewDirect(client, pmsclient.DirectOptions{Brand: brand})
 	c := cache.New(direct, cache.Config{Key: brand + "/live", TTL: time.Hour})
 	tb.Cleanup(c.Close)
 	snap, err := c.Snapshot(context.Background())
@@ -145,13 +146,13 @@ func BenchmarkBrandScaleColdSnapshot(b *testing.B) {
 	for _, profile := range []string{"fast", "paced"} {
 		b.Run(profile, func(b *testing.B) {
 			pms := brandPMS(b, brandHotels, profile)
-			client, err := upstream.NewClient(upstream.ClientConfig{BaseURL: pms.URL, WalkAhead: true, // as cmd/edge's live client
+			client, err := pmsclient.NewClient(pmsclient.ClientConfig{BaseURL: pms.URL, WalkAhead: true, // as cmd/edge's live client
 				CallTimeout: 9 * time.Second, AttemptTimeout: 4 * time.Second})
 			if err != nil {
 				b.Fatalf("new client: %v", err)
 			}
 			b.Cleanup(client.CloseIdleConnections)
-			direct := upstream.NewDirect(client, upstream.DirectOptions{Brand: brand})
+			direct := pmsclient.NewDirect(client, pmsclient.DirectOptions{Brand: brand})
 			b.ReportAllocs()
 			for b.Loop() {
 				c := cache.New(direct, cache.Config{Key: brand + "/live", TTL: time.Hour, LoadTimeout: 9 * time.Second})
@@ -170,13 +171,13 @@ func BenchmarkBrandScaleColdSnapshot(b *testing.B) {
 // are walked by a client whose call deadline is 200 ms.
 func TestBrandScalePacedWalkOutlastsTheCallTimeout(t *testing.T) {
 	pms := brandPMS(t, 1200, "paced")
-	client, err := upstream.NewClient(upstream.ClientConfig{BaseURL: pms.URL, WalkAhead: true,
+	client, err := pmsclient.NewClient(pmsclient.ClientConfig{BaseURL: pms.URL, WalkAhead: true,
 		CallTimeout: 200 * time.Millisecond, AttemptTimeout: 4 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(client.CloseIdleConnections)
-	c := cache.New(upstream.NewDirect(client, upstream.DirectOptions{Brand: brand}),
+	c := cache.New(pmsclient.NewDirect(client, pmsclient.DirectOptions{Brand: brand}),
 		cache.Config{Key: brand + "/live", TTL: time.Hour, LoadTimeout: 200 * time.Millisecond})
 	defer c.Close()
 	snap, err := c.Snapshot(context.Background())

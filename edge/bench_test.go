@@ -10,7 +10,7 @@ package edge_test
 // ResponseWriter that discards the body, so only the handler's own cost is
 // measured. The *HTTP benchmarks go over loopback with keep-alive. The
 // edge's data comes from a real simulator on loopback through
-// upstream.Client, upstream.Direct and upstream/cache, as in cmd/edge.
+// pms.Client, pms.Direct and upstream/cache, as in cmd/edge.
 // bench/README.md explains the figures and the load scripts.
 
 import (
@@ -32,11 +32,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partner-edge/partner-edge/upstream/pms"
+
 	"github.com/partner-edge/partner-edge/edge"
 	"github.com/partner-edge/partner-edge/edge/keys"
 	"github.com/partner-edge/partner-edge/edge/keys/keystest"
 	"github.com/partner-edge/partner-edge/observability"
-	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/cache"
 	"github.com/partner-edge/partner-edge/upstream/events"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
@@ -87,14 +88,14 @@ func (env *benchEnv) start(tb testing.TB, pmsURL string, ttl time.Duration, logg
 // Healthy and Events are the environment's).
 func (env *benchEnv) startWith(tb testing.TB, pmsURL string, ttl time.Duration, cfg edge.Config) *benchEnv {
 	tb.Helper()
-	client, err := upstream.NewClient(upstream.ClientConfig{BaseURL: pmsURL})
+	client, err := pms.NewClient(pms.ClientConfig{BaseURL: pmsURL})
 	if err != nil {
 		tb.Fatalf("new client: %v", err)
 	}
 	tb.Cleanup(client.CloseIdleConnections)
 	// The cache's and the walks' clock: eventsAfter moves it on.
 	now := func() time.Time { return time.Now().Add(time.Duration(env.ahead.Load())) }
-	direct := upstream.NewDirect(client, upstream.DirectOptions{Brand: testBrand, Now: now})
+	direct := pms.NewDirect(client, pms.DirectOptions{Brand: testBrand, Now: now})
 	feed, err := events.New(events.Config{Mode: "live", Now: now})
 	if err != nil {
 		tb.Fatal(err)
@@ -620,7 +621,7 @@ func TestBenchSetup(t *testing.T) {
 }
 
 // BenchmarkMissGet disables the cache (TTL 0): every request asks the
-// simulator for one record over loopback, through the real upstream.Client
+// simulator for one record over loopback, through the real pms.Client
 // (retries, breaker, transport), and maps it: the miss path. The simulator
 // runs in a process of its own (startSimProcess), so allocs/op counts the
 // edge's allocations only.

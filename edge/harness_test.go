@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partner-edge/partner-edge/upstream/pms"
+
 	"github.com/partner-edge/partner-edge/edge"
 	"github.com/partner-edge/partner-edge/edge/keys"
 	"github.com/partner-edge/partner-edge/edge/keys/keystest"
@@ -184,26 +186,26 @@ func newCatalog(t testing.TB, baseURL string, tel *observability.Telemetry, call
 	var wrap func(http.RoundTripper) http.RoundTripper
 	var tracer trace.Tracer
 	if tel != nil {
-		wrap = func(rt http.RoundTripper) http.RoundTripper { return tel.Transport(rt, upstream.ResendCount) }
+		wrap = func(rt http.RoundTripper) http.RoundTripper { return tel.Transport(rt, pms.ResendCount) }
 		tracer = tel.Tracer()
 	}
 	// Short deadlines and a small breaker keep the failure tests fast.
 	if callTimeout == 0 {
 		callTimeout = 600 * time.Millisecond
 	}
-	c, err := upstream.NewClient(upstream.ClientConfig{
+	c, err := pms.NewClient(pms.ClientConfig{
 		BaseURL:        baseURL,
 		WrapTransport:  wrap,
 		Tracer:         tracer,
 		CallTimeout:    callTimeout,
 		AttemptTimeout: 250 * time.Millisecond,
-		Retry:          upstream.RetryConfig{WaitMin: time.Millisecond, WaitMax: 5 * time.Millisecond},
-		Breaker:        upstream.BreakerConfig{ConsecutiveFailures: 3, OpenTimeout: 30 * time.Second},
+		Retry:          pms.RetryConfig{WaitMin: time.Millisecond, WaitMax: 5 * time.Millisecond},
+		Breaker:        pms.BreakerConfig{ConsecutiveFailures: 3, OpenTimeout: 30 * time.Second},
 	})
 	if err != nil {
 		t.Fatalf("new client: %v", err)
 	}
-	return upstream.NewDirect(c, upstream.DirectOptions{Brand: testBrand})
+	return pms.NewDirect(c, pms.DirectOptions{Brand: testBrand})
 }
 
 // key makes a key named name with a record overridden by over; a nil value

@@ -13,7 +13,7 @@
 //	defer tel.Shutdown(shutdownCtx)                  // flushes spans and metrics
 //	m := tel.Metrics()                               // instruments, created once
 //	handler := tel.Middleware()(router)              // server span per request
-//	rt := tel.Transport(base, upstream.ResendCount)  // client span per attempt
+//	rt := tel.Transport(base, upstream/pms.ResendCount)  // client span per attempt
 //	admin := observability.AdminHandler(tel.MetricsHandler(), redactedArgs)
 //	log := observability.NewLogger(stderr, "json", slog.LevelInfo, pmsToken)
 package observability

@@ -32,7 +32,7 @@ func (t *Telemetry) Tracer() trace.Tracer { return t.tp.Tracer(ScopeName) }
 // (traceparent and tracestate by default; the context's own baggage
 // when asked).
 // resendCount, when non-nil, reads from the request's context how many
-// attempts came before this one (upstream.ResendCount): the span then
+// attempts came before this one (upstream/pms.ResendCount): the span then
 // carries AttrAttempt and, from the first retry on,
 // http.request.resend_count. otelhttp's client metrics are off
 // (upstream.PMSMetrics.Attempt records attempts by outcome).

@@ -17,7 +17,7 @@ import (
 
 type resendKey struct{}
 
-// resendFrom plays upstream.ResendCount: the attempts before this one.
+// resendFrom plays upstream/pms.ResendCount: the attempts before this one.
 func resendFrom(ctx context.Context) int {
 	n, _ := ctx.Value(resendKey{}).(int)
 	return n

@@ -1,13 +1,16 @@
-// Package upstream is the edge's access to the PMS: the HTTP client
-// (transport, paging, bounded walks and bodies), the resilience around it
-// (retries, circuit breaker, deadlines), Classify, the one classifier of
-// its failures, and Direct, the Catalog that asks the PMS on every call.
-// The retry budget is upstream/retrybudget; the read model that caches
-// mapped properties is upstream/cache; sharing walks across a fleet is
+// Package upstream is the edge's vocabulary of the PMS side, which every
+// other package imports: the Catalog the handlers consume and the Snapshot
+// and Item it serves; the one error type (Error, its Kind) and Classify, the
+// one classifier, which defaults to Internal; the causes and refusals
+// failures carry (Cause, RefusalOf, Paused), never a byte the PMS sent; the
+// outcomes, breaker states, span names and instruments of PMS calls
+// (PMSMetrics); a walk's counters (WalkStats) and the caller ids a request
+// carries. It holds no client: the PMS over HTTP is upstream/pms, Redis is
+// upstream/redisconn, the read model upstream/cache, a fleet's shared walk
 // upstream/fleet.
 //
-// The edge consumes one small interface, Catalog. Layers wrap one another
-// behind it, so handlers never change when a layer is added.
+// Layers wrap one another behind Catalog, so handlers never change when a
+// layer is added.
 package upstream
 
 import (
@@ -16,6 +19,7 @@ import (
 	"maps"
 	"slices"
 	"time"
+	"unsafe"
 
 	"github.com/partner-edge/partner-edge/mapping"
 )
@@ -139,3 +143,27 @@ func ItemsByID(props []mapping.Property) []*Item {
 	slices.SortStableFunc(out, func(a, b *Item) int { return cmp.Compare(a.ID, b.ID) })
 	return slices.CompactFunc(out, func(a, b *Item) bool { return a.ID == b.ID })
 }
+
+// PropertySize is what a mapped record costs in memory, about: the struct
+// and the strings it points to.
+func PropertySize(p mapping.Property) int64 {
+	n := int64(unsafe.Sizeof(p)) + int64(len(p.ID)+len(p.Name)+len(p.Status)+len(p.Timezone))
+	if p.Code != nil {
+		n += int64(unsafe.Sizeof(*p.Code)) + int64(len(*p.Code))
+	}
+	return n
+}
+
+// SnapshotOf builds the Snapshot of mapped records loaded at loadedAt.
+func SnapshotOf(props []mapping.Property, loadedAt time.Time) *Snapshot {
+	items := make([]*Item, len(props))
+	for i, p := range props {
+		items[i] = NewItem(p)
+	}
+	return NewSnapshot(items, loadedAt)
+}
+
+// DefaultWalkTimeout is a walk's budget of its own when none is set
+// (EDGE_PMS_WALK_TIMEOUT; docs/contract.md section 24): the PMS client's
+// walks and the fleet's lease on one both follow it.
+const DefaultWalkTimeout = 10 * time.Minute

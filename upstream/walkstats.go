@@ -119,7 +119,8 @@ func (s *WalkStats) Summary() []attribute.KeyValue {
 }
 
 // page counts one page of records.
-func (s *WalkStats) page(records int) {
+// Page counts one page of records.
+func (s *WalkStats) Page(records int) {
 	s.pages.Add(1)
 	s.records.Add(int64(records))
 }
@@ -144,14 +145,15 @@ type pageHookKey struct{}
 // (docs/scaling.md). fn must be quick. A hook already in ctx is called
 // too, first.
 func OnPage(ctx context.Context, fn func()) context.Context {
-	if prev := pageHookFrom(ctx); prev != nil {
+	if prev := PageHookFrom(ctx); prev != nil {
 		next := fn
 		fn = func() { prev(); next() }
 	}
 	return context.WithValue(ctx, pageHookKey{}, fn)
 }
 
-func pageHookFrom(ctx context.Context) func() {
+// PageHookFrom is the function WithPageHook put in ctx, or nil.
+func PageHookFrom(ctx context.Context) func() {
 	fn, _ := ctx.Value(pageHookKey{}).(func())
 	return fn
 }

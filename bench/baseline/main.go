@@ -113,7 +113,7 @@ func fixed(body []byte) http.Handler {
 
 // forward answers each request with the body base answers for its path,
 // fetched through net/http's client with the edge's pool settings
-// (upstream.NewTransport), bodies bounded at 1 MiB. A failed fetch is a
+// (pms.NewTransport), bodies bounded at 1 MiB. A failed fetch is a
 // 502.
 func forward(base string) http.Handler {
 	client := &http.Client{Transport: &http.Transport{

@@ -7,11 +7,12 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/partner-edge/partner-edge/upstream/pms"
+
 	"github.com/partner-edge/partner-edge/edge/keys"
 	"github.com/partner-edge/partner-edge/edge/ratelimit"
 	"github.com/partner-edge/partner-edge/edge/ratelimit/redislimit"
 	"github.com/partner-edge/partner-edge/observability"
-	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/cache"
 	"github.com/partner-edge/partner-edge/upstream/events"
 	"github.com/partner-edge/partner-edge/upstream/events/redisevents"
@@ -80,7 +81,7 @@ func (m *member) limiter() ratelimit.Limiter {
 // leader's lease outlasts its slowest page: three attempts and their
 // waits. The walks this member makes are the ones it appends to the
 // events feed.
-func (m *member) loader(d *upstream.Direct, mode keys.Mode, cfg settings, feed *events.Feed) cache.Loader {
+func (m *member) loader(d *pms.Direct, mode keys.Mode, cfg settings, feed *events.Feed) cache.Loader {
 	if m == nil {
 		return nil
 	}

@@ -7,9 +7,10 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/partner-edge/partner-edge/upstream/pms"
+
 	"github.com/partner-edge/partner-edge/cmd/internal/settingval"
 	"github.com/partner-edge/partner-edge/mapping"
-	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/pmscheck"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
@@ -96,7 +97,7 @@ func checkLine(o *checkOptions) cmdLine {
 		fs.BoolVar(&o.sandbox, "sandbox", false, "check PMS_SANDBOX_URL (test mode) instead of PMS_BASE_URL")
 		fs.BoolVar(&o.candidate, "candidate", false, "check PMS_CANDIDATE_URL with PMS_CANDIDATE_TOKEN instead of PMS_BASE_URL")
 		fs.IntVar(&c.Config.Gets, "gets", pmscheck.DefaultGets, "listed properties also read on the get route (plus one unknown id); 0: none")
-		fs.IntVar(&c.Config.Client.PageSize, "page-size", upstream.DefaultPageSize, "list page size asked of the PMS, 1..500 (the edge asks 500)")
+		fs.IntVar(&c.Config.Client.PageSize, "page-size", pms.DefaultPageSize, "list page size asked of the PMS, 1..500 (the edge asks 500)")
 	}}
 }
 

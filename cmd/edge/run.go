@@ -14,10 +14,11 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/partner-edge/partner-edge/upstream/pms"
+
 	"github.com/partner-edge/partner-edge/edge/keys"
 	"github.com/partner-edge/partner-edge/edge/listener"
 	"github.com/partner-edge/partner-edge/observability"
-	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/cache"
 	"github.com/partner-edge/partner-edge/upstream/events"
 	"github.com/partner-edge/partner-edge/upstream/fleet"
@@ -63,14 +64,14 @@ func newCatalog(cfg settings, baseURL string, mode keys.Mode, version string, lo
 	}
 	return cache.NewPMS(cache.PMSConfig{
 		Mode: string(mode),
-		Client: upstream.ClientConfig{BaseURL: baseURL, Token: cfg.PMSToken, Version: version,
+		Client: pms.ClientConfig{BaseURL: baseURL, Token: cfg.PMSToken, Version: version,
 			CallTimeout: cfg.PMSTimeout, WalkTimeout: cfg.PMSWalkTimeout, AttemptTimeout: cfg.PMSAttempt,
-			MaxWalkBytes: cfg.PMSMaxWalkBytes, WalkAhead: true}, // partners wait for its first walk (upstream/walk.go, fetchAhead)
-		Direct:    upstream.DirectOptions{Brand: cfg.Brand, CodeSource: cfg.CodeSource},
+			MaxWalkBytes: cfg.PMSMaxWalkBytes, WalkAhead: true}, // partners wait for its first walk (upstream/pms/walk.go, fetchAhead)
+		Direct:    pms.DirectOptions{Brand: cfg.Brand, CodeSource: cfg.CodeSource},
 		Cache:     cc,
 		Telemetry: tel,
 		Log:       log,
-		WrapLoad: func(d *upstream.Direct) cache.Loader {
+		WrapLoad: func(d *pms.Direct) cache.Loader {
 			load := fm.loader(d, mode, cfg, feed) // nil without a fleet
 			if load == nil {
 				load = d.Snapshot

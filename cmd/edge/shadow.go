@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/partner-edge/partner-edge/upstream/pms"
+
 	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/shadow"
@@ -24,7 +26,7 @@ func newShadow(cfg settings, version string, log *slog.Logger, tel *observabilit
 		return nil, fmt.Errorf("candidate PMS metrics: %w", err)
 	}
 	sh, err := shadow.New(shadow.Config{
-		Candidate: upstream.ClientConfig{
+		Candidate: pms.ClientConfig{
 			BaseURL:        cfg.CandidateURL,
 			Token:          cfg.CandidateToken,
 			Version:        version,

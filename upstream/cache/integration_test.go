@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partner-edge/partner-edge/upstream/pms"
+
 	"github.com/google/uuid"
 
 	"github.com/partner-edge/partner-edge/observability/testkit"
@@ -22,7 +24,7 @@ import (
 // breaker), Direct, and the Cache.
 type stack struct {
 	sim    *pmsim.Sim
-	client *upstream.Client
+	client *pms.Client
 	cache  *cache.Cache
 }
 
@@ -31,7 +33,7 @@ func newStack(t *testing.T, cfg cache.Config) *stack {
 	sim := pmsim.New(pmsim.Config{Seed: 7, Brands: 1, HotelsPerBrand: 40})
 	srv := httptest.NewServer(sim)
 	t.Cleanup(srv.Close)
-	client, err := upstream.NewClient(upstream.ClientConfig{
+	client, err := pms.NewClient(pms.ClientConfig{
 		BaseURL: srv.URL,
 		// Deadlines far beyond any answer of the simulator: these tests are
 		// about loads, coalescing and stale serving, never about a
@@ -39,16 +41,16 @@ func newStack(t *testing.T, cfg cache.Config) *stack {
 		// 200 ms page within a second.
 		CallTimeout:    30 * time.Second,
 		AttemptTimeout: 15 * time.Second,
-		Retry:          upstream.RetryConfig{WaitMin: time.Millisecond, WaitMax: 5 * time.Millisecond},
+		Retry:          pms.RetryConfig{WaitMin: time.Millisecond, WaitMax: 5 * time.Millisecond},
 		// Opens after 3 failed calls and stays open for the whole test.
-		Breaker: upstream.BreakerConfig{ConsecutiveFailures: 3, OpenTimeout: time.Hour},
+		Breaker: pms.BreakerConfig{ConsecutiveFailures: 3, OpenTimeout: time.Hour},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(client.CloseIdleConnections)
 	cfg.Key = "aurora/live"
-	c := cache.New(upstream.NewDirect(client, upstream.DirectOptions{Brand: "aurora"}), cfg)
+	c := cache.New(pms.NewDirect(client, pms.DirectOptions{Brand: "aurora"}), cfg)
 	t.Cleanup(c.Close)
 	return &stack{sim: sim, client: client, cache: c}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/cache"
+	pmsclient "github.com/partner-edge/partner-edge/upstream/pms"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
 
@@ -52,14 +53,14 @@ func newObservedStack(t *testing.T, cfg cache.Config) *observedStack {
 	sim := pmsim.New(pmsim.Config{Seed: 7, Brands: 1, HotelsPerBrand: 40})
 	srv := httptest.NewServer(sim)
 	t.Cleanup(srv.Close)
-	client, err := upstream.NewClient(upstream.ClientConfig{
+	client, err := pmsclient.NewClient(pmsclient.ClientConfig{
 		BaseURL:        srv.URL,
 		CallTimeout:    2 * time.Second,
 		AttemptTimeout: time.Second,
-		Retry:          upstream.RetryConfig{WaitMin: time.Millisecond, WaitMax: 5 * time.Millisecond},
+		Retry:          pmsclient.RetryConfig{WaitMin: time.Millisecond, WaitMax: 5 * time.Millisecond},
 		Tracer:         o.tel.Tracer(),
 		Metrics:        pms,
-		WrapTransport:  func(rt http.RoundTripper) http.RoundTripper { return o.tel.Transport(rt, upstream.ResendCount) },
+		WrapTransport:  func(rt http.RoundTripper) http.RoundTripper { return o.tel.Transport(rt, pmsclient.ResendCount) },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +72,7 @@ func newObservedStack(t *testing.T, cfg cache.Config) *observedStack {
 	// cache has taken its result in (walkEnded).
 	cfg.Tracer, cfg.LinkRequest = o.tel.Tracer(), o.tel.LinkRequest
 	cfg.KeepWalk, cfg.KeepRequest, cfg.LeadLoad = o.tel.KeepWalk, o.tel.KeepRequest, o.tel.LeadLoad
-	c := cache.New(upstream.NewDirect(client, upstream.DirectOptions{Brand: "aurora"}), cfg)
+	c := cache.New(pmsclient.NewDirect(client, pmsclient.DirectOptions{Brand: "aurora"}), cfg)
 	t.Cleanup(c.Close)
 	o.stack = &stack{sim: sim, client: client, cache: c}
 	return o

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/partner-edge/partner-edge/upstream/pms"
+
 	"github.com/partner-edge/partner-edge/mapping"
 	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/upstream"
@@ -18,10 +20,10 @@ type PMSConfig struct {
 	Mode string // "live", "test": the metrics' pms label and the logs'
 	// Client is the PMS client's; its Tracer, Metrics, WrapTransport and
 	// Logger are set here from Telemetry and Log.
-	Client upstream.ClientConfig
+	Client pms.ClientConfig
 	// Direct is the mapping's; its OnReject is set here (counted and
 	// logged).
-	Direct upstream.DirectOptions
+	Direct pms.DirectOptions
 	// Cache is the cache's; its Logger and Metrics are set here.
 	Cache     Config
 	Telemetry *observability.Telemetry // required
@@ -29,7 +31,7 @@ type PMSConfig struct {
 	// WrapLoad, when set, makes the cache's load from the direct catalog
 	// (a fleet's shared load, a shadow's comparison after each load); nil:
 	// the cache's own load, the direct snapshot.
-	WrapLoad func(d *upstream.Direct) Loader
+	WrapLoad func(d *pms.Direct) Loader
 }
 
 // NewPMS builds cfg's read model; the caller closes it.
@@ -50,9 +52,9 @@ func NewPMS(cfg PMSConfig) (*Cache, error) {
 	cc := cfg.Client
 	cc.Tracer, cc.Metrics, cc.Logger = cfg.Telemetry.Tracer(), pm, log
 	cc.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
-		return cfg.Telemetry.Transport(rt, upstream.ResendCount)
+		return cfg.Telemetry.Transport(rt, pms.ResendCount)
 	}
-	client, err := upstream.NewClient(cc)
+	client, err := pms.NewClient(cc)
 	if err != nil {
 		return nil, fmt.Errorf("PMS client (%s): %w", cfg.Mode, err)
 	}
@@ -63,7 +65,7 @@ func NewPMS(cfg PMSConfig) (*Cache, error) {
 		rejections.Rejected(ctx, r.HotelID, r.Reason)
 		log.WarnContext(ctx, "pms record rejected", "hotel_id", r.HotelID, "reason", string(r.Reason))
 	}
-	direct := upstream.NewDirect(client, do)
+	direct := pms.NewDirect(client, do)
 	c := cfg.Cache
 	c.Logger, c.Metrics, c.Tracer, c.LinkRequest = log, cm, cfg.Telemetry.Tracer(), cfg.Telemetry.LinkRequest
 	c.KeepWalk, c.KeepRequest, c.LeadLoad = cfg.Telemetry.KeepWalk, cfg.Telemetry.KeepRequest, cfg.Telemetry.LeadLoad

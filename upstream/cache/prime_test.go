@@ -11,6 +11,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	pmsclient "github.com/partner-edge/partner-edge/upstream/pms"
+
 	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream"
 )
@@ -74,13 +76,13 @@ func TestRefusalIsAnErrorOnceAMinute(t *testing.T) {
 			w.WriteHeader(int(status.Load()))
 			_, _ = w.Write([]byte(`{"error":"unauthorized","hint":"BODY-BYTES"}`))
 		})
-		client, err := upstream.NewClient(upstream.ClientConfig{BaseURL: "http://pms.test",
+		client, err := pmsclient.NewClient(pmsclient.ClientConfig{BaseURL: "http://pms.test",
 			Transport: testkit.InProcess{Handler: pms}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		log, logs := testkit.NewLogger()
-		c := New(upstream.NewDirect(client, upstream.DirectOptions{Brand: "aurora"}),
+		c := New(pmsclient.NewDirect(client, pmsclient.DirectOptions{Brand: "aurora"}),
 			Config{TTL: time.Minute, TokenSetting: "PMS_TOKEN", URLSetting: "PMS_BASE_URL", Logger: log})
 		defer c.Close()
 		start := time.Now()
@@ -119,13 +121,13 @@ func TestRefusalIsAnErrorOnceAMinute(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	_ = ln.Close()
-	client, err := upstream.NewClient(upstream.ClientConfig{BaseURL: "http://" + addr,
-		Retry: upstream.RetryConfig{WaitMin: time.Millisecond, WaitMax: time.Millisecond}})
+	client, err := pmsclient.NewClient(pmsclient.ClientConfig{BaseURL: "http://" + addr,
+		Retry: pmsclient.RetryConfig{WaitMin: time.Millisecond, WaitMax: time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	log, logs := testkit.NewLogger()
-	c := New(upstream.NewDirect(client, upstream.DirectOptions{Brand: "aurora"}),
+	c := New(pmsclient.NewDirect(client, pmsclient.DirectOptions{Brand: "aurora"}),
 		Config{TTL: time.Minute, TokenSetting: "PMS_TOKEN", URLSetting: "PMS_BASE_URL", Logger: log})
 	defer c.Close()
 	if _, err := c.Snapshot(context.Background()); err == nil {

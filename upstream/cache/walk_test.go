@@ -11,6 +11,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/partner-edge/partner-edge/upstream/pms"
+
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -39,8 +41,8 @@ func TestWalkIsATraceOfItsOwn(t *testing.T) {
 	defer srv.Close()
 	var logs bytes.Buffer
 	c, err := cache.NewPMS(cache.PMSConfig{Mode: "live",
-		Client: upstream.ClientConfig{BaseURL: srv.URL, CallTimeout: 5 * time.Second, AttemptTimeout: 5 * time.Second},
-		Direct: upstream.DirectOptions{Brand: "aurora"},
+		Client: pms.ClientConfig{BaseURL: srv.URL, CallTimeout: 5 * time.Second, AttemptTimeout: 5 * time.Second},
+		Direct: pms.DirectOptions{Brand: "aurora"},
 		Cache:  cache.Config{TTL: time.Hour, Key: "aurora/live"}, Telemetry: tel,
 		Log: observability.NewLogger(&logs, "json", slog.LevelInfo)})
 	if err != nil {

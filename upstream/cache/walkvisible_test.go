@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partner-edge/partner-edge/upstream/pms"
+
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -41,8 +43,8 @@ func TestWalksAreVisible(t *testing.T) {
 	defer srv.Close()
 	var logs bytes.Buffer
 	c, err := cache.NewPMS(cache.PMSConfig{Mode: "live",
-		Client: upstream.ClientConfig{BaseURL: srv.URL, AttemptTimeout: 5 * time.Second},
-		Direct: upstream.DirectOptions{Brand: "aurora"},
+		Client: pms.ClientConfig{BaseURL: srv.URL, AttemptTimeout: 5 * time.Second},
+		Direct: pms.DirectOptions{Brand: "aurora"},
 		Cache:  cache.Config{TTL: time.Hour, Key: "aurora/live"}, Telemetry: tel,
 		Log: observability.NewLogger(&logs, "json", slog.LevelInfo)})
 	if err != nil {

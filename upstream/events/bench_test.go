@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partner-edge/partner-edge/upstream/pms"
+
 	"github.com/partner-edge/partner-edge/mapping"
 	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
@@ -45,12 +47,12 @@ func BenchmarkBrandScaleDiff(b *testing.B) {
 	sim := pmsim.New(pmsim.Config{Seed: 1, Brands: 1, HotelsPerBrand: brandHotels})
 	srv := httptest.NewServer(sim)
 	b.Cleanup(srv.Close)
-	client, err := upstream.NewClient(upstream.ClientConfig{BaseURL: srv.URL, WalkAhead: true})
+	client, err := pms.NewClient(pms.ClientConfig{BaseURL: srv.URL, WalkAhead: true})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(client.CloseIdleConnections)
-	direct := upstream.NewDirect(client, upstream.DirectOptions{Brand: "aurora"})
+	direct := pms.NewDirect(client, pms.DirectOptions{Brand: "aurora"})
 	raw := sim.Records("aurora")
 	opts := mapping.Options{Brand: "aurora", Zones: &mapping.ZoneCache{}}
 	mapAll := func(at time.Time, rename func(i int, p *mapping.Property)) *upstream.Snapshot {
@@ -88,7 +90,7 @@ func BenchmarkBrandScaleDiff(b *testing.B) {
 
 // benchDiff is BrandScaleDiff's loop: a walk, a mapping and a diff of one
 // of versions (in turn) an iteration.
-func benchDiff(b *testing.B, direct *upstream.Direct, mapAll func(time.Time, func(int, *mapping.Property)) *upstream.Snapshot, versions [2]*upstream.Snapshot) {
+func benchDiff(b *testing.B, direct *pms.Direct, mapAll func(time.Time, func(int, *mapping.Property)) *upstream.Snapshot, versions [2]*upstream.Snapshot) {
 	t0 := versions[0].LoadedAt
 	f, err := New(Config{Mode: "live"})
 	if err != nil {

@@ -10,9 +10,10 @@ import (
 	"testing/synctest"
 	"time"
 
+	pmsclient "github.com/partner-edge/partner-edge/upstream/pms"
+
 	"github.com/partner-edge/partner-edge/mapping"
 	"github.com/partner-edge/partner-edge/observability/testkit"
-	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
 
@@ -89,11 +90,11 @@ func slowWalk(t *testing.T, walks *atomic.Int64) LoadFunc {
 		time.Sleep(time.Second)
 		sim.ServeHTTP(w, r)
 	})
-	client, err := upstream.NewClient(upstream.ClientConfig{BaseURL: "http://pms.test", Transport: testkit.InProcess{Handler: pms}})
+	client, err := pmsclient.NewClient(pmsclient.ClientConfig{BaseURL: "http://pms.test", Transport: testkit.InProcess{Handler: pms}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return upstream.NewDirect(client, upstream.DirectOptions{Brand: "aurora", Now: time.Now}).Properties
+	return pmsclient.NewDirect(client, pmsclient.DirectOptions{Brand: "aurora", Now: time.Now}).Properties
 }
 
 // The leader's lease lasts as long as its walk, renewed as pages arrive

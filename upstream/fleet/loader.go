@@ -3,10 +3,11 @@ package fleet
 import (
 	"cmp"
 	"context"
-	"github.com/partner-edge/partner-edge/upstream/redisconn"
 	"log/slog"
 	"sync/atomic"
 	"time"
+
+	"github.com/partner-edge/partner-edge/upstream/redisconn"
 
 	"github.com/partner-edge/partner-edge/upstream"
 )

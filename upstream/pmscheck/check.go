@@ -1,7 +1,7 @@
 // Package pmscheck checks a PMS against docs/pms-api.md and the edge's
 // mapping (docs/contract.md section 14, edge pms check): it walks the PMS with the
-// edge's own client (upstream.Client: same paging, retries, bounds and
-// deadlines) and its own walk-and-map (upstream.Direct), records every
+// edge's own client (pms.Client: same paging, retries, bounds and
+// deadlines) and its own walk-and-map (pms.Direct), records every
 // answer on the way through the client's transport, checks each one
 // against the JSON Schemas in schema/ and the paging rules, and reports
 // what partners would see (Result) and what differs from a saved one
@@ -22,6 +22,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/partner-edge/partner-edge/upstream/pms"
+
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/partner-edge/partner-edge/mapping"
@@ -33,7 +35,7 @@ type Config struct {
 	// Client configures the edge's PMS client exactly as the edge would
 	// (BaseURL, Token, timeouts, retries, bounds). Its WrapTransport, if
 	// any, is kept: the recorder wraps what it returns.
-	Client upstream.ClientConfig
+	Client pms.ClientConfig
 	// Brand is the deployment's brand (EDGE_BRAND). Required.
 	Brand string
 	// Mode names the PMS in reports: "live" or "test". Empty means "live".
@@ -206,7 +208,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	c.rec = &recorder{onAdd: c.listPage}
 	cc := cfg.Client
 	cc.WrapTransport = c.rec.wrap(cc.WrapTransport)
-	client, err := upstream.NewClient(cc)
+	client, err := pms.NewClient(cc)
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +221,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	var rejected []*mapping.Rejection
 	seen := map[string]bool{}
 	census := NewCensus(cfg.CodeSource)
-	walk := upstream.NewDirect(client, upstream.DirectOptions{Brand: cfg.Brand, CodeSource: cfg.CodeSource, OnRecord: census.Add,
+	walk := pms.NewDirect(client, pms.DirectOptions{Brand: cfg.Brand, CodeSource: cfg.CodeSource, OnRecord: census.Add,
 		OnReject: func(_ context.Context, rj *mapping.Rejection) {
 			if k := strings.ToLower(rj.HotelID); !seen[k] {
 				seen[k] = true
@@ -516,13 +518,13 @@ func (c *checker) listPage(x *exchange) {
 }
 
 // gets reads up to cfg.Gets listed properties on the get route, and one unknown id.
-func (c *checker) gets(ctx context.Context, client *upstream.Client, items []*upstream.Item) {
+func (c *checker) gets(ctx context.Context, client *pms.Client, items []*upstream.Item) {
 	n := cmp.Or(c.cfg.Gets, DefaultGets)
 	if n < 0 {
 		return
 	}
 	v, brand := &c.v, c.cfg.Brand
-	get := upstream.NewDirect(client, upstream.DirectOptions{Brand: brand, CodeSource: c.cfg.CodeSource})
+	get := pms.NewDirect(client, pms.DirectOptions{Brand: brand, CodeSource: c.cfg.CodeSource})
 	// property gets id and reports whether it failed as a PMS may now and then (transientFailure).
 	property := func(id string) (*upstream.Item, bool, error) {
 		before := len(c.rec.exchanges())

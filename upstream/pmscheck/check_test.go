@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/partner-edge/partner-edge/upstream/pms"
+
 	"github.com/partner-edge/partner-edge/mapping"
 	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
@@ -55,12 +57,12 @@ func TestSchemas(t *testing.T) {
 func TestCheckRetriesLikeTheEdge(t *testing.T) {
 	sim := pmsim.New(pmsim.Config{Seed: 1})
 	sim.SetFaults(pmsim.Faults{FailFirst: 1, ErrorStatus: 500})
-	r := check(t, sim, Config{Client: upstream.ClientConfig{Retry: upstream.RetryConfig{WaitMin: 1, WaitMax: 1}}})
+	r := check(t, sim, Config{Client: pms.ClientConfig{Retry: pms.RetryConfig{WaitMin: 1, WaitMax: 1}}})
 	if !r.OK || r.Answers.Statuses["500"] != 1 || r.Records.Walked != 40 {
 		t.Errorf("one 500 then healthy: ok %v, statuses %v, %+v; violations %+v", r.OK, r.Answers.Statuses, r.Records, r.Violations)
 	}
 	sim.SetFaults(pmsim.Faults{ErrorStatus: 503})
-	r = check(t, sim, Config{Client: upstream.ClientConfig{Retry: upstream.RetryConfig{WaitMin: 1, WaitMax: 1}}})
+	r = check(t, sim, Config{Client: pms.ClientConfig{Retry: pms.RetryConfig{WaitMin: 1, WaitMax: 1}}})
 	if r.OK || r.Result != nil || r.Violations[len(r.Violations)-1].Rule != RuleWalk {
 		t.Errorf("always 503: ok %v, violations %+v", r.OK, r.Violations)
 	}
@@ -71,7 +73,7 @@ func TestCheckListRoute404(t *testing.T) {
 	sim := pmsim.New(pmsim.Config{Seed: 1})
 	srv := httptest.NewServer(sim)
 	defer srv.Close()
-	r, err := Run(context.Background(), Config{Client: upstream.ClientConfig{BaseURL: srv.URL + "/wrong"}, Brand: "aurora"})
+	r, err := Run(context.Background(), Config{Client: pms.ClientConfig{BaseURL: srv.URL + "/wrong"}, Brand: "aurora"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +146,7 @@ func failGets(next http.Handler, fails func(path string) bool) http.Handler {
 // is the get route broken.
 func TestCheckTransientGetsAreNotBroken(t *testing.T) {
 	sim := pmsim.New(pmsim.Config{Seed: 1})
-	fast := upstream.ClientConfig{Retry: upstream.RetryConfig{WaitMin: 1, WaitMax: 1}}
+	fast := pms.ClientConfig{Retry: pms.RetryConfig{WaitMin: 1, WaitMax: 1}}
 	var first string
 	one := failGets(sim, func(p string) bool {
 		if first == "" && !strings.HasSuffix(p, unknownID) {
@@ -203,7 +205,7 @@ func TestCheckOverlapRejectsOnce(t *testing.T) {
 		_, _ = w.Write([]byte(page))
 	}))
 	defer srv.Close()
-	r, err := Run(context.Background(), Config{Client: upstream.ClientConfig{BaseURL: srv.URL}, Brand: "aurora", Gets: -1})
+	r, err := Run(context.Background(), Config{Client: pms.ClientConfig{BaseURL: srv.URL}, Brand: "aurora", Gets: -1})
 	if err != nil {
 		t.Fatal(err)
 	}

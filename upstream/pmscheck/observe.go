@@ -6,7 +6,7 @@ import (
 	"net/url"
 	"sync"
 
-	"github.com/partner-edge/partner-edge/upstream"
+	"github.com/partner-edge/partner-edge/upstream/pms"
 )
 
 // exchange is one HTTP attempt of the edge's client as the recorder saw it:
@@ -69,7 +69,7 @@ func (r *recorder) wrap(next func(http.RoundTripper) http.RoundTripper) func(htt
 
 // maxRecorded bounds the room made ahead for a body of announced size: the
 // client reads no more than its MaxBodyBytes, whatever is announced.
-const maxRecorded = upstream.DefaultMaxBodyBytes
+const maxRecorded = pms.DefaultMaxBodyBytes
 
 type recordingTransport struct {
 	rt  http.RoundTripper

@@ -2,7 +2,7 @@
 // background (docs/contract.md section 14): right after the edge's own walk of the live
 // PMS, at most once per Interval for each brand and mode, it walks the
 // candidate with its own client (retries, breaker) under its own deadline,
-// maps each record as the edge does (mapping.MapRaw, upstream.Direct's
+// maps each record as the edge does (mapping.MapRaw, pms.Direct's
 // options) and compares what partners would see with the live snapshot as
 // it walks (pmscheck.Comparer, the definition pmscheck.Compare is built
 // on), keeping the differences only. The latest comparison is served on
@@ -23,6 +23,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/partner-edge/partner-edge/upstream/pms"
+
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/partner-edge/partner-edge/mapping"
@@ -37,7 +39,7 @@ type Config struct {
 	// (PMS_CANDIDATE_URL) and Token (PMS_CANDIDATE_TOKEN) with the edge's
 	// retries and bounds. Its breaker is its own: a failing candidate
 	// never opens the live PMS's circuit. Required.
-	Candidate upstream.ClientConfig
+	Candidate pms.ClientConfig
 	// Brand is the deployment's brand (EDGE_BRAND). Required.
 	Brand string
 	// CodeSource is EDGE_CODE_SOURCE. Empty means none.
@@ -48,7 +50,7 @@ type Config struct {
 	Interval time.Duration
 	// Timeout is the deadline of one candidate walk (EDGE_PMS_WALK_TIMEOUT:
 	// a walk's budget, docs/contract.md section 24). Zero means
-	// upstream.DefaultWalkTimeout. A paced walk's deadline, this one and
+	// pms.DefaultWalkTimeout. A paced walk's deadline, this one and
 	// the client's WalkTimeout, is at least twice what the pace makes a
 	// walk to the bound take.
 	Timeout time.Duration
@@ -77,7 +79,7 @@ const DefaultReadBytesPerSecond = 16 << 20
 // Shadow walks and compares the candidate. Build it with New, run its
 // goroutine with Run, hook it after each mode's load with After.
 type Shadow struct {
-	client   *upstream.Client
+	client   *pms.Client
 	brand    string
 	cs       mapping.CodeSource
 	interval time.Duration
@@ -104,17 +106,17 @@ func New(cfg Config) (*Shadow, error) {
 	if cfg.ReadBytesPerSecond >= 0 { // negative: unpaced
 		cfg.Candidate.ReadBytesPerSecond = cmp.Or(cfg.ReadBytesPerSecond, DefaultReadBytesPerSecond)
 	}
-	cfg.Timeout = cmp.Or(max(cfg.Timeout, 0), upstream.DefaultWalkTimeout)
+	cfg.Timeout = cmp.Or(max(cfg.Timeout, 0), pms.DefaultWalkTimeout)
 	if r := cfg.Candidate.ReadBytesPerSecond; r > 0 {
 		// A paced walk to its bound takes bound/rate: its deadlines
 		// leave room for twice that, so that it ends at its bound (and
 		// /shadow says so), not at a deadline made for unpaced walks.
-		bound := cmp.Or(cfg.Candidate.MaxWalkBytes, upstream.DefaultMaxWalkBytes)
+		bound := cmp.Or(cfg.Candidate.MaxWalkBytes, pms.DefaultMaxWalkBytes)
 		paced := time.Duration(2 * float64(bound) / float64(r) * float64(time.Second))
 		cfg.Timeout = max(cfg.Timeout, paced)
-		cfg.Candidate.WalkTimeout = max(cmp.Or(cfg.Candidate.WalkTimeout, upstream.DefaultWalkTimeout), paced)
+		cfg.Candidate.WalkTimeout = max(cmp.Or(cfg.Candidate.WalkTimeout, pms.DefaultWalkTimeout), paced)
 	}
-	client, err := upstream.NewClient(cfg.Candidate)
+	client, err := pms.NewClient(cfg.Candidate)
 	if err != nil {
 		return nil, err
 	}
@@ -231,7 +233,7 @@ func (s *Shadow) compare(ctx context.Context, mode string, live *upstream.Snapsh
 		return // the process is stopping: no comparison
 	case err != nil:
 		c.Candidate, c.Error, c.Cause = "failed", upstream.KindOf(err).String(), upstream.Cause(err)
-		if errors.Is(err, upstream.ErrWalkOverBound) {
+		if errors.Is(err, pms.ErrWalkOverBound) {
 			c.Error = ErrorOverBound
 		}
 		s.log.Warn("shadow candidate walk failed; partners are not affected", "mode", mode, "error", err)
@@ -261,7 +263,7 @@ func (s *Shadow) compare(ctx context.Context, mode string, live *upstream.Snapsh
 }
 
 // walk walks the candidate with the edge's client and mapping (the options
-// upstream.Direct maps with) and feeds each record to cr as it arrives,
+// pms.Direct maps with) and feeds each record to cr as it arrives,
 // and to census (which fields each record carries, to name a drift's cause):
 // the walk keeps its differences from the live snapshot only, never the
 // candidate's properties (docs/contract.md section 17), and copies the name
@@ -285,7 +287,7 @@ func (s *Shadow) walk(ctx context.Context, cr *pmscheck.Comparer, census *pmsche
 			cr.Rejected(rj.HotelID, rj.Reason)
 		}
 		if cr.Kept() > bound {
-			return upstream.OverBound(bound)
+			return pms.OverBound(bound)
 		}
 		return nil
 	})

@@ -14,6 +14,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/partner-edge/partner-edge/upstream/pms"
+
 	"github.com/partner-edge/partner-edge/mapping"
 	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream"
@@ -23,8 +25,8 @@ import (
 )
 
 // clientConfig is a client of h served in process.
-func clientConfig(h http.Handler) upstream.ClientConfig {
-	return upstream.ClientConfig{BaseURL: "http://pms.test", Transport: testkit.InProcess{Handler: h},
+func clientConfig(h http.Handler) pms.ClientConfig {
+	return pms.ClientConfig{BaseURL: "http://pms.test", Transport: testkit.InProcess{Handler: h},
 		CallTimeout: 5 * time.Second, AttemptTimeout: 2 * time.Second}
 }
 
@@ -56,11 +58,11 @@ func (a *arrivals) times() []time.Time {
 // than the candidate's interval).
 func edgeMode(t *testing.T, sh *Shadow, mode string, live http.Handler, ttl time.Duration) *cache.Cache {
 	t.Helper()
-	client, err := upstream.NewClient(clientConfig(live))
+	client, err := pms.NewClient(clientConfig(live))
 	if err != nil {
 		t.Fatal(err)
 	}
-	direct := upstream.NewDirect(client, upstream.DirectOptions{Brand: "aurora"})
+	direct := pms.NewDirect(client, pms.DirectOptions{Brand: "aurora"})
 	c := cache.New(direct, cache.Config{Key: "aurora/" + mode, TTL: ttl, RefreshAhead: 0.5, Load: sh.After(mode, direct.Snapshot)})
 	t.Cleanup(c.Close)
 	return c
@@ -333,7 +335,7 @@ func TestNilShadowHandler(t *testing.T) {
 
 // TestShadowComparesAsTheWholeWalk: the comparison the shadow makes while
 // it walks (pmscheck.Comparer) is the one of the whole walk kept and
-// compared afterwards (upstream.Direct's properties and rejections,
+// compared afterwards (pms.Direct's properties and rejections,
 // pmscheck.Compare), counts and examples alike, on a candidate with every
 // kind of difference: records gone, renamed, blanked, added, of another
 // brand, listed twice (the second changed, or with an upper-case id), and
@@ -399,12 +401,12 @@ func TestShadowComparesAsTheWholeWalk(t *testing.T) {
 		}
 
 		// The whole walk, kept and compared afterwards.
-		client, err := upstream.NewClient(clientConfig(candSim))
+		client, err := pms.NewClient(clientConfig(candSim))
 		if err != nil {
 			t.Fatal(err)
 		}
 		var rejected []*mapping.Rejection
-		props, _, err := upstream.NewDirect(client, upstream.DirectOptions{Brand: "aurora",
+		props, _, err := pms.NewDirect(client, pms.DirectOptions{Brand: "aurora",
 			OnReject: func(_ context.Context, r *mapping.Rejection) { rejected = append(rejected, r) }}).Properties(ctx)
 		if err != nil {
 			t.Fatal(err)
