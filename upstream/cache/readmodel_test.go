@@ -150,9 +150,19 @@ func TestPropertyStaleWhilePMSFails(t *testing.T) {
 		}
 		clk.Advance(20 * time.Second)
 		inner.fail.Store(&upstream.Error{Kind: upstream.BadGateway})
+		// The refresh walk runs until released: the lookup below must meet
+		// it running, whatever order the scheduler (the race detector's
+		// included) gives the two goroutines.
+		release := make(chan struct{})
+		load := inner.snapshot
+		inner.snapshot = func(ctx context.Context) (*upstream.Snapshot, error) {
+			<-release
+			return load(ctx)
+		}
 		if _, err := c.Property(ctx, propertyID(99)); upstream.KindOf(err) != upstream.NotFound {
 			t.Fatalf("unknown id while the refresh walk runs: %v, want NotFound", err)
 		}
+		close(release)
 		synctest.Wait() // the refresh walk failed
 		if _, err := c.Property(ctx, propertyID(1)); err != nil {
 			t.Fatalf("known id during outage: %v, want stale data", err)
