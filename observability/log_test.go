@@ -202,3 +202,16 @@ func TestDurationsLoggedAsText(t *testing.T) {
 		}
 	}
 }
+
+// Below the level nothing is written; a derived logger (With, WithGroup)
+// still redacts.
+func TestLoggerLevelAndDerived(t *testing.T) {
+	var buf bytes.Buffer
+	log := NewLogger(&buf, "json", slog.LevelInfo)
+	log.Debug("hidden")
+	log.With("api_key", liveKey).WithGroup("token").Info("x", "v", "in-a-secret-group")
+	if bytes.Contains(buf.Bytes(), []byte("hidden")) || bytes.Contains(buf.Bytes(), []byte(liveKey)) ||
+		bytes.Contains(buf.Bytes(), []byte("in-a-secret-group")) || !bytes.Contains(buf.Bytes(), []byte(`"msg":"x"`)) {
+		t.Errorf("wrote %s", buf.String())
+	}
+}

@@ -182,8 +182,8 @@ type loadFunc func(ctx context.Context, arg string) (any, error)
 // first gets that end, classified (leftEarly). A caller whose deadline is
 // at least timeout (the load's: run) away, and whose context has not
 // ended, cannot be made late by the load, so it runs group.Do on its own
-// goroutine and never asks ctx.Done (which would start the edge request
-// context's timer); any other caller hands group.Do to a goroutine and
+// goroutine (no goroutine started per miss) and never asks ctx.Done
+// (which makes a context's channel, an allocation); any other caller hands group.Do to a goroutine and
 // leaves at its deadline while the load goes on for the others
 // (docs/resilience.md, "Where a caller waits").
 func (c *Cache) shared(ctx context.Context, group *singleflight.Group, key string, fn loadFunc, arg string, timeout time.Duration) (v any, led bool, err error) {
@@ -224,8 +224,7 @@ func (c *Cache) shared(ctx context.Context, group *singleflight.Group, key strin
 // from now and its context has not ended (see shared). The clock is
 // time.Now, not Config.Now: the caller's deadline and the load's timeout
 // are both measured by the runtime's clock, which an injected Now need not
-// follow. Err, not Done: Done would start the edge request context's
-// timer.
+// follow. Err, not Done: Done would make the context's channel.
 func (c *Cache) inline(ctx context.Context, timeout time.Duration) bool {
 	d, ok := ctx.Deadline()
 	return ok && !d.Before(time.Now().Add(timeout)) && ctx.Err() == nil
