@@ -57,30 +57,3 @@ func (tl *tel) counter(t *testing.T, name, key, value string) int64 {
 	t.Fatalf("no %s{%s=%q}", name, key, value)
 	return 0
 }
-
-// gauge is the value of the only data point of an int64 gauge.
-func (tl *tel) gauge(t *testing.T, name string) int64 {
-	t.Helper()
-	for _, sm := range tl.collect(t).ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if g, ok := m.Data.(metricdata.Gauge[int64]); ok && m.Name == name && len(g.DataPoints) == 1 {
-				return g.DataPoints[0].Value
-			}
-		}
-	}
-	t.Fatalf("no gauge %s", name)
-	return 0
-}
-
-// histogram returns the data points of a float64 histogram.
-func (tl *tel) histogram(t *testing.T, name string) []metricdata.HistogramDataPoint[float64] {
-	t.Helper()
-	for _, sm := range tl.collect(t).ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if h, ok := m.Data.(metricdata.Histogram[float64]); ok && m.Name == name {
-				return h.DataPoints
-			}
-		}
-	}
-	return nil
-}

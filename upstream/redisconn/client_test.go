@@ -127,6 +127,3 @@ func TestClientSpansFollowSemconv(t *testing.T) {
 		t.Fatal("no db.client.operation.duration point for PING")
 	}
 }
-
-// testSecret is the fleet secret of the tests' stores.
-var testSecret = []byte("fleet-test-secret-of-32-bytes-ok")
