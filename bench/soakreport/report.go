@@ -39,7 +39,7 @@ func report(c config, d *data, a *analysis) string {
 	}
 	p("Verdict: %s.\n\n", verdict)
 	if c.svg != "" {
-		p("![requests per second, partner 5xx and p99 over the run, fault windows shaded](%s)\n\n", filepath.Base(c.svg))
+		p("![answers per second, partner 5xx per second and the p99 latency of each 5 s over the run, the fault windows shaded](%s)\n\n", filepath.Base(c.svg))
 	}
 
 	p("## The worst 5 seconds of latency\n\n")
