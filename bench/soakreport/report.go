@@ -86,7 +86,10 @@ func report(c config, d *data, a *analysis) string {
 	p("The key limited to %.0f/s (burst %.0f) is offered %.0f/s throughout. What the docs promise: the %d edges share one quota, at most "+
 		"burst + rate x seconds plus what the edges hold of their leases when a window starts (docs/scaling.md, \"The accuracy bound\"); "+
 		"while Redis is away (its failover) each edge limits the key by itself, so the fleet admits up to %d times the quota until the edges "+
-		"share again on the new primary (docs/resilience.md, \"Quotas while Redis fails over\"). A window past its bound breaks a threshold.\n\n",
+		"share again on the new primary (docs/resilience.md, \"Quotas while Redis fails over\"). A window past its bound breaks a threshold. "+
+		"Past the shared bound in a window whose fault is not Redis's, the edges fell back to their in-process limiters all the same: "+
+		"a Redis call past its 100 ms deadline, three in a row, opens an edge's breaker (its log says `redis circuit breaker opened`), "+
+		"as on a machine too busy to answer in time.\n\n",
 		c.limitRate, c.limitBurst, 2*c.limitRate, fleetSize, fleetSize)
 	p("| fault window | length s | admitted (200) | admitted per s | quota per s | admitted / quota | bound (admitted) | the promise |\n|---|---|---|---|---|---|---|---|\n")
 	for _, s := range a.segments {
