@@ -48,14 +48,12 @@ type analysis struct {
 	admitted int
 	limited  map[int]int
 	expected float64
-	// worstCalm is the largest p99 of the mixed traffic over a 5-s bucket
-	// wholly outside the warm-up and every fault window; worstCalmAt its
-	// start, in seconds from the load's; calmBuckets how many there were.
-	worstCalm   time.Duration
-	worstCalmAt float64
-	calmBuckets int
-	resources   []resource
-	breaches    breaches
+	// calm and inFault are the worst 5-second p99 of the mixed traffic
+	// outside the warm-up and every fault window, and in buckets that
+	// overlap a fault window (latency.go).
+	calm, inFault worst
+	resources     []resource
+	breaches      breaches
 }
 
 func analyse(c config, d *data) *analysis {
@@ -133,13 +131,14 @@ func analyse(c config, d *data) *analysis {
 		}
 	}
 
-	a.worstCalmP99(d.mix)
+	a.worstP99(d.mix)
 	for _, s := range a.segments {
 		if s.kind != "fault" {
 			continue
 		}
 		if lim := limitedBound(c, s); float64(s.limited200) > lim {
-			a.breaches = append(a.breaches, fmt.Sprintf("%s: the limited key admitted %d times, beyond %.0f (%s)", s.name, s.limited200, lim, limitedPromise(s)))
+			a.breaches = append(a.breaches, fmt.Sprintf("%s: the limited key admitted %d times (%.2fx its quota), beyond %.0f (%s)",
+				s.name, s.limited200, quotaRatio(c, s), lim, limitedPromise(s)))
 		}
 	}
 
@@ -244,61 +243,4 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 	slices.Sort(s)
 	i := int(math.Ceil(p*float64(len(s)))) - 1
 	return s[max(i, 0)]
-}
-
-// worstCalmP99 finds the largest p99 of the mixed traffic over the 5-s
-// buckets (from the load's start) that lie wholly in calm segments.
-func (a *analysis) worstCalmP99(mix []result) {
-	n := int(a.tEnd.Sub(a.t0)/calmBucket) + 1
-	lat := make([][]time.Duration, n)
-	for _, r := range mix {
-		if i := int(r.Timestamp.Sub(a.t0) / calmBucket); i >= 0 && i < n {
-			lat[i] = append(lat[i], r.Latency)
-		}
-	}
-	for i, l := range lat {
-		from := a.t0.Add(time.Duration(i) * calmBucket)
-		if len(l) == 0 || !a.calm(from, from.Add(calmBucket)) {
-			continue
-		}
-		a.calmBuckets++
-		if p := percentile(l, 0.99); p > a.worstCalm {
-			a.worstCalm, a.worstCalmAt = p, from.Sub(a.t0).Seconds()
-		}
-	}
-}
-
-// calm says whether [from, to) lies wholly within calm segments.
-func (a *analysis) calm(from, to time.Time) bool {
-	if to.After(a.tEnd) {
-		return false
-	}
-	for _, s := range a.segments {
-		if s.kind != "calm" && s.start.Before(to) && s.end.After(from) {
-			return false
-		}
-	}
-	return true
-}
-
-// limitedBound is the most the limited key may be admitted in a fault
-// window by what docs/scaling.md promises: the quota over the window plus
-// a burst, shared by the fleet; while Redis is away (its failover) each
-// edge's own, so fleetSize times that.
-func limitedBound(c config, s *segment) float64 {
-	b := c.limitRate*s.end.Sub(s.start).Seconds() + c.limitBurst
-	if s.name == "redis-failover" {
-		return fleetSize * b
-	}
-	// The quota is enforced with leased tokens (each edge may hold a
-	// second's worth: docs/scaling.md), so a window may see a lease more.
-	return b + fleetSize*c.limitRate
-}
-
-// limitedPromise says in words what limitedBound allows.
-func limitedPromise(s *segment) string {
-	if s.name == "redis-failover" {
-		return fmt.Sprintf("each of the %d edges limits by itself while Redis is away: up to %dx the quota", fleetSize, fleetSize)
-	}
-	return "the fleet shares one quota: rate x seconds + burst, plus one second's lease per edge"
 }

@@ -45,13 +45,6 @@ const (
 	growth                                     = 0.10
 	growRSSKB, growGoroutines, growFDs float64 = 5 * 1024, 20, 10
 	edgeWarm                                   = 20 * time.Second
-	// fleetSize is the soak's number of edges: while Redis is away each
-	// edge limits a key by itself, so the fleet admits up to fleetSize
-	// times the quota (docs/scaling.md, "When Redis fails").
-	fleetSize = 3
-	// calmBucket is the length of the buckets whose p99 the report's
-	// "worst outside faults" figure is the largest of.
-	calmBucket = 5 * time.Second
 )
 
 // breaches is every threshold broken: the report is still written.
@@ -95,6 +88,19 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := os.WriteFile(c.out, []byte(report(c, &d, r)), 0o644); err != nil {
 		return err
+	}
+	for _, w := range []struct {
+		name string
+		w    worst
+	}{{"outside faults", r.calm}, {"in fault windows", r.inFault}} {
+		if w.w.buckets > 0 {
+			fmt.Fprintf(stdout, "soakreport: worst 5-second p99 %s: %s ms, from %.0f s (%s)\n", w.name, ms(w.w.p99), w.w.at, w.w.in)
+		}
+	}
+	for _, s := range r.segments {
+		if s.kind == "fault" {
+			fmt.Fprintf(stdout, "soakreport: the limited key in %s: %d admitted, %.2fx its quota (bound %.0f)\n", s.name, s.limited200, quotaRatio(c, s), limitedBound(c, s))
+		}
 	}
 	fmt.Fprintf(stdout, "soakreport: %d requests, %d thresholds broken; written %s\n", r.requests, len(r.breaches), c.out)
 	if len(r.breaches) > 0 {

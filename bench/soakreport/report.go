@@ -39,16 +39,24 @@ func report(c config, d *data, a *analysis) string {
 	}
 	p("Verdict: %s.\n\n", verdict)
 	if c.svg != "" {
-		p("![requests per second, partner 5xx and p99 over the run, fault windows shaded](%s)\n\n", filepath.Base(c.svg))
+		p("![answers per second, partner 5xx per second and the p99 latency of each 5 s over the run, the fault windows shaded](%s)\n\n", filepath.Base(c.svg))
 	}
 
-	p("## Outside faults\n\n")
-	if a.calmBuckets > 0 {
-		p("The worst 5-second p99 of the mixed traffic outside every fault window (and outside the warm-up): **%s ms**, in the 5 s from %.0f s "+
-			"(%d calm 5-second buckets; the p99 of each window, faults included, is in the table below).\n\n", ms(a.worstCalm), a.worstCalmAt, a.calmBuckets)
-	} else {
-		p("No 5-second bucket lay wholly outside the warm-up and the fault windows.\n\n")
+	p("## The worst 5 seconds of latency\n\n")
+	p("The p99 of the mixed traffic over each 5 s from the load's start (the picture's third panel): the worst outside every fault window " +
+		"and the warm-up, beside the worst of the 5 s that overlap a fault window. A window's own p99 (the table below) averages a spike away.\n\n")
+	p("| where | worst 5-second p99 ms | in the 5 s from s | window | 5-second buckets |\n|---|---|---|---|---|\n")
+	for _, w := range []struct {
+		name string
+		w    worst
+	}{{"outside faults", a.calm}, {"in fault windows", a.inFault}} {
+		if w.w.buckets == 0 {
+			p("| %s | - | - | - | 0 |\n", w.name)
+			continue
+		}
+		p("| %s | **%s** | %.0f | %s | %d |\n", w.name, ms(w.w.p99), w.w.at, w.w.in, w.w.buckets)
 	}
+	p("\n")
 
 	p("## Windows\n\n")
 	p("A fault's window runs from its start until the fleet is expected to have recovered; the calm follows. " +
@@ -75,26 +83,30 @@ func report(c config, d *data, a *analysis) string {
 	}
 
 	p("\n## The limited key in each fault window\n\n")
-	p("The key limited to %.0f/s (burst %.0f) is driven at twice its quota throughout. What docs/scaling.md promises: the fleet shares one quota "+
-		"(rate x seconds + burst, give or take the second's lease each edge takes ahead of need); while Redis is away (its failover) each of the %d edges "+
-		"limits the key by itself, so the fleet admits up to %d times the quota until the edges find the new primary (seconds).\n\n",
-		c.limitRate, c.limitBurst, fleetSize, fleetSize)
-	p("| fault window | length s | admitted (200) | rate x s | admitted / (rate x s) | bound | promise |\n|---|---|---|---|---|---|---|\n")
+	p("The key limited to %.0f/s (burst %.0f) is offered %.0f/s throughout. What the docs promise: the %d edges share one quota, at most "+
+		"burst + rate x seconds plus what the edges hold of their leases when a window starts (docs/scaling.md, \"The accuracy bound\"); "+
+		"while Redis is away (its failover) each edge limits the key by itself, so the fleet admits up to %d times the quota until the edges "+
+		"share again on the new primary (docs/resilience.md, \"Quotas while Redis fails over\"). A window past its bound breaks a threshold. "+
+		"Past the shared bound in a window whose fault is not Redis's, the edges fell back to their in-process limiters all the same: "+
+		"a Redis call past its 100 ms deadline, three in a row, opens an edge's breaker (its log says `redis circuit breaker opened`), "+
+		"as on a machine too busy to answer in time.\n\n",
+		c.limitRate, c.limitBurst, 2*c.limitRate, fleetSize, fleetSize)
+	p("| fault window | length s | admitted (200) | admitted per s | quota per s | admitted / quota | bound (admitted) | the promise |\n|---|---|---|---|---|---|---|---|\n")
 	for _, s := range a.segments {
 		if s.kind != "fault" {
 			continue
 		}
 		length := s.end.Sub(s.start).Seconds()
-		quota := c.limitRate * length
-		ratio := "-"
-		if quota > 0 {
-			ratio = fmt.Sprintf("%.2f", float64(s.limited200)/quota)
+		perSec := "-"
+		if length > 0 {
+			perSec = fmt.Sprintf("%.1f", float64(s.limited200)/length)
 		}
-		bound := fmt.Sprintf("%.0f", limitedBound(c, s))
-		if float64(s.limited200) > limitedBound(c, s) {
+		lim := limitedBound(c, s)
+		bound := fmt.Sprintf("%.0f", lim)
+		if float64(s.limited200) > lim {
 			bound += " **exceeded**"
 		}
-		p("| %s | %.1f | %d | %.0f | %s | %s | %s |\n", s.name, length, s.limited200, quota, ratio, bound, limitedPromise(s))
+		p("| %s | %.1f | %d | %s | %.0f | **%.2fx** | %s | %s |\n", s.name, length, s.limited200, perSec, c.limitRate, quotaRatio(c, s), bound, limitedPromise(s))
 	}
 
 	p("\n## The limited key across the fleet\n\n")

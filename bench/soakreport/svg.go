@@ -9,15 +9,16 @@ import (
 	"time"
 )
 
-// picture draws three panels over the run's seconds: answers a second,
-// partner 5xx a second, and the mixed traffic's p99 over 5 s buckets, with
-// the fault windows shaded and named.
+// picture draws three panels over the run's seconds: answers per second,
+// partner 5xx per second, and the mixed traffic's p99 over 5 s buckets,
+// with the fault windows shaded and named in plain words, titled axes with
+// five labelled ticks each, and a legend.
 func picture(c config, d *data, a *analysis) string {
 	secs := max(int(math.Ceil(a.tEnd.Sub(a.t0).Seconds())), 1)
 	rps := make([]float64, secs)
 	errs := make([]float64, secs)
 	const bucket = 5
-	lat := make([][]time.Duration, secs/bucket+1)
+	lat := make([][]time.Duration, (secs+bucket-1)/bucket) // the last may be short
 	idx := func(t time.Time) int { return min(max(int(t.Sub(a.t0).Seconds()), 0), secs-1) }
 	for k, rs := range [][]result{d.mix, d.limited} {
 		for _, r := range rs {
@@ -46,23 +47,26 @@ func picture(c config, d *data, a *analysis) string {
 	p(`<rect width="100%%" height="100%%" fill="white"/>` + "\n")
 	p(`<text x="%.0f" y="16" font-size="13">bench/soak %s: %d s of steady partner traffic through three edges, %s run</text>`+"\n", left, a.t0.UTC().Format("2006-01-02 15:04Z"), c.duration, c.mode)
 	panels := []struct {
-		title, unit string
-		v           []float64
-		step        float64 // seconds per value
-		color       string
+		title, legend, axis string // the panel's title, its line in the legend, its y axis's title (with the unit)
+		v                   []float64
+		step                float64 // seconds per value
+		color               string
 	}{
-		{"answers per second, all partner traffic (mixed and the limited key)", "answers/s", rps, 1, "#1f77b4"},
-		{"partner 5xx per second, and requests that got no answer", "5xx/s", errs, 1, "#d62728"},
-		{fmt.Sprintf("p99 latency of the mixed traffic, per %d s", bucket), "ms", p99, bucket, "#2ca02c"},
+		{"answers per second, all partner traffic (the mixed traffic and the limited key)", "answers per second, all partner traffic",
+			"answers per second", rps, 1, "#1f77b4"},
+		{"partner 5xx per second (requests that got no answer count as 5xx)", "partner 5xx per second",
+			"5xx per second", errs, 1, "#d62728"},
+		{fmt.Sprintf("p99 latency of the mixed traffic per %d s, ms", bucket), fmt.Sprintf("p99 latency per %d s, ms", bucket),
+			"p99 latency, ms", p99, bucket, "#2ca02c"},
 	}
 	// The legend: what the shaded bands and each line are.
 	p(`<rect x="%.0f" y="26" width="14" height="10" fill="#f4a582" fill-opacity="0.35" stroke="#b2182b" stroke-width="0.5"/>`+"\n", left)
-	p(`<text x="%.0f" y="35">a fault being injected, and the time the fleet is given to recover (named above the first panel)</text>`+"\n", left+20)
+	p(`<text x="%.0f" y="35">fault being injected, and the time the fleet is given to recover (each band named above the first panel)</text>`+"\n", left+20)
 	lx := left
 	for _, pn := range panels {
 		p(`<line x1="%.0f" x2="%.0f" y1="46" y2="46" stroke="%s" stroke-width="2"/>`+"\n", lx, lx+14, pn.color)
-		p(`<text x="%.0f" y="50">%s</text>`+"\n", lx+20, html.EscapeString(pn.unit))
-		lx += 110
+		p(`<text x="%.0f" y="50">%s</text>`+"\n", lx+20, html.EscapeString(pn.legend))
+		lx += 20 + 6.2*float64(len(pn.legend)) + 24 // about 6 px a character at 11 px
 	}
 	tick := 60
 	if secs <= 120 {
@@ -70,11 +74,11 @@ func picture(c config, d *data, a *analysis) string {
 	}
 	for k, pn := range panels {
 		y0 := top + float64(k)*(panelH+gap) + 14
-		maxV := 1.0
+		maxV := 0.0
 		for _, v := range pn.v {
 			maxV = math.Max(maxV, v)
 		}
-		maxV = niceCeil(maxV)
+		maxV = axisMax(maxV)
 		for _, s := range a.segments {
 			if s.kind != "fault" {
 				continue
@@ -100,10 +104,10 @@ func picture(c config, d *data, a *analysis) string {
 				p(`<line x1="%.0f" x2="%.0f" y1="%.1f" y2="%.1f" stroke="#eee"/>`+"\n", left, left+plotW, y, y)
 			}
 			p(`<line x1="%.0f" x2="%.0f" y1="%.1f" y2="%.1f" stroke="#888"/>`+"\n", left-3, left, y, y)
-			p(`<text x="%.0f" y="%.1f" text-anchor="end" font-size="9">%s</text>`+"\n", left-5, y+3, strconv.FormatFloat(v, 'g', 4, 64))
+			p(`<text x="%.0f" y="%.1f" text-anchor="end" font-size="9">%s</text>`+"\n", left-5, y+3, strconv.FormatFloat(v, 'f', -1, 64))
 		}
 		yc := y0 + panelH/2
-		p(`<text x="14" y="%.1f" text-anchor="middle" font-size="10" transform="rotate(-90 14 %.1f)">%s</text>`+"\n", yc, yc, html.EscapeString(pn.unit))
+		p(`<text x="14" y="%.1f" text-anchor="middle" font-size="10" transform="rotate(-90 14 %.1f)">%s</text>`+"\n", yc, yc, html.EscapeString(pn.axis))
 		var pts []string
 		for i, v := range pn.v {
 			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(math.Min((float64(i)+0.5)*pn.step, float64(secs))), y0+panelH-panelH*v/maxV))
@@ -114,15 +118,18 @@ func picture(c config, d *data, a *analysis) string {
 	return b.String()
 }
 
-// niceCeil rounds up to 1, 2 or 5 times a power of ten.
-func niceCeil(v float64) float64 {
-	e := math.Pow(10, math.Floor(math.Log10(v)))
-	for _, m := range []float64{1, 2, 5, 10} {
-		if m*e >= v {
-			return m * e
+// axisMax is the top of a y axis showing values up to v: four times a
+// round step (1, 2, 2.5 or 5 times a power of ten, at least 1), so that
+// the ticks at 0, 25, 50, 75 and 100 % of it read as round numbers.
+func axisMax(v float64) float64 {
+	step := math.Max(v/4, 1)
+	e := math.Pow(10, math.Floor(math.Log10(step)))
+	for _, m := range []float64{1, 2, 2.5, 5, 10} {
+		if m*e >= step {
+			return 4 * m * e
 		}
 	}
-	return 10 * e
+	return 40 * e
 }
 
 // plainFault names a fault in plain words for the picture.
