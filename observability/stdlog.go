@@ -1,4 +1,4 @@
-package main
+package observability
 
 import (
 	"log"
@@ -6,15 +6,15 @@ import (
 	"strings"
 )
 
-// routeStdLog sends what Go's standard logger prints into logger, as JSON
+// RouteStdLog sends what Go's standard logger prints into logger, as JSON
 // lines like every other, until restore is called. net/http's Transport
 // prints there, with no hook of its own, when a PMS writes on an idle
 // connection ("Unsolicited response received on idle HTTP channel
 // starting with ..."): that line quotes the PMS's bytes, which may hold
 // internal fields docs/pms-api.md says never leave the edge, so only its
-// first words are kept. The standard logger is the process's own: the
-// program sets it, as it sets its signal handling.
-func routeStdLog(logger *slog.Logger) (restore func()) {
+// first words are kept. The standard logger is the process's own: only a
+// program calls this (cmd/edge), as it sets its signal handling.
+func RouteStdLog(logger *slog.Logger) (restore func()) {
 	prevOut, prevFlags := log.Writer(), log.Flags()
 	log.SetFlags(0)
 	log.SetOutput(stdLogWriter{logger})
