@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"github.com/partner-edge/partner-edge/edge/internal/openapitest"
 	"io"
 	"log/slog"
 	"net"
@@ -316,7 +317,7 @@ func (h *harness) do(req request) response {
 	checkCommon(h.t, req, out)
 	recordCode(body)
 	if req.method != http.MethodHead {
-		if err := checker(h.t).CheckResponse(r, res, body); err != nil {
+		if err := openapitest.Contract(h.t).CheckResponse(r, res, body); err != nil {
 			h.t.Errorf("%s %s: response does not match docs/openapi.yaml: %v\n%s", req.method, req.path, err, short(body))
 		}
 	}

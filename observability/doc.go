@@ -5,7 +5,8 @@
 //
 // The package sets no globals: New returns a *Telemetry whose providers and
 // propagator the caller passes to whatever it instruments (otel.SetTracerProvider,
-// if wanted, is the program's choice in run).
+// if wanted, is the program's choice in run). Likewise RouteStdLog points
+// Go's standard logger into a logger only when a program calls it.
 //
 // Wiring, in short:
 //

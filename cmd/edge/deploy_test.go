@@ -106,7 +106,7 @@ func TestDeployManifests(t *testing.T) {
 	// Variables: names from the settings table, values through its parser.
 	known := map[string]bool{}
 	for _, s := range settingTable() {
-		known[s.env] = true
+		known[s.Env] = true
 	}
 	env := map[string]string{}
 	for _, e := range c.Env {

@@ -15,8 +15,8 @@ const docsUsage = "usage: edge docs build [--docs-url URL] DIR"
 
 // docsBuildLine is edge docs build's command line: the settings that make the
 // docs URL, as the edge reads them.
-var docsBuildLine = cmdLine{name: "edge docs build", settings: []string{"EDGE_DOCS_URL", "EDGE_PUBLIC_URL", "EDGE_DOCS_PATH", "EDGE_DOCS_CONTACT"},
-	usage: []string{docsUsage, "\nWrites the documentation site into DIR for any static file server; DIR will be",
+var docsBuildLine = settingval.Line{Name: "edge docs build", Settings: []string{"EDGE_DOCS_URL", "EDGE_PUBLIC_URL", "EDGE_DOCS_PATH", "EDGE_DOCS_CONTACT"},
+	Usage: []string{docsUsage, "\nWrites the documentation site into DIR for any static file server; DIR will be",
 		"published at the docs URL (the base of the problem types in the example bodies)."}}
 
 // runDocs is "edge docs build [--docs-url URL] DIR": it writes the
@@ -27,7 +27,7 @@ func runDocs(args []string, getenv lookupEnv, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] != "build" {
 		return errors.New(docsUsage)
 	}
-	p, rest, err := docsBuildLine.parse(args[1:], getenv, stderr)
+	p, rest, err := docsBuildLine.Parse(settingTable(), args[1:], getenv, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}
@@ -37,10 +37,10 @@ func runDocs(args []string, getenv lookupEnv, stdout, stderr io.Writer) error {
 	if len(rest) != 1 || rest[0] == "" {
 		return errors.New(docsUsage)
 	}
-	docsURL := p.docsBuildURL()
-	opts := docsite.Options{DocsURL: docsURL, PublicURL: read(p, "EDGE_PUBLIC_URL", settingval.PublicURL),
-		Contact: read(p, "EDGE_DOCS_CONTACT", docsite.ParseContact)}
-	if err := errors.Join(p.errs...); err != nil {
+	docsURL := docsBuildURL(p)
+	opts := docsite.Options{DocsURL: docsURL, PublicURL: settingval.Read(p, "EDGE_PUBLIC_URL", settingval.PublicURL),
+		Contact: settingval.Read(p, "EDGE_DOCS_CONTACT", docsite.ParseContact)}
+	if err := p.Err(); err != nil {
 		return err
 	}
 	n, err := docsite.WriteSite(rest[0], opts)
@@ -54,15 +54,15 @@ func runDocs(args []string, getenv lookupEnv, stdout, stderr io.Writer) error {
 // docsBuildURL is the docs URL of edge docs build: EDGE_DOCS_URL, else
 // EDGE_PUBLIC_URL + EDGE_DOCS_PATH (or /docs) as the edge would serve it,
 // else docsite.DefaultDocsURL.
-func (p *parser) docsBuildURL() string {
-	if u := read(p, "EDGE_DOCS_URL", settingval.DocsURL); u != "" {
+func docsBuildURL(p *settingval.Parser) string {
+	if u := settingval.Read(p, "EDGE_DOCS_URL", settingval.DocsURL); u != "" {
 		return u
 	}
-	pub := read(p, "EDGE_PUBLIC_URL", settingval.PublicURL)
+	pub := settingval.Read(p, "EDGE_PUBLIC_URL", settingval.PublicURL)
 	if pub == "" {
 		return docsite.DefaultDocsURL
 	}
-	dp := read(p, "EDGE_DOCS_PATH", settingval.DocsPath)
+	dp := settingval.Read(p, "EDGE_DOCS_PATH", settingval.DocsPath)
 	if dp == "" {
 		dp = "/docs"
 	}
@@ -76,16 +76,16 @@ func (p *parser) docsBuildURL() string {
 // placeholder host and every link was dead. In the demo it stays empty
 // here: run points it at the demo's own address once it listens, or at
 // docsite.DefaultDocsURL when the site is off.
-func (p *parser) resolveDocsURL(s *settings) {
+func resolveDocsURL(p *settingval.Parser, s *settings) {
 	switch {
 	case s.DocsURL != "":
 	case s.PublicURL != "" && s.DocsPath != "":
 		s.DocsURL = s.PublicURL + s.DocsPath
 	case s.PMSBaseURL == "": // the demo
-	case s.PublicURL == "" && p.get["EDGE_PUBLIC_URL"].set: // given but refused: read says why
+	case s.PublicURL == "" && p.Get("EDGE_PUBLIC_URL").Set: // given but refused: read says why
 	case s.PublicURL == "":
-		p.fail(errors.New("EDGE_PUBLIC_URL (the URL partners call) or EDGE_DOCS_URL is required when PMS_BASE_URL is set: problem types and documentationUrl are built from it"))
+		p.Fail(errors.New("EDGE_PUBLIC_URL (the URL partners call) or EDGE_DOCS_URL is required when PMS_BASE_URL is set: problem types and documentationUrl are built from it"))
 	default:
-		p.fail(errors.New("EDGE_DOCS_PATH is off: set EDGE_DOCS_URL to where the documentation site is published"))
+		p.Fail(errors.New("EDGE_DOCS_PATH is off: set EDGE_DOCS_URL to where the documentation site is published"))
 	}
 }

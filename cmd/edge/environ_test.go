@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/partner-edge/partner-edge/cmd/internal/settingval"
 	"slices"
 	"strings"
 	"testing"
@@ -26,7 +27,7 @@ func TestClosestSetting(t *testing.T) {
 		"EDGE_FROBNICATE":      "",
 		"PMS_X":                "",
 	} {
-		if got := closest(unknown, names); got != want {
+		if got := settingval.Closest(unknown, names); got != want {
 			t.Errorf("closest(%s) = %q, want %q", unknown, got, want)
 		}
 	}
@@ -48,4 +49,13 @@ func TestCheckEnviron(t *testing.T) {
 		!strings.Contains(err.Error(), "unknown setting PMS_:") {
 		t.Fatalf("got %v", err)
 	}
+}
+
+// knownEnv are the variables of settingTable.
+func knownEnv() map[string]bool {
+	known := map[string]bool{}
+	for _, st := range settingTable() {
+		known[st.Env] = true
+	}
+	return known
 }

@@ -185,7 +185,7 @@ func TestUnknownSettingsRefused(t *testing.T) {
 		t.Parallel()
 		var env []string
 		for _, st := range settingTable() {
-			env = append(env, st.env+"=x")
+			env = append(env, st.Env+"=x")
 		}
 		cmd := exec.Command(bin, "help")
 		cmd.Env = env

@@ -79,18 +79,18 @@ func runPMSCheck(ctx context.Context, args []string, getenv lookupEnv, stdout, s
 // checkLine is edge pms check's command line: the edge's settings it
 // reads (the same PMS, brand, code source and client deadlines as the edge
 // itself) and the check's own flags.
-func checkLine(o *checkOptions) cmdLine {
+func checkLine(o *checkOptions) settingval.Line {
 	c := &o.cmd
-	return cmdLine{name: "edge pms check", settings: []string{"EDGE_BRAND", "EDGE_CODE_SOURCE", "PMS_BASE_URL",
+	return settingval.Line{Name: "edge pms check", Settings: []string{"EDGE_BRAND", "EDGE_CODE_SOURCE", "PMS_BASE_URL",
 		"PMS_SANDBOX_URL", "PMS_TOKEN", "PMS_CANDIDATE_URL", "PMS_CANDIDATE_TOKEN", "EDGE_PMS_TIMEOUT",
-		"EDGE_PMS_ATTEMPT_TIMEOUT", "EDGE_PMS_WALK_TIMEOUT", "EDGE_PMS_MAX_WALK_BYTES", "PMS_CANDIDATE_MAX_WALK_BYTES"}, usage: []string{
+		"EDGE_PMS_ATTEMPT_TIMEOUT", "EDGE_PMS_WALK_TIMEOUT", "EDGE_PMS_MAX_WALK_BYTES", "PMS_CANDIDATE_MAX_WALK_BYTES"}, Usage: []string{
 		"usage: edge pms check [--json] [--save FILE] [--baseline FILE] [--sandbox | --candidate]",
 		"\nWalks the PMS with the edge's own client, checks every answer against",
 		"docs/pms-api.md, maps every record and reports what partners would see.",
 		"Exit status: 0 OK; 1 an answer breaks docs/pms-api.md, or a baseline",
 		"property is gone or now rejected; 2 usage error. With no PMS_BASE_URL the",
 		"demo's embedded simulator is checked. See docs/pms-changes.md.",
-	}, flags: func(fs *flag.FlagSet) {
+	}, Flags: func(fs *flag.FlagSet) {
 		fs.BoolVar(&c.JSON, "json", false, "print the machine report (JSON) instead of the human one")
 		fs.StringVar(&c.Save, "save", "", "write the partner-visible result to this file (a later --baseline)")
 		fs.StringVar(&c.Baseline, "baseline", "", "compare with a result saved by --save: properties added, removed, changed")
@@ -106,20 +106,20 @@ func checkLine(o *checkOptions) cmdLine {
 // the check's flags.
 func parseCheck(args []string, getenv lookupEnv, stderr io.Writer) (checkOptions, error) {
 	var o checkOptions
-	p, rest, err := checkLine(&o).parse(args, getenv, stderr)
+	p, rest, err := checkLine(&o).Parse(settingTable(), args, getenv, stderr)
 	if err != nil {
 		return o, err
 	}
-	if err := noArgs(rest); err != nil {
+	if err := settingval.NoArgs(rest); err != nil {
 		return o, err
 	}
 	c, cl := &o.cmd.Config, &o.cmd.Config.Client
-	c.Brand, c.CodeSource = p.str("EDGE_BRAND"), read(p, "EDGE_CODE_SOURCE", mapping.ParseCodeSource)
-	cl.CallTimeout = read(p, "EDGE_PMS_TIMEOUT", settingval.Duration)
-	cl.AttemptTimeout = read(p, "EDGE_PMS_ATTEMPT_TIMEOUT", settingval.Duration)
-	cl.WalkTimeout = read(p, "EDGE_PMS_WALK_TIMEOUT", settingval.Duration)
-	cl.MaxWalkBytes = read(p, "EDGE_PMS_MAX_WALK_BYTES", settingval.Size)
-	cl.Token, cl.Version = p.str("PMS_TOKEN"), buildVersion()
+	c.Brand, c.CodeSource = p.Str("EDGE_BRAND"), settingval.Read(p, "EDGE_CODE_SOURCE", mapping.ParseCodeSource)
+	cl.CallTimeout = settingval.Read(p, "EDGE_PMS_TIMEOUT", settingval.Duration)
+	cl.AttemptTimeout = settingval.Read(p, "EDGE_PMS_ATTEMPT_TIMEOUT", settingval.Duration)
+	cl.WalkTimeout = settingval.Read(p, "EDGE_PMS_WALK_TIMEOUT", settingval.Duration)
+	cl.MaxWalkBytes = settingval.Read(p, "EDGE_PMS_MAX_WALK_BYTES", settingval.Size)
+	cl.Token, cl.Version = p.Str("PMS_TOKEN"), buildVersion()
 	o.choosePMS(p)
 	if c.Brand == "" {
 		// The demo's brand. Unlike the edge, the check does not refuse to
@@ -128,40 +128,40 @@ func parseCheck(args []string, getenv lookupEnv, stderr io.Writer) (checkOptions
 		c.Brand, o.brandDefaulted = pmsim.DemoBrand, true
 	}
 	if cl.PageSize < 1 || cl.PageSize > 500 {
-		p.fail(fmt.Errorf("--page-size %d: want 1..500", cl.PageSize))
+		p.Fail(fmt.Errorf("--page-size %d: want 1..500", cl.PageSize))
 	}
 	if c.Gets < 0 {
-		p.fail(fmt.Errorf("--gets %d: want 0 or more", c.Gets))
+		p.Fail(fmt.Errorf("--gets %d: want 0 or more", c.Gets))
 	}
 	if c.Gets == 0 {
 		c.Gets = -1 // pmscheck: negative means none
 	}
 	if cl.CallTimeout <= 0 || cl.AttemptTimeout <= 0 || cl.WalkTimeout <= 0 {
-		p.fail(errors.New("EDGE_PMS_TIMEOUT, EDGE_PMS_ATTEMPT_TIMEOUT and EDGE_PMS_WALK_TIMEOUT must be positive"))
+		p.Fail(errors.New("EDGE_PMS_TIMEOUT, EDGE_PMS_ATTEMPT_TIMEOUT and EDGE_PMS_WALK_TIMEOUT must be positive"))
 	}
-	return o, errors.Join(p.errs...)
+	return o, p.Err()
 }
 
 // choosePMS sets the PMS checked and its mode: PMS_BASE_URL (live), or
 // with --sandbox PMS_SANDBOX_URL (test), or with --candidate
 // PMS_CANDIDATE_URL with its token and bound (candidate).
-func (o *checkOptions) choosePMS(p *parser) {
-	live := read(p, "PMS_BASE_URL", settingval.URL)
-	sandbox := read(p, "PMS_SANDBOX_URL", settingval.URL)
-	candidate := read(p, "PMS_CANDIDATE_URL", settingval.URL)
+func (o *checkOptions) choosePMS(p *settingval.Parser) {
+	live := settingval.Read(p, "PMS_BASE_URL", settingval.URL)
+	sandbox := settingval.Read(p, "PMS_SANDBOX_URL", settingval.URL)
+	candidate := settingval.Read(p, "PMS_CANDIDATE_URL", settingval.URL)
 	c := &o.cmd.Config
 	c.Client.BaseURL, c.Mode = live, "live"
 	switch {
 	case o.sandbox && o.candidate:
-		p.fail(errors.New("--sandbox and --candidate: choose one"))
+		p.Fail(errors.New("--sandbox and --candidate: choose one"))
 	case o.sandbox && live != "" && sandbox == "":
-		p.fail(errors.New("--sandbox needs PMS_SANDBOX_URL"))
+		p.Fail(errors.New("--sandbox needs PMS_SANDBOX_URL"))
 	case o.sandbox:
 		c.Client.BaseURL, c.Mode = sandbox, "test"
 	case o.candidate && candidate == "":
-		p.fail(errors.New("--candidate needs PMS_CANDIDATE_URL"))
+		p.Fail(errors.New("--candidate needs PMS_CANDIDATE_URL"))
 	case o.candidate:
-		c.Client.BaseURL, c.Client.Token, c.Mode = candidate, p.str("PMS_CANDIDATE_TOKEN"), "candidate"
-		c.Client.MaxWalkBytes = read(p, "PMS_CANDIDATE_MAX_WALK_BYTES", settingval.Size)
+		c.Client.BaseURL, c.Client.Token, c.Mode = candidate, p.Str("PMS_CANDIDATE_TOKEN"), "candidate"
+		c.Client.MaxWalkBytes = settingval.Read(p, "PMS_CANDIDATE_MAX_WALK_BYTES", settingval.Size)
 	}
 }

@@ -169,7 +169,7 @@ func checkBreakerClosed(t *testing.T, p *partnerEdge) {
 
 // checkNoInternals fails t when the edge's log quotes a PMS record's
 // internal fields (net/http quotes stray bytes it finds on an idle
-// connection; routeStdLog keeps only its first words).
+// connection; observability.RouteStdLog keeps only its first words).
 func checkNoInternals(t *testing.T, p *partnerEdge) {
 	t.Helper()
 	log := p.stderr.String()

@@ -242,11 +242,11 @@ func TestDocsBuildURL(t *testing.T) {
 		{map[string]string{"EDGE_PUBLIC_URL": "https://api.aurora.example.com", "EDGE_DOCS_PATH": "/developer/"}, "https://api.aurora.example.com/developer"},
 		{map[string]string{"EDGE_PUBLIC_URL": "https://api.aurora.example.com", "EDGE_DOCS_URL": "https://docs.example.test/p"}, "https://docs.example.test/p"},
 	} {
-		p, _, err := docsBuildLine.parse(nil, mapEnv(tc.env), io.Discard)
+		p, _, err := docsBuildLine.Parse(settingTable(), nil, mapEnv(tc.env), io.Discard)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := p.docsBuildURL(); got != tc.want {
+		if got := docsBuildURL(p); got != tc.want {
 			t.Errorf("%v: %q, want %q", tc.env, got, tc.want)
 		}
 	}

@@ -292,9 +292,9 @@ func TestHelpListsSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, st := range settingTable() {
-		if !strings.Contains(stderr.String(), st.env) || !strings.Contains(stderr.String(), "--"+st.flag) ||
-			!strings.Contains(stderr.String(), fmt.Sprintf("%q", st.def)) {
-			t.Errorf("--help does not list %s / --%s with its default", st.env, st.flag)
+		if !strings.Contains(stderr.String(), st.Env) || !strings.Contains(stderr.String(), "--"+st.Flag) ||
+			!strings.Contains(stderr.String(), fmt.Sprintf("%q", st.Def)) {
+			t.Errorf("--help does not list %s / --%s with its default", st.Env, st.Flag)
 		}
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/partner-edge/partner-edge/edge/ratelimit"
 	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/upstream"
+	"github.com/partner-edge/partner-edge/upstream/events"
 	"github.com/partner-edge/partner-edge/upstream/redisconn"
 	"github.com/partner-edge/partner-edge/upstream/shadow"
 )
@@ -77,7 +78,7 @@ func serveEdge(ctx context.Context, args []string, getenv lookupEnv, stdout, std
 	p := &process{cfg: cfg, version: buildVersion(), stdout: stdout, stderr: stderr,
 		log: observability.NewLogger(stderr, cfg.LogFormat, cfg.LogLevel, cfg.PMSToken)}
 	defer p.stop()
-	p.onStop(routeStdLog(p.log))
+	p.onStop(observability.RouteStdLog(p.log)) // net/http's idle-connection lines, the PMS's bytes cut
 	if err := checkTLS(cfg); err != nil {
 		return err
 	}
@@ -230,8 +231,8 @@ func (p *process) startFleet(ctx context.Context) error {
 }
 
 // startCatalogs starts the shadow candidate (nil without
-// PMS_CANDIDATE_URL) and builds the live catalog and, with
-// PMS_SANDBOX_URL, the sandbox's, each starting its first walk.
+// PMS_CANDIDATE_URL) and the live mode and, with PMS_SANDBOX_URL, the
+// sandbox's (startMode).
 func (p *process) startCatalogs(ctx context.Context) error {
 	sh, err := newShadow(p.cfg, p.version, p.log, p.tel)
 	if err != nil {
@@ -241,31 +242,29 @@ func (p *process) startCatalogs(ctx context.Context) error {
 		p.sh = sh
 		p.wg.Go(func() { sh.Run(ctx) })
 	}
-	if p.feeds.Live, err = newFeed(p.cfg, keys.ModeLive, p.log, p.tel, p.fm); err != nil {
+	if p.live, p.feeds.Live, err = p.startMode(keys.ModeLive, p.cfg.PMSBaseURL, sh); err != nil || p.cfg.PMSSandbox == "" {
 		return err
 	}
-	p.onStop(p.feeds.Live.Close)
-	live, err := newCatalog(p.cfg, p.cfg.PMSBaseURL, keys.ModeLive, p.version, p.log, p.tel, p.fm, sh, p.feeds.Live)
+	p.sandbox, p.feeds.Sandbox, err = p.startMode(keys.ModeTest, p.cfg.PMSSandbox, nil) // the candidate stands for the live PMS
+	return err
+}
+
+// startMode builds one mode's events feed and catalog of the PMS at url,
+// each stopped at the end, and starts its first walk now: no partner waits
+// for it (docs/contract.md section 22).
+func (p *process) startMode(mode keys.Mode, url string, sh *shadow.Shadow) (upstream.Catalog, *events.Feed, error) {
+	feed, err := newFeed(p.cfg, mode, p.log, p.tel, p.fm)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	p.live = live
-	p.onStop(live.Close)
-	live.Prime() // the first walk starts now: no partner waits for it (docs/contract.md section 22)
-	if p.cfg.PMSSandbox != "" {
-		if p.feeds.Sandbox, err = newFeed(p.cfg, keys.ModeTest, p.log, p.tel, p.fm); err != nil {
-			return err
-		}
-		p.onStop(p.feeds.Sandbox.Close)
-		sb, err := newCatalog(p.cfg, p.cfg.PMSSandbox, keys.ModeTest, p.version, p.log, p.tel, p.fm, nil, p.feeds.Sandbox)
-		if err != nil {
-			return err
-		}
-		p.sandbox = sb
-		p.onStop(sb.Close)
-		sb.Prime()
+	p.onStop(feed.Close)
+	c, err := newCatalog(p.cfg, url, mode, p.version, p.log, p.tel, p.fm, sh, feed)
+	if err != nil {
+		return nil, nil, err
 	}
-	return nil
+	p.onStop(c.Close)
+	c.Prime()
+	return c, feed, nil
 }
 
 // newHandler is the partner API with problem types under docsURL and, when

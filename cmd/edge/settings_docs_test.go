@@ -20,6 +20,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/partner-edge/partner-edge/cmd/internal/settingval"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -81,7 +82,7 @@ func TestSettingsTables(t *testing.T) {
 
 // renderTable is the markdown table of rows, one row a setting, closed by
 // the OpenTelemetry SDK's own variables, which the edge passes through.
-func renderTable(rows []*setting, d settingsDoc) string {
+func renderTable(rows []*settingval.Setting, d settingsDoc) string {
 	var b strings.Builder
 	if d.withFlags {
 		b.WriteString("| variable | flag | default | meaning |\n|---|---|---|---|\n")
@@ -89,22 +90,22 @@ func renderTable(rows []*setting, d settingsDoc) string {
 		b.WriteString("| variable | default | meaning |\n|---|---|---|\n")
 	}
 	for _, st := range rows {
-		def := st.docDef
+		def := st.DocDef
 		switch {
 		case def != "":
-		case st.def == "":
+		case st.Def == "":
 			def = "empty"
 		default:
-			def = "`" + st.def + "`"
+			def = "`" + st.Def + "`"
 		}
-		meaning := st.doc
+		meaning := st.Doc
 		if meaning == "" {
-			meaning = st.help
+			meaning = st.Help
 		}
 		meaning = strings.ReplaceAll(strings.ReplaceAll(meaning, "{docs}", d.docsDir), "docs/../", "")
-		cells := []string{"`" + st.env + "`"}
+		cells := []string{"`" + st.Env + "`"}
 		if d.withFlags {
-			cells = append(cells, "`--"+st.flag+"`")
+			cells = append(cells, "`--"+st.Flag+"`")
 		}
 		cells = append(cells, def, meaning)
 		writeRow(&b, cells)
@@ -186,10 +187,10 @@ func TestSpliceTable(t *testing.T) {
 func TestSettingsNamedAreInTable(t *testing.T) {
 	inTable := map[string]bool{}
 	for _, st := range settingTable() {
-		if inTable[st.env] {
-			t.Errorf("%s: two rows", st.env)
+		if inTable[st.Env] {
+			t.Errorf("%s: two rows", st.Env)
 		}
-		inTable[st.env] = true
+		inTable[st.Env] = true
 	}
 	files, _ := filepath.Glob("*.go")
 	n := 0

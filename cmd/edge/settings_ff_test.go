@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"github.com/partner-edge/partner-edge/cmd/internal/settingval"
 	"io"
 	"os"
 	"reflect"
@@ -14,7 +15,7 @@ import (
 // The library beside resolve (docs/architecture.md, "What we own, and
 // why"): github.com/peterbourgon/ff/v3 reads the settings from flags over
 // the process's environment, and the same readers and rules convert them
-// (parser.edgeSettings). What ff cannot say, it is given here: it names a
+// (edgeSettings). What ff cannot say, it is given here: it names a
 // flag's variable after the flag, so every flag is renamed after its
 // variable (--edge-addr for --addr); it reads os.Getenv only (run takes its
 // environment as a lookup), takes an empty variable as unset (EDGE_ADMIN_ADDR=
@@ -25,20 +26,20 @@ func parseSettingsFF(args []string) (settings, error) {
 	fs.SetOutput(io.Discard)
 	vals := map[string]*string{}
 	for _, st := range settingTable() {
-		vals[st.env] = fs.String(ffFlag(st.env), st.def, st.help)
+		vals[st.Env] = fs.String(ffFlag(st.Env), st.Def, st.Help)
 	}
 	if err := ff.Parse(fs, args, ff.WithEnvVars()); err != nil {
 		return settings{}, err
 	}
-	p := &parser{get: map[string]got{}}
+	got := map[string]settingval.Got{}
 	for env, v := range vals {
-		p.get[env] = got{value: *v, source: env}
+		got[env] = settingval.Got{Value: *v, Source: env}
 	}
 	fs.Visit(func(f *flag.Flag) {
 		env := strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		p.get[env] = got{value: p.get[env].value, source: env, set: true}
+		got[env] = settingval.Got{Value: got[env].Value, Source: env, Set: true}
 	})
-	return p.edgeSettings()
+	return edgeSettings(settingval.NewParser(got))
 }
 
 func ffFlag(env string) string { return strings.ToLower(strings.ReplaceAll(env, "_", "-")) }

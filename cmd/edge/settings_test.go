@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"io"
 	"strings"
 	"testing"
@@ -80,40 +79,6 @@ func TestSettingsReportEveryBrokenRule(t *testing.T) {
 		"EDGE_OAUTH_AUDIENCE is required", "EDGE_CACHE_STALE (5m0s) must be at least EDGE_CACHE_TTL (10m0s)"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not report %q:\n%v", want, err)
-		}
-	}
-}
-
-// A flag beats its variable; an empty variable is the default unless the
-// setting takes empty; --help lists every setting with its default.
-func TestResolve(t *testing.T) {
-	rows := []*setting{{env: "A", flag: "a", def: "da"}, {env: "B", flag: "b", def: "db", emptySet: true},
-		{env: "C", flag: "c", def: "dc"}, {env: "D", flag: "d", def: "dd"}}
-	getenv := mapEnv(map[string]string{"A": "", "B": "", "C": "vc", "D": "vd"})
-	fs := flag.NewFlagSet("t", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	get, err := resolve(fs, nil, rows, []string{"--d", "fd", "rest"}, getenv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]got{"A": {"da", "A", false}, "B": {"", "B", true}, "C": {"vc", "C", true}, "D": {"fd", "--d", true}}
-	for k, w := range want {
-		if get[k] != w {
-			t.Errorf("%s: %+v, want %+v", k, get[k], w)
-		}
-	}
-	if fs.NArg() != 1 || fs.Arg(0) != "rest" {
-		t.Errorf("positional arguments %q", fs.Args())
-	}
-	var help strings.Builder
-	fs = flag.NewFlagSet("t", flag.ContinueOnError)
-	fs.SetOutput(&help)
-	if _, err := resolve(fs, []string{"usage: t"}, rows, []string{"--help"}, getenv); err != flag.ErrHelp {
-		t.Fatalf("--help: %v", err)
-	}
-	for _, st := range rows {
-		if !strings.Contains(help.String(), "--"+st.flag+", "+st.env+` (default "`+st.def+`")`) {
-			t.Errorf("--help lacks %s:\n%s", st.env, help.String())
 		}
 	}
 }

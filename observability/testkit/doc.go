@@ -2,8 +2,10 @@
 // shares: a settable clock (Clock), a log sink safe for concurrent writers
 // (LogBuffer), a poll for events outside the test's control
 // (Eventually), a writer of self-signed certificates replaced by rename
-// (WriteCertPair), a reader of /metrics (Scrape, Series), and an OTLP/HTTP
-// collector that keeps what it receives (OTLPReceiver). It is for _test.go
+// (WriteCertPair), a reader of /metrics (Scrape, Series), an OTLP/HTTP
+// collector that keeps what it receives (OTLPReceiver), and the real
+// OpenTelemetry SDK reading back what the code under test records
+// (Telemetry). It is for _test.go
 // files only; no program imports it.
 //
 // Why here: the tests of upstream, observability, edge and cmd alike import

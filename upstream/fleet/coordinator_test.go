@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"errors"
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -115,7 +116,7 @@ func TestCoordinatorsRacingMakeOneWalk(t *testing.T) {
 
 func TestCoordinatorRedisDownLoadsLocally(t *testing.T) {
 	srv := redistest.Start(t)
-	tl := newTel(t)
+	tl := testkit.NewTelemetry(t)
 	client := newTestClient(t, srv.URL(), tl, nil)
 	c := newCoordinator(NewStore(client, 0, testSecret))
 	c.Count = client
@@ -125,7 +126,7 @@ func TestCoordinatorRedisDownLoadsLocally(t *testing.T) {
 	if err != nil || l.Source != SourceLocal || len(l.Properties) != 2 || p.walks.Load() != 1 {
 		t.Fatalf("Redis down: %+v, %v, walks %d", l, err, p.walks.Load())
 	}
-	if got := tl.counter(t, "partner_edge.redis.fallbacks", "use", "snapshot"); got != 1 {
+	if got := tl.Counter(t, "partner_edge.redis.fallbacks", "use", "snapshot"); got != 1 {
 		t.Fatalf("snapshot fallbacks %d, want 1", got)
 	}
 }

@@ -14,11 +14,11 @@ var testSecret = []byte("fleet-test-secret-of-32-bytes-ok")
 
 // newTestClient is a client of the Redis at url with a quick guard (500 ms
 // calls, 50 ms open), closed when t ends; tl and log may be nil.
-func newTestClient(t *testing.T, url string, tl *tel, log *testkit.LogBuffer) *redisconn.Client {
+func newTestClient(t *testing.T, url string, tl *testkit.Telemetry, log *testkit.LogBuffer) *redisconn.Client {
 	t.Helper()
 	cfg := redisconn.Config{URL: url, Guard: redisconn.GuardConfig{CallTimeout: 500 * time.Millisecond, OpenTimeout: 50 * time.Millisecond}}
 	if tl != nil {
-		cfg.Meter, cfg.Tracer = tl.meter, tl.tp
+		cfg.Meter, cfg.Tracer = tl.Meter, tl.TracerProvider
 	}
 	if log != nil {
 		cfg.Log = log.Logger()

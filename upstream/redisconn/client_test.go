@@ -12,11 +12,11 @@ import (
 	"github.com/partner-edge/partner-edge/upstream/redisconn/redistest"
 )
 
-func newTestClient(t *testing.T, url string, tl *tel, log *testkit.LogBuffer) *Client {
+func newTestClient(t *testing.T, url string, tl *testkit.Telemetry, log *testkit.LogBuffer) *Client {
 	t.Helper()
 	cfg := Config{URL: url, Guard: GuardConfig{CallTimeout: 500 * time.Millisecond, OpenTimeout: 50 * time.Millisecond}}
 	if tl != nil {
-		cfg.Meter, cfg.Tracer = tl.meter, tl.tp
+		cfg.Meter, cfg.Tracer = tl.Meter, tl.TracerProvider
 	}
 	if log != nil {
 		cfg.Log = log.Logger()
@@ -44,7 +44,7 @@ func watchClient(t *testing.T, c *Client, every time.Duration) {
 // Redis is down and answer again once it is back.
 func TestClientSurvivesRedisRestart(t *testing.T) {
 	srv := redistest.Start(t)
-	tl, log := newTel(t), &testkit.LogBuffer{}
+	tl, log := testkit.NewTelemetry(t), &testkit.LogBuffer{}
 	c := newTestClient(t, srv.URL(), tl, log)
 	ctx := t.Context()
 	fromRedis := func() bool {
@@ -67,7 +67,7 @@ func TestClientSurvivesRedisRestart(t *testing.T) {
 			t.Fatalf("call %d with Redis down answered by Redis", i)
 		}
 	}
-	if got := tl.counter(t, "partner_edge.redis.fallbacks", "use", "rate_limit"); got != 10 {
+	if got := tl.Counter(t, "partner_edge.redis.fallbacks", "use", "rate_limit"); got != 10 {
 		t.Fatalf("fallbacks %d, want 10", got)
 	}
 	if c.State() != 2 {
@@ -90,15 +90,15 @@ func TestClientSurvivesRedisRestart(t *testing.T) {
 
 func TestClientSpansFollowSemconv(t *testing.T) {
 	srv := redistest.Start(t)
-	tl := newTel(t)
+	tl := testkit.NewTelemetry(t)
 	c := newTestClient(t, srv.URL(), tl, nil)
 	if err := c.Ping(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	var ping *tracetest.SpanStub
-	for i, s := range tl.spans.GetSpans() {
+	for i, s := range tl.Spans.GetSpans() {
 		if s.Name == "PING" {
-			ping = &tl.spans.GetSpans()[i]
+			ping = &tl.Spans.GetSpans()[i]
 		}
 	}
 	if ping == nil {
@@ -118,7 +118,7 @@ func TestClientSpansFollowSemconv(t *testing.T) {
 		t.Errorf("server.port %q, want the server's", got["server.port"])
 	}
 	found := false
-	for _, p := range tl.histogram(t, "db.client.operation.duration") {
+	for _, p := range tl.Histogram(t, "db.client.operation.duration") {
 		if v, _ := p.Attributes.Value("db.operation.name"); v.AsString() == "PING" && p.Count == 1 {
 			found = true
 		}

@@ -13,9 +13,9 @@ import (
 	"github.com/partner-edge/partner-edge/upstream"
 )
 
-func newTestGuard(t *testing.T, tl *tel, log *testkit.LogBuffer) *Guard {
+func newTestGuard(t *testing.T, tl *testkit.Telemetry, log *testkit.LogBuffer) *Guard {
 	t.Helper()
-	m, err := NewMetrics(tl.meter, "127.0.0.1", 6379)
+	m, err := NewMetrics(tl.Meter, "127.0.0.1", 6379)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func ok(context.Context) error { return nil }
 
 func TestGuardOpensFailsFastAndRecovers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tl, log := newTel(t), &testkit.LogBuffer{}
+		tl, log := testkit.NewTelemetry(t), &testkit.LogBuffer{}
 		g := newTestGuard(t, tl, log)
 
 		for i := range 3 {
@@ -55,13 +55,13 @@ func TestGuardOpensFailsFastAndRecovers(t *testing.T) {
 		if !errors.Is(err, ErrUnavailable) || called || time.Since(start) != 0 {
 			t.Fatalf("open breaker: err %v, called %v, took %v; want a fast ErrUnavailable", err, called, time.Since(start))
 		}
-		if got := tl.counter(t, "partner_edge.redis.errors", "kind", "timeout"); got != 3 {
+		if got := tl.Counter(t, "partner_edge.redis.errors", "kind", "timeout"); got != 3 {
 			t.Fatalf("timeout errors %d, want 3", got)
 		}
-		if got := tl.counter(t, "partner_edge.redis.errors", "kind", "rejected"); got != 1 {
+		if got := tl.Counter(t, "partner_edge.redis.errors", "kind", "rejected"); got != 1 {
 			t.Fatalf("rejected errors %d, want 1", got)
 		}
-		if got := tl.gauge(t, "partner_edge.redis.breaker.state"); got != int64(upstream.BreakerOpen) {
+		if got := tl.Gauge(t, "partner_edge.redis.breaker.state"); got != int64(upstream.BreakerOpen) {
 			t.Fatalf("breaker gauge %d, want open", got)
 		}
 
@@ -85,7 +85,7 @@ func TestGuardOpensFailsFastAndRecovers(t *testing.T) {
 		if g.State() != upstream.BreakerClosed {
 			t.Fatalf("state %v after a good probe, want closed", g.State())
 		}
-		if got := tl.gauge(t, "partner_edge.redis.breaker.state"); got != int64(upstream.BreakerClosed) {
+		if got := tl.Gauge(t, "partner_edge.redis.breaker.state"); got != int64(upstream.BreakerClosed) {
 			t.Fatalf("breaker gauge %d, want closed", got)
 		}
 		// Logged once per transition: closed->open, open->half-open, half-open->closed.
@@ -100,7 +100,7 @@ func TestGuardOpensFailsFastAndRecovers(t *testing.T) {
 
 func TestGuardFailedProbeReopens(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		tl, log := newTel(t), &testkit.LogBuffer{}
+		tl, log := testkit.NewTelemetry(t), &testkit.LogBuffer{}
 		g := newTestGuard(t, tl, log)
 		for range 3 {
 			_ = g.Do(t.Context(), slow)
@@ -117,7 +117,7 @@ func TestGuardFailedProbeReopens(t *testing.T) {
 
 func TestGuardCallerCancellationIsNotCounted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := newTestGuard(t, newTel(t), &testkit.LogBuffer{})
+		g := newTestGuard(t, testkit.NewTelemetry(t), &testkit.LogBuffer{})
 		for range 5 {
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Millisecond)
 			err := g.Do(ctx, slow)
@@ -134,7 +134,7 @@ func TestGuardCallerCancellationIsNotCounted(t *testing.T) {
 
 func TestGuardClassifiesReplies(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := newTestGuard(t, newTel(t), &testkit.LogBuffer{})
+		g := newTestGuard(t, testkit.NewTelemetry(t), &testkit.LogBuffer{})
 		for range 5 {
 			if err := g.Do(t.Context(), func(context.Context) error { return redis.Nil }); err != redis.Nil {
 				t.Fatalf("redis.Nil came back as %v", err)

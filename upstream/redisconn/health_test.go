@@ -35,7 +35,7 @@ func untilState(t *testing.T, g interface{ State() upstream.BreakerState }, want
 // its context.
 func TestWatchKeepsIdleStateFresh(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g := newTestGuard(t, newTel(t), &testkit.LogBuffer{})
+		g := newTestGuard(t, testkit.NewTelemetry(t), &testkit.LogBuffer{})
 		var mode atomic.Int32 // 0 accepts writes, 1 refuses them, 2 does not answer
 		write := func(ctx context.Context) error {
 			switch mode.Load() {

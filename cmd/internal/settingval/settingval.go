@@ -1,8 +1,16 @@
-// Package settingval reads the values the edge's settings take (durations,
-// sizes, URLs of each form, paths, levels) from their text, and redacts a
-// value for an error message. Each reader returns what it made of the text
-// and, when the text is refused, an error that says what is wanted (the
-// program names the setting and the redacted value before it: cmd/edge).
+// Package settingval is how the module's programs take their settings
+// from the environment and flags: a program declares its table (Setting:
+// each a variable with a flag over it), and each of its commands resolves
+// the rows it reads (Line.Parse: a flag beats its variable, an empty
+// variable is the default unless the row takes empty) and converts them
+// with the readers here (durations, sizes, URLs of each form, paths,
+// levels) or a package's own, every refused value reported at once and
+// redacted (Parser, Read, Redact). An environment variable of the
+// program's that no row names is refused with the setting it probably
+// means (CheckEnviron); Kubernetes' service links are told apart
+// (ServiceLink). The mechanism lives here, out of cmd/edge, so that the
+// program holds only its table, the rules between its settings and the
+// wiring (docs/architecture.md).
 package settingval
 
 import (
@@ -187,4 +195,16 @@ func DocsPath(v string) (string, error) {
 		return v, errors.New("want a plain path: no {, }, *, %, ? or #")
 	}
 	return v, nil
+}
+
+// OffDuration reads a positive duration, or "off" (0).
+func OffDuration(v string) (time.Duration, error) {
+	if strings.EqualFold(strings.TrimSpace(v), "off") {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, errors.New("want a positive duration such as 1s, or off")
+	}
+	return d, nil
 }

@@ -1,4 +1,4 @@
-package main
+package observability
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 // them: the words before the quote, and how many bytes were left out.
 func TestStdLogKeepsNoQuotedBytes(t *testing.T) {
 	var out bytes.Buffer
-	restore := routeStdLog(slog.New(slog.NewJSONHandler(&out, nil)))
+	restore := RouteStdLog(slog.New(slog.NewJSONHandler(&out, nil)))
 	defer restore()
 	stray := "HTTP/1.1 200 OK\r\nowner_email secret.owner@internal.example\r\n\r\n"
 	log.Printf("Unsolicited response received on idle HTTP channel starting with %q; err=%v", stray, nil)

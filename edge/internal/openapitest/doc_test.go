@@ -1,4 +1,4 @@
-package edge_test
+package openapitest
 
 import (
 	"context"
@@ -33,8 +33,8 @@ func TestDocumentLoadsAndValidates(t *testing.T) {
 	if doc.OpenAPI != "3.1.0" {
 		t.Errorf("openapi = %q, want 3.1.0", doc.OpenAPI)
 	}
-	if _, err := LoadOpenAPI(docPath); err != nil {
-		t.Fatalf("LoadOpenAPI: %v", err)
+	if _, err := Load(docPath); err != nil {
+		t.Fatalf("Load: %v", err)
 	}
 
 	wantPaths := []string{"/", "/events", "/health", "/properties", "/properties/{propertyId}"}

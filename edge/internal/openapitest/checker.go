@@ -1,17 +1,4 @@
-package edge_test
-
-// The openapicheck files validate real responses of the edge against the
-// OpenAPI 3.1 document of the public contract (docs/openapi.yaml), so the
-// document cannot drift from the code: every answer of the harness (do) is
-// checked.
-//
-// kin-openapi loads and validates the document and routes requests to its
-// operations. Response headers and bodies are validated with JSON Schema
-// 2020-12 (santhosh-tekuri/jsonschema, kin-openapi's own engine for 3.1),
-// compiled once by LoadOpenAPI: kin's openapi3filter.ValidateResponse recompiles
-// every schema on every call for 3.1 documents (4.6 ms a response against
-// Check's 0.11 ms, far more under -race). A *Checker is read-only after
-// LoadOpenAPI: call Check or CheckResponse from any number of goroutines.
+package openapitest
 
 import (
 	"errors"
@@ -47,7 +34,7 @@ var wrongMethodStatuses = map[int]bool{
 }
 
 // Checker validates responses against one loaded document. It is safe for
-// concurrent use; create it with LoadOpenAPI.
+// concurrent use; create it with Load.
 type Checker struct {
 	router routers.Router
 	// ops holds the compiled operations by method and path template
@@ -72,7 +59,7 @@ type Checker struct {
 // cannot express. Paths route as the edge routes them (operation).
 func (c *Checker) Check(method, path string, status int, header http.Header, body []byte) error {
 	if err := c.check(method, path, status, header, body); err != nil {
-		return fmt.Errorf("openapicheck: %s %s -> %d: %w", method, path, status, err)
+		return fmt.Errorf("openapitest: %s %s -> %d: %w", method, path, status, err)
 	}
 	return nil
 }
@@ -81,7 +68,7 @@ func (c *Checker) Check(method, path string, status int, header http.Header, bod
 // response body already read (res.Body is not touched).
 func (c *Checker) CheckResponse(req *http.Request, res *http.Response, body []byte) error {
 	if req == nil || req.URL == nil || res == nil {
-		return errors.New("openapicheck: nil request or response")
+		return errors.New("openapitest: nil request or response")
 	}
 	path := req.URL.EscapedPath()
 	if req.URL.RawQuery != "" {

@@ -1,4 +1,4 @@
-package edge_test
+package openapitest
 
 import (
 	"bytes"
@@ -21,20 +21,20 @@ import (
 // from JSON pointers into it, so their $refs resolve within the document.
 const docURL = "urn:partner-edge:openapi"
 
-// LoadOpenAPI reads the OpenAPI 3.1 document at path, validates it (kin-openapi's
+// Load reads the OpenAPI 3.1 document at path, validates it (kin-openapi's
 // (*openapi3.T).Validate), checks that every server ends in /v1, and compiles
 // the headers and body schema of every response of every operation, and of
 // the components.responses that answer requests matching no route
 // (RoutingBadRequest, RouteNotFound, MethodNotAllowed, InternalError,
 // ServiceUnavailable).
-func LoadOpenAPI(path string) (*Checker, error) {
+func Load(path string) (*Checker, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("openapicheck: %w", err)
+		return nil, fmt.Errorf("openapitest: %w", err)
 	}
 	c, err := load(data)
 	if err != nil {
-		return nil, fmt.Errorf("openapicheck: %s: %w", path, err)
+		return nil, fmt.Errorf("openapitest: %s: %w", path, err)
 	}
 	return c, nil
 }

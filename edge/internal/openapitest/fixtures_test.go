@@ -1,4 +1,4 @@
-package edge_test
+package openapitest
 
 import (
 	"encoding/json"
@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,7 +14,7 @@ import (
 )
 
 const (
-	docPath  = "../docs/openapi.yaml"
+	docPath  = "../../../docs/openapi.yaml"
 	docsURL  = "https://developer.example.com/partner-api"
 	reqID    = "req_0123456789abcdefABCD"
 	propID   = "0b9f3c1e-8a1d-4f7e-9c2a-1d2e3f4a5b6c"
@@ -31,17 +30,7 @@ const (
 // fixedNow is the clock of every fixture.
 var fixedNow = time.Date(2026, 11, 22, 9, 41, 0, 123_000_000, time.UTC)
 
-// sharedChecker loads the document once for all tests, as the edge's tests do.
-var sharedChecker = sync.OnceValues(func() (*Checker, error) { return LoadOpenAPI(docPath) })
-
-func checker(t testing.TB) *Checker {
-	t.Helper()
-	c, err := sharedChecker()
-	if err != nil {
-		t.Fatalf("LoadOpenAPI: %v", err)
-	}
-	return c
-}
+func checker(t testing.TB) *Checker { return Contract(t) }
 
 // reply is one response as the edge would send it.
 type reply struct {

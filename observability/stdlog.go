@@ -1,4 +1,4 @@
-package main
+package observability
 
 import (
 	"log"
@@ -6,16 +6,16 @@ import (
 	"strings"
 )
 
-// routeStdLog sends what Go's standard logger prints into logger, as JSON
+// RouteStdLog sends what Go's standard logger prints into logger, as JSON
 // lines like every other, until restore is called. net/http's Transport
 // prints there, with no hook of its own, when a PMS writes on an idle
 // connection ("Unsolicited response received on idle HTTP channel
 // starting with ..."): that line quotes the PMS's bytes, and what the PMS
 // sends stays inside (docs/contract.md section 22), so only the words
 // before the first quote are kept, with the length of what was left out.
-// The standard logger is the process's own: the program sets it, as it
-// sets its signal handling.
-func routeStdLog(logger *slog.Logger) (restore func()) {
+// The standard logger is the process's own: only a program calls this
+// (cmd/edge), as it sets its signal handling.
+func RouteStdLog(logger *slog.Logger) (restore func()) {
 	prevOut, prevFlags := log.Writer(), log.Flags()
 	log.SetFlags(0)
 	log.SetOutput(stdLogWriter{logger})

@@ -1,4 +1,4 @@
-package edge_test
+package openapitest
 
 import (
 	"net/http"

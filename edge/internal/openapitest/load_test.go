@@ -1,4 +1,4 @@
-package edge_test
+package openapitest
 
 import (
 	"os"
@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestLoadRejectsWhatItCannotCheck: LoadOpenAPI refuses a document it would check
+// TestLoadRejectsWhatItCannotCheck: Load refuses a document it would check
 // wrongly rather than pass responses it does not understand.
 func TestLoadRejectsWhatItCannotCheck(t *testing.T) {
 	orig, err := os.ReadFile(docPath)
@@ -41,7 +41,7 @@ func TestLoadRejectsWhatItCannotCheck(t *testing.T) {
 			t.Errorf("%s: %v, want it to name %q", tc.name, err, tc.want)
 		}
 	}
-	if _, err := LoadOpenAPI("no/such/openapi.yaml"); err == nil {
-		t.Errorf("LoadOpenAPI of a missing file succeeded")
+	if _, err := Load("no/such/openapi.yaml"); err == nil {
+		t.Errorf("Load of a missing file succeeded")
 	}
 }

@@ -1,4 +1,4 @@
-package edge_test
+package openapitest
 
 import (
 	"fmt"
@@ -111,7 +111,7 @@ func BenchmarkOpenAPICheck(b *testing.B) {
 
 func BenchmarkOpenAPILoad(b *testing.B) {
 	for b.Loop() {
-		if _, err := LoadOpenAPI(docPath); err != nil {
+		if _, err := Load(docPath); err != nil {
 			b.Fatal(err)
 		}
 	}

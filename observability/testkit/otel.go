@@ -1,4 +1,4 @@
-package redisconn
+package testkit
 
 import (
 	"context"
@@ -12,26 +12,29 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
-// tel is the real OTel SDK with an in-memory span exporter and a manual
-// metric reader.
-type tel struct {
-	spans  *tracetest.InMemoryExporter
-	reader *sdkmetric.ManualReader
-	tp     *sdktrace.TracerProvider
-	meter  metric.Meter
+// Telemetry is the real OpenTelemetry SDK for a test: spans kept in memory
+// (Spans), metrics read on demand (Counter, Gauge, Histogram), both shut
+// down when the test ends. Hand TracerProvider and Meter to the code under
+// test.
+type Telemetry struct {
+	Spans          *tracetest.InMemoryExporter
+	TracerProvider *sdktrace.TracerProvider
+	Meter          metric.Meter
+	reader         *sdkmetric.ManualReader
 }
 
-func newTel(t *testing.T) *tel {
+// NewTelemetry is a Telemetry shut down by t's cleanup.
+func NewTelemetry(t testing.TB) *Telemetry {
 	t.Helper()
-	tl := &tel{spans: tracetest.NewInMemoryExporter(), reader: sdkmetric.NewManualReader()}
-	tl.tp = sdktrace.NewTracerProvider(sdktrace.WithSyncer(tl.spans))
+	tl := &Telemetry{Spans: tracetest.NewInMemoryExporter(), reader: sdkmetric.NewManualReader()}
+	tl.TracerProvider = sdktrace.NewTracerProvider(sdktrace.WithSyncer(tl.Spans))
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(tl.reader))
-	tl.meter = mp.Meter("test")
-	t.Cleanup(func() { _ = tl.tp.Shutdown(context.Background()); _ = mp.Shutdown(context.Background()) })
+	tl.Meter = mp.Meter("test")
+	t.Cleanup(func() { _ = tl.TracerProvider.Shutdown(context.Background()); _ = mp.Shutdown(context.Background()) })
 	return tl
 }
 
-func (tl *tel) collect(t *testing.T) metricdata.ResourceMetrics {
+func (tl *Telemetry) collect(t testing.TB) metricdata.ResourceMetrics {
 	t.Helper()
 	var rm metricdata.ResourceMetrics
 	if err := tl.reader.Collect(context.Background(), &rm); err != nil {
@@ -40,8 +43,9 @@ func (tl *tel) collect(t *testing.T) metricdata.ResourceMetrics {
 	return rm
 }
 
-// counter is the value of a sum data point of name with attribute key=value.
-func (tl *tel) counter(t *testing.T, name, key, value string) int64 {
+// Counter is the value of the int64 sum data point of name with attribute
+// key=value; none fails t.
+func (tl *Telemetry) Counter(t testing.TB, name, key, value string) int64 {
 	t.Helper()
 	for _, sm := range tl.collect(t).ScopeMetrics {
 		for _, m := range sm.Metrics {
@@ -58,8 +62,9 @@ func (tl *tel) counter(t *testing.T, name, key, value string) int64 {
 	return 0
 }
 
-// gauge is the value of the only data point of an int64 gauge.
-func (tl *tel) gauge(t *testing.T, name string) int64 {
+// Gauge is the value of the only data point of the int64 gauge name; none
+// fails t.
+func (tl *Telemetry) Gauge(t testing.TB, name string) int64 {
 	t.Helper()
 	for _, sm := range tl.collect(t).ScopeMetrics {
 		for _, m := range sm.Metrics {
@@ -72,8 +77,8 @@ func (tl *tel) gauge(t *testing.T, name string) int64 {
 	return 0
 }
 
-// histogram returns the data points of a float64 histogram.
-func (tl *tel) histogram(t *testing.T, name string) []metricdata.HistogramDataPoint[float64] {
+// Histogram is the data points of the float64 histogram name; nil: none.
+func (tl *Telemetry) Histogram(t testing.TB, name string) []metricdata.HistogramDataPoint[float64] {
 	t.Helper()
 	for _, sm := range tl.collect(t).ScopeMetrics {
 		for _, m := range sm.Metrics {
