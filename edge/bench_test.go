@@ -319,7 +319,9 @@ func (env *benchEnv) eventsAfter(tb testing.TB) string {
 		recs = append(recs, b)
 	}
 	env.sim.SetRecords(testBrand, recs)
-	env.ahead.Add(int64(2 * time.Hour)) // the snapshot expired: the next call walks, two hours after the first
+	// The snapshot expired: the next call walks, two hours on the cache's
+	// and the feed's clock after the first (a position of its own).
+	env.ahead.Add(int64(2 * time.Hour))
 	if second, err := env.cache.Snapshot(context.Background()); err != nil || second == first {
 		tb.Fatalf("no second walk: %v", err)
 	}

@@ -138,7 +138,7 @@ func TestPrometheusScrapesExemplars(t *testing.T) {
 				}
 			}
 		}
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond) // poll interval; outside event: Prometheus's scrape
 	}
 	t.Fatalf("Prometheus holds no exemplar with trace_id %s; last answer: %s", traceID, last)
 }

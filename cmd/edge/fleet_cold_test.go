@@ -55,7 +55,7 @@ func TestColdFleetWalksOnce(t *testing.T) {
 		for j := range gets {
 			wg.Go(func() {
 				<-start
-				time.Sleep(offset)
+				time.Sleep(offset) // the scenario: clients reaching the instances apart, not a wait for an event
 				s, err := cat.Snapshot(ctx)
 				if err != nil {
 					errs <- err

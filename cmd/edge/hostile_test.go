@@ -235,7 +235,10 @@ func TestSlowRedisNeverOnRequestPath(t *testing.T) {
 	// have written its EVALSHA yet (a new connection's dial and handshake, a
 	// busy machine): it can write only before its call deadline (go-redis
 	// sets the connection's write deadline from it), so count from after that.
-	time.Sleep(3 * redisconn.DefaultCallTimeout)
+	// Not a wait for an event (no call reports that it will never write): a
+	// bound of the edge's own deadline, ten of them for the proxy to read a
+	// late write on a loaded machine.
+	time.Sleep(10 * redisconn.DefaultCallTimeout)
 	const trialFailed = `"from":"half-open","to":"open"`
 	evals, probes, trials, before := proxy.evals.Load(), proxy.probes.Load(), strings.Count(edge.stderr.String(), trialFailed), answers.Load()
 	slowest.Store(0)

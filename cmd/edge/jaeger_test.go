@@ -428,7 +428,7 @@ func (e *traceEdge) ask(t *testing.T, path, key, corr string) (int, string) {
 // every second).
 func (e *traceEdge) line(t *testing.T, corr string) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(testkit.EventuallyTimeout)
 	for time.Now().Before(deadline) {
 		if l, ok := accessLines(t, e.s.stdout.String())[corr]; ok {
 			return l
@@ -818,16 +818,30 @@ func tracesAtRatio001(t *testing.T, j *jaeger, simTel *observability.Telemetry) 
 			return len(tr.spans("GET /v1/properties/{propertyId}")) == 1 && complete(tr, "pms.get_hotel")
 		})
 	}
-	time.Sleep(time.Second) // let the last batch land: the count below is of what Jaeger holds
+	// Every request's access line, then every trace it says was sampled
+	// held by Jaeger (the exporter's last batch landing is the outside
+	// event); a trace not sampled was never exported, so none can land late.
+	lines := map[string]map[string]any{}
+	for _, corr := range append(append([]string{}, oks...), bads...) {
+		lines[corr] = e.line(t, corr)
+	}
 	held := map[string]bool{}
-	for _, tr := range j.get(t, "/api/traces?service=partner-edge&limit=5000&lookback=1h") {
-		for _, s := range tr.Spans {
-			if s.service == "partner-edge" && s.OperationName == "GET /v1/properties/{propertyId}" {
-				held[tr.TraceID] = true
+	testkit.Eventually(t, "Jaeger holds every trace the access log says was sampled", func() bool {
+		clear(held)
+		for _, tr := range j.get(t, "/api/traces?service=partner-edge&limit=5000&lookback=1h") {
+			for _, s := range tr.Spans {
+				if s.service == "partner-edge" && s.OperationName == "GET /v1/properties/{propertyId}" {
+					held[tr.TraceID] = true
+				}
 			}
 		}
-	}
-	lines := accessLines(t, e.s.stdout.String())
+		for _, l := range lines {
+			if tid, _ := l["trace_id"].(string); l["trace_sampled"] == true && !held[tid] {
+				return false
+			}
+		}
+		return true
+	})
 	keptOK := 0
 	for _, corr := range append(append([]string{}, oks...), bads...) {
 		l := lines[corr]

@@ -204,11 +204,13 @@ func (s *rawPMS) Restart() error {
 	s.restarts.Add(1)
 	var ln net.Listener
 	var err error
-	for range 50 { // the old socket may linger for a moment
-		if ln, err = net.Listen("tcp", s.addr); err == nil {
+	// The old socket may linger for a moment (the outside event: the
+	// kernel letting the port go); a loaded machine may take longer.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if ln, err = net.Listen("tcp", s.addr); err == nil || time.Now().After(deadline) {
 			break
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // poll interval
 	}
 	if err != nil {
 		return fmt.Errorf("rawpms: listen again on %s: %w", s.addr, err)

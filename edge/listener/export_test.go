@@ -9,3 +9,10 @@ func WithTLSTestHooks(cfg ServeConfig, settle time.Duration, onLoad func()) Serv
 	cfg.tlsSettle, cfg.onTLSLoad = settle, onLoad
 	return cfg
 }
+
+// WithHeadSlots returns cfg with *held set, before Serve listens, to a
+// count of the head gate's slots held.
+func WithHeadSlots(cfg ServeConfig, held *func() int) ServeConfig {
+	cfg.headSlots = func(f func() int) { *held = f }
+	return cfg
+}

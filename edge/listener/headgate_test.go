@@ -44,13 +44,14 @@ func answerAsync(c net.Conn) <-chan *http.Response {
 // oversized head waits, a normal request is served at once, and the
 // stalled heads give their slots up when ReadHeaderTimeout cuts them off.
 func TestOversizedHeadsTakeTurns(t *testing.T) {
-	const rht = 2 * time.Second
+	const rht = 4 * time.Second // the stalled heads hold their slots past the checks, on a loaded machine too
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	addr, _ := listenertest.Serve(t, ctx, listener.ServeConfig{
+	var held func() int // the head gate's slots held
+	addr, _ := listenertest.Serve(t, ctx, listener.WithHeadSlots(listener.ServeConfig{
 		Handler:           edge.NewServer(edge.Config{Brand: testBrand}, emptyStore(t, false), nil, nil),
 		ReadHeaderTimeout: rht,
-	})
+	}, &held))
 	dial := func() net.Conn {
 		c, err := net.Dial("tcp", addr)
 		if err != nil {
@@ -61,6 +62,7 @@ func TestOversizedHeadsTakeTurns(t *testing.T) {
 	}
 
 	stalled := make([]<-chan *http.Response, runtime.GOMAXPROCS(0))
+	begun := time.Now()
 	for i := range stalled {
 		c := dial()
 		head := oversized("/v1/health")
@@ -69,11 +71,14 @@ func TestOversizedHeadsTakeTurns(t *testing.T) {
 		}
 		stalled[i] = answerAsync(c)
 	}
-	// Let the edge read them and take the slots (on a loaded machine too);
-	// they are cut off at rht, well after the checks below. The outside
-	// event waited for is the server's connection goroutines reading the
-	// stalled heads, which no hook reports; no timer of the edge is waited on.
-	time.Sleep(500 * time.Millisecond) // see above: the server reading the heads
+	// The server's connection goroutines read the stalled heads and take
+	// every slot (on a loaded machine, later); they are cut off at rht.
+	testkit.Eventually(t, "the stalled heads hold every slot", func() bool { return held() == len(stalled) })
+	// The scenario, not a wait for an event: the next oversized head comes
+	// midway through the stalled heads' header timeout, so that the checks
+	// below run before they are cut off and its own timeout ends rht/2
+	// after theirs (time to take a freed slot and read its head).
+	time.Sleep(time.Until(begun.Add(rht / 2)))
 	start := time.Now()
 	big := dial()
 	if _, err := io.WriteString(big, oversized("/v1/health")); err != nil {

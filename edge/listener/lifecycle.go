@@ -81,6 +81,10 @@ type ServeConfig struct {
 	// onTLSLoad, when set (tests only), is called after every attempt to
 	// load the certificate files, changed or not.
 	onTLSLoad func()
+	// headSlots, when set (tests only), is given before serving a count of
+	// the head gate's slots held, so that a test waits for stalled heads
+	// to hold them rather than for the clock.
+	headSlots func(held func() int)
 }
 
 // Serve listens and serves until ctx is done, then drains and shuts down
@@ -112,7 +116,11 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 			return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 		}
 	}
-	ln = newHeadGate(runtime.GOMAXPROCS(0), bigHead).listener(ln)
+	gate := newHeadGate(runtime.GOMAXPROCS(0), bigHead)
+	if cfg.headSlots != nil {
+		cfg.headSlots(func() int { return len(gate.slots) })
+	}
+	ln = gate.listener(ln)
 	if cfg.OnListen != nil {
 		cfg.OnListen(ln.Addr())
 	}

@@ -276,7 +276,7 @@ func resetMidBody(w http.ResponseWriter, _ *http.Request, _ int64) bool {
 	}
 	_, _ = buf.WriteString("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n{\"hotels\":[{\"hotel_id\":")
 	_ = buf.Flush()
-	time.Sleep(10 * time.Millisecond) // outside event: the client reading the head before the reset (best effort; either order fails the attempt)
+	time.Sleep(10 * time.Millisecond) // the fault's shape: a pause between the head and the reset; nothing waits on it (either order fails the attempt)
 	if tc, ok := conn.(*net.TCPConn); ok {
 		_ = tc.SetLinger(0) // RST, not FIN
 	}

@@ -427,12 +427,12 @@ func TestAttemptOutcomes(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			if tt.cancel {
-				go func() {
-					for o.sim.Requests() == 0 {
-						time.Sleep(time.Millisecond) // outside event: the request reaching the simulator
+				go func(ctx context.Context) {
+					for o.sim.Requests() == 0 && ctx.Err() == nil {
+						time.Sleep(time.Millisecond) // poll interval; outside event: the request reaching the simulator (held there 1 s)
 					}
 					cancel()
-				}()
+				}(ctx)
 			}
 			ctx, root := o.request(ctx)
 			_, err := o.client.GetHotel(ctx, "aurora", "00000000-0000-4000-8000-000000000000")

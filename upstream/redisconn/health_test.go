@@ -84,9 +84,10 @@ func TestWatchKeepsIdleStateFresh(t *testing.T) {
 }
 
 // docs/contract.md section 17, on a real redis-server: an idle client's State says
-// unavailable within 5 s of Redis refusing writes (min-replicas-to-write
-// with no replica: NOREPLICAS), and available again within 5 s of Redis
-// accepting them.
+// unavailable once Redis refuses writes (min-replicas-to-write with no
+// replica: NOREPLICAS), and available again once Redis accepts them. The
+// 5 s of the contract are asserted on the bubble's clock
+// (TestWatchKeepsIdleStateFresh); here the wall clock only bounds the wait.
 func TestWatchSeesRedisRefuseWrites(t *testing.T) {
 	srv := redistest.Start(t)
 	c, err := New(Config{URL: srv.URL()}) // the production guard
@@ -103,13 +104,9 @@ func TestWatchSeesRedisRefuseWrites(t *testing.T) {
 	t.Cleanup(func() { _ = admin.Close() })
 	within := func(want upstream.BreakerState, what string) {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for c.State() != want {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: state still %v after 5 s, want %v", what, c.State(), want)
-			}
-			time.Sleep(20 * time.Millisecond) // poll interval; outside event: the watch's probe
-		}
+		start := time.Now()
+		testkit.Eventually(t, what+": state "+want.String(), func() bool { return c.State() == want })
+		t.Logf("%s: state %v after %v", what, want, time.Since(start).Round(time.Millisecond))
 	}
 	within(upstream.BreakerClosed, "at start")
 	if err := admin.ConfigSet(t.Context(), "min-replicas-to-write", "1").Err(); err != nil {
