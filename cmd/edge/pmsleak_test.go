@@ -1,22 +1,14 @@
 package main
 
 import (
-	"bytes"
-	"compress/gzip"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
-
-	colltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/partner-edge/partner-edge/edge/keys/keystest"
 	"github.com/partner-edge/partner-edge/observability/testkit"
@@ -44,74 +36,18 @@ var plants = []struct {
 	{"500", rawFaults{Fail500: "owner_email body.owner@" + leakMarker}, "status_500"},
 }
 
-// otlpSink is a real OTLP/HTTP trace receiver on loopback: it decodes
-// each export (protobuf, gzip or not) and keeps it whole, to be searched.
-type otlpSink struct {
-	mu      sync.Mutex
-	exports [][]byte
-	names   map[string]int // spans received by name
-	errored int            // spans with an error status
-	srv     *httptest.Server
-}
-
-func newOTLPSink(t *testing.T) *otlpSink {
-	t.Helper()
-	s := &otlpSink{names: map[string]int{}}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
-	t.Cleanup(s.srv.Close)
-	return s
-}
-
-func (s *otlpSink) serve(w http.ResponseWriter, r *http.Request) {
-	var body io.Reader = r.Body
-	if r.Header.Get("Content-Encoding") == "gzip" {
-		zr, err := gzip.NewReader(r.Body)
-		if err != nil {
-			http.Error(w, "bad gzip", http.StatusBadRequest)
-			return
+// spanCount is how many spans named name the receiver holds, and how
+// many of all its spans have an error status.
+func spanCount(rc *testkit.OTLPReceiver, name string) (spans, errored int) {
+	for _, sp := range rc.Spans() {
+		if sp.Name == name {
+			spans++
 		}
-		body = zr
-	}
-	b, err := io.ReadAll(body)
-	var req colltrace.ExportTraceServiceRequest
-	if r.URL.Path != "/v1/traces" || err != nil || proto.Unmarshal(b, &req) != nil {
-		http.Error(w, "traces only", http.StatusNotFound)
-		return
-	}
-	s.mu.Lock()
-	s.exports = append(s.exports, b)
-	for _, rs := range req.GetResourceSpans() {
-		for _, ss := range rs.GetScopeSpans() {
-			for _, sp := range ss.GetSpans() {
-				s.names[sp.GetName()]++
-				if sp.GetStatus().GetCode() == 2 { // STATUS_CODE_ERROR
-					s.errored++
-				}
-			}
+		if sp.Error {
+			errored++
 		}
 	}
-	s.mu.Unlock()
-	out, _ := proto.Marshal(&colltrace.ExportTraceServiceResponse{})
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	_, _ = w.Write(out)
-}
-
-// has reports whether any export holds b.
-func (s *otlpSink) has(b string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, e := range s.exports {
-		if bytes.Contains(e, []byte(b)) {
-			return true
-		}
-	}
-	return false
-}
-
-func (s *otlpSink) count(name string) (spans, errored int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.names[name], s.errored
+	return spans, errored
 }
 
 // leakEdge is the edge binary with its stdout kept too.
@@ -146,7 +82,7 @@ func TestPMSBytesNeverLeaveTheEdge(t *testing.T) {
 		t.Skip("builds and runs the edge binary")
 	}
 	live, candidate := connPMS(t), connPMS(t)
-	sink := newOTLPSink(t)
+	sink := testkit.NewOTLPReceiver(t) // a real OTLP/HTTP collector
 	e := startLeakEdge(t, []string{
 		"EDGE_ADDR=127.0.0.1:0", "EDGE_ADMIN_ADDR=127.0.0.1:0", "EDGE_BRAND=aurora", "EDGE_DOCS_URL=" + testDocsURL,
 		"PMS_BASE_URL=" + live.URL(), "PMS_TOKEN=pms-secret-token",
@@ -155,7 +91,7 @@ func TestPMSBytesNeverLeaveTheEdge(t *testing.T) {
 		// list then waits for the walk that meets the fault.
 		"EDGE_CACHE_TTL=300ms", "EDGE_CACHE_STALE=300ms",
 		"EDGE_LOG_LEVEL=debug", "EDGE_MAX_CONCURRENT=0",
-		"OTEL_EXPORTER_OTLP_ENDPOINT=" + sink.srv.URL, "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
+		"OTEL_EXPORTER_OTLP_ENDPOINT=" + sink.URL, "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
 		"OTEL_TRACES_SAMPLER=always_on", "OTEL_BSP_SCHEDULE_DELAY=100",
 		"OTEL_METRICS_EXPORTER=none", "OTEL_LOGS_EXPORTER=none",
 	})
@@ -215,7 +151,7 @@ func TestPMSBytesNeverLeaveTheEdge(t *testing.T) {
 		t.Fatalf("nothing was planted: %+v", st)
 	}
 	testkit.Eventually(t, "the failed calls' spans are exported", func() bool {
-		calls, errored := sink.count("pms.list_hotels")
+		calls, errored := spanCount(sink, "pms.list_hotels")
 		return calls > 0 && errored > 0
 	})
 
@@ -233,7 +169,7 @@ func TestPMSBytesNeverLeaveTheEdge(t *testing.T) {
 			t.Errorf("the PMS's text in %s:\n%s", what, grepLines(text, leakMarker))
 		}
 	}
-	if sink.has(leakMarker) {
+	if sink.TracesHold(leakMarker) {
 		t.Error("the PMS's text in an exported span")
 	}
 	// The failures are there, by class: the access log's 502s, debug
@@ -243,7 +179,7 @@ func TestPMSBytesNeverLeaveTheEdge(t *testing.T) {
 			t.Errorf("the logs never say %q", want)
 		}
 	}
-	if n, _ := sink.count("GET"); n == 0 {
-		t.Errorf("no PMS attempt span was exported: %v", fmt.Sprint(sink.names))
+	if n, _ := spanCount(sink, "GET"); n == 0 {
+		t.Errorf("no PMS attempt span was exported: %v", sink.Spans())
 	}
 }

@@ -1,6 +1,7 @@
 package testkit
 
 import (
+	"bytes"
 	"compress/gzip"
 	"encoding/hex"
 	"io"
@@ -12,6 +13,7 @@ import (
 
 	collmetrics "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	colltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -24,13 +26,16 @@ type OTLPReceiver struct {
 	mu      sync.Mutex
 	spans   []OTLPSpan
 	metrics []string
+	traces  [][]byte // each trace export as received (decompressed)
 }
 
-// OTLPSpan is one span received: its trace id (hex), its name, and its
-// resource's service.name and service.version.
+// OTLPSpan is one span received: its trace id (hex), its name, its
+// resource's service.name and service.version, and whether its status is
+// Error.
 type OTLPSpan struct {
 	TraceID, Name           string
 	Service, ServiceVersion string
+	Error                   bool
 }
 
 // NewOTLPReceiver starts a receiver for t.
@@ -80,10 +85,12 @@ func (rc *OTLPReceiver) serve(w http.ResponseWriter, r *http.Request) {
 			for _, ss := range rs.GetScopeSpans() {
 				for _, s := range ss.GetSpans() {
 					rc.spans = append(rc.spans, OTLPSpan{TraceID: hex.EncodeToString(s.GetTraceId()), Name: s.GetName(),
-						Service: name, ServiceVersion: version})
+						Service: name, ServiceVersion: version,
+						Error: s.GetStatus().GetCode() == tracepb.Status_STATUS_CODE_ERROR})
 				}
 			}
 		}
+		rc.traces = append(rc.traces, b)
 		resp = &colltrace.ExportTraceServiceResponse{}
 	case "/v1/metrics":
 		var req collmetrics.ExportMetricsServiceRequest
@@ -113,6 +120,20 @@ func (rc *OTLPReceiver) Spans() []OTLPSpan {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	return slices.Clone(rc.spans)
+}
+
+// TracesHold reports whether any trace export received so far holds text
+// in its bytes: a span's name, status message, attributes, events or
+// resource, wherever the exporter put it.
+func (rc *OTLPReceiver) TracesHold(text string) bool {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	for _, b := range rc.traces {
+		if bytes.Contains(b, []byte(text)) {
+			return true
+		}
+	}
+	return false
 }
 
 // Metrics is the name of every metric received so far, in order (a name
