@@ -71,8 +71,11 @@ func TestHangingIssuerShedsNoOne(t *testing.T) {
 	ri := oauthtest.NewIssuer(t, publicKeys(good)...)
 	clk := testkit.NewClockAt(time.Now())
 	wt := &waitTimer{fire: make(chan time.Time)}
+	// The fetch hangs until the test ends: its own timeout (5 s by default,
+	// on the wall clock) would end the wait before the injected timer does
+	// when a loaded machine takes that long to send the flood.
 	v, err := oauth.New(t.Context(), oauth.Config{Issuer: ri.URL(), Audience: oauthAudience,
-		Now: clk.Now, After: wt.after})
+		Now: clk.Now, After: wt.after, FetchTimeout: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

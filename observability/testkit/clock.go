@@ -46,8 +46,10 @@ func (c *Clock) Advance(d time.Duration) {
 }
 
 // EventuallyTimeout bounds Eventually: generous, because the machine may
-// be busy, and reached only when the test fails.
-const EventuallyTimeout = 30 * time.Second
+// be busy (the race detector, -count=3, other processes: a walk of the
+// real-speed PMS took over 30 s beside two busy loops), and reached only
+// when the test fails.
+const EventuallyTimeout = 2 * time.Minute
 
 // Eventually polls cond until it holds, and fails t (naming what was
 // awaited) if it still does not after EventuallyTimeout. It is for events

@@ -131,6 +131,7 @@ func typeURIs(t *testing.T, d *demo) (map[problem.Code]string, map[problem.Code]
 		return h
 	}
 	live := bearer(liveKey)
+	from := []string{"X-Forwarded-For", unknownFrom()} // an address of its own, in every -count repetition
 	type probe struct {
 		method, path string
 		hdr          []string
@@ -157,8 +158,8 @@ func typeURIs(t *testing.T, d *demo) (map[problem.Code]string, map[problem.Code]
 		{"GET", "/v1/properties/0c8ea9b2-6a5e-4d0a-9c7b-3f1e2d4a5b6c", with(ua, live)},
 		// An unknown key, then another from the same (forwarded) address:
 		// the demo's failed-auth throttle allows one.
-		{"GET", "/v1/properties", with(ua, bearer("svc_live_NoSuchKeyNoSuchKeyNoSuchKey02"), []string{"X-Forwarded-For", "198.51.100.77"})},
-		{"GET", "/v1/properties", with(ua, bearer("svc_live_NoSuchKeyNoSuchKeyNoSuchKey03"), []string{"X-Forwarded-For", "198.51.100.77"})},
+		{"GET", "/v1/properties", with(ua, bearer("svc_live_NoSuchKeyNoSuchKeyNoSuchKey02"), from)},
+		{"GET", "/v1/properties", with(ua, bearer("svc_live_NoSuchKeyNoSuchKeyNoSuchKey03"), from)},
 	}
 	real := map[problem.Code]string{}
 	for _, p := range probes {

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -76,6 +77,16 @@ func startDemo(t *testing.T) *demo {
 	}
 	return theDemo
 }
+
+// unknownFrom returns a client address (TEST-NET-2) no earlier call
+// returned: the demo throttles an address after one invalid key, and runs
+// once for the package, so each provoking test, in every -count repetition,
+// needs an address of its own.
+func unknownFrom() string {
+	return fmt.Sprintf("198.51.100.%d", 1+unknownAddrs.Add(1)%254)
+}
+
+var unknownAddrs atomic.Int64
 
 var (
 	demoCmd  *exec.Cmd

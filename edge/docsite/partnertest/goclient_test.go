@@ -105,7 +105,7 @@ func TestGoClientAgainstDemo(t *testing.T) {
 	cmd := exec.Command("go", "test", "-count=1", "-v", "./...")
 	cmd.Dir = pkg
 	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=readonly", "GOWORK=off",
-		"DEMO_BASE="+d.base, "DEMO_DOCS_URL="+d.docsURL, "DEMO_LIVE_KEY="+liveKey)
+		"DEMO_BASE="+d.base, "DEMO_DOCS_URL="+d.docsURL, "DEMO_LIVE_KEY="+liveKey, "DEMO_UNKNOWN_FROM="+unknownFrom())
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("the generated client against the demo: %v\n%s", err, out)

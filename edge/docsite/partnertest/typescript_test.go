@@ -60,7 +60,7 @@ func TestTypeScriptClient(t *testing.T) {
 	}
 	run(t, dir, tsc, "--noEmit", "--strict", "-p", ".")
 	run(t, dir, tsc, "-p", ".")
-	out := run(t, dir, "node", filepath.Join(dir, "out", "client.js"), strings.TrimSuffix(d.base, "/"), liveKey)
+	out := run(t, dir, "node", filepath.Join(dir, "out", "client.js"), strings.TrimSuffix(d.base, "/"), liveKey, unknownFrom())
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	var sum struct {
 		Pages, Properties, Total, Mismatches, Events int

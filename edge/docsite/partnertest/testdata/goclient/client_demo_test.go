@@ -179,7 +179,7 @@ func TestGoClientAgainstDemo(t *testing.T) {
 	// an address after one invalid key).
 	bad, err := NewClientWithResponses(strings.TrimSuffix(demoBase, "/"), WithRequestEditorFn(auth("svc_live_NoSuchKeyNoSuchKeyNoSuchKey01")),
 		WithRequestEditorFn(func(_ context.Context, r *http.Request) error {
-			r.Header.Set("X-Forwarded-For", "198.51.100.21")
+			r.Header.Set("X-Forwarded-For", os.Getenv("DEMO_UNKNOWN_FROM"))
 			return nil
 		}))
 	if err != nil {
