@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"github.com/partner-edge/partner-edge/edge/internal/openapitest"
 	"io"
 	"log/slog"
 	"net"
@@ -17,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/partner-edge/partner-edge/edge/internal/openapitest"
 
 	"github.com/partner-edge/partner-edge/upstream/pms"
 

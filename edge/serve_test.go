@@ -1,3 +1,1 @@
 package edge_test
-
-import ()

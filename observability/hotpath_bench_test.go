@@ -13,7 +13,6 @@ package observability_test
 import (
 	"bufio"
 	"context"
-	"github.com/partner-edge/partner-edge/upstream/cache"
 	"io"
 	"log/slog"
 	"net/http"
@@ -24,6 +23,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/partner-edge/partner-edge/upstream/cache"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"

@@ -73,7 +73,7 @@ func TestAccessLogSlowStdoutNeverBlocks(t *testing.T) {
 			if err != nil {
 				t.Errorf("run: %v", err)
 			}
-		case <-time.After(30 * time.Second):
+		case <-time.After(testkit.EventuallyTimeout):
 			t.Errorf("run did not stop")
 		}
 		pw.Close()
@@ -143,7 +143,7 @@ func TestAccessLogFileWrittenAtShutdown(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.done <- nil // for start's cleanup
-	case <-time.After(30 * time.Second):
+	case <-time.After(testkit.EventuallyTimeout):
 		t.Fatal("run did not stop")
 	}
 	data, err := os.ReadFile(logFile)

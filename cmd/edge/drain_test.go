@@ -211,7 +211,7 @@ poll:
 		if err != nil {
 			t.Errorf("exit: %v\n%s", err, stderr.String())
 		}
-	case <-time.After(30 * time.Second):
+	case <-time.After(testkit.EventuallyTimeout):
 		t.Fatal("the edge did not exit after SIGTERM")
 	}
 	if ok != inFlight || !strings.Contains(stderr.String(), "shutdown complete") {

@@ -1,10 +1,11 @@
 package main
 
 import (
-	"github.com/partner-edge/partner-edge/cmd/internal/settingval"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/partner-edge/partner-edge/cmd/internal/settingval"
 )
 
 // The closest known setting of a misspelt one: a longer or shorter form of

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/partner-edge/partner-edge/edge/keys/keystest"
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/textparse"
@@ -113,7 +114,7 @@ func TestPrometheusScrapesExemplars(t *testing.T) {
 	// event: Prometheus's scrape, at its own interval).
 	q := url.Values{"query": {"http_server_request_duration_seconds_bucket"},
 		"start": {fmt.Sprint(time.Now().Add(-time.Hour).Unix())}, "end": {fmt.Sprint(time.Now().Add(time.Hour).Unix())}}
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(testkit.EventuallyTimeout)
 	var last string
 	for time.Now().Before(deadline) {
 		res, err := http.Get("http://" + listen + "/api/v1/query_exemplars?" + q.Encode())

@@ -35,7 +35,7 @@ func runToRefusal(t *testing.T, bin string, env []string, args ...string) refusa
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	deadline := time.After(20 * time.Second)
+	deadline := time.After(testkit.EventuallyTimeout)
 	for {
 		select {
 		case err := <-exited:

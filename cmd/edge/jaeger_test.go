@@ -73,7 +73,7 @@ func startJaeger(t *testing.T) *jaeger {
 			t.Logf("Jaeger's log:\n%s", out.String())
 		}
 	})
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(testkit.EventuallyTimeout)
 	for time.Now().Before(deadline) {
 		if res, err := http.Get("http://" + j.query + "/api/services"); err == nil {
 			res.Body.Close()
@@ -204,7 +204,7 @@ func (j *jaeger) get(t *testing.T, path string) []jTrace {
 // it (the spans arrive in batches, the edge's and the simulator's apart).
 func (j *jaeger) trace(t *testing.T, id string, ok func(*jTrace) bool) *jTrace {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(testkit.EventuallyTimeout)
 	var last *jTrace
 	for time.Now().Before(deadline) {
 		if d := j.get(t, "/api/traces/"+id); len(d) == 1 {
@@ -454,10 +454,10 @@ func refreshStarted(t *testing.T, j *jaeger, e *traceEdge, instance, prefix stri
 	})
 	before := e.sim.Requests()
 	var sent []string
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(testkit.EventuallyTimeout)
 	for e.sim.Requests() == before {
 		if time.Now().After(deadline) {
-			t.Fatal("no cached hit started a refresh walk within 30 s")
+			t.Fatalf("no cached hit started a refresh walk within %v", testkit.EventuallyTimeout)
 		}
 		corr := fmt.Sprintf("%s-%d", prefix, len(sent))
 		sent = append(sent, corr)
@@ -872,7 +872,7 @@ func metricsRefused(t *testing.T, j *jaeger, simTel *observability.Telemetry) {
 	t.Setenv("OTEL_METRIC_EXPORT_INTERVAL", "200")
 	e := startTraceEdge(t, j, simTel, map[string]string{"EDGE_CACHE_TTL": "1h", "EDGE_CACHE_STALE": "2h",
 		"OTEL_METRICS_EXPORTER": ""})
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(testkit.EventuallyTimeout)
 	for time.Now().Before(deadline) {
 		for l := range strings.SplitSeq(e.s.stderr.String(), "\n") {
 			var m map[string]any

@@ -58,10 +58,10 @@ func coalesce(t *testing.T, e *traceEdge, path, name string, n int, latency time
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	leader := ""
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(testkit.EventuallyTimeout)
 	for i := 0; ; i++ {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: no request reached the simulator within 30 s", name)
+			t.Fatalf("%s: no request reached the simulator within %v", name, testkit.EventuallyTimeout)
 		}
 		corr := fmt.Sprintf("%s-leader-%d", name, i)
 		before := e.sim.Requests()
@@ -164,7 +164,7 @@ func TestJaegerEveryLinkOpens(t *testing.T) {
 	// past the TTL, has started a walk, answered from the held snapshot
 	// meanwhile.
 	var refresh *jTrace
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(testkit.EventuallyTimeout)
 	for i := 0; refresh == nil && time.Now().Before(deadline); i++ {
 		if code := ttl.askTraced(t, "/v1/properties", fmt.Sprintf("hit-%d", i), ""); code != 200 {
 			t.Fatalf("hit: %d", code)

@@ -195,14 +195,14 @@ func (p *edgeBin) peakRSS(t *testing.T) int64 {
 // meanwhile.
 func (p *edgeBin) waitLogs(t *testing.T, msg string, n int, maxRSS int64) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(testkit.EventuallyTimeout)
 	for strings.Count(p.stderr.String(), msg) < n {
 		if rss := p.peakRSS(t); rss > maxRSS {
 			_ = p.cmd.Process.Kill()
 			t.Fatalf("peak RSS reached %d MB before %q was logged; killed", rss>>20, msg)
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no %q logged within 20 s; log:\n%s", msg, p.stderr.String())
+			t.Fatalf("no %q logged within %v; log:\n%s", msg, testkit.EventuallyTimeout, p.stderr.String())
 		}
 		time.Sleep(20 * time.Millisecond) // outside event: the edge process logging msg
 	}

@@ -161,8 +161,8 @@ func TestPMSBytesNeverLeaveTheEdge(t *testing.T) {
 	}
 	select {
 	case <-e.exited:
-	case <-time.After(20 * time.Second):
-		t.Fatal("still running 20 s after SIGTERM")
+	case <-time.After(testkit.EventuallyTimeout):
+		t.Fatalf("still running %v after SIGTERM", testkit.EventuallyTimeout)
 	}
 	for what, text := range map[string]string{"stdout": e.stdout.String(), "stderr": e.stderr.String(), "/shadow": strings.Join(shadows, "\n")} {
 		if strings.Contains(text, leakMarker) {

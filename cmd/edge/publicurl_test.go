@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/partner-edge/partner-edge/edge/keys/keystest"
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/problem"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
@@ -206,7 +207,7 @@ func TestListenerBindFailure(t *testing.T) {
 		var err error
 		select {
 		case err = <-done:
-		case <-time.After(20 * time.Second): // a bound, not a wait: run fails at once
+		case <-time.After(testkit.EventuallyTimeout): // a bound, not a wait: run fails at once
 			t.Errorf("%v: the edge started", tc.env)
 			cancel()
 			err = <-done

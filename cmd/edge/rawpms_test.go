@@ -29,6 +29,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/partner-edge/partner-edge/observability/testkit"
 )
 
 // rawHead is how the head of every answer misbehaves.
@@ -206,7 +208,7 @@ func (s *rawPMS) Restart() error {
 	var err error
 	// The old socket may linger for a moment (the outside event: the
 	// kernel letting the port go); a loaded machine may take longer.
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	for deadline := time.Now().Add(testkit.EventuallyTimeout); ; {
 		if ln, err = net.Listen("tcp", s.addr); err == nil || time.Now().After(deadline) {
 			break
 		}

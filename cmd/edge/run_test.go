@@ -44,7 +44,7 @@ func start(t *testing.T, env map[string]string, args ...string) *started {
 			if err != nil {
 				t.Errorf("run returned %v", err)
 			}
-		case <-time.After(20 * time.Second):
+		case <-time.After(testkit.EventuallyTimeout):
 			t.Errorf("run did not stop")
 		}
 	})
@@ -54,7 +54,7 @@ func start(t *testing.T, env map[string]string, args ...string) *started {
 // waitFor polls stdout until re matches, or fails.
 func (s *started) waitFor(t *testing.T, re *regexp.Regexp) []string {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(testkit.EventuallyTimeout)
 	for time.Now().Before(deadline) {
 		if m := re.FindStringSubmatch(s.stdout.String()); m != nil {
 			return m

@@ -109,7 +109,7 @@ func (j *jaeger) find(t *testing.T, s jaegerSearch, want string) bool {
 	if s.minDuration != "" {
 		q.Set("minDuration", s.minDuration)
 	}
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(testkit.EventuallyTimeout)
 	for time.Now().Before(deadline) {
 		for _, tr := range j.get(t, "/api/traces?"+q.Encode()) {
 			if tr.TraceID == want {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"go.opentelemetry.io/otel"
 	"io"
 	"log/slog"
 	"net"
@@ -14,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"go.opentelemetry.io/otel"
 
 	"github.com/partner-edge/partner-edge/cmd/edge/internal/gcrule"
 	"github.com/partner-edge/partner-edge/cmd/internal/settingval"

@@ -20,12 +20,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/partner-edge/partner-edge/cmd/internal/settingval"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/partner-edge/partner-edge/cmd/internal/settingval"
 )
 
 var updateDocs = flag.Bool("update-docs", false, "rewrite the settings table of docs/operations.md (go generate ./cmd/edge)")

@@ -2,12 +2,13 @@ package main
 
 import (
 	"flag"
-	"github.com/partner-edge/partner-edge/cmd/internal/settingval"
 	"io"
 	"os"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/partner-edge/partner-edge/cmd/internal/settingval"
 
 	"github.com/peterbourgon/ff/v3"
 )

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/partner-edge/partner-edge/edge/keys/keystest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/partner-edge/partner-edge/edge/keys/keystest"
 )
 
 // docs/contract.md section 17: every walk, the live

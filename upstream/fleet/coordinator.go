@@ -4,9 +4,10 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"github.com/partner-edge/partner-edge/upstream/redisconn"
 	"log/slog"
 	"time"
+
+	"github.com/partner-edge/partner-edge/upstream/redisconn"
 
 	"github.com/partner-edge/partner-edge/mapping"
 	"github.com/partner-edge/partner-edge/upstream"

@@ -3,11 +3,12 @@ package fleet
 import (
 	"context"
 	"errors"
-	"github.com/partner-edge/partner-edge/observability/testkit"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/partner-edge/partner-edge/observability/testkit"
 
 	"github.com/partner-edge/partner-edge/mapping"
 	"github.com/partner-edge/partner-edge/upstream/redisconn/redistest"

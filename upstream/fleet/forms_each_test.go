@@ -1,8 +1,9 @@
 package fleet
 
 import (
-	"github.com/partner-edge/partner-edge/upstream/redisconn"
 	"testing"
+
+	"github.com/partner-edge/partner-edge/upstream/redisconn"
 
 	"github.com/redis/go-redis/v9"
 

@@ -2,12 +2,13 @@ package fleet
 
 import (
 	"errors"
-	"github.com/partner-edge/partner-edge/upstream/redisconn"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/partner-edge/partner-edge/upstream/redisconn"
 
 	"github.com/partner-edge/partner-edge/edge/listener"
 	"github.com/partner-edge/partner-edge/upstream"

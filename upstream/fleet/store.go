@@ -8,8 +8,9 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
-	"github.com/partner-edge/partner-edge/upstream/redisconn"
 	"time"
+
+	"github.com/partner-edge/partner-edge/upstream/redisconn"
 
 	"github.com/redis/go-redis/v9"
 )
