@@ -155,7 +155,7 @@ func TestKeepRateBoundsAPMSOutageStorm(t *testing.T) {
 // counted in partner_edge_spans_dropped_total{reason="export_failed"}, and
 // it rises with each batch.
 func TestSpansDroppedWithTheCollectorDown(t *testing.T) {
-	away := "http://" + refusingAddr(t)
+	away := "http://" + testkit.RefusingAddr(t)
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", away)
 	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100")

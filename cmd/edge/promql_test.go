@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/partner-edge/partner-edge/edge/keys/keystest"
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
 
@@ -109,7 +110,7 @@ func TestDocumentedPromQL(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The collector is away: nothing listens there.
-	away := "http://" + refusingAddr(t)
+	away := "http://" + testkit.RefusingAddr(t)
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", away)
 	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100")

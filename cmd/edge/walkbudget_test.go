@@ -366,7 +366,7 @@ func TestPMSThatRefusesTheEdgeSaysSoAtStart(t *testing.T) {
 		name, url, setting, class string
 	}{
 		{"token refused", refusing.URL, "PMS_TOKEN", "credentials_refused"},
-		{"unreachable", "http://" + refusingAddr(t), "PMS_BASE_URL", "unreachable"},
+		{"unreachable", "http://" + testkit.RefusingAddr(t), "PMS_BASE_URL", "unreachable"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -3,10 +3,10 @@
 // (LogBuffer), a poll for events outside the test's control
 // (Eventually), a writer of self-signed certificates replaced by rename
 // (WriteCertPair), a reader of /metrics (Scrape, Series), an OTLP/HTTP
-// collector that keeps what it receives (OTLPReceiver), and the real
-// OpenTelemetry SDK reading back what the code under test records
-// (Telemetry). It is for _test.go
-// files only; no program imports it.
+// collector that keeps what it receives (OTLPReceiver), a loopback
+// address that refuses connections for the whole test (RefusingAddr), and
+// the real OpenTelemetry SDK reading back what the code under test records
+// (Telemetry). It is for _test.go files only; no program imports it.
 //
 // Why here: the tests of upstream, observability, edge and cmd alike import
 // it, and a module-wide internal package would need a new top-level

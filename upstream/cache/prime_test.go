@@ -3,7 +3,6 @@ package cache
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -115,12 +114,7 @@ func TestRefusalIsAnErrorOnceAMinute(t *testing.T) {
 	})
 
 	// Nothing listens: the connection is refused.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
+	addr := testkit.RefusingAddr(t) // nothing listens: the connection is refused
 	client, err := pmsclient.NewClient(pmsclient.ClientConfig{BaseURL: "http://" + addr,
 		Retry: pmsclient.RetryConfig{WaitMin: time.Millisecond, WaitMax: time.Millisecond}})
 	if err != nil {

@@ -112,12 +112,7 @@ func TestFailuresCarryAClassNeverThePMSsBytes(t *testing.T) {
 
 // Cause names each failure of the client by its class.
 func TestCauseNamesEveryFailure(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
+	addr := testkit.RefusingAddr(t) // nothing listens: the connection is refused
 	cfg := testConfig("http://" + addr)
 	cfg.Logger = slog.New(slog.DiscardHandler)
 	_, refused := newTestClient(t, cfg).GetHotel(context.Background(), "aurora", hotelID(1))

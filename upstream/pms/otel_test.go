@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -391,12 +390,7 @@ func TestBreakerRejectedCallTelemetry(t *testing.T) {
 // Each way an attempt can end is recorded under its outcome, and the call
 // span tells a PMS 404 and the caller's cancellation from failures.
 func TestAttemptOutcomes(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closedAddr := "http://" + ln.Addr().String()
-	ln.Close()
+	closedAddr := "http://" + testkit.RefusingAddr(t)
 
 	for _, tt := range []struct {
 		name    string

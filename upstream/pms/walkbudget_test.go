@@ -12,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream"
 )
 
@@ -132,12 +133,7 @@ func TestWalkCountsPagesAndCallsItsHooks(t *testing.T) {
 // RefusalOf tells the PMS refusing the edge (its token, its address) from
 // every other failure.
 func TestRefusalOf(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
+	addr := testkit.RefusingAddr(t) // nothing listens: the connection is refused
 	cfg := testConfig("http://" + addr)
 	c := newTestClient(t, cfg)
 	_, refused := c.GetHotel(context.Background(), "aurora", hotelID(1))

@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package testkit
 
 import (
 	"fmt"
@@ -8,12 +8,13 @@ import (
 	"testing"
 )
 
-// refusingAddr is a loopback address where a connection is refused for
-// the whole test, whatever else runs in parallel: a TCP socket bound to
-// it and never listening holds the port, so no other test's server can
-// take it (as one could take freePort's once it is closed, turning an
-// unreachable PMS into someone else's live one).
-func refusingAddr(t *testing.T) string {
+// RefusingAddr is a loopback address (host:port) where a connection is
+// refused for the whole test, whatever else runs in parallel: a TCP socket
+// bound to it and never listening holds the port, so no other test's
+// server, in this process or another, can take it (as one can take a port
+// listened on and closed, turning "nothing listens" into someone else's
+// live server).
+func RefusingAddr(t testing.TB) string {
 	t.Helper()
 	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
 	if err != nil {
