@@ -112,19 +112,19 @@ func TestOperatorFilesHostile(t *testing.T) {
 
 // edgeBin is one edge process of a test.
 type edgeBin struct {
-	cmd    *exec.Cmd
-	addr   string
-	stderr *testkit.LogBuffer
-	exited chan struct{}
+	cmd            *exec.Cmd
+	addr           string
+	stdout, stderr *testkit.LogBuffer
+	exited         chan struct{}
 }
 
 // startEdgeProc starts bin with env and waits until it listens; the process
 // is killed when t ends.
 func startEdgeProc(t *testing.T, bin string, env []string) *edgeBin {
 	t.Helper()
-	p := &edgeBin{cmd: exec.Command(bin), stderr: &testkit.LogBuffer{}, exited: make(chan struct{})}
+	p := &edgeBin{cmd: exec.Command(bin), stdout: &testkit.LogBuffer{}, stderr: &testkit.LogBuffer{}, exited: make(chan struct{})}
 	p.cmd.Env = env
-	p.cmd.Stderr = p.stderr
+	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -31,12 +31,7 @@ var pmsModes = []struct{ name, ttl string }{{"ttl0", "0"}, {"walks", walkTTL}}
 // pages of 100 (a walk is 12 pages on one connection).
 func connPMS(t *testing.T) *rawPMS {
 	t.Helper()
-	sim := pmsim.New(pmsim.Config{Brands: 1, HotelsPerBrand: 1200, PageSize: 100, Seed: 19, Token: "pms-secret-token"})
-	s, err := startRawPMS(sim)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	_, s := strayPMS(t)
 	return s
 }
 

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -50,30 +49,16 @@ func spanCount(rc *testkit.OTLPReceiver, name string) (spans, errored int) {
 	return spans, errored
 }
 
-// leakEdge is the edge binary with its stdout kept too.
+// leakEdge is the edge binary with its partner key.
 type leakEdge struct {
 	*edgeBin
-	stdout *testkit.LogBuffer
-	key    string
+	key string
 }
 
 func startLeakEdge(t *testing.T, env []string) *leakEdge {
 	t.Helper()
 	keysFile, key := keystest.Live(t, "aurora")
-	p := &edgeBin{cmd: exec.Command(buildEdge(t)), stderr: &testkit.LogBuffer{}, exited: make(chan struct{})}
-	stdout := &testkit.LogBuffer{}
-	p.cmd.Env = append(env, "EDGE_KEYS_FILE="+keysFile)
-	p.cmd.Stdout, p.cmd.Stderr = stdout, p.stderr
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = p.cmd.Wait(); close(p.exited) }()
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-	})
-	p.addr = waitListening(t, &started{stderr: p.stderr})
-	return &leakEdge{edgeBin: p, stdout: stdout, key: key}
+	return &leakEdge{edgeBin: startEdgeProc(t, buildEdge(t), append(env, "EDGE_KEYS_FILE="+keysFile)), key: key}
 }
 
 func TestPMSBytesNeverLeaveTheEdge(t *testing.T) {

@@ -66,7 +66,8 @@ func strayAnswer(status int, body string) []byte {
 		status, http.StatusText(status), len(body), body)
 }
 
-// strayPMS is connPMS with its simulator.
+// strayPMS is connPMS (a rawPMS in front of a simulator of 1,200 hotels in
+// pages of 100) with its simulator.
 func strayPMS(t *testing.T) (*pmsim.Sim, *rawPMS) {
 	t.Helper()
 	sim := pmsim.New(pmsim.Config{Brands: 1, HotelsPerBrand: 1200, PageSize: 100, Seed: 19, Token: "pms-secret-token"})
