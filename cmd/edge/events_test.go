@@ -70,6 +70,22 @@ func edit(t *testing.T, sim *pmsim.Sim, change func(rec map[string]any) map[stri
 	sim.SetRecords("aurora", out)
 }
 
+// record is a copy of sim's record of the property id.
+func record(t *testing.T, sim *pmsim.Sim, id string) map[string]any {
+	t.Helper()
+	for _, raw := range sim.Records("aurora") {
+		var rec map[string]any
+		if err := json.Unmarshal(raw, &rec); err != nil {
+			t.Fatal(err)
+		}
+		if hotel(rec) == id {
+			return rec
+		}
+	}
+	t.Fatalf("no record of %s", id)
+	return nil
+}
+
 // hotel is a record's id as partners see it (lower case).
 func hotel(rec map[string]any) string { return strings.ToLower(fmt.Sprint(rec["hotel_id"])) }
 
@@ -241,8 +257,11 @@ func TestEventsFollowThePMSThroughTheBinary(t *testing.T) {
 	}
 
 	renamed, removed, added := ids[0], ids[1], "0c8ea9b2-6a5e-4d0a-9c7b-3f1e2d4a5b6c"
+	// The three changes are one edit of the PMS, so one walk sees them all
+	// (two edits let a walk fall between them: two walks' events).
+	template := record(t, pms.live, ids[2])
+	template["hotel_id"], template["display_name"] = added, "Aurora Added"
 	var oldName string
-	var template map[string]any
 	edit(t, pms.live, func(rec map[string]any) map[string]any {
 		switch hotel(rec) {
 		case renamed:
@@ -250,13 +269,9 @@ func TestEventsFollowThePMSThroughTheBinary(t *testing.T) {
 		case removed:
 			oldName = strings.TrimSpace(fmt.Sprint(rec["display_name"]))
 			return nil
-		case ids[2]:
-			template = maps.Clone(rec)
 		}
 		return rec
-	})
-	template["hotel_id"], template["display_name"] = added, "Aurora Added"
-	edit(t, pms.live, func(rec map[string]any) map[string]any { return rec }, template)
+	}, template)
 
 	var got []feedEvent
 	testkit.Eventually(t, "the feed answers the three changes", func() bool {
