@@ -110,20 +110,24 @@ func TestEventsFollowThePMS(t *testing.T) {
 		t.Fatalf("events after the first list: %v; the first walk is the baseline", got)
 	}
 	renamed, gone, added := ids[5], ids[6], "0c8ea9b2-6a5e-4d0a-9c7b-3f1e2d4a5b6c"
+	// One edit of the PMS, so that one walk sees the three changes.
 	var template map[string]any
+	editRecords(t, h.live, func(rec map[string]any) map[string]any {
+		if strings.ToLower(rec["hotel_id"].(string)) == ids[7] {
+			template = maps.Clone(rec)
+		}
+		return rec
+	})
+	template["hotel_id"], template["display_name"] = added, "New Hotel"
 	editRecords(t, h.live, func(rec map[string]any) map[string]any {
 		switch strings.ToLower(rec["hotel_id"].(string)) {
 		case renamed:
 			rec["display_name"] = "Renamed Hotel"
 		case gone:
 			return nil
-		case ids[7]:
-			template = maps.Clone(rec)
 		}
 		return rec
-	})
-	template["hotel_id"], template["display_name"] = added, "New Hotel"
-	editRecords(t, h.live, func(rec map[string]any) map[string]any { return rec }, template)
+	}, template)
 
 	want := []string{"property.updated " + renamed + " Renamed Hotel", "property.removed " + gone, "property.created " + added + " New Hotel"}
 	var got []string
