@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -114,25 +116,40 @@ func TestIdleFleetShowsRedisRefusingWrites(t *testing.T) {
 		}
 		return st.Shared
 	}
-	within := func(want bool, what string) {
+	// within waits (bounded by testkit.EventuallyTimeout) until /fleet
+	// says want, then holds the claim, 5 s, to the edge's own log: its
+	// line msg, written as the state flips, within 5 s of since. The
+	// test's polling, slowed by a loaded machine, is not the edge's.
+	within := func(want bool, what, msg string, since time.Time) {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for shared() != want {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: /fleet still says shared:%v after 5 s", what, !want)
+		testkit.Eventually(t, what+": /fleet says shared:"+strconv.FormatBool(want), func() bool { return shared() == want })
+		if msg == "" {
+			return
+		}
+		var line string
+		for l := range strings.SplitSeq(s.stderr.String(), "\n") {
+			if strings.Contains(l, `"msg":"`+msg) && !logTime(t, l).Before(since) {
+				line = l
 			}
-			time.Sleep(50 * time.Millisecond) // poll interval; outside event: the edge's probe
+		}
+		if line == "" {
+			t.Fatalf("%s: /fleet flipped with no %q line after %v:\n%s", what, msg, since, s.stderr.String())
+		}
+		if took := logTime(t, line).Sub(since); took > 5*time.Second {
+			t.Errorf("%s: the edge logged %q %v after the change; want within 5 s", what, msg, took)
 		}
 	}
-	within(true, "at start")
+	within(true, "at start", "", time.Time{})
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })
+	refusing := time.Now()
 	if err := rdb.ConfigSet(t.Context(), "min-replicas-to-write", "1").Err(); err != nil {
 		t.Fatal(err)
 	}
-	within(false, "Redis refusing writes, no request")
+	within(false, "Redis refusing writes, no request", "redis refuses writes", refusing)
+	accepting := time.Now()
 	if err := rdb.ConfigSet(t.Context(), "min-replicas-to-write", "0").Err(); err != nil {
 		t.Fatal(err)
 	}
-	within(true, "Redis accepting writes again, no request")
+	within(true, "Redis accepting writes again, no request", "redis accepts writes again", accepting)
 }
