@@ -48,16 +48,26 @@ func newFeedPMS(t *testing.T) *feedPMS {
 	return p
 }
 
-// edit changes the records of aurora in sim: edit gets each decoded (nil
-// removes it); add appends records.
-func edit(t *testing.T, sim *pmsim.Sim, change func(rec map[string]any) map[string]any, add ...map[string]any) {
+// records are sim's records of aurora, decoded.
+func records(t *testing.T, sim *pmsim.Sim) []map[string]any {
 	t.Helper()
-	var out []json.RawMessage
+	var out []map[string]any
 	for _, raw := range sim.Records("aurora") {
 		var rec map[string]any
 		if err := json.Unmarshal(raw, &rec); err != nil {
 			t.Fatal(err)
 		}
+		out = append(out, rec)
+	}
+	return out
+}
+
+// edit changes the records of aurora in sim: edit gets each decoded (nil
+// removes it); add appends records.
+func edit(t *testing.T, sim *pmsim.Sim, change func(rec map[string]any) map[string]any, add ...map[string]any) {
+	t.Helper()
+	var out []json.RawMessage
+	for _, rec := range records(t, sim) {
 		if rec = change(rec); rec != nil {
 			b, _ := json.Marshal(rec)
 			out = append(out, b)
@@ -73,11 +83,7 @@ func edit(t *testing.T, sim *pmsim.Sim, change func(rec map[string]any) map[stri
 // record is a copy of sim's record of the property id.
 func record(t *testing.T, sim *pmsim.Sim, id string) map[string]any {
 	t.Helper()
-	for _, raw := range sim.Records("aurora") {
-		var rec map[string]any
-		if err := json.Unmarshal(raw, &rec); err != nil {
-			t.Fatal(err)
-		}
+	for _, rec := range records(t, sim) {
 		if hotel(rec) == id {
 			return rec
 		}
