@@ -22,6 +22,9 @@ var secret = []byte("a-fleet-secret-of-the-tests-0123")
 
 var t0 = time.Date(2026, 11, 22, 9, 41, 0, 0, time.UTC)
 
+// at is a clock stopped at t.
+func at(t time.Time) func() time.Time { return func() time.Time { return t } }
+
 // form is one Redis a test runs against: the URL or seeds of a fleet
 // client, and a raw client of the same Redis for forging.
 type form struct {
@@ -87,8 +90,15 @@ func (f form) client(t *testing.T) *redisconn.Client {
 	return c
 }
 
+// newStore builds a store of the test's Redis. The walks of these tests
+// are fixed on t0 while the store trims by its clock: a store without the
+// test's clock would trim them by the wall clock, and the tests would pass
+// or fail by the day they run (docs/testing.md, "Time in tests").
 func newStore(t *testing.T, c *redisconn.Client, cfg Config) *Store {
 	t.Helper()
+	if cfg.Now == nil {
+		t.Fatal("newStore: give the store the test's clock (Config.Now)")
+	}
 	cfg.Client, cfg.Brand, cfg.Mode = c, "aurora", "live"
 	if cfg.Secret == nil {
 		cfg.Secret = secret
@@ -123,7 +133,7 @@ func TestStoreProtocol(t *testing.T) { eachForm(t, testProtocol) }
 func testProtocol(t *testing.T, f form) {
 	{
 		ctx := context.Background()
-		s := newStore(t, f.client(t), Config{})
+		s := newStore(t, f.client(t), Config{Now: at(t0)})
 		w0, w1 := t0.UnixMilli(), t0.Add(time.Minute).UnixMilli()
 		base := []*upstream.Item{item(1, "A"), item(2, "B")}
 		if err := s.Append(ctx, events.Walk{At: w0, Snapshot: snapOf(base...)}); err != nil {
@@ -211,7 +221,7 @@ func testForgeries(t *testing.T, f form) {
 	{
 		ctx := context.Background()
 		c := f.client(t)
-		s := newStore(t, c, Config{})
+		s := newStore(t, c, Config{Now: at(t0)})
 		w0 := t0.UnixMilli()
 		if err := s.Append(ctx, events.Walk{At: w0, Snapshot: snapOf(item(1, "A"))}); err != nil {
 			t.Fatal(err)
@@ -226,7 +236,7 @@ func testForgeries(t *testing.T, f form) {
 		if err != nil || len(b.Events) != 0 || b.Refused != 1 || b.Through != (events.Pos{Walk: w0 + 1}) {
 			t.Errorf("forged event: %+v %v; want it refused", b, err)
 		}
-		other := newStore(t, c, Config{Secret: []byte("another-secret-of-another-fleet!")})
+		other := newStore(t, c, Config{Secret: []byte("another-secret-of-another-fleet!"), Now: at(t0)})
 		if _, _, err := other.Base(ctx, 0); !errors.Is(err, errBadBase) {
 			t.Errorf("base under another secret: %v; want errBadBase", err)
 		}
