@@ -32,6 +32,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream/pms"
 
 	"github.com/partner-edge/partner-edge/edge"
@@ -59,7 +60,15 @@ type benchEnv struct {
 	activeIDs    []string
 	feed         *events.Feed // the live PMS's events feed
 	cache        *cache.Cache
-	ahead        atomic.Int64 // how far the clock of the cache, the walks and the feed is ahead (ns)
+	started      time.Time    // when startWith built it: now's origin
+	ahead        atomic.Int64 // how far now is moved on (ns): eventsAfter ages the cache past its TTL
+}
+
+// now is the environment's clock, of the edge, the cache, the walks and
+// the feed: testkit.Epoch's day, moving with the wall clock from startWith
+// on, plus ahead.
+func (env *benchEnv) now() time.Time {
+	return testkit.Epoch.Add(time.Since(env.started) + time.Duration(env.ahead.Load()))
 }
 
 // benchGranted is the size of the granted key's property list.
@@ -81,20 +90,23 @@ var benchSimConfig = pmsim.Config{Seed: 1, HotelsPerBrand: benchHotels}
 // start builds the edge over the PMS at pmsURL.
 func (env *benchEnv) start(tb testing.TB, pmsURL string, ttl time.Duration, logger *slog.Logger) *benchEnv {
 	tb.Helper()
-	return env.startWith(tb, pmsURL, ttl, edge.Config{Logger: logger})
+	return env.startWith(tb, pmsURL, ttl, edge.Config{Logger: logger, Now: env.now})
 }
 
 // startWith is start with the edge's settings cfg (Brand, DocsURL,
-// Healthy and Events are the environment's).
+// Healthy and Events are the environment's; its callers give it env.now).
 func (env *benchEnv) startWith(tb testing.TB, pmsURL string, ttl time.Duration, cfg edge.Config) *benchEnv {
 	tb.Helper()
-	client, err := pms.NewClient(pms.ClientConfig{BaseURL: pmsURL})
+	env.started = time.Now()
+	// The client's clock moves on from the environment's, not with ahead:
+	// a jump would end a PMS hold early.
+	client, err := pms.NewClient(pms.ClientConfig{BaseURL: pmsURL, Now: testkit.From(env.now())})
 	if err != nil {
 		tb.Fatalf("new client: %v", err)
 	}
 	tb.Cleanup(client.CloseIdleConnections)
-	// The cache's and the walks' clock: eventsAfter moves it on.
-	now := func() time.Time { return time.Now().Add(time.Duration(env.ahead.Load())) }
+	// The cache's, the walks' and the feed's clock: eventsAfter moves it on.
+	now := env.now
 	direct := pms.NewDirect(client, pms.DirectOptions{Brand: testBrand, Now: now})
 	feed, err := events.New(events.Config{Mode: "live", Now: now})
 	if err != nil {

@@ -38,7 +38,7 @@ func newDeployedEnv(tb testing.TB, ratio string) *benchEnv {
 	pms := httptest.NewServer(e.sim)
 	tb.Cleanup(pms.Close)
 	return e.startWith(tb, pms.URL, time.Hour, edge.Config{Telemetry: tel, AccessLog: access,
-		MaxConcurrent: 1024, AuthFailLimit: 20})
+		MaxConcurrent: 1024, AuthFailLimit: 20, Now: e.now})
 }
 
 // deployedTargets are the cached rows: a get, a list page of 50 (with its

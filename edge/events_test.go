@@ -253,10 +253,12 @@ func TestEventsQuery(t *testing.T) {
 	wantProblem(t, req, h.do(req), problem.TrailingSlash)
 
 	// A cursor from before this feed started (another edge's, restarted):
-	// 410, the partner lists again.
-	other := newHarness(t, harnessOptions{})
+	// 410, the partner lists again. The two edges share one clock, as a
+	// fleet's do, so "before" is one edge's walk preceding the other's.
+	fleet := testkit.From(testkit.Epoch)
+	other := newHarness(t, harnessOptions{now: fleet})
 	old := other.listCursor("live")
-	fresh := newHarness(t, harnessOptions{})
+	fresh := newHarness(t, harnessOptions{now: fleet})
 	fresh.listCursor("live")
 	req = request{path: "/v1/events?after=" + old, key: "live"}
 	wantProblem(t, req, fresh.do(req), problem.EventsCursorExpired)

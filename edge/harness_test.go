@@ -62,7 +62,12 @@ type harnessOptions struct {
 	noSandbox bool
 	pageSize  int // forces the simulator's page size
 	catalogs  func(live, sandbox upstream.Catalog) (upstream.Catalog, upstream.Catalog)
-	now       func() time.Time
+	// now is the clock of every component the harness builds (the edge,
+	// the feeds, the walks' stamps; the PMS clients get one moving on from
+	// it). Nil: testkit.Epoch's day, moving with the wall clock, so no test
+	// reads the calendar (docs/testing.md, "Time in tests"); a test that
+	// wraps the catalogs in a cache gives it the same clock.
+	now func() time.Time
 	// tel traces the edge and its PMS attempts; simTel the simulators.
 	tel, simTel *observability.Telemetry
 	rateLimit   ratelimit.Limit
@@ -89,16 +94,19 @@ type harnessOptions struct {
 func newHarness(t testing.TB, opts harnessOptions) *harness {
 	t.Helper()
 	h := &harness{t: t, keys: map[string]string{}, logs: &testkit.LogBuffer{}}
+	if opts.now == nil {
+		opts.now = testkit.From(testkit.Epoch)
+	}
 	h.live = pmsim.New(pmsim.Config{Seed: 1, HotelsPerBrand: 40, PageSize: opts.pageSize})
 	liveSrv := httptest.NewServer(instrument(h.live, opts.simTel))
 	t.Cleanup(liveSrv.Close)
-	liveCat := newCatalog(t, liveSrv.URL, opts.tel, opts.pmsCallTimeout)
+	liveCat := newCatalog(t, liveSrv.URL, opts.tel, opts.pmsCallTimeout, opts.now)
 	var sandboxCat upstream.Catalog
 	if !opts.noSandbox {
 		h.sandbox = pmsim.New(pmsim.Config{Seed: 2, HotelsPerBrand: 12, PageSize: opts.pageSize})
 		sbSrv := httptest.NewServer(instrument(h.sandbox, opts.simTel))
 		t.Cleanup(sbSrv.Close)
-		sandboxCat = newCatalog(t, sbSrv.URL, opts.tel, opts.pmsCallTimeout)
+		sandboxCat = newCatalog(t, sbSrv.URL, opts.tel, opts.pmsCallTimeout, opts.now)
 	}
 	if opts.catalogs != nil {
 		liveCat, sandboxCat = opts.catalogs(liveCat, sandboxCat)
@@ -183,7 +191,11 @@ func watch(t testing.TB, c upstream.Catalog, mode string, now func() time.Time) 
 	return watched{Catalog: c, load: f.Watch(c.Snapshot)}, f
 }
 
-func newCatalog(t testing.TB, baseURL string, tel *observability.Telemetry, callTimeout time.Duration) upstream.Catalog {
+// newCatalog is the PMS at baseURL through a client and Direct as cmd/edge
+// builds them: the walks are stamped by now, and the client's clock starts
+// at now's reading and moves on from it (a stopped test clock would freeze
+// its breaker and retry budget).
+func newCatalog(t testing.TB, baseURL string, tel *observability.Telemetry, callTimeout time.Duration, now func() time.Time) upstream.Catalog {
 	t.Helper()
 	var wrap func(http.RoundTripper) http.RoundTripper
 	var tracer trace.Tracer
@@ -197,6 +209,7 @@ func newCatalog(t testing.TB, baseURL string, tel *observability.Telemetry, call
 	}
 	c, err := pms.NewClient(pms.ClientConfig{
 		BaseURL:        baseURL,
+		Now:            testkit.From(now()),
 		WrapTransport:  wrap,
 		Tracer:         tracer,
 		CallTimeout:    callTimeout,
@@ -207,7 +220,7 @@ func newCatalog(t testing.TB, baseURL string, tel *observability.Telemetry, call
 	if err != nil {
 		t.Fatalf("new client: %v", err)
 	}
-	return pms.NewDirect(c, pms.DirectOptions{Brand: testBrand})
+	return pms.NewDirect(c, pms.DirectOptions{Brand: testBrand, Now: now})
 }
 
 // key makes a key named name with a record overridden by over; a nil value

@@ -19,15 +19,16 @@ import (
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
 
-// cached wraps the harness's catalogs in the read model.
-func cached(t *testing.T, ttl time.Duration) func(live, sandbox upstream.Catalog) (upstream.Catalog, upstream.Catalog) {
+// cached wraps the harness's catalogs in the read model, on now: the
+// harness's clock, which stamps the walks the cache ages.
+func cached(t *testing.T, ttl time.Duration, now func() time.Time) func(live, sandbox upstream.Catalog) (upstream.Catalog, upstream.Catalog) {
 	return func(live, sandbox upstream.Catalog) (upstream.Catalog, upstream.Catalog) {
-		l := cache.New(live, cache.Config{Key: "aurora/live", TTL: ttl})
+		l := cache.New(live, cache.Config{Key: "aurora/live", TTL: ttl, Now: now})
 		t.Cleanup(l.Close)
 		if sandbox == nil {
 			return l, nil
 		}
-		s := cache.New(sandbox, cache.Config{Key: "aurora/test", TTL: ttl})
+		s := cache.New(sandbox, cache.Config{Key: "aurora/test", TTL: ttl, Now: now})
 		t.Cleanup(s.Close)
 		return l, s
 	}
@@ -42,7 +43,8 @@ func TestUnknownIDFloodFromCold(t *testing.T) {
 	// hammer the edge (with -race on 2 cores); this test counts PMS calls.
 	// A TTL no run reaches: on a busy machine the flood takes about a
 	// minute, and a call past 0.8 of the TTL starts a refresh, another walk.
-	h := newHarness(t, harnessOptions{pageSize: 10, catalogs: cached(t, time.Hour), pmsCallTimeout: 10 * time.Second})
+	now := testkit.From(testkit.Epoch)
+	h := newHarness(t, harnessOptions{now: now, pageSize: 10, catalogs: cached(t, time.Hour, now), pmsCallTimeout: 10 * time.Second})
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	bad := map[int]int{}
@@ -75,7 +77,8 @@ func TestUnknownIDFloodFromCold(t *testing.T) {
 func TestPMSSheddingReachesPartner(t *testing.T) {
 	for header, want := range map[string]string{"7": "7", "120": "60"} {
 		t.Run(header, func(t *testing.T) {
-			h := newHarness(t, harnessOptions{catalogs: cached(t, time.Minute)})
+			now := testkit.From(testkit.Epoch)
+			h := newHarness(t, harnessOptions{now: now, catalogs: cached(t, time.Minute, now)})
 			h.live.SetFaults(pmsim.Faults{ErrorRate: 1, ErrorStatus: 503, RetryAfter: header})
 			req := request{path: "/v1/properties", key: "live"}
 			res := h.do(req)
@@ -111,8 +114,9 @@ func (p *panicky) Snapshot(ctx context.Context) (*upstream.Snapshot, error) {
 // INTERNAL_ERROR (no panic text), the next request loads again and is
 // served, and the process goes on (goleak runs after the suite).
 func TestPanickingLoadAnswers500(t *testing.T) {
-	h := newHarness(t, harnessOptions{catalogs: func(live, sandbox upstream.Catalog) (upstream.Catalog, upstream.Catalog) {
-		l := cache.New(&panicky{Catalog: live}, cache.Config{Key: "aurora/live", TTL: time.Minute})
+	now := testkit.From(testkit.Epoch)
+	h := newHarness(t, harnessOptions{now: now, catalogs: func(live, sandbox upstream.Catalog) (upstream.Catalog, upstream.Catalog) {
+		l := cache.New(&panicky{Catalog: live}, cache.Config{Key: "aurora/live", TTL: time.Minute, Now: now})
 		t.Cleanup(l.Close)
 		return l, sandbox
 	}})
@@ -143,7 +147,7 @@ func dataOf(t *testing.T, body []byte) string {
 // EDGE_CACHE_STALE old; after that the PMS failure is answered.
 func TestStaleServedWhilePMSFails(t *testing.T) {
 	clock := newClock()
-	h := newHarness(t, harnessOptions{catalogs: func(live, sandbox upstream.Catalog) (upstream.Catalog, upstream.Catalog) {
+	h := newHarness(t, harnessOptions{now: clock.Now, catalogs: func(live, sandbox upstream.Catalog) (upstream.Catalog, upstream.Catalog) {
 		// The cache's metrics (on a no-op meter) report its outcome to the
 		// request, for the access line.
 		cm, err := cache.NewMetrics(metricnoop.NewMeterProvider().Meter("test"), "live")
@@ -194,7 +198,8 @@ func TestStaleServedWhilePMSFails(t *testing.T) {
 // docs/contract.md section 10: a PMS 404 on the list route is a PMS failure (a wrong base
 // address or route), never an empty list: 502 BAD_GATEWAY.
 func TestListNotFoundIsBadGateway(t *testing.T) {
-	h := newHarness(t, harnessOptions{catalogs: cached(t, time.Minute)})
+	now := testkit.From(testkit.Epoch)
+	h := newHarness(t, harnessOptions{now: now, catalogs: cached(t, time.Minute, now)})
 	h.live.SetFaults(pmsim.Faults{ErrorStatus: 404})
 	req := request{path: "/v1/properties", key: "live"}
 	wantProblem(t, req, h.do(req), problem.BadGateway)

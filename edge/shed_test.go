@@ -79,7 +79,8 @@ func TestShedPastTheCap(t *testing.T) {
 	const limit = 3
 	store, token := liveKeyStore(t)
 	cat := newBlockingCatalog()
-	srv := httptest.NewServer(edge.NewServer(edge.Config{Brand: testBrand, DocsURL: testDocsURL, MaxConcurrent: limit}, store, cat, nil))
+	srv := httptest.NewServer(edge.NewServer(edge.Config{Brand: testBrand, DocsURL: testDocsURL, MaxConcurrent: limit,
+		Now: testkit.From(testkit.Epoch)}, store, cat, nil))
 	defer srv.Close()
 
 	held := make(chan int, limit)
@@ -135,7 +136,7 @@ func TestShedDisabled(t *testing.T) {
 	store, token := liveKeyStore(t)
 	cat := newBlockingCatalog()
 	close(cat.release)
-	srv := httptest.NewServer(edge.NewServer(edge.Config{Brand: testBrand, DocsURL: testDocsURL}, store, cat, nil))
+	srv := httptest.NewServer(edge.NewServer(edge.Config{Brand: testBrand, DocsURL: testDocsURL, Now: testkit.From(testkit.Epoch)}, store, cat, nil))
 	defer srv.Close()
 	for range 5 {
 		if res, body, err := authGet(srv.URL+"/v1/properties", token); err != nil || res.StatusCode != 200 {
@@ -146,15 +147,25 @@ func TestShedDisabled(t *testing.T) {
 
 // docs/contract.md section 10: one overall deadline per request. A PMS that never answers is a
 // 504 GATEWAY_TIMEOUT at Config.RequestTimeout (default 10 s), measured on
-// the bubble's fake clock.
+// the bubble's fake clock, whether the edge runs on time.Now (Now nil: its
+// start read also sets the deadline) or on an injected clock (the tests'
+// fixed day: the deadline is still set on time.Now's clock).
 func TestRequestDeadline(t *testing.T) {
 	store, token := liveKeyStore(t)
 	for _, tc := range []struct {
 		timeout, want time.Duration
-	}{{0, edge.DefaultRequestTimeout}, {3 * time.Second, 3 * time.Second}} {
+		injected      bool
+	}{
+		{0, edge.DefaultRequestTimeout, false}, {3 * time.Second, 3 * time.Second, false},
+		{0, edge.DefaultRequestTimeout, true}, {3 * time.Second, 3 * time.Second, true},
+	} {
 		synctest.Test(t, func(t *testing.T) {
+			var now func() time.Time // nil: the bubble's time.Now, no calendar read
+			if tc.injected {
+				now = testkit.From(testkit.Epoch)
+			}
 			cat := newBlockingCatalog()
-			h := edge.NewServer(edge.Config{Brand: testBrand, DocsURL: testDocsURL, RequestTimeout: tc.timeout}, store, cat, nil)
+			h := edge.NewServer(edge.Config{Brand: testBrand, DocsURL: testDocsURL, RequestTimeout: tc.timeout, Now: now}, store, cat, nil)
 			req := httptest.NewRequest(http.MethodGet, "/v1/properties", nil)
 			req.Header.Set("Authorization", "Bearer "+token)
 			req.Header.Set("User-Agent", "deadline-test/1.0")
@@ -164,10 +175,10 @@ func TestRequestDeadline(t *testing.T) {
 			var p struct{ Code string }
 			_ = json.Unmarshal(rec.Body.Bytes(), &p)
 			if rec.Code != 504 || p.Code != "GATEWAY_TIMEOUT" {
-				t.Errorf("PMS never answering: %d %s", rec.Code, rec.Body)
+				t.Errorf("PMS never answering (injected clock %t): %d %s", tc.injected, rec.Code, rec.Body)
 			}
 			if el := time.Since(start); el != tc.want {
-				t.Errorf("answered after %s, want the request deadline %s", el, tc.want)
+				t.Errorf("answered after %s (injected clock %t), want the request deadline %s", el, tc.injected, tc.want)
 			}
 		})
 	}

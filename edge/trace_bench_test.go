@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/partner-edge/partner-edge/observability"
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/cache"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -26,8 +27,9 @@ func (discardExporter) Shutdown(context.Context) error                          
 // cachedEdge is the edge's handler over a cache of the brand (TTL a
 // minute), traced by tel (nil: not traced), and its live key.
 func cachedEdge(b *testing.B, tel *observability.Telemetry) (http.Handler, string) {
-	h := newHarness(b, harnessOptions{tel: tel, catalogs: func(live, sb upstream.Catalog) (upstream.Catalog, upstream.Catalog) {
-		c := cache.New(live, cache.Config{Key: "aurora/live", TTL: time.Minute, Stale: time.Hour})
+	now := testkit.From(testkit.Epoch)
+	h := newHarness(b, harnessOptions{now: now, tel: tel, catalogs: func(live, sb upstream.Catalog) (upstream.Catalog, upstream.Catalog) {
+		c := cache.New(live, cache.Config{Key: "aurora/live", TTL: time.Minute, Stale: time.Hour, Now: now})
 		b.Cleanup(c.Close)
 		return c, sb
 	}})

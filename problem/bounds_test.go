@@ -8,6 +8,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/problem"
 )
 
@@ -50,7 +51,7 @@ func TestWriterBoundsAnswer(t *testing.T) {
 	long := "/v1/" + strings.Repeat("%01", 20000)
 	r := httptest.NewRequest("GET", long, nil)
 	w := httptest.NewRecorder()
-	problem.Writer{}.Write(w, r, "req_1", &problem.Error{Code: problem.UnknownQueryParameter,
+	problem.Writer{Now: testkit.NewClock().Now}.Write(w, r, "req_1", &problem.Error{Code: problem.UnknownQueryParameter,
 		Detail: strings.Repeat("\x02", 10000), Errors: errs, Total: 700})
 	if n := w.Body.Len(); n >= 8<<10 {
 		t.Fatalf("body is %d bytes, want < 8 KB", n)
@@ -75,7 +76,7 @@ func TestWriterBoundsAnswer(t *testing.T) {
 
 	// Twenty or fewer: all listed, detail untouched.
 	w = httptest.NewRecorder()
-	problem.Writer{}.Write(w, httptest.NewRequest("GET", "/v1/", nil), "req_1",
+	problem.Writer{Now: testkit.NewClock().Now}.Write(w, httptest.NewRequest("GET", "/v1/", nil), "req_1",
 		&problem.Error{Code: problem.UnknownQueryParameter, Detail: "Some.", Errors: errs[:20]})
 	_ = json.Unmarshal(w.Body.Bytes(), &p)
 	if len(p.Errors) != 20 || p.Detail != "Some." {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/problem"
 )
 
@@ -379,7 +380,8 @@ func TestWriter(t *testing.T) {
 func TestWriterDefaultClock(t *testing.T) {
 	rec := httptest.NewRecorder()
 	before := time.Now()
-	problem.Writer{}.Write(rec, httptest.NewRequest(http.MethodGet, "/v1/", nil), "req_x", problem.New(problem.NotAcceptable, "no"))
+	// Now nil on purpose: its default is what is tested.
+	problem.Writer{Now: nil}.Write(rec, httptest.NewRequest(http.MethodGet, "/v1/", nil), "req_x", problem.New(problem.NotAcceptable, "no"))
 	after := time.Now()
 	var b body
 	if err := json.Unmarshal(rec.Body.Bytes(), &b); err != nil {
@@ -419,7 +421,7 @@ func TestWriteGuards(t *testing.T) {
 		"unknown code": {Code: "NOPE", Detail: "secret detail", Err: plain},
 	} {
 		w := httptest.NewRecorder()
-		got := problem.Writer{}.Write(w, httptest.NewRequest("GET", "/v1/", nil), "req_1", pe)
+		got := problem.Writer{Now: testkit.NewClock().Now}.Write(w, httptest.NewRequest("GET", "/v1/", nil), "req_1", pe)
 		if got == nil || got.Code != problem.InternalError || got.Err == nil || w.Code != 500 {
 			t.Errorf("Write(%s) = %+v, status %d; want INTERNAL_ERROR with a cause, 500", name, got, w.Code)
 			continue

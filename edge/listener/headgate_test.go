@@ -49,7 +49,7 @@ func TestOversizedHeadsTakeTurns(t *testing.T) {
 	defer cancel()
 	var held func() int // the head gate's slots held
 	addr, _ := listenertest.Serve(t, ctx, listener.WithHeadSlots(listener.ServeConfig{
-		Handler:           edge.NewServer(edge.Config{Brand: testBrand}, emptyStore(t, false), nil, nil),
+		Handler:           edge.NewServer(edge.Config{Brand: testBrand, Now: testkit.From(testkit.Epoch)}, emptyStore(t, false), nil, nil),
 		ReadHeaderTimeout: rht,
 	}, &held))
 	dial := func() net.Conn {

@@ -32,7 +32,7 @@ import (
 func TestDrain(t *testing.T) {
 	var draining atomic.Bool
 	store := emptyStore(t, false)
-	h := edge.NewServer(edge.Config{Brand: testBrand, Healthy: func() bool { return !draining.Load() && store.Usable() }}, store, nil, nil)
+	h := edge.NewServer(edge.Config{Brand: testBrand, Now: testkit.From(testkit.Epoch), Healthy: func() bool { return !draining.Load() && store.Usable() }}, store, nil, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	addr, done := listenertest.Serve(t, ctx, listener.ServeConfig{Handler: h, DrainDelay: 300 * time.Millisecond, OnDraining: func() { draining.Store(true) }})
 	base := "http://" + addr + "/v1/health"
@@ -65,7 +65,7 @@ func TestDrain(t *testing.T) {
 // No usable key set: unhealthy from the start.
 func TestUnhealthyWithoutKeys(t *testing.T) {
 	store := emptyStore(t, true)
-	srv := http.Server{Handler: edge.NewServer(edge.Config{Brand: testBrand, Healthy: store.Usable}, store, nil, nil)}
+	srv := http.Server{Handler: edge.NewServer(edge.Config{Brand: testBrand, Now: testkit.From(testkit.Epoch), Healthy: store.Usable}, store, nil, nil)}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +89,7 @@ func TestTLS(t *testing.T) {
 	store := emptyStore(t, false)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	addr, done := listenertest.Serve(t, ctx, listener.ServeConfig{Handler: edge.NewServer(edge.Config{Brand: testBrand}, store, nil, nil),
+	addr, done := listenertest.Serve(t, ctx, listener.ServeConfig{Handler: edge.NewServer(edge.Config{Brand: testBrand, Now: testkit.From(testkit.Epoch)}, store, nil, nil),
 		TLSCertFile: certFile, TLSKeyFile: keyFile})
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}}
 	res, err := client.Get("https://" + addr + "/v1/health")

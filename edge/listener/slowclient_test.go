@@ -31,7 +31,7 @@ func TestSlowlorisCutOff(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	addr, done := listenertest.Serve(t, ctx, listener.ServeConfig{
-		Handler:           edge.NewServer(edge.Config{Brand: testBrand}, emptyStore(t, false), nil, nil),
+		Handler:           edge.NewServer(edge.Config{Brand: testBrand, Now: testkit.From(testkit.Epoch)}, emptyStore(t, false), nil, nil),
 		ReadHeaderTimeout: rht,
 	})
 

@@ -38,7 +38,7 @@ func serveTLS(t *testing.T, cfg listener.ServeConfig) *tlsEdge {
 	testkit.WriteCertPair(t, e.certFile, e.keyFile, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	if cfg.Handler == nil {
-		cfg.Handler = edge.NewServer(edge.Config{Brand: testBrand}, emptyStore(t, false), nil, nil)
+		cfg.Handler = edge.NewServer(edge.Config{Brand: testBrand, Now: testkit.From(testkit.Epoch)}, emptyStore(t, false), nil, nil)
 	}
 	cfg.TLSCertFile, cfg.TLSKeyFile, cfg.TLSReload = e.certFile, e.keyFile, e.reload
 	cfg.Logger = slog.New(slog.NewJSONHandler(e.logs, nil))
@@ -120,7 +120,7 @@ func TestTLSPolicy(t *testing.T) {
 // HSTS only on TLS: over plain HTTP the header means nothing and is not sent.
 func TestNoHSTSOverPlainHTTP(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	addr, done := listenertest.Serve(t, ctx, listener.ServeConfig{Handler: edge.NewServer(edge.Config{Brand: testBrand}, emptyStore(t, false), nil, nil)})
+	addr, done := listenertest.Serve(t, ctx, listener.ServeConfig{Handler: edge.NewServer(edge.Config{Brand: testBrand, Now: testkit.From(testkit.Epoch)}, emptyStore(t, false), nil, nil)})
 	res, err := http.Get("http://" + addr + "/v1/health")
 	if err != nil {
 		t.Fatal(err)

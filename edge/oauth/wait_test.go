@@ -56,8 +56,9 @@ func TestHangingIssuer(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		is := &hangingIssuer{release: make(chan struct{})}
+		clk := testkit.From(newClock().Now()) // the fixed day, moving with the bubble's clock
 		start := time.Now()
-		v, err := oauth.New(ctx, oauth.Config{Issuer: "https://idp.example.com", Audience: testAudience,
+		v, err := oauth.New(ctx, oauth.Config{Issuer: "https://idp.example.com", Audience: testAudience, Now: clk,
 			HTTPClient: &http.Client{Transport: testkit.InProcess{Handler: is}}})
 		if err != nil {
 			t.Fatal(err)
@@ -71,7 +72,7 @@ func TestHangingIssuer(t *testing.T) {
 		sg := oauthtest.NewSigner(t, "", jose.ES256)
 		tokens := make([]string, 1100)
 		for i := range tokens {
-			tokens[i] = sg.As(fmt.Sprintf("unknown-%d", i), jose.ES256).Sign(t, claims("https://idp.example.com", time.Now(), "c"), nil)
+			tokens[i] = sg.As(fmt.Sprintf("unknown-%d", i), jose.ES256).Sign(t, claims("https://idp.example.com", clk(), "c"), nil)
 		}
 		t0 := time.Now()
 		errs := make([]error, len(tokens))
@@ -136,7 +137,8 @@ func TestStartFetchFinishesInBackground(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		sg := oauthtest.NewSigner(t, "k1", jose.ES256)
 		is := &hangingIssuer{release: make(chan struct{}), keys: []jose.JSONWebKey{sg.JWK()}}
-		v, err := oauth.New(t.Context(), oauth.Config{Issuer: "https://idp.example.com", Audience: testAudience,
+		clk := testkit.From(newClock().Now()) // the fixed day, moving with the bubble's clock
+		v, err := oauth.New(t.Context(), oauth.Config{Issuer: "https://idp.example.com", Audience: testAudience, Now: clk,
 			HTTPClient: &http.Client{Transport: testkit.InProcess{Handler: is}}})
 		if err != nil {
 			t.Fatal(err)
@@ -150,7 +152,7 @@ func TestStartFetchFinishesInBackground(t *testing.T) {
 		if !v.Ready() {
 			t.Fatal("the start's fetch did not finish in the background")
 		}
-		if _, err := v.Verify(t.Context(), sg.Sign(t, claims("https://idp.example.com", time.Now(), "c"), nil)); err != nil {
+		if _, err := v.Verify(t.Context(), sg.Sign(t, claims("https://idp.example.com", clk(), "c"), nil)); err != nil {
 			t.Fatal(err)
 		}
 		if v.Fetches() != 1 {

@@ -45,6 +45,22 @@ func (c *Clock) Advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
+// From returns a clock that reads t0 now and then moves with the wall
+// clock: t0 plus the time since From was called. It is the clock to give
+// a component whose dates must sit on a test's fixed day (a feed's
+// retention, a key's expiry, a cache's ages against snapshots stamped on
+// that day) while its timing logic (breakers, timeouts, retry budgets,
+// fetch pacing, durations) goes on as on the wall clock: a stopped Clock
+// would hold a breaker open and a budget's window still for ever. Made
+// inside a testing/synctest bubble it moves with the bubble's clock.
+//
+// Its dates are not the wall clock's: a component must not compare them
+// with a context's deadline or a timer, which run on time.Now.
+func From(t0 time.Time) func() time.Time {
+	start := time.Now()
+	return func() time.Time { return t0.Add(time.Since(start)) }
+}
+
 // EventuallyTimeout bounds Eventually: generous, because the machine may
 // be busy (the race detector, -count=3, other processes: a walk of the
 // real-speed PMS took over 30 s beside two busy loops), and reached only

@@ -1,5 +1,6 @@
 // Package testkit holds the test helpers every package of the module
-// shares: a settable clock (Clock), a log sink safe for concurrent writers
+// shares: a settable clock (Clock) and one that starts on a fixed day and
+// then moves (From), a log sink safe for concurrent writers
 // (LogBuffer), a poll for events outside the test's control
 // (Eventually), a writer of self-signed certificates replaced by rename
 // (WriteCertPair), a reader of /metrics (Scrape, Series), an OTLP/HTTP

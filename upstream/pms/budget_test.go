@@ -28,7 +28,7 @@ func testBudgetBoundsAttemptsUnderOutage(t *testing.T) {
 	cfg := localConfig(f)
 	rt := &countingRT{rt: cfg.Transport}
 	cfg.Transport = rt
-	cfg.Retry.Budget = retrybudget.New(retrybudget.Config{Ratio: 0.2, MinPerSecond: 5})
+	cfg.Retry.Budget = retrybudget.New(retrybudget.Config{Ratio: 0.2, MinPerSecond: 5, Now: cfg.Now})
 	// Keep the breaker out of the way: this test is about the budget.
 	cfg.Breaker = BreakerConfig{ConsecutiveFailures: math.MaxUint32, FailureRatio: 2}
 	c := newTestClient(t, cfg)

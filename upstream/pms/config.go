@@ -133,11 +133,13 @@ type ClientConfig struct {
 	// adds "pms.retry" events to the call span. Nil means none.
 	Metrics *upstream.PMSMetrics
 
-	// Now is the client's clock: retry waits against the deadline,
-	// Retry-After dates, the breaker's open time, the hold after PMS
-	// shedding, attempt durations and, when Retry.Budget is nil, the retry
-	// budget. Nil means time.Now. (Waits themselves are timers: tests run
-	// them under testing/synctest.)
+	// Now is the client's clock: Retry-After dates, the breaker's open
+	// time, the hold after PMS shedding, attempt durations and, when
+	// Retry.Budget is nil, the retry budget. Nil means time.Now. (Waits
+	// themselves are timers, and a retry's wait is checked against the
+	// call's deadline on time.Now's clock, the deadline's own: a test that
+	// gives the client a clock on its fixed day keeps its deadlines; tests
+	// run the waits under testing/synctest.)
 	Now func() time.Time
 
 	// Logger receives breaker state changes (info), failed attempts and

@@ -220,7 +220,7 @@ func TestHTTP2AnswersAreNotConfirmed(t *testing.T) {
 	t.Cleanup(srv.Close)
 	tr := srv.Client().Transport.(*http.Transport).Clone()
 	tr.ForceAttemptHTTP2 = true
-	c := newTestClient(t, ClientConfig{BaseURL: srv.URL, Transport: tr, Logger: slog.New(slog.DiscardHandler)})
+	c := newTestClient(t, ClientConfig{BaseURL: srv.URL, Transport: tr, Logger: slog.New(slog.DiscardHandler), Now: testkit.From(testkit.Epoch)})
 	for range 3 {
 		_, err := c.GetHotel(context.Background(), "aurora", hotelID(99))
 		wantKind(t, err, upstream.NotFound)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream"
 
 	"github.com/partner-edge/partner-edge/mapping"
@@ -93,7 +94,7 @@ func TestDirectProperty(t *testing.T) {
 	})
 	var rejected int
 	d := NewDirect(newTestClient(t, testConfig(f.srv.URL)), DirectOptions{
-		Brand: "aurora", OnReject: func(context.Context, *mapping.Rejection) { rejected++ },
+		Brand: "aurora", Now: testkit.NewClock().Now, OnReject: func(context.Context, *mapping.Rejection) { rejected++ },
 	})
 	ctx := context.Background()
 
@@ -121,7 +122,7 @@ func TestDirectPropertyOtherIDIsBadGateway(t *testing.T) {
 		_, _ = w.Write(record(hotelID(5), "aurora", "LIVE", "2021-01-01T00:00:00Z"))
 		return true
 	}
-	d := NewDirect(newTestClient(t, testConfig(f.srv.URL)), DirectOptions{Brand: "aurora"})
+	d := NewDirect(newTestClient(t, testConfig(f.srv.URL)), DirectOptions{Brand: "aurora", Now: testkit.NewClock().Now})
 	_, err := d.Property(context.Background(), hotelID(1))
 	wantKind(t, err, upstream.BadGateway)
 }

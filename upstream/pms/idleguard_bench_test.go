@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
 
@@ -26,8 +27,10 @@ func BenchmarkGetHotelIdleGuard(b *testing.B) {
 		name      string
 		transport func() *ClientConfig
 	}{
-		{"guarded", func() *ClientConfig { return &ClientConfig{BaseURL: srv.URL} }},
-		{"net-http-alone", func() *ClientConfig { return &ClientConfig{BaseURL: srv.URL, Transport: NewTransport()} }},
+		{"guarded", func() *ClientConfig { return &ClientConfig{BaseURL: srv.URL, Now: testkit.From(testkit.Epoch)} }},
+		{"net-http-alone", func() *ClientConfig {
+			return &ClientConfig{BaseURL: srv.URL, Transport: NewTransport(), Now: testkit.From(testkit.Epoch)}
+		}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			c, err := NewClient(*bc.transport())

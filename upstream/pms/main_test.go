@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"go.uber.org/goleak"
 )
 
@@ -123,10 +124,13 @@ func (f *fakePMS) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // testConfig is a client configuration with short timeouts, so that
-// failure tests stay fast.
+// failure tests stay fast. Its clock starts on the tests' fixed day
+// (testkit.Epoch) and moves, so breakers, holds and budgets run as on the
+// wall clock (or the synctest bubble's, when made in one).
 func testConfig(baseURL string) ClientConfig {
 	return ClientConfig{
 		BaseURL:        baseURL,
+		Now:            testkit.From(testkit.Epoch),
 		Token:          "pms-token-123",
 		Version:        "1.2.3",
 		CallTimeout:    2 * time.Second,

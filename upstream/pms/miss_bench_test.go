@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
 
@@ -29,7 +30,7 @@ func BenchmarkGetHotelMiss(b *testing.B) {
 		b.Cleanup(srv.Close)
 		base = srv.URL
 	}
-	c, err := NewClient(ClientConfig{BaseURL: base})
+	c, err := NewClient(ClientConfig{BaseURL: base, Now: testkit.From(testkit.Epoch)})
 	if err != nil {
 		b.Fatal(err)
 	}

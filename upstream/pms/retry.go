@@ -273,8 +273,10 @@ func (c *Client) retryable(ctx context.Context, x *exchange, resp *http.Response
 	if x.retries >= c.cfg.Retry.MaxRetries {
 		return false
 	}
-	// The longest wait backoff may choose must end before the deadline.
-	if dl, ok := ctx.Deadline(); ok && !c.cfg.Now().Add(max(c.waitCeil(x.retries), minWait)).Before(dl) {
+	// The longest wait backoff may choose must end before the deadline: a
+	// context's deadline is on time.Now's clock (as in withBudget and the
+	// attempt boundary), which an injected Now need not be.
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= max(c.waitCeil(x.retries), minWait) {
 		c.cfg.Logger.Debug("pms retry skipped: wait would pass the deadline", "wait", max(c.waitCeil(x.retries), minWait))
 		return false
 	}

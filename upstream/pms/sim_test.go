@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream"
 
 	"github.com/partner-edge/partner-edge/mapping"
@@ -31,7 +32,7 @@ func TestSimDirectReadsEveryPage(t *testing.T) {
 	sim, srv := newSim(t, pmsim.Config{HotelsPerBrand: n, PageSize: 7, Token: "pms-token-123", Seed: 42})
 	var rejected atomic.Int64
 	d := NewDirect(newTestClient(t, testConfig(srv.URL)), DirectOptions{
-		Brand: "aurora", CodeSource: mapping.CodeSourceShortCode,
+		Brand: "aurora", CodeSource: mapping.CodeSourceShortCode, Now: testkit.NewClock().Now,
 		OnReject: func(context.Context, *mapping.Rejection) { rejected.Add(1) },
 	})
 	s, err := d.Snapshot(context.Background())
@@ -214,7 +215,7 @@ func testSimBreakerStopsTrafficUntilHealed(t *testing.T) {
 	cfg := localConfig(sim)
 	cfg.Breaker = BreakerConfig{ConsecutiveFailures: 2, OpenTimeout: 2 * time.Second}
 	c := newTestClient(t, cfg)
-	d := NewDirect(c, DirectOptions{Brand: "aurora"})
+	d := NewDirect(c, DirectOptions{Brand: "aurora", Now: cfg.Now})
 	ctx := context.Background()
 	for range 2 {
 		_, err := d.Snapshot(ctx)

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream"
 
 	"github.com/partner-edge/partner-edge/mapping"
@@ -55,7 +56,7 @@ func TestPropertiesKeepWithinWalkBound(t *testing.T) {
 		return true
 	}
 	var rejected atomic.Int64
-	opts := DirectOptions{Brand: "aurora", OnReject: func(context.Context, *mapping.Rejection) { rejected.Add(1) }}
+	opts := DirectOptions{Brand: "aurora", Now: testkit.NewClock().Now, OnReject: func(context.Context, *mapping.Rejection) { rejected.Add(1) }}
 	cfg := testConfig(f.srv.URL)
 	cfg.MaxWalkBytes = 20_000 // ten pages send about 4 KB, and keep 1000 rejections
 	_, _, err := NewDirect(newTestClient(t, cfg), opts).Properties(context.Background())

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
 
@@ -183,7 +184,7 @@ func BenchmarkWalkHotels(b *testing.B) {
 	const n = 20_000
 	srv := httptest.NewServer(pmsim.New(pmsim.Config{Seed: 1, Brands: 1, HotelsPerBrand: n}))
 	b.Cleanup(srv.Close)
-	c, err := NewClient(ClientConfig{BaseURL: srv.URL})
+	c, err := NewClient(ClientConfig{BaseURL: srv.URL, Now: testkit.From(testkit.Epoch)})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream"
 )
 
@@ -13,7 +14,9 @@ import (
 // bound holds (docs/architecture.md).
 func TestZeroClientConfigUsesDefaults(t *testing.T) {
 	f := newFakePMS(t, hotels(2, "aurora"))
-	c, err := NewClient(ClientConfig{BaseURL: f.srv.URL})
+	// Now too is left nil: its default (time.Now) is part of what is
+	// tested, and nothing here is dated.
+	c, err := NewClient(ClientConfig{BaseURL: f.srv.URL, Now: nil})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +27,7 @@ func TestZeroClientConfigUsesDefaults(t *testing.T) {
 	if got, err := listHotels(c, context.Background(), "aurora"); err != nil || len(got) != 2 {
 		t.Fatalf("list: %d records, %v", len(got), err)
 	}
-	cfg, _, err := ClientConfig{BaseURL: f.srv.URL}.withDefaults()
+	cfg, _, err := ClientConfig{BaseURL: f.srv.URL, Now: nil}.withDefaults()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +74,7 @@ func TestNegativeClientConfigRefused(t *testing.T) {
 		"Breaker.BucketPeriod": func(c *ClientConfig) { c.Breaker.BucketPeriod = -time.Second },
 		"Breaker.OpenTimeout":  func(c *ClientConfig) { c.Breaker.OpenTimeout = -time.Second },
 	} {
-		cfg := ClientConfig{BaseURL: "http://127.0.0.1:1"}
+		cfg := ClientConfig{BaseURL: "http://127.0.0.1:1", Now: testkit.From(testkit.Epoch)}
 		edit(&cfg)
 		if _, err := NewClient(cfg); err == nil {
 			t.Errorf("negative %s: client made, want an error", name)
