@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 )
 
 // benchHotels is the brand size of the churn benchmarks: a large brand.
@@ -52,4 +53,42 @@ func BenchmarkPageWhileChurning(b *testing.B) {
 	b.StopTimer()
 	close(stop)
 	wg.Wait()
+}
+
+// BenchmarkPageIdle is BenchmarkPageWhileChurning's page with no churn:
+// what a page costs on its own.
+func BenchmarkPageIdle(b *testing.B) {
+	s := New(Config{Seed: 1, Brands: 1, HotelsPerBrand: benchHotels})
+	benchPages(b, s)
+}
+
+// BenchmarkChurnStepOf50 is a step of 50 changes (every kind, in turn) in
+// a brand of 50,000 hotels.
+func BenchmarkChurnStepOf50(b *testing.B) {
+	s := New(Config{Seed: 1, Brands: 1, HotelsPerBrand: benchHotels, ChurnChanges: 50})
+	b.ReportAllocs()
+	for b.Loop() {
+		s.Churn()
+	}
+}
+
+// BenchmarkPageAt500ChangesPerSecond is a page of a brand of 50,000 hotels
+// churned at 500 changes a second (50 every 100 ms), the steps made by the
+// page requests themselves as cmd/pmsim makes them.
+func BenchmarkPageAt500ChangesPerSecond(b *testing.B) {
+	s := New(Config{Seed: 1, Brands: 1, HotelsPerBrand: benchHotels, Churn: 100 * time.Millisecond, ChurnChanges: 50})
+	benchPages(b, s)
+	b.ReportMetric(float64(s.Stats().Churn.Changes)/b.Elapsed().Seconds(), "changes/s")
+}
+
+func benchPages(b *testing.B, s *Sim) {
+	req := httptest.NewRequest(http.MethodGet, "/internal/v2/brands/aurora/hotels?limit=100", nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, req)
+		if w.Code != http.StatusOK {
+			b.Fatalf("status %d", w.Code)
+		}
+	}
 }
