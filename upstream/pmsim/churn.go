@@ -20,10 +20,12 @@ import (
 // walk under way never skips or repeats a record because of it. A removal
 // empties its slot (lists serve nothing there; pages may hold fewer records
 // than their limit), a creation fills a slot emptied by an earlier step, or
-// a new one at the end. Creations and removals come in equal numbers, so
-// only the first step that creates adds slots; that step, alone, reorders a
-// walk under way with Config.ShuffleEachWalk (its order is drawn over the
-// slots). The changed records' last_modified_ms is the step's time. The
+// a new one at the end. The kinds come in turn, so a count that is not a
+// multiple of 7 makes more of the first ones: 6 removes hotels and creates
+// none, and the brand shrinks. With as many creations as removals (a
+// multiple of 7), only the first step adds slots; a step that adds slots
+// reorders a walk under way with Config.ShuffleEachWalk (its order is
+// drawn over the slots). The changed records' last_modified_ms is the step's time. The
 // same seed gives the same changes in the same order.
 //
 // A step costs the records it changes, not the brand's size: it opens only
