@@ -219,7 +219,7 @@ func (s *Sim) plan(d *brandData, brand string, n int, now time.Time) *plan {
 		p.edits = append(p.edits, edit{slot, r.encode(), id})
 		p.step.Changes = append(p.step.Changes, Change{Kind: kind, ID: id, Was: was})
 	}
-	newHotel := func(r record) string {
+	newHotel := func(r *record) string {
 		id := uuid(rng)
 		r.set("hotel_id", id)
 		r.set("display_name", fmt.Sprintf("%s Annex %d", title, step))
@@ -265,7 +265,8 @@ func (s *Sim) plan(d *brandData, brand string, n int, now time.Time) *plan {
 			}
 			put(kind, i, r, id, "")
 		case ChurnReplace:
-			put(kind, i, r, newHotel(r), id)
+			added := newHotel(&r)
+			put(kind, i, r, added, id)
 		case ChurnUnmap:
 			b := broken{slot: i, step: step, field: "time_zone"}
 			if s.churn.unmaps++; s.churn.unmaps%2 == 0 {
@@ -293,7 +294,8 @@ func (s *Sim) plan(d *brandData, brand string, n int, now time.Time) *plan {
 				p.appended++
 			}
 			used[slot] = true
-			put(kind, slot, r, newHotel(r), "")
+			added := newHotel(&r)
+			put(kind, slot, r, added, "")
 		}
 	}
 	for _, c := range p.step.Changes {
