@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -59,7 +60,9 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	fs.StringVar(&renames, "rename", "", "drift: rename record fields, e.g. display_name=name (comma-separated pairs)")
 	fs.StringVar(&retypes, "retype", "", "drift: change the JSON type of these record fields, e.g. last_modified_ms (comma-separated)")
 	fs.IntVar(&cfg.Drift.Drop, "drop", 0, "drift: leave out this many mappable records of every brand")
-	fs.DurationVar(&cfg.Churn, "churn", 0, "change data every interval while serving: per brand, rename a hotel, change one's status, replace one by a new hotel (0: never)")
+	fs.DurationVar(&cfg.Churn, "churn", 0, "change data every interval while serving, --churn-changes changes per brand each time (0: never)")
+	fs.IntVar(&cfg.ChurnChanges, "churn-changes", 0, "changes per brand each --churn interval, in turn: "+strings.Join(pmsim.ChurnKinds, ", ")+
+		" (0: 3, a rename, a status change, a hotel replaced; 7 or more: every kind); the rate is this per interval, e.g. --churn 100ms --churn-changes 50 is 500 a second per brand")
 	fs.StringVar(&cfg.Drift.Paging, "break-paging", "", "drift: break list paging: loop, empty-cursor, overlap or rename-cursor (pages of 10 unless --page-size)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -69,8 +72,16 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	}
 	tokenSet := false
 	fs.Visit(func(f *flag.Flag) { tokenSet = tokenSet || f.Name == "token" })
+	// The start-up hint names the token as it was given: the value typed
+	// on the command line, or the variable, whose value stays unprinted.
+	auth := ""
 	if !tokenSet {
 		cfg.Token = getenv("PMS_TOKEN") // not a flag default: --help would print it
+		if cfg.Token != "" {
+			auth = `-H "Authorization: Bearer $PMS_TOKEN" `
+		}
+	} else if cfg.Token != "" {
+		auth = "-H 'Authorization: Bearer " + strings.ReplaceAll(cfg.Token, "'", `'\''`) + "' "
 	}
 	if cfg.Drift.Rename, err = pmsim.ParseRenames(renames); err != nil {
 		return fmt.Errorf("--rename: %w", err)
@@ -113,11 +124,14 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	}
 	srv := &http.Server{Handler: pmsim.Instrument(sim, tel), ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(stdout, "pmsim listening on http://%s\n", ln.Addr())
-	fmt.Fprintf(stdout, "brands %v, %d hotels each, seed %d; try: curl 'http://%s/internal/v2/brands/%s/hotels?limit=2'\n",
-		sim.Brands(), cfg.HotelsPerBrand, cfg.Seed, ln.Addr(), sim.Brands()[0])
+	fmt.Fprintf(stdout, "brands %v, %d hotels each, seed %d; try: curl %s'http://%s/internal/v2/brands/%s/hotels?limit=2'\n",
+		sim.Brands(), cfg.HotelsPerBrand, cfg.Seed, auth, ln.Addr(), sim.Brands()[0])
 	fmt.Fprintf(stdout, "traces exporter: %s\n", tel.TracesExporter())
+	fmt.Fprintf(stdout, "counters: curl http://%s%s\n", ln.Addr(), pmsim.RouteStats)
 	if cfg.Churn > 0 {
-		fmt.Fprintf(stdout, "churn: every %s, per brand a rename, a status change and a hotel replaced\n", cfg.Churn)
+		n := cmp.Or(cfg.ChurnChanges, 3)
+		fmt.Fprintf(stdout, "churn: every %s, %d changes per brand (%.4g a second per brand): %s\n",
+			cfg.Churn, n, float64(n)/cfg.Churn.Seconds(), strings.Join(pmsim.ChurnKinds[:min(n, len(pmsim.ChurnKinds))], ", "))
 	}
 	if d := cfg.Drift; len(d.Rename) > 0 || len(d.Retype) > 0 || d.Drop > 0 || d.Paging != "" {
 		fmt.Fprintf(stdout, "drift: rename %v, retype %v, drop %d, paging %q\n", d.Rename, d.Retype, d.Drop, d.Paging)
@@ -155,6 +169,8 @@ func validate(cfg pmsim.Config, f pmsim.Faults, extra int) error {
 		return fmt.Errorf("--page-size %d: want 0 or more", cfg.PageSize)
 	case cfg.Churn < 0:
 		return fmt.Errorf("--churn %s: want 0 or more", cfg.Churn)
+	case cfg.ChurnChanges < 0:
+		return fmt.Errorf("--churn-changes %d: want 0 or more", cfg.ChurnChanges)
 	case f.Latency < 0 || f.Jitter < 0:
 		return errors.New("--latency and --jitter must not be negative")
 	case f.ErrorRate < 0 || f.ErrorRate > 1:

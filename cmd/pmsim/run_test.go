@@ -159,11 +159,98 @@ func TestRunChurn(t *testing.T) {
 	}
 }
 
+// The start-up hint is a request that works: with the token the
+// simulator requires, named as it was given (the variable's value is never
+// printed), and the counters' URL.
+func TestRunHintCarriesTheToken(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		env    map[string]string
+		args   []string
+		header string // the hint's Authorization header, "" for none
+		token  string // what a shell makes of it
+	}{
+		{"PMS_TOKEN", map[string]string{"PMS_TOKEN": "env-s3cret"}, nil, `-H "Authorization: Bearer $PMS_TOKEN" `, "env-s3cret"},
+		{"--token", nil, []string{"--token", "flag-tok"}, `-H 'Authorization: Bearer flag-tok' `, "flag-tok"},
+		{"none", nil, nil, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			url, lines, _ := start(t, tc.env, tc.args...)
+			hint := <-lines
+			if strings.Contains(hint, "env-s3cret") {
+				t.Fatalf("hint prints PMS_TOKEN's value: %q", hint)
+			}
+			_, curl, ok := strings.Cut(hint, "try: curl ")
+			if !ok || !strings.HasPrefix(curl, tc.header+"'"+url+"/internal/") {
+				t.Fatalf("hint %q; want curl %s'%s/internal/...'", hint, tc.header, url)
+			}
+			if resp, body := get(t, strings.Trim(strings.TrimPrefix(curl, tc.header), "'"), tc.token); resp.StatusCode != 200 {
+				t.Fatalf("the hint's request: %d %s", resp.StatusCode, body)
+			}
+			<-lines // traces exporter
+			if l := <-lines; l != "counters: curl "+url+"/_pmsim/stats" {
+				t.Fatalf("counters line %q", l)
+			}
+		})
+	}
+}
+
+// --churn-changes sets a step's changes: with 7 or more, every kind comes,
+// and GET /_pmsim/stats counts them with the requests and pages served.
+func TestRunChurnChangesAndStats(t *testing.T) {
+	url, lines, _ := start(t, nil, "--brands", "1", "--hotels", "100", "--churn", "1ms", "--churn-changes", "14")
+	for l := range lines {
+		if strings.HasPrefix(l, "churn:") {
+			if !strings.Contains(l, "14 changes per brand") || !strings.Contains(l, "create") {
+				t.Fatalf("churn line %q", l)
+			}
+			break
+		}
+	}
+	type stats struct {
+		Requests, Lists, Pages int64
+		Churn                  map[string]int64
+	}
+	read := func() stats {
+		resp, body := get(t, url+"/_pmsim/stats", "")
+		var st stats
+		if resp.StatusCode != 200 || json.Unmarshal(body, &st) != nil {
+			t.Fatalf("stats: %d %s", resp.StatusCode, body)
+		}
+		return st
+	}
+	lists := int64(0)
+	testkit.Eventually(t, "every kind of change made", func() bool {
+		get(t, url+"/internal/v2/brands/aurora/hotels?limit=500", "")
+		lists++
+		st := read()
+		for _, k := range []string{"rename", "status", "replace", "unmap", "remap", "remove", "create"} {
+			if st.Churn[k] == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	st := read()
+	if st.Requests != lists || st.Lists != lists || st.Pages != lists {
+		t.Errorf("%d list requests made; stats %+v", lists, st)
+	}
+	sum := int64(0)
+	for k, n := range st.Churn {
+		if k != "steps" && k != "changes" {
+			sum += n
+		}
+	}
+	if st.Churn["changes"] != sum || st.Churn["changes"] > 14*st.Churn["steps"] || st.Churn["steps"] == 0 {
+		t.Errorf("churn %v: changes are not the sum of the kinds, or more than 14 a step", st.Churn)
+	}
+}
+
 func TestRunRejectsBadFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"--error-rate", "1.5"}, {"--brands", "0"}, {"--hotels", "-1"}, {"--page-size", "-2"},
 		{"--error-status", "200"}, {"--latency", "-1s"}, {"--oversize", "-5"}, {"--fail-first", "-1"},
-		{"--addr", "256.0.0.1:bad"}, {"--nope"}, {"--seed", "x"}, {"extra"},
+		{"--addr", "256.0.0.1:bad"}, {"--nope"}, {"--seed", "x"}, {"extra"}, {"--churn-changes", "-1"},
 	} {
 		err := run(t.Context(), append([]string{"pmsim"}, args...), mapEnv(nil), io.Discard, io.Discard)
 		if err == nil {
@@ -179,7 +266,7 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		t.Fatal("--help prints PMS_TOKEN")
 	}
 	for _, flag := range []string{"-addr", "-brands", "-hotels", "-seed", "-page-size", "-shuffle", "-token", "-latency", "-jitter",
-		"-error-rate", "-error-status", "-retry-after", "-reset", "-truncate", "-malformed", "-oversize", "-fail-first", "-churn"} {
+		"-error-rate", "-error-status", "-retry-after", "-reset", "-truncate", "-malformed", "-oversize", "-fail-first", "-churn", "-churn-changes"} {
 		if !strings.Contains(help.String(), flag) {
 			t.Errorf("--help lacks %s", flag)
 		}

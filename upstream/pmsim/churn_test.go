@@ -3,6 +3,7 @@ package pmsim
 import (
 	"encoding/json"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -72,7 +73,7 @@ func TestChurnStep(t *testing.T) {
 		t.Errorf("%d slots hold another hotel; want the replaced one only", changed)
 	}
 	again := New(Config{Seed: 5, Brands: 2, HotelsPerBrand: 40}).Churn()
-	if !slices.Equal(again, steps) {
+	if !reflect.DeepEqual(again, steps) {
 		t.Errorf("the same seed changed %+v, then %+v", steps, again)
 	}
 }

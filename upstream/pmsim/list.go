@@ -41,26 +41,38 @@ func (s *Sim) list(w http.ResponseWriter, r *http.Request, brand string) {
 	s.mu.RLock()
 	var page []json.RawMessage
 	more := false
+	span := 0 // slots the page covers: cursors are offsets in slots
 	if d := s.data[brand]; d != nil && offset < len(d.recs) {
 		end := min(offset+limit, len(d.recs))
-		if walk == 0 {
+		span = end - offset
+		switch {
+		case walk == 0 && len(d.free) == 0: // no emptied slot (churn.go)
 			page = d.recs[offset:end]
-		} else { // a shuffled walk: the same order for every page of it
+		case walk == 0:
+			for _, rec := range d.recs[offset:end] {
+				if rec != nil {
+					page = append(page, rec)
+				}
+			}
+		default: // a shuffled walk: the same order for every page of it
 			order := rand.New(rand.NewPCG(walk, uint64(len(d.recs)))).Perm(len(d.recs))
 			for _, i := range order[offset:end] {
-				page = append(page, d.recs[i])
+				if d.recs[i] != nil {
+					page = append(page, d.recs[i])
+				}
 			}
 		}
 		more = end < len(d.recs)
 	}
 	var next any // null: the last page
 	if more {
-		next = s.cursor(brand, walk, s.cfg.Drift.nextOffset(offset, len(page)))
+		next = s.cursor(brand, walk, s.cfg.Drift.nextOffset(offset, span))
 	} else if s.cfg.Drift.Paging == PagingEmptyCursor {
 		next = ""
 	}
 	body := listBody(page, s.cfg.Drift.cursorKey(), next)
 	s.mu.RUnlock()
+	s.stats.page(len(page))
 	writeJSON(w, http.StatusOK, body)
 }
 

@@ -12,10 +12,14 @@ const (
 	RouteGet  = "/internal/v2/brands/{brandCode}/hotels/{hotelId}"
 )
 
-// Route returns the route template that path matches (RouteList or
-// RouteGet), or "" when it matches none. It never returns the raw path, so
-// its result is fit for span names and metric labels.
+// Route returns the route template that path matches (RouteList, RouteGet
+// or the control route RouteStats), or "" when it matches none. It never
+// returns the raw path, so its result is fit for span names and metric
+// labels.
 func Route(path string) string {
+	if path == RouteStats {
+		return RouteStats
+	}
 	_, _, r := route(path)
 	return r
 }

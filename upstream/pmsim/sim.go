@@ -8,6 +8,9 @@
 //	GET /internal/v2/brands/{brandCode}/hotels?limit=<1..500>&cursor=<opaque>
 //	GET /internal/v2/brands/{brandCode}/hotels/{hotelId}
 //
+// and the simulator's own control route, outside the PMS API's paths
+// (control.go): GET /_pmsim/stats.
+//
 // Every answer is application/json. Errors are {"error": "<code>"} with the
 // codes hotel_not_found (404), invalid_limit and invalid_cursor (400),
 // unauthorized (401), not_found (404, unknown path) and method_not_allowed
@@ -52,10 +55,16 @@ type Config struct {
 	// broken paging). The zero value is the PMS of docs/pms-api.md.
 	Drift Drift
 	// Churn, when positive, changes the data every Churn while the Sim
-	// serves (churn.go: a rename, a status change, a hotel replaced by a
-	// new one, per brand and step), made as requests arrive: a Sim nobody
-	// calls changes nothing. Zero: the data changes only by SetRecords.
+	// serves (churn.go: ChurnChanges changes per brand and step), made as
+	// requests arrive: a Sim nobody calls changes nothing. Zero: the data
+	// changes only by SetRecords and Sim.Churn.
 	Churn time.Duration
+	// ChurnChanges is the number of changes one churn step makes in each
+	// brand, their kinds taken in the order of ChurnKinds, again and again:
+	// 7 or more make every kind in every step. Zero means 3: a rename, a
+	// status change and a hotel replaced by a new one. With Churn, the rate
+	// is ChurnChanges per Churn per brand.
+	ChurnChanges int
 }
 
 // DefaultLimit is the page size of a list request without limit; MaxLimit
@@ -81,11 +90,22 @@ type Sim struct {
 	churn  churn
 }
 
+// brandData is one brand's records with an index that churn keeps up to
+// date record by record (set), so that a change costs the records it
+// changes, never the brand's size.
 type brandData struct {
-	recs  []json.RawMessage
-	exact map[string]int // hotel_id as stored -> index
-	fold  map[string]int // lower-cased hotel_id -> index of the first such record
+	recs  []json.RawMessage // stored order; nil: a slot churn emptied (served as nothing)
+	ids   []string          // the hotel_id of each slot as stored; "" when none
+	exact map[string]slot   // hotel_id as stored -> its first slot
+	fold  map[string]slot   // lower-cased hotel_id -> the first slot of such a record
+
+	// What churn left to undo (churn.go), oldest first.
+	free   []churned // emptied slots, for creations
+	broken []broken  // records made unmappable, for mending
 }
+
+// slot is where the first record of an id is, and how many records have it.
+type slot struct{ first, n int }
 
 // New returns a Sim serving the generated data of cfg.
 func New(cfg Config) *Sim {
@@ -114,16 +134,90 @@ func New(cfg Config) *Sim {
 }
 
 func index(recs []json.RawMessage) *brandData {
-	d := &brandData{recs: recs, exact: make(map[string]int, len(recs)), fold: make(map[string]int, len(recs))}
-	for i := len(recs) - 1; i >= 0; i-- { // the first record of an id written last
-		var probe struct {
-			ID string `json:"hotel_id"`
-		}
-		if json.Unmarshal(recs[i], &probe) == nil && probe.ID != "" {
-			d.exact[probe.ID], d.fold[strings.ToLower(probe.ID)] = i, i
-		}
+	d := &brandData{recs: recs, ids: make([]string, len(recs)),
+		exact: make(map[string]slot, len(recs)), fold: make(map[string]slot, len(recs))}
+	for i, rec := range recs {
+		d.ids[i] = storedID(rec)
+		d.add(i)
 	}
 	return d
+}
+
+// storedID is the hotel_id of rec, "" when it has none (or is no object).
+func storedID(rec json.RawMessage) string {
+	var probe struct {
+		ID string `json:"hotel_id"`
+	}
+	if json.Unmarshal(rec, &probe) != nil {
+		return ""
+	}
+	return probe.ID
+}
+
+// set puts rec, whose hotel_id is id, in slot i (nil empties it), keeping
+// the index right.
+func (d *brandData) set(i int, rec json.RawMessage, id string) {
+	for i >= len(d.recs) {
+		d.recs, d.ids = append(d.recs, nil), append(d.ids, "")
+	}
+	d.remove(i)
+	if rec == nil {
+		id = ""
+	}
+	d.recs[i], d.ids[i] = rec, id
+	d.add(i)
+}
+
+// add indexes slot i.
+func (d *brandData) add(i int) {
+	id := d.ids[i]
+	if id == "" {
+		return
+	}
+	for _, e := range [...]struct {
+		m map[string]slot
+		k string
+	}{{d.exact, id}, {d.fold, strings.ToLower(id)}} {
+		sl, ok := e.m[e.k]
+		if !ok || i < sl.first {
+			sl.first = i
+		}
+		sl.n++
+		e.m[e.k] = sl
+	}
+}
+
+// remove takes slot i out of the index. Only when another record has the
+// same id does it look for that record's slot.
+func (d *brandData) remove(i int) {
+	id := d.ids[i]
+	if id == "" {
+		return
+	}
+	lower := strings.ToLower(id)
+	for _, e := range [...]struct {
+		m    map[string]slot
+		k    string
+		same func(string) bool
+	}{
+		{d.exact, id, func(o string) bool { return o == id }},
+		{d.fold, lower, func(o string) bool { return o != "" && strings.ToLower(o) == lower }},
+	} {
+		sl := e.m[e.k]
+		if sl.n--; sl.n <= 0 {
+			delete(e.m, e.k)
+			continue
+		}
+		if sl.first == i {
+			for j := i + 1; j < len(d.ids); j++ {
+				if e.same(d.ids[j]) {
+					sl.first = j
+					break
+				}
+			}
+		}
+		e.m[e.k] = sl
+	}
 }
 
 // Brands returns the brand codes the Sim serves, generated ones first.
@@ -134,8 +228,8 @@ func (s *Sim) Brands() []string {
 }
 
 // Records returns a copy of the records of brand, in stored order (the order
-// every walk is served in, unless Config.ShuffleEachWalk); nil for an unknown
-// brand.
+// every walk is served in, unless Config.ShuffleEachWalk), without the
+// slots churn emptied; nil for an unknown brand.
 func (s *Sim) Records(brand string) []json.RawMessage {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -145,10 +239,13 @@ func (s *Sim) Records(brand string) []json.RawMessage {
 	return nil
 }
 
+// cloneAll copies recs, leaving out emptied slots (nil).
 func cloneAll(recs []json.RawMessage) []json.RawMessage {
-	out := make([]json.RawMessage, len(recs))
-	for i, r := range recs {
-		out[i] = slices.Clone(r)
+	out := make([]json.RawMessage, 0, len(recs))
+	for _, r := range recs {
+		if r != nil {
+			out = append(out, slices.Clone(r))
+		}
 	}
 	return out
 }
@@ -169,6 +266,10 @@ func (s *Sim) SetRecords(brand string, recs []json.RawMessage) {
 
 // ServeHTTP implements the internal PMS API.
 func (s *Sim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, ControlPrefix) {
+		s.control(w, r) // the simulator's own: no fault, token, churn or count
+		return
+	}
 	s.stats.arrived(Route(r.URL.Path), r.Header)
 	s.churnDue(time.Now())
 	if s.applyFaults(w, r, s.serve) {
@@ -223,12 +324,12 @@ func (s *Sim) get(w http.ResponseWriter, brand, id string) {
 	s.mu.RLock()
 	var rec json.RawMessage
 	if d := s.data[brand]; d != nil {
-		i, ok := d.exact[id]
+		sl, ok := d.exact[id]
 		if !ok {
-			i, ok = d.fold[strings.ToLower(id)]
+			sl, ok = d.fold[strings.ToLower(id)]
 		}
 		if ok {
-			rec = d.recs[i]
+			rec = d.recs[sl.first]
 		}
 	}
 	s.mu.RUnlock()

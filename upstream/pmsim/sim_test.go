@@ -322,7 +322,7 @@ func TestCountersAndHeaders(t *testing.T) {
 	call(t, srv, "/elsewhere", "X-Request-Id", "req_4",
 		"X-Correlation-Id", "corr-9", "traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
 		"User-Agent", "partner-edge/test", "Authorization", "Bearer t")
-	if st := sim.Stats(); st != (Stats{Requests: 4, Lists: 1, Gets: 2}) {
+	if st := sim.Stats(); st != (Stats{Requests: 4, Lists: 1, Gets: 2, Other: 1, Pages: 1, PageRecords: 2}) {
 		t.Fatalf("stats %+v", st)
 	}
 	if sim.Requests() != 4 || sim.ListRequests() != 1 || sim.GetRequests() != 2 {
