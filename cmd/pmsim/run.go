@@ -113,8 +113,14 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	}
 	srv := &http.Server{Handler: pmsim.Instrument(sim, tel), ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(stdout, "pmsim listening on http://%s\n", ln.Addr())
-	fmt.Fprintf(stdout, "brands %v, %d hotels each, seed %d; try: curl 'http://%s/internal/v2/brands/%s/hotels?limit=2'\n",
-		sim.Brands(), cfg.HotelsPerBrand, cfg.Seed, ln.Addr(), sim.Brands()[0])
+	// The hint works as printed: with a token (--token or PMS_TOKEN), the
+	// curl sends it, or the simulator would answer it 401.
+	auth := ""
+	if cfg.Token != "" {
+		auth = fmt.Sprintf("-H 'Authorization: Bearer %s' ", cfg.Token)
+	}
+	fmt.Fprintf(stdout, "brands %v, %d hotels each, seed %d; try: curl %s'http://%s/internal/v2/brands/%s/hotels?limit=2'\n",
+		sim.Brands(), cfg.HotelsPerBrand, cfg.Seed, auth, ln.Addr(), sim.Brands()[0])
 	fmt.Fprintf(stdout, "traces exporter: %s\n", tel.TracesExporter())
 	if cfg.Churn > 0 {
 		fmt.Fprintf(stdout, "churn: every %s, per brand a rename, a status change and a hotel replaced\n", cfg.Churn)
