@@ -77,8 +77,8 @@ func (c *Cache) walked(ctx context.Context, kind string, st *upstream.WalkStats,
 		c.cfg.Metrics.Walk(ctx, pages, d, err == nil)
 	}
 	log := c.cfg.Logger
-	attrs := []any{"snapshot", c.cfg.Key, "kind", kind, "pages", pages, "records", st.Records(),
-		"rejected", st.Rejected(), "duration", d}
+	attrs := append([]any{"snapshot", c.cfg.Key, "kind", kind, "pages", pages, "records", st.Records(),
+		"rejected", st.Rejected(), "duration", d}, st.RejectionAttrs()...)
 	switch {
 	case err != nil:
 		c.refused(ctx, err)
