@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/partner-edge/partner-edge/mapping"
+	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/upstream"
 )
 
@@ -71,8 +72,9 @@ type Feed struct {
 	seen     *upstream.Snapshot // the last snapshot observed
 	base     *baseline          // the walk events are diffed against; nil: none yet
 	next     atomic.Pointer[snapNext]
-	walked   atomic.Int64 // Shared: the time (Unix ms) of the last walk this instance made
-	ownWalks bool         // Shared: Walked wraps the walks, so a snapshot not walked here is another's
+	walked   atomic.Int64           // Shared: the time (Unix ms) of the last walk this instance made
+	throttle observability.Throttle // WARN lines about the shared feed (warn)
+	ownWalks bool                   // Shared: Walked wraps the walks, so a snapshot not walked here is another's
 
 	// Shared: the copy of the shared feed.
 	syncMu     sync.Mutex   // one read of the shared feed at a time
@@ -114,6 +116,7 @@ func New(cfg Config) (*Feed, error) {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	f := &Feed{cfg: cfg, tag: cfg.Mode[0], log: eventLog{retention: cfg.Retention, max: cfg.Max}}
+	f.throttle.Now = cfg.Now
 	f.bg, f.stop = context.WithCancel(context.Background())
 	if cfg.Meter != nil {
 		m, err := newMetrics(cfg.Meter, cfg.Mode, f.log.stats, cfg.Now)

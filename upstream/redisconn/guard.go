@@ -77,8 +77,11 @@ func NewGuard(cfg GuardConfig, log *slog.Logger, metrics *Metrics) (*Guard, erro
 		// Runs under gobreaker's lock: quick, and never calls the guard.
 		OnStateChange: func(_ string, from, to gobreaker.State) {
 			level, msg := slog.LevelInfo, "redis circuit breaker state changed"
-			if to == gobreaker.StateOpen {
+			switch to {
+			case gobreaker.StateOpen:
 				level, msg = slog.LevelWarn, "redis circuit breaker opened: shared limits and snapshots fall back to in-process"
+			case gobreaker.StateClosed:
+				msg = "redis answers again: shared limits and snapshots resume"
 			}
 			log.Log(context.Background(), level, msg, "from", from.String(), "to", to.String())
 			metrics.BreakerState(context.Background(), upstream.ParseBreakerState(to.String()))
