@@ -45,6 +45,7 @@ func NewPMS(cfg PMSConfig) (*Cache, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cache metrics: %w", err)
 	}
+	cm.SetTTL(cfg.Cache.TTL)
 	rejections, err := upstream.NewRejectionMetrics(meter)
 	if err != nil {
 		return nil, fmt.Errorf("mapping rejection metrics: %w", err)

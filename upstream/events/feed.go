@@ -74,6 +74,7 @@ type Feed struct {
 	next     atomic.Pointer[snapNext]
 	walked   atomic.Int64           // Shared: the time (Unix ms) of the last walk this instance made
 	throttle observability.Throttle // WARN lines about the shared feed (warn)
+	headWalk atomic.Int64           // not Shared: the walk (Unix ms) the feed last reached; 0: none
 	ownWalks bool                   // Shared: Walked wraps the walks, so a snapshot not walked here is another's
 
 	// Shared: the copy of the shared feed.
@@ -119,13 +120,23 @@ func New(cfg Config) (*Feed, error) {
 	f.throttle.Now = cfg.Now
 	f.bg, f.stop = context.WithCancel(context.Background())
 	if cfg.Meter != nil {
-		m, err := newMetrics(cfg.Meter, cfg.Mode, f.log.stats, cfg.Now)
+		m, err := newMetrics(cfg.Meter, cfg.Mode, f.log.stats, f.head, cfg.Now)
 		if err != nil {
 			return nil, err
 		}
 		f.metrics = m
 	}
 	return f, nil
+}
+
+// head is the walk (Unix ms) the feed last reached, 0 before any: the
+// single edge's last recorded walk, or the shared feed's last walk as
+// this member last read it (events.head_age).
+func (f *Feed) head() int64 {
+	if f.cfg.Shared != nil {
+		return f.sharedWalk.Load()
+	}
+	return f.headWalk.Load()
 }
 
 // Close stops the feed's background reads of the shared feed and its
@@ -283,6 +294,7 @@ func (f *Feed) observe(ctx context.Context, s *upstream.Snapshot) {
 func (f *Feed) record(s *upstream.Snapshot, walk int64) {
 	if f.base == nil {
 		f.base = &baseline{walk: walk, snap: s}
+		f.headWalk.Store(walk)
 		f.log.raise(EndOf(walk))
 		return
 	}
@@ -291,6 +303,7 @@ func (f *Feed) record(s *upstream.Snapshot, walk int64) {
 	}
 	changes := Diff(f.base.snap, s)
 	f.base = &baseline{walk: walk, snap: s}
+	f.headWalk.Store(walk)
 	if len(changes) == 0 {
 		return
 	}
