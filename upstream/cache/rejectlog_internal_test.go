@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -76,5 +77,27 @@ func TestRejectLogIsSizedForABrand(t *testing.T) {
 	l.rejected(context.Background(), &mapping.Rejection{HotelID: "g", Reason: mapping.Reasons[0]})
 	if !strings.Contains(out.String(), `"suppressed":99`) || warns() != 1 {
 		t.Errorf("the line a minute later does not count the 99 left out")
+	}
+}
+
+// A walk that fails is retried: its WARN line comes at most once a minute
+// per error kind, whatever starts the walks.
+func TestWalkFailedLoggedOnceAMinute(t *testing.T) {
+	var out bytes.Buffer
+	c := New(nil, Config{TTL: time.Hour, Key: "aurora/live",
+		Logger: slog.New(slog.NewJSONHandler(&out, nil)),
+		Load: func(context.Context) (*upstream.Snapshot, error) {
+			return nil, &upstream.Error{Kind: upstream.BadGateway, Err: errors.New("pms: 500")}
+		}})
+	defer c.Close()
+	for range 5 {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if _, err := c.Snapshot(ctx); err == nil {
+			t.Fatal("a failing walk served a snapshot")
+		}
+		cancel()
+	}
+	if n := strings.Count(out.String(), `"msg":"pms walk failed`); n != 1 {
+		t.Errorf("%d lines for failed walks within a minute, want 1:\n%s", n, out.String())
 	}
 }

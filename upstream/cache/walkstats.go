@@ -9,6 +9,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/upstream"
 )
 
@@ -86,7 +87,11 @@ func (c *Cache) walked(ctx context.Context, kind string, st *upstream.WalkStats,
 		if c.cur.Load() == nil {
 			msg = "pms walk failed; no snapshot to serve yet"
 		}
-		log.WarnContext(ctx, msg, append(attrs, "error_kind", upstream.KindOf(err).String(), "error", err)...)
+		kind := upstream.KindOf(err).String()
+		if suppressed, ok := c.walkFails.Allow(kind); ok { // walks are retried: a line a minute per kind
+			log.WarnContext(ctx, msg, append(attrs, "error_kind", kind, "error", err,
+				"suppressed", suppressed, "repeats_every", observability.LogEvery.String())...)
+		}
 	case !walkedPMS:
 		log.DebugContext(ctx, "snapshot taken from the fleet's publication", "snapshot", c.cfg.Key, "kind", kind)
 	default:
