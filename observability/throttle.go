@@ -1,6 +1,8 @@
 package observability
 
 import (
+	"context"
+	"log/slog"
 	"sync"
 	"time"
 )
@@ -73,4 +75,42 @@ func (t *Throttle) Allow(cause string) (suppressed int, ok bool) {
 	}
 	suppressed, c.last, c.left = c.left, now, 0
 	return suppressed, true
+}
+
+// ThrottleWarnings returns a logger writing to log's handler whose lines
+// at WARN and above are paced by message: at most one per LogEvery per
+// message, the next carrying "suppressed" (those left out) and
+// "repeats_every". For a part whose warnings something outside the edge
+// repeats (an OAuth issuer that keeps failing), wired where it is built;
+// loggers derived from it (With) share its pace.
+func ThrottleWarnings(log *slog.Logger, now func() time.Time) *slog.Logger {
+	return slog.New(&throttledHandler{Handler: log.Handler(), t: &Throttle{Now: now}})
+}
+
+type throttledHandler struct {
+	slog.Handler
+	t *Throttle
+}
+
+func (h *throttledHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level < slog.LevelWarn {
+		return h.Handler.Handle(ctx, r)
+	}
+	suppressed, ok := h.t.Allow(r.Message)
+	if !ok {
+		return nil
+	}
+	if suppressed > 0 {
+		r.AddAttrs(slog.Int("suppressed", suppressed))
+	}
+	r.AddAttrs(slog.String("repeats_every", LogEvery.String()))
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h *throttledHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return &throttledHandler{Handler: h.Handler.WithAttrs(as), t: h.t}
+}
+
+func (h *throttledHandler) WithGroup(name string) slog.Handler {
+	return &throttledHandler{Handler: h.Handler.WithGroup(name), t: h.t}
 }

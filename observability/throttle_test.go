@@ -1,7 +1,10 @@
 package observability_test
 
 import (
+	"bytes"
 	"fmt"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,5 +47,27 @@ func TestThrottle(t *testing.T) {
 	}
 	if allowed != 0 {
 		t.Errorf("%d new causes allowed past the bound within the minute", allowed)
+	}
+}
+
+// ThrottleWarnings paces WARN lines by message and lets INFO through.
+func TestThrottleWarnings(t *testing.T) {
+	var out bytes.Buffer
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	log := observability.ThrottleWarnings(slog.New(slog.NewJSONHandler(&out, nil)), func() time.Time { return now }).With("component", "oauth")
+	for range 10 {
+		log.Warn("oauth keys fetch failed; cached keys stay in force")
+		log.Info("oauth keys fetched")
+	}
+	now = now.Add(observability.LogEvery)
+	log.Warn("oauth keys fetch failed; cached keys stay in force")
+	if n := strings.Count(out.String(), "fetch failed"); n != 2 {
+		t.Errorf("%d warnings, want 2:\n%s", n, out.String())
+	}
+	if n := strings.Count(out.String(), "keys fetched"); n != 10 {
+		t.Errorf("%d info lines, want 10", n)
+	}
+	if !strings.Contains(out.String(), `"suppressed":9`) || !strings.Contains(out.String(), `"component":"oauth"`) {
+		t.Errorf("the second warning does not count 9 left out, or the logger lost its attributes:\n%s", out.String())
 	}
 }

@@ -390,7 +390,9 @@ func (p *process) startOAuth(ctx context.Context) (err error) {
 		return nil
 	}
 	p.tokens, err = edge.NewOAuth(ctx, oauth.Config{Issuer: p.cfg.OAuthIssuer, Audience: p.cfg.OAuthAudience,
-		JWKSHosts: p.cfg.OAuthJWKSHosts, Logger: p.log.With("component", "oauth")}, p.store)
+		// The issuer's failures repeat at every refetch: each warning at
+		// most once a minute (docs/operations.md, "What to watch").
+		JWKSHosts: p.cfg.OAuthJWKSHosts, Logger: observability.ThrottleWarnings(p.log, nil).With("component", "oauth")}, p.store)
 	if err != nil {
 		return fmt.Errorf("bad OAuth settings (EDGE_OAUTH_ISSUER, EDGE_OAUTH_AUDIENCE, EDGE_OAUTH_JWKS_HOSTS): %w", err)
 	}
