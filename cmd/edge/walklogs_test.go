@@ -13,13 +13,13 @@ import (
 )
 
 // docs/operations.md, "Logs": logs sized for a brand. Through the built
-// binary, ten walks of a PMS with 500 unmappable records (of 4,000) write
+// binary, ten walks of a PMS with 2,500 unmappable records (of 20,000) write
 // one line each at INFO, with the counts per reason and a few ids, and no
 // line per rejected record: the log at INFO and above holds the start-up
 // lines and at most a few lines per walk.
 func TestWalkLogsAreSizedForABrand(t *testing.T) {
 	t.Parallel()
-	const hotels, walks = 4000, 10
+	const hotels, walks = 20000, 10
 	sim := pmsim.New(pmsim.Config{Seed: 11, HotelsPerBrand: hotels, PageSize: 500})
 	pms := httptest.NewServer(sim)
 	t.Cleanup(pms.Close)
