@@ -26,7 +26,7 @@ type readyCheck struct {
 }
 
 // HandleReady answers readiness (GET /readyz on the admin listener,
-// docs/operations.md, "Readiness and liveness"): 200 with every check
+// docs/operations.md, "Deploying behind a load balancer"): 200 with every check
 // that holds, 503 with the cause of each one that does not. It is not
 // liveness (/v1/health): an edge without a snapshot yet is alive but
 // cannot answer partners, so a load balancer or a readiness probe waits

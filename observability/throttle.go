@@ -8,7 +8,7 @@ import (
 )
 
 // LogEvery is how often a repeated log line may be written, per cause, at
-// most (docs/operations.md, "Logs"): a line that something outside the
+// most (docs/operations.md, "What to watch"): a line that something outside the
 // edge can repeat (a PMS's answers, a stray answer, a partner's requests,
 // what Redis holds) is written at most once a minute per cause, and the
 // next one says how many were left out meanwhile.

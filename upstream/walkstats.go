@@ -153,7 +153,7 @@ func (s *WalkStats) example(id string, r mapping.Reason) {
 }
 
 // RejectionAttrs are the rejections of the walk for its one log line
-// (docs/operations.md, "Logs"): the count per reason, how many the
+// (docs/operations.md, "What to watch"): the count per reason, how many the
 // previous walk did not reject, and up to ExamplesPerReason ids per
 // reason; none when nothing was rejected. A brand of 50,000 hotels with
 // thousands of unmappable records logs this one line per walk, not a

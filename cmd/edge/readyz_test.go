@@ -12,7 +12,7 @@ import (
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
 
-// docs/operations.md, "Readiness and liveness": through the built binary,
+// docs/operations.md, "Deploying behind a load balancer": through the built binary,
 // the admin listener's /readyz answers 503 with its cause while the first
 // walk is held at the PMS (no snapshot yet), while /v1/health, liveness,
 // is 200 already; once the walk ends, /readyz is 200.

@@ -271,7 +271,7 @@ func (p *process) startMode(mode keys.Mode, url string, sh *shadow.Shadow) (upst
 	return c, feed, nil
 }
 
-// readiness is GET /readyz (docs/operations.md, "Readiness and liveness"):
+// readiness is GET /readyz (docs/operations.md, "Deploying behind a load balancer"):
 // ready once every configured PMS has a snapshot, while the edge is not
 // draining and its key file holds a key. /v1/health stays liveness.
 func (p *process) readiness() http.Handler {

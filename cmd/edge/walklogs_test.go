@@ -12,7 +12,7 @@ import (
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
 
-// docs/operations.md, "Logs": logs sized for a brand. Through the built
+// docs/operations.md, "What to watch": logs sized for a brand. Through the built
 // binary, ten walks of a PMS with 2,500 unmappable records (of 20,000) write
 // one line each at INFO, with the counts per reason and a few ids, and no
 // line per rejected record: the log at INFO and above holds the start-up

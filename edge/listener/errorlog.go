@@ -15,7 +15,7 @@ import (
 // Each cause (the message up to its first digit: the peer's address and
 // the like left out) is logged at most once per observability.LogEvery;
 // the rest are counted, and the count rides on the next line of that
-// cause (docs/operations.md, "Logs").
+// cause (docs/operations.md, "What to watch").
 const errorLogClip = 512 // bytes of one message kept
 
 // errorLogCause is how much of a message, at most, names its cause.

@@ -2,7 +2,7 @@ package cache
 
 // Ready reports whether the cache holds a snapshot to serve (walked, or
 // taken from the fleet's publication) and, when it does not, why: the
-// readiness of the edge (docs/operations.md, "Readiness and liveness").
+// readiness of the edge (docs/operations.md, "Deploying behind a load balancer").
 // With TTL 0 nothing is ever held and every read is its own walk: ready.
 func (c *Cache) Ready() (ok bool, cause string) {
 	if c.disabled || c.cur.Load() != nil {

@@ -11,7 +11,7 @@ import (
 )
 
 // NewRejectionsPerWalk caps the WARN lines of one walk for records it
-// rejects that the previous walk did not (docs/operations.md, "Logs"):
+// rejects that the previous walk did not (docs/operations.md, "What to watch"):
 // a PMS change that breaks records shows a few of them at once, and the
 // walk's own line counts them all (rejected_new).
 const NewRejectionsPerWalk = 5

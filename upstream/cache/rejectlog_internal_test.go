@@ -16,7 +16,7 @@ import (
 	"github.com/partner-edge/partner-edge/upstream"
 )
 
-// docs/operations.md, "Logs": the same unmappable records walk after walk
+// docs/operations.md, "What to watch": the same unmappable records walk after walk
 // log nothing at WARN; records a walk newly rejects are WARN lines, at
 // most NewRejectionsPerWalk, and all counted on the walk; rejections
 // outside a walk (gets by id) are one WARN line a minute per reason.

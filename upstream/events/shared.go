@@ -48,7 +48,7 @@ func (f *Feed) logShared(ctx context.Context, msg string, err error) {
 // warn logs msg at WARN at most once per observability.LogEvery: what
 // Redis holds (a forged entry stays there) or a failing Redis could
 // otherwise repeat it on every read of the shared feed, and a partner's
-// requests read it (docs/operations.md, "Logs"). The line written counts
+// requests read it (docs/operations.md, "What to watch"). The line written counts
 // those left out.
 func (f *Feed) warn(ctx context.Context, msg string, attrs ...any) {
 	suppressed, ok := f.throttle.Allow(msg)

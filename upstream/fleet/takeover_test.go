@@ -68,7 +68,7 @@ func TestCoordinatorLoserTakesOverFailedLeader(t *testing.T) {
 		if err := <-leaderErr; err == nil {
 			t.Fatal("the failing leader reported no error")
 		}
-		// The member says it took the walk over (docs/operations.md, "Logs").
+		// The member says it took the walk over (docs/operations.md, "What to watch").
 		if !strings.Contains(logs.String(), `"level":"INFO","msg":"walk taken over`) {
 			t.Errorf("no takeover line:\n%s", logs.String())
 		}

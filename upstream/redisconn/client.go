@@ -158,7 +158,7 @@ func New(cfg Config) (*Client, error) {
 }
 
 // joinedNow marks that Redis answered and, the first time, says that this
-// member joined the fleet (docs/operations.md, "Logs"): at start-up
+// member joined the fleet (docs/operations.md, "What to watch"): at start-up
 // (Announce), or later, when a Redis unreachable at start first answers
 // the health probe (Watch).
 func (c *Client) joinedNow(ctx context.Context, where string) {

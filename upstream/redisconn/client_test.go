@@ -128,7 +128,7 @@ func TestClientSpansFollowSemconv(t *testing.T) {
 	}
 }
 
-// docs/operations.md, "Logs": a member says when it joins the fleet. A
+// docs/operations.md, "What to watch": a member says when it joins the fleet. A
 // Redis unreachable at start is a warning; once it answers the health
 // probe, one line says the member joined, and only one; a Redis that
 // answers again after an outage says so.
