@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A standard-log line becomes a WARN line of the logger without the
@@ -41,5 +42,39 @@ func TestRouteStdLog(t *testing.T) {
 	}
 	if log.Writer() != &before || log.Flags() != log.LstdFlags {
 		t.Error("restore did not give the standard logger back its output and flags")
+	}
+}
+
+// A standard-log line repeated once per stray PMS answer is written once
+// per LogEvery per message; the next one counts those left out.
+func TestRouteStdLogRateBound(t *testing.T) {
+	var out bytes.Buffer
+	defer log.SetOutput(log.Writer())
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	restore := routeStdLog(slog.New(slog.NewJSONHandler(&out, nil)), func() time.Time { return now })
+	stray := "Unsolicited response received on idle HTTP channel starting with \"HTTP/1.1 408\"; err=<nil>"
+	for range 100 {
+		log.Print(stray)
+	}
+	log.Print("another cause")
+	now = now.Add(LogEvery)
+	log.Print(stray)
+	restore()
+	var lines []map[string]any
+	for l := range strings.Lines(out.String()) {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("not a JSON line: %q", l)
+		}
+		lines = append(lines, m)
+	}
+	if len(lines) != 3 {
+		t.Fatalf("%d lines for 101 strays over a minute and one other line, want 3:\n%s", len(lines), out.String())
+	}
+	if lines[1]["error"] != "another cause" {
+		t.Errorf("the other cause was held back: %v", lines[1])
+	}
+	if lines[2]["suppressed"] != float64(99) {
+		t.Errorf("the line after a minute counts %v left out, want 99", lines[2]["suppressed"])
 	}
 }

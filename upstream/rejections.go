@@ -68,7 +68,7 @@ func (m *RejectionMetrics) Rejected(ctx context.Context, recordID string, reason
 		o, reason = m.unknown, "unknown"
 	}
 	m.counter.Add(ctx, 1, o...)
-	if st := WalkStatsFrom(ctx); st != nil && !st.reject(reason) {
+	if st := WalkStatsFrom(ctx); st != nil && !st.reject(recordID, reason) {
 		return
 	}
 	if span := trace.SpanFromContext(ctx); span.IsRecording() {

@@ -2,6 +2,8 @@ package upstream
 
 import (
 	"context"
+	"slices"
+	"sync"
 	"sync/atomic"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -22,7 +24,18 @@ type WalkStats struct {
 	// pms.retry events added to its list span. Past RejectionEventsPerWalk
 	// (RetryEventsPerWalk) no more are added: the summary counts them.
 	events, retries atomic.Int64
+	// newly: rejected records that the previous walk did not reject
+	// (MarkNew, counted by whoever tells them apart: the cache).
+	newly atomic.Int64
+
+	exMu     sync.Mutex
+	examples map[mapping.Reason][]string // the first ExamplesPerReason ids rejected for each reason
 }
+
+// ExamplesPerReason is how many ids of rejected records a walk's summary
+// names per reason (RejectionAttrs): enough to find them in the PMS, few
+// enough for one log line at any brand's size.
+const ExamplesPerReason = 3
 
 // Span event caps of one walk. The SDK keeps at most 128 events per span
 // by default (OTEL_SPAN_EVENT_COUNT_LIMIT) and logs "limit reached" once
@@ -118,6 +131,51 @@ func (s *WalkStats) Summary() []attribute.KeyValue {
 	return kv
 }
 
+// MarkNew counts one rejected record that the previous walk did not
+// reject.
+func (s *WalkStats) MarkNew() { s.newly.Add(1) }
+
+// Newly is the number of rejected records the previous walk did not
+// reject (MarkNew).
+func (s *WalkStats) Newly() int64 { return s.newly.Load() }
+
+// example keeps id as an example of reason while there are fewer than
+// ExamplesPerReason.
+func (s *WalkStats) example(id string, r mapping.Reason) {
+	s.exMu.Lock()
+	defer s.exMu.Unlock()
+	if s.examples == nil {
+		s.examples = make(map[mapping.Reason][]string, 2)
+	}
+	if len(s.examples[r]) < ExamplesPerReason {
+		s.examples[r] = append(s.examples[r], id)
+	}
+}
+
+// RejectionAttrs are the rejections of the walk for its one log line
+// (docs/operations.md, "What to watch"): the count per reason, how many the
+// previous walk did not reject, and up to ExamplesPerReason ids per
+// reason; none when nothing was rejected. A brand of 50,000 hotels with
+// thousands of unmappable records logs this one line per walk, not a
+// line per record.
+func (s *WalkStats) RejectionAttrs() []any {
+	by := s.RejectedBy()
+	if len(by) == 0 {
+		return nil
+	}
+	counts := make(map[string]int64, len(by))
+	for r, n := range by {
+		counts[string(r)] = n
+	}
+	s.exMu.Lock()
+	examples := make(map[string][]string, len(s.examples))
+	for r, ids := range s.examples {
+		examples[string(r)] = slices.Clone(ids)
+	}
+	s.exMu.Unlock()
+	return []any{"rejected_by", counts, "rejected_new", s.Newly(), "rejected_examples", examples}
+}
+
 // page counts one page of records.
 // Page counts one page of records.
 func (s *WalkStats) Page(records int) {
@@ -127,8 +185,9 @@ func (s *WalkStats) Page(records int) {
 
 // reject counts one rejection and reports whether it may still be a span
 // event of its own.
-func (s *WalkStats) reject(r mapping.Reason) bool {
+func (s *WalkStats) reject(id string, r mapping.Reason) bool {
 	s.rejected[reasonSlot(r)].Add(1)
+	s.example(id, r)
 	return s.events.Add(1) <= RejectionEventsPerWalk
 }
 

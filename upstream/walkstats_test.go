@@ -15,7 +15,7 @@ func TestWalkStatsHasASlotPerReason(t *testing.T) {
 	}
 	st := &WalkStats{}
 	for _, r := range append(slices.Clone(mapping.Reasons), "new_reason") {
-		st.reject(r)
+		st.reject("h1", r)
 	}
 	by := st.RejectedBy()
 	if len(by) != len(mapping.Reasons)+1 || by["unknown"] != 1 || st.Rejected() != int64(len(mapping.Reasons)+1) {

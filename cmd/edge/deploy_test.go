@@ -192,23 +192,26 @@ func TestDeployManifests(t *testing.T) {
 		t.Errorf("no container port for %s %s", what, addr)
 		return 0
 	}
-	public, admin := portOf(s.Addr, "EDGE_ADDR"), portOf(s.AdminAddr, "EDGE_ADMIN_ADDR")
+	portOf(s.Addr, "EDGE_ADDR") // the public listener has its container port too
+	admin := portOf(s.AdminAddr, "EDGE_ADMIN_ADDR")
 	named := map[string]int32{}
 	for _, cp := range c.Ports {
 		named[cp.Name] = cp.ContainerPort
 	}
 
-	// Probes: readiness on /v1/health over the listener's scheme;
-	// liveness never on health (503 while draining).
+	// Probes: readiness on the admin listener's /readyz (503 until every
+	// PMS has a snapshot, while draining, without a usable key file), in
+	// plain HTTP as that listener serves; liveness never on health (503
+	// while draining).
 	rp := c.ReadinessProbe
-	if rp == nil || rp.HTTPGet == nil || rp.HTTPGet.Path != "/v1/health" {
-		t.Fatalf("readiness probe is not GET /v1/health: %+v", rp)
+	if rp == nil || rp.HTTPGet == nil || rp.HTTPGet.Path != "/readyz" {
+		t.Fatalf("readiness probe is not GET /readyz: %+v", rp)
 	}
-	if got := named[rp.HTTPGet.Port.StrVal]; rp.HTTPGet.Port.IntVal != public && got != public {
-		t.Errorf("readiness probe port %v is not EDGE_ADDR's %d", rp.HTTPGet.Port, public)
+	if got := named[rp.HTTPGet.Port.StrVal]; rp.HTTPGet.Port.IntVal != admin && got != admin {
+		t.Errorf("readiness probe port %v is not EDGE_ADMIN_ADDR's %d", rp.HTTPGet.Port, admin)
 	}
-	if tls := s.TLSCert != ""; tls != (rp.HTTPGet.Scheme == corev1.URISchemeHTTPS) {
-		t.Errorf("readiness scheme %s with TLS on the edge %v", rp.HTTPGet.Scheme, tls)
+	if rp.HTTPGet.Scheme != "" && rp.HTTPGet.Scheme != corev1.URISchemeHTTP {
+		t.Errorf("readiness scheme %s: the admin listener serves plain HTTP", rp.HTTPGet.Scheme)
 	}
 	if lp := c.LivenessProbe; lp == nil || (lp.HTTPGet != nil && lp.HTTPGet.Path == "/v1/health") {
 		t.Errorf("liveness probe missing or on /v1/health (503 while draining would restart a draining pod)")

@@ -135,7 +135,7 @@ func TestEdgeRedisTLSAndACL(t *testing.T) {
 		shared             bool
 		logged             string
 	}{
-		{"private CA", srv.CA.File, pw, true, "redis reachable"},
+		{"private CA", srv.CA.File, pw, true, "redis answers: joined the fleet"},
 		{"wrong CA", other.File, pw, false, "redis TLS certificate not trusted (check EDGE_REDIS_CA_FILE)"},
 		{"wrong password", srv.CA.File, "not-" + pw, false, "WRONGPASS"},
 	} {

@@ -130,16 +130,23 @@ func bindListeners(cfg settings) (public, admin net.Listener, err error) {
 	return public, admin, nil
 }
 
-// serveAdmin serves /metrics, /debug/pprof/, /fleet (the Redis state,
-// fleet.go) and /shadow (the candidate comparison, shadow.go) on ln (bound
-// to EDGE_ADMIN_ADDR by bindListeners) until ctx is done.
-// /debug/pprof/cmdline shows cmdline, the command line with its secrets
-// redacted (settingval.RedactArgs).
-func serveAdmin(ctx context.Context, ln net.Listener, addr string, tel *observability.Telemetry, cmdline []string, fleetState, shadowState http.Handler, log *slog.Logger) {
+// adminParts are the admin listener's handlers beside metrics and pprof:
+// /fleet (the Redis state, fleet.go), /shadow (the candidate comparison,
+// shadow.go) and /readyz (readiness, serve.go).
+type adminParts struct {
+	fleet, shadow, ready http.Handler
+}
+
+// serveAdmin serves /metrics, /debug/pprof/, /readyz, /fleet and /shadow
+// (adminParts) on ln (bound to EDGE_ADMIN_ADDR by bindListeners) until ctx
+// is done. /debug/pprof/cmdline shows cmdline, the command line with its
+// secrets redacted (settingval.RedactArgs).
+func serveAdmin(ctx context.Context, ln net.Listener, addr string, tel *observability.Telemetry, cmdline []string, parts adminParts, log *slog.Logger) {
 	mux := http.NewServeMux()
 	mux.Handle("/", observability.AdminHandler(tel.MetricsHandler(), cmdline))
-	mux.Handle("GET /fleet", fleetState)
-	mux.Handle("GET /shadow", shadowState)
+	mux.Handle("GET /fleet", parts.fleet)
+	mux.Handle("GET /shadow", parts.shadow)
+	mux.Handle("GET /readyz", parts.ready)
 	if err := listener.ServeAdmin(ctx, ln, addr, mux, log); err != nil {
 		log.Error("admin listener stopped; metrics and pprof are off", "error", err)
 	}

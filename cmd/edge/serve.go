@@ -50,8 +50,9 @@ type process struct {
 	fm            *member        // nil: no Redis
 	sh            *shadow.Shadow // nil: no candidate
 	live, sandbox upstream.Catalog
-	feeds         edge.Feeds  // the events feeds of the two modes
-	tokens        *edge.OAuth // nil: tokens off
+	feeds         edge.Feeds        // the events feeds of the two modes
+	ready         []edge.ReadyCheck // the PMS snapshots /readyz waits for (startMode)
+	tokens        *edge.OAuth       // nil: tokens off
 }
 
 func (p *process) onStop(f func()) { p.stops = append(p.stops, f) }
@@ -110,7 +111,8 @@ func serveEdge(ctx context.Context, args []string, getenv lookupEnv, stdout, std
 		"traces_exporter", p.tel.TracesExporter(), "redis", p.fm != nil, "oauth", p.tokens != nil)
 	if adminLn != nil {
 		p.wg.Go(func() {
-			serveAdmin(ctx, adminLn, p.cfg.AdminAddr, p.tel, settingval.RedactArgs(args), fleetHandler(p.fm), shadow.Handler(p.sh), p.log)
+			serveAdmin(ctx, adminLn, p.cfg.AdminAddr, p.tel, settingval.RedactArgs(args), adminParts{
+				fleet: fleetHandler(p.fm), shadow: shadow.Handler(p.sh), ready: p.readiness()}, p.log)
 		})
 	}
 	return listener.Serve(ctx, p.serveConfig(publicLn, late, demoDocs))
@@ -264,8 +266,30 @@ func (p *process) startMode(mode keys.Mode, url string, sh *shadow.Shadow) (upst
 		return nil, nil, err
 	}
 	p.onStop(c.Close)
+	p.ready = append(p.ready, edge.ReadyCheck{Name: "pms " + string(mode) + " snapshot", Check: c.Ready})
 	c.Prime()
 	return c, feed, nil
+}
+
+// readiness is GET /readyz (docs/operations.md, "Deploying behind a load balancer"):
+// ready once every configured PMS has a snapshot, while the edge is not
+// draining and its key file holds a key. /v1/health stays liveness.
+func (p *process) readiness() http.Handler {
+	checks := append([]edge.ReadyCheck{
+		{Name: "draining", Check: func() (bool, string) {
+			if p.draining.Load() {
+				return false, "the edge is shutting down (SIGTERM): it finishes the requests under way"
+			}
+			return true, ""
+		}},
+		{Name: "key file", Check: func() (bool, string) {
+			if !p.store.Usable() {
+				return false, "EDGE_KEYS_FILE holds no usable key: every partner would be refused"
+			}
+			return true, ""
+		}},
+	}, p.ready...)
+	return edge.HandleReady(checks...)
 }
 
 // newHandler is the partner API with problem types under docsURL and, when
@@ -366,7 +390,9 @@ func (p *process) startOAuth(ctx context.Context) (err error) {
 		return nil
 	}
 	p.tokens, err = edge.NewOAuth(ctx, oauth.Config{Issuer: p.cfg.OAuthIssuer, Audience: p.cfg.OAuthAudience,
-		JWKSHosts: p.cfg.OAuthJWKSHosts, Logger: p.log.With("component", "oauth")}, p.store)
+		// The issuer's failures repeat at every refetch: each warning at
+		// most once a minute (docs/operations.md, "What to watch").
+		JWKSHosts: p.cfg.OAuthJWKSHosts, Logger: observability.ThrottleWarnings(p.log, nil).With("component", "oauth")}, p.store)
 	if err != nil {
 		return fmt.Errorf("bad OAuth settings (EDGE_OAUTH_ISSUER, EDGE_OAUTH_AUDIENCE, EDGE_OAUTH_JWKS_HOSTS): %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -207,6 +208,42 @@ func TestRulesAndDashboardMatchMetrics(t *testing.T) {
 			t.Errorf("%s\n  in: %s", m, strings.Join(strings.Fields(expr), " "))
 		}
 	}
+
+	// docs/operations.md's "What to watch" names metrics an operator
+	// alerts and looks at: each is in the running edge's scrape.
+	watched := watchList(t, filepath.Join("..", "..", "docs", "operations.md"))
+	if len(watched) < 9 {
+		t.Fatalf("What to watch names only %d metrics: %v", len(watched), watched)
+	}
+	for _, name := range watched {
+		if len(exp[name]) == 0 {
+			t.Errorf("docs/operations.md, What to watch, names %s: not in the edge's /metrics", name)
+		}
+	}
+}
+
+// watchList is every partner_edge_* metric named in the "What to watch"
+// section of the operations guide at path.
+func watchList(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(b), "\n## What to watch\n")
+	if !ok {
+		t.Fatalf("%s has no section What to watch", path)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	seen := map[string]bool{}
+	var out []string
+	for _, m := range regexp.MustCompile("`(partner_edge_[a-z_]+)").FindAllStringSubmatch(section, -1) {
+		if !seen[m[1]] {
+			seen[m[1]] = true
+			out = append(out, m[1])
+		}
+	}
+	return out
 }
 
 // dashboardExprs are the Prometheus queries of every panel (Loki and Tempo

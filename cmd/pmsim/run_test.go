@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -277,4 +278,27 @@ func TestRunRejectsBadFlags(t *testing.T) {
 // os.LookupEnv reads the process's.
 func mapEnv(m map[string]string) func(string) (string, bool) {
 	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+// The start-up hint's curl works as printed: with a token, it sends it
+// (docs/operations.md's example sets --token); without one, it sends none.
+func TestRunHintWorksAsPrinted(t *testing.T) {
+	hint := regexp.MustCompile(`try: curl (?:-H 'Authorization: Bearer ([^']*)' )?'([^']+)'`)
+	for _, tc := range []struct {
+		args  []string
+		token string
+	}{{[]string{"--token", "pms-secret"}, "pms-secret"}, {[]string{"--token", ""}, ""}} {
+		url, lines, _ := start(t, nil, tc.args...)
+		line := <-lines
+		m := hint.FindStringSubmatch(line)
+		if m == nil || !strings.HasPrefix(m[2], url) {
+			t.Fatalf("hint %q does not name %s", line, url)
+		}
+		if m[1] != tc.token {
+			t.Errorf("hint %q sends token %q, the simulator requires %q", line, m[1], tc.token)
+		}
+		if resp, body := get(t, m[2], m[1]); resp.StatusCode != 200 {
+			t.Errorf("the hint's curl (%s): %d %s", line, resp.StatusCode, body)
+		}
+	}
 }

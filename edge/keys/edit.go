@@ -103,10 +103,16 @@ func (e Editor) Add(k NewKey) (token string, rec Record, err error) {
 }
 
 // List returns the file's records without their digests, in file order.
+// A file the edge would refuse for its mode or its directory's (checkPerm)
+// is refused here too: a listing that looks fine would hide that the edge
+// does not start with it.
 func (e Editor) List() ([]Entry, error) {
 	path, err := e.target()
 	if err != nil {
 		return nil, err
+	}
+	if _, err := checkPerm(e.Path); err != nil {
+		return nil, fmt.Errorf("%w (the edge refuses it; fix the mode, then list)", err)
 	}
 	recs, err := load(path, false)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // docs/contract.md section 22: a key file, or its directory, writable by
@@ -62,14 +63,22 @@ func TestKeyFileModes(t *testing.T) {
 			t.Cleanup(func() { _ = os.Chmod(dir, 0o700) })
 			log, buf := newLogger()
 			s, err := Open(path, Options{Logger: log})
+			// edge keys list refuses what the edge refuses, as every
+			// other command does.
+			_, listErr := Editor{Path: path, Now: time.Now}.List()
 			switch {
 			case c.refused != "":
 				if err == nil || !strings.Contains(err.Error(), c.refused) || !strings.Contains(err.Error(), path) {
 					t.Fatalf("Open: %v; want a refusal naming %s and %q", err, path, c.refused)
 				}
+				if listErr == nil || !strings.Contains(listErr.Error(), c.refused) {
+					t.Errorf("List: %v; want the refusal %q", listErr, c.refused)
+				}
 				return
 			case err != nil:
 				t.Fatalf("Open: %v", err)
+			case listErr != nil:
+				t.Errorf("List: %v", listErr)
 			}
 			if s.Len() != 1 {
 				t.Fatalf("%d keys", s.Len())

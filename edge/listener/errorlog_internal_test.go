@@ -7,38 +7,46 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/partner-edge/partner-edge/observability"
 )
 
-// net/http's errors reach the operator as warnings, at most errorLogBurst a
-// window; the number dropped is reported with the next line logged.
+// net/http's errors reach the operator as warnings, at most one a minute
+// per cause (the message without the peer's address); the number left
+// out is reported with the next line of that cause.
 func TestErrorLogRateLimited(t *testing.T) {
 	var buf bytes.Buffer
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	l := newErrorLog(slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo})), func() time.Time { return now })
 
-	for i := range errorLogBurst + 5 {
+	for i := range 15 {
 		l.Printf("http: TLS handshake error from 127.0.0.1:%d: EOF", 40000+i)
 	}
 	lines := logLines(t, &buf)
-	if len(lines) != errorLogBurst {
-		t.Fatalf("%d lines logged in one window, want %d", len(lines), errorLogBurst)
+	if len(lines) != 1 {
+		t.Fatalf("%d lines logged for one cause within a minute, want 1", len(lines))
 	}
 	if lines[0]["level"] != "WARN" || lines[0]["msg"] != "http server error" ||
 		!strings.Contains(lines[0]["error"].(string), "TLS handshake error") {
 		t.Errorf("first line: %v", lines[0])
 	}
 
-	now = now.Add(errorLogWindow - time.Second) // same window: still quiet
-	l.Print("http: Accept error: too many open files")
-	if n := len(logLines(t, &buf)); n != 0 {
-		t.Errorf("%d lines logged past the burst", n)
+	l.Print("http: Accept error: too many open files") // another cause
+	if n := len(logLines(t, &buf)); n != 1 {
+		t.Errorf("%d lines for a second cause, want 1", n)
 	}
 
-	now = now.Add(time.Second) // a new window
-	l.Print("http: Accept error: too many open files")
+	now = now.Add(observability.LogEvery - time.Second) // still quiet
+	l.Printf("http: TLS handshake error from 10.0.0.1:%d: EOF", 50000)
+	if n := len(logLines(t, &buf)); n != 0 {
+		t.Errorf("%d lines logged within the minute", n)
+	}
+
+	now = now.Add(time.Second)
+	l.Printf("http: TLS handshake error from 10.0.0.2:%d: EOF", 50001)
 	lines = logLines(t, &buf)
-	if len(lines) != 1 || lines[0]["suppressed"] != float64(6) {
-		t.Errorf("next window: %v, want one line reporting 6 suppressed", lines)
+	if len(lines) != 1 || lines[0]["suppressed"] != float64(15) {
+		t.Errorf("a minute later: %v, want one line reporting 15 suppressed", lines)
 	}
 
 	l.Print(strings.Repeat("x", 10_000))

@@ -61,6 +61,9 @@ type Cache struct {
 	// refusedAt (Config.Now, unix nanoseconds) is when the last refusal
 	// error was logged (walkstats.go); 0: never.
 	refusedAt atomic.Int64
+	// walkFails paces the "pms walk failed" lines (walkstats.go): at
+	// most one a minute per error kind, the next counting those left out.
+	walkFails observability.Throttle
 
 	bmu       sync.Mutex
 	failures  int         // failed loads in a row

@@ -52,7 +52,12 @@ var LookupOutcomes = []string{OutcomeHit, OutcomeMiss, OutcomeStale, OutcomeCoal
 //     the last walk of each outcome; pms, outcome.
 //   - partner_edge.pms.walk.age (partner_edge_pms_walk_age_seconds):
 //     gauge, how long ago the walk of the snapshot served ended (for a
-//     fleet member, the publisher's walk); pms; absent until one did.
+//     fleet member, the publisher's walk): the age of the snapshot this
+//     instance serves; pms; absent until one did.
+//   - partner_edge.cache.ttl (partner_edge_cache_ttl_seconds): gauge,
+//     EDGE_CACHE_TTL, the age at which a snapshot is walked again; pms.
+//     The stale-snapshot alert compares the age with it (TTL plus two
+//     walks), so the rules hold whatever the setting.
 //
 // Its methods are safe for concurrent use and record without allocating.
 type Metrics struct {
@@ -67,6 +72,7 @@ type Metrics struct {
 	// walkEnd is when the walk of the snapshot served ended (unix
 	// nanoseconds; 0: none yet), read by walk.age's callback.
 	walkEnd atomic.Int64
+	ttl     atomic.Int64 // EDGE_CACHE_TTL (SetTTL), read by cache.ttl's callback
 	// by outcome: its index in LookupOutcomes and its label for the
 	// request's CacheSlot; read-only after New
 	outcomes  map[string]lookupOutcome
@@ -129,7 +135,7 @@ type lookupOutcome struct {
 
 // walkInstruments makes the walk instruments (see Metrics).
 func (m *Metrics) walkInstruments(meter metric.Meter, pms attribute.KeyValue) error {
-	var errs [4]error
+	var errs [5]error
 	m.walks, errs[0] = meter.Int64Counter("partner_edge.pms.walks", metric.WithUnit("{walk}"),
 		metric.WithDescription("Walks of the PMS's list that ended, by outcome (ok, failed)."))
 	m.walkPages, errs[1] = meter.Int64Counter("partner_edge.pms.walk.pages", metric.WithUnit("{page}"),
@@ -139,6 +145,9 @@ func (m *Metrics) walkInstruments(meter metric.Meter, pms attribute.KeyValue) er
 	age, err := meter.Float64ObservableGauge("partner_edge.pms.walk.age", metric.WithUnit("s"),
 		metric.WithDescription("Time since the walk of the snapshot served ended."))
 	errs[3] = err
+	ttl, err := meter.Float64ObservableGauge("partner_edge.cache.ttl", metric.WithUnit("s"),
+		metric.WithDescription("The cache TTL (EDGE_CACHE_TTL): a snapshot this old is walked again."))
+	errs[4] = err
 	if err := errors.Join(errs[:]...); err != nil {
 		return err
 	}
@@ -157,8 +166,9 @@ func (m *Metrics) walkInstruments(meter metric.Meter, pms attribute.KeyValue) er
 		if end := m.walkEnd.Load(); end != 0 {
 			o.ObserveFloat64(age, max(time.Since(time.Unix(0, end)).Seconds(), 0), observe...)
 		}
+		o.ObserveFloat64(ttl, time.Duration(m.ttl.Load()).Seconds(), observe...)
 		return nil
-	}, age)
+	}, age, ttl)
 	return err
 }
 
@@ -181,6 +191,9 @@ func (m *Metrics) Serving(walkedAt time.Time) {
 		m.walkEnd.Store(walkedAt.UnixNano())
 	}
 }
+
+// SetTTL records the cache's TTL for the cache.ttl gauge.
+func (m *Metrics) SetTTL(ttl time.Duration) { m.ttl.Store(int64(max(ttl, 0))) }
 
 // LoadPanic counts one recovered panic in a cache load.
 func (m *Metrics) LoadPanic(ctx context.Context) {

@@ -22,7 +22,7 @@ type PMSConfig struct {
 	// Logger are set here from Telemetry and Log.
 	Client pms.ClientConfig
 	// Direct is the mapping's; its OnReject is set here (counted and
-	// logged).
+	// logged: rejectLog).
 	Direct pms.DirectOptions
 	// Cache is the cache's; its Logger and Metrics are set here.
 	Cache     Config
@@ -45,6 +45,7 @@ func NewPMS(cfg PMSConfig) (*Cache, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cache metrics: %w", err)
 	}
+	cm.SetTTL(cfg.Cache.TTL)
 	rejections, err := upstream.NewRejectionMetrics(meter)
 	if err != nil {
 		return nil, fmt.Errorf("mapping rejection metrics: %w", err)
@@ -60,10 +61,12 @@ func NewPMS(cfg PMSConfig) (*Cache, error) {
 	}
 	do := cfg.Direct
 	// A rejection is an event on the span of the walk (or get) that read
-	// the record, and its log line carries that trace's id.
+	// the record, and its log lines carry that trace's id: each at DEBUG,
+	// at WARN only the few a brand-sized walk can afford (rejectLog).
+	rl := &rejectLog{log: log}
 	do.OnReject = func(ctx context.Context, r *mapping.Rejection) {
 		rejections.Rejected(ctx, r.HotelID, r.Reason)
-		log.WarnContext(ctx, "pms record rejected", "hotel_id", r.HotelID, "reason", string(r.Reason))
+		rl.rejected(ctx, r)
 	}
 	direct := pms.NewDirect(client, do)
 	c := cfg.Cache

@@ -26,7 +26,7 @@ import (
 // TestWalkIsATraceOfItsOwn (docs/contract.md section 20): a first load is
 // a root span pms.walk with the PMS call beneath it, linked both ways with
 // the request that started it; each rejected record is a mapping.rejected event on the
-// walk's span, and its log line carries the walk's trace id.
+// walk's span, and its log line (at DEBUG: rejectLog) carries the walk's trace id.
 // (TestFollowersLinkToTheWalk: the requests that joined it.)
 func TestWalkIsATraceOfItsOwn(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
@@ -44,7 +44,7 @@ func TestWalkIsATraceOfItsOwn(t *testing.T) {
 		Client: pms.ClientConfig{BaseURL: srv.URL, CallTimeout: 5 * time.Second, AttemptTimeout: 5 * time.Second},
 		Direct: pms.DirectOptions{Brand: "aurora"},
 		Cache:  cache.Config{TTL: time.Hour, Key: "aurora/live"}, Telemetry: tel,
-		Log: observability.NewLogger(&logs, "json", slog.LevelInfo)})
+		Log: observability.NewLogger(&logs, "json", slog.LevelDebug)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/upstream"
 )
 
@@ -77,8 +78,8 @@ func (c *Cache) walked(ctx context.Context, kind string, st *upstream.WalkStats,
 		c.cfg.Metrics.Walk(ctx, pages, d, err == nil)
 	}
 	log := c.cfg.Logger
-	attrs := []any{"snapshot", c.cfg.Key, "kind", kind, "pages", pages, "records", st.Records(),
-		"rejected", st.Rejected(), "duration", d}
+	attrs := append([]any{"snapshot", c.cfg.Key, "kind", kind, "pages", pages, "records", st.Records(),
+		"rejected", st.Rejected(), "duration", d}, st.RejectionAttrs()...)
 	switch {
 	case err != nil:
 		c.refused(ctx, err)
@@ -86,7 +87,11 @@ func (c *Cache) walked(ctx context.Context, kind string, st *upstream.WalkStats,
 		if c.cur.Load() == nil {
 			msg = "pms walk failed; no snapshot to serve yet"
 		}
-		log.WarnContext(ctx, msg, append(attrs, "error_kind", upstream.KindOf(err).String(), "error", err)...)
+		kind := upstream.KindOf(err).String()
+		if suppressed, ok := c.walkFails.Allow(kind); ok { // walks are retried: a line a minute per kind
+			log.WarnContext(ctx, msg, append(attrs, "error_kind", kind, "error", err,
+				"suppressed", suppressed, "repeats_every", observability.LogEvery.String())...)
+		}
 	case !walkedPMS:
 		log.DebugContext(ctx, "snapshot taken from the fleet's publication", "snapshot", c.cfg.Key, "kind", kind)
 	default:

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/partner-edge/partner-edge/mapping"
+	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/upstream"
 )
 
@@ -71,8 +72,10 @@ type Feed struct {
 	seen     *upstream.Snapshot // the last snapshot observed
 	base     *baseline          // the walk events are diffed against; nil: none yet
 	next     atomic.Pointer[snapNext]
-	walked   atomic.Int64 // Shared: the time (Unix ms) of the last walk this instance made
-	ownWalks bool         // Shared: Walked wraps the walks, so a snapshot not walked here is another's
+	walked   atomic.Int64           // Shared: the time (Unix ms) of the last walk this instance made
+	throttle observability.Throttle // WARN lines about the shared feed (warn)
+	headWalk atomic.Int64           // not Shared: the walk (Unix ms) the feed last reached; 0: none
+	ownWalks bool                   // Shared: Walked wraps the walks, so a snapshot not walked here is another's
 
 	// Shared: the copy of the shared feed.
 	syncMu     sync.Mutex   // one read of the shared feed at a time
@@ -114,15 +117,26 @@ func New(cfg Config) (*Feed, error) {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	f := &Feed{cfg: cfg, tag: cfg.Mode[0], log: eventLog{retention: cfg.Retention, max: cfg.Max}}
+	f.throttle.Now = cfg.Now
 	f.bg, f.stop = context.WithCancel(context.Background())
 	if cfg.Meter != nil {
-		m, err := newMetrics(cfg.Meter, cfg.Mode, f.log.stats, cfg.Now)
+		m, err := newMetrics(cfg.Meter, cfg.Mode, f.log.stats, f.head, cfg.Now)
 		if err != nil {
 			return nil, err
 		}
 		f.metrics = m
 	}
 	return f, nil
+}
+
+// head is the walk (Unix ms) the feed last reached, 0 before any: the
+// single edge's last recorded walk, or the shared feed's last walk as
+// this member last read it (events.head_age).
+func (f *Feed) head() int64 {
+	if f.cfg.Shared != nil {
+		return f.sharedWalk.Load()
+	}
+	return f.headWalk.Load()
 }
 
 // Close stops the feed's background reads of the shared feed and its
@@ -280,6 +294,7 @@ func (f *Feed) observe(ctx context.Context, s *upstream.Snapshot) {
 func (f *Feed) record(s *upstream.Snapshot, walk int64) {
 	if f.base == nil {
 		f.base = &baseline{walk: walk, snap: s}
+		f.headWalk.Store(walk)
 		f.log.raise(EndOf(walk))
 		return
 	}
@@ -288,6 +303,7 @@ func (f *Feed) record(s *upstream.Snapshot, walk int64) {
 	}
 	changes := Diff(f.base.snap, s)
 	f.base = &baseline{walk: walk, snap: s}
+	f.headWalk.Store(walk)
 	if len(changes) == 0 {
 		return
 	}

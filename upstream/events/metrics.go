@@ -20,23 +20,30 @@ import (
 //   - partner_edge.events.age (partner_edge_events_age_seconds): age of
 //     the oldest event held, 0 with none: how far back a cursor still
 //     works (at most EDGE_EVENTS_RETENTION).
+//   - partner_edge.events.head_age (partner_edge_events_head_age_seconds):
+//     time since the walk the feed last reached (a walk with no change
+//     moves it too): how far behind the PMS a partner following the feed
+//     is; absent until the feed has a walk. It grows past the TTL plus a
+//     walk when walks fail or the shared feed is not read.
 type metrics struct {
 	counter metric.Int64Counter
 	byType  [Removed + 1]metric.AddOption // by Type
 	reg     metric.Registration
 }
 
-func newMetrics(meter metric.Meter, mode string, stats func() (int, int64), now func() time.Time) (*metrics, error) {
+func newMetrics(meter metric.Meter, mode string, stats func() (int, int64), head func() int64, now func() time.Time) (*metrics, error) {
 	m := &metrics{}
-	var errs [4]error
+	var errs [5]error
 	var length metric.Int64ObservableGauge
-	var ageS metric.Float64ObservableGauge
+	var ageS, headS metric.Float64ObservableGauge
 	m.counter, errs[0] = meter.Int64Counter("partner_edge.events.published", metric.WithUnit("{event}"),
 		metric.WithDescription("Property change events added to the feed by this instance, by type."))
 	length, errs[1] = meter.Int64ObservableGauge("partner_edge.events.length", metric.WithUnit("{event}"),
 		metric.WithDescription("Property change events the feed holds."))
 	ageS, errs[2] = meter.Float64ObservableGauge("partner_edge.events.age", metric.WithUnit("s"),
 		metric.WithDescription("Age of the oldest property change event the feed holds (0: none)."))
+	headS, errs[4] = meter.Float64ObservableGauge("partner_edge.events.head_age", metric.WithUnit("s"),
+		metric.WithDescription("Time since the walk the feed last reached."))
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
@@ -54,8 +61,11 @@ func newMetrics(meter metric.Meter, mode string, stats func() (int, int64), now 
 			a = max(now().Sub(time.UnixMilli(oldest)).Seconds(), 0)
 		}
 		o.ObserveFloat64(ageS, a, set)
+		if h := head(); h > 0 {
+			o.ObserveFloat64(headS, max(now().Sub(time.UnixMilli(h)).Seconds(), 0), set)
+		}
 		return nil
-	}, length, ageS)
+	}, length, ageS, headS)
 	if errs[3] != nil {
 		return nil, errs[3]
 	}

@@ -3,8 +3,8 @@ package events
 import (
 	"context"
 	"errors"
-	"log/slog"
 
+	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/upstream"
 )
 
@@ -35,13 +35,30 @@ var ErrConflict = errors.New("events: the shared feed moved on")
 var ErrSharedUnavailable = errors.New("events: the shared feed is unavailable")
 
 // logShared logs a failed call to the shared feed: at debug level while
-// the store is away (ErrSharedUnavailable), a warning otherwise.
+// the store is away (ErrSharedUnavailable), a warning otherwise, at most
+// once per observability.LogEvery per message (warn).
 func (f *Feed) logShared(ctx context.Context, msg string, err error) {
-	level := slog.LevelWarn
 	if errors.Is(err, ErrSharedUnavailable) {
-		level = slog.LevelDebug
+		f.cfg.Log.DebugContext(ctx, msg, "pms", f.cfg.Mode, "error", err)
+		return
 	}
-	f.cfg.Log.Log(ctx, level, msg, "pms", f.cfg.Mode, "error", err)
+	f.warn(ctx, msg, "pms", f.cfg.Mode, "error", err)
+}
+
+// warn logs msg at WARN at most once per observability.LogEvery: what
+// Redis holds (a forged entry stays there) or a failing Redis could
+// otherwise repeat it on every read of the shared feed, and a partner's
+// requests read it (docs/operations.md, "What to watch"). The line written counts
+// those left out.
+func (f *Feed) warn(ctx context.Context, msg string, attrs ...any) {
+	suppressed, ok := f.throttle.Allow(msg)
+	if !ok {
+		return
+	}
+	if suppressed > 0 {
+		attrs = append(attrs, "suppressed", suppressed)
+	}
+	f.cfg.Log.WarnContext(ctx, msg, append(attrs, "repeats_every", observability.LogEvery.String())...)
 }
 
 // Walk is one walk's append to the shared feed.
@@ -143,7 +160,7 @@ func (f *Feed) sync(ctx context.Context) error {
 			return err
 		}
 		if b.Refused > 0 {
-			f.cfg.Log.WarnContext(ctx, "events: events of the shared feed refused: not signed with EDGE_FLEET_SECRET", "pms", f.cfg.Mode, "refused", b.Refused)
+			f.warn(ctx, "events: events of the shared feed refused: not signed with EDGE_FLEET_SECRET", "pms", f.cfg.Mode, "refused", b.Refused)
 		}
 		if b.Walk == 0 { // no shared feed yet: nothing to read, no floor
 			f.synced.Store(f.cfg.Now().UnixNano())

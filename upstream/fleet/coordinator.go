@@ -10,6 +10,7 @@ import (
 	"github.com/partner-edge/partner-edge/upstream/redisconn"
 
 	"github.com/partner-edge/partner-edge/mapping"
+	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/upstream"
 )
 
@@ -71,6 +72,9 @@ type Coordinator struct {
 	Now   func() time.Time // the clock a publication's load time is checked against (MaxSkew); nil: time.Now
 
 	waiting func() // test hook: called when a Load first waits (a loser starts polling)
+	// refusals bounds the warnings of refused publications: a forgery
+	// stays in Redis and would be refused on every load.
+	refusals observability.Throttle
 }
 
 // Defaults of the Coordinator's zero fields.
@@ -96,6 +100,7 @@ func (c *Coordinator) Load(ctx context.Context, brand, mode string, newerThan ti
 		return c.walk(ctx, name, load, SourceLocal, false)
 	}
 	w := &waiter{c: c}
+	waited := false // another member held the lease in an earlier round
 	for first := true; ; first = false {
 		if !first {
 			if err := w.next(ctx); err != nil {
@@ -124,19 +129,22 @@ func (c *Coordinator) Load(ctx context.Context, brand, mode string, newerThan ti
 		case won && bad:
 			return c.lead(ctx, name, load) // the leader overwrites an unusable publication
 		case won:
-			return c.recheck(ctx, w, name, newerThan, load)
+			return c.recheck(ctx, w, name, newerThan, load, waited)
 		case bad: // someone else leads; do not wait on a publication we cannot read
 			return c.local(ctx, name, load, errors.New("unreadable publication"), false)
 		}
 		// Another instance leads: wait for its publication; should it fail
 		// or die, the next round takes the lease over.
+		waited = true
 	}
 }
 
 // recheck runs with the lease won: a publication may have landed between
 // the last look and the lease (its leader published and released), so it
-// looks once more, and walks only when there is none.
-func (c *Coordinator) recheck(ctx context.Context, w *waiter, name string, newerThan time.Time, load LoadFunc) (Loaded, error) {
+// looks once more, and walks only when there is none. took: another
+// member held the lease before, and its walk published nothing: this
+// member takes the walk over from one that stopped, and says so.
+func (c *Coordinator) recheck(ctx context.Context, w *waiter, name string, newerThan time.Time, load LoadFunc, took bool) (Loaded, error) {
 	for {
 		got, err := c.fetch(ctx, name, newerThan)
 		if got != nil {
@@ -144,6 +152,10 @@ func (c *Coordinator) recheck(ctx context.Context, w *waiter, name string, newer
 			return *got, nil
 		}
 		if !redisconn.Transient(err) {
+			if took && c.Log != nil {
+				c.Log.InfoContext(ctx, "walk taken over: the member that held the lease published nothing (it stopped, or its walk failed)",
+					"snapshot", name, "lease", c.leaseTTL().String())
+			}
 			return c.lead(ctx, name, load)
 		}
 		// No answer: holding the lease, ask again rather than walk
@@ -282,11 +294,20 @@ func (c *Coordinator) fetch(ctx context.Context, name string, newerThan time.Tim
 	return &Loaded{Properties: props, LoadedAt: at, Source: SourceShared}, nil
 }
 
-// refused logs a publication refused as forged (docs/contract.md section 15).
+// refused logs a publication refused as forged (docs/contract.md section
+// 15), at most once per observability.LogEvery per reason, with the count
+// of those left out: a forgery stays in Redis until the next publication,
+// and every load meets it.
 func (c *Coordinator) refused(ctx context.Context, name string, why error) {
-	if c.Log != nil {
-		c.Log.WarnContext(ctx, "shared snapshot refused; loading from the PMS", "snapshot", name, "reason", why.Error())
+	if c.Log == nil {
+		return
 	}
+	suppressed, ok := c.refusals.Allow(name + " " + why.Error())
+	if !ok {
+		return
+	}
+	c.Log.WarnContext(ctx, "shared snapshot refused; loading from the PMS", "snapshot", name, "reason", why.Error(),
+		"suppressed", suppressed, "repeats_every", observability.LogEvery.String())
 }
 
 // local walks the PMS after a failure of the shared path; publish says

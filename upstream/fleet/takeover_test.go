@@ -3,10 +3,13 @@ package fleet
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/partner-edge/partner-edge/mapping"
+	"github.com/partner-edge/partner-edge/observability/testkit"
 )
 
 // A corrupt publication with nobody leading is overwritten by the instance
@@ -39,6 +42,8 @@ func TestCoordinatorLoserTakesOverFailedLeader(t *testing.T) {
 		leader := newCoordinator(NewStore(client, 0, testSecret))
 		loser := newCoordinator(NewStore(client, 0, testSecret))
 		loser.Wait = time.Minute // a give-up would fail the test's deadline
+		var logs testkit.LogBuffer
+		loser.Log = slog.New(slog.NewJSONHandler(&logs, nil))
 		fail := make(chan struct{})
 		loser.waiting = func() { close(fail) }
 		failing := func(ctx context.Context) ([]mapping.Property, time.Time, error) {
@@ -62,6 +67,10 @@ func TestCoordinatorLoserTakesOverFailedLeader(t *testing.T) {
 		}
 		if err := <-leaderErr; err == nil {
 			t.Fatal("the failing leader reported no error")
+		}
+		// The member says it took the walk over (docs/operations.md, "What to watch").
+		if !strings.Contains(logs.String(), `"level":"INFO","msg":"walk taken over`) {
+			t.Errorf("no takeover line:\n%s", logs.String())
 		}
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/sony/gobreaker/v2"
 )
@@ -80,6 +81,10 @@ type breaker struct {
 	now     func() time.Time
 
 	openedAt atomic.Int64 // unix nanoseconds of now when it last opened; 0: never
+	// changes paces the state-change lines by transition: a PMS that
+	// stays down makes the breaker open, probe and open again every
+	// OpenTimeout, for as long as the outage lasts.
+	changes observability.Throttle
 }
 
 // newBreaker returns the breaker of one client. metrics, when not nil,
@@ -89,6 +94,7 @@ type breaker struct {
 // resolves without traffic).
 func newBreaker(name string, bc BreakerConfig, log *slog.Logger, metrics *upstream.PMSMetrics, now func() time.Time) *breaker {
 	b := &breaker{timeout: bc.OpenTimeout, now: now}
+	b.changes.Now = now
 	b.cb = gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{
 		Name:         name,
 		MaxRequests:  1, // one probe at a time in half-open: its success closes the breaker, its failure opens it
@@ -107,7 +113,15 @@ func newBreaker(name string, bc BreakerConfig, log *slog.Logger, metrics *upstre
 			if to == gobreaker.StateOpen {
 				b.openedAt.Store(b.now().UnixNano())
 			}
-			log.Info("pms circuit breaker state changed", "breaker", name, "from", from.String(), "to", to.String())
+			// At most one line a minute per transition, the next counting
+			// those left out (docs/operations.md, "What to watch").
+			if suppressed, ok := b.changes.Allow(from.String() + ">" + to.String()); ok {
+				attrs := []any{"breaker", name, "from", from.String(), "to", to.String()}
+				if suppressed > 0 {
+					attrs = append(attrs, "suppressed", suppressed, "repeats_every", observability.LogEvery.String())
+				}
+				log.Info("pms circuit breaker state changed", attrs...)
+			}
 			if bc.OnStateChange != nil {
 				bc.OnStateChange(from.String(), to.String())
 			}

@@ -73,6 +73,8 @@ type Client struct {
 	// holds *idReader, which check a get's record (confirm.go).
 	refusals  refusals
 	idReaders sync.Pool
+	// notFound paces the error line of a list route answering 404 (walk.go).
+	notFound refusals
 	// heldUntil (unix nanoseconds of now) is when the PMS may be called
 	// again after it shed load; zero or past: not held.
 	heldUntil atomic.Int64

@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream"
 )
 
@@ -317,5 +320,35 @@ func TestGetHotel408IsRetriedOnANewConnection(t *testing.T) {
 				t.Errorf("PMS requests = %d on %v then %v, want 2 on two connections", n, first, second)
 			}
 		})
+	}
+}
+
+// A list route answering 404 (a wrong PMS_BASE_URL) is an ERROR line at
+// most once a minute, with the count of walks that met it: walks are
+// retried, and each meets it again (docs/operations.md, "What to watch").
+func TestListNotFoundLoggedOnceAMinute(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(srv.Close)
+	var logs testkit.LogBuffer
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	cfg := testConfig(srv.URL)
+	cfg.Logger, cfg.Now = logs.Logger(), func() time.Time { return now }
+	cfg.Breaker.ConsecutiveFailures, cfg.Breaker.FailureRatio = 1000, 2 // the breaker stays closed
+	c := newTestClient(t, cfg)
+	walk := func() {
+		if err := c.WalkHotels(context.Background(), "aurora", func([]byte) error { return nil }); err == nil {
+			t.Fatal("a walk of a 404 list route succeeded")
+		}
+	}
+	for range 5 {
+		walk()
+	}
+	if n := logs.Count("pms list route answered 404"); n != 1 {
+		t.Fatalf("%d lines for five walks within a minute, want 1:\n%s", n, logs.String())
+	}
+	now = now.Add(time.Minute)
+	walk()
+	if n := logs.Count("pms list route answered 404"); n != 2 || !strings.Contains(logs.String(), "walks=5") {
+		t.Errorf("a minute later: %d lines, want 2, the second counting 5 walks:\n%s", n, logs.String())
 	}
 }

@@ -151,9 +151,11 @@ func equalFoldASCII(b []byte, s string) bool {
 	return true
 }
 
-// refusalLogEvery bounds the log lines of refused get answers: at most one
-// per interval per client, with the count since the last.
-const refusalLogEvery = 10 * time.Second
+// refusalLogEvery bounds the log lines of refused get answers (and of a
+// list route answering 404): at most one a minute per client and cause,
+// with the count since the last (docs/operations.md, "What to watch":
+// no line a PMS can repeat comes more often).
+const refusalLogEvery = time.Minute
 
 // refusals counts a client's refused get answers for its log lines.
 type refusals struct {
@@ -176,6 +178,21 @@ func (c *Client) refused(ctx context.Context, reason string) {
 	c.refusals.since.Add(-n)
 	c.cfg.Logger.WarnContext(ctx, "pms answers refused: came on a reused connection and differed when asked again on a new one",
 		"refused", n, "reason", reason)
+}
+
+// listNotFound logs, at most once per refusalLogEvery with the count left
+// out, that the list route answered 404: a configuration fault every walk
+// meets again until it is fixed, and walks are retried.
+func (c *Client) listNotFound(ctx context.Context, brand string) {
+	n := c.notFound.since.Add(1)
+	now := c.cfg.Now().UnixNano()
+	last := c.notFound.loggedAt.Load()
+	if last != 0 && time.Duration(now-last) < refusalLogEvery || !c.notFound.loggedAt.CompareAndSwap(last, now) {
+		return
+	}
+	c.notFound.since.Add(-n)
+	c.cfg.Logger.ErrorContext(ctx, "pms list route answered 404: configuration fault, check the PMS base URL", "brand", brand,
+		"walks", n, "repeats_every", refusalLogEvery.String())
 }
 
 // walkRefusals counts one walk's refused answers by reason, for its one

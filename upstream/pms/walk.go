@@ -219,7 +219,7 @@ func (w *walk) run(ctx context.Context) error {
 			// An unknown brand lists as empty: a 404 here is a wrong
 			// base address or route (docs/contract.md section 10).
 			if se := (*statusError)(nil); errors.As(f.err, &se) && se.status == http.StatusNotFound {
-				c.cfg.Logger.Error("pms list route answered 404: configuration fault, check the PMS base URL", "brand", w.brand)
+				c.listNotFound(ctx, w.brand)
 			}
 			return f.err
 		}

@@ -19,7 +19,7 @@ func (c *Client) Announce(ctx context.Context, where string, log *slog.Logger) {
 	defer cancel()
 	switch err := c.Ping(pctx); {
 	case err == nil:
-		log.Info("redis reachable: limits and snapshot loads shared", "redis", where, "nodes", c.Nodes(pctx))
+		c.joinedNow(pctx, where) // redis answers: joined the fleet
 	case IsTLSTrust(err):
 		log.Warn("redis TLS certificate not trusted (check EDGE_REDIS_CA_FILE); limits and snapshot loads are in-process until it is",
 			"redis", where, "error", err)

@@ -61,6 +61,8 @@ type Client struct {
 	metrics *Metrics
 	timeout time.Duration
 	node    atomic.Pointer[string] // primary and Sentinel forms: the address last connected to
+	log     *slog.Logger           // the join line (joinedNow); never nil
+	joined  atomic.Bool            // Redis has answered once: this member is in the fleet
 }
 
 // New returns a client of cfg's form. It does not connect: the first call
@@ -75,7 +77,7 @@ func New(cfg Config) (*Client, error) {
 		tlsOn = cmp.Or(cfg.TLSConfig, &tls.Config{MinVersion: tls.VersionTLS12}).Clone()
 	}
 	t := g.CallTimeout
-	c := &Client{timeout: t, master: cfg.Master}
+	c := &Client{timeout: t, master: cfg.Master, log: cmp.Or(cfg.Log, slog.New(slog.DiscardHandler))}
 	var (
 		rdb  redis.UniversalClient
 		addr string // server.address and server.port of the instruments
@@ -153,6 +155,21 @@ func New(cfg Config) (*Client, error) {
 	c.rdb, c.metrics = rdb, m
 	c.guard.setProbe(c.probeWrite)
 	return c, nil
+}
+
+// joinedNow marks that Redis answered and, the first time, says that this
+// member joined the fleet (docs/operations.md, "What to watch"): at start-up
+// (Announce), or later, when a Redis unreachable at start first answers
+// the health probe (Watch).
+func (c *Client) joinedNow(ctx context.Context, where string) {
+	if !c.joined.CompareAndSwap(false, true) {
+		return
+	}
+	attrs := []any{"nodes", c.Nodes(ctx)}
+	if where != "" {
+		attrs = append(attrs, "redis", where)
+	}
+	c.log.Info("redis answers: joined the fleet; limits and snapshot loads shared", attrs...)
 }
 
 // probeWrite is the small write of the fence's probe and of Watch.

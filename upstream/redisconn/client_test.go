@@ -127,3 +127,31 @@ func TestClientSpansFollowSemconv(t *testing.T) {
 		t.Fatal("no db.client.operation.duration point for PING")
 	}
 }
+
+// docs/operations.md, "What to watch": a member says when it joins the fleet. A
+// Redis unreachable at start is a warning; once it answers the health
+// probe, one line says the member joined, and only one; a Redis that
+// answers again after an outage says so.
+func TestClientSaysWhenItJoinsTheFleet(t *testing.T) {
+	srv := redistest.Start(t)
+	srv.Stop()
+	log := &testkit.LogBuffer{}
+	c := newTestClient(t, srv.URL(), nil, log)
+	c.Announce(t.Context(), "redis://test", log.Logger())
+	if log.Count("redis unreachable at start") != 1 || log.Count("joined the fleet") != 0 {
+		t.Fatalf("Redis down at start:\n%s", log.String())
+	}
+	srv.Restart()
+	watchClient(t, c, 50*time.Millisecond)
+	testkit.Eventually(t, "the member says it joined", func() bool { return log.Count("redis answers: joined the fleet") == 1 })
+	// Further probes succeed and say nothing more.
+	testkit.Eventually(t, "the breaker is closed", func() bool { return c.State() == 0 })
+	if n := log.Count("joined the fleet"); n != 1 {
+		t.Errorf("%d join lines, want 1:\n%s", n, log.String())
+	}
+
+	srv.Stop()
+	testkit.Eventually(t, "the breaker opens with Redis down", func() bool { return c.State() == 2 })
+	srv.Restart()
+	testkit.Eventually(t, "the member says Redis answers again", func() bool { return log.Count("redis answers again") == 1 })
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sony/gobreaker/v2"
 
+	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/upstream"
 )
 
@@ -69,6 +70,10 @@ func NewGuard(cfg GuardConfig, log *slog.Logger, metrics *Metrics) (*Guard, erro
 		log = slog.New(slog.DiscardHandler)
 	}
 	g := &Guard{timeout: cfg.CallTimeout, metrics: metrics, fence: &fence{every: cfg.OpenTimeout, log: log, metrics: metrics}}
+	// A Redis that stays down makes the breaker open, probe and open
+	// again every OpenTimeout: each transition is a line at most once a
+	// minute, the next counting those left out (docs/operations.md).
+	changes := &observability.Throttle{}
 	g.cb = gobreaker.NewCircuitBreaker[struct{}](gobreaker.Settings{
 		Name:        "redis",
 		MaxRequests: 1,
@@ -77,10 +82,19 @@ func NewGuard(cfg GuardConfig, log *slog.Logger, metrics *Metrics) (*Guard, erro
 		// Runs under gobreaker's lock: quick, and never calls the guard.
 		OnStateChange: func(_ string, from, to gobreaker.State) {
 			level, msg := slog.LevelInfo, "redis circuit breaker state changed"
-			if to == gobreaker.StateOpen {
+			switch to {
+			case gobreaker.StateOpen:
 				level, msg = slog.LevelWarn, "redis circuit breaker opened: shared limits and snapshots fall back to in-process"
+			case gobreaker.StateClosed:
+				msg = "redis answers again: shared limits and snapshots resume"
 			}
-			log.Log(context.Background(), level, msg, "from", from.String(), "to", to.String())
+			if suppressed, ok := changes.Allow(from.String() + ">" + to.String()); ok {
+				attrs := []any{"from", from.String(), "to", to.String()}
+				if suppressed > 0 {
+					attrs = append(attrs, "suppressed", suppressed, "repeats_every", observability.LogEvery.String())
+				}
+				log.Log(context.Background(), level, msg, attrs...)
+			}
 			metrics.BreakerState(context.Background(), upstream.ParseBreakerState(to.String()))
 		},
 		IsSuccessful: func(err error) bool { _, failed := classify(err); return !failed },

@@ -88,8 +88,9 @@ func TestGuardOpensFailsFastAndRecovers(t *testing.T) {
 		if got := tl.Gauge(t, "partner_edge.redis.breaker.state"); got != int64(upstream.BreakerClosed) {
 			t.Fatalf("breaker gauge %d, want closed", got)
 		}
-		// Logged once per transition: closed->open, open->half-open, half-open->closed.
-		if n := log.Count("redis circuit breaker"); n != 3 {
+		// Logged once per transition: closed->open, open->half-open,
+		// half-open->closed (Redis answers again).
+		if n := log.Count("from="); n != 3 || log.Count("redis answers again") != 1 {
 			t.Fatalf("%d transition lines, want 3:\n%s", n, log.String())
 		}
 		if n := log.Count("level=WARN"); n != 1 {
