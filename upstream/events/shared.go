@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"time"
 
 	"github.com/partner-edge/partner-edge/upstream"
 )
@@ -51,6 +52,9 @@ type Walk struct {
 	// Snapshot holds the walk's properties: the next walk's base, for
 	// whichever member makes it.
 	Snapshot *upstream.Snapshot
+	// Took is how long the walk ran (zero: not known); a store may keep
+	// it (Feed.LastWalk).
+	Took time.Duration
 }
 
 // Stored is one event as the shared feed keeps it.
@@ -83,7 +87,7 @@ const syncBatch = 1000
 // served that walk's snapshot), else against the base the feed keeps.
 // Redis failing means no append: the next walk diffs against the same
 // base, so its events carry these changes too.
-func (f *Feed) lead(ctx context.Context, s *upstream.Snapshot, walk int64) {
+func (f *Feed) lead(ctx context.Context, s *upstream.Snapshot, walk int64, took time.Duration) {
 	// Read the feed's last walk first: the snapshot this member served
 	// last is then most often that walk, and the diff needs no base read.
 	_ = f.sync(ctx)
@@ -110,7 +114,7 @@ func (f *Feed) lead(ctx context.Context, s *upstream.Snapshot, walk int64) {
 				f.base = &baseline{walk: bw, snap: base}
 			}
 		}
-		w := Walk{At: walk, Snapshot: s}
+		w := Walk{At: walk, Snapshot: s, Took: took}
 		if f.base != nil {
 			if walk <= f.base.walk {
 				return // older than the feed's last walk: the feed has it all
