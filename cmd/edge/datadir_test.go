@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -10,6 +12,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/partner-edge/partner-edge/edge/keys/keystest"
 	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
@@ -135,5 +138,58 @@ func TestFeedSurvivesKillThroughTheBinary(t *testing.T) {
 	slices.Sort(want)
 	if len(after) != 2 || !slices.Equal(got, want) {
 		t.Errorf("events after the restart: %v; want %v", after, want)
+	}
+}
+
+// docs/operations.md, EDGE_DATA_DIR: a directory the edge cannot use stops
+// start-up, the error naming the setting and why; without the setting the
+// start-up log says the feed lives in memory only.
+func TestDataDirRefusedAtStartup(t *testing.T) {
+	keysFile, _ := keystest.Live(t, "aurora")
+	file := filepath.Join(t.TempDir(), "not-a-dir")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := deployed(map[string]string{"EDGE_KEYS_FILE": keysFile, "EDGE_ADDR": "127.0.0.1:0", "EDGE_ADMIN_ADDR": "",
+		"EDGE_DATA_DIR": file})
+	err := run(context.Background(), []string{"edge"}, mapEnv(env), io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "EDGE_DATA_DIR") || !strings.Contains(err.Error(), "not a directory") {
+		t.Errorf("EDGE_DATA_DIR naming a file: %v; want a start-up error naming the setting", err)
+	}
+
+	sim := httptest.NewServer(pmsim.New(pmsim.Config{Seed: 3, Token: "pms-secret-token"}))
+	t.Cleanup(sim.Close)
+	k := newFeedKeys(t, []string{"*"})
+	p := startEdgeProc(t, buildEdge(t), []string{
+		"EDGE_ADDR=127.0.0.1:0", "EDGE_ADMIN_ADDR=", "EDGE_BRAND=aurora", "EDGE_KEYS_FILE=" + k.file,
+		"PMS_BASE_URL=" + sim.URL, "PMS_TOKEN=pms-secret-token", "EDGE_DOCS_URL=" + testDocsURL, "EDGE_ACCESS_LOG=off"})
+	if !strings.Contains(p.stderr.String(), "events feed kept in memory only") {
+		t.Errorf("without EDGE_DATA_DIR the start-up log does not say the feed is in memory only:\n%s", p.stderr.String())
+	}
+}
+
+// docs/operations.md, EDGE_EVENTS_MAX_BYTES takes bytes or a unit; a
+// refused value of it, or of EDGE_EVENTS_MAX, is one error, not a second
+// one about the zero put in its place.
+func TestEventsBoundSettings(t *testing.T) {
+	for v, want := range map[string]int64{"": 64 << 20, "1048576": 1 << 20, "512KiB": 512 << 10, "2GiB": 2 << 30} {
+		env := map[string]string{}
+		if v != "" {
+			env["EDGE_EVENTS_MAX_BYTES"] = v
+		}
+		s, err := parseSettings(nil, mapEnv(deployed(env)), io.Discard)
+		if err != nil || s.EventsMaxBytes != want {
+			t.Errorf("EDGE_EVENTS_MAX_BYTES=%q: %d %v; want %d", v, s.EventsMaxBytes, err, want)
+		}
+	}
+	for env, v := range map[string]string{"EDGE_EVENTS_MAX": "abc", "EDGE_EVENTS_MAX_BYTES": "lots", "EDGE_EVENTS_RETENTION": "forever"} {
+		_, err := parseSettings(nil, mapEnv(deployed(map[string]string{env: v})), io.Discard)
+		if err == nil {
+			t.Errorf("%s=%s: no error", env, v)
+			continue
+		}
+		if lines := strings.Split(err.Error(), "\n"); len(lines) != 1 || !strings.Contains(lines[0], env) {
+			t.Errorf("%s=%s: %q; want one error, naming it", env, v, lines)
+		}
 	}
 }
