@@ -132,8 +132,38 @@ func (f *Feed) lead(ctx context.Context, s *upstream.Snapshot, walk int64, took 
 		f.base = next
 		f.sharedWalk.Store(walk)
 		f.metrics.published(w.Changes)
+		if _, ok := f.cfg.Shared.(SoleWriter); ok {
+			f.keep(walk, w.Changes)
+		}
 		return
 	}
+}
+
+// SoleWriter is a Shared that only this process appends to (a single
+// edge's file, upstream/events/boltevents): a walk it appended is added to
+// the in-memory log as it was written instead of being read back, which
+// would inflate and copy a walk's events a second time.
+type SoleWriter interface {
+	Shared
+	SoleWriter()
+}
+
+// keep adds the changes of walk, just appended, to the log, but those a
+// read of the feed already brought in.
+func (f *Feed) keep(walk int64, changes []Change) {
+	f.syncMu.Lock()
+	defer f.syncMu.Unlock()
+	last, started := f.log.last()
+	if !started {
+		return // the next read brings the feed in, these events with it
+	}
+	bt := batch{es: make([]entry, 0, len(changes))}
+	for k, c := range changes {
+		if p := (Pos{Walk: walk, Seq: uint32(k)}); p.Compare(last) > 0 {
+			bt.add(f.tag, p, c.Type, c.Item.ID, c.Item.JSON)
+		}
+	}
+	f.log.add(bt.entries(), f.cfg.Now())
 }
 
 // sync reads what the shared feed holds beyond this member's copy.

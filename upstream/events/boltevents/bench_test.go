@@ -3,6 +3,9 @@ package boltevents
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"runtime/metrics"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -81,4 +84,85 @@ func BenchmarkAppendBrandScale(b *testing.B) {
 	b.ReportMetric(float64(walkBytes), "event-bytes/walk")
 	b.ReportMetric(float64(baseBytes), "base-bytes")
 	b.ReportMetric(float64(len(changes)), "events/walk")
+}
+
+// BenchmarkBrandScaleHeap is the heap of a single edge's feed at brand
+// scale in the worst case, each iteration one walk: 50,000 of the
+// simulator's hotels (two versions, so that every property changes on
+// every walk; both held all along, as the served snapshot and the one a
+// walk builds), the feed at its default bounds (EDGE_EVENTS_MAX_BYTES
+// 64 MiB) in memory and in EDGE_DATA_DIR. It reports the heap's peak
+// (sampled every few milliseconds) and its live size after the last walk
+// (docs/operations.md, "Sizing the feed"):
+//
+//	go test -run '^$' -bench BrandScaleHeap -benchtime 8x ./upstream/events/boltevents/
+func BenchmarkBrandScaleHeap(b *testing.B) {
+	sim := pmsim.New(pmsim.Config{Seed: 1, Brands: 1, HotelsPerBrand: 50_000})
+	opts := mapping.Options{Brand: "aurora", Zones: &mapping.ZoneCache{}}
+	var props []mapping.Property
+	for _, r := range sim.Records("aurora") {
+		if p, err := mapping.MapRaw(r, opts); err == nil {
+			props = append(props, p)
+		}
+	}
+	sim = nil
+	var items [2][]*upstream.Item
+	for k := range items {
+		for i := range props {
+			props[i].Name = fmt.Sprintf("Hotel %d v%d", i, k)
+		}
+		items[k] = upstream.SnapshotOf(props, time.Time{}).Loaded()
+	}
+	props = nil
+	db, err := Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	now := time.Now()
+	clock := func() time.Time { return now }
+	st, err := db.Feed(Config{Brand: "aurora", Mode: "live", Now: clock})
+	if err != nil {
+		b.Fatal(err)
+	}
+	f, err := events.New(events.Config{Mode: "live", Shared: st, Now: clock})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	var peak atomic.Uint64
+	done := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() { // sample the heap until done
+		defer close(sampled)
+		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		for {
+			metrics.Read(s)
+			if v := s[0].Value.Uint64(); v > peak.Load() {
+				peak.Store(v)
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
+	}()
+	b.ResetTimer()
+	for i := range b.N + 1 {
+		now = now.Add(30 * time.Second)
+		snap := upstream.NewSnapshot(items[i%2], now)
+		if _, err := f.Watch(func(context.Context) (*upstream.Snapshot, error) { return snap, nil })(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	close(done)
+	<-sampled
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MiB")
+	b.ReportMetric(float64(ms.HeapAlloc)/(1<<20), "live-heap-MiB")
+	runtime.KeepAlive(items)
 }

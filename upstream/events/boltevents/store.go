@@ -38,7 +38,11 @@ type Store struct {
 	took atomic.Int64 // the last walk's length (ns), as stored
 }
 
-var _ events.Shared = (*Store)(nil)
+var _ events.SoleWriter = (*Store)(nil)
+
+// SoleWriter marks the store as one only this process appends to (Open
+// locks the file): the feed keeps what it appends without reading it back.
+func (s *Store) SoleWriter() {}
 
 // The feed's bucket holds these keys, and the bucket of its walks'
 // events (keyed by the walk, big-endian Unix ms).
