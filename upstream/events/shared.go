@@ -104,7 +104,7 @@ func (f *Feed) lead(ctx context.Context, s *upstream.Snapshot, walk int64, took 
 			}
 			bw, base, err := f.cfg.Shared.Base(ctx, have)
 			if err != nil {
-				f.logShared(ctx, "events: the shared feed's base could not be read; this walk makes no events", err)
+				f.logShared(ctx, "events: the stored feed's base (Redis, or EDGE_DATA_DIR) could not be read; this walk makes no events, the next one reports its changes", err)
 				return
 			}
 			switch {
@@ -126,7 +126,7 @@ func (f *Feed) lead(ctx context.Context, s *upstream.Snapshot, walk int64, took 
 			continue
 		}
 		if err != nil {
-			f.logShared(ctx, "events: the walk's changes could not be appended to the shared feed", err)
+			f.logShared(ctx, "events: the walk's changes could not be stored (Redis, or EDGE_DATA_DIR); the next walk reports them", err)
 			return
 		}
 		f.base = next

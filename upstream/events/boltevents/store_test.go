@@ -360,3 +360,58 @@ func TestDataDirRefused(t *testing.T) {
 		t.Errorf("a second edge on the same directory: %v", err)
 	}
 }
+
+// failingOnce is the store with its next Append failing (a full disk).
+type failingOnce struct {
+	*Store
+	fail bool
+}
+
+func (f *failingOnce) Append(ctx context.Context, w events.Walk) error {
+	if f.fail {
+		f.fail = false
+		return errors.New("no space left on device")
+	}
+	return f.Store.Append(ctx, w)
+}
+
+// A walk the file cannot take (a full disk) makes no events, in memory
+// either: the next walk is diffed against the last one stored, so its
+// events carry the change, and memory and file never disagree.
+func TestFailedWriteLosesNoChange(t *testing.T) {
+	dir := t.TempDir()
+	c := &clock{t0}
+	db, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := db.Feed(Config{Brand: "aurora", Mode: "live", Now: c.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &failingOnce{Store: st}
+	f, err := events.New(events.Config{Mode: "live", Shared: store, Now: c.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &edge{db: db, feed: f}
+	t.Cleanup(e.stop)
+	e.walks(t, c, walk(0, prop(1, "A", "active"), prop(2, "B", "active")))
+	e.walks(t, c, walk(1, prop(1, "A1", "active"), prop(2, "B", "active")))
+	store.fail = true
+	e.walks(t, c, walk(2, prop(1, "A1", "active"), prop(2, "B2", "active")))
+	e.walks(t, c, walk(3, prop(1, "A1", "active"), prop(2, "B2", "active"), prop(3, "C", "active")))
+	got, _, err := e.read(t, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := strings.Join(got, ",")
+	if strings.Count(all, `"object":"event"`) != 3 || !strings.Contains(all, `"B2"`) || !strings.Contains(all, `"A1"`) {
+		t.Fatalf("events %s; want A1, then B2 and C from the walk after the failed one", all)
+	}
+	e.stop()
+	e = start(t, dir, c, Config{})
+	if again, _, err := e.read(t, ""); err != nil || !slices.Equal(again, got) {
+		t.Errorf("the file after a restart: %v %v; want what memory served, %v", again, err, got)
+	}
+}
