@@ -21,6 +21,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // FileName is the feed's file in the data directory.
@@ -45,7 +46,7 @@ func Open(dir string) (*DB, error) {
 	}
 	path := filepath.Join(dir, FileName)
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: openTimeout, FreelistType: bolt.FreelistMapType})
-	if errors.Is(err, bolt.ErrTimeout) {
+	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("%s is locked by another process: one edge per data directory", path)
 	}
 	if err != nil {
