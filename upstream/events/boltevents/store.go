@@ -231,7 +231,13 @@ func (s *Store) Read(_ context.Context, after events.Pos, n int) (events.Batch, 
 				bt.Full = true
 				break
 			}
-			es, err := decodeWalk(int64(binary.BigEndian.Uint64(k)), v, after)
+			walk := int64(binary.BigEndian.Uint64(k))
+			if walk == after.Walk { // the walk read last: inflate it only if some of it was not read
+				if n, err := walkCount(v); err == nil && int64(after.Seq) >= int64(n)-1 {
+					continue
+				}
+			}
+			es, err := decodeWalk(walk, v, after)
 			if err != nil {
 				return err
 			}

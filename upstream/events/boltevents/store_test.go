@@ -415,3 +415,28 @@ func TestFailedWriteLosesNoChange(t *testing.T) {
 		t.Errorf("the file after a restart: %v %v; want what memory served, %v", again, err, got)
 	}
 }
+
+// A read after the last event held inflates nothing: the feed's reads
+// while partners poll cost a lookup, not a walk's worth of work.
+func TestReadAtTheEndInflatesNothing(t *testing.T) {
+	dir := t.TempDir()
+	c := &clock{t0}
+	e := start(t, dir, c, Config{})
+	e.walks(t, c, walk(0, prop(1, "A", "active"), prop(2, "B", "active")))
+	e.walks(t, c, walk(1, prop(1, "A1", "active"), prop(2, "B1", "active")))
+	st, err := e.db.Feed(Config{Brand: "aurora", Mode: "live", Now: c.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	last := events.Pos{Walk: walk(1).LoadedAt.UnixMilli(), Seq: 1}
+	if bt, err := st.Read(ctx, events.Pos{Walk: last.Walk}, 10); err != nil || len(bt.Events) != 1 {
+		t.Fatalf("after the walk's first event: %+v %v; want its second", bt, err)
+	}
+	for _, after := range []events.Pos{last, events.EndOf(last.Walk)} {
+		allocs := testing.AllocsPerRun(20, func() { _, _ = st.Read(ctx, after, 10) })
+		if allocs > 15 { // a bbolt read transaction: 11
+			t.Errorf("a read after %v allocates %v times: it inflated a walk", after, allocs)
+		}
+	}
+}
