@@ -206,7 +206,10 @@ func (l *eventLog) page(b []byte, after Pos, from bool, limit int, v Viewer, now
 	if kept > 0 && floor.Compare(es[kept-1].pos) < 0 {
 		floor = es[kept-1].pos // past retention, not trimmed yet: gone all the same
 	}
-	i := kept
+	// Without after, the oldest event kept: past retention and above the
+	// floor (a shared feed that started again raises the floor over
+	// events this copy still holds).
+	i := max(kept, sort.Search(len(es), func(i int) bool { return es[i].pos.Compare(floor) > 0 }))
 	if from {
 		if after.Compare(floor) < 0 {
 			return b, pageResult{}, ErrCursorExpired

@@ -106,6 +106,9 @@ func (s *Store) Append(_ context.Context, w events.Walk) error {
 			return err
 		}
 		cur := int64(u64(b.Get(keyWalk)))
+		if cur != 0 && w.Prev == 0 && w.At > cur && damaged(b.Get(keyBase)) {
+			cur = 0 // Base said there is none: this walk starts the feed again
+		}
 		if cur != w.Prev || w.At <= cur {
 			return events.ErrConflict
 		}
@@ -199,13 +202,24 @@ func (s *Store) Base(_ context.Context, have int64) (int64, *upstream.Snapshot, 
 			return nil
 		}
 		var err error
-		items, err = decodeBase(b.Get(keyBase)) // inflated: nothing points into the file
-		return err
+		if items, err = decodeBase(b.Get(keyBase)); err != nil { // inflated: nothing points into the file
+			// A base that does not decode (a disk fault; a crash never
+			// leaves one) would stop every later walk: the feed starts
+			// again from the next walk, its cursors before it 410.
+			walk = 0
+		}
+		return nil
 	})
 	if err != nil || walk == 0 || walk == have {
 		return walk, nil, err
 	}
 	return walk, upstream.NewSnapshot(items, time.UnixMilli(walk)), nil
+}
+
+// damaged reports whether the base's value does not decode.
+func damaged(v []byte) bool {
+	_, err := decodeBase(v)
+	return err != nil
 }
 
 // Read is events.Shared's. It reads whole walks: a read may return more

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/partner-edge/partner-edge/mapping"
 	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/events"
@@ -438,5 +440,47 @@ func TestReadAtTheEndInflatesNothing(t *testing.T) {
 		if allocs > 15 { // a bbolt read transaction: 11
 			t.Errorf("a read after %v allocates %v times: it inflated a walk", after, allocs)
 		}
+	}
+}
+
+// A base that does not decode (a disk fault) does not stop the feed: the
+// next walk starts it again, earlier cursors answer ErrCursorExpired (the
+// changes since the last good walk are unknown), later ones work, and a
+// read from the start serves nothing from before it.
+func TestDamagedBaseStartsTheFeedAgain(t *testing.T) {
+	dir := t.TempDir()
+	c := &clock{t0}
+	e := start(t, dir, c, Config{})
+	e.walks(t, c, walk(0, prop(1, "A", "active")))
+	e.walks(t, c, walk(1, prop(1, "A1", "active")))
+	_, end, _ := e.read(t, "")
+	e.stop()
+	db, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.bolt.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte("feed:aurora:live"))
+		v := slices.Clone(b.Get(keyBase))
+		v[len(v)-3] ^= 0xff
+		return b.Put(keyBase, v)
+	})
+	_ = db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	e = start(t, dir, c, Config{})
+	e.walks(t, c, walk(2, prop(1, "A2", "active")))
+	if _, _, err := e.read(t, end); !errors.Is(err, events.ErrCursorExpired) {
+		t.Errorf("a cursor from before the damaged base: %v; want ErrCursorExpired", err)
+	}
+	if got, _, err := e.read(t, ""); err != nil || len(got) != 0 {
+		t.Errorf("from the start after the feed started again: %v %v; want nothing", got, err)
+	}
+	restarted := e.feed.Next(walk(2))
+	e.walks(t, c, walk(3, prop(1, "A3", "active")))
+	if got, _, err := e.read(t, restarted); err != nil || len(got) != 1 || !strings.Contains(got[0], `"A3"`) {
+		t.Errorf("the walk after: %v %v; want A3", got, err)
 	}
 }
