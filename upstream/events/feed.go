@@ -127,7 +127,7 @@ func New(cfg Config) (*Feed, error) {
 	f := &Feed{cfg: cfg, tag: cfg.Mode[0], log: eventLog{retention: cfg.Retention, max: cfg.Max, maxBytes: cfg.MaxBytes}}
 	f.bg, f.stop = context.WithCancel(context.Background())
 	if cfg.Meter != nil {
-		m, err := newMetrics(cfg.Meter, cfg.Mode, f.log.stats, cfg.Now)
+		m, err := newMetrics(cfg.Meter, cfg.Mode, f.log.stats, f.log.held, cfg.Now)
 		if err != nil {
 			return nil, err
 		}

@@ -20,16 +20,18 @@ import (
 //   - partner_edge.events.age (partner_edge_events_age_seconds): age of
 //     the oldest event held, 0 with none: how far back a cursor still
 //     works (at most EDGE_EVENTS_RETENTION).
+//   - partner_edge.events.size (partner_edge_events_size_bytes): the
+//     memory the events held take, as EDGE_EVENTS_MAX_BYTES counts it.
 type metrics struct {
 	counter metric.Int64Counter
 	byType  [Removed + 1]metric.AddOption // by Type
 	reg     metric.Registration
 }
 
-func newMetrics(meter metric.Meter, mode string, stats func() (int, int64), now func() time.Time) (*metrics, error) {
+func newMetrics(meter metric.Meter, mode string, stats func() (int, int64), held func() int64, now func() time.Time) (*metrics, error) {
 	m := &metrics{}
-	var errs [4]error
-	var length metric.Int64ObservableGauge
+	var errs [5]error
+	var length, size metric.Int64ObservableGauge
 	var ageS metric.Float64ObservableGauge
 	m.counter, errs[0] = meter.Int64Counter("partner_edge.events.published", metric.WithUnit("{event}"),
 		metric.WithDescription("Property change events added to the feed by this instance, by type."))
@@ -37,6 +39,8 @@ func newMetrics(meter metric.Meter, mode string, stats func() (int, int64), now 
 		metric.WithDescription("Property change events the feed holds."))
 	ageS, errs[2] = meter.Float64ObservableGauge("partner_edge.events.age", metric.WithUnit("s"),
 		metric.WithDescription("Age of the oldest property change event the feed holds (0: none)."))
+	size, errs[4] = meter.Int64ObservableGauge("partner_edge.events.size", metric.WithUnit("By"),
+		metric.WithDescription("Memory the property change events held take, as EDGE_EVENTS_MAX_BYTES counts it."))
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
@@ -54,8 +58,9 @@ func newMetrics(meter metric.Meter, mode string, stats func() (int, int64), now 
 			a = max(now().Sub(time.UnixMilli(oldest)).Seconds(), 0)
 		}
 		o.ObserveFloat64(ageS, a, set)
+		o.ObserveInt64(size, held(), set)
 		return nil
-	}, length, ageS)
+	}, length, ageS, size)
 	if errs[3] != nil {
 		return nil, errs[3]
 	}
