@@ -193,3 +193,17 @@ func TestEventsBoundSettings(t *testing.T) {
 		}
 	}
 }
+
+// docs/contract.md section 22: the demo takes EDGE_DATA_DIR (the image
+// sets it), as it takes its listeners and logs; a deployment's settings
+// still stop it.
+func TestDemoTakesDataDir(t *testing.T) {
+	s, err := parseSettings(nil, mapEnv(map[string]string{"EDGE_DATA_DIR": t.TempDir()}), io.Discard)
+	if err != nil || s.DataDir == "" {
+		t.Errorf("the demo with EDGE_DATA_DIR: %v", err)
+	}
+	_, err = parseSettings(nil, mapEnv(map[string]string{"EDGE_DATA_DIR": t.TempDir(), "EDGE_BRAND": "aurora"}), io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "EDGE_BRAND is set but PMS_BASE_URL is not") || strings.Contains(err.Error(), "EDGE_DATA_DIR is set") {
+		t.Errorf("the demo with EDGE_DATA_DIR and EDGE_BRAND: %v; want EDGE_BRAND refused alone", err)
+	}
+}
