@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -93,6 +94,14 @@ func TestContainerImage(t *testing.T) {
 	if c.User != "65532:65532" {
 		t.Errorf("User = %q, want the numeric non-root 65532:65532", c.User)
 	}
+	// EDGE_DATA_DIR is set, on a volume (docs/operations.md, "Property
+	// change events").
+	if !slices.Contains(c.Env, "EDGE_DATA_DIR="+imageDataDir) {
+		t.Errorf("Env = %q: want EDGE_DATA_DIR=%s", c.Env, imageDataDir)
+	}
+	if _, ok := c.Volumes[imageDataDir]; !ok {
+		t.Errorf("Volumes = %v: want %s", c.Volumes, imageDataDir)
+	}
 	for _, p := range []string{"8080/tcp", "9090/tcp"} {
 		if _, ok := c.ExposedPorts[p]; !ok {
 			t.Errorf("%s not exposed: %v", p, c.ExposedPorts)
@@ -144,13 +153,29 @@ func TestContainerImage(t *testing.T) {
 		}
 	}
 
+	// The data directory is the edge user's, and the demo run in the
+	// image keeps its feed there, private.
+	data := filepath.Join(rootfs, imageDataDir)
+	if fi, err := os.Stat(data); err != nil || !fi.IsDir() || fi.Sys().(*syscall.Stat_t).Uid != 65532 {
+		t.Errorf("%s in the image: %v %v; want a directory of 65532", imageDataDir, fi, err)
+	}
 	runInImage(t, rootfs)
+	for p, want := range map[string]os.FileMode{data: 0o700, filepath.Join(data, "events.db"): 0o600} {
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != want {
+			t.Errorf("%s after the edge ran in the image: %v %v; want mode %v", p, fi, err, want)
+		}
+	}
 }
+
+// imageDataDir is the image's EDGE_DATA_DIR.
+const imageDataDir = "/var/lib/partner-edge"
 
 type ociConfig struct {
 	Config struct {
 		User         string
 		ExposedPorts map[string]struct{}
+		Env          []string
+		Volumes      map[string]struct{}
 		Labels       map[string]string
 		Entrypoint   []string
 	} `json:"config"`
@@ -232,6 +257,9 @@ func unpack(t *testing.T, layers []ociDescriptor, dir string) int64 {
 				if err := os.Chmod(p, h.FileInfo().Mode()); err != nil {
 					t.Fatal(err)
 				}
+				if err := os.Lchown(p, h.Uid, h.Gid); err != nil {
+					t.Fatal(err)
+				}
 			case tar.TypeReg:
 				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 					t.Fatal(err)
@@ -243,6 +271,9 @@ func unpack(t *testing.T, layers []ociDescriptor, dir string) int64 {
 				n, err := io.Copy(w, tr)
 				if err2 := w.Close(); err == nil {
 					err = err2
+				}
+				if err == nil {
+					err = os.Lchown(p, h.Uid, h.Gid)
 				}
 				if err != nil {
 					t.Fatal(err)
@@ -277,7 +308,7 @@ func runInImage(t *testing.T, rootfs string) {
 	cmd.Dir = "/"
 	// The image's own environment (Containerfile ENV), with the listener
 	// on a free loopback port and no admin listener.
-	cmd.Env = []string{"EDGE_ADDR=127.0.0.1:0", "EDGE_ADMIN_ADDR=", "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt"}
+	cmd.Env = []string{"EDGE_ADDR=127.0.0.1:0", "EDGE_ADMIN_ADDR=", "EDGE_DATA_DIR=/var/lib/partner-edge", "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt"}
 	var stdout, stderr testkit.LogBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }

@@ -83,6 +83,7 @@ func TestMetricsScrape(t *testing.T) {
 		{`partner_edge_events_published_total{pms="live",type="property.removed"`, 0},
 		{`partner_edge_events_length{pms="live"`, 0},
 		{`partner_edge_events_age_seconds{pms="live"`, 0},
+		{`partner_edge_events_size_bytes{pms="live"`, 0},
 	} {
 		if got, ok := value(body, tc.series); !ok || got != tc.want {
 			t.Errorf("%s = %v (found %v), want %v", tc.series, got, ok, tc.want)

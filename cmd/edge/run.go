@@ -88,15 +88,20 @@ func newCatalog(cfg settings, baseURL string, mode keys.Mode, version string, lo
 // cannot be reached (docs/contract.md section 22).
 var urlSetting = map[keys.Mode]string{keys.ModeLive: "PMS_BASE_URL", keys.ModeTest: "PMS_SANDBOX_URL"}
 
-// newFeed is the events feed of one mode (docs/contract.md section 23): in
-// this process's memory, or the fleet's one feed in Redis with a member.
-func newFeed(cfg settings, mode keys.Mode, log *slog.Logger, tel *observability.Telemetry, fm *member) (*events.Feed, error) {
+// newFeed is the events feed of one mode (docs/contract.md sections 23
+// and 25): the fleet's one feed in Redis with a member, else a single
+// edge's in EDGE_DATA_DIR (kept; nil: none), else in this process's memory
+// only.
+func newFeed(cfg settings, mode keys.Mode, log *slog.Logger, tel *observability.Telemetry, fm *member, kept events.Shared) (*events.Feed, error) {
 	shared, err := fm.events(mode, cfg)
 	if err != nil {
 		return nil, err
 	}
+	if shared == nil {
+		shared = kept
+	}
 	return events.New(events.Config{Mode: string(mode), Retention: cfg.EventsRetention, Max: cfg.EventsMax,
-		Shared: shared, Log: log.With("pms", string(mode)), Meter: tel.Meter()})
+		MaxBytes: cfg.EventsMaxBytes, Shared: shared, Log: log.With("pms", string(mode)), Meter: tel.Meter()})
 }
 
 // reloadOnHangup re-reads the key file, and asks for the TLS pair to be

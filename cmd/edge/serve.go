@@ -27,6 +27,7 @@ import (
 	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/events"
+	"github.com/partner-edge/partner-edge/upstream/events/boltevents"
 	"github.com/partner-edge/partner-edge/upstream/redisconn"
 	"github.com/partner-edge/partner-edge/upstream/shadow"
 )
@@ -48,6 +49,7 @@ type process struct {
 	store         *keys.Store
 	tlsReload     chan struct{}  // SIGHUP also re-reads the TLS pair
 	fm            *member        // nil: no Redis
+	data          *boltevents.DB // EDGE_DATA_DIR's events file; nil: none (datadir.go)
 	sh            *shadow.Shadow // nil: no candidate
 	live, sandbox upstream.Catalog
 	feeds         edge.Feeds        // the events feeds of the two modes
@@ -134,8 +136,8 @@ func checkTLS(cfg settings) error {
 }
 
 // start starts, in order, telemetry and the access log, the demo's
-// simulators, the key file, the fleet, the shadow candidate, the PMS
-// catalogs and the token verifier.
+// simulators, the key file, the fleet, the data directory, the shadow
+// candidate, the PMS catalogs and the token verifier.
 func (p *process) start(ctx context.Context, env func(string) string, isDemo bool) error {
 	if err := p.startTelemetry(ctx, env); err != nil {
 		return err
@@ -148,7 +150,8 @@ func (p *process) start(ctx context.Context, env func(string) string, isDemo boo
 		p.demo = demo
 		p.onStop(demo.close)
 	}
-	for _, start := range []func(context.Context) error{p.startKeys, p.startFleet, p.startCatalogs, p.startOAuth} {
+	for _, start := range []func(context.Context) error{p.startKeys, p.startFleet,
+		func(context.Context) error { return p.startData() }, p.startCatalogs, p.startOAuth} {
 		if err := start(ctx); err != nil {
 			return err
 		}
@@ -256,7 +259,11 @@ func (p *process) startCatalogs(ctx context.Context) error {
 // each stopped at the end, and starts its first walk now: no partner waits
 // for it (docs/contract.md section 22).
 func (p *process) startMode(mode keys.Mode, url string, sh *shadow.Shadow) (upstream.Catalog, *events.Feed, error) {
-	feed, err := newFeed(p.cfg, mode, p.log, p.tel, p.fm)
+	kept, err := p.dataFeed(mode)
+	if err != nil {
+		return nil, nil, fmt.Errorf("EDGE_DATA_DIR: %w", err)
+	}
+	feed, err := newFeed(p.cfg, mode, p.log, p.tel, p.fm, kept)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -60,6 +61,8 @@ type settings struct {
 	TraceKeepRate            int           // traces kept by outcome a second (docs/observability.md); 0: no bound
 	EventsRetention          time.Duration // how long property change events are kept (docs/contract.md section 23)
 	EventsMax                int           // at most this many events kept per PMS
+	EventsMaxBytes           int64         // at most this many bytes of events held per PMS (docs/contract.md section 25)
+	DataDir                  string        // where a single edge keeps its feed across restarts; empty: memory only (docs/contract.md section 25)
 }
 
 // lookupEnv is os.LookupEnv or its like (settingval.LookupEnv).
@@ -81,11 +84,13 @@ func settingTable() []*settingval.Setting {
 		{Env: "EDGE_CODE_SOURCE", Flag: "code-source", Def: "none", Doc: "`none`, `short_code` or `legacy_property_code`"},
 		{Env: "EDGE_CACHE_TTL", Flag: "cache-ttl", Def: "30s", Doc: "how long PMS data is served without asking again; `0` disables caching"},
 		{Env: "EDGE_CACHE_STALE", Flag: "cache-stale", Def: "5m", Doc: "how old data may be when served because the PMS is failing (at least `EDGE_CACHE_TTL`)"},
-		{Env: "EDGE_EVENTS_RETENTION", Flag: "events-retention", Def: "168h", Help: "how long property change events are kept for GET /v1/events; an older after is 410", Doc: "how long property change events are kept for `GET /v1/events`; an `after` older than what is kept is `410 EVENTS_CURSOR_EXPIRED` (a single edge keeps them in memory, forgotten on restart; a fleet in Redis: see [events]({docs}operations.md#property-change-events))"},
-		{Env: "EDGE_EVENTS_MAX", Flag: "events-max", Def: "1000000", Help: "at most this many property change events kept per PMS, the oldest dropped first", Doc: "at most this many property change events kept per PMS (live, sandbox), the oldest dropped first; each costs about 400 bytes of memory on every instance"},
+		{Env: "EDGE_EVENTS_RETENTION", Flag: "events-retention", Def: "168h", Help: "how long property change events are kept for GET /v1/events; an older after is 410", Doc: "how long property change events are kept for `GET /v1/events`; an `after` older than what is kept is `410 EVENTS_CURSOR_EXPIRED` (a single edge keeps them in memory and, with `EDGE_DATA_DIR`, on disk across restarts; a fleet in Redis: see [events]({docs}operations.md#property-change-events))"},
+		{Env: "EDGE_EVENTS_MAX", Flag: "events-max", Def: "1000000", Help: "at most this many property change events kept per PMS, the oldest dropped first", Doc: "at most this many property change events kept per PMS (live, sandbox), the oldest dropped first; each takes about 550 bytes of memory on every instance, so `EDGE_EVENTS_MAX_BYTES` is the bound that binds first at the defaults"},
+		{Env: "EDGE_EVENTS_MAX_BYTES", Flag: "events-max-bytes", Def: "64MiB", Help: "at most this much memory (bytes, or with a unit) of property change events held per PMS, the oldest dropped first", Doc: "at most this much memory of property change events held per PMS (plain bytes, or `64MiB`, `1GiB`...), beside `EDGE_EVENTS_MAX` and `EDGE_EVENTS_RETENTION`, the oldest dropped first (a cursor before them is `410`); `EDGE_DATA_DIR`'s file is bounded by it too, in its compressed bytes; the default fits the shipped manifest at 50,000 hotels: see [sizing]({docs}operations.md#sizing-the-feed)"},
+		{Env: "EDGE_DATA_DIR", Flag: "data-dir", Def: "", Help: "directory where a single edge keeps its events feed across restarts (created 0700 if missing; empty: memory only)", Doc: "a directory where a single edge keeps its events feed and the last walk's properties across restarts (`events.db`, mode `0600`; created `0700` if missing), written once per walk in one transaction: cursors outlive a restart and changes made while the edge was down become events; one that is not a directory or not writable, or that another edge holds, stops start-up naming it; a fleet keeps its feed in Redis and only checks it; the image and the shipped manifests set it on a volume; see [events]({docs}operations.md#property-change-events)", DocDef: "empty: the feed in memory only (a fleet: Redis); the image: `/var/lib/partner-edge`"},
 		{Env: "EDGE_TLS_CERT", Flag: "tls-cert", Def: "", Help: "TLS certificate file (HTTPS and HTTP/2 when set with the key)", Doc: "TLS certificate file: with `EDGE_TLS_KEY`, serve HTTPS (HTTP/2 on); reloaded on change and on SIGHUP"},
 		{Env: "EDGE_TLS_KEY", Flag: "tls-key", Def: "", Doc: "TLS private key file (with `EDGE_TLS_CERT`)"},
-		{Env: "PMS_BASE_URL", Flag: "pms-base-url", Def: "", Help: "live PMS base URL (empty: the demo's embedded simulator)", Doc: "live PMS; setting it leaves the demo (no query or fragment); left empty while any other `EDGE_*` or `PMS_*` setting than `EDGE_ADDR`, `EDGE_ADMIN_ADDR`, `EDGE_LOG_*`, `EDGE_ACCESS_LOG*` and `EDGE_TRACE_*` is set, start-up fails naming it and the setting found", DocDef: "empty: the embedded simulator (demo)"},
+		{Env: "PMS_BASE_URL", Flag: "pms-base-url", Def: "", Help: "live PMS base URL (empty: the demo's embedded simulator)", Doc: "live PMS; setting it leaves the demo (no query or fragment); left empty while any other `EDGE_*` or `PMS_*` setting than `EDGE_ADDR`, `EDGE_ADMIN_ADDR`, `EDGE_DATA_DIR`, `EDGE_LOG_*`, `EDGE_ACCESS_LOG*` and `EDGE_TRACE_*` is set, start-up fails naming it and the setting found", DocDef: "empty: the embedded simulator (demo)"},
 		{Env: "PMS_SANDBOX_URL", Flag: "pms-sandbox-url", Def: "", Help: "sandbox PMS for svc_test_ keys (empty: test keys refused)", Doc: "sandbox PMS for `svc_test_` keys; empty: test keys get `403 TEST_MODE_UNAVAILABLE`"},
 		{Env: "PMS_TOKEN", Flag: "pms-token", Def: "", Doc: "bearer token the edge presents to the PMS (prefer the variable: flags show in `ps`)"},
 		{Env: "EDGE_REQUEST_TIMEOUT", Flag: "request-timeout", Def: "10s", Doc: "overall deadline of one request; PMS calls and retries fit inside it"},
@@ -206,6 +211,8 @@ func readSettings(p *settingval.Parser) settings {
 		TraceKeepRate:   settingval.Read(p, "EDGE_TRACE_KEEP_RATE", settingval.Count),
 		EventsRetention: settingval.Read(p, "EDGE_EVENTS_RETENTION", settingval.Duration),
 		EventsMax:       settingval.Read(p, "EDGE_EVENTS_MAX", settingval.Count),
+		EventsMaxBytes:  settingval.Read(p, "EDGE_EVENTS_MAX_BYTES", settingval.Size),
+		DataDir:         p.Str("EDGE_DATA_DIR"),
 	}
 	if s.AdminAddr == "off" {
 		s.AdminAddr = ""
@@ -214,8 +221,12 @@ func readSettings(p *settingval.Parser) settings {
 }
 
 // checkTogether adds the rules between settings to the errors, each that
-// is broken (not only the first).
+// is broken (not only the first). A rule about a value already refused
+// (read) is not checked: one mistake is one error.
 func checkTogether(p *settingval.Parser, s *settings) {
+	read := func(envs ...string) bool {
+		return !slices.ContainsFunc(envs, p.Refused)
+	}
 	for _, r := range []struct {
 		broken bool
 		err    error
@@ -224,15 +235,15 @@ func checkTogether(p *settingval.Parser, s *settings) {
 		{s.PMSBaseURL != "" && s.KeysFile == "", errors.New("EDGE_KEYS_FILE is required when PMS_BASE_URL is set")},
 		{s.PMSBaseURL != "" && s.Brand == "", errors.New("EDGE_BRAND is required when PMS_BASE_URL is set")},
 		{s.PMSSandbox != "" && s.PMSBaseURL == "", errors.New("PMS_SANDBOX_URL needs PMS_BASE_URL (the demo embeds both)")},
-		{s.PMSTimeout <= 0 || s.PMSAttempt <= 0, errors.New("EDGE_PMS_TIMEOUT and EDGE_PMS_ATTEMPT_TIMEOUT must be positive")},
-		{s.PMSWalkTimeout <= 0, errors.New("EDGE_PMS_WALK_TIMEOUT must be positive")},
-		{s.RequestTimeout <= 0, errors.New("EDGE_REQUEST_TIMEOUT must be positive")},
-		{s.AccessLogSample <= 0 || s.AccessLogSample > 1, fmt.Errorf("invalid EDGE_ACCESS_LOG_SAMPLE %v: want a fraction above 0 and at most 1", s.AccessLogSample)},
+		{read("EDGE_PMS_TIMEOUT", "EDGE_PMS_ATTEMPT_TIMEOUT") && (s.PMSTimeout <= 0 || s.PMSAttempt <= 0), errors.New("EDGE_PMS_TIMEOUT and EDGE_PMS_ATTEMPT_TIMEOUT must be positive")},
+		{read("EDGE_PMS_WALK_TIMEOUT") && s.PMSWalkTimeout <= 0, errors.New("EDGE_PMS_WALK_TIMEOUT must be positive")},
+		{read("EDGE_REQUEST_TIMEOUT") && s.RequestTimeout <= 0, errors.New("EDGE_REQUEST_TIMEOUT must be positive")},
+		{read("EDGE_ACCESS_LOG_SAMPLE") && (s.AccessLogSample <= 0 || s.AccessLogSample > 1), fmt.Errorf("invalid EDGE_ACCESS_LOG_SAMPLE %v: want a fraction above 0 and at most 1", s.AccessLogSample)},
 		{s.OAuthIssuer != "" && s.OAuthAudience == "", errors.New("EDGE_OAUTH_AUDIENCE is required when EDGE_OAUTH_ISSUER is set (docs/contract.md section 12: both or neither)")},
 		{s.OAuthAudience != "" && s.OAuthIssuer == "", errors.New("EDGE_OAUTH_ISSUER is required when EDGE_OAUTH_AUDIENCE is set (docs/contract.md section 12: both or neither)")},
-		{s.CacheStale < s.CacheTTL, fmt.Errorf("EDGE_CACHE_STALE (%s) must be at least EDGE_CACHE_TTL (%s)", s.CacheStale, s.CacheTTL)},
-		{s.EventsRetention <= 0, errors.New("EDGE_EVENTS_RETENTION must be positive")},
-		{s.EventsMax < 1, errors.New("EDGE_EVENTS_MAX must be at least 1")},
+		{read("EDGE_CACHE_STALE", "EDGE_CACHE_TTL") && s.CacheStale < s.CacheTTL, fmt.Errorf("EDGE_CACHE_STALE (%s) must be at least EDGE_CACHE_TTL (%s)", s.CacheStale, s.CacheTTL)},
+		{read("EDGE_EVENTS_RETENTION") && s.EventsRetention <= 0, errors.New("EDGE_EVENTS_RETENTION must be positive")},
+		{read("EDGE_EVENTS_MAX") && s.EventsMax < 1, errors.New("EDGE_EVENTS_MAX must be at least 1")},
 	} {
 		if r.broken {
 			p.Fail(r.err)
@@ -241,14 +252,15 @@ func checkTogether(p *settingval.Parser, s *settings) {
 }
 
 // demoSetting reports whether env may be set in the demo (PMS_BASE_URL
-// empty): its listeners, logs and traces only (docs/contract.md section
-// 22). Any other setting belongs to a deployment, and setting it while
+// empty): its listeners, logs and traces (docs/contract.md section 22),
+// and EDGE_DATA_DIR, which the image sets (section 25): the demo keeps
+// its feed there too. Any other setting belongs to a deployment, and setting it while
 // PMS_BASE_URL is empty is a mistake, most often a misspelt or forgotten
 // PMS_BASE_URL, that would otherwise serve the simulator's hotels with
 // minted keys where a deployment was meant.
 func demoSetting(env string) bool {
 	switch env {
-	case "PMS_BASE_URL", "EDGE_ADDR", "EDGE_ADMIN_ADDR":
+	case "PMS_BASE_URL", "EDGE_ADDR", "EDGE_ADMIN_ADDR", "EDGE_DATA_DIR":
 		return true
 	}
 	return strings.HasPrefix(env, "EDGE_LOG_") || strings.HasPrefix(env, "EDGE_ACCESS_LOG") || strings.HasPrefix(env, "EDGE_TRACE_")
@@ -263,7 +275,7 @@ func checkDemo(p *settingval.Parser, s settings) {
 	}
 	for _, st := range settingTable() {
 		if g := p.Get(st.Env); !demoSetting(st.Env) && g.Set {
-			p.Fail(fmt.Errorf("%s is set but PMS_BASE_URL is not: the demo (no PMS_BASE_URL) takes only EDGE_ADDR, EDGE_ADMIN_ADDR, EDGE_LOG_*, EDGE_ACCESS_LOG* and EDGE_TRACE_*; set PMS_BASE_URL to the live PMS, or unset %[1]s to run the demo", g.Source))
+			p.Fail(fmt.Errorf("%s is set but PMS_BASE_URL is not: the demo (no PMS_BASE_URL) takes only EDGE_ADDR, EDGE_ADMIN_ADDR, EDGE_DATA_DIR, EDGE_LOG_*, EDGE_ACCESS_LOG* and EDGE_TRACE_*; set PMS_BASE_URL to the live PMS, or unset %[1]s to run the demo", g.Source))
 		}
 	}
 }

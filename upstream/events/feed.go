@@ -16,11 +16,13 @@ import (
 	"github.com/partner-edge/partner-edge/upstream"
 )
 
-// Defaults of Config: EDGE_EVENTS_RETENTION and EDGE_EVENTS_MAX
-// (docs/operations.md).
+// Defaults of Config: EDGE_EVENTS_RETENTION, EDGE_EVENTS_MAX and
+// EDGE_EVENTS_MAX_BYTES (docs/operations.md, which tells why 64 MiB fits
+// the shipped manifest).
 const (
 	DefaultRetention = 168 * time.Hour
 	DefaultMax       = 1_000_000
+	DefaultMaxBytes  = 64 << 20
 	// DefaultSyncEvery is how stale a fleet member's copy of the shared
 	// feed may grow while partners read it before it is read again.
 	DefaultSyncEvery = time.Second
@@ -42,9 +44,16 @@ type Config struct {
 	// Max bounds the events kept (EDGE_EVENTS_MAX), the oldest dropped
 	// first; zero or less: DefaultMax.
 	Max int
-	// Shared, when set, is the fleet's one feed in Redis: this instance
-	// appends the walks it makes (Walked) and serves what every member
-	// appended. Nil: the feed lives in this process's memory.
+	// MaxBytes bounds the memory the events kept take
+	// (EDGE_EVENTS_MAX_BYTES), the oldest dropped first; zero or less:
+	// DefaultMaxBytes.
+	MaxBytes int64
+	// Shared, when set, is where the feed is kept beyond this process's
+	// memory: a fleet's one feed in Redis (this instance appends the walks
+	// it makes, Walked, and serves what every member appended), or a
+	// single edge's in EDGE_DATA_DIR (upstream/events/boltevents), which
+	// outlives a restart. Nil: the feed lives in this process's memory
+	// only.
 	Shared Shared
 	// SyncEvery bounds the age of a fleet member's copy of the shared feed
 	// while partners read it; zero or less: DefaultSyncEvery. Unused
@@ -73,6 +82,7 @@ type Feed struct {
 	base     *baseline          // the walk events are diffed against; nil: none yet
 	next     atomic.Pointer[snapNext]
 	walked   atomic.Int64           // Shared: the time (Unix ms) of the last walk this instance made
+	took     atomic.Int64           // how long the last load that made a new snapshot ran (ns); 0: none yet
 	throttle observability.Throttle // WARN lines about the shared feed (warn)
 	headWalk atomic.Int64           // not Shared: the walk (Unix ms) the feed last reached; 0: none
 	ownWalks bool                   // Shared: Walked wraps the walks, so a snapshot not walked here is another's
@@ -109,6 +119,7 @@ func New(cfg Config) (*Feed, error) {
 	}
 	cfg.Retention = cmp.Or(max(cfg.Retention, 0), DefaultRetention)
 	cfg.Max = cmp.Or(max(cfg.Max, 0), DefaultMax)
+	cfg.MaxBytes = cmp.Or(max(cfg.MaxBytes, 0), DefaultMaxBytes)
 	cfg.SyncEvery = cmp.Or(max(cfg.SyncEvery, 0), DefaultSyncEvery)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -116,11 +127,11 @@ func New(cfg Config) (*Feed, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	f := &Feed{cfg: cfg, tag: cfg.Mode[0], log: eventLog{retention: cfg.Retention, max: cfg.Max}}
+	f := &Feed{cfg: cfg, tag: cfg.Mode[0], log: eventLog{retention: cfg.Retention, max: cfg.Max, maxBytes: cfg.MaxBytes}}
 	f.throttle.Now = cfg.Now
 	f.bg, f.stop = context.WithCancel(context.Background())
 	if cfg.Meter != nil {
-		m, err := newMetrics(cfg.Meter, cfg.Mode, f.log.stats, f.head, cfg.Now)
+		m, err := newMetrics(cfg.Meter, cfg.Mode, f.log.stats, f.log.held, f.head, cfg.Now)
 		if err != nil {
 			return nil, err
 		}
@@ -164,12 +175,37 @@ func (f *Feed) Watch(load Loader) Loader {
 		return load
 	}
 	return func(ctx context.Context) (*upstream.Snapshot, error) {
+		start := f.cfg.Now()
 		s, err := load(ctx)
 		if err == nil && s != nil {
-			f.observe(ctx, s)
+			f.observe(ctx, s, f.cfg.Now().Sub(start))
 		}
 		return s, err
 	}
+}
+
+// walkTimer is a Shared that keeps the length of the last walk appended
+// (boltevents: across a restart).
+type walkTimer interface {
+	LastWalk() time.Duration
+}
+
+// LastWalk is how long the last walk of this PMS took: this process's
+// last load that made a new snapshot or, before it has made one, what the
+// store behind the feed kept (EDGE_DATA_DIR keeps it across a restart);
+// zero when neither knows. A partner waiting for a first walk is told to
+// come back after about the remaining part of it (Retry-After).
+func (f *Feed) LastWalk() time.Duration {
+	if f == nil {
+		return 0
+	}
+	if d := f.took.Load(); d > 0 {
+		return time.Duration(d)
+	}
+	if wt, ok := f.cfg.Shared.(walkTimer); ok {
+		return wt.LastWalk()
+	}
+	return 0
 }
 
 // Walked wraps a fleet's PMS walk (fleet.LoaderConfig.Walk): a snapshot
@@ -266,7 +302,7 @@ var errNotStarted = errors.New("events: the feed has not been read yet")
 // observe takes snapshot s, returned by the cache's load: a walk of this
 // instance is diffed against the previous walk (in memory, or appended to
 // the shared feed); another member's is only read.
-func (f *Feed) observe(ctx context.Context, s *upstream.Snapshot) {
+func (f *Feed) observe(ctx context.Context, s *upstream.Snapshot, took time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	walk := s.LoadedAt.UnixMilli()
@@ -274,9 +310,11 @@ func (f *Feed) observe(ctx context.Context, s *upstream.Snapshot) {
 		f.seen = s
 		switch {
 		case f.cfg.Shared == nil:
+			f.took.Store(int64(max(took, 1)))
 			f.record(s, walk)
 		case !f.ownWalks || f.walked.Load() == walk:
-			f.lead(ctx, s, walk)
+			f.took.Store(int64(max(took, 1)))
+			f.lead(ctx, s, walk, took)
 		default:
 			f.lastShared.Store(s)
 		}

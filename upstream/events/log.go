@@ -4,6 +4,7 @@ import (
 	"sort"
 	"sync"
 	"time"
+	"unsafe"
 )
 
 // entry is one event as served: its position, the property it is about
@@ -45,16 +46,29 @@ func (b *batch) entries() []entry {
 	return b.es
 }
 
+// entryOverhead is what an entry costs in memory beside its bytes (id,
+// property id, JSON and comma): the struct itself in the log's slice, and
+// as much again for the slack of a slice that grows by appending and
+// drops its head by reslicing. Measured in TestLogBytesMatchTheHeap.
+const entryOverhead = 2 * int64(unsafe.Sizeof(entry{}))
+
+// cost is e's share of the memory the log holds (eventLog.maxBytes).
+func (e *entry) cost() int64 {
+	return int64(len(e.id)+len(e.prop)+e.to-e.from+1) + entryOverhead
+}
+
 // eventLog is the events a Feed serves, oldest first: all of them on a
 // single edge, the mirror of the shared feed in a fleet. Bounded by
-// retention and max (trimmed as events are added; an event past retention
-// is never served, trimmed or not). Safe for concurrent use.
+// retention, max and maxBytes (trimmed as events are added; an event past
+// retention is never served, trimmed or not). Safe for concurrent use.
 type eventLog struct {
 	retention time.Duration
 	max       int
+	maxBytes  int64 // bound on the sum of the entries' cost
 
 	mu      sync.RWMutex
 	entries []entry
+	bytes   int64 // the sum of the entries' cost
 	// floor: a cursor before it has lost events (a trimmed event, or the
 	// feed's start), so it is 410; started: the floor is known (a first
 	// walk was seen, or the shared feed was read).
@@ -77,20 +91,32 @@ func (l *eventLog) raiseLocked(p Pos) {
 }
 
 // add appends es (positions after every entry held), then trims by
-// retention (against now) and max, raising the floor past what it drops.
+// retention (against now), max and maxBytes, the oldest first, raising the
+// floor past what it drops.
 func (l *eventLog) add(es []entry, now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.entries = append(l.entries, es...)
+	for i := range es {
+		l.bytes += es[i].cost()
+	}
 	cut := now.Add(-l.retention).UnixMilli()
 	k := sort.Search(len(l.entries), func(i int) bool { return l.entries[i].pos.Walk >= cut })
 	if over := len(l.entries) - k - l.max; over > 0 {
 		k += over
 	}
+	dropped := int64(0)
+	for i := range k {
+		dropped += l.entries[i].cost()
+	}
+	for ; k < len(l.entries) && l.maxBytes > 0 && l.bytes-dropped > l.maxBytes; k++ {
+		dropped += l.entries[k].cost()
+	}
 	if k > 0 {
 		l.raiseLocked(l.entries[k-1].pos)
 		clear(l.entries[:k]) // the dropped events' JSON is garbage now
 		l.entries = l.entries[k:]
+		l.bytes -= dropped
 	}
 }
 
@@ -109,6 +135,13 @@ func (l *eventLog) last() (Pos, bool) {
 		return l.entries[n-1].pos, true
 	}
 	return l.floor, l.started
+}
+
+// held is the memory the log's entries cost (maxBytes bounds it).
+func (l *eventLog) held() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.bytes
 }
 
 // stats are the log's length and the time of its oldest event (zero:
@@ -173,7 +206,10 @@ func (l *eventLog) page(b []byte, after Pos, from bool, limit int, v Viewer, now
 	if kept > 0 && floor.Compare(es[kept-1].pos) < 0 {
 		floor = es[kept-1].pos // past retention, not trimmed yet: gone all the same
 	}
-	i := kept
+	// Without after, the oldest event kept: past retention and above the
+	// floor (a shared feed that started again raises the floor over
+	// events this copy still holds).
+	i := max(kept, sort.Search(len(es), func(i int) bool { return es[i].pos.Compare(floor) > 0 }))
 	if from {
 		if after.Compare(floor) < 0 {
 			return b, pageResult{}, ErrCursorExpired

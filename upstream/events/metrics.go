@@ -25,16 +25,18 @@ import (
 //     moves it too): how far behind the PMS a partner following the feed
 //     is; absent until the feed has a walk. It grows past the TTL plus a
 //     walk when walks fail or the shared feed is not read.
+//   - partner_edge.events.size (partner_edge_events_size_bytes): the
+//     memory the events held take, as EDGE_EVENTS_MAX_BYTES counts it.
 type metrics struct {
 	counter metric.Int64Counter
 	byType  [Removed + 1]metric.AddOption // by Type
 	reg     metric.Registration
 }
 
-func newMetrics(meter metric.Meter, mode string, stats func() (int, int64), head func() int64, now func() time.Time) (*metrics, error) {
+func newMetrics(meter metric.Meter, mode string, stats func() (int, int64), held func() int64, head func() int64, now func() time.Time) (*metrics, error) {
 	m := &metrics{}
-	var errs [5]error
-	var length metric.Int64ObservableGauge
+	var errs [6]error
+	var length, size metric.Int64ObservableGauge
 	var ageS, headS metric.Float64ObservableGauge
 	m.counter, errs[0] = meter.Int64Counter("partner_edge.events.published", metric.WithUnit("{event}"),
 		metric.WithDescription("Property change events added to the feed by this instance, by type."))
@@ -44,6 +46,8 @@ func newMetrics(meter metric.Meter, mode string, stats func() (int, int64), head
 		metric.WithDescription("Age of the oldest property change event the feed holds (0: none)."))
 	headS, errs[4] = meter.Float64ObservableGauge("partner_edge.events.head_age", metric.WithUnit("s"),
 		metric.WithDescription("Time since the walk the feed last reached."))
+	size, errs[5] = meter.Int64ObservableGauge("partner_edge.events.size", metric.WithUnit("By"),
+		metric.WithDescription("Memory the property change events held take, as EDGE_EVENTS_MAX_BYTES counts it."))
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
@@ -64,8 +68,9 @@ func newMetrics(meter metric.Meter, mode string, stats func() (int, int64), head
 		if h := head(); h > 0 {
 			o.ObserveFloat64(headS, max(now().Sub(time.UnixMilli(h)).Seconds(), 0), set)
 		}
+		o.ObserveInt64(size, held(), set)
 		return nil
-	}, length, ageS, headS)
+	}, length, ageS, headS, size)
 	if errs[3] != nil {
 		return nil, errs[3]
 	}

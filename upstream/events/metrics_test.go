@@ -29,6 +29,9 @@ func TestFeedMetrics(t *testing.T) {
 	c.now = t0.Add(3 * time.Minute)
 
 	fams := testkit.Scrape(t, tel.MetricsHandler())
+	if m := testkit.Series(t, fams, "partner_edge_events_size_bytes", map[string]string{"pms": "live"}); m.GetGauge().GetValue() != float64(live.log.held()) || live.log.held() <= 0 {
+		t.Errorf("partner_edge_events_size_bytes{pms=live} = %v; want the %d bytes the feed counts", m.GetGauge().GetValue(), live.log.held())
+	}
 	for _, tc := range []struct {
 		name   string
 		labels map[string]string
@@ -42,6 +45,7 @@ func TestFeedMetrics(t *testing.T) {
 		{"partner_edge_events_length", map[string]string{"pms": "test"}, 0},
 		{"partner_edge_events_age_seconds", map[string]string{"pms": "live"}, 120},
 		{"partner_edge_events_age_seconds", map[string]string{"pms": "test"}, 0},
+		{"partner_edge_events_size_bytes", map[string]string{"pms": "test"}, 0},
 	} {
 		m := testkit.Series(t, fams, tc.name, tc.labels)
 		got := m.GetCounter().GetValue() + m.GetGauge().GetValue()

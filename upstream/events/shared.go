@@ -3,6 +3,7 @@ package events
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/upstream"
@@ -68,6 +69,9 @@ type Walk struct {
 	// Snapshot holds the walk's properties: the next walk's base, for
 	// whichever member makes it.
 	Snapshot *upstream.Snapshot
+	// Took is how long the walk ran (zero: not known); a store may keep
+	// it (Feed.LastWalk).
+	Took time.Duration
 }
 
 // Stored is one event as the shared feed keeps it.
@@ -100,7 +104,7 @@ const syncBatch = 1000
 // served that walk's snapshot), else against the base the feed keeps.
 // Redis failing means no append: the next walk diffs against the same
 // base, so its events carry these changes too.
-func (f *Feed) lead(ctx context.Context, s *upstream.Snapshot, walk int64) {
+func (f *Feed) lead(ctx context.Context, s *upstream.Snapshot, walk int64, took time.Duration) {
 	// Read the feed's last walk first: the snapshot this member served
 	// last is then most often that walk, and the diff needs no base read.
 	_ = f.sync(ctx)
@@ -117,7 +121,7 @@ func (f *Feed) lead(ctx context.Context, s *upstream.Snapshot, walk int64) {
 			}
 			bw, base, err := f.cfg.Shared.Base(ctx, have)
 			if err != nil {
-				f.logShared(ctx, "events: the shared feed's base could not be read; this walk makes no events", err)
+				f.logShared(ctx, "events: the stored feed's base (Redis, or EDGE_DATA_DIR) could not be read; this walk makes no events, the next one reports its changes", err)
 				return
 			}
 			switch {
@@ -127,7 +131,7 @@ func (f *Feed) lead(ctx context.Context, s *upstream.Snapshot, walk int64) {
 				f.base = &baseline{walk: bw, snap: base}
 			}
 		}
-		w := Walk{At: walk, Snapshot: s}
+		w := Walk{At: walk, Snapshot: s, Took: took}
 		if f.base != nil {
 			if walk <= f.base.walk {
 				return // older than the feed's last walk: the feed has it all
@@ -139,14 +143,44 @@ func (f *Feed) lead(ctx context.Context, s *upstream.Snapshot, walk int64) {
 			continue
 		}
 		if err != nil {
-			f.logShared(ctx, "events: the walk's changes could not be appended to the shared feed", err)
+			f.logShared(ctx, "events: the walk's changes could not be stored (Redis, or EDGE_DATA_DIR); the next walk reports them", err)
 			return
 		}
 		f.base = next
 		f.sharedWalk.Store(walk)
 		f.metrics.published(w.Changes)
+		if _, ok := f.cfg.Shared.(SoleWriter); ok {
+			f.keep(walk, w.Changes)
+		}
 		return
 	}
+}
+
+// SoleWriter is a Shared that only this process appends to (a single
+// edge's file, upstream/events/boltevents): a walk it appended is added to
+// the in-memory log as it was written instead of being read back, which
+// would inflate and copy a walk's events a second time.
+type SoleWriter interface {
+	Shared
+	SoleWriter()
+}
+
+// keep adds the changes of walk, just appended, to the log, but those a
+// read of the feed already brought in.
+func (f *Feed) keep(walk int64, changes []Change) {
+	f.syncMu.Lock()
+	defer f.syncMu.Unlock()
+	last, started := f.log.last()
+	if !started {
+		return // the next read brings the feed in, these events with it
+	}
+	bt := batch{es: make([]entry, 0, len(changes))}
+	for k, c := range changes {
+		if p := (Pos{Walk: walk, Seq: uint32(k)}); p.Compare(last) > 0 {
+			bt.add(f.tag, p, c.Type, c.Item.ID, c.Item.JSON)
+		}
+	}
+	f.log.add(bt.entries(), f.cfg.Now())
 }
 
 // sync reads what the shared feed holds beyond this member's copy.

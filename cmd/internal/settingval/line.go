@@ -139,8 +139,9 @@ func NoArgs(rest []string) error {
 // Parser converts resolved settings, collecting every error: a program
 // reports each refused setting at once, not only the first.
 type Parser struct {
-	got  map[string]Got // by variable
-	errs []error
+	got     map[string]Got // by variable
+	errs    []error
+	refused map[string]bool // the variables Read refused
 }
 
 // NewParser is the parser of got (Resolve's).
@@ -162,6 +163,11 @@ func (p *Parser) Bad(g Got, want string) {
 	p.Fail(fmt.Errorf("invalid %s %q: %s", g.Source, Redact(g.Value), want))
 }
 
+// Refused reports whether Read refused env's value: a rule between
+// settings skips a value already refused, so that one mistake is one
+// error, not a second one about the zero value put in its place.
+func (p *Parser) Refused(env string) bool { return p.refused[env] }
+
 // Err is every error so far, joined; nil: none.
 func (p *Parser) Err() error { return errors.Join(p.errs...) }
 
@@ -173,6 +179,10 @@ func Read[T any](p *Parser, env string, conv func(string) (T, error)) T {
 	v, err := conv(g.Value)
 	if err != nil {
 		p.Bad(g, err.Error())
+		if p.refused == nil {
+			p.refused = map[string]bool{}
+		}
+		p.refused[env] = true
 	}
 	return v
 }

@@ -90,3 +90,17 @@ func TestHelpText(t *testing.T) {
 		}
 	}
 }
+
+// Refused names the settings Read refused, and only those: a rule between
+// settings skips them, so one mistake is one error.
+func TestParserRefused(t *testing.T) {
+	p := NewParser(map[string]Got{"N": {Value: "abc", Source: "N"}, "M": {Value: "3", Source: "M"}})
+	Read(p, "N", Count)
+	Read(p, "M", Count)
+	if !p.Refused("N") || p.Refused("M") || p.Refused("O") {
+		t.Errorf("Refused: N %v, M %v, O %v; want N only", p.Refused("N"), p.Refused("M"), p.Refused("O"))
+	}
+	if err := p.Err(); err == nil || !strings.Contains(err.Error(), `invalid N "abc"`) {
+		t.Errorf("Err: %v", err)
+	}
+}

@@ -1,0 +1,128 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/partner-edge/partner-edge/mapping"
+	"github.com/partner-edge/partner-edge/upstream"
+	"github.com/partner-edge/partner-edge/upstream/pmsim"
+)
+
+// brandWalks are n versions of a brand of the simulator's hotels, every
+// property renamed in each, a minute apart from t0: a PMS that changes
+// everything on every walk.
+func brandWalks(t testing.TB, hotels, n int) []*upstream.Snapshot {
+	t.Helper()
+	sim := pmsim.New(pmsim.Config{Seed: 1, Brands: 1, HotelsPerBrand: hotels})
+	opts := mapping.Options{Brand: "aurora", Zones: &mapping.ZoneCache{}}
+	var props []mapping.Property
+	for _, r := range sim.Records("aurora") {
+		if p, err := mapping.MapRaw(r, opts); err == nil {
+			props = append(props, p)
+		}
+	}
+	out := make([]*upstream.Snapshot, n)
+	for k := range out {
+		for i := range props {
+			props[i].Name = fmt.Sprintf("%s %d", props[i].Name[:min(len(props[i].Name), 40)], k)
+		}
+		out[k] = upstream.SnapshotOf(props, t0.Add(time.Duration(k)*time.Minute))
+	}
+	return out
+}
+
+func heap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// TestLogBytesMatchTheHeap holds EDGE_EVENTS_MAX_BYTES to what the events
+// really take: the feed's own count of the bytes it holds is within a
+// third of the heap they take (measured with the simulator's hotels, every
+// one changing on every walk), and at least what they take less a tenth,
+// so the bound is a bound on memory. The per-event figure it logs is the
+// basis of docs/operations.md's sizing.
+func TestLogBytesMatchTheHeap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("measures the heap")
+	}
+	const hotels, n = 4000, 9
+	snaps := brandWalks(t, hotels, n)
+	c := &clock{t0}
+	f := newFeed(t, c, Config{MaxBytes: 1 << 40})
+	before := heap()
+	load := f.Watch(walks(snaps...))
+	for k := range snaps {
+		c.now = snaps[k].LoadedAt
+		if _, err := load(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := heap()
+	events, _ := f.log.stats()
+	if want := (n - 1) * len(snaps[0].Loaded()); events != want {
+		t.Fatalf("%d events; want %d", events, want)
+	}
+	// The feed now also holds the last snapshot as its base, and the
+	// snapshots are held by the test all along: the growth is the events.
+	grown := int64(after) - int64(before)
+	held := f.log.held()
+	t.Logf("%d events: %d bytes of heap (%d an event), %d counted (%d an event)",
+		events, grown, grown/int64(events), held, held/int64(events))
+	if float64(held) < 0.9*float64(grown) || float64(held) > 1.3*float64(grown) {
+		t.Errorf("the feed counts %d bytes for events that take %d of heap: want within -10%%/+30%%", held, grown)
+	}
+	runtime.KeepAlive(snaps)
+}
+
+// TestFeedBoundedByBytes: past EDGE_EVENTS_MAX_BYTES the oldest events go
+// first, a cursor before them answers ErrCursorExpired, and what is kept
+// stays under the bound.
+func TestFeedBoundedByBytes(t *testing.T) {
+	snaps := brandWalks(t, 50, 6)
+	c := &clock{t0}
+	probe := newFeed(t, c, Config{})
+	load := probe.Watch(walks(snaps[:2]...))
+	_, _ = load(context.Background())
+	_, _ = load(context.Background())
+	walkBytes := probe.log.held() // one walk's events
+	if walkBytes == 0 {
+		t.Fatal("no events counted")
+	}
+
+	bound := 2*walkBytes + walkBytes/2 // two walks and a half
+	f := newFeed(t, c, Config{MaxBytes: bound})
+	load = f.Watch(walks(snaps...))
+	first, _ := load(context.Background())
+	cursor := f.Next(first)
+	for range snaps[1:] {
+		if _, err := load(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if held := f.log.held(); held > bound || held < 2*walkBytes {
+		t.Errorf("holds %d bytes; want at most the bound %d and at least two walks' %d", held, bound, 2*walkBytes)
+	}
+	if _, _, err := page(t, f, cursor, 50, all{}); !errors.Is(err, ErrCursorExpired) {
+		t.Errorf("a cursor before the dropped events: %v; want ErrCursorExpired", err)
+	}
+	es, _, err := page(t, f, "", 100, all{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The newest walk is whole, and the oldest kept is older than it.
+	if n := len(es); n < 50*2 || n > 50*3 {
+		t.Errorf("kept %d events; want between two and three walks' (50 each)", n)
+	}
+	if es[len(es)-1].OccurredAt != snaps[5].LoadedAt.UTC().Format("2006-01-02T15:04:05.000Z") {
+		t.Errorf("newest event at %s; want the last walk's", es[len(es)-1].OccurredAt)
+	}
+}
