@@ -14,6 +14,7 @@
 package upstream
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"maps"
@@ -96,11 +97,26 @@ func NewSnapshot(items []*Item, loadedAt time.Time) *Snapshot {
 	return s
 }
 
+// Held is s as a listing pinned to it reads it once a newer snapshot
+// replaced it (docs/contract.md section 25): Active and LoadedAt only,
+// without the index or the joined JSON, so that it holds the references
+// to its items and nothing more (its items are mostly the newer
+// snapshot's too: SnapshotAfter). Get finds nothing in it, Len is 0 and
+// ActiveJSON nil (Joined reports false): its pages are written item by
+// item.
+func (s *Snapshot) Held() *Snapshot {
+	return &Snapshot{Active: s.Active, LoadedAt: s.LoadedAt}
+}
+
+// Joined reports whether ActiveJSON serves s's pages (not a Held view).
+func (s *Snapshot) Joined() bool { return s.ends != nil }
+
 // ActiveJSON returns the JSON of Active[i:j], comma-separated, without
-// copying: shared, never modify it. Out-of-range bounds are clamped.
+// copying: shared, never modify it. Out-of-range bounds are clamped; nil
+// for a Held view.
 func (s *Snapshot) ActiveJSON(i, j int) []byte {
 	j = min(j, len(s.Active))
-	if i < 0 || i >= j {
+	if i < 0 || i >= j || s.ends == nil {
 		return nil
 	}
 	start := 0
@@ -156,9 +172,29 @@ func PropertySize(p mapping.Property) int64 {
 
 // SnapshotOf builds the Snapshot of mapped records loaded at loadedAt.
 func SnapshotOf(props []mapping.Property, loadedAt time.Time) *Snapshot {
+	return SnapshotAfter(nil, props, loadedAt)
+}
+
+// SnapshotAfter is SnapshotOf sharing with prev, the previous walk's
+// snapshot (nil: none), every item that did not change: same id, same
+// JSON, same listing. Walks of a brand mostly find what the last one
+// found, so consecutive snapshots hold one copy of an unchanged property,
+// and a snapshot held for a listing (docs/contract.md section 25) costs
+// its references and the versions only it still holds. Each record is
+// encoded into one scratch buffer and copied only when it differs.
+func SnapshotAfter(prev *Snapshot, props []mapping.Property, loadedAt time.Time) *Snapshot {
 	items := make([]*Item, len(props))
+	var scratch []byte
 	for i, p := range props {
-		items[i] = NewItem(p)
+		scratch = p.AppendJSON(scratch[:0])
+		if prev != nil {
+			if old, ok := prev.byID[p.ID]; ok && old.Active == p.Active() &&
+				old.CreatedAt.Equal(p.CreatedAt) && bytes.Equal(old.JSON, scratch) {
+				items[i] = old
+				continue
+			}
+		}
+		items[i] = &Item{ID: p.ID, Active: p.Active(), CreatedAt: p.CreatedAt, JSON: bytes.Clone(scratch)}
 	}
 	return NewSnapshot(items, loadedAt)
 }

@@ -3,6 +3,8 @@ package upstream
 import (
 	"testing"
 	"time"
+
+	"github.com/partner-edge/partner-edge/mapping"
 )
 
 func TestSnapshotActiveJSON(t *testing.T) {
@@ -23,5 +25,42 @@ func TestSnapshotActiveJSON(t *testing.T) {
 	}
 	if it, ok := s.Get("b"); !ok || it.Active || s.Len() != 3 {
 		t.Errorf("inactive item not indexed")
+	}
+}
+
+// docs/contract.md section 25: a walk that finds a property unchanged keeps
+// the previous walk's item (one copy in memory for both snapshots); a
+// changed one, a new one and one whose listing changed are new items.
+func TestSnapshotAfterSharesUnchangedItems(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	prop := func(id, name, status string) mapping.Property {
+		return mapping.Property{ID: id, Name: name, Status: status, Timezone: "UTC", CreatedAt: at, UpdatedAt: at}
+	}
+	prev := SnapshotOf([]mapping.Property{prop("a", "A", "active"), prop("b", "B", "active"), prop("c", "C", "active")}, at)
+	next := SnapshotAfter(prev, []mapping.Property{prop("a", "A", "active"), prop("b", "B2", "active"), prop("c", "C", "inactive"), prop("d", "D", "active")}, at.Add(time.Minute))
+	get := func(s *Snapshot, id string) *Item {
+		it, ok := s.Get(id)
+		if !ok {
+			t.Fatalf("%s missing", id)
+		}
+		return it
+	}
+	if get(prev, "a") != get(next, "a") {
+		t.Errorf("unchanged a: a new item; want the previous walk's")
+	}
+	for _, id := range []string{"b", "c"} {
+		if get(prev, id) == get(next, id) {
+			t.Errorf("changed %s: the previous walk's item kept", id)
+		}
+	}
+	if it := get(next, "b"); string(it.JSON) != string(prop("b", "B2", "active").AppendJSON(nil)) {
+		t.Errorf("b's JSON %s : want the new name", it.JSON)
+	}
+	if len(next.Active) != 3 || get(next, "c").Active {
+		t.Errorf("next lists %d, c active %v", len(next.Active), get(next, "c").Active)
+	}
+	h := next.Held()
+	if len(h.Active) != 3 || h.Active[0] != next.Active[0] || h.Joined() || h.ActiveJSON(0, 3) != nil || !next.Joined() {
+		t.Errorf("Held view: %d active, joined %v", len(h.Active), h.Joined())
 	}
 }
