@@ -126,6 +126,22 @@ func (s *Snapshot) ActiveJSON(i, j int) []byte {
 	return s.joined[start:s.ends[j-1]]
 }
 
+// ItemBytes is about what it costs in memory: the struct, its id and its
+// JSON.
+func ItemBytes(it *Item) int64 {
+	return int64(unsafe.Sizeof(*it)) + int64(len(it.ID)+cap(it.JSON))
+}
+
+// Bytes is about what s costs in memory: its items, its index (about 48
+// bytes an entry), its lists of references and its joined JSON.
+func (s *Snapshot) Bytes() int64 {
+	var n int64
+	for _, it := range s.loaded {
+		n += ItemBytes(it) + 48 + 8
+	}
+	return n + int64(len(s.Active))*16 + int64(cap(s.joined))
+}
+
 // Get returns the property with the lower-case id, active or not.
 func (s *Snapshot) Get(id string) (*Item, bool) {
 	it, ok := s.byID[id]

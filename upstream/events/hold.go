@@ -1,0 +1,169 @@
+package events
+
+import (
+	"errors"
+	"log/slog"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/partner-edge/partner-edge/upstream"
+)
+
+// DefaultHold is how long a replaced snapshot stays held for listings
+// pinned to it (EDGE_LIST_HOLD, docs/operations.md).
+const DefaultHold = 15 * time.Minute
+
+// ErrSnapshotExpired is an asOf naming a snapshot this member no longer
+// holds (or never held): 410 LIST_SNAPSHOT_EXPIRED, the partner lists
+// again from page 1 (docs/contract.md section 25).
+var ErrSnapshotExpired = errors.New("events: the listing's snapshot is no longer held")
+
+// maxWalks bounds the walks a feed remembers to tell a position no walk
+// made (8 bytes each): at one walk every 30 s, three weeks of them. Below
+// the oldest remembered (forgotten, or from before this process started
+// with a feed kept elsewhere), a position is taken as issued.
+const maxWalks = 1 << 16
+
+// held is a replaced snapshot kept for the listings pinned to it.
+type held struct {
+	view       *upstream.Snapshot // Snapshot.Held: the references to its items
+	walk       int64
+	replacedAt time.Time
+}
+
+// holds are the snapshots a listing may be pinned to (docs/contract.md
+// section 25): the current one and the ones it replaced, each for hold
+// after it was replaced, while together they cost no more than the
+// current one (Snapshot.Bytes: a held one costs its references and the
+// versions of items only the held ones still have; the others are the
+// current snapshot's, upstream.SnapshotAfter). Also the walks seen, to
+// tell a position no walk made. Safe for concurrent use.
+type holds struct {
+	hold time.Duration
+	log  *slog.Logger
+	mode string
+
+	mu      sync.Mutex
+	cur     *upstream.Snapshot
+	curWalk int64
+	held    []held  // oldest first
+	bytes   int64   // what held costs, as last reckoned
+	walks   []int64 // the walks seen, ascending, at most maxWalks
+	// newest is the last of walks (0: none), read without mu.
+	newest atomic.Int64
+}
+
+// replace makes s the current snapshot: the one it replaces is held from
+// now. The held ones past their hold go, and the oldest while they cost
+// more than s.
+func (h *holds) replace(s *upstream.Snapshot, now time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	walk := s.LoadedAt.UnixMilli()
+	h.saw(walk)
+	if h.cur == s {
+		return
+	}
+	if h.cur != nil && h.curWalk != walk {
+		h.held = slices.DeleteFunc(h.held, func(x held) bool { return x.walk == h.curWalk })
+		h.held = append(h.held, held{view: h.cur.Held(), walk: h.curWalk, replacedAt: now})
+	}
+	h.cur, h.curWalk = s, walk
+	h.expire(now)
+	h.reckon()
+}
+
+// saw records walk among the walks seen; mu held.
+func (h *holds) saw(walk int64) {
+	i, found := slices.BinarySearch(h.walks, walk)
+	if found {
+		return
+	}
+	h.walks = slices.Insert(h.walks, i, walk)
+	if len(h.walks) > maxWalks {
+		h.walks = slices.Delete(h.walks, 0, len(h.walks)-maxWalks)
+	}
+	h.newest.Store(h.walks[len(h.walks)-1])
+}
+
+// expire drops the held snapshots past their hold; mu held.
+func (h *holds) expire(now time.Time) {
+	k := 0
+	for k < len(h.held) && !now.Before(h.held[k].replacedAt.Add(h.hold)) {
+		k++
+	}
+	if k > 0 {
+		clear(h.held[:k])
+		h.held = h.held[k:]
+	}
+}
+
+// reckon sums what the held snapshots cost, newest first (an old version
+// of an item counted once, in the newest that has it), and drops the
+// oldest from the first whose cost passes the current snapshot's; mu
+// held.
+func (h *holds) reckon() {
+	budget := h.cur.Bytes()
+	counted := map[*upstream.Item]struct{}{}
+	var total int64
+	for i := len(h.held) - 1; i >= 0; i-- {
+		cost := int64(len(h.held[i].view.Active)) * 8
+		for _, it := range h.held[i].view.Active {
+			if c, ok := h.cur.Get(it.ID); ok && c == it {
+				continue
+			}
+			if _, dup := counted[it]; !dup {
+				counted[it] = struct{}{}
+				cost += upstream.ItemBytes(it)
+			}
+		}
+		if total+cost > budget {
+			h.log.Debug("events: held snapshots dropped early: they would cost more than the current one",
+				"pms", h.mode, "dropped", i+1, "held_bytes", total, "current_bytes", budget)
+			clear(h.held[:i+1])
+			h.held = h.held[i+1:]
+			break
+		}
+		total += cost
+	}
+	h.bytes = total
+}
+
+// lookup returns the snapshot of walk, the current one or a held one, or
+// nil.
+func (h *holds) lookup(walk int64, now time.Time) *upstream.Snapshot {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.cur != nil && h.curWalk == walk {
+		return h.cur
+	}
+	h.expire(now)
+	for _, x := range h.held {
+		if x.walk == walk {
+			return x.view
+		}
+	}
+	return nil
+}
+
+// made reports whether a walk at walk may have been made: one of the
+// walks remembered, or older than all of them.
+func (h *holds) made(walk int64) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, found := slices.BinarySearch(h.walks, walk)
+	return found || len(h.walks) == 0 || walk < h.walks[0]
+}
+
+// stats are the held snapshots and what they cost, as last reckoned.
+func (h *holds) stats() (int, int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.held), h.bytes
+}
+
+// isListPos reports whether p is a list answer's position (EndOf).
+func isListPos(p Pos) bool { return p.Seq == math.MaxUint32 }
