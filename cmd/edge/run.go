@@ -96,7 +96,7 @@ func newFeed(cfg settings, mode keys.Mode, log *slog.Logger, tel *observability.
 		return nil, err
 	}
 	return events.New(events.Config{Mode: string(mode), Retention: cfg.EventsRetention, Max: cfg.EventsMax,
-		Shared: shared, Log: log.With("pms", string(mode)), Meter: tel.Meter()})
+		Hold: cfg.ListHold, Shared: shared, Log: log.With("pms", string(mode)), Meter: tel.Meter()})
 }
 
 // reloadOnHangup re-reads the key file, and asks for the TLS pair to be

@@ -60,6 +60,7 @@ type settings struct {
 	TraceKeepRate            int           // traces kept by outcome a second (docs/observability.md); 0: no bound
 	EventsRetention          time.Duration // how long property change events are kept (docs/contract.md section 23)
 	EventsMax                int           // at most this many events kept per PMS
+	ListHold                 time.Duration // how long a replaced snapshot stays held for asOf (docs/contract.md section 25)
 }
 
 // lookupEnv is os.LookupEnv or its like (settingval.LookupEnv).
@@ -83,6 +84,7 @@ func settingTable() []*settingval.Setting {
 		{Env: "EDGE_CACHE_STALE", Flag: "cache-stale", Def: "5m", Doc: "how old data may be when served because the PMS is failing (at least `EDGE_CACHE_TTL`)"},
 		{Env: "EDGE_EVENTS_RETENTION", Flag: "events-retention", Def: "168h", Help: "how long property change events are kept for GET /v1/events; an older after is 410", Doc: "how long property change events are kept for `GET /v1/events`; an `after` older than what is kept is `410 EVENTS_CURSOR_EXPIRED` (a single edge keeps them in memory, forgotten on restart; a fleet in Redis: see [events]({docs}operations.md#property-change-events))"},
 		{Env: "EDGE_EVENTS_MAX", Flag: "events-max", Def: "1000000", Help: "at most this many property change events kept per PMS, the oldest dropped first", Doc: "at most this many property change events kept per PMS (live, sandbox), the oldest dropped first; each costs about 400 bytes of memory on every instance"},
+		{Env: "EDGE_LIST_HOLD", Flag: "list-hold", Def: "15m", Help: "how long a replaced snapshot stays held for list pages pinned to it with asOf; later: 410", Doc: "how long the snapshot of an earlier walk stays held, after a newer one replaced it, for list pages pinned to it with `asOf`; later `asOf` is `410 LIST_SNAPSHOT_EXPIRED` (the partner lists again). Held snapshots share unchanged properties with the current one; when together they would cost more than the current one, the oldest goes early (see [listings]({docs}operations.md#listings-pinned-to-a-snapshot))"},
 		{Env: "EDGE_TLS_CERT", Flag: "tls-cert", Def: "", Help: "TLS certificate file (HTTPS and HTTP/2 when set with the key)", Doc: "TLS certificate file: with `EDGE_TLS_KEY`, serve HTTPS (HTTP/2 on); reloaded on change and on SIGHUP"},
 		{Env: "EDGE_TLS_KEY", Flag: "tls-key", Def: "", Doc: "TLS private key file (with `EDGE_TLS_CERT`)"},
 		{Env: "PMS_BASE_URL", Flag: "pms-base-url", Def: "", Help: "live PMS base URL (empty: the demo's embedded simulator)", Doc: "live PMS; setting it leaves the demo (no query or fragment); left empty while any other `EDGE_*` or `PMS_*` setting than `EDGE_ADDR`, `EDGE_ADMIN_ADDR`, `EDGE_LOG_*`, `EDGE_ACCESS_LOG*` and `EDGE_TRACE_*` is set, start-up fails naming it and the setting found", DocDef: "empty: the embedded simulator (demo)"},
@@ -206,6 +208,7 @@ func readSettings(p *settingval.Parser) settings {
 		TraceKeepRate:   settingval.Read(p, "EDGE_TRACE_KEEP_RATE", settingval.Count),
 		EventsRetention: settingval.Read(p, "EDGE_EVENTS_RETENTION", settingval.Duration),
 		EventsMax:       settingval.Read(p, "EDGE_EVENTS_MAX", settingval.Count),
+		ListHold:        settingval.Read(p, "EDGE_LIST_HOLD", settingval.Duration),
 	}
 	if s.AdminAddr == "off" {
 		s.AdminAddr = ""
@@ -233,6 +236,7 @@ func checkTogether(p *settingval.Parser, s *settings) {
 		{s.CacheStale < s.CacheTTL, fmt.Errorf("EDGE_CACHE_STALE (%s) must be at least EDGE_CACHE_TTL (%s)", s.CacheStale, s.CacheTTL)},
 		{s.EventsRetention <= 0, errors.New("EDGE_EVENTS_RETENTION must be positive")},
 		{s.EventsMax < 1, errors.New("EDGE_EVENTS_MAX must be at least 1")},
+		{s.ListHold <= 0, errors.New("EDGE_LIST_HOLD must be positive")},
 	} {
 		if r.broken {
 			p.Fail(r.err)

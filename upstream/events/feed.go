@@ -64,8 +64,9 @@ type Feed struct {
 	cfg     Config
 	tag     byte
 	log     eventLog
-	metrics *metrics // nil: none
-	holds   holds    // the snapshots listings may be pinned to (hold.go)
+	metrics *metrics            // nil: none
+	holds   holds               // the snapshots listings may be pinned to (hold.go)
+	holdReg metric.Registration // holdMetrics'; nil without metrics
 
 	mu       sync.Mutex         // observe: one walk at a time, and base
 	seen     *upstream.Snapshot // the last snapshot observed
@@ -123,6 +124,10 @@ func New(cfg Config) (*Feed, error) {
 			return nil, err
 		}
 		f.metrics = m
+		if f.holdReg, err = holdMetrics(cfg.Meter, cfg.Mode, &f.holds); err != nil {
+			m.close()
+			return nil, err
+		}
 	}
 	return f, nil
 }
@@ -137,6 +142,7 @@ func (f *Feed) Close() {
 	f.wg.Wait()
 	if f.metrics != nil {
 		f.metrics.close()
+		_ = f.holdReg.Unregister()
 	}
 }
 

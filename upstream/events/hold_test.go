@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/partner-edge/partner-edge/mapping"
+	"github.com/partner-edge/partner-edge/observability"
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream"
 )
 
@@ -156,5 +158,30 @@ func TestAfterNeverIssuedIsRefused(t *testing.T) {
 		if _, _, err := page(t, f, after, 50, all{}); !errors.Is(err, ErrCursorUnknown) {
 			t.Errorf("after %s: %v; want ErrCursorUnknown", name, err)
 		}
+	}
+}
+
+// The held snapshots' instruments under the names docs/observability.md
+// gives: how many, and what they cost.
+func TestHeldMetrics(t *testing.T) {
+	tel, err := observability.New(context.Background(), observability.Config{Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
+	c := &clock{t0}
+	f := newFeed(t, c, Config{Meter: tel.Meter()})
+	s1 := upstream.SnapshotOf(brand(10, 1), t0)
+	load := f.Watch(walks(s1, upstream.SnapshotAfter(s1, brand(10, 2), t0.Add(time.Minute))))
+	_, _ = load(context.Background())
+	_, _ = load(context.Background())
+	fams := testkit.Scrape(t, tel.MetricsHandler())
+	live := map[string]string{"pms": "live"}
+	if n := testkit.Series(t, fams, "partner_edge_list_held", live).GetGauge().GetValue(); n != 1 {
+		t.Errorf("partner_edge_list_held = %v, want 1", n)
+	}
+	_, bytes := f.HeldStats()
+	if b := testkit.Series(t, fams, "partner_edge_list_held_memory_bytes", live).GetGauge().GetValue(); b != float64(bytes) || b <= 0 {
+		t.Errorf("partner_edge_list_held_memory_bytes = %v, want %d", b, bytes)
 	}
 }
