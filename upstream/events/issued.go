@@ -16,6 +16,9 @@ import (
 // (meta.events.next of a list answer: its format, its mode, a list's
 // position); whether the feed issued it is AsOf's check.
 func (f *Feed) ValidAsOf(asOf string) bool {
+	if n := f.next.Load(); n != nil && n.next == asOf {
+		return true // the current snapshot's: the common case, without decoding
+	}
 	p, ok := parseCursor(asOf, f.tag)
 	return ok && isListPos(p)
 }
