@@ -185,3 +185,38 @@ func TestHeldMetrics(t *testing.T) {
 		t.Errorf("partner_edge_list_held_memory_bytes = %v, want %d", b, bytes)
 	}
 }
+
+// A fleet member whose copy of the shared feed is behind takes the
+// cursors another member issued a moment ago (it reads the feed once),
+// refuses those past the fleet's last walk, and answers 410 for a
+// listing of a snapshot it never held.
+func TestFleetMemberTakesAnotherMembersCursors(t *testing.T) {
+	c := &clock{t0}
+	sh := &memShared{}
+	a, b := newMember(t, c, sh), newMember(t, c, sh)
+	s1 := upstream.SnapshotOf(brand(4, 1), t0)
+	a.leads(t, s1)
+	b.takes(t, s1)
+	c.now = t0.Add(time.Minute)
+	s2 := upstream.SnapshotAfter(s1, brand(4, 2), c.now)
+	a.leads(t, s2) // b has not loaded s2 nor read the feed since
+	es, _, err := page(t, a.f, a.f.Next(s1), 50, all{})
+	if err != nil || len(es) != 4 {
+		t.Fatalf("a's events: %d %v; want 4", len(es), err)
+	}
+	for _, after := range []string{es[3].ID, a.f.Next(s2)} {
+		if _, _, err := page(t, b.f, after, 50, all{}); err != nil {
+			t.Errorf("b, after a's cursor %s: %v; want served", after, err)
+		}
+	}
+	if _, err := b.f.AsOf(context.Background(), a.f.Next(s2)); !errors.Is(err, ErrSnapshotExpired) {
+		t.Errorf("b, asOf a snapshot it never held: %v; want ErrSnapshotExpired", err)
+	}
+	future := string(appendCursor(nil, 'l', EndOf(c.now.Add(time.Second).UnixMilli())))
+	if _, _, err := page(t, b.f, future, 50, all{}); !errors.Is(err, ErrCursorUnknown) {
+		t.Errorf("b, after a position past the fleet's last walk: %v; want ErrCursorUnknown", err)
+	}
+	if _, err := b.f.AsOf(context.Background(), future); !errors.Is(err, ErrCursorUnknown) {
+		t.Errorf("b, asOf past the fleet's last walk: %v; want ErrCursorUnknown", err)
+	}
+}
