@@ -108,10 +108,16 @@ func (h *holds) expire(now time.Time) {
 func (h *holds) reckon() {
 	budget := h.cur.Bytes()
 	counted := map[*upstream.Item]struct{}{}
+	cur := h.cur.Active
 	var total int64
 	for i := len(h.held) - 1; i >= 0; i-- {
 		cost := int64(len(h.held[i].view.Active)) * 8
-		for _, it := range h.held[i].view.Active {
+		for k, it := range h.held[i].view.Active {
+			// The lists are mostly in step: the same item at the same
+			// place is the current one's, without a lookup.
+			if k < len(cur) && cur[k] == it {
+				continue
+			}
 			if c, ok := h.cur.Get(it.ID); ok && c == it {
 				continue
 			}
