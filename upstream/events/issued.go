@@ -71,7 +71,7 @@ func (f *Feed) known(p Pos) bool {
 	switch {
 	case !started:
 		return true
-	case p.Walk > max(f.holds.newest.Load(), f.sharedWalk.Load()):
+	case p.Walk > f.lastWalk():
 		return false // past the last walk
 	case p.Compare(floor) <= 0:
 		return true // issued or not, older than what is kept: 410
@@ -81,6 +81,14 @@ func (f *Feed) known(p Pos) bool {
 		return f.cfg.Shared != nil || f.holds.made(p.Walk)
 	}
 	return f.log.has(p)
+}
+
+// lastWalk is the last walk the feed knows of: the newest snapshot it
+// observed, the shared feed's last walk as last read, or the newest event
+// it holds (a feed restored from storage before its first walk).
+func (f *Feed) lastWalk() int64 {
+	last, _ := f.log.last()
+	return max(f.holds.newest.Load(), f.sharedWalk.Load(), last.Walk)
 }
 
 // floorPos is the log's floor and whether it is known.
