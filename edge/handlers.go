@@ -84,8 +84,9 @@ func handleListProperties(rs responder, cats catalogs, fs feeds) http.Handler {
 		if f != nil {
 			next = f.Next(snap) // encoded once per snapshot
 		}
+		cur := snap
 		if asOf := q.text[2]; q.given[2] && asOf != next {
-			if snap, err = f.AsOf(r.Context(), asOf); err != nil {
+			if snap, err = f.AsOf(r.Context(), asOf, stateFrom(r.Context()).start); err != nil {
 				if errors.Is(err, events.ErrCursorUnknown) {
 					err = fmt.Errorf("%w: %w", errUnknownAsOf, err)
 				}
@@ -94,7 +95,7 @@ func handleListProperties(rs responder, cats catalogs, fs feeds) http.Handler {
 			}
 			next = asOf
 		}
-		p := pageOf(snap, key, q.n[0], q.n[1])
+		p := pageOf(snap, cur, key, q.n[0], q.n[1])
 		p.next = next
 		rs.writePage(w, r, p)
 	})
@@ -205,18 +206,24 @@ type page struct {
 	next         string // meta.events.next; "": no feed
 }
 
-// pageOf selects page number of size from the active items the key may see.
-func pageOf(snap *upstream.Snapshot, key *keys.Key, number, size int64) page {
+// pageOf selects page number of size from the active items of snap the key
+// may see; cur is the current snapshot (snap, or the one that replaced a
+// held snap: its joined JSON serves a held page whose properties are
+// unchanged).
+func pageOf(snap, cur *upstream.Snapshot, key *keys.Key, number, size int64) page {
 	p := page{number: number, size: size}
 	start := (number - 1) * size
 	if key.AllProperties() {
 		p.total = int64(len(snap.Active))
 		if start < p.total {
 			p.snap, p.from, p.to = snap, int(start), int(min(start+size, p.total))
-			if snap.Joined() {
+			switch {
+			case snap.Joined():
 				p.joined = snap.ActiveJSON(p.from, p.to)
-			} else { // a held snapshot (asOf): item by item
-				p.items = snap.Active[p.from:p.to]
+			default: // a held snapshot (asOf): a run of the current one, or item by item
+				if p.joined = cur.JoinedRun(snap.Active[p.from:p.to], p.from); p.joined == nil {
+					p.items = snap.Active[p.from:p.to]
+				}
 			}
 		}
 		return p

@@ -262,7 +262,20 @@ func TestListSnapshotHeldThenExpired(t *testing.T) {
 	if p := h.list("live", "perPage=10&page=3&asOf="+first.next); p.total != 30 || len(p.ids) != 10 {
 		t.Fatalf("page 3 of the held snapshot: %+v", p)
 	}
-	held, err := h.feeds.Live.AsOf(context.Background(), first.next)
+	// Page 1 holds the renamed properties as they were (item by item from
+	// the held snapshot); page 3, unchanged, is a run of the current one.
+	for page, want := range map[int]string{1: `"name":"Hotel 0"`, 3: `"name":"Hotel 25"`} {
+		for _, ae := range []string{"", "gzip"} {
+			req := request{path: fmt.Sprintf("/v1/properties?perPage=10&page=%d&asOf=%s", page, first.next), key: "live"}
+			if ae != "" {
+				req.headers = map[string][]string{"Accept-Encoding": {ae}}
+			}
+			if res := h.do(req); !strings.Contains(string(res.body), want) || strings.Contains(string(res.body), " v3") {
+				t.Errorf("held page %d (%q): %s; want %s as it was", page, ae, short(res.body), want)
+			}
+		}
+	}
+	held, err := h.feeds.Live.AsOf(context.Background(), first.next, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}

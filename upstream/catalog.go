@@ -142,6 +142,29 @@ func (s *Snapshot) Bytes() int64 {
 	return n + int64(len(s.Active))*16 + int64(cap(s.joined))
 }
 
+// JoinedRun returns the JSON of items, comma-separated, as one slice of
+// s's joined JSON when they are a run of s.Active; nil otherwise (or for a
+// Held view). A page of a held snapshot whose properties did not change
+// since is such a run of the current snapshot: at the same place (at)
+// when nothing before it was created or removed, else found by the list's
+// order (a binary search), however far that moved it; copied at once from
+// one buffer rather than item by item from wherever each item lives.
+func (s *Snapshot) JoinedRun(items []*Item, at int) []byte {
+	if len(items) == 0 || s.ends == nil {
+		return nil
+	}
+	k, found := at, at >= 0 && at < len(s.Active) && s.Active[at] == items[0]
+	if !found {
+		k, found = slices.BinarySearchFunc(s.Active, items[0], func(a, b *Item) int {
+			return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
+		})
+	}
+	if !found || k+len(items) > len(s.Active) || !slices.Equal(s.Active[k:k+len(items)], items) {
+		return nil
+	}
+	return s.ActiveJSON(k, k+len(items))
+}
+
 // Get returns the property with the lower-case id, active or not.
 func (s *Snapshot) Get(id string) (*Item, bool) {
 	it, ok := s.byID[id]

@@ -116,7 +116,7 @@ func New(cfg Config) (*Feed, error) {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	f := &Feed{cfg: cfg, tag: cfg.Mode[0], log: eventLog{retention: cfg.Retention, max: cfg.Max}}
-	f.holds.hold, f.holds.log, f.holds.mode = cfg.Hold, cfg.Log, cfg.Mode
+	f.holds.hold, f.holds.log, f.holds.mode, f.holds.tag = cfg.Hold, cfg.Log, cfg.Mode, f.tag
 	f.bg, f.stop = context.WithCancel(context.Background())
 	if cfg.Meter != nil {
 		m, err := newMetrics(cfg.Meter, cfg.Mode, f.log.stats, cfg.Now)

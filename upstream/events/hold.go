@@ -31,6 +31,7 @@ const maxWalks = 1 << 16
 type held struct {
 	view       *upstream.Snapshot // Snapshot.Held: the references to its items
 	walk       int64
+	cursor     string // its list cursor, encoded once: a page's asOf is compared, not decoded
 	replacedAt time.Time
 }
 
@@ -45,6 +46,7 @@ type holds struct {
 	hold time.Duration
 	log  *slog.Logger
 	mode string
+	tag  byte // the feed's cursors'
 
 	mu      sync.Mutex
 	cur     *upstream.Snapshot
@@ -54,6 +56,16 @@ type holds struct {
 	walks   []int64 // the walks seen, ascending, at most maxWalks
 	// newest is the last of walks (0: none), read without mu.
 	newest atomic.Int64
+	// now is cur and held as a list page reads them, without mu: a copy
+	// published after each change.
+	now atomic.Pointer[holdView]
+}
+
+// holdView is what lookup reads: the current snapshot and the held ones.
+type holdView struct {
+	cur     *upstream.Snapshot
+	curWalk int64
+	held    []held
 }
 
 // replace makes s the current snapshot: the one it replaces is held from
@@ -69,11 +81,18 @@ func (h *holds) replace(s *upstream.Snapshot, now time.Time) {
 	}
 	if h.cur != nil && h.curWalk != walk {
 		h.held = slices.DeleteFunc(h.held, func(x held) bool { return x.walk == h.curWalk })
-		h.held = append(h.held, held{view: h.cur.Held(), walk: h.curWalk, replacedAt: now})
+		h.held = append(h.held, held{view: h.cur.Held(), walk: h.curWalk, replacedAt: now,
+			cursor: string(appendCursor(nil, h.tag, EndOf(h.curWalk)))})
 	}
 	h.cur, h.curWalk = s, walk
 	h.expire(now)
 	h.reckon()
+	h.publish()
+}
+
+// publish makes the current and held snapshots lookup's; mu held.
+func (h *holds) publish() {
+	h.now.Store(&holdView{cur: h.cur, curWalk: h.curWalk, held: slices.Clone(h.held)})
 }
 
 // saw records walk among the walks seen; mu held.
@@ -138,18 +157,39 @@ func (h *holds) reckon() {
 	h.bytes = total
 }
 
-// lookup returns the snapshot of walk, the current one or a held one, or
-// nil.
+// lookup returns the snapshot of walk, the current one or one held less
+// than hold ago, or nil. It takes no lock: list pages read it. (A held
+// snapshot past its hold is dropped from memory at the next walk.)
 func (h *holds) lookup(walk int64, now time.Time) *upstream.Snapshot {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.cur != nil && h.curWalk == walk {
-		return h.cur
+	v := h.now.Load()
+	if v == nil {
+		return nil
 	}
-	h.expire(now)
-	for _, x := range h.held {
-		if x.walk == walk {
+	if v.curWalk == walk {
+		return v.cur
+	}
+	for _, x := range v.held {
+		if x.walk == walk && now.Before(x.replacedAt.Add(h.hold)) {
 			return x.view
+		}
+	}
+	return nil
+}
+
+// lookupCursor returns the held snapshot whose list cursor is asOf, held
+// less than hold before at, or nil; any held one when at is zero. The
+// cursors are compared as strings: no decoding.
+func (h *holds) lookupCursor(asOf string, at time.Time) *upstream.Snapshot {
+	v := h.now.Load()
+	if v == nil {
+		return nil
+	}
+	for i := len(v.held) - 1; i >= 0; i-- { // the newest first: a listing most often reads the last replaced
+		if x := &v.held[i]; x.cursor == asOf {
+			if at.IsZero() || at.Before(x.replacedAt.Add(h.hold)) {
+				return x.view
+			}
+			return nil
 		}
 	}
 	return nil

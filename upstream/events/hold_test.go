@@ -44,7 +44,7 @@ func TestAsOfServesHeldSnapshots(t *testing.T) {
 	if !f.ValidAsOf(asOf) {
 		t.Fatalf("a list's cursor %q is no valid asOf", asOf)
 	}
-	if got, err := f.AsOf(context.Background(), asOf); err != nil || got != s1 {
+	if got, err := f.AsOf(context.Background(), asOf, time.Time{}); err != nil || got != s1 {
 		t.Fatalf("asOf the current snapshot: %v %v", got, err)
 	}
 	// The PMS changes one property and removes another.
@@ -52,7 +52,7 @@ func TestAsOfServesHeldSnapshots(t *testing.T) {
 	ps[1].Name = "Renamed"
 	c.now = t0.Add(time.Minute)
 	walk(upstream.SnapshotAfter(last, ps[:4], c.now))
-	got, err := f.AsOf(context.Background(), asOf)
+	got, err := f.AsOf(context.Background(), asOf, time.Time{})
 	if err != nil || len(got.Active) != 5 || got.LoadedAt != s1.LoadedAt {
 		t.Fatalf("asOf the replaced snapshot: %v %v", got, err)
 	}
@@ -76,17 +76,17 @@ func TestAsOfServesHeldSnapshots(t *testing.T) {
 		"another mode's":     string(appendCursor(nil, 't', EndOf(t0.UnixMilli()))),
 		"not a cursor":       "evt_bogus",
 	} {
-		if _, err := f.AsOf(context.Background(), cursor); !errors.Is(err, ErrCursorUnknown) {
+		if _, err := f.AsOf(context.Background(), cursor, time.Time{}); !errors.Is(err, ErrCursorUnknown) {
 			t.Errorf("asOf %s: %v; want ErrCursorUnknown", name, err)
 		}
 	}
 	before := string(appendCursor(nil, 'l', EndOf(t0.Add(-time.Hour).UnixMilli())))
-	if _, err := f.AsOf(context.Background(), before); !errors.Is(err, ErrSnapshotExpired) {
+	if _, err := f.AsOf(context.Background(), before, time.Time{}); !errors.Is(err, ErrSnapshotExpired) {
 		t.Errorf("asOf a walk before this feed: %v; want ErrSnapshotExpired", err)
 	}
 	// The hold runs from the replacement: 10 minutes later it is gone.
 	c.now = t0.Add(time.Minute + 10*time.Minute)
-	if _, err := f.AsOf(context.Background(), asOf); !errors.Is(err, ErrSnapshotExpired) {
+	if _, err := f.AsOf(context.Background(), asOf, time.Time{}); !errors.Is(err, ErrSnapshotExpired) {
 		t.Errorf("asOf after the hold: %v; want ErrSnapshotExpired", err)
 	}
 }
@@ -112,10 +112,10 @@ func TestHeldSnapshotsBoundedByBytes(t *testing.T) {
 	if n < 1 || n > 2 || bytes > prev.Bytes() {
 		t.Errorf("held %d snapshots of %d bytes; want one or two within the current snapshot's %d", n, bytes, prev.Bytes())
 	}
-	if _, err := f.AsOf(context.Background(), cursors[4]); err != nil {
+	if _, err := f.AsOf(context.Background(), cursors[4], time.Time{}); err != nil {
 		t.Errorf("the newest replaced snapshot: %v; want held", err)
 	}
-	if _, err := f.AsOf(context.Background(), cursors[0]); !errors.Is(err, ErrSnapshotExpired) {
+	if _, err := f.AsOf(context.Background(), cursors[0], time.Time{}); !errors.Is(err, ErrSnapshotExpired) {
 		t.Errorf("the oldest: %v; want dropped early (ErrSnapshotExpired)", err)
 	}
 	// Walks that change nothing cost their references only: all held.
@@ -210,14 +210,14 @@ func TestFleetMemberTakesAnotherMembersCursors(t *testing.T) {
 			t.Errorf("b, after a's cursor %s: %v; want served", after, err)
 		}
 	}
-	if _, err := b.f.AsOf(context.Background(), a.f.Next(s2)); !errors.Is(err, ErrSnapshotExpired) {
+	if _, err := b.f.AsOf(context.Background(), a.f.Next(s2), time.Time{}); !errors.Is(err, ErrSnapshotExpired) {
 		t.Errorf("b, asOf a snapshot it never held: %v; want ErrSnapshotExpired", err)
 	}
 	future := string(appendCursor(nil, 'l', EndOf(c.now.Add(time.Second).UnixMilli())))
 	if _, _, err := page(t, b.f, future, 50, all{}); !errors.Is(err, ErrCursorUnknown) {
 		t.Errorf("b, after a position past the fleet's last walk: %v; want ErrCursorUnknown", err)
 	}
-	if _, err := b.f.AsOf(context.Background(), future); !errors.Is(err, ErrCursorUnknown) {
+	if _, err := b.f.AsOf(context.Background(), future, time.Time{}); !errors.Is(err, ErrCursorUnknown) {
 		t.Errorf("b, asOf past the fleet's last walk: %v; want ErrCursorUnknown", err)
 	}
 }
@@ -250,6 +250,7 @@ func BenchmarkHoldReplaceBrandScale(b *testing.B) {
 		h.mu.Lock()
 		h.cur, h.curWalk = last, last.LoadedAt.UnixMilli()
 		h.held = h.held[:len(h.held)-1]
+		h.publish()
 		h.mu.Unlock()
 		b.StartTimer()
 	}

@@ -3,6 +3,7 @@ package events
 import (
 	"context"
 	"sort"
+	"time"
 
 	"github.com/partner-edge/partner-edge/upstream"
 )
@@ -19,23 +20,34 @@ func (f *Feed) ValidAsOf(asOf string) bool {
 	if n := f.next.Load(); n != nil && n.next == asOf {
 		return true // the current snapshot's: the common case, without decoding
 	}
+	if f.holds.lookupCursor(asOf, time.Time{}) != nil {
+		return true // a held one's: compared, not decoded
+	}
 	p, ok := parseCursor(asOf, f.tag)
 	return ok && isListPos(p)
 }
 
 // AsOf returns the snapshot the list cursor asOf names, for a page of a
 // listing pinned to it (docs/contract.md section 25): the current one, or
-// one it replaced less than Hold ago and still held. Errors:
+// one it replaced less than Hold before at (the request's time: the
+// caller has it, and a clock read costs a page more than the rest of the
+// lookup; zero: Config.Now) and still held. Errors:
 // ErrCursorUnknown when the feed never issued asOf (not ValidAsOf, past
 // the last walk, a time no walk had), ErrSnapshotExpired when the
 // snapshot is no longer held (or, in a fleet, was never held by this
 // member).
-func (f *Feed) AsOf(ctx context.Context, asOf string) (*upstream.Snapshot, error) {
+func (f *Feed) AsOf(ctx context.Context, asOf string, at time.Time) (*upstream.Snapshot, error) {
+	if at.IsZero() {
+		at = f.cfg.Now()
+	}
+	if s := f.holds.lookupCursor(asOf, at); s != nil {
+		return s, nil
+	}
 	p, ok := parseCursor(asOf, f.tag)
 	if !ok || !isListPos(p) {
 		return nil, ErrCursorUnknown
 	}
-	if s := f.holds.lookup(p.Walk, f.cfg.Now()); s != nil {
+	if s := f.holds.lookup(p.Walk, at); s != nil {
 		return s, nil
 	}
 	if err := f.issued(ctx, p); err != nil {
