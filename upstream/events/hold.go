@@ -48,12 +48,14 @@ type holds struct {
 	mode string
 	tag  byte // the feed's cursors'
 
-	mu      sync.Mutex
+	mu      sync.Mutex // replace and stats; lookups take none
 	cur     *upstream.Snapshot
 	curWalk int64
-	held    []held  // oldest first
-	bytes   int64   // what held costs, as last reckoned
-	walks   []int64 // the walks seen, ascending, at most maxWalks
+	held    []held // oldest first
+	bytes   int64  // what held costs, as last reckoned
+
+	wmu   sync.Mutex // walks: apart from mu, so that a cursor's check never waits for a walk's reckoning
+	walks []int64    // the walks seen, ascending, at most maxWalks
 	// newest is the last of walks (0: none), read without mu.
 	newest atomic.Int64
 	// now is cur and held as a list page reads them, without mu: a copy
@@ -72,10 +74,10 @@ type holdView struct {
 // now. The held ones past their hold go, and the oldest while they cost
 // more than s.
 func (h *holds) replace(s *upstream.Snapshot, now time.Time) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	walk := s.LoadedAt.UnixMilli()
 	h.saw(walk)
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	if h.cur == s {
 		return
 	}
@@ -95,8 +97,10 @@ func (h *holds) publish() {
 	h.now.Store(&holdView{cur: h.cur, curWalk: h.curWalk, held: slices.Clone(h.held)})
 }
 
-// saw records walk among the walks seen; mu held.
+// saw records walk among the walks seen.
 func (h *holds) saw(walk int64) {
+	h.wmu.Lock()
+	defer h.wmu.Unlock()
 	i, found := slices.BinarySearch(h.walks, walk)
 	if found {
 		return
@@ -198,8 +202,8 @@ func (h *holds) lookupCursor(asOf string, at time.Time) *upstream.Snapshot {
 // made reports whether a walk at walk may have been made: one of the
 // walks remembered, or older than all of them.
 func (h *holds) made(walk int64) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.wmu.Lock()
+	defer h.wmu.Unlock()
 	_, found := slices.BinarySearch(h.walks, walk)
 	return found || len(h.walks) == 0 || walk < h.walks[0]
 }
