@@ -198,6 +198,25 @@ func TestListingWithAsOfReadsOneSnapshot(t *testing.T) {
 		t.Errorf("the listing with asOf: %v\nwant the snapshot of page 1: %v", got, before)
 	}
 
+	// The feed's scope: every property the key may get, active or not;
+	// the one made inactive is an update carrying status inactive.
+	res := h.do(request{path: "/v1/events?limit=100&after=" + first.next, key: "live"})
+	var a eventsAnswer
+	if res.status != http.StatusOK || json.Unmarshal(res.body, &a) != nil {
+		t.Fatalf("events: %d %s", res.status, short(res.body))
+	}
+	seen := false
+	for _, e := range a.Data {
+		if e.Data.ID == inactive {
+			seen = true
+			if e.Type != "property.updated" || e.Data.Status != "inactive" {
+				t.Errorf("the property made inactive: %s with status %s; want property.updated, inactive", e.Type, e.Data.Status)
+			}
+		}
+	}
+	if !seen || a.Meta.Events.HasMore {
+		t.Errorf("no event for the property made inactive in %d events", len(a.Data))
+	}
 	h.follow("live", first.next, copy)
 	if want := h.list("live", "perPage=100"); len(copy) != len(want.ids) || len(want.ids) != len(after) {
 		t.Errorf("the copy after the feed holds %d properties; the list %d (%d in the PMS)", len(copy), len(want.ids), len(after))
