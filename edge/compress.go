@@ -2,6 +2,7 @@ package edge
 
 import (
 	"net/http"
+	"weak"
 
 	"github.com/partner-edge/partner-edge/edge/internal/contentcoding"
 )
@@ -32,7 +33,10 @@ func writeCoded(w http.ResponseWriter, c contentcoding.Coding, body []byte) {
 // choice compresses a body of its size; false (nothing written) otherwise,
 // or when the page cache is full. A pre-joined page is cached by its bounds
 // in the snapshot; a filtered page by the key (its grants never change: a
-// reload makes new keys), the page's number and size.
+// reload makes new keys), the page's number and size. The cache's owner
+// is a weak pointer to the snapshot: a compressed page never keeps a
+// replaced snapshot alive (its index, its joined JSON, its items: four
+// such owners held four snapshots of a brand in memory after four walks).
 func (s responder) writePageCoded(w http.ResponseWriter, r *http.Request, p page, choice contentcoding.Choice) bool {
 	if p.joined == nil && len(p.items) == 0 {
 		return false // an empty page: small
@@ -51,11 +55,12 @@ func (s responder) writePageCoded(w http.ResponseWriter, r *http.Request, p page
 	var st *contentcoding.Static
 	if c != contentcoding.Identity {
 		var full bool
-		st, full = s.comp.pages.Get(p.snap, variant, from, to, c)
+		owner := weak.Make(p.snap)
+		st, full = s.comp.pages.Get(owner, variant, from, to, c)
 		if st == nil && !full {
 			ip := bufPool.Get().(*[]byte)
 			plain := append(appendItems(append((*ip)[:0], pageStart...), p), ']')
-			st = s.comp.pages.Add(p.snap, variant, from, to, c, plain)
+			st = s.comp.pages.Add(owner, variant, from, to, c, plain)
 			putBuf(ip, plain)
 		}
 	}

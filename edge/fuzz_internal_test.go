@@ -16,12 +16,12 @@ func FuzzParseQuery(f *testing.F) {
 	for _, s := range []string{"", "page=1&perPage=50", "page=2147483647", "page=0", "perPage=101", "page=%zz",
 		"a;b", "per_page=5", "Page=1&page=1", "page=1&page=2", "&&&", "=", "page=+1", "x=" + strings.Repeat("%41", 100),
 		strings.Repeat("u=1&v=2&", 50), "page=99999999999999999999", "%00=%00", "page=1e3&perPage=0x10",
-		"after=evt_ok&limit=5", "after=x&limit=0", "after=evt_ok&after=evt_ok", "limit=", "after="} {
+		"after=evt_ok&limit=5", "after=x&limit=0", "after=evt_ok&after=evt_ok", "limit=", "after=", "page=2&asOf=evt_ok", "asOf=evt_ok&asOf=evt_ok", "asOf=x"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
 		valid := func(s string) bool { return s == "evt_ok" }
-		for _, params := range [][]intParam{listParams, nil, eventsParams(valid)} {
+		for _, params := range [][]intParam{listParams(valid), nil, eventsParams(valid)} {
 			vals, err := parseQuery(raw, params)
 			if err == nil {
 				for i, p := range params {

@@ -3,6 +3,7 @@ package edge
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
@@ -55,27 +56,62 @@ func handleInfo(rs responder, info []byte) http.Handler {
 
 // handleListProperties answers GET /v1/properties: the active properties
 // the key may see, ordered by createdAt then id, one page of them, with the
-// events feed's position at the snapshot (meta.events.next).
+// events feed's position at the snapshot (meta.events.next). With asOf, a
+// list cursor of an earlier page, the page is served from the snapshot it
+// names (docs/contract.md section 25): the current one (the common case,
+// told by comparing the cursor with the current one's), or one the feed
+// still holds; 410 LIST_SNAPSHOT_EXPIRED when it holds it no longer.
 func handleListProperties(rs responder, cats catalogs, fs feeds) http.Handler {
+	params := [2][]intParam{listParams(validAsOf(fs.Live)), listParams(validAsOf(fs.Sandbox))}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		q, err := parseQuery(r.URL.RawQuery, listParams)
+		key := Key(r.Context())
+		ps := params[0]
+		if key.Mode == keys.ModeTest {
+			ps = params[1]
+		}
+		q, err := parseQuery(r.URL.RawQuery, ps)
 		if err != nil {
 			rs.fail(w, r, err)
 			return
 		}
-		key := Key(r.Context())
 		snap, err := cats.of(key).Snapshot(r.Context())
 		if err != nil {
 			rs.fail(w, r, err)
 			return
 		}
-		p := pageOf(snap, key, q.n[0], q.n[1])
-		if f := fs.of(key); f != nil {
-			p.next = f.Next(snap) // encoded once per snapshot
+		f := fs.of(key)
+		var next string
+		if f != nil {
+			next = f.Next(snap) // encoded once per snapshot
 		}
+		cur := snap
+		if asOf := q.text[2]; q.given[2] && asOf != next {
+			if snap, err = f.AsOf(r.Context(), asOf, stateFrom(r.Context()).start); err != nil {
+				if errors.Is(err, events.ErrCursorUnknown) {
+					err = fmt.Errorf("%w: %w", errUnknownAsOf, err)
+				}
+				rs.fail(w, r, err)
+				return
+			}
+			next = asOf
+		}
+		p := pageOf(snap, cur, key, q.n[0], q.n[1])
+		p.next = next
 		rs.writePage(w, r, p)
 	})
 }
+
+// validAsOf is f.ValidAsOf; without a feed no asOf is valid.
+func validAsOf(f *events.Feed) func(string) bool {
+	if f == nil {
+		return func(string) bool { return false }
+	}
+	return f.ValidAsOf
+}
+
+// errUnknownAsOf marks an events.ErrCursorUnknown of asOf (problemOf: 422
+// on asOf, not on after).
+var errUnknownAsOf = errors.New("edge: asOf never issued")
 
 // handleEvents answers GET /v1/events (docs/contract.md section 23): the
 // changes to the properties the key may see, oldest first, after the
@@ -170,15 +206,25 @@ type page struct {
 	next         string // meta.events.next; "": no feed
 }
 
-// pageOf selects page number of size from the active items the key may see.
-func pageOf(snap *upstream.Snapshot, key *keys.Key, number, size int64) page {
+// pageOf selects page number of size from the active items of snap the key
+// may see; cur is the current snapshot (snap, or the one that replaced a
+// held snap: its joined JSON serves a held page whose properties are
+// unchanged).
+func pageOf(snap, cur *upstream.Snapshot, key *keys.Key, number, size int64) page {
 	p := page{number: number, size: size}
 	start := (number - 1) * size
 	if key.AllProperties() {
 		p.total = int64(len(snap.Active))
 		if start < p.total {
 			p.snap, p.from, p.to = snap, int(start), int(min(start+size, p.total))
-			p.joined = snap.ActiveJSON(p.from, p.to)
+			switch {
+			case snap.Joined():
+				p.joined = snap.ActiveJSON(p.from, p.to)
+			default: // a held snapshot (asOf): a run of the current one, or item by item
+				if p.joined = cur.JoinedRun(snap.Active[p.from:p.to], p.from); p.joined == nil {
+					p.items = snap.Active[p.from:p.to]
+				}
+			}
 		}
 		return p
 	}

@@ -27,6 +27,9 @@ const propertyNotFoundDetail = "No property with this id is available to this AP
 const (
 	cursorExpiredDetail = "The after cursor is older than the events kept. List the properties again and follow the feed from the list's meta.events.next."
 	unknownCursorDetail = "after is not a cursor this API issued: pass meta.events.next of a list or events answer as received."
+	// asOf's (section 25).
+	snapshotExpiredDetail = "The snapshot asOf names is no longer held. List the properties again from page 1 without asOf and pin the other pages to the new meta.events.next."
+	unknownAsOfDetail     = "asOf is not a list cursor this API issued: pass meta.events.next of the first page of your listing as received."
 )
 
 // upstreamProblems is the one table from upstream.Kind to what a partner
@@ -61,7 +64,12 @@ func problemOf(ctx context.Context, err error) (pe *problem.Error, cause error, 
 	switch {
 	case errors.Is(err, events.ErrCursorExpired):
 		return problem.New(problem.EventsCursorExpired, cursorExpiredDetail), err, false
-	case errors.Is(err, events.ErrCursorUnknown): // the query check refuses it first (eventsParams)
+	case errors.Is(err, events.ErrSnapshotExpired):
+		return problem.New(problem.ListSnapshotExpired, snapshotExpiredDetail), err, false
+	case errors.Is(err, errUnknownAsOf):
+		return &problem.Error{Code: problem.ValidationFailed, Detail: "One or more query parameters are out of range.",
+			Errors: []problem.FieldError{{Field: "asOf", Code: problem.FieldInvalidFormat, Detail: unknownAsOfDetail}}}, err, false
+	case errors.Is(err, events.ErrCursorUnknown): // one the query check let through: never issued (eventsParams)
 		return &problem.Error{Code: problem.ValidationFailed, Detail: "One or more query parameters are out of range.",
 			Errors: []problem.FieldError{{Field: "after", Code: problem.FieldInvalidFormat, Detail: unknownCursorDetail}}}, err, false
 	}

@@ -21,10 +21,14 @@ type intParam struct {
 	invalid       string // the detail of a value valid refuses
 }
 
-// listParams is the allow-list of GET /v1/properties.
-var listParams = []intParam{
-	{name: "page", def: 1, min: 1, max: 2147483647},
-	{name: "perPage", def: 50, min: 1, max: 100},
+// listParams is the allow-list of GET /v1/properties for the feed whose
+// list cursors validAsOf accepts (asOf: docs/contract.md section 25).
+func listParams(validAsOf func(string) bool) []intParam {
+	return []intParam{
+		{name: "page", def: 1, min: 1, max: 2147483647},
+		{name: "perPage", def: 50, min: 1, max: 100},
+		{name: "asOf", valid: validAsOf, invalid: unknownAsOfDetail},
+	}
 }
 
 // eventsParams is the allow-list of GET /v1/events for the feed whose
@@ -37,7 +41,7 @@ func eventsParams(valid func(string) bool) []intParam {
 }
 
 // maxParams bounds a route's allow-list, so parsing needs no allocation.
-const maxParams = 2
+const maxParams = 3
 
 // queryValues are the values of a route's params, in allow-list order:
 // n of integers, text of strings, given whether the query held it.

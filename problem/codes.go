@@ -31,6 +31,7 @@ const (
 	RouteNotFound         Code = "ROUTE_NOT_FOUND"
 	PropertyNotFound      Code = "PROPERTY_NOT_FOUND"
 	EventsCursorExpired   Code = "EVENTS_CURSOR_EXPIRED" // docs/contract.md section 23
+	ListSnapshotExpired   Code = "LIST_SNAPSHOT_EXPIRED" // docs/contract.md section 25
 	MethodNotAllowed      Code = "METHOD_NOT_ALLOWED"
 	NotAcceptable         Code = "NOT_ACCEPTABLE"
 	ValidationFailed      Code = "VALIDATION_FAILED"
@@ -110,6 +111,8 @@ var registry = []Entry{
 		"No property with this id is available to the API key: it does not exist, belongs to another brand, or the key is not granted it."},
 	{EventsCursorExpired, http.StatusGone, "Events cursor expired",
 		"The after cursor is older than the events the API keeps (a week by default, and a bounded number): events after it may be gone. List the properties again and follow GET /v1/events from the list's meta.events.next."},
+	{ListSnapshotExpired, http.StatusGone, "List snapshot expired",
+		"The asOf cursor names a snapshot of the list the API no longer holds (it keeps one for 15 minutes by default after a newer one replaced it). List the properties again from page 1 without asOf and pin the other pages to the new meta.events.next."},
 	{MethodNotAllowed, http.StatusMethodNotAllowed, "Method not allowed",
 		"The endpoint exists but does not support this HTTP method. The Allow header lists the supported methods."},
 	{NotAcceptable, http.StatusNotAcceptable, "Not acceptable",

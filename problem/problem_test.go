@@ -45,6 +45,7 @@ var decisions = []struct {
 	{"ROUTE_NOT_FOUND", 404},
 	{"PROPERTY_NOT_FOUND", 404},
 	{"EVENTS_CURSOR_EXPIRED", 410},
+	{"LIST_SNAPSHOT_EXPIRED", 410},
 	{"METHOD_NOT_ALLOWED", 405},
 	{"NOT_ACCEPTABLE", 406},
 	{"VALIDATION_FAILED", 422},
@@ -99,7 +100,7 @@ func TestCodeConstants(t *testing.T) {
 		problem.InvalidAPIKey, problem.APIKeyExpired, problem.InvalidAccessToken, problem.AccessTokenExpired,
 		problem.APIKeySuspended, problem.BrandAccessDenied,
 		problem.InsufficientScope, problem.TestModeUnavailable, problem.PropertyAccessDenied,
-		problem.RouteNotFound, problem.PropertyNotFound, problem.EventsCursorExpired, problem.MethodNotAllowed, problem.NotAcceptable,
+		problem.RouteNotFound, problem.PropertyNotFound, problem.EventsCursorExpired, problem.ListSnapshotExpired, problem.MethodNotAllowed, problem.NotAcceptable,
 		problem.ValidationFailed, problem.RateLimited, problem.InternalError, problem.BadGateway,
 		problem.ServiceUnavailable, problem.GatewayTimeout}
 	for i, c := range consts {

@@ -14,6 +14,7 @@
 package upstream
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"maps"
@@ -96,11 +97,26 @@ func NewSnapshot(items []*Item, loadedAt time.Time) *Snapshot {
 	return s
 }
 
+// Held is s as a listing pinned to it reads it once a newer snapshot
+// replaced it (docs/contract.md section 25): Active and LoadedAt only,
+// without the index or the joined JSON, so that it holds the references
+// to its items and nothing more (its items are mostly the newer
+// snapshot's too: SnapshotAfter). Get finds nothing in it, Len is 0 and
+// ActiveJSON nil (Joined reports false): its pages are written item by
+// item.
+func (s *Snapshot) Held() *Snapshot {
+	return &Snapshot{Active: s.Active, LoadedAt: s.LoadedAt}
+}
+
+// Joined reports whether ActiveJSON serves s's pages (not a Held view).
+func (s *Snapshot) Joined() bool { return s.ends != nil }
+
 // ActiveJSON returns the JSON of Active[i:j], comma-separated, without
-// copying: shared, never modify it. Out-of-range bounds are clamped.
+// copying: shared, never modify it. Out-of-range bounds are clamped; nil
+// for a Held view.
 func (s *Snapshot) ActiveJSON(i, j int) []byte {
 	j = min(j, len(s.Active))
-	if i < 0 || i >= j {
+	if i < 0 || i >= j || s.ends == nil {
 		return nil
 	}
 	start := 0
@@ -108,6 +124,45 @@ func (s *Snapshot) ActiveJSON(i, j int) []byte {
 		start = s.ends[i-1] + 1 // past the comma
 	}
 	return s.joined[start:s.ends[j-1]]
+}
+
+// ItemBytes is about what it costs in memory: the struct, its id and its
+// JSON.
+func ItemBytes(it *Item) int64 {
+	return int64(unsafe.Sizeof(*it)) + int64(len(it.ID)+cap(it.JSON))
+}
+
+// Bytes is about what s costs in memory: its items, its index (about 48
+// bytes an entry), its lists of references and its joined JSON.
+func (s *Snapshot) Bytes() int64 {
+	var n int64
+	for _, it := range s.loaded {
+		n += ItemBytes(it) + 48 + 8
+	}
+	return n + int64(len(s.Active))*16 + int64(cap(s.joined))
+}
+
+// JoinedRun returns the JSON of items, comma-separated, as one slice of
+// s's joined JSON when they are a run of s.Active; nil otherwise (or for a
+// Held view). A page of a held snapshot whose properties did not change
+// since is such a run of the current snapshot: at the same place (at)
+// when nothing before it was created or removed, else found by the list's
+// order (a binary search), however far that moved it; copied at once from
+// one buffer rather than item by item from wherever each item lives.
+func (s *Snapshot) JoinedRun(items []*Item, at int) []byte {
+	if len(items) == 0 || s.ends == nil {
+		return nil
+	}
+	k, found := at, at >= 0 && at < len(s.Active) && s.Active[at] == items[0]
+	if !found {
+		k, found = slices.BinarySearchFunc(s.Active, items[0], func(a, b *Item) int {
+			return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
+		})
+	}
+	if !found || k+len(items) > len(s.Active) || !slices.Equal(s.Active[k:k+len(items)], items) {
+		return nil
+	}
+	return s.ActiveJSON(k, k+len(items))
 }
 
 // Get returns the property with the lower-case id, active or not.
@@ -156,9 +211,29 @@ func PropertySize(p mapping.Property) int64 {
 
 // SnapshotOf builds the Snapshot of mapped records loaded at loadedAt.
 func SnapshotOf(props []mapping.Property, loadedAt time.Time) *Snapshot {
+	return SnapshotAfter(nil, props, loadedAt)
+}
+
+// SnapshotAfter is SnapshotOf sharing with prev, the previous walk's
+// snapshot (nil: none), every item that did not change: same id, same
+// JSON, same listing. Walks of a brand mostly find what the last one
+// found, so consecutive snapshots hold one copy of an unchanged property,
+// and a snapshot held for a listing (docs/contract.md section 25) costs
+// its references and the versions only it still holds. Each record is
+// encoded into one scratch buffer and copied only when it differs.
+func SnapshotAfter(prev *Snapshot, props []mapping.Property, loadedAt time.Time) *Snapshot {
 	items := make([]*Item, len(props))
+	var scratch []byte
 	for i, p := range props {
-		items[i] = NewItem(p)
+		scratch = p.AppendJSON(scratch[:0])
+		if prev != nil {
+			if old, ok := prev.byID[p.ID]; ok && old.Active == p.Active() &&
+				old.CreatedAt.Equal(p.CreatedAt) && bytes.Equal(old.JSON, scratch) {
+				items[i] = old
+				continue
+			}
+		}
+		items[i] = &Item{ID: p.ID, Active: p.Active(), CreatedAt: p.CreatedAt, JSON: bytes.Clone(scratch)}
 	}
 	return NewSnapshot(items, loadedAt)
 }

@@ -101,7 +101,7 @@ func newFeed(cfg settings, mode keys.Mode, log *slog.Logger, tel *observability.
 		shared = kept
 	}
 	return events.New(events.Config{Mode: string(mode), Retention: cfg.EventsRetention, Max: cfg.EventsMax,
-		MaxBytes: cfg.EventsMaxBytes, Shared: shared, Log: log.With("pms", string(mode)), Meter: tel.Meter()})
+		MaxBytes: cfg.EventsMaxBytes, Hold: cfg.ListHold, Shared: shared, Log: log.With("pms", string(mode)), Meter: tel.Meter()})
 }
 
 // reloadOnHangup re-reads the key file, and asks for the TLS pair to be

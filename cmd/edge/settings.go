@@ -63,6 +63,7 @@ type settings struct {
 	EventsMax                int           // at most this many events kept per PMS
 	EventsMaxBytes           int64         // at most this many bytes of events held per PMS (docs/contract.md section 25)
 	DataDir                  string        // where a single edge keeps its feed across restarts; empty: memory only (docs/contract.md section 25)
+	ListHold                 time.Duration // how long a replaced snapshot stays held for asOf (docs/contract.md section 25)
 }
 
 // lookupEnv is os.LookupEnv or its like (settingval.LookupEnv).
@@ -88,6 +89,7 @@ func settingTable() []*settingval.Setting {
 		{Env: "EDGE_EVENTS_MAX", Flag: "events-max", Def: "1000000", Help: "at most this many property change events kept per PMS, the oldest dropped first", Doc: "at most this many property change events kept per PMS (live, sandbox), the oldest dropped first; each takes about 550 bytes of memory on every instance, so `EDGE_EVENTS_MAX_BYTES` is the bound that binds first at the defaults"},
 		{Env: "EDGE_EVENTS_MAX_BYTES", Flag: "events-max-bytes", Def: "64MiB", Help: "at most this much memory (bytes, or with a unit) of property change events held per PMS, the oldest dropped first", Doc: "at most this much memory of property change events held per PMS (plain bytes, or `64MiB`, `1GiB`...), beside `EDGE_EVENTS_MAX` and `EDGE_EVENTS_RETENTION`, the oldest dropped first (a cursor before them is `410`); `EDGE_DATA_DIR`'s file is bounded by it too, in its compressed bytes; the default fits the shipped manifest at 50,000 hotels: see [sizing]({docs}operations.md#sizing-the-feed)"},
 		{Env: "EDGE_DATA_DIR", Flag: "data-dir", Def: "", Help: "directory where a single edge keeps its events feed across restarts (created 0700 if missing; empty: memory only)", Doc: "a directory where a single edge keeps its events feed and the last walk's properties across restarts (`events.db`, mode `0600`; created `0700` if missing), written once per walk in one transaction: cursors outlive a restart and changes made while the edge was down become events; one that is not a directory or not writable, or that another edge holds, stops start-up naming it; a fleet keeps its feed in Redis and only checks it; the image and the shipped manifests set it on a volume; see [events]({docs}operations.md#property-change-events)", DocDef: "empty: the feed in memory only (a fleet: Redis); the image: `/var/lib/partner-edge`"},
+		{Env: "EDGE_LIST_HOLD", Flag: "list-hold", Def: "15m", Help: "how long a replaced snapshot stays held for list pages pinned to it with asOf; later: 410", Doc: "how long the snapshot of an earlier walk stays held, after a newer one replaced it, for list pages pinned to it with `asOf`; later `asOf` is `410 LIST_SNAPSHOT_EXPIRED` (the partner lists again). Held snapshots share unchanged properties with the current one; when together they would cost more than the current one, the oldest goes early (see [listings]({docs}operations.md#listings-pinned-to-a-snapshot))"},
 		{Env: "EDGE_TLS_CERT", Flag: "tls-cert", Def: "", Help: "TLS certificate file (HTTPS and HTTP/2 when set with the key)", Doc: "TLS certificate file: with `EDGE_TLS_KEY`, serve HTTPS (HTTP/2 on); reloaded on change and on SIGHUP"},
 		{Env: "EDGE_TLS_KEY", Flag: "tls-key", Def: "", Doc: "TLS private key file (with `EDGE_TLS_CERT`)"},
 		{Env: "PMS_BASE_URL", Flag: "pms-base-url", Def: "", Help: "live PMS base URL (empty: the demo's embedded simulator)", Doc: "live PMS; setting it leaves the demo (no query or fragment); left empty while any other `EDGE_*` or `PMS_*` setting than `EDGE_ADDR`, `EDGE_ADMIN_ADDR`, `EDGE_DATA_DIR`, `EDGE_LOG_*`, `EDGE_ACCESS_LOG*` and `EDGE_TRACE_*` is set, start-up fails naming it and the setting found", DocDef: "empty: the embedded simulator (demo)"},
@@ -213,6 +215,7 @@ func readSettings(p *settingval.Parser) settings {
 		EventsMax:       settingval.Read(p, "EDGE_EVENTS_MAX", settingval.Count),
 		EventsMaxBytes:  settingval.Read(p, "EDGE_EVENTS_MAX_BYTES", settingval.Size),
 		DataDir:         p.Str("EDGE_DATA_DIR"),
+		ListHold:        settingval.Read(p, "EDGE_LIST_HOLD", settingval.Duration),
 	}
 	if s.AdminAddr == "off" {
 		s.AdminAddr = ""
@@ -244,6 +247,7 @@ func checkTogether(p *settingval.Parser, s *settings) {
 		{read("EDGE_CACHE_STALE", "EDGE_CACHE_TTL") && s.CacheStale < s.CacheTTL, fmt.Errorf("EDGE_CACHE_STALE (%s) must be at least EDGE_CACHE_TTL (%s)", s.CacheStale, s.CacheTTL)},
 		{read("EDGE_EVENTS_RETENTION") && s.EventsRetention <= 0, errors.New("EDGE_EVENTS_RETENTION must be positive")},
 		{read("EDGE_EVENTS_MAX") && s.EventsMax < 1, errors.New("EDGE_EVENTS_MAX must be at least 1")},
+		{read("EDGE_LIST_HOLD") && s.ListHold <= 0, errors.New("EDGE_LIST_HOLD must be positive")},
 	} {
 		if r.broken {
 			p.Fail(r.err)

@@ -17,6 +17,16 @@ type change struct {
 // changelog is newest first.
 var changelog = []change{
 	{
+		Title: "One snapshot per listing: asOf",
+		Items: []string{
+			"GET /v1/properties takes asOf: the meta.events.next of the listing's first page. Every page given it is served from the same snapshot of the list (the same total, order and membership), so a copy made page by page misses nothing and holds nothing twice, whatever changes while you list.",
+			"410 LIST_SNAPSHOT_EXPIRED answers an asOf whose snapshot is no longer held (15 minutes by default after a newer one replaced it): list again from page 1 without asOf.",
+			"The events feed reports every property your key may get, active or not (a status change is property.updated); the list shows active ones only. To mirror the list, keep the properties whose status is active.",
+			"A cursor the API never issued (a position past the last walk, or one no walk made) is now 422 VALIDATION_FAILED for after and asOf alike.",
+		},
+		Codes: []problem.Code{problem.ListSnapshotExpired},
+	},
+	{
 		Title: "Property changes: GET /v1/events",
 		Items: []string{
 			"GET /v1/events: the changes to the properties your key may see (property.created, property.updated, property.removed), oldest first, each with the property as it now is (for a removal, as it last was). Follow it with after and limit instead of walking the list again; see Keeping in sync.",

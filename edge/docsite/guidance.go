@@ -161,6 +161,13 @@ var guides = map[problem.Code]guide{
 		example: problem.New(problem.EventsCursorExpired,
 			"The after cursor is older than the events kept. List the properties again and follow the feed from the list's meta.events.next."),
 	},
+	problem.ListSnapshotExpired: {
+		when: "GET /v1/properties was given an asOf cursor naming a snapshot of the list the API no longer holds: a snapshot stays available for 15 minutes by default after a newer one replaced it (less when many properties changed at once), and a member of a deployment may not hold one another member served. The pages you read from it are still consistent with each other; the ones left cannot be served from it.",
+		do:   "List again from page 1 without asOf, keep that page's meta.events.next, and pass it as asOf to the other pages (and as after to GET /v1/events). Read a listing's pages without long pauses. See Keeping in sync.",
+		path: "/v1/properties",
+		example: problem.New(problem.ListSnapshotExpired,
+			"The snapshot asOf names is no longer held. List the properties again from page 1 without asOf and pin the other pages to the new meta.events.next."),
+	},
 	problem.MethodNotAllowed: {
 		when:    "A known route was called with a method other than GET (HEAD and OPTIONS included). Answered before authentication.",
 		do:      "Use GET, as the Allow header says.",

@@ -355,7 +355,8 @@ func TestKeepingInSyncPage(t *testing.T) {
 	}
 	page := string(f.body)
 	for _, want := range []string{"meta.events.next", "/v1/events?after=", "property.created", "property.updated",
-		"property.removed", "hasMore", `href="errors/events-cursor-expired.html"`, "410 EVENTS_CURSOR_EXPIRED", "occurredAt"} {
+		"property.removed", "hasMore", `href="errors/events-cursor-expired.html"`, "410 EVENTS_CURSOR_EXPIRED", "occurredAt",
+		"asOf=evt_", `href="errors/list-snapshot-expired.html"`, "410 LIST_SNAPSHOT_EXPIRED", "<code>status</code> is <code>active</code>"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the page lacks %q", want)
 		}

@@ -28,11 +28,6 @@ const (
 	DefaultSyncEvery = time.Second
 )
 
-// maxAhead is how far in the future a cursor's walk may be and still be
-// one the edge issued: the clocks of a fleet's members differ a little
-// (fleet.MaxSkew); further is a cursor nobody issued.
-const maxAhead = time.Minute
-
 // Config is one PMS's feed.
 type Config struct {
 	// Mode names the PMS ("live", "test"): the metrics' pms label; its
@@ -55,6 +50,10 @@ type Config struct {
 	// outlives a restart. Nil: the feed lives in this process's memory
 	// only.
 	Shared Shared
+	// Hold is how long a replaced snapshot stays held for the listings
+	// pinned to it with asOf (EDGE_LIST_HOLD, AsOf); zero or less:
+	// DefaultHold.
+	Hold time.Duration
 	// SyncEvery bounds the age of a fleet member's copy of the shared feed
 	// while partners read it; zero or less: DefaultSyncEvery. Unused
 	// without Shared.
@@ -75,7 +74,9 @@ type Feed struct {
 	cfg     Config
 	tag     byte
 	log     eventLog
-	metrics *metrics // nil: none
+	metrics *metrics            // nil: none
+	holds   holds               // the snapshots listings may be pinned to (hold.go)
+	holdReg metric.Registration // holdMetrics'; nil without metrics
 
 	mu       sync.Mutex         // observe: one walk at a time, and base
 	seen     *upstream.Snapshot // the last snapshot observed
@@ -121,6 +122,7 @@ func New(cfg Config) (*Feed, error) {
 	cfg.Max = cmp.Or(max(cfg.Max, 0), DefaultMax)
 	cfg.MaxBytes = cmp.Or(max(cfg.MaxBytes, 0), DefaultMaxBytes)
 	cfg.SyncEvery = cmp.Or(max(cfg.SyncEvery, 0), DefaultSyncEvery)
+	cfg.Hold = cmp.Or(max(cfg.Hold, 0), DefaultHold)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -129,6 +131,7 @@ func New(cfg Config) (*Feed, error) {
 	}
 	f := &Feed{cfg: cfg, tag: cfg.Mode[0], log: eventLog{retention: cfg.Retention, max: cfg.Max, maxBytes: cfg.MaxBytes}}
 	f.throttle.Now = cfg.Now
+	f.holds.hold, f.holds.log, f.holds.mode, f.holds.tag = cfg.Hold, cfg.Log, cfg.Mode, f.tag
 	f.bg, f.stop = context.WithCancel(context.Background())
 	if cfg.Meter != nil {
 		m, err := newMetrics(cfg.Meter, cfg.Mode, f.log.stats, f.log.held, f.head, cfg.Now)
@@ -136,6 +139,10 @@ func New(cfg Config) (*Feed, error) {
 			return nil, err
 		}
 		f.metrics = m
+		if f.holdReg, err = holdMetrics(cfg.Meter, cfg.Mode, &f.holds); err != nil {
+			m.close()
+			return nil, err
+		}
 	}
 	return f, nil
 }
@@ -160,6 +167,7 @@ func (f *Feed) Close() {
 	f.wg.Wait()
 	if f.metrics != nil {
 		f.metrics.close()
+		_ = f.holdReg.Unregister()
 	}
 }
 
@@ -238,18 +246,12 @@ func (f *Feed) Next(snap *upstream.Snapshot) string {
 	return string(appendCursor(nil, f.tag, EndOf(snap.LoadedAt.UnixMilli())))
 }
 
-// Valid reports whether after is a cursor this feed may have issued: one
-// of its own, not from the future (docs/contract.md section 23: any
-// other is 422).
+// Valid reports whether after reads as a cursor of this feed (its format,
+// its mode); whether the feed issued it is AppendPage's check
+// (docs/contract.md sections 23 and 25: any other is 422).
 func (f *Feed) Valid(after string) bool {
-	_, ok := f.parse(after, f.cfg.Now())
+	_, ok := parseCursor(after, f.tag)
 	return ok
-}
-
-// parse reads a cursor of this feed not from after now + maxAhead.
-func (f *Feed) parse(after string, now time.Time) (Pos, bool) {
-	p, ok := parseCursor(after, f.tag)
-	return p, ok && p.Walk <= now.Add(maxAhead).UnixMilli()
 }
 
 // Page is the meta of an events answer: Next, the cursor to pass as after
@@ -262,7 +264,8 @@ type Page struct {
 // AppendPage appends to b, comma-separated, the JSON of up to limit events
 // after the cursor after (from the oldest kept when hasAfter is false)
 // that v may see, oldest first. Errors: ErrCursorUnknown (not Valid),
-// ErrCursorExpired (older than the events kept), an *upstream.Error of
+// ErrCursorExpired (older than the events kept), ErrCursorUnknown too for a
+// position the feed never issued (issued), an *upstream.Error of
 // kind Unavailable while the feed cannot be read yet (a fleet member that
 // has not read the shared feed).
 func (f *Feed) AppendPage(ctx context.Context, b []byte, after string, hasAfter bool, limit int, v Viewer) ([]byte, Page, error) {
@@ -270,12 +273,17 @@ func (f *Feed) AppendPage(ctx context.Context, b []byte, after string, hasAfter 
 	var from Pos
 	if hasAfter {
 		var ok bool
-		if from, ok = f.parse(after, now); !ok {
+		if from, ok = parseCursor(after, f.tag); !ok {
 			return b, Page{}, ErrCursorUnknown
 		}
 	}
 	if f.cfg.Shared != nil {
 		f.freshen(ctx)
+	}
+	if hasAfter {
+		if err := f.issued(ctx, from); err != nil {
+			return b, Page{}, err
+		}
 	}
 	out, res, err := f.log.page(b, from, hasAfter, limit, v, now)
 	if errors.Is(err, errNotStarted) {
@@ -308,6 +316,7 @@ func (f *Feed) observe(ctx context.Context, s *upstream.Snapshot, took time.Dura
 	walk := s.LoadedAt.UnixMilli()
 	if f.seen != s {
 		f.seen = s
+		f.holds.replace(s, f.cfg.Now())
 		switch {
 		case f.cfg.Shared == nil:
 			f.took.Store(int64(max(took, 1)))

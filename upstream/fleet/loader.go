@@ -74,7 +74,7 @@ func Loader(cfg LoaderConfig) func(context.Context) (*upstream.Snapshot, error) 
 		if prev := last.Load(); prev != nil && prev.LoadedAt.Equal(l.LoadedAt) {
 			return prev, nil
 		}
-		s := upstream.SnapshotOf(l.Properties, l.LoadedAt)
+		s := upstream.SnapshotAfter(last.Load(), l.Properties, l.LoadedAt) // unchanged items shared
 		last.Store(s)
 		return s, nil
 	}

@@ -3,6 +3,7 @@ package pms
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/partner-edge/partner-edge/upstream"
@@ -46,6 +47,9 @@ type Direct struct {
 	pms   *Client
 	opts  DirectOptions
 	zones *mapping.ZoneCache // time-zone validity, remembered across loads
+	// last is the latest snapshot walked: the next walk shares its
+	// unchanged items (upstream.SnapshotAfter).
+	last atomic.Pointer[upstream.Snapshot]
 }
 
 var _ upstream.Catalog = (*Direct)(nil)
@@ -70,13 +74,16 @@ func (d *Direct) reject(ctx context.Context, err error) {
 }
 
 // Snapshot lists every record of the brand and maps it; unmappable records
-// are left out and reported to OnReject.
+// are left out and reported to OnReject. An item unchanged since the
+// previous walk is that walk's (upstream.SnapshotAfter).
 func (d *Direct) Snapshot(ctx context.Context) (*upstream.Snapshot, error) {
 	props, loadedAt, err := d.Properties(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return upstream.SnapshotOf(props, loadedAt), nil
+	s := upstream.SnapshotAfter(d.last.Load(), props, loadedAt)
+	d.last.Store(s)
+	return s, nil
 }
 
 // Property gets one record and maps it. An unmappable record, or one of

@@ -87,8 +87,9 @@ func typeString(e ast.Expr) string {
 }
 
 // A partner's Go client against the demo (testdata/goclient): every page
-// of the list, every property by id, and a 404, a 422 and a 401 decoded
-// into their typed problems; no answer fails to decode into its generated
+// of the list (those after the first pinned to it with asOf), every
+// property by id, the events feed, and a 404, 422s (perPage, after, asOf)
+// and a 401 decoded into their typed problems; no answer fails to decode into its generated
 // type. The client is generated here from docs/openapi.yaml, and the test
 // runs in its module.
 func TestGoClientAgainstDemo(t *testing.T) {

@@ -6,8 +6,8 @@ import (
 )
 
 // The page cache's default bounds: the compressed starts of at most
-// CacheOwners owners (for the edge, snapshots: the live and sandbox ones in
-// use and the ones they replace), at most DefaultCacheBytes in all, each
+// CacheOwners owners (for the edge, weak pointers to snapshots: the live
+// and sandbox ones in use and the ones they replace), at most DefaultCacheBytes in all, each
 // entry counted with entryCost of bookkeeping. A brand of 50,000 properties
 // at 50 a page is about 3 MB per coding.
 const (
@@ -34,8 +34,9 @@ type ownerPages struct {
 // PageCache holds compressed starts of pages (Static), each compressed
 // once. An owner is what the pages are slices of (the edge's snapshot),
 // compared by ==: a new owner's pages are compressed anew, and the
-// stalest owner's are dropped once CacheOwners are held, so the cache
-// keeps at most that many owners alive. Past MaxBytes, Get answers nil
+// stalest owner's are dropped once CacheOwners are held. The cache keeps
+// its owners alive: an owner that must not be (the edge's snapshots) is
+// given as a weak pointer. Past MaxBytes, Get answers nil
 // for more pages of an owner it holds: the caller compresses per request.
 // Safe for concurrent use.
 type PageCache struct {

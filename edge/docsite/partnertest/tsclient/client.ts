@@ -27,6 +27,10 @@ function advice(p: ListProblem | GetProblem | EventsProblem): string {
       const status: 410 = p.status;
       return `${status}: list again and follow the feed from the list's cursor`;
     }
+    case "LIST_SNAPSHOT_EXPIRED": {
+      const status: 410 = p.status;
+      return `${status}: list again from page 1 without asOf`;
+    }
     case "VALIDATION_FAILED": {
       const status: 422 = p.status;
       return `${status}: fix ${p.errors.map((e) => `${e.field} (${e.code})`).join(", ")}`;
@@ -83,12 +87,15 @@ async function main(): Promise<void> {
   let pages = 0;
   const ids: string[] = [];
   let total = 0;
+  let asOf = ""; // page 1's meta.events.next: the other pages are read from its snapshot
   for (let page = 1; ; page++) {
-    const r = await get(base, `/properties?page=${page}&perPage=${perPage}`, key);
+    const r = await get(base, `/properties?page=${page}&perPage=${perPage}${asOf === "" ? "" : `&asOf=${asOf}`}`, key);
     expect(`list page ${page}: status ${r.status}`, r.status === 200 && r.type.startsWith("application/json"));
     const list = r.body as PropertyList;
     expect("list shape", Array.isArray(list.data) && typeof list.meta.pagination.total === "number");
     pages++;
+    if (page === 1) asOf = list.meta.events.next;
+    expect(`page ${page}: total ${list.meta.pagination.total}`, page === 1 || list.meta.pagination.total === total);
     total = list.meta.pagination.total;
     for (const p of list.data) {
       expect(`property ${p.id}`, p.object === "property" && typeof p.name === "string" &&
@@ -124,6 +131,7 @@ async function main(): Promise<void> {
     ["/properties?perPage=0", key, 422],
     ["/properties", "svc_live_NoSuchKeyNoSuchKeyNoSuchKey04", 401],
     ["/events?after=evt_00000000000000000000000000", key, 422],
+    ["/properties?asOf=evt_00000000000000000000000000", key, 422],
   ];
   for (const [path, k, want] of probes) {
     const r = await get(base, path, k, want === 401 ? unknownFrom : "");
@@ -134,7 +142,7 @@ async function main(): Promise<void> {
     }
     const p = r.body;
     expect(`${path}: status field ${p.status}`, p.status === r.status);
-    seen[path.startsWith("/events") ? `${want} after` : String(want)] = p.code;
+    seen[path.startsWith("/events") ? `${want} after` : path.includes("asOf") ? `${want} asOf` : String(want)] = p.code;
     console.log(advice(p));
   }
   void neverACode;

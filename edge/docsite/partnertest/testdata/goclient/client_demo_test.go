@@ -29,10 +29,11 @@ func strictDecode(body []byte, v any) error {
 	return dec.Decode(v)
 }
 
-// A partner's Go client against the demo: every page of the list, every
-// property by id, the events feed followed, and a 404, two 422s and a 401
-// decoded into their typed problems; no answer fails to decode into its
-// generated type.
+// A partner's Go client against the demo: every page of the list (page 1
+// without asOf, the others pinned to its cursor with asOf, as the docs'
+// recipe says), every property by id, the events feed followed, and a 404,
+// three 422s and a 401 decoded into their typed problems; no answer fails
+// to decode into its generated type.
 func TestGoClientAgainstDemo(t *testing.T) {
 	if demoBase == "" {
 		t.Fatal("DEMO_BASE unset: this test runs from partnertest's TestGoClientAgainstDemo")
@@ -72,15 +73,22 @@ func TestGoClientAgainstDemo(t *testing.T) {
 	perPage := int32(5)
 	var ids []string
 	total := int64(-1)
-	var cursor EventsCursor // the first page's: the feed's position at the list
+	var cursor EventsCursor // the first page's: the feed's position at the list, and its snapshot
 	for page := int32(1); ; page++ {
-		res, err := c.ListPropertiesWithResponse(ctx, &ListPropertiesParams{Page: &page, PerPage: &perPage, UserAgent: ua})
+		params := &ListPropertiesParams{Page: &page, PerPage: &perPage, UserAgent: ua}
+		if page > 1 {
+			params.AsOf = &cursor
+		}
+		res, err := c.ListPropertiesWithResponse(ctx, params)
 		if err != nil || res.JSON200 == nil {
 			t.Fatalf("list page %d: %v, status %d: %s", page, err, res.StatusCode(), res.Body)
 		}
 		mismatch("list page", strictDecode(res.Body, new(PropertyList)))
 		if page == 1 {
 			cursor = res.JSON200.Meta.Events.Next
+		} else if res.JSON200.Meta.Pagination.Total != total || res.JSON200.Meta.Events.Next != cursor {
+			t.Errorf("page %d with asOf: total %d, next %s; want page 1's %d, %s", page,
+				res.JSON200.Meta.Pagination.Total, res.JSON200.Meta.Events.Next, total, cursor)
 		}
 		total = res.JSON200.Meta.Pagination.Total
 		for _, p := range res.JSON200.Data {
@@ -151,6 +159,20 @@ func TestGoClientAgainstDemo(t *testing.T) {
 		t.Errorf("422 for a made-up cursor %+v", p)
 	}
 	mismatch("422 after", strictDecode(badAfter.Body, new(ValidationFailedProblem)))
+	// An event's id is a cursor, but not a list's: asOf refuses it, typed;
+	// a snapshot no longer held would be the typed 410.
+	evID := all[0].Id
+	badAsOf, err := c.ListPropertiesWithResponse(ctx, &ListPropertiesParams{AsOf: &evID, UserAgent: ua})
+	if err != nil || badAsOf.ApplicationproblemJSON422 == nil {
+		t.Fatalf("asOf an event id: %v, status %d: %s", err, badAsOf.StatusCode(), badAsOf.Body)
+	}
+	if p := badAsOf.ApplicationproblemJSON422; len(p.Errors) != 1 || p.Errors[0].Field != "asOf" || p.Errors[0].Code != INVALIDFORMAT {
+		t.Errorf("422 for asOf an event id %+v", p)
+	}
+	var expired *ListSnapshotExpiredProblem = badAsOf.ApplicationproblemJSON410
+	if expired != nil {
+		t.Errorf("a 422 decoded as a 410: %+v", expired)
+	}
 
 	// 404: a property that does not exist.
 	missing, _ := uuidOf("0c8ea9b2-6a5e-4d0a-9c7b-3f1e2d4a5b6c")
