@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sort"
+	"sync"
+	"time"
 
 	"github.com/partner-edge/partner-edge/upstream"
 )
@@ -16,7 +19,11 @@ type Shared interface {
 	// w.Prev (0: the feed does not exist yet, and w starts it) and w.At is
 	// newer; ErrConflict otherwise (another member appended meanwhile),
 	// nothing written. The changes' positions are (w.At, their index).
-	Append(ctx context.Context, w Walk) error
+	// A feed that is gone (Redis restarted empty) starts again from w.Prev
+	// when it is set: w's changes are its first events, its floor the
+	// end of w.Prev. Forged says what the append found that the fleet did
+	// not write, and repaired, so that appends go on.
+	Append(ctx context.Context, w Walk) (Forged, error)
 	// Base returns the shared feed's last walk and, unless it is have,
 	// that walk's properties (0 and nil: no feed yet).
 	Base(ctx context.Context, have int64) (walk int64, base *upstream.Snapshot, err error)
@@ -24,6 +31,31 @@ type Shared interface {
 	// oldest first, with the feed's floor and last walk.
 	Read(ctx context.Context, after Pos, n int) (Batch, error)
 }
+
+// Forged is what a read or an append of the shared feed found that no
+// member wrote with EDGE_FLEET_SECRET (docs/scaling.md, "Who can steer
+// the feed"): each is refused, and the feed logs it at ERROR.
+type Forged struct {
+	// State: the feed's position fields (its last walk, floor, last
+	// event...) do not verify. A read takes nothing from them; the next
+	// append writes them again from what verifies.
+	State bool
+	// Events: entries that do not verify, left out.
+	Events int
+	// Deleted: events the feed's chain names that are gone from it (an
+	// entry deleted): a member that did not read them before lacks them.
+	Deleted int
+	// Stream: entries past the feed's last event (a forged or far-future
+	// id), or the stream's last id moved past it, found and removed by an
+	// append, so that appends go on.
+	Stream int
+	// Lost: the feed is gone (Redis restarted empty, or its keys
+	// expired): it starts again, and earlier cursors answer 410.
+	Lost bool
+}
+
+// any reports whether f found anything.
+func (f Forged) any() bool { return f.State || f.Events > 0 || f.Deleted > 0 || f.Stream > 0 || f.Lost }
 
 // ErrConflict is an Append whose Prev is not the shared feed's last walk.
 var ErrConflict = errors.New("events: the shared feed moved on")
@@ -51,6 +83,10 @@ type Walk struct {
 	// Snapshot holds the walk's properties: the next walk's base, for
 	// whichever member makes it.
 	Snapshot *upstream.Snapshot
+	// Floor is the appending member's copy's floor (zero: it has none):
+	// an append that repairs forged position fields never raises the
+	// feed's floor above it, so no cursor the member serves expires.
+	Floor Pos
 }
 
 // Stored is one event as the shared feed keeps it.
@@ -66,13 +102,17 @@ type Batch struct {
 	Events []Stored
 	Floor  Pos   // a cursor before it is 410 (zero: the feed does not exist)
 	Walk   int64 // the feed's last walk (0: none)
+	// Epoch names the feed: a new one (the feed started again, or its
+	// position fields were repaired) makes a member read it again from
+	// its start.
+	Epoch string
 	// Through is the position of the last event read, Events' last or one
 	// refused after it (zero: none read); Full, that the read took as many
-	// as it was asked for (more may wait). Refused counts events left out
-	// because they do not verify (written without the fleet's secret).
+	// as it was asked for (more may wait).
 	Through Pos
 	Full    bool
-	Refused int
+	// Forged is what the read refused (Events, Deleted, State).
+	Forged Forged
 }
 
 // syncBatch is how many events one read of the shared feed takes.
@@ -82,7 +122,9 @@ const syncBatch = 1000
 // its own copy of the feed's last walk when it has it (the common case: it
 // served that walk's snapshot), else against the base the feed keeps.
 // Redis failing means no append: the next walk diffs against the same
-// base, so its events carry these changes too.
+// base, so its events carry these changes too. A feed that is gone
+// (Redis restarted empty) starts again from the walk this member holds,
+// when it holds one: the lists served from it keep a cursor that works.
 func (f *Feed) lead(ctx context.Context, s *upstream.Snapshot, walk int64) {
 	// Read the feed's last walk first: the snapshot this member served
 	// last is then most often that walk, and the diff needs no base read.
@@ -103,21 +145,20 @@ func (f *Feed) lead(ctx context.Context, s *upstream.Snapshot, walk int64) {
 				f.logShared(ctx, "events: the shared feed's base could not be read; this walk makes no events", err)
 				return
 			}
-			switch {
-			case bw == 0:
-				f.base = nil
-			case bw != have:
+			if bw != 0 && bw != have {
 				f.base = &baseline{walk: bw, snap: base}
 			}
 		}
 		w := Walk{At: walk, Snapshot: s}
+		w.Floor, _ = f.log.floorOf()
 		if f.base != nil {
 			if walk <= f.base.walk {
 				return // older than the feed's last walk: the feed has it all
 			}
 			w.Prev, w.Changes = f.base.walk, Diff(f.base.snap, s)
 		}
-		err := f.cfg.Shared.Append(ctx, w)
+		forged, err := f.cfg.Shared.Append(ctx, w)
+		f.alarm(ctx, forged)
 		if errors.Is(err, ErrConflict) {
 			continue
 		}
@@ -132,7 +173,9 @@ func (f *Feed) lead(ctx context.Context, s *upstream.Snapshot, walk int64) {
 	}
 }
 
-// sync reads what the shared feed holds beyond this member's copy.
+// sync reads what the shared feed holds beyond this member's copy. A new
+// epoch of the feed (it started again, or its position fields were
+// written again) replaces the copy: read again from the feed's floor.
 func (f *Feed) sync(ctx context.Context) error {
 	f.syncMu.Lock()
 	defer f.syncMu.Unlock()
@@ -142,21 +185,31 @@ func (f *Feed) sync(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if b.Refused > 0 {
-			f.cfg.Log.WarnContext(ctx, "events: events of the shared feed refused: not signed with EDGE_FLEET_SECRET", "pms", f.cfg.Mode, "refused", b.Refused)
-		}
-		if b.Walk == 0 { // no shared feed yet: nothing to read, no floor
+		f.alarm(ctx, b.Forged)
+		if b.Walk == 0 { // no shared feed (yet, or gone), or its state refused: keep the copy
+			if !b.Forged.State && f.epoch != "" {
+				f.alarm(ctx, Forged{Lost: true})
+				f.epoch = ""
+			}
 			f.synced.Store(f.cfg.Now().UnixNano())
 			return nil
 		}
+		if b.Epoch != f.epoch {
+			f.epoch = b.Epoch
+			f.log.restart(b.Floor)
+			if after != b.Floor {
+				after = b.Floor
+				continue
+			}
+		}
 		bt := batch{es: make([]entry, 0, len(b.Events))}
 		for _, st := range b.Events {
-			if st.Pos.Compare(after) > 0 {
+			if st.Pos.Compare(after) > 0 && st.Pos.Compare(b.Floor) > 0 {
 				bt.add(f.tag, st.Pos, st.Type, st.Prop, st.Data)
 				after = st.Pos
 			}
 		}
-		f.log.raise(b.Floor)
+		f.log.forget(b.Floor)
 		f.log.add(bt.entries(), f.cfg.Now())
 		f.sharedWalk.Store(b.Walk)
 		if !b.Full || b.Through.Compare(after) <= 0 && len(bt.es) == 0 {
@@ -201,4 +254,94 @@ func (f *Feed) freshen(ctx context.Context) {
 			f.cfg.Log.Debug("events: the shared feed could not be read", "pms", f.cfg.Mode, "error", err)
 		}
 	})
+}
+
+// floorOf is the log's floor, if known.
+func (l *eventLog) floorOf() (Pos, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.floor, l.started
+}
+
+// forget drops the entries at or before p and raises the floor to p: the
+// shared feed's floor, below which it holds nothing, so a page never
+// serves what the feed no longer has (the events before Redis lost the
+// feed, among them).
+func (l *eventLog) forget(p Pos) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := sort.Search(len(l.entries), func(i int) bool { return l.entries[i].pos.Compare(p) > 0 })
+	if k > 0 {
+		clear(l.entries[:k])
+		l.entries = l.entries[k:]
+	}
+	l.raiseLocked(p)
+}
+
+// restart empties the log for a new epoch of the shared feed whose floor
+// is p (lower than the old one, it may be).
+func (l *eventLog) restart(p Pos) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	clear(l.entries)
+	l.entries, l.floor, l.started = nil, p, true
+}
+
+// The feed's alarms: what it found forged in the shared feed, logged at
+// ERROR at most once a minute per cause, each line counting what was
+// found since the previous one.
+const alarmEvery = time.Minute
+
+type alarm struct {
+	last    time.Time // the last line; zero: none yet
+	pending int       // found since
+}
+
+type alarms struct {
+	mu sync.Mutex
+	by map[string]*alarm
+}
+
+// alarm logs what fg found (nothing when it found nothing).
+func (f *Feed) alarm(ctx context.Context, fg Forged) {
+	if !fg.any() {
+		return
+	}
+	b2i := func(b bool) int {
+		if b {
+			return 1
+		}
+		return 0
+	}
+	now := f.cfg.Now()
+	f.alarms.mu.Lock()
+	defer f.alarms.mu.Unlock()
+	for _, c := range []struct {
+		cause, msg string
+		n          int
+	}{
+		{"state", "events: the shared feed's position fields do not verify (EDGE_FLEET_SECRET): refused; the next walk writes them again", b2i(fg.State)},
+		{"event", "events: events of the shared feed do not verify (EDGE_FLEET_SECRET): refused", fg.Events},
+		{"deleted", "events: events were deleted from the shared feed: a member that had not read them lacks them", fg.Deleted},
+		{"stream", "events: stream entries past the shared feed's last event (a forged or far-future id) removed", fg.Stream},
+		{"lost", "events: the shared feed is gone (Redis restarted empty, or its keys expired): it starts again, earlier cursors answer 410", b2i(fg.Lost)},
+	} {
+		if c.n == 0 {
+			continue
+		}
+		if f.alarms.by == nil {
+			f.alarms.by = make(map[string]*alarm)
+		}
+		a := f.alarms.by[c.cause]
+		if a == nil {
+			a = &alarm{}
+			f.alarms.by[c.cause] = a
+		}
+		a.pending += c.n
+		if !a.last.IsZero() && now.Sub(a.last) < alarmEvery {
+			continue
+		}
+		f.cfg.Log.ErrorContext(ctx, c.msg, "pms", f.cfg.Mode, "cause", c.cause, "count", a.pending)
+		a.last, a.pending = now, 0
+	}
 }

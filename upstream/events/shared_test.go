@@ -26,14 +26,14 @@ type memShared struct {
 
 var errDown = errors.New("shared feed down")
 
-func (m *memShared) Append(_ context.Context, w Walk) error {
+func (m *memShared) Append(_ context.Context, w Walk) (Forged, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.down {
-		return errDown
+		return Forged{}, errDown
 	}
 	if w.Prev != m.walk || w.At <= m.walk {
-		return ErrConflict
+		return Forged{}, ErrConflict
 	}
 	if m.walk == 0 {
 		m.floor = EndOf(w.At)
@@ -43,7 +43,7 @@ func (m *memShared) Append(_ context.Context, w Walk) error {
 	}
 	m.walk, m.base = w.At, w.Snapshot
 	m.appends++
-	return nil
+	return Forged{}, nil
 }
 
 func (m *memShared) Base(_ context.Context, have int64) (int64, *upstream.Snapshot, error) {

@@ -109,7 +109,7 @@ func TestFeedsShareOneFeed(t *testing.T) {
 				t.Errorf("member %d: %v; want %v", i, got, want)
 			}
 		}
-		n, err := f.raw(t).XLen(context.Background(), "pe:ev:{aurora:live}:s").Result()
+		n, err := f.raw(t).XLen(context.Background(), "pe:ev2:{aurora:live}:s").Result()
 		if err != nil || n != 6 {
 			t.Errorf("stream length %d (%v); want 6: one append per walk", n, err)
 		}
