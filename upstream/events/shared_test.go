@@ -22,6 +22,7 @@ type memShared struct {
 	events  []Stored
 	appends int
 	down    bool
+	forged  Forged // what each read reports
 }
 
 var errDown = errors.New("shared feed down")
@@ -64,7 +65,7 @@ func (m *memShared) Read(_ context.Context, after Pos, n int) (Batch, error) {
 	if m.down {
 		return Batch{}, errDown
 	}
-	b := Batch{Floor: m.floor, Walk: m.walk}
+	b := Batch{Floor: m.floor, Walk: m.walk, Forged: m.forged}
 	for _, e := range m.events {
 		if e.Pos.Compare(after) > 0 && len(b.Events) < n {
 			b.Events, b.Through = append(b.Events, e), e.Pos
@@ -241,4 +242,30 @@ func TestSharedFeedCopyRefreshedInTheBackground(t *testing.T) {
 		es, _, err := page(t, b.f, cursor, 50, all{})
 		return err == nil && len(es) == 1
 	})
+}
+
+// What the shared feed refuses is logged at ERROR at most once a minute
+// per cause, each line counting what was found since the previous one: a
+// forger writing on every read cannot flood the log, nor go unseen.
+func TestSharedFeedForgeriesLoggedOnceAMinute(t *testing.T) {
+	c := &clock{t0}
+	sh := &memShared{forged: Forged{Events: 2}}
+	lg, buf := testkit.NewLogger()
+	f := newFeed(t, c, Config{Shared: sh, Log: lg})
+	for range 3 {
+		if err := f.sync(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := buf.Count("level=ERROR"); n != 1 || buf.Count("cause=event count=2") != 1 {
+		t.Fatalf("three reads within a minute: %d ERROR lines; want one, count=2:\n%s", n, buf)
+	}
+	sh.forged = Forged{Events: 1, Deleted: 1}
+	c.now = t0.Add(time.Minute)
+	if err := f.sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if buf.Count("cause=event count=5") != 1 || buf.Count("cause=deleted count=1") != 1 || buf.Count("level=ERROR") != 3 {
+		t.Errorf("a minute later: want one line per cause, the events' counting the four held back and this one:\n%s", buf)
+	}
 }
