@@ -515,7 +515,7 @@ func fleetFeed(t *testing.T, rdb redis.UniversalClient, redisEnv ...string) {
 			}
 			return true
 		})
-		n, err := rdb.XLen(context.Background(), "pe:ev:{aurora:live}:s").Result()
+		n, err := rdb.XLen(context.Background(), "pe:ev2:{aurora:live}:s").Result()
 		if err != nil || int(n) != len(want) {
 			t.Errorf("after change %d: the stream holds %d events (%v), members answer %d: each walk is appended once", walks, n, err, len(want))
 		}

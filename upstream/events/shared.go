@@ -52,13 +52,23 @@ type Forged struct {
 	// Lost: the feed is gone (Redis restarted empty, or its keys
 	// expired): it starts again, and earlier cursors answer 410.
 	Lost bool
+	// Base: the base (the last walk's properties) does not verify, and
+	// the member reading it does not hold that walk: the feed starts again
+	// from its walk.
+	Base bool
 }
 
 // any reports whether f found anything.
-func (f Forged) any() bool { return f.State || f.Events > 0 || f.Deleted > 0 || f.Stream > 0 || f.Lost }
+func (f Forged) any() bool {
+	return f.State || f.Events > 0 || f.Deleted > 0 || f.Stream > 0 || f.Lost || f.Base
+}
 
 // ErrConflict is an Append whose Prev is not the shared feed's last walk.
 var ErrConflict = errors.New("events: the shared feed moved on")
+
+// ErrForged wraps a Shared error that means what the feed keeps does not
+// verify under EDGE_FLEET_SECRET (its base): logged at ERROR.
+var ErrForged = errors.New("events: the shared feed holds what no member wrote")
 
 // ErrSharedUnavailable wraps a Shared error that means the shared store
 // is away (Redis down, its breaker open, writes refused): the fleet's
@@ -84,9 +94,13 @@ type Walk struct {
 	// whichever member makes it.
 	Snapshot *upstream.Snapshot
 	// Floor is the appending member's copy's floor (zero: it has none):
-	// an append that repairs forged position fields never raises the
-	// feed's floor above it, so no cursor the member serves expires.
+	// an append that writes forged position fields again starts the feed
+	// there when nothing in the stream says where it starts.
 	Floor Pos
+	// Restart starts the feed again from this walk, a new baseline (no
+	// events, earlier cursors 410), over a base that does not verify
+	// (ErrForged) that the member does not hold either: the feed goes on.
+	Restart bool
 }
 
 // Stored is one event as the shared feed keeps it.
@@ -137,10 +151,22 @@ func (f *Feed) lead(ctx context.Context, s *upstream.Snapshot, walk int64) {
 	for attempt := 0; attempt < 2; attempt++ {
 		if f.base == nil || attempt > 0 {
 			var have int64
-			if f.base != nil {
+			if f.base != nil && attempt == 0 {
 				have = f.base.walk
-			}
+			} // after a conflict, the base in full: it names its own walk
 			bw, base, err := f.cfg.Shared.Base(ctx, have)
+			if errors.Is(err, ErrForged) && f.base == nil {
+				// Nobody can diff against a base that does not verify: a
+				// new baseline, so that the feed goes on.
+				f.alarm(ctx, Forged{Base: true})
+				forged, err := f.cfg.Shared.Append(ctx, Walk{At: walk, Snapshot: s, Restart: true})
+				f.alarm(ctx, forged)
+				if err == nil {
+					f.base = next
+					f.sharedWalk.Store(walk)
+				}
+				return
+			}
 			if err != nil {
 				f.logShared(ctx, "events: the shared feed's base could not be read; this walk makes no events", err)
 				return
@@ -325,6 +351,7 @@ func (f *Feed) alarm(ctx context.Context, fg Forged) {
 		{"deleted", "events: events were deleted from the shared feed: a member that had not read them lacks them", fg.Deleted},
 		{"stream", "events: stream entries past the shared feed's last event (a forged or far-future id) removed", fg.Stream},
 		{"lost", "events: the shared feed is gone (Redis restarted empty, or its keys expired): it starts again, earlier cursors answer 410", b2i(fg.Lost)},
+		{"base", "events: the shared feed's base does not verify (EDGE_FLEET_SECRET) and no member holds it: the feed starts again from this walk", b2i(fg.Base)},
 	} {
 		if c.n == 0 {
 			continue

@@ -6,12 +6,13 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
-	"errors"
+	"fmt"
 	"io"
 	"time"
 
 	"github.com/partner-edge/partner-edge/mapping"
 	"github.com/partner-edge/partner-edge/upstream"
+	"github.com/partner-edge/partner-edge/upstream/events"
 	"github.com/partner-edge/partner-edge/upstream/fleet"
 )
 
@@ -30,8 +31,8 @@ const (
 	baseHead   = 1 + baseMAC + 8
 )
 
-// errBadBase is a base that does not verify or decode.
-var errBadBase = errors.New("redisevents: the shared feed's base does not verify (EDGE_FLEET_SECRET) or decode")
+// errBadBase is a base that does not verify or decode: events.ErrForged.
+var errBadBase = fmt.Errorf("redisevents: the shared feed's base does not verify (EDGE_FLEET_SECRET) or decode: %w", events.ErrForged)
 
 func (s *Store) encodeBase(snap *upstream.Snapshot, walk int64) ([]byte, error) {
 	var payload bytes.Buffer

@@ -293,3 +293,52 @@ func flushAll(ctx context.Context, c redis.UniversalClient) error {
 	}
 	return c.FlushAll(ctx).Err()
 }
+
+// Position fields signed once and written back later (a replay) would
+// hide every event after them: the appender, whose walk is newer, writes
+// them again as it does forged ones.
+func TestReplayedStateWrittenAgain(t *testing.T) {
+	eachForm(t, func(t *testing.T, f form) {
+		fl := newFleet(t, f)
+		ctx := context.Background()
+		saved, err := fl.raw.HGetAll(ctx, fl.store.state).Result() // after walk 2
+		if err != nil {
+			t.Fatal(err)
+		}
+		fl.walk(t, 1)
+		before := fl.ms[0].read(t, fl.list)
+		for k, v := range saved {
+			fl.forge(t, k, v)
+		}
+		fl.walk(t, 2)
+		fl.logged(t, fl.ms[2:], "state")
+		fl.check(t, before, 2)
+	})
+}
+
+// A base that does not verify, read by a member that does not hold the
+// last walk: it starts the feed again from its walk (a new baseline)
+// rather than make no events for good.
+func TestForgedBaseStartsAgain(t *testing.T) {
+	eachForm(t, func(t *testing.T, f form) {
+		fl := newFleet(t, f)
+		ctx := context.Background()
+		if err := fl.raw.Set(ctx, fl.store.base, "\x02"+strings.Repeat("x", 60), 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		nc := newMember(t, f, fl.clock.Now)
+		fl.ms[0] = nc // walks next without the last walk's snapshot
+		fl.walk(t, 0)
+		fl.logged(t, fl.ms[:1], "base")
+		list := fl.ms[1].feed.Next(fl.last())
+		fl.walk(t, 0)
+		for i, m := range append(slices.Clone(fl.ms), fl.newcomer(t)) {
+			if got := m.read(t, list); len(got) != 2 {
+				t.Errorf("member %d after the new baseline: %v; want the next walk's two events", i, got)
+			}
+			if _, _, err := m.page(fl.list, true, 10); !errors.Is(err, events.ErrCursorExpired) {
+				t.Errorf("member %d, a cursor from before the new baseline: %v; want expired", i, err)
+			}
+		}
+	})
+}

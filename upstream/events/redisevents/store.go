@@ -95,20 +95,25 @@ const minExpiry = 24 * time.Hour
 // Append is events.Shared's. It reads the feed's state first and signs
 // the state it writes: the compare and set is on the signature read.
 // State missing: the feed starts (again, Forged.Lost, when w.Prev is
-// set: from w.Prev, its changes the first events). State forged: the
-// fields are written again from what verifies (the newest event that
-// verifies, w.Prev, w.Floor), under a new epoch (Forged.State).
+// set: from w.Prev, its changes the first events). State forged, or
+// older than w.Prev (fields signed once, written back): the fields are
+// written again from what verifies (the newest event that verifies, the
+// oldest one's chain, w.Floor), under a new epoch (Forged.State).
+// w.Restart: a new baseline at w.At, whatever the state.
 func (s *Store) Append(ctx context.Context, w events.Walk) (events.Forged, error) {
 	var fg events.Forged
-	var reply any
+	var reply []any
 	err := s.do(ctx, func(ctx context.Context, rdb redis.UniversalClient) (err error) {
-		reply, err = stateScript.Run(ctx, rdb, []string{s.state}).Result()
+		reply, err = stateScript.Run(ctx, rdb, []string{s.state, s.stream}).Slice()
 		return err
 	})
 	if err != nil {
 		return fg, err
 	}
-	cur, sig, present, ok := s.parseState(reply)
+	if len(reply) != 2 {
+		return fg, errors.New("redisevents: unexpected reply to the state")
+	}
+	cur, sig, present, ok := s.parseState(reply[0])
 	var st state // the state the walk's events follow
 	fresh := false
 	switch {
@@ -119,7 +124,19 @@ func (s *Store) Append(ctx context.Context, w events.Walk) (events.Forged, error
 		if w.Prev == 0 {
 			w.Changes = nil // the feed's first walk is its baseline
 		}
+	case w.Restart:
+		// The base does not verify: a new baseline, as when the feed is lost.
+		fresh = true
+		st = state{epoch: newEpoch(), floor: events.EndOf(w.At), last: events.EndOf(w.At)}
+		w.Changes = nil
 	case !ok:
+		fg.State = true
+		if st, err = s.repaired(ctx, w); err != nil {
+			return fg, err
+		}
+	case w.Prev != 0 && cur.walk < w.Prev:
+		// Older than the walk this member appended or read: fields signed
+		// once, written back (a replay). Written again as forged ones are.
 		fg.State = true
 		if st, err = s.repaired(ctx, w); err != nil {
 			return fg, err
@@ -127,6 +144,19 @@ func (s *Store) Append(ctx context.Context, w events.Walk) (events.Forged, error
 	default:
 		if cur.walk != w.Prev || w.At <= cur.walk {
 			return fg, events.ErrConflict
+		}
+		if past, _ := reply[1].([]any); len(past) > 0 {
+			// Entries past the last event: forged ones, which the append
+			// removes, unless one verifies: then the fields are older than
+			// the stream (a replay), and so is the member's base: it reads
+			// the base again (which names its own walk) and appends after it.
+			newest, err := s.newest(ctx)
+			if err != nil {
+				return fg, err
+			}
+			if newest != nil && newest.pos.Compare(cur.last) > 0 {
+				return fg, events.ErrConflict
+			}
 		}
 		st = cur
 	}
@@ -280,12 +310,10 @@ func (s *Store) Base(ctx context.Context, have int64) (int64, *upstream.Snapshot
 	if err != nil {
 		return 0, nil, err
 	}
-	if ok {
-		if walk > st.walk {
-			return 0, nil, errBadBase
-		}
+	if ok && walk <= st.walk {
 		walk = st.walk // the base is unchanged since the walk it was written at
-	}
+	} // else the fields are forged or older than the base (a replay): the base's own walk
+
 	return walk, upstream.NewSnapshot(items, time.UnixMilli(walk)), nil
 }
 
