@@ -256,3 +256,37 @@ func testForgeries(t *testing.T, f form) {
 		}
 	}
 }
+
+// MaxBytes bounds the stream by bytes as memory is bounded: the oldest
+// events go first, the bound held to one event, and the floor rises to
+// the last one dropped.
+func TestStoreBoundByBytes(t *testing.T) { eachForm(t, testBoundByBytes) }
+
+func testBoundByBytes(t *testing.T, f form) {
+	{
+		ctx := context.Background()
+		size := int64(len(item(1, "A0").ID) + 1 + len(item(1, "A0").JSON) + entryOverhead) // one event's bytes as counted
+		s := newStore(t, f.client(t), Config{MaxBytes: 2*size + size/2, Now: at(t0.Add(time.Hour))})
+		prev := int64(0)
+		var walks []int64
+		for i := range 6 {
+			w := t0.Add(time.Duration(i) * time.Minute).UnixMilli()
+			it := item(1, fmt.Sprint("A", i))
+			var ch []events.Change
+			if prev != 0 {
+				ch = []events.Change{{Type: events.Updated, Item: it}}
+			}
+			if _, err := s.Append(ctx, events.Walk{Prev: prev, At: w, Changes: ch, Snapshot: snapOf(it)}); err != nil {
+				t.Fatal(err)
+			}
+			prev, walks = w, append(walks, w)
+		}
+		b, err := s.Read(ctx, events.Pos{}, 10)
+		if err != nil || len(b.Events) != 3 || b.Events[0].Pos.Walk != walks[3] || b.Floor != (events.Pos{Walk: walks[2]}) {
+			t.Fatalf("bytes bound of two and a half events: %+v %v; want the three newest (the bound held to one event), the floor at the last dropped", b, err)
+		}
+		if b.Forged != (events.Forged{}) {
+			t.Errorf("trimmed events taken for deleted ones: %+v", b.Forged)
+		}
+	}
+}
