@@ -20,15 +20,21 @@ import (
 //   - partner_edge.events.age (partner_edge_events_age_seconds): age of
 //     the oldest event held, 0 with none: how far back a cursor still
 //     works (at most EDGE_EVENTS_RETENTION).
+//   - partner_edge.events.refused (partner_edge_events_refused_total):
+//     what this member found in the shared feed that no member wrote, by
+//     cause (shared.go's alarm): every one counted, where the log says it
+//     once a minute.
 type metrics struct {
 	counter metric.Int64Counter
 	byType  [Removed + 1]metric.AddOption // by Type
+	refused metric.Int64Counter
+	byCause map[string]metric.AddOption // by the alarm's cause; fixed at start
 	reg     metric.Registration
 }
 
 func newMetrics(meter metric.Meter, mode string, stats func() (int, int64), now func() time.Time) (*metrics, error) {
 	m := &metrics{}
-	var errs [4]error
+	var errs [5]error
 	var length metric.Int64ObservableGauge
 	var ageS metric.Float64ObservableGauge
 	m.counter, errs[0] = meter.Int64Counter("partner_edge.events.published", metric.WithUnit("{event}"),
@@ -37,10 +43,17 @@ func newMetrics(meter metric.Meter, mode string, stats func() (int, int64), now 
 		metric.WithDescription("Property change events the feed holds."))
 	ageS, errs[2] = meter.Float64ObservableGauge("partner_edge.events.age", metric.WithUnit("s"),
 		metric.WithDescription("Age of the oldest property change event the feed holds (0: none)."))
+	m.refused, errs[4] = meter.Int64Counter("partner_edge.events.refused", metric.WithUnit("{item}"),
+		metric.WithDescription("What this member found in the shared events feed that no member wrote (or lost), by cause."))
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
 	pms := attribute.String("pms", mode)
+	m.byCause = make(map[string]metric.AddOption, len(alarmCauses))
+	for _, c := range alarmCauses {
+		m.byCause[c] = metric.WithAttributeSet(attribute.NewSet(pms, attribute.String("cause", c)))
+		m.refused.Add(context.Background(), 0, m.byCause[c])
+	}
 	for _, t := range Types {
 		m.byType[t] = metric.WithAttributeSet(attribute.NewSet(pms, attribute.String("type", t.String())))
 		m.counter.Add(context.Background(), 0, m.byType[t])
@@ -76,6 +89,14 @@ func (m *metrics) published(changes []Change) {
 			m.counter.Add(context.Background(), n[t], m.byType[t])
 		}
 	}
+}
+
+// forged counts n found of cause; a nil m counts nothing.
+func (m *metrics) forged(cause string, n int) {
+	if m == nil || n <= 0 {
+		return
+	}
+	m.refused.Add(context.Background(), int64(n), m.byCause[cause])
 }
 
 func (m *metrics) close() { _ = m.reg.Unregister() }

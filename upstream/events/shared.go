@@ -318,6 +318,9 @@ func (l *eventLog) restart(p Pos) {
 // found since the previous one.
 const alarmEvery = time.Minute
 
+// alarmCauses are the alarms' causes (the refused metric's cause label).
+var alarmCauses = []string{"state", "event", "deleted", "stream", "lost", "base"}
+
 type alarm struct {
 	last    time.Time // the last line; zero: none yet
 	pending int       // found since
@@ -356,6 +359,7 @@ func (f *Feed) alarm(ctx context.Context, fg Forged) {
 		if c.n == 0 {
 			continue
 		}
+		f.metrics.forged(c.cause, c.n)
 		if f.alarms.by == nil {
 			f.alarms.by = make(map[string]*alarm)
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/partner-edge/partner-edge/mapping"
+	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream"
 )
@@ -251,7 +252,12 @@ func TestSharedFeedForgeriesLoggedOnceAMinute(t *testing.T) {
 	c := &clock{t0}
 	sh := &memShared{forged: Forged{Events: 2}}
 	lg, buf := testkit.NewLogger()
-	f := newFeed(t, c, Config{Shared: sh, Log: lg})
+	tel, err := observability.New(context.Background(), observability.Config{Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
+	f := newFeed(t, c, Config{Shared: sh, Log: lg, Meter: tel.Meter()})
 	for range 3 {
 		if err := f.sync(context.Background()); err != nil {
 			t.Fatal(err)
@@ -267,5 +273,11 @@ func TestSharedFeedForgeriesLoggedOnceAMinute(t *testing.T) {
 	}
 	if buf.Count("cause=event count=5") != 1 || buf.Count("cause=deleted count=1") != 1 || buf.Count("level=ERROR") != 3 {
 		t.Errorf("a minute later: want one line per cause, the events' counting the four held back and this one:\n%s", buf)
+	}
+	fams := testkit.Scrape(t, tel.MetricsHandler()) // the metric counts every one
+	for cause, want := range map[string]float64{"event": 7, "deleted": 1, "state": 0} {
+		if got := testkit.Series(t, fams, "partner_edge_events_refused_total", map[string]string{"pms": "live", "cause": cause}).GetCounter().GetValue(); got != want {
+			t.Errorf("partner_edge_events_refused_total{cause=%q} = %v, want %v", cause, got, want)
+		}
 	}
 }
