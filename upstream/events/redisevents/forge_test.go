@@ -342,3 +342,21 @@ func TestForgedBaseStartsAgain(t *testing.T) {
 		}
 	})
 }
+
+// The position fields deleted alone (the stream and the base still
+// there) are forged ones, not a feed lost: written again, no cursor
+// expires.
+func TestDeletedStateWrittenAgain(t *testing.T) {
+	eachForm(t, func(t *testing.T, f form) {
+		fl := newFleet(t, f)
+		before := fl.ms[0].read(t, fl.list)
+		if err := fl.raw.Del(context.Background(), fl.store.state).Err(); err != nil {
+			t.Fatal(err)
+		}
+		nc := newMember(t, f, fl.clock.Now)
+		fl.ms[1] = nc // walks next without the last walk's snapshot: it reads the base
+		fl.walk(t, 1)
+		fl.logged(t, fl.ms[1:2], "state")
+		fl.check(t, before, 2)
+	})
+}

@@ -88,15 +88,16 @@ redis.call('HSET', KEYS[2], 'epoch', ARGV[4], 'walk', ARGV[5], 'floor', ARGV[6],
 for k = 1, 3 do redis.call('PEXPIRE', KEYS[k], ARGV[15]) end
 return {1, removed}`)
 
-// stateScript answers the state's fields and the stream's first entry
-// past the state's last event, if any: KEYS state, stream.
+// stateScript answers the state's fields, the stream's first entry past
+// the state's last event, if any, and how many of the stream and the base
+// exist: KEYS state, stream, base.
 var stateScript = redis.NewScript(`
 local m = redis.call('HMGET', KEYS[1], 'epoch', 'walk', 'floor', 'last', 'n', 'nb', 'kc', 'kb', 'cut', 'sig')
 local past = {}
 if m[4] and string.match(m[4], '^%d+%-%d+$') then
   past = redis.call('XRANGE', KEYS[2], '(' .. m[4], '+', 'COUNT', 1)
 end
-return {m, past}`)
+return {m, past, redis.call('EXISTS', KEYS[2], KEYS[3])}`)
 
 // baseScript answers the state's fields and, unless its walk is ARGV[1],
 // at most ARGV[2]+1 bytes of the base: KEYS state, base.

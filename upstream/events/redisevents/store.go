@@ -104,16 +104,19 @@ func (s *Store) Append(ctx context.Context, w events.Walk) (events.Forged, error
 	var fg events.Forged
 	var reply []any
 	err := s.do(ctx, func(ctx context.Context, rdb redis.UniversalClient) (err error) {
-		reply, err = stateScript.Run(ctx, rdb, []string{s.state, s.stream}).Slice()
+		reply, err = stateScript.Run(ctx, rdb, []string{s.state, s.stream, s.base}).Slice()
 		return err
 	})
 	if err != nil {
 		return fg, err
 	}
-	if len(reply) != 2 {
+	if len(reply) != 3 {
 		return fg, errors.New("redisevents: unexpected reply to the state")
 	}
 	cur, sig, present, ok := s.parseState(reply[0])
+	if others, _ := reply[2].(int64); !present && others > 0 {
+		present = true // the state alone is gone: deleted, not lost with the rest
+	}
 	var st state // the state the walk's events follow
 	fresh := false
 	switch {
@@ -166,11 +169,9 @@ func (s *Store) Append(ctx context.Context, w events.Walk) (events.Forged, error
 			return fg, err
 		}
 	}
-	bound := streamID(st.last)
 	next := st
 	next.walk = w.At
-	args := make([]any, 0, 15+8*len(w.Changes))
-	args = append(args, sig, boolArg(fresh), bound)
+	evs := make([]any, 0, 8*len(w.Changes))
 	for i, c := range w.Changes {
 		id := streamID(events.Pos{Walk: w.At, Seq: uint32(i)})
 		t := strconv.Itoa(int(c.Type))
@@ -178,18 +179,19 @@ func (s *Store) Append(ctx context.Context, w events.Walk) (events.Forged, error
 		next.n++
 		next.nb += int64(len(c.Item.ID) + len(t) + len(c.Item.JSON) + entryOverhead)
 		cs, bs := strconv.FormatInt(next.n, 10), strconv.FormatInt(next.nb, 10)
-		args = append(args, id, c.Item.ID, t, c.Item.JSON, prev, cs, bs, s.mac(id, prev, cs, bs, c.Item.ID, t, c.Item.JSON))
+		evs = append(evs, id, c.Item.ID, t, c.Item.JSON, prev, cs, bs, s.mac(id, prev, cs, bs, c.Item.ID, t, c.Item.JSON))
 		next.last = events.Pos{Walk: w.At, Seq: uint32(i)}
 	}
 	next.kc = max(next.kc, next.n-int64(s.cfg.Max)+1)
 	next.kb = max(next.kb, next.nb-s.cfg.MaxBytes)
 	next.cut = max(next.cut, s.cfg.Now().Add(-s.cfg.Retention).UnixMilli())
-	head := make([]any, 0, 12)
+	args := make([]any, 0, 15+len(evs))
+	args = append(args, sig, boolArg(fresh), streamID(st.last))
 	for _, v := range s.values(next) {
-		head = append(head, v)
+		args = append(args, v)
 	}
-	head = append(head, frame, max(s.cfg.Retention, minExpiry).Milliseconds())
-	args = append(args[:3], append(head, args[3:]...)...)
+	args = append(args, frame, max(s.cfg.Retention, minExpiry).Milliseconds())
+	args = append(args, evs...)
 	var res []int64
 	err = s.do(ctx, func(ctx context.Context, rdb redis.UniversalClient) (err error) {
 		res, err = appendScript.Run(ctx, rdb, []string{s.stream, s.state, s.base}, args...).Int64Slice()
@@ -294,15 +296,15 @@ func (s *Store) Base(ctx context.Context, have int64) (int64, *upstream.Snapshot
 		return 0, nil, errors.New("redisevents: unexpected reply to the base")
 	}
 	st, _, present, ok := s.parseState(reply[0])
+	frame := str(reply[1])
 	switch {
-	case !present:
-		return 0, nil, nil
+	case !present && frame == "":
+		return 0, nil, nil // no feed
 	case ok && st.walk == have:
 		return have, nil, nil
 	case reply[1] == nil && !ok:
 		return have, nil, nil // the walk field says have: the base is the member's own
 	}
-	frame := str(reply[1])
 	if len(frame) > s.cfg.MaxBase {
 		return 0, nil, fleet.ErrTooLarge
 	}
@@ -338,14 +340,14 @@ func (s *Store) Read(ctx context.Context, after events.Pos, n int) (events.Batch
 		return events.Batch{}, errors.New("redisevents: unexpected reply to a read")
 	}
 	st, _, present, ok := s.parseState(reply[0])
+	head, _ := reply[1].([]any)
 	switch {
-	case !present:
+	case !present && len(head) == 0:
 		return events.Batch{}, nil
-	case !ok:
+	case !ok: // forged, or deleted while the stream is there
 		return events.Batch{Forged: events.Forged{State: true}}, nil
 	}
 	b := events.Batch{Walk: st.walk, Epoch: st.epoch, Floor: st.floor}
-	head, _ := reply[1].([]any)
 	if len(head) == 1 {
 		if e, _, ok := s.entry(head[0]); ok && st.trimmed(e.prev, e.c-1, e.b-e.size) {
 			b.Floor = max2(st.floor, e.prev)
