@@ -51,8 +51,8 @@ func newMetrics(meter metric.Meter, mode string, stats func() (int, int64), now 
 	pms := attribute.String("pms", mode)
 	m.byCause = make(map[string]metric.AddOption, len(alarmCauses))
 	for _, c := range alarmCauses {
-		m.byCause[c] = metric.WithAttributeSet(attribute.NewSet(pms, attribute.String("cause", c)))
-		m.refused.Add(context.Background(), 0, m.byCause[c])
+		m.byCause[c.cause] = metric.WithAttributeSet(attribute.NewSet(pms, attribute.String("cause", c.cause)))
+		m.refused.Add(context.Background(), 0, m.byCause[c.cause])
 	}
 	for _, t := range Types {
 		m.byType[t] = metric.WithAttributeSet(attribute.NewSet(pms, attribute.String("type", t.String())))

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"sort"
-	"sync"
-	"time"
 
 	"github.com/partner-edge/partner-edge/upstream"
 )
@@ -311,68 +309,4 @@ func (l *eventLog) restart(p Pos) {
 	defer l.mu.Unlock()
 	clear(l.entries)
 	l.entries, l.floor, l.started = nil, p, true
-}
-
-// The feed's alarms: what it found forged in the shared feed, logged at
-// ERROR at most once a minute per cause, each line counting what was
-// found since the previous one.
-const alarmEvery = time.Minute
-
-// alarmCauses are the alarms' causes (the refused metric's cause label).
-var alarmCauses = []string{"state", "event", "deleted", "stream", "lost", "base"}
-
-type alarm struct {
-	last    time.Time // the last line; zero: none yet
-	pending int       // found since
-}
-
-type alarms struct {
-	mu sync.Mutex
-	by map[string]*alarm
-}
-
-// alarm logs what fg found (nothing when it found nothing).
-func (f *Feed) alarm(ctx context.Context, fg Forged) {
-	if !fg.any() {
-		return
-	}
-	b2i := func(b bool) int {
-		if b {
-			return 1
-		}
-		return 0
-	}
-	now := f.cfg.Now()
-	f.alarms.mu.Lock()
-	defer f.alarms.mu.Unlock()
-	for _, c := range []struct {
-		cause, msg string
-		n          int
-	}{
-		{"state", "events: the shared feed's position fields do not verify (EDGE_FLEET_SECRET): refused; the next walk writes them again", b2i(fg.State)},
-		{"event", "events: events of the shared feed do not verify (EDGE_FLEET_SECRET): refused", fg.Events},
-		{"deleted", "events: events were deleted from the shared feed: a member that had not read them lacks them", fg.Deleted},
-		{"stream", "events: stream entries past the shared feed's last event (a forged or far-future id) removed", fg.Stream},
-		{"lost", "events: the shared feed is gone (Redis restarted empty, or its keys expired): it starts again, earlier cursors answer 410", b2i(fg.Lost)},
-		{"base", "events: the shared feed's base does not verify (EDGE_FLEET_SECRET) and no member holds it: the feed starts again from this walk", b2i(fg.Base)},
-	} {
-		if c.n == 0 {
-			continue
-		}
-		f.metrics.forged(c.cause, c.n)
-		if f.alarms.by == nil {
-			f.alarms.by = make(map[string]*alarm)
-		}
-		a := f.alarms.by[c.cause]
-		if a == nil {
-			a = &alarm{}
-			f.alarms.by[c.cause] = a
-		}
-		a.pending += c.n
-		if !a.last.IsZero() && now.Sub(a.last) < alarmEvery {
-			continue
-		}
-		f.cfg.Log.ErrorContext(ctx, c.msg, "pms", f.cfg.Mode, "cause", c.cause, "count", a.pending)
-		a.last, a.pending = now, 0
-	}
 }

@@ -1,19 +1,19 @@
 // Package redisevents keeps a fleet's one feed of property changes in its
 // Redis (docs/contract.md section 23; docs/scaling.md, "The events feed"):
-// per PMS (brand and mode) a stream of events trimmed by retention and
-// count, the feed's state and the last walk's properties, appended once per
-// walk by the member that walked (a compare and set on the last walk) and
-// read by every member. Every form of the fleet's Redis works (one
-// primary, Sentinel, Cluster: the keys share a hash tag; TLS). What it
-// writes is signed with EDGE_FLEET_SECRET, as the shared snapshots are, and
-// what does not verify is never served.
+// per PMS (brand and mode) a stream of events trimmed by retention, count
+// and bytes, the feed's state (its position fields) and the last walk's
+// properties, appended once per walk by the member that walked (a compare
+// and set on the state's signature) and read by every member. Every form
+// of the fleet's Redis works (one primary, Sentinel, Cluster: the keys
+// share a hash tag; TLS). Everything it reads is signed with
+// EDGE_FLEET_SECRET, as the shared snapshots are, or checked against what
+// is (docs/scaling.md, "Who can steer the feed"): what does not verify is
+// never used, and is reported (events.Forged) so the feed logs it.
 package redisevents
 
 import (
 	"cmp"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"strconv"
@@ -209,78 +209,6 @@ func (s *Store) Append(ctx context.Context, w events.Walk) (events.Forged, error
 	return fg, nil
 }
 
-// repaired is the state to write again over forged fields, from what
-// verifies: the feed's last event is the newest event that verifies (its
-// counts with it; w.Prev must not be older than its walk: ErrConflict,
-// and the member reads the base), its floor the chain of the oldest event
-// (exact: the last event trimmed, or where the feed started), else the
-// appending member's floor (w.Floor), else the end of w.Prev. The trims
-// start again from there.
-func (s *Store) repaired(ctx context.Context, w events.Walk) (state, error) {
-	if w.Prev == 0 {
-		return state{}, events.ErrConflict // a member with no base cannot diff: it reads the base first
-	}
-	st := state{epoch: newEpoch(), floor: events.EndOf(w.Prev)}
-	if w.Floor != (events.Pos{}) {
-		st.floor = w.Floor
-	}
-	var head []any
-	err := s.do(ctx, func(ctx context.Context, rdb redis.UniversalClient) (err error) {
-		head, err = headScript.Run(ctx, rdb, []string{s.stream}).Slice()
-		return err
-	})
-	if err != nil {
-		return state{}, err
-	}
-	if len(head) == 1 {
-		if e, _, ok := s.entry(head[0]); ok {
-			st.floor = e.prev
-		}
-	}
-	st.last = st.floor
-	newest, err := s.newest(ctx)
-	if err != nil || newest == nil {
-		return st, err
-	}
-	if newest.pos.Walk > w.Prev {
-		return state{}, events.ErrConflict
-	}
-	st.last, st.n, st.nb = newest.pos, newest.c, newest.b
-	return st, nil
-}
-
-// maxTail bounds the entries repaired looks through, newest first, for
-// one that verifies: past them it takes none (a stream of forgeries).
-const maxTail = 10_000
-
-// newest is the newest entry of the stream that verifies (nil: none
-// among the newest maxTail).
-func (s *Store) newest(ctx context.Context) (*entry, error) {
-	from := "+"
-	for seen := 0; seen < maxTail; {
-		var es []any
-		err := s.do(ctx, func(ctx context.Context, rdb redis.UniversalClient) (err error) {
-			es, err = tailScript.Run(ctx, rdb, []string{s.stream}, from, 1000).Slice()
-			return err
-		})
-		if err != nil || len(es) == 0 {
-			return nil, err
-		}
-		for _, e := range es {
-			en, pos, ok := s.entry(e)
-			if ok {
-				return &en, nil
-			}
-			if pos == (events.Pos{}) {
-				return nil, nil
-			}
-			from = "(" + streamID(pos)
-		}
-		seen += len(es)
-	}
-	return nil, nil
-}
-
 // Base is events.Shared's. Forged position fields: the walk the base
 // was written at, which its signature covers.
 func (s *Store) Base(ctx context.Context, have int64) (int64, *upstream.Snapshot, error) {
@@ -317,137 +245,6 @@ func (s *Store) Base(ctx context.Context, have int64) (int64, *upstream.Snapshot
 	} // else the fields are forged or older than the base (a replay): the base's own walk
 
 	return walk, upstream.NewSnapshot(items, time.UnixMilli(walk)), nil
-}
-
-// Read is events.Shared's. It takes nothing from position fields that do
-// not verify (Forged.State, no walk); an event that does not verify is
-// left out (Forged.Events); an event the chain names that is gone (the
-// one before the first read is not after, the one before each is not the
-// previous, the last is not the state's) is counted (Forged.Deleted).
-// The floor is where the feed started or the last event trimmed rightly
-// (the oldest event's chain under the state's trims); never raised by a
-// deletion.
-func (s *Store) Read(ctx context.Context, after events.Pos, n int) (events.Batch, error) {
-	var reply []any
-	err := s.do(ctx, func(ctx context.Context, rdb redis.UniversalClient) (err error) {
-		reply, err = readScript.Run(ctx, rdb, []string{s.stream, s.state}, streamID(after), n).Slice()
-		return err
-	})
-	if err != nil {
-		return events.Batch{}, err
-	}
-	if len(reply) != 3 {
-		return events.Batch{}, errors.New("redisevents: unexpected reply to a read")
-	}
-	st, _, present, ok := s.parseState(reply[0])
-	head, _ := reply[1].([]any)
-	switch {
-	case !present && len(head) == 0:
-		return events.Batch{}, nil
-	case !ok: // forged, or deleted while the stream is there
-		return events.Batch{Forged: events.Forged{State: true}}, nil
-	}
-	b := events.Batch{Walk: st.walk, Epoch: st.epoch, Floor: st.floor}
-	if len(head) == 1 {
-		if e, _, ok := s.entry(head[0]); ok && st.trimmed(e.prev, e.c-1, e.b-e.size) {
-			b.Floor = max2(st.floor, e.prev)
-		}
-	} else if st.trimmed(st.last, st.n, st.nb) {
-		b.Floor = max2(st.floor, st.last)
-	} else {
-		b.Forged.Deleted++ // the stream lost events the state names
-	}
-	entries, _ := reply[2].([]any)
-	b.Full = len(entries) == n
-	prev, first := after, true
-	for _, raw := range entries {
-		e, pos, ok := s.entry(raw)
-		if pos != (events.Pos{}) {
-			b.Through = pos
-		}
-		if !ok {
-			b.Forged.Events++
-			continue
-		}
-		if first && e.prev.Compare(after) > 0 && e.prev.Compare(b.Floor) > 0 || !first && e.prev != prev {
-			b.Forged.Deleted++
-		}
-		prev, first = e.pos, false
-		b.Events = append(b.Events, events.Stored{Pos: e.pos, Type: e.typ, Prop: e.prop, Data: e.data})
-	}
-	if !b.Full && prev != st.last && st.last.Compare(after) > 0 && st.last.Compare(b.Floor) > 0 && len(head) == 1 {
-		b.Forged.Deleted++ // the newest events are gone
-	}
-	return b, nil
-}
-
-// entry is one event of the stream as read.
-type entry struct {
-	pos, prev  events.Pos // its id and the previous event's (its chain)
-	c, b, size int64      // its running count and bytes, and its own bytes
-	typ        events.Type
-	prop       string
-	data       []byte
-}
-
-// entry reads one stream entry, [id, [field, value...]], if it verifies;
-// pos is its position whether or not it does (zero: not a stream id).
-func (s *Store) entry(raw any) (_ entry, pos events.Pos, ok bool) {
-	pair, _ := raw.([]any)
-	if len(pair) != 2 {
-		return entry{}, pos, false
-	}
-	id := str(pair[0])
-	pos, err := parseID(id)
-	if err != nil {
-		return entry{}, pos, false
-	}
-	fields, _ := pair[1].([]any)
-	var prop, typ, data, prev, cs, bs, mac string
-	for i := 0; i+1 < len(fields); i += 2 {
-		switch v := str(fields[i+1]); str(fields[i]) {
-		case "p":
-			prop = v
-		case "t":
-			typ = v
-		case "d":
-			data = v
-		case "v":
-			prev = v
-		case "c":
-			cs = v
-		case "b":
-			bs = v
-		case "m":
-			mac = v
-		}
-	}
-	if len(s.secret) == 0 || !hmac.Equal([]byte(mac), s.mac(id, prev, cs, bs, prop, typ, []byte(data))) {
-		return entry{}, pos, false
-	}
-	t, err := strconv.Atoi(typ)
-	pp, err1 := parseID(prev)
-	c, err2 := strconv.ParseInt(cs, 10, 64)
-	b, err3 := strconv.ParseInt(bs, 10, 64)
-	if err != nil || err1 != nil || err2 != nil || err3 != nil || t < int(events.Created) || t > int(events.Removed) {
-		return entry{}, pos, false
-	}
-	return entry{pos: pos, prev: pp, c: c, b: b, size: int64(len(prop) + len(typ) + len(data) + entryOverhead),
-		typ: events.Type(t), prop: prop, data: []byte(data)}, pos, true
-}
-
-// mac is an event's HMAC-SHA256 under the secret, over the stream's name,
-// the event's id, the previous event's id, its running count and bytes
-// and its fields (so an event cannot be replayed elsewhere, nor the chain
-// cut unseen), truncated to 16 bytes.
-func (s *Store) mac(id, prev, c, b, prop, typ string, data []byte) []byte {
-	m := hmac.New(sha256.New, s.secret)
-	for _, part := range []string{s.stream, id, prev, c, b, prop, typ} {
-		m.Write([]byte(part))
-		m.Write([]byte{0})
-	}
-	m.Write(data)
-	return m.Sum(nil)[:16]
 }
 
 func max2(a, b events.Pos) events.Pos {
