@@ -17,9 +17,9 @@ type Shared interface {
 	// w.Prev (0: the feed does not exist yet, and w starts it) and w.At is
 	// newer; ErrConflict otherwise (another member appended meanwhile),
 	// nothing written. The changes' positions are (w.At, their index).
-	// A feed that is gone (Redis restarted empty) starts again from w.Prev
-	// when it is set: w's changes are its first events, its floor the
-	// end of w.Prev. Forged says what the append found that the fleet did
+	// A feed that is gone (Redis restarted empty) starts again: from
+	// w.Prev when it is w.Last (w's changes are its first events, its
+	// floor the end of w.Prev), else at w.At, a new baseline. Forged says what the append found that the fleet did
 	// not write, and repaired, so that appends go on.
 	Append(ctx context.Context, w Walk) (Forged, error)
 	// Base returns the shared feed's last walk and, unless it is have,
@@ -95,6 +95,11 @@ type Walk struct {
 	// an append that writes forged position fields again starts the feed
 	// there when nothing in the stream says where it starts.
 	Floor Pos
+	// Last is the shared feed's last walk as this member last read or
+	// appended it (0: none). A feed that is gone resumes from Prev only
+	// when it is Last: a member whose base is older may not diff from it
+	// for partners whose list was served from a later walk.
+	Last int64
 	// Restart starts the feed again from this walk, a new baseline (no
 	// events, earlier cursors 410), over a base that does not verify
 	// (ErrForged) that the member does not hold either: the feed goes on.
@@ -135,8 +140,9 @@ const syncBatch = 1000
 // served that walk's snapshot), else against the base the feed keeps.
 // Redis failing means no append: the next walk diffs against the same
 // base, so its events carry these changes too. A feed that is gone
-// (Redis restarted empty) starts again from the walk this member holds,
-// when it holds one: the lists served from it keep a cursor that works.
+// (Redis restarted empty) starts again from the walk this member holds
+// when that was the feed's last walk it knew: the lists served from it
+// keep a cursor that works.
 func (f *Feed) lead(ctx context.Context, s *upstream.Snapshot, walk int64) {
 	// Read the feed's last walk first: the snapshot this member served
 	// last is then most often that walk, and the diff needs no base read.
@@ -173,7 +179,7 @@ func (f *Feed) lead(ctx context.Context, s *upstream.Snapshot, walk int64) {
 				f.base = &baseline{walk: bw, snap: base}
 			}
 		}
-		w := Walk{At: walk, Snapshot: s}
+		w := Walk{At: walk, Snapshot: s, Last: f.sharedWalk.Load()}
 		w.Floor, _ = f.log.floorOf()
 		if f.base != nil {
 			if walk <= f.base.walk {

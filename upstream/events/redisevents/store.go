@@ -95,7 +95,8 @@ const minExpiry = 24 * time.Hour
 // Append is events.Shared's. It reads the feed's state first and signs
 // the state it writes: the compare and set is on the signature read.
 // State missing: the feed starts (again, Forged.Lost, when w.Prev is
-// set: from w.Prev, its changes the first events). State forged, or
+// set), at w.At, or from w.Prev when it is the feed's last walk the
+// member knew (w.Last), its changes the first events. State forged, or
 // older than w.Prev (fields signed once, written back): the fields are
 // written again from what verifies (the newest event that verifies, the
 // oldest one's chain, w.Floor), under a new epoch (Forged.State).
@@ -122,11 +123,13 @@ func (s *Store) Append(ctx context.Context, w events.Walk) (events.Forged, error
 	switch {
 	case !present:
 		fresh, fg.Lost = true, w.Prev != 0
-		from := cmp.Or(w.Prev, w.At)
-		st = state{epoch: newEpoch(), floor: events.EndOf(from), last: events.EndOf(from)}
-		if w.Prev == 0 {
+		from := w.At
+		if w.Prev != 0 && w.Prev == w.Last {
+			from = w.Prev // the member's base is the feed's last walk: resumed from it
+		} else {
 			w.Changes = nil // the feed's first walk is its baseline
 		}
+		st = state{epoch: newEpoch(), floor: events.EndOf(from), last: events.EndOf(from)}
 	case w.Restart:
 		// The base does not verify: a new baseline, as when the feed is lost.
 		fresh = true
