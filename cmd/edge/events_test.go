@@ -515,10 +515,70 @@ func fleetFeed(t *testing.T, rdb redis.UniversalClient, redisEnv ...string) {
 			}
 			return true
 		})
-		n, err := rdb.XLen(context.Background(), "pe:ev:{aurora:live}:s").Result()
+		n, err := rdb.XLen(context.Background(), "pe:ev2:{aurora:live}:s").Result()
 		if err != nil || int(n) != len(want) {
 			t.Errorf("after change %d: the stream holds %d events (%v), members answer %d: each walk is appended once", walks, n, err, len(want))
 		}
 		t.Logf("change %d: %d events, the same ids in the same order from the three members", walks, len(want))
 	}
+}
+
+// docs/contract.md section 23, Redis cannot steer the feed: a forged
+// floor in Redis once made every cursor 410, a fresh list's too, and the
+// edges then handed out cursors they refused. Through the binary, on a
+// real Redis: every member still answers the cursors from before and
+// from after the forgery, logs it at ERROR, and the feed goes on.
+func TestEventsForgedFloorThroughTheBinary(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("builds the edge and runs a Redis and three edges")
+	}
+	srv := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	pms := newFeedPMS(t)
+	k := newFeedKeys(t, []string{"*"})
+	edges := startFleetWith(t, buildEdge(t), 3, k.file, pms.liveURL, "EDGE_REDIS_URL="+srv.URL())
+	members := make([]partner, len(edges))
+	for i, e := range edges {
+		members[i] = partner{e.base, k.live}
+	}
+	_, before := members[0].list(t)
+	for _, m := range members[1:] {
+		m.list(t)
+	}
+	if err := rdb.HSet(context.Background(), "pe:ev2:{aurora:live}:m", "floor", "99999999999999-0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	logged := func() bool {
+		for _, e := range edges {
+			for _, line := range strings.Split(e.stderr.String(), "\n") {
+				if strings.Contains(line, `"level":"ERROR"`) && strings.Contains(line, `"cause":"state"`) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	testkit.Eventually(t, "a member logs the forged fields at ERROR", func() bool {
+		for i, m := range members {
+			_, fresh := m.list(t)
+			for _, c := range []string{before, fresh} {
+				if code, body := m.get(t, "events?after="+c); code != http.StatusOK {
+					t.Fatalf("member %d, cursor %s under a forged floor: %d %s; want 200", i, c, code, body)
+				}
+			}
+		}
+		return logged()
+	})
+	renameAll(t, pms.live, " F")
+	testkit.Eventually(t, "the rename reaches the feed of every member", func() bool {
+		for _, m := range members {
+			got := m.follow(t, before)
+			if len(got) == 0 || !strings.HasSuffix(got[len(got)-1].Data.Name, " F") {
+				return false
+			}
+		}
+		return true
+	})
 }

@@ -93,6 +93,8 @@ type Feed struct {
 	sharedWalk atomic.Int64 // the shared feed's last walk as last read
 	synced     atomic.Int64 // when it was last read (Now, Unix ns); 0: never
 	lastShared atomic.Pointer[upstream.Snapshot]
+	epoch      string // the shared feed's epoch the copy holds (syncMu); "": none
+	alarms     alarms
 	syncing    atomic.Bool
 	bg         context.Context // ends with Close
 	stop       context.CancelFunc

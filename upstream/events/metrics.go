@@ -27,15 +27,21 @@ import (
 //     walk when walks fail or the shared feed is not read.
 //   - partner_edge.events.size (partner_edge_events_size_bytes): the
 //     memory the events held take, as EDGE_EVENTS_MAX_BYTES counts it.
+//   - partner_edge.events.refused (partner_edge_events_refused_total):
+//     what this member found in the shared feed that no member wrote, by
+//     cause (shared.go's alarm): every one counted, where the log says it
+//     once a minute.
 type metrics struct {
 	counter metric.Int64Counter
 	byType  [Removed + 1]metric.AddOption // by Type
+	refused metric.Int64Counter
+	byCause map[string]metric.AddOption // by the alarm's cause; fixed at start
 	reg     metric.Registration
 }
 
 func newMetrics(meter metric.Meter, mode string, stats func() (int, int64), held func() int64, head func() int64, now func() time.Time) (*metrics, error) {
 	m := &metrics{}
-	var errs [6]error
+	var errs [7]error
 	var length, size metric.Int64ObservableGauge
 	var ageS, headS metric.Float64ObservableGauge
 	m.counter, errs[0] = meter.Int64Counter("partner_edge.events.published", metric.WithUnit("{event}"),
@@ -48,10 +54,17 @@ func newMetrics(meter metric.Meter, mode string, stats func() (int, int64), held
 		metric.WithDescription("Time since the walk the feed last reached."))
 	size, errs[5] = meter.Int64ObservableGauge("partner_edge.events.size", metric.WithUnit("By"),
 		metric.WithDescription("Memory the property change events held take, as EDGE_EVENTS_MAX_BYTES counts it."))
+	m.refused, errs[6] = meter.Int64Counter("partner_edge.events.refused", metric.WithUnit("{item}"),
+		metric.WithDescription("What this member found in the shared events feed that no member wrote (or lost), by cause."))
 	if err := errors.Join(errs[:]...); err != nil {
 		return nil, err
 	}
 	pms := attribute.String("pms", mode)
+	m.byCause = make(map[string]metric.AddOption, len(alarmCauses))
+	for _, c := range alarmCauses {
+		m.byCause[c.cause] = metric.WithAttributeSet(attribute.NewSet(pms, attribute.String("cause", c.cause)))
+		m.refused.Add(context.Background(), 0, m.byCause[c.cause])
+	}
 	for _, t := range Types {
 		m.byType[t] = metric.WithAttributeSet(attribute.NewSet(pms, attribute.String("type", t.String())))
 		m.counter.Add(context.Background(), 0, m.byType[t])
@@ -91,6 +104,14 @@ func (m *metrics) published(changes []Change) {
 			m.counter.Add(context.Background(), n[t], m.byType[t])
 		}
 	}
+}
+
+// forged counts n found of cause; a nil m counts nothing.
+func (m *metrics) forged(cause string, n int) {
+	if m == nil || n <= 0 {
+		return
+	}
+	m.refused.Add(context.Background(), int64(n), m.byCause[cause])
 }
 
 func (m *metrics) close() { _ = m.reg.Unregister() }

@@ -3,6 +3,7 @@ package events
 import (
 	"context"
 	"errors"
+	"sort"
 	"time"
 
 	"github.com/partner-edge/partner-edge/observability"
@@ -17,7 +18,11 @@ type Shared interface {
 	// w.Prev (0: the feed does not exist yet, and w starts it) and w.At is
 	// newer; ErrConflict otherwise (another member appended meanwhile),
 	// nothing written. The changes' positions are (w.At, their index).
-	Append(ctx context.Context, w Walk) error
+	// A feed that is gone (Redis restarted empty) starts again: from
+	// w.Prev when it is w.Last (w's changes are its first events, its
+	// floor the end of w.Prev), else at w.At, a new baseline. Forged says what the append found that the fleet did
+	// not write, and repaired, so that appends go on.
+	Append(ctx context.Context, w Walk) (Forged, error)
 	// Base returns the shared feed's last walk and, unless it is have,
 	// that walk's properties (0 and nil: no feed yet).
 	Base(ctx context.Context, have int64) (walk int64, base *upstream.Snapshot, err error)
@@ -26,8 +31,43 @@ type Shared interface {
 	Read(ctx context.Context, after Pos, n int) (Batch, error)
 }
 
+// Forged is what a read or an append of the shared feed found that no
+// member wrote with EDGE_FLEET_SECRET (docs/scaling.md, "Who can steer
+// the feed"): each is refused, and the feed logs it at ERROR.
+type Forged struct {
+	// State: the feed's position fields (its last walk, floor, last
+	// event...) do not verify. A read takes nothing from them; the next
+	// append writes them again from what verifies.
+	State bool
+	// Events: entries that do not verify, left out.
+	Events int
+	// Deleted: events the feed's chain names that are gone from it (an
+	// entry deleted): a member that did not read them before lacks them.
+	Deleted int
+	// Stream: entries past the feed's last event (a forged or far-future
+	// id), or the stream's last id moved past it, found and removed by an
+	// append, so that appends go on.
+	Stream int
+	// Lost: the feed is gone (Redis restarted empty, or its keys
+	// expired): it starts again, and earlier cursors answer 410.
+	Lost bool
+	// Base: the base (the last walk's properties) does not verify, and
+	// the member reading it does not hold that walk: the feed starts again
+	// from its walk.
+	Base bool
+}
+
+// any reports whether f found anything.
+func (f Forged) any() bool {
+	return f.State || f.Events > 0 || f.Deleted > 0 || f.Stream > 0 || f.Lost || f.Base
+}
+
 // ErrConflict is an Append whose Prev is not the shared feed's last walk.
 var ErrConflict = errors.New("events: the shared feed moved on")
+
+// ErrForged wraps a Shared error that means what the feed keeps does not
+// verify under EDGE_FLEET_SECRET (its base): logged at ERROR.
+var ErrForged = errors.New("events: the shared feed holds what no member wrote")
 
 // ErrSharedUnavailable wraps a Shared error that means the shared store
 // is away (Redis down, its breaker open, writes refused): the fleet's
@@ -72,6 +112,19 @@ type Walk struct {
 	// Took is how long the walk ran (zero: not known); a store may keep
 	// it (Feed.LastWalk).
 	Took time.Duration
+	// Floor is the appending member's copy's floor (zero: it has none):
+	// an append that writes forged position fields again starts the feed
+	// there when nothing in the stream says where it starts.
+	Floor Pos
+	// Last is the shared feed's last walk as this member last read or
+	// appended it (0: none). A feed that is gone resumes from Prev only
+	// when it is Last: a member whose base is older may not diff from it
+	// for partners whose list was served from a later walk.
+	Last int64
+	// Restart starts the feed again from this walk, a new baseline (no
+	// events, earlier cursors 410), over a base that does not verify
+	// (ErrForged) that the member does not hold either: the feed goes on.
+	Restart bool
 }
 
 // Stored is one event as the shared feed keeps it.
@@ -87,13 +140,17 @@ type Batch struct {
 	Events []Stored
 	Floor  Pos   // a cursor before it is 410 (zero: the feed does not exist)
 	Walk   int64 // the feed's last walk (0: none)
+	// Epoch names the feed: a new one (the feed started again, or its
+	// position fields were repaired) makes a member read it again from
+	// its start.
+	Epoch string
 	// Through is the position of the last event read, Events' last or one
 	// refused after it (zero: none read); Full, that the read took as many
-	// as it was asked for (more may wait). Refused counts events left out
-	// because they do not verify (written without the fleet's secret).
+	// as it was asked for (more may wait).
 	Through Pos
 	Full    bool
-	Refused int
+	// Forged is what the read refused (Events, Deleted, State).
+	Forged Forged
 }
 
 // syncBatch is how many events one read of the shared feed takes.
@@ -103,7 +160,10 @@ const syncBatch = 1000
 // its own copy of the feed's last walk when it has it (the common case: it
 // served that walk's snapshot), else against the base the feed keeps.
 // Redis failing means no append: the next walk diffs against the same
-// base, so its events carry these changes too.
+// base, so its events carry these changes too. A feed that is gone
+// (Redis restarted empty) starts again from the walk this member holds
+// when that was the feed's last walk it knew: the lists served from it
+// keep a cursor that works.
 func (f *Feed) lead(ctx context.Context, s *upstream.Snapshot, walk int64, took time.Duration) {
 	// Read the feed's last walk first: the snapshot this member served
 	// last is then most often that walk, and the diff needs no base read.
@@ -116,29 +176,40 @@ func (f *Feed) lead(ctx context.Context, s *upstream.Snapshot, walk int64, took 
 	for attempt := 0; attempt < 2; attempt++ {
 		if f.base == nil || attempt > 0 {
 			var have int64
-			if f.base != nil {
+			if f.base != nil && attempt == 0 {
 				have = f.base.walk
-			}
+			} // after a conflict, the base in full: it names its own walk
 			bw, base, err := f.cfg.Shared.Base(ctx, have)
+			if errors.Is(err, ErrForged) && f.base == nil {
+				// Nobody can diff against a base that does not verify: a
+				// new baseline, so that the feed goes on.
+				f.alarm(ctx, Forged{Base: true})
+				forged, err := f.cfg.Shared.Append(ctx, Walk{At: walk, Snapshot: s, Restart: true})
+				f.alarm(ctx, forged)
+				if err == nil {
+					f.base = next
+					f.sharedWalk.Store(walk)
+				}
+				return
+			}
 			if err != nil {
 				f.logShared(ctx, "events: the stored feed's base (Redis, or EDGE_DATA_DIR) could not be read; this walk makes no events, the next one reports its changes", err)
 				return
 			}
-			switch {
-			case bw == 0:
-				f.base = nil
-			case bw != have:
+			if bw != 0 && bw != have {
 				f.base = &baseline{walk: bw, snap: base}
 			}
 		}
-		w := Walk{At: walk, Snapshot: s, Took: took}
+		w := Walk{At: walk, Snapshot: s, Took: took, Last: f.sharedWalk.Load()}
+		w.Floor, _ = f.log.floorOf()
 		if f.base != nil {
 			if walk <= f.base.walk {
 				return // older than the feed's last walk: the feed has it all
 			}
 			w.Prev, w.Changes = f.base.walk, Diff(f.base.snap, s)
 		}
-		err := f.cfg.Shared.Append(ctx, w)
+		forged, err := f.cfg.Shared.Append(ctx, w)
+		f.alarm(ctx, forged)
 		if errors.Is(err, ErrConflict) {
 			continue
 		}
@@ -183,7 +254,9 @@ func (f *Feed) keep(walk int64, changes []Change) {
 	f.log.add(bt.entries(), f.cfg.Now())
 }
 
-// sync reads what the shared feed holds beyond this member's copy.
+// sync reads what the shared feed holds beyond this member's copy. A new
+// epoch of the feed (it started again, or its position fields were
+// written again) replaces the copy: read again from the feed's floor.
 func (f *Feed) sync(ctx context.Context) error {
 	f.syncMu.Lock()
 	defer f.syncMu.Unlock()
@@ -193,21 +266,31 @@ func (f *Feed) sync(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if b.Refused > 0 {
-			f.warn(ctx, "events: events of the shared feed refused: not signed with EDGE_FLEET_SECRET", "pms", f.cfg.Mode, "refused", b.Refused)
-		}
-		if b.Walk == 0 { // no shared feed yet: nothing to read, no floor
+		f.alarm(ctx, b.Forged)
+		if b.Walk == 0 { // no shared feed (yet, or gone), or its state refused: keep the copy
+			if !b.Forged.State && f.epoch != "" {
+				f.alarm(ctx, Forged{Lost: true})
+				f.epoch = ""
+			}
 			f.synced.Store(f.cfg.Now().UnixNano())
 			return nil
 		}
+		if b.Epoch != f.epoch {
+			f.epoch = b.Epoch
+			f.log.restart(b.Floor)
+			if after != b.Floor {
+				after = b.Floor
+				continue
+			}
+		}
 		bt := batch{es: make([]entry, 0, len(b.Events))}
 		for _, st := range b.Events {
-			if st.Pos.Compare(after) > 0 {
+			if st.Pos.Compare(after) > 0 && st.Pos.Compare(b.Floor) > 0 {
 				bt.add(f.tag, st.Pos, st.Type, st.Prop, st.Data)
 				after = st.Pos
 			}
 		}
-		f.log.raise(b.Floor)
+		f.log.forget(b.Floor)
 		f.log.add(bt.entries(), f.cfg.Now())
 		f.sharedWalk.Store(b.Walk)
 		if !b.Full || b.Through.Compare(after) <= 0 && len(bt.es) == 0 {
@@ -252,4 +335,35 @@ func (f *Feed) freshen(ctx context.Context) {
 			f.cfg.Log.Debug("events: the shared feed could not be read", "pms", f.cfg.Mode, "error", err)
 		}
 	})
+}
+
+// floorOf is the log's floor, if known.
+func (l *eventLog) floorOf() (Pos, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.floor, l.started
+}
+
+// forget drops the entries at or before p and raises the floor to p: the
+// shared feed's floor, below which it holds nothing, so a page never
+// serves what the feed no longer has (the events before Redis lost the
+// feed, among them).
+func (l *eventLog) forget(p Pos) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := sort.Search(len(l.entries), func(i int) bool { return l.entries[i].pos.Compare(p) > 0 })
+	if k > 0 {
+		clear(l.entries[:k])
+		l.entries = l.entries[k:]
+	}
+	l.raiseLocked(p)
+}
+
+// restart empties the log for a new epoch of the shared feed whose floor
+// is p (lower than the old one, it may be).
+func (l *eventLog) restart(p Pos) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	clear(l.entries)
+	l.entries, l.floor, l.started = nil, p, true
 }

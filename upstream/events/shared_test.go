@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/partner-edge/partner-edge/mapping"
+	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream"
 )
@@ -22,18 +23,19 @@ type memShared struct {
 	events  []Stored
 	appends int
 	down    bool
+	forged  Forged // what each read reports
 }
 
 var errDown = errors.New("shared feed down")
 
-func (m *memShared) Append(_ context.Context, w Walk) error {
+func (m *memShared) Append(_ context.Context, w Walk) (Forged, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.down {
-		return errDown
+		return Forged{}, errDown
 	}
 	if w.Prev != m.walk || w.At <= m.walk {
-		return ErrConflict
+		return Forged{}, ErrConflict
 	}
 	if m.walk == 0 {
 		m.floor = EndOf(w.At)
@@ -43,7 +45,7 @@ func (m *memShared) Append(_ context.Context, w Walk) error {
 	}
 	m.walk, m.base = w.At, w.Snapshot
 	m.appends++
-	return nil
+	return Forged{}, nil
 }
 
 func (m *memShared) Base(_ context.Context, have int64) (int64, *upstream.Snapshot, error) {
@@ -64,7 +66,7 @@ func (m *memShared) Read(_ context.Context, after Pos, n int) (Batch, error) {
 	if m.down {
 		return Batch{}, errDown
 	}
-	b := Batch{Floor: m.floor, Walk: m.walk}
+	b := Batch{Floor: m.floor, Walk: m.walk, Forged: m.forged}
 	for _, e := range m.events {
 		if e.Pos.Compare(after) > 0 && len(b.Events) < n {
 			b.Events, b.Through = append(b.Events, e), e.Pos
@@ -241,4 +243,41 @@ func TestSharedFeedCopyRefreshedInTheBackground(t *testing.T) {
 		es, _, err := page(t, b.f, cursor, 50, all{})
 		return err == nil && len(es) == 1
 	})
+}
+
+// What the shared feed refuses is logged at ERROR at most once a minute
+// per cause, each line counting what was found since the previous one: a
+// forger writing on every read cannot flood the log, nor go unseen.
+func TestSharedFeedForgeriesLoggedOnceAMinute(t *testing.T) {
+	c := &clock{t0}
+	sh := &memShared{forged: Forged{Events: 2}}
+	lg, buf := testkit.NewLogger()
+	tel, err := observability.New(context.Background(), observability.Config{Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
+	f := newFeed(t, c, Config{Shared: sh, Log: lg, Meter: tel.Meter()})
+	for range 3 {
+		if err := f.sync(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := buf.Count("level=ERROR"); n != 1 || buf.Count("cause=event count=2") != 1 {
+		t.Fatalf("three reads within a minute: %d ERROR lines; want one, count=2:\n%s", n, buf)
+	}
+	sh.forged = Forged{Events: 1, Deleted: 1}
+	c.now = t0.Add(time.Minute)
+	if err := f.sync(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if buf.Count("cause=event count=5") != 1 || buf.Count("cause=deleted count=1") != 1 || buf.Count("level=ERROR") != 3 {
+		t.Errorf("a minute later: want one line per cause, the events' counting the four held back and this one:\n%s", buf)
+	}
+	fams := testkit.Scrape(t, tel.MetricsHandler()) // the metric counts every one
+	for cause, want := range map[string]float64{"event": 7, "deleted": 1, "state": 0} {
+		if got := testkit.Series(t, fams, "partner_edge_events_refused_total", map[string]string{"pms": "live", "cause": cause}).GetCounter().GetValue(); got != want {
+			t.Errorf("partner_edge_events_refused_total{cause=%q} = %v, want %v", cause, got, want)
+		}
+	}
 }

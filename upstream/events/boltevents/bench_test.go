@@ -54,7 +54,7 @@ func BenchmarkAppendBrandScale(b *testing.B) {
 	}
 	ctx := context.Background()
 	at := time.Now().UnixMilli()
-	if err := st.Append(ctx, events.Walk{At: at, Snapshot: versions[0]}); err != nil {
+	if _, err := st.Append(ctx, events.Walk{At: at, Snapshot: versions[0]}); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
@@ -64,7 +64,7 @@ func BenchmarkAppendBrandScale(b *testing.B) {
 		if i%2 == 1 {
 			w.Changes = back
 		}
-		if err := st.Append(ctx, w); err != nil {
+		if _, err := st.Append(ctx, w); err != nil {
 			b.Fatal(err)
 		}
 		bt, err := st.Read(ctx, events.Pos{Walk: at, Seq: ^uint32(0)}, 1000)

@@ -85,8 +85,15 @@ func (d *DB) Feed(cfg Config) (*Store, error) {
 func (s *Store) LastWalk() time.Duration { return time.Duration(s.took.Load()) }
 
 // Append is events.Shared's: one transaction writes the walk's events, the
-// new base (unless nothing changed), the trimmed bounds and the walk.
-func (s *Store) Append(_ context.Context, w events.Walk) error {
+// new base (unless nothing changed), the trimmed bounds and the walk. The
+// file is this process's alone (one edge per directory), so nothing in it
+// is forged: it reports no forgery.
+func (s *Store) Append(_ context.Context, w events.Walk) (events.Forged, error) {
+	return events.Forged{}, s.append(w)
+}
+
+// append writes w in one transaction.
+func (s *Store) append(w events.Walk) error {
 	var walkVal, baseVal []byte
 	var err error
 	if len(w.Changes) > 0 {

@@ -369,10 +369,10 @@ type failingOnce struct {
 	fail bool
 }
 
-func (f *failingOnce) Append(ctx context.Context, w events.Walk) error {
+func (f *failingOnce) Append(ctx context.Context, w events.Walk) (events.Forged, error) {
 	if f.fail {
 		f.fail = false
-		return errors.New("no space left on device")
+		return events.Forged{}, errors.New("no space left on device")
 	}
 	return f.Store.Append(ctx, w)
 }

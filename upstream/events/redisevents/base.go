@@ -6,30 +6,35 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
-	"errors"
+	"fmt"
 	"io"
 	"time"
 
 	"github.com/partner-edge/partner-edge/mapping"
 	"github.com/partner-edge/partner-edge/upstream"
+	"github.com/partner-edge/partner-edge/upstream/events"
 	"github.com/partner-edge/partner-edge/upstream/fleet"
 )
 
 // The base is the last walk's properties, the next walk's diff's other
-// side for whichever member makes it: the format byte (1), the HMAC-SHA256
-// under the secret of the key's name and the payload (32 bytes), then the
-// payload: gzip of, per property (in the order the PMS listed them), its id and its public JSON,
-// each preceded by its length (uvarint). Only the property's public JSON is
-// kept: it is what the diff compares and what a removed event carries.
+// side for whichever member makes it: the format byte (2), the HMAC-SHA256
+// under the secret of the key's name, the walk and the payload (32
+// bytes), the walk it was written at (Unix ms, 8 bytes big-endian: the
+// feed's last walk when its position fields are forged), then the
+// payload: gzip of, per property (in the order the PMS listed them), its
+// id and its public JSON, each preceded by its length (uvarint). Only the
+// property's public JSON is kept: it is what the diff compares and what a
+// removed event carries.
 const (
-	baseFormat = 1
+	baseFormat = 2
 	baseMAC    = sha256.Size
+	baseHead   = 1 + baseMAC + 8
 )
 
-// errBadBase is a base that does not verify or decode.
-var errBadBase = errors.New("redisevents: the shared feed's base does not verify (EDGE_FLEET_SECRET) or decode")
+// errBadBase is a base that does not verify or decode: events.ErrForged.
+var errBadBase = fmt.Errorf("redisevents: the shared feed's base does not verify (EDGE_FLEET_SECRET) or decode: %w", events.ErrForged)
 
-func (s *Store) encodeBase(snap *upstream.Snapshot) ([]byte, error) {
+func (s *Store) encodeBase(snap *upstream.Snapshot, walk int64) ([]byte, error) {
 	var payload bytes.Buffer
 	zw, _ := gzip.NewWriterLevel(&payload, gzip.BestSpeed)
 	var n [binary.MaxVarintLen64]byte
@@ -52,34 +57,40 @@ func (s *Store) encodeBase(snap *upstream.Snapshot) ([]byte, error) {
 	if payload.Len() > s.cfg.MaxBase {
 		return nil, fleet.ErrTooLarge
 	}
-	frame := make([]byte, 0, 1+baseMAC+payload.Len())
+	var w [8]byte
+	binary.BigEndian.PutUint64(w[:], uint64(walk))
+	frame := make([]byte, 0, baseHead+payload.Len())
 	frame = append(frame, baseFormat)
-	frame = append(frame, s.baseMAC(payload.Bytes())...)
+	frame = append(frame, s.baseMAC(w[:], payload.Bytes())...)
+	frame = append(frame, w[:]...)
 	return append(frame, payload.Bytes()...), nil
 }
 
-func (s *Store) baseMAC(payload []byte) []byte {
+func (s *Store) baseMAC(walk, payload []byte) []byte {
 	m := hmac.New(sha256.New, s.secret)
 	m.Write([]byte(s.base))
+	m.Write(walk)
 	m.Write(payload)
 	return m.Sum(nil)
 }
 
-// decodeBase reads what encodeBase wrote; anything else (another secret,
-// a truncated frame, more than fleet.MaxDecoded bytes inflated, an id that
-// is not a lower-case UUID) is errBadBase.
-func (s *Store) decodeBase(frame []byte) ([]*upstream.Item, error) {
-	if len(s.secret) == 0 || len(frame) < 1+baseMAC || frame[0] != baseFormat ||
-		!hmac.Equal(frame[1:1+baseMAC], s.baseMAC(frame[1+baseMAC:])) {
-		return nil, errBadBase
+// decodeBase reads what encodeBase wrote: the walk and the properties;
+// anything else (another secret, a truncated frame, more than
+// fleet.MaxDecoded bytes inflated, an id that is not a lower-case UUID)
+// is errBadBase.
+func (s *Store) decodeBase(frame []byte) (int64, []*upstream.Item, error) {
+	if len(s.secret) == 0 || len(frame) < baseHead || frame[0] != baseFormat ||
+		!hmac.Equal(frame[1:1+baseMAC], s.baseMAC(frame[1+baseMAC:baseHead], frame[baseHead:])) {
+		return 0, nil, errBadBase
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(frame[1+baseMAC:]))
+	walk := int64(binary.BigEndian.Uint64(frame[1+baseMAC : baseHead]))
+	zr, err := gzip.NewReader(bytes.NewReader(frame[baseHead:]))
 	if err != nil {
-		return nil, errBadBase
+		return 0, nil, errBadBase
 	}
 	raw, err := io.ReadAll(io.LimitReader(zr, fleet.MaxDecoded+1))
 	if err != nil || len(raw) > fleet.MaxDecoded {
-		return nil, errBadBase
+		return 0, nil, errBadBase
 	}
 	var items []*upstream.Item
 	for len(raw) > 0 {
@@ -87,15 +98,15 @@ func (s *Store) decodeBase(frame []byte) ([]*upstream.Item, error) {
 		for k := range parts {
 			l, n := binary.Uvarint(raw)
 			if n <= 0 || l > uint64(len(raw)-n) {
-				return nil, errBadBase
+				return 0, nil, errBadBase
 			}
 			parts[k], raw = raw[n:n+int(l)], raw[n+int(l):]
 		}
 		id := string(parts[0])
 		if p, ok := mapping.ParseID(id); !ok || p != id {
-			return nil, errBadBase
+			return 0, nil, errBadBase
 		}
 		items = append(items, &upstream.Item{ID: id, JSON: parts[1]})
 	}
-	return items, nil
+	return walk, items, nil
 }

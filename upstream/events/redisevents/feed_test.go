@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/partner-edge/partner-edge/mapping"
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/events"
 )
@@ -16,18 +17,20 @@ import (
 type member struct {
 	feed *events.Feed
 	walk func(context.Context) ([]mapping.Property, time.Time, error)
-	at   time.Time // what walk says it walked
+	at   time.Time          // what walk says it walked
+	log  *testkit.LogBuffer // what the feed logged
 }
 
 func newMember(t *testing.T, f form, now func() time.Time) *member {
 	t.Helper()
 	st := newStore(t, f.client(t), Config{Now: now})
-	feed, err := events.New(events.Config{Mode: "live", Shared: st, Now: now})
+	lg, buf := testkit.NewLogger()
+	feed, err := events.New(events.Config{Mode: "live", Shared: st, Now: now, Log: lg})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(feed.Close)
-	m := &member{feed: feed}
+	m := &member{feed: feed, log: buf}
 	m.walk = feed.Walked(func(context.Context) ([]mapping.Property, time.Time, error) { return nil, m.at, nil })
 	return m
 }
@@ -109,7 +112,7 @@ func TestFeedsShareOneFeed(t *testing.T) {
 				t.Errorf("member %d: %v; want %v", i, got, want)
 			}
 		}
-		n, err := f.raw(t).XLen(context.Background(), "pe:ev:{aurora:live}:s").Result()
+		n, err := f.raw(t).XLen(context.Background(), "pe:ev2:{aurora:live}:s").Result()
 		if err != nil || n != 6 {
 			t.Errorf("stream length %d (%v); want 6: one append per walk", n, err)
 		}

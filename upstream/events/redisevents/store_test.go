@@ -136,7 +136,7 @@ func testProtocol(t *testing.T, f form) {
 		s := newStore(t, f.client(t), Config{Now: at(t0)})
 		w0, w1 := t0.UnixMilli(), t0.Add(time.Minute).UnixMilli()
 		base := []*upstream.Item{item(1, "A"), item(2, "B")}
-		if err := s.Append(ctx, events.Walk{At: w0, Snapshot: snapOf(base...)}); err != nil {
+		if _, err := s.Append(ctx, events.Walk{At: w0, Snapshot: snapOf(base...)}); err != nil {
 			t.Fatalf("first walk: %v", err)
 		}
 		b, err := s.Read(ctx, events.Pos{}, 10)
@@ -145,16 +145,16 @@ func testProtocol(t *testing.T, f form) {
 		}
 		next := []*upstream.Item{item(1, "A1"), item(3, "C")}
 		changes := []events.Change{{Type: events.Updated, Item: next[0]}, {Type: events.Removed, Item: base[1]}, {Type: events.Created, Item: next[1]}}
-		if err := s.Append(ctx, events.Walk{Prev: w0, At: w1, Changes: changes, Snapshot: snapOf(next...)}); err != nil {
+		if _, err := s.Append(ctx, events.Walk{Prev: w0, At: w1, Changes: changes, Snapshot: snapOf(next...)}); err != nil {
 			t.Fatalf("second walk: %v", err)
 		}
 		for _, w := range []events.Walk{{Prev: w0, At: w1 + 1}, {Prev: w1, At: w1}, {At: w1 + 2}} {
-			if err := s.Append(ctx, w); !errors.Is(err, events.ErrConflict) {
+			if _, err := s.Append(ctx, w); !errors.Is(err, events.ErrConflict) {
 				t.Errorf("append %+v: %v; want ErrConflict", w, err)
 			}
 		}
 		b, err = s.Read(ctx, events.EndOf(w0), 10)
-		if err != nil || b.Walk != w1 || len(b.Events) != 3 || b.Refused != 0 {
+		if err != nil || b.Walk != w1 || len(b.Events) != 3 || b.Forged != (events.Forged{}) {
 			t.Fatalf("read: %+v %v", b, err)
 		}
 		for i, e := range b.Events {
@@ -193,7 +193,7 @@ func testBounds(t *testing.T, f form) {
 			if prev != 0 {
 				ch = []events.Change{{Type: events.Updated, Item: it}}
 			}
-			if err := s.Append(ctx, events.Walk{Prev: prev, At: w, Changes: ch, Snapshot: snapOf(it)}); err != nil {
+			if _, err := s.Append(ctx, events.Walk{Prev: prev, At: w, Changes: ch, Snapshot: snapOf(it)}); err != nil {
 				t.Fatal(err)
 			}
 			prev = w
@@ -204,7 +204,7 @@ func testBounds(t *testing.T, f form) {
 		}
 		now = t0.Add(time.Hour + 150*time.Second) // the event of minute 2 is past retention
 		w := t0.Add(time.Hour + 3*time.Minute).UnixMilli()
-		if err := s.Append(ctx, events.Walk{Prev: prev, At: w, Snapshot: snapOf(item(1, "A3"))}); err != nil {
+		if _, err := s.Append(ctx, events.Walk{Prev: prev, At: w, Snapshot: snapOf(item(1, "A3"))}); err != nil {
 			t.Fatal(err)
 		}
 		if b, _ := s.Read(ctx, events.Pos{}, 10); len(b.Events) != 1 || b.Floor != (events.Pos{Walk: t0.Add(2 * time.Minute).UnixMilli()}) {
@@ -214,7 +214,8 @@ func testBounds(t *testing.T, f form) {
 }
 
 // What is written without the fleet's secret is never served: a forged
-// event is left out (and counted), a forged base refused.
+// event past the feed's last is never read, and the next append removes
+// it; a forged base is refused.
 func TestStoreRefusesForgeries(t *testing.T) { eachForm(t, testForgeries) }
 
 func testForgeries(t *testing.T, f form) {
@@ -223,7 +224,7 @@ func testForgeries(t *testing.T, f form) {
 		c := f.client(t)
 		s := newStore(t, c, Config{Now: at(t0)})
 		w0 := t0.UnixMilli()
-		if err := s.Append(ctx, events.Walk{At: w0, Snapshot: snapOf(item(1, "A"))}); err != nil {
+		if _, err := s.Append(ctx, events.Walk{At: w0, Snapshot: snapOf(item(1, "A"))}); err != nil {
 			t.Fatal(err)
 		}
 		raw := f.raw(t)
@@ -233,8 +234,15 @@ func testForgeries(t *testing.T, f form) {
 			t.Fatal(err)
 		}
 		b, err := s.Read(ctx, events.EndOf(w0), 10)
-		if err != nil || len(b.Events) != 0 || b.Refused != 1 || b.Through != (events.Pos{Walk: w0 + 1}) {
-			t.Errorf("forged event: %+v %v; want it refused", b, err)
+		if err != nil || len(b.Events) != 0 || b.Forged != (events.Forged{}) || b.Through != (events.Pos{}) {
+			t.Errorf("forged event past the feed's last: %+v %v; want it never read", b, err)
+		}
+		fg, err := s.Append(ctx, events.Walk{Prev: w0, At: w0 + 2, Snapshot: snapOf(item(1, "A"))})
+		if err != nil || fg.Stream != 1 {
+			t.Errorf("append after the forged event: %+v %v; want it removed", fg, err)
+		}
+		if n, err := raw.XLen(ctx, s.stream).Result(); err != nil || n != 0 {
+			t.Errorf("stream length %d (%v) after the append; want the forged event gone", n, err)
 		}
 		other := newStore(t, c, Config{Secret: []byte("another-secret-of-another-fleet!"), Now: at(t0)})
 		if _, _, err := other.Base(ctx, 0); !errors.Is(err, errBadBase) {
@@ -245,6 +253,40 @@ func testForgeries(t *testing.T, f form) {
 		}
 		if _, _, err := s.Base(ctx, 0); !errors.Is(err, errBadBase) {
 			t.Errorf("forged base: %v; want errBadBase", err)
+		}
+	}
+}
+
+// MaxBytes bounds the stream by bytes as memory is bounded: the oldest
+// events go first, the bound held to one event, and the floor rises to
+// the last one dropped.
+func TestStoreBoundByBytes(t *testing.T) { eachForm(t, testBoundByBytes) }
+
+func testBoundByBytes(t *testing.T, f form) {
+	{
+		ctx := context.Background()
+		size := int64(len(item(1, "A0").ID) + 1 + len(item(1, "A0").JSON) + entryOverhead) // one event's bytes as counted
+		s := newStore(t, f.client(t), Config{MaxBytes: 2*size + size/2, Now: at(t0.Add(time.Hour))})
+		prev := int64(0)
+		var walks []int64
+		for i := range 6 {
+			w := t0.Add(time.Duration(i) * time.Minute).UnixMilli()
+			it := item(1, fmt.Sprint("A", i))
+			var ch []events.Change
+			if prev != 0 {
+				ch = []events.Change{{Type: events.Updated, Item: it}}
+			}
+			if _, err := s.Append(ctx, events.Walk{Prev: prev, At: w, Changes: ch, Snapshot: snapOf(it)}); err != nil {
+				t.Fatal(err)
+			}
+			prev, walks = w, append(walks, w)
+		}
+		b, err := s.Read(ctx, events.Pos{}, 10)
+		if err != nil || len(b.Events) != 3 || b.Events[0].Pos.Walk != walks[3] || b.Floor != (events.Pos{Walk: walks[2]}) {
+			t.Fatalf("bytes bound of two and a half events: %+v %v; want the three newest (the bound held to one event), the floor at the last dropped", b, err)
+		}
+		if b.Forged != (events.Forged{}) {
+			t.Errorf("trimmed events taken for deleted ones: %+v", b.Forged)
 		}
 	}
 }
