@@ -149,7 +149,7 @@ func (fl *trio) forge(t *testing.T, field, value string) {
 
 // A forged walk (far ahead) once stopped every later event, unlogged.
 func TestForgedWalkRefused(t *testing.T) {
-	eachForm(t, func(t *testing.T, f form) {
+	scriptForms(t, func(t *testing.T, f form) {
 		fl := newFleet(t, f)
 		before := fl.ms[0].read(t, fl.list)
 		fl.forge(t, "walk", "99999999999999")
@@ -165,7 +165,7 @@ func TestForgedWalkRefused(t *testing.T) {
 // A forged floor (far ahead) once made every cursor 410, a fresh list's
 // too; now a list cursor handed out while it is there is followed.
 func TestForgedFloorRefused(t *testing.T) {
-	eachForm(t, func(t *testing.T, f form) {
+	scriptForms(t, func(t *testing.T, f form) {
 		fl := newFleet(t, f)
 		before := fl.ms[0].read(t, fl.list)
 		fl.forge(t, "floor", "99999999999999-0")
@@ -188,7 +188,7 @@ func TestForgedFloorRefused(t *testing.T) {
 // A stream entry of a far-future id once refused every later XADD, even
 // after it was deleted (the stream's last id stays).
 func TestFarFutureStreamIDRemoved(t *testing.T) {
-	eachForm(t, func(t *testing.T, f form) {
+	scriptForms(t, func(t *testing.T, f form) {
 		for _, deleted := range []bool{false, true} {
 			t.Run(fmt.Sprint("deleted=", deleted), func(t *testing.T) {
 				fl := newFleet(t, f)
@@ -219,7 +219,7 @@ func TestFarFutureStreamIDRemoved(t *testing.T) {
 // newcomer lacks it and says so at ERROR; members that read it keep it,
 // and the feed goes on.
 func TestDeletedEntryLogged(t *testing.T) {
-	eachForm(t, func(t *testing.T, f form) {
+	scriptForms(t, func(t *testing.T, f form) {
 		fl := newFleet(t, f)
 		ctx := context.Background()
 		before := fl.ms[0].read(t, fl.list)
@@ -249,7 +249,7 @@ func TestDeletedEntryLogged(t *testing.T) {
 // earlier cursors are expired, the list cursor of that walk is followed
 // to the change, and no next handed out is refused.
 func TestRedisRestartedEmpty(t *testing.T) {
-	eachForm(t, func(t *testing.T, f form) {
+	scriptForms(t, func(t *testing.T, f form) {
 		fl := newFleet(t, f)
 		ctx := context.Background()
 		old := fl.ms[0].read(t, fl.list)
@@ -301,7 +301,7 @@ func flushAll(ctx context.Context, c redis.UniversalClient) error {
 // hide every event after them: the appender, whose walk is newer, writes
 // them again as it does forged ones.
 func TestReplayedStateWrittenAgain(t *testing.T) {
-	eachForm(t, func(t *testing.T, f form) {
+	scriptForms(t, func(t *testing.T, f form) {
 		fl := newFleet(t, f)
 		ctx := context.Background()
 		saved, err := fl.raw.HGetAll(ctx, fl.store.state).Result() // after walk 2
@@ -323,7 +323,7 @@ func TestReplayedStateWrittenAgain(t *testing.T) {
 // last walk: it starts the feed again from its walk (a new baseline)
 // rather than make no events for good.
 func TestForgedBaseStartsAgain(t *testing.T) {
-	eachForm(t, func(t *testing.T, f form) {
+	scriptForms(t, func(t *testing.T, f form) {
 		fl := newFleet(t, f)
 		ctx := context.Background()
 		if err := fl.raw.Set(ctx, fl.store.base, "\x02"+strings.Repeat("x", 60), 0).Err(); err != nil {
@@ -350,7 +350,7 @@ func TestForgedBaseStartsAgain(t *testing.T) {
 // there) are forged ones, not a feed lost: written again, no cursor
 // expires.
 func TestDeletedStateWrittenAgain(t *testing.T) {
-	eachForm(t, func(t *testing.T, f form) {
+	scriptForms(t, func(t *testing.T, f form) {
 		fl := newFleet(t, f)
 		before := fl.ms[0].read(t, fl.list)
 		if err := fl.raw.Del(context.Background(), fl.store.state).Err(); err != nil {
@@ -370,7 +370,7 @@ func TestDeletedStateWrittenAgain(t *testing.T) {
 // would miss a change undone between. It starts a new baseline: every
 // cursor from before is expired, none is followed to a wrong copy.
 func TestRedisRestartedEmptyBehindTheFeed(t *testing.T) {
-	eachForm(t, func(t *testing.T, f form) {
+	scriptForms(t, func(t *testing.T, f form) {
 		fl := newFleet(t, f)
 		ctx := context.Background()
 		x := newMember(t, f, fl.clock.Now)

@@ -36,7 +36,17 @@ type form struct {
 // section 16): one primary, Sentinel, a Cluster of three primaries and a
 // TLS-only server with a private CA. The forms past the first need a real
 // redis-server: they fail under CI=true without one and skip otherwise.
-func eachForm(t *testing.T, fn func(t *testing.T, f form)) {
+func eachForm(t *testing.T, fn func(t *testing.T, f form)) { forms(t, fn, true) }
+
+// scriptForms runs fn on a primary and a Cluster only: for the tests of
+// what the feed's scripts and signatures decide (the forgeries), which is
+// the same on every form once a form's keys, scripts and replies are
+// proven by the protocol tests on each (eachForm); a Cluster stays, as the
+// form where keys of one script must share a slot. A Sentinel's start
+// alone takes seconds, which ten tests on it spent for nothing new.
+func scriptForms(t *testing.T, fn func(t *testing.T, f form)) { forms(t, fn, false) }
+
+func forms(t *testing.T, fn func(t *testing.T, f form), all bool) {
 	t.Run("primary", func(t *testing.T) {
 		srv := redistest.Start(t)
 		fn(t, form{cfg: redisconn.Config{URL: srv.URL()}, raw: func(t *testing.T) redis.UniversalClient {
@@ -47,6 +57,9 @@ func eachForm(t *testing.T, fn func(t *testing.T, f form)) {
 		return
 	}
 	t.Run("sentinel", func(t *testing.T) {
+		if !all {
+			t.Skip("scriptForms: the Sentinel form is proven by the protocol tests")
+		}
 		s := redistest.StartSentinel(t)
 		fn(t, form{cfg: redisconn.Config{Sentinels: s.Sentinels, Master: redistest.SentinelMaster},
 			raw: func(t *testing.T) redis.UniversalClient {
@@ -60,6 +73,9 @@ func eachForm(t *testing.T, fn func(t *testing.T, f form)) {
 		}})
 	})
 	t.Run("tls", func(t *testing.T) {
+		if !all {
+			t.Skip("scriptForms: the TLS form is proven by the protocol tests")
+		}
 		s := redistest.StartTLS(t, redistest.TLSOptions{})
 		tc, err := redisconn.LoadTLS(os.ReadFile, s.CA.File, s.ClientCert, s.ClientKey)
 		if err != nil {
