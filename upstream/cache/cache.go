@@ -58,6 +58,7 @@ type Cache struct {
 	afterCheck func() // test hook: called once snapshot has looked at cur; nil: none
 
 	walks walkClock // when the walk under way started, how long the last one took (walkstats.go)
+	sched schedule  // the walks on the clock (schedule.go)
 	// refusedAt (Config.Now, unix nanoseconds) is when the last refusal
 	// error was logged (walkstats.go); 0: never.
 	refusedAt atomic.Int64
@@ -94,6 +95,8 @@ func New(inner upstream.Catalog, cfg Config) *Cache {
 	cfg.LoadTimeout = cmp.Or(max(cfg.LoadTimeout, 0), DefaultLoadTimeout)
 	cfg.WalkTimeout = cmp.Or(max(cfg.WalkTimeout, 0), DefaultWalkTimeout)
 	cfg.RefreshBackoff = cmp.Or(max(cfg.RefreshBackoff, 0), DefaultRefreshBackoff)
+	cfg.WalkEvery = cmp.Or(max(cfg.WalkEvery, 0), DefaultWalkEvery)
+	cfg.SnapshotWait = cmp.Or(max(cfg.SnapshotWait, 0), DefaultSnapshotWait)
 	ahead := cmp.Or(max(cfg.RefreshAhead, 0), DefaultRefreshAhead)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -237,7 +240,7 @@ func (c *Cache) inline(ctx context.Context, timeout time.Duration) bool {
 // (docs/contract.md section 24: 503, never 504, while a walk progresses).
 func (c *Cache) leftEarly(ctx context.Context, group *singleflight.Group) error {
 	if group == &c.group && !c.disabled && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return &upstream.Error{Kind: upstream.Unavailable, RetryAfter: c.walks.retryAfter(c.cfg.Now()), Err: errWalking}
+		return &upstream.Error{Kind: upstream.Unavailable, RetryAfter: c.walks.retryAfter(c.cfg.Now(), c.cfg.LastWalk), Err: errWalking}
 	}
 	return upstream.Classify(ctx, ctx.Err(), upstream.Internal)
 }
@@ -317,14 +320,20 @@ func (w *waiter) lead() (any, error) {
 // (LoadTimeout, or WalkTimeout for a walk: snapTimeout) and Close. A panic
 // in fn is recovered into an upstream.Internal error.
 func (c *Cache) run(ctx context.Context, fn loadFunc, arg string, timeout time.Duration) (v any, err error) {
+	return c.runIn(c.base, ctx, fn, arg, timeout)
+}
+
+// runIn is run with the load's cancellation from parent (base, or a
+// context base's end cancels) rather than base.
+func (c *Cache) runIn(parent, ctx context.Context, fn loadFunc, arg string, timeout time.Duration) (v any, err error) {
 	if !c.track() {
 		return nil, errClosed
 	}
 	defer c.wg.Done()
-	// The load's deadline is a child of base, which Close cancels; the
+	// The load's deadline is a child of parent, which Close cancels; the
 	// caller's values (trace, caller ids) come along, its cancellation
 	// does not (loadContext).
-	tctx, cancel := context.WithTimeout(c.base, timeout)
+	tctx, cancel := context.WithTimeout(parent, timeout)
 	defer cancel()
 	lctx := &loadContext{Context: tctx, values: ctx}
 	defer func() {
@@ -340,7 +349,7 @@ func (c *Cache) run(ctx context.Context, fn loadFunc, arg string, timeout time.D
 	}()
 	v, err = fn(lctx, arg)
 	if err != nil {
-		if c.base.Err() != nil {
+		if c.base.Err() != nil || parent.Err() != nil {
 			return nil, errClosed
 		}
 		return nil, upstream.Classify(lctx, err, upstream.Internal)
