@@ -113,7 +113,11 @@ func (c *Cache) onTheClock(ctx context.Context) {
 }
 
 // walkOnTheClock walks the PMS once (loadAndStore), under ctx and the
-// walk's budget, with a request id of its own.
+// walk's budget, with a request id of its own. It is the snapshot's one
+// shared load (group): with TTL 0, where each read loads for itself, a
+// read's walk and this one are never two at once (the memory of one
+// walk: docs/contract.md section 17); whichever comes second joins the
+// first.
 func (c *Cache) walkOnTheClock(ctx context.Context) (*upstream.Snapshot, error) {
 	kind := WalkRefresh
 	if !c.sched.view().walked {
@@ -121,7 +125,12 @@ func (c *Cache) walkOnTheClock(ctx context.Context) (*upstream.Snapshot, error) 
 	}
 	ctx = upstream.WithCallerIDs(ctx, upstream.CallerIDs{RequestID: newWalkID()})
 	c.sched.start()
-	v, err := c.runIn(ctx, ctx, c.loadAndStore, kind, c.cfg.WalkTimeout)
+	v, err, _ := c.group.Do(snapKey, func() (any, error) {
+		return c.runIn(ctx, ctx, c.loadAndStore, kind, c.cfg.WalkTimeout)
+	})
+	if l, ok := v.(*ledLoad); ok { // joined a read's own load (TTL 0)
+		v = l.v
+	}
 	if err != nil {
 		return nil, err
 	}
