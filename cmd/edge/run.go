@@ -21,7 +21,6 @@ import (
 	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/upstream/cache"
 	"github.com/partner-edge/partner-edge/upstream/events"
-	"github.com/partner-edge/partner-edge/upstream/fleet"
 	"github.com/partner-edge/partner-edge/upstream/shadow"
 )
 
@@ -59,9 +58,6 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 func newCatalog(cfg settings, baseURL string, mode keys.Mode, version string, log *slog.Logger, tel *observability.Telemetry, fm *member, sh *shadow.Shadow, feed *events.Feed) (*cache.Cache, error) {
 	cc := cache.Config{Key: cfg.Brand + "/" + string(mode), TTL: cfg.CacheTTL, Stale: cfg.CacheStale,
 		LoadTimeout: cfg.PMSTimeout, WalkTimeout: cfg.PMSWalkTimeout, TokenSetting: "PMS_TOKEN", URLSetting: urlSetting[mode]}
-	if fm != nil { // loads shared through Redis (fleet.go)
-		cc.RefreshAhead = fleet.RefreshAhead
-	}
 	return cache.NewPMS(cache.PMSConfig{
 		Mode: string(mode),
 		Client: pms.ClientConfig{BaseURL: baseURL, Token: cfg.PMSToken, Version: version,

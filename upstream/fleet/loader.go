@@ -12,11 +12,11 @@ import (
 	"github.com/partner-edge/partner-edge/upstream"
 )
 
-// RefreshAhead is the cache's refresh-ahead with Redis: each instance
+// RefreshAhead is the refresh-ahead of a cache that requests refresh
+// (one nobody schedules: cache.Cache.Schedule) over Redis: each instance
 // re-reads the shared snapshot every TTL/2, and takes a publication up to
-// one TTL old, so the PMS is walked about once per TTL across the fleet
-// (the in-process default refreshes at TTL, when a request finds the
-// snapshot expired).
+// one TTL old, so the PMS is walked about once per TTL across the fleet.
+// The edge schedules its walks instead (docs/scaling.md).
 const RefreshAhead = 0.5
 
 // LoaderConfig is one brand and mode's snapshot load shared through a
