@@ -219,6 +219,50 @@ func TestFirstWalkOfARealSpeedPMSAnswers503ThenServes(t *testing.T) {
 		unavailable, w[0].end.Sub(w[0].start), served, w[1].end.Sub(w[1].start))
 }
 
+// A first walk that fails on time (the walk's budget,
+// EDGE_PMS_WALK_TIMEOUT=3s, against a walk of 10 s) is 503 with a
+// Retry-After for every partner request, never 504 (docs/contract.md
+// section 24); the PMS sees walks no closer together than the back-off
+// after each failure (1 s, 2 s, ...), however often partners ask.
+func TestFirstWalkFailingOnTimeIs503WithBackOff(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("builds the edge and walks a PMS of real speed for tens of seconds")
+	}
+	pms := newRealPMS(t, 20_000, 50*time.Millisecond)
+	edge := startPartnerEdge(t, pms.srv.URL, "30s", "EDGE_PMS_WALK_TIMEOUT=3s")
+	client := &http.Client{Timeout: 15 * time.Second}
+	answers := map[string]int{}
+	for len(pms.spans()) < 4 {
+		a := edge.list(client)
+		if a.err != nil {
+			t.Fatalf("list: %v", a.err)
+		}
+		ra, err := strconv.Atoi(a.retryAfter)
+		if a.status != http.StatusServiceUnavailable || a.code != "SERVICE_UNAVAILABLE" || err != nil || ra < 1 || ra > 60 {
+			t.Fatalf("list while the first walks fail on time: %d %s, Retry-After %q; want 503 with Retry-After",
+				a.status, a.code, a.retryAfter)
+		}
+		answers[a.retryAfter]++
+		time.Sleep(100 * time.Millisecond) // the partners' pace, not a wait for an event
+	}
+	w := pms.spans()
+	for i := 1; i < len(w); i++ {
+		// Each walk is cut at 3 s; the next begins after the back-off of
+		// the failures so far: 1 s, then 2 s, then 4 s.
+		backoff := time.Second << (i - 1)
+		if gap := w[i].start.Sub(w[i-1].start); gap < 3*time.Second+backoff-250*time.Millisecond {
+			t.Errorf("walk %d began %v after walk %d; want the budget (3 s) and the back-off (%v)", i, gap, i-1, backoff)
+		}
+	}
+	t.Logf("walks began %v apart; answers by Retry-After: %v", func() (g []time.Duration) {
+		for i := 1; i < len(w); i++ {
+			g = append(g, w[i].start.Sub(w[i-1].start).Round(10*time.Millisecond))
+		}
+		return g
+	}(), answers)
+}
+
 // A2: the PMS answers every page 2 s late for 12 s (a walk of the 20,000
 // hotels would take 400 s) under mixed load, lists and gets of known ids,
 // with the default request and PMS deadlines: no partner 5xx; the held
