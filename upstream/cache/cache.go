@@ -16,6 +16,12 @@
 // TTL 0 nothing is held, but concurrent identical calls share one call,
 // under LoadTimeout.
 //
+// That is a Cache nobody schedules. The edge calls Schedule
+// (schedule.go): walks then follow the clock, not the traffic (one a TTL
+// after the last ended; with TTL 0, the events feed's every WalkEvery),
+// no request starts one, and a request without a snapshot waits at most
+// SnapshotWait for the walk under way (docs/contract.md section 24).
+//
 // The store is one atomic pointer to the current snapshot, replaced whole
 // by each load: nothing a partner sends adds an entry.
 package cache

@@ -286,6 +286,12 @@ func (c *Cache) walkFailed(err error, next time.Time) error {
 	return &ue
 }
 
+// LastWalk is the length of this process's last successful walk, 0
+// before one: what a later start may offer as Config.LastWalk (kept on
+// disk, or in the fleet), so that its first walk's Retry-After counts from
+// it.
+func (c *Cache) LastWalk() time.Duration { return time.Duration(c.walks.last.Load()) }
+
 // idAlphabet is the request id's alphabet (the edge's own, edge/base.go).
 const idAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 

@@ -235,6 +235,9 @@ func TestNoSnapshotWaitsTwoSecondsThenRetryAfter(t *testing.T) {
 		if _, err := c.Snapshot(context.Background()); err != nil {
 			t.Fatalf("after the first walk: %v", err)
 		}
+		if l := c.LastWalk(); l != 20*time.Second {
+			t.Fatalf("LastWalk %v; want the first walk's 20 s, for a later start", l)
+		}
 		time.Sleep(34500 * time.Millisecond) // 10 s into the second walk, the first's length known
 		if ra := c.walks.retryAfter(time.Now(), nil); ra != 10*time.Second {
 			t.Fatalf("10 s into a walk after one of 20 s: Retry-After %v; want 10 s", ra)
