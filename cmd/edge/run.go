@@ -58,6 +58,13 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 func newCatalog(cfg settings, baseURL string, mode keys.Mode, version string, log *slog.Logger, tel *observability.Telemetry, fm *member, sh *shadow.Shadow, feed *events.Feed) (*cache.Cache, error) {
 	cc := cache.Config{Key: cfg.Brand + "/" + string(mode), TTL: cfg.CacheTTL, Stale: cfg.CacheStale,
 		LoadTimeout: cfg.PMSTimeout, WalkTimeout: cfg.PMSWalkTimeout, TokenSetting: "PMS_TOKEN", URLSetting: urlSetting[mode]}
+	// A fleet's record of its last walk's length: the Retry-After of a
+	// request that waits for this process's first walk (docs/contract.md
+	// section 24).
+	walks := fm.walkLengths()
+	if walks != nil {
+		cc.LastWalk = walks.Last
+	}
 	return cache.NewPMS(cache.PMSConfig{
 		Mode: string(mode),
 		Client: pms.ClientConfig{BaseURL: baseURL, Token: cfg.PMSToken, Version: version,
@@ -68,7 +75,7 @@ func newCatalog(cfg settings, baseURL string, mode keys.Mode, version string, lo
 		Telemetry: tel,
 		Log:       log,
 		WrapLoad: func(d *pms.Direct) cache.Loader {
-			load := fm.loader(d, mode, cfg, feed) // nil without a fleet
+			load := fm.loader(d, mode, cfg, feed, walks) // nil without a fleet
 			if load == nil {
 				load = d.Snapshot
 			}

@@ -89,3 +89,37 @@ func TestLoadRecordsTheWalkApartFromTheLeaseWait(t *testing.T) {
 		}
 	})
 }
+
+// docs/contract.md section 27: the member that walks publishes how long
+// its PMS walk took; another member reads it with its next load (here
+// one that takes the publication), for the Retry-After of its first walk.
+func TestFleetRecordsTheWalkLength(t *testing.T) {
+	eachForm(t, func(t *testing.T, f form) {
+		client := f.client(t)
+		walk := func(context.Context) ([]mapping.Property, time.Time, error) {
+			time.Sleep(300 * time.Millisecond) // the PMS's time: the scenario
+			return props(), time.Now(), nil
+		}
+		var a, b WalkLengths
+		loadA := Loader(LoaderConfig{Store: NewStore(client, 0, testSecret), Brand: "acme", Mode: "live", TTL: time.Minute, Walk: walk, Walks: &a})
+		if _, err := loadA(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if l := a.Last(); l < 300*time.Millisecond || l > time.Minute {
+			t.Fatalf("the walker's record %v; want its walk's length, at least 300 ms", l)
+		}
+		loadB := Loader(LoaderConfig{Store: NewStore(client, 0, testSecret), Brand: "acme", Mode: "live", TTL: time.Minute, Walk: walk, Walks: &b})
+		if _, err := loadB(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if b.Last() != a.Last() {
+			t.Fatalf("another member read %v; want the fleet's record %v", b.Last(), a.Last())
+		}
+		// Another secret's record is not read.
+		var c WalkLengths
+		c.read(t.Context(), NewStore(client, 0, []byte("another-secret-of-32-bytes-long!")), SnapKey("acme", "live"))
+		if c.Last() != 0 {
+			t.Fatalf("a record under another secret read as %v; want none", c.Last())
+		}
+	})
+}
