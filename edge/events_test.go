@@ -56,7 +56,7 @@ func (h *harness) listCursor(key string) string {
 
 // walk makes the harness's catalog of key's mode walk the simulator, as
 // the edge's walks on the clock do: here each list walks, and reading the
-// feed never does (docs/contract.md section 25).
+// feed never does (docs/contract.md section 24).
 func (h *harness) walk(key string) {
 	h.t.Helper()
 	h.listCursor(key)
@@ -313,7 +313,7 @@ func (c *counted) Await(context.Context) error {
 	return c.await()
 }
 
-// docs/contract.md section 25: reading the feed never asks the catalog
+// docs/contract.md section 24: reading the feed never asks the catalog
 // for its snapshot (the PMS): 100 polls make no Snapshot call; a catalog
 // that walks on the clock is asked to wait for its first snapshot, and
 // its 503 (with Retry-After) before one exists is the answer.

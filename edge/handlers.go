@@ -83,7 +83,7 @@ func handleListProperties(rs responder, cats catalogs, fs feeds) http.Handler {
 // this request: a catalog that walks on the clock (upstream.Awaiter) is
 // only asked to wait for its first snapshot (and its 503 or 502 is the
 // answer before one exists); the PMS is never called (docs/contract.md
-// section 25). The feed itself is read from memory.
+// section 24). The feed itself is read from memory.
 func handleEvents(rs responder, cats catalogs, fs feeds) http.Handler {
 	params := [2][]intParam{eventsParams(validCursor(fs.Live)), eventsParams(validCursor(fs.Sandbox))}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

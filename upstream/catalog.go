@@ -44,7 +44,7 @@ type Catalog interface {
 // little and answers an *Error (Unavailable with a Retry-After while the
 // first walk runs, or that walk's failure). The events feed asks it
 // instead of Snapshot: reading the feed never reaches the PMS
-// (docs/contract.md section 25).
+// (docs/contract.md section 24).
 type Awaiter interface {
 	Await(ctx context.Context) error
 }

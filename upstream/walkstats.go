@@ -32,7 +32,7 @@ type WalkStats struct {
 // SetWalkTime records how long the PMS walk itself took, for a load that
 // did more than walk (a fleet member waits for another's lease first, and
 // publishes after): the walk's duration is this, not the load's
-// (docs/contract.md section 27).
+// (docs/contract.md section 24).
 func (s *WalkStats) SetWalkTime(d time.Duration) { s.walkTime.Store(int64(max(d, 1))) }
 
 // WalkTime is what SetWalkTime recorded; 0: the load was the walk.

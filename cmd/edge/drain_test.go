@@ -242,7 +242,7 @@ func TestDefaultsServeASlowPMS(t *testing.T) {
 		waitHealthy(t, base)
 		// Cached, the first walk (3 s) runs at start-up: a request waits
 		// for it 2 s at most, then gets 503 with a Retry-After
-		// (docs/contract.md section 27); asked again, 200.
+		// (docs/contract.md section 24); asked again, 200.
 		var page struct {
 			Data []struct{ ID string } `json:"data"`
 		}

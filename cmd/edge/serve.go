@@ -254,7 +254,7 @@ func (p *process) startCatalogs(ctx context.Context) error {
 // each stopped at the end, and starts its walks on the clock until ctx
 // ends: the first now, so that no partner waits for it (docs/contract.md
 // section 22), then one a TTL after the last ended, whether partners call
-// or not (section 25).
+// or not (docs/contract.md section 24).
 func (p *process) startMode(ctx context.Context, mode keys.Mode, url string, sh *shadow.Shadow) (upstream.Catalog, *events.Feed, error) {
 	feed, err := newFeed(p.cfg, mode, p.log, p.tel, p.fm)
 	if err != nil {

@@ -68,7 +68,7 @@ func TestEndlessPMSListIsBounded(t *testing.T) {
 		body string
 	}
 	// While the walk goes on, a request waits 2 s and gets 503 with a
-	// Retry-After (docs/contract.md section 27); the partner asks again
+	// Retry-After (docs/contract.md section 24); the partner asks again
 	// until the walk has failed: then 502.
 	done := make(chan answer, 1)
 	go func() {

@@ -13,7 +13,7 @@ import (
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
 
-// Walks follow the clock, not the traffic (docs/contract.md section 25),
+// Walks follow the clock, not the traffic (docs/contract.md section 24),
 // through the built binary: a PMS change reaches the feed with no partner
 // request at all, and polling the feed never reaches the PMS, with
 // EDGE_CACHE_TTL=0 too. The PMS is the simulator in this process, behind
@@ -135,7 +135,7 @@ func TestFeedFollowsThePMSWithNoTraffic(t *testing.T) {
 	}
 }
 
-// docs/contract.md section 25: with EDGE_CACHE_TTL=0 the feed's walks run
+// docs/contract.md section 24: with EDGE_CACHE_TTL=0 the feed's walks run
 // on the clock (every 30 s) and 100 polls of /v1/events make no PMS
 // request: none carries a poll's request id, and the walks begun while
 // they ran are the scheduled ones at most. A list (TTL 0: its own walk)

@@ -29,11 +29,11 @@ const (
 	// the TTL.
 	DefaultRefreshBackoff = time.Second
 	// DefaultWalkEvery is how often walks on the clock run with TTL 0
-	// (nothing cached): they feed the events (docs/contract.md section 25).
+	// (nothing cached): they feed the events (docs/contract.md section 24).
 	DefaultWalkEvery = 30 * time.Second
 	// DefaultSnapshotWait is how long, at most, a request that needs a
 	// snapshot none holds waits for the walk on the clock before its 503
-	// (docs/contract.md section 27).
+	// (docs/contract.md section 24).
 	DefaultSnapshotWait = 2 * time.Second
 )
 

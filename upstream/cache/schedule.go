@@ -11,7 +11,7 @@ import (
 	"github.com/partner-edge/partner-edge/upstream"
 )
 
-// Walks on the clock (docs/contract.md section 25; docs/resilience.md,
+// Walks on the clock (docs/contract.md section 24; docs/resilience.md,
 // "Walks follow the clock"): once Schedule is called, the cache walks the
 // PMS every TTL after the previous walk ended (with TTL 0, every
 // WalkEvery, for the events feed alone), whether or not partners call,
@@ -206,7 +206,7 @@ func (c *Cache) fromSchedule(ctx context.Context) (*upstream.Snapshot, error, er
 // walk succeeded), without ever starting a walk; until then it waits as
 // a request without a snapshot does (await) and returns its error. The
 // events feed asks it rather than Snapshot: reading the feed never
-// reaches the PMS (docs/contract.md section 25). Without Schedule it
+// reaches the PMS (docs/contract.md section 24). Without Schedule it
 // returns nil at once.
 func (c *Cache) Await(ctx context.Context) error {
 	if !c.sched.on.Load() {
@@ -220,7 +220,7 @@ func (c *Cache) Await(ctx context.Context) error {
 // snapshot younger than Stale, or (forFeed) any walk that succeeded. It
 // waits at most SnapshotWait, or until ctx's deadline if sooner, and then
 // answers upstream.Unavailable with the walk's expected remaining time
-// (docs/contract.md section 27); when the last walk failed and none is
+// (docs/contract.md section 24); when the last walk failed and none is
 // under way, it answers that failure at once (walkFailed).
 func (c *Cache) await(ctx context.Context, forFeed bool) (*upstream.Snapshot, error) {
 	var limit *time.Timer
@@ -266,7 +266,7 @@ func (c *Cache) stillWalking() error {
 // failed on time (a stalled or slow PMS, the walk's budget) or was held
 // back (the breaker, the PMS's Retry-After) is no answer the PMS gave:
 // 503 with a Retry-After of the wait for the next walk and its expected
-// length (never 504: docs/contract.md section 27). One the PMS answered
+// length (never 504: docs/contract.md section 24). One the PMS answered
 // badly (too large, malformed) keeps its kind (502), as does a fault of
 // the edge.
 func (c *Cache) walkFailed(err error, next time.Time) error {
@@ -297,7 +297,7 @@ const idAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01234567
 
 // newWalkID is the request id of a walk no request started: req_ and 24
 // characters of [A-Za-z0-9], the form of the edge's own request ids
-// (docs/contract.md section 25), sent as X-Request-Id on each of its PMS
+// (docs/contract.md section 24), sent as X-Request-Id on each of its PMS
 // requests.
 func newWalkID() string {
 	b := make([]byte, 0, 4+24)

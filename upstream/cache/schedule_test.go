@@ -65,7 +65,7 @@ func slowVersioned(n int, took time.Duration) (*versioned, *walkLog) {
 	return inner, log
 }
 
-// docs/contract.md section 25: with no request at all, the cache walks at
+// docs/contract.md section 24: with no request at all, the cache walks at
 // start and then TTL after each walk ended; requests in between, past
 // the TTL included, start none; each walk sends a request id of its own,
 // req_ and 24 characters, a new one per walk, named on its log line.
@@ -201,7 +201,7 @@ func TestFailedWalksBackOff(t *testing.T) {
 	})
 }
 
-// docs/contract.md section 27: a request without a snapshot waits for the
+// docs/contract.md section 24: a request without a snapshot waits for the
 // walk under way at most 2 s (or its deadline), then gets Unavailable
 // with the walk's expected remaining time: for a first-ever walk the time
 // it has run so far, else from the last walk's length (this process's,
@@ -289,7 +289,7 @@ func TestFirstRequestWaitsForAShortWalk(t *testing.T) {
 	})
 }
 
-// docs/contract.md section 27: a first walk failing on time (the walk's
+// docs/contract.md section 24: a first walk failing on time (the walk's
 // budget, a stalled PMS) or held back is 503 with a Retry-After, never
 // 504; one the PMS answered badly is 502. Requests wait for the walk
 // under way, and get the failure of the last when none runs.

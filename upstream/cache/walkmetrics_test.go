@@ -12,7 +12,7 @@ import (
 	"github.com/partner-edge/partner-edge/upstream/cache"
 )
 
-// docs/contract.md section 27, "Walk metrics mean one thing": a fleet
+// docs/contract.md section 24, "Walk metrics mean one thing": a fleet
 // member's load that waited 10 s for another's lease and then walked for
 // 3 s reports a walk of 3 s and, apart, a lease wait of 10 s (metrics
 // and its log line); a member that took another's publication reports

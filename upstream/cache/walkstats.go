@@ -62,7 +62,7 @@ func (w *walkClock) expected(hint func() time.Duration) time.Duration {
 }
 
 // retryAfter is the Retry-After for a caller leaving at now while a walk
-// goes on (docs/contract.md section 27): what the expected length leaves
+// goes on (docs/contract.md section 24): what the expected length leaves
 // of this walk or, for a first-ever walk (no length known), the time it
 // has run so far; one second with no walk under way; within 1 s and 60 s.
 func (w *walkClock) retryAfter(now time.Time, hint func() time.Duration) time.Duration {
@@ -95,7 +95,7 @@ func (c *Cache) walked(ctx context.Context, kind string, st *upstream.WalkStats,
 	pages := st.Pages()
 	walkedPMS := pages > 0 || err != nil
 	// The walk's duration is the PMS walk's alone: a fleet member's wait
-	// for another's lease is measured apart (docs/contract.md section 27).
+	// for another's lease is measured apart (docs/contract.md section 24).
 	if wt := st.WalkTime(); wt > 0 {
 		d = wt
 	}

@@ -93,7 +93,7 @@ const publishAttempts = 3
 //
 // When ctx carries an upstream.WalkStats, the PMS walk's own length and
 // the time spent before it (or before taking a publication) waiting for
-// another member are recorded there apart (docs/contract.md section 27:
+// another member are recorded there apart (docs/contract.md section 24:
 // a walk's duration counts the PMS walk alone).
 func (c *Coordinator) Load(ctx context.Context, brand, mode string, newerThan time.Time, load LoadFunc) (Loaded, error) {
 	st := upstream.WalkStatsFrom(ctx)

@@ -44,7 +44,7 @@ func (s *clockStore) Fetch(context.Context, string) ([]byte, int64, time.Time, e
 	return s.payload, s.published.UnixMilli(), s.published, nil
 }
 
-// docs/contract.md section 27, "Walk metrics mean one thing": a member
+// docs/contract.md section 24, "Walk metrics mean one thing": a member
 // that waits for another's lease and then walks records the PMS walk's
 // own length and the wait apart; one that takes the publication records
 // the wait alone.
@@ -90,7 +90,7 @@ func TestLoadRecordsTheWalkApartFromTheLeaseWait(t *testing.T) {
 	})
 }
 
-// docs/contract.md section 27: the member that walks publishes how long
+// docs/contract.md section 24: the member that walks publishes how long
 // its PMS walk took; another member reads it with its next load (here
 // one that takes the publication), for the Retry-After of its first walk.
 func TestFleetRecordsTheWalkLength(t *testing.T) {
