@@ -326,20 +326,14 @@ func (w *waiter) lead() (any, error) {
 // (LoadTimeout, or WalkTimeout for a walk: snapTimeout) and Close. A panic
 // in fn is recovered into an upstream.Internal error.
 func (c *Cache) run(ctx context.Context, fn loadFunc, arg string, timeout time.Duration) (v any, err error) {
-	return c.runIn(c.base, ctx, fn, arg, timeout)
-}
-
-// runIn is run with the load's cancellation from parent (base, or a
-// context base's end cancels) rather than base.
-func (c *Cache) runIn(parent, ctx context.Context, fn loadFunc, arg string, timeout time.Duration) (v any, err error) {
 	if !c.track() {
 		return nil, errClosed
 	}
 	defer c.wg.Done()
-	// The load's deadline is a child of parent, which Close cancels; the
+	// The load's deadline is a child of base, which Close cancels; the
 	// caller's values (trace, caller ids) come along, its cancellation
 	// does not (loadContext).
-	tctx, cancel := context.WithTimeout(parent, timeout)
+	tctx, cancel := context.WithTimeout(c.base, timeout)
 	defer cancel()
 	lctx := &loadContext{Context: tctx, values: ctx}
 	defer func() {
@@ -355,7 +349,7 @@ func (c *Cache) runIn(parent, ctx context.Context, fn loadFunc, arg string, time
 	}()
 	v, err = fn(lctx, arg)
 	if err != nil {
-		if c.base.Err() != nil || parent.Err() != nil {
+		if c.base.Err() != nil {
 			return nil, errClosed
 		}
 		return nil, upstream.Classify(lctx, err, upstream.Internal)

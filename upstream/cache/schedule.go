@@ -78,9 +78,10 @@ func (s *schedule) finish(err error, next time.Time) {
 // once its back-off has passed. From now on no request starts a walk:
 // one that needs a snapshot none holds waits for the walk under way
 // (SnapshotWait). Each walk sends a request id of its own (req_...) with
-// every PMS request and names it on its log line. The walks stop when ctx
-// ends or the Cache is closed; Close waits for them. Call it once (later
-// calls do nothing).
+// every PMS request and names it on its log line. No walk starts once ctx
+// has ended; one under way then goes on (a draining edge may still serve
+// requests waiting for it) until it ends or the Cache is closed, and
+// Close waits for it. Call it once (later calls do nothing).
 func (c *Cache) Schedule(ctx context.Context) {
 	if !c.sched.on.CompareAndSwap(false, true) || !c.track() {
 		return
@@ -125,8 +126,11 @@ func (c *Cache) walkOnTheClock(ctx context.Context) (*upstream.Snapshot, error) 
 	}
 	ctx = upstream.WithCallerIDs(ctx, upstream.CallerIDs{RequestID: newWalkID()})
 	c.sched.start()
+	// Under base, not ctx: a walk under way when the server's context
+	// ends (a SIGTERM) goes on while the edge drains (requests may be
+	// waiting for it, or with TTL 0 sharing it); Close ends it.
 	v, err, _ := c.group.Do(snapKey, func() (any, error) {
-		return c.runIn(ctx, ctx, c.loadAndStore, kind, c.cfg.WalkTimeout)
+		return c.run(ctx, c.loadAndStore, kind, c.cfg.WalkTimeout)
 	})
 	if l, ok := v.(*ledLoad); ok { // joined a read's own load (TTL 0)
 		v = l.v

@@ -144,6 +144,24 @@ func TestScheduleStopsWithItsContext(t *testing.T) {
 			t.Fatalf("%d walks after the context ended; want the first only", n)
 		}
 	})
+	// The context ending during a walk (a SIGTERM: the edge drains) lets
+	// that walk end, for the requests that wait for it; no walk follows.
+	synctest.Test(t, func(t *testing.T) {
+		inner, walks := slowVersioned(3, 10*time.Second)
+		c := New(inner, Config{TTL: 30 * time.Second})
+		ctx, cancel := context.WithCancel(context.Background())
+		c.Schedule(ctx)
+		time.Sleep(5 * time.Second)
+		cancel()
+		if s, err := c.Snapshot(context.Background()); err == nil || s != nil {
+			// waits 2 s: the walk goes on
+			t.Fatalf("5 s into the walk: %v; want a 503 while it goes on", err)
+		}
+		time.Sleep(time.Hour)
+		if n := walks.n(); n != 1 || c.Len() != 3 {
+			t.Fatalf("%d walks, %d held; want the walk under way ended and held, none after", n, c.Len())
+		}
+	})
 	synctest.Test(t, func(t *testing.T) {
 		inner, _ := slowVersioned(3, time.Hour)
 		c := New(inner, Config{TTL: 30 * time.Second})
