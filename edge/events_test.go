@@ -1,15 +1,20 @@
 package edge_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"maps"
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/problem"
+	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
 
@@ -47,6 +52,14 @@ func (h *harness) listCursor(key string) string {
 		h.t.Fatalf("list as %s: %d %s", key, res.status, short(res.body))
 	}
 	return l.Meta.Events.Next
+}
+
+// walk makes the harness's catalog of key's mode walk the simulator, as
+// the edge's walks on the clock do: here each list walks, and reading the
+// feed never does (docs/contract.md section 24).
+func (h *harness) walk(key string) {
+	h.t.Helper()
+	h.listCursor(key)
 }
 
 // events reads the feed as key after after, every page, until there is no
@@ -131,7 +144,8 @@ func TestEventsFollowThePMS(t *testing.T) {
 
 	want := []string{"property.updated " + renamed + " Renamed Hotel", "property.removed " + gone, "property.created " + added + " New Hotel"}
 	var got []string
-	testkit.Eventually(t, "the feed answers the changes", func() bool { // each read walks the simulator
+	testkit.Eventually(t, "the feed answers the changes", func() bool {
+		h.walk("live")
 		got = h.events("live", cursor)
 		return len(got) == 3
 	})
@@ -157,6 +171,7 @@ func TestEventsFollowThePMS(t *testing.T) {
 		return rec
 	})
 	testkit.Eventually(t, "the broken record is removed", func() bool {
+		h.walk("live")
 		got = h.events("live", cursor)
 		return len(got) == 1 && strings.HasPrefix(got[0], "property.removed "+broken)
 	})
@@ -167,6 +182,7 @@ func TestEventsFollowThePMS(t *testing.T) {
 		return rec
 	})
 	testkit.Eventually(t, "the mended record is created again", func() bool {
+		h.walk("live")
 		got = h.events("live", cursor)
 		return len(got) == 2 && strings.HasPrefix(got[1], "property.created "+broken)
 	})
@@ -182,7 +198,10 @@ func TestEventsFollowTheKey(t *testing.T) {
 		rec["display_name"] = rec["display_name"].(string) + " Renovated"
 		return rec
 	})
-	testkit.Eventually(t, "every live property updated", func() bool { return len(h.events("live", live)) >= len(ids) })
+	testkit.Eventually(t, "every live property updated", func() bool {
+		h.walk("live")
+		return len(h.events("live", live)) >= len(ids)
+	})
 	got := h.events("granted", granted)
 	if len(got) != 3 {
 		t.Fatalf("granted key: %v; want its three properties", got)
@@ -203,6 +222,7 @@ func TestEventsFollowTheKey(t *testing.T) {
 		return rec
 	})
 	testkit.Eventually(t, "the test key sees the sandbox's change", func() bool {
+		h.walk("test")
 		got := h.events("test", test)
 		return len(got) == 1 && strings.HasPrefix(got[0], "property.removed "+gone)
 	})
@@ -270,5 +290,63 @@ func TestEventsQuery(t *testing.T) {
 	}
 	if got := h.events("live", a.Meta.Events.Next); len(got) != 0 {
 		t.Errorf("after the feed's start: %v", got)
+	}
+}
+
+// counted counts the Snapshot calls of a catalog; await, when set, makes
+// it an upstream.Awaiter (a catalog that walks on the clock).
+type counted struct {
+	upstream.Catalog
+	snapshots atomic.Int64
+	awaits    atomic.Int64
+	await     func() error
+}
+
+func (c *counted) Snapshot(ctx context.Context) (*upstream.Snapshot, error) {
+	c.snapshots.Add(1)
+	return c.Catalog.Snapshot(ctx)
+}
+
+func (c *counted) Await(context.Context) error {
+	c.awaits.Add(1)
+	if c.await == nil {
+		return nil
+	}
+	return c.await()
+}
+
+// docs/contract.md section 24: reading the feed never asks the catalog
+// for its snapshot (the PMS): 100 polls make no Snapshot call; a catalog
+// that walks on the clock is asked to wait for its first snapshot, and
+// its 503 (with Retry-After) before one exists is the answer.
+func TestEventsNeverWalk(t *testing.T) {
+	var live *counted
+	var notYet atomic.Bool
+	h := newHarness(t, harnessOptions{catalogs: func(l, s upstream.Catalog) (upstream.Catalog, upstream.Catalog) {
+		live = &counted{Catalog: l, await: func() error {
+			if notYet.Load() {
+				return &upstream.Error{Kind: upstream.Unavailable, RetryAfter: 7 * time.Second, Err: errors.New("first walk")}
+			}
+			return nil
+		}}
+		return live, s
+	}})
+	cursor := h.listCursor("live")
+	before := live.snapshots.Load()
+	for range 100 {
+		h.events("live", cursor)
+	}
+	if n := live.snapshots.Load() - before; n != 0 {
+		t.Fatalf("100 polls of the feed asked the catalog %d times; want none", n)
+	}
+	if live.awaits.Load() < 100 {
+		t.Fatalf("%d Awaits for 100 polls; want one each", live.awaits.Load())
+	}
+	notYet.Store(true)
+	req := request{path: "/v1/events?after=" + cursor, key: "live"}
+	res := h.do(req)
+	wantProblem(t, req, res, problem.ServiceUnavailable)
+	if ra := res.header.Get("Retry-After"); ra != "7" {
+		t.Errorf("Retry-After %q; want the catalog's 7", ra)
 	}
 }

@@ -115,9 +115,11 @@ var errUnknownAsOf = errors.New("edge: asOf never issued")
 
 // handleEvents answers GET /v1/events (docs/contract.md section 23): the
 // changes to the properties the key may see, oldest first, after the
-// cursor after. The read model is asked first, as the list does: its
-// refresh is what makes the events (a walk a TTL), and its failure is the
-// answer's; the feed itself is read from memory.
+// cursor after. The events come from the walks on the clock, never from
+// this request: a catalog that walks on the clock (upstream.Awaiter) is
+// only asked to wait for its first snapshot (and its 503 or 502 is the
+// answer before one exists); the PMS is never called (docs/contract.md
+// section 24). The feed itself is read from memory.
 func handleEvents(rs responder, cats catalogs, fs feeds) http.Handler {
 	params := [2][]intParam{eventsParams(validCursor(fs.Live)), eventsParams(validCursor(fs.Sandbox))}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -136,9 +138,11 @@ func handleEvents(rs responder, cats catalogs, fs feeds) http.Handler {
 			rs.fail(w, r, errNoFeed)
 			return
 		}
-		if _, err := cats.of(key).Snapshot(r.Context()); err != nil {
-			rs.fail(w, r, err)
-			return
+		if a, ok := cats.of(key).(upstream.Awaiter); ok {
+			if err := a.Await(r.Context()); err != nil {
+				rs.fail(w, r, err)
+				return
+			}
 		}
 		rs.writeEvents(w, r, f, q.text[0], q.given[0], int(q.n[1]), key)
 	})

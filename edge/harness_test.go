@@ -177,6 +177,15 @@ type watched struct {
 
 func (w watched) Snapshot(ctx context.Context) (*upstream.Snapshot, error) { return w.load(ctx) }
 
+// Await is the watched catalog's, if it walks on the clock
+// (upstream.Awaiter); nil otherwise.
+func (w watched) Await(ctx context.Context) error {
+	if a, ok := w.Catalog.(upstream.Awaiter); ok {
+		return a.Await(ctx)
+	}
+	return nil
+}
+
 // watch returns c watched by a new feed of mode (nil and nil for no c).
 func watch(t testing.TB, c upstream.Catalog, mode string, now func() time.Time) (upstream.Catalog, *events.Feed) {
 	t.Helper()

@@ -39,6 +39,17 @@ type Catalog interface {
 	Property(ctx context.Context, id string) (*Item, error)
 }
 
+// Awaiter is a Catalog whose snapshot is walked on the clock, not on
+// request (upstream/cache: Cache.Schedule). Await returns once a walk has
+// made a snapshot, never starting one itself; until then it waits a
+// little and answers an *Error (Unavailable with a Retry-After while the
+// first walk runs, or that walk's failure). The events feed asks it
+// instead of Snapshot: reading the feed never reaches the PMS
+// (docs/contract.md section 24).
+type Awaiter interface {
+	Await(ctx context.Context) error
+}
+
 // Item is one mapped property, encoded once when loaded, ready to write.
 type Item struct {
 	ID        string

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 
@@ -30,6 +31,32 @@ type WalkStats struct {
 
 	exMu     sync.Mutex
 	examples map[mapping.Reason][]string // the first ExamplesPerReason ids rejected for each reason
+	// walkTime and leaseWait: set by a load that did more than walk (a
+	// fleet member, SetWalkTime, SetLeaseWait); waited: leaseWait is set.
+	walkTime, leaseWait atomic.Int64
+	waited              atomic.Bool
+}
+
+// SetWalkTime records how long the PMS walk itself took, for a load that
+// did more than walk (a fleet member waits for another's lease first, and
+// publishes after): the walk's duration is this, not the load's
+// (docs/contract.md section 24).
+func (s *WalkStats) SetWalkTime(d time.Duration) { s.walkTime.Store(int64(max(d, 1))) }
+
+// WalkTime is what SetWalkTime recorded; 0: the load was the walk.
+func (s *WalkStats) WalkTime() time.Duration { return time.Duration(s.walkTime.Load()) }
+
+// SetLeaseWait records how long a fleet member's load waited for another
+// member's lease (its walk, or its lease to expire) before walking or
+// taking the publication: measured apart from the walk.
+func (s *WalkStats) SetLeaseWait(d time.Duration) {
+	s.leaseWait.Store(int64(max(d, 0)))
+	s.waited.Store(true)
+}
+
+// LeaseWait is what SetLeaseWait recorded; ok false: nothing (no fleet).
+func (s *WalkStats) LeaseWait() (d time.Duration, ok bool) {
+	return time.Duration(s.leaseWait.Load()), s.waited.Load()
 }
 
 // ExamplesPerReason is how many ids of rejected records a walk's summary

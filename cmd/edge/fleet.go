@@ -81,13 +81,22 @@ func (m *member) limiter() ratelimit.Limiter {
 // leader's lease outlasts its slowest page: three attempts and their
 // waits. The walks this member makes are the ones it appends to the
 // events feed.
-func (m *member) loader(d *pms.Direct, mode keys.Mode, cfg settings, feed *events.Feed) cache.Loader {
+func (m *member) loader(d *pms.Direct, mode keys.Mode, cfg settings, feed *events.Feed, walks *fleet.WalkLengths) cache.Loader {
 	if m == nil {
 		return nil
 	}
 	return fleet.Loader(fleet.LoaderConfig{Store: m.store, Count: m.client, Brand: m.brand, Mode: string(mode),
 		TTL: cfg.CacheTTL, WalkTimeout: cfg.PMSWalkTimeout, LeaseTTL: max(fleet.DefaultLeaseTTL, 3*cfg.PMSAttempt+5*time.Second),
-		Log: m.log, Walk: feed.Walked(d.Properties)})
+		Log: m.log, Walk: feed.Walked(d.Properties), Walks: walks})
+}
+
+// walkLengths is the fleet's record of its last walk's length for one
+// mode's loads (fleet.WalkLengths); nil for no member.
+func (m *member) walkLengths() *fleet.WalkLengths {
+	if m == nil {
+		return nil
+	}
+	return &fleet.WalkLengths{}
 }
 
 // events is one mode's events feed in Redis (redisevents); nil for no
@@ -97,7 +106,7 @@ func (m *member) events(mode keys.Mode, cfg settings) (events.Shared, error) {
 		return nil, nil
 	}
 	return redisevents.New(redisevents.Config{Client: m.client, Secret: cfg.FleetSecret, Brand: m.brand, Mode: string(mode),
-		Retention: cfg.EventsRetention, Max: cfg.EventsMax})
+		Retention: cfg.EventsRetention, Max: cfg.EventsMax, MaxBytes: cfg.EventsMaxBytes})
 }
 
 // fleetHandler serves GET /fleet (redisconn.Client.StatusHandler).

@@ -21,7 +21,6 @@ import (
 	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/upstream/cache"
 	"github.com/partner-edge/partner-edge/upstream/events"
-	"github.com/partner-edge/partner-edge/upstream/fleet"
 	"github.com/partner-edge/partner-edge/upstream/shadow"
 )
 
@@ -59,8 +58,15 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 func newCatalog(cfg settings, baseURL string, mode keys.Mode, version string, log *slog.Logger, tel *observability.Telemetry, fm *member, sh *shadow.Shadow, feed *events.Feed) (*cache.Cache, error) {
 	cc := cache.Config{Key: cfg.Brand + "/" + string(mode), TTL: cfg.CacheTTL, Stale: cfg.CacheStale,
 		LoadTimeout: cfg.PMSTimeout, WalkTimeout: cfg.PMSWalkTimeout, TokenSetting: "PMS_TOKEN", URLSetting: urlSetting[mode]}
-	if fm != nil { // loads shared through Redis (fleet.go)
-		cc.RefreshAhead = fleet.RefreshAhead
+	// A fleet's record of its last walk's length, or a single edge's kept
+	// in EDGE_DATA_DIR: the Retry-After of a request that waits for this
+	// process's first walk (docs/contract.md section 24).
+	walks := fm.walkLengths()
+	switch {
+	case walks != nil:
+		cc.LastWalk = walks.Last
+	case feed != nil:
+		cc.LastWalk = feed.LastWalk
 	}
 	return cache.NewPMS(cache.PMSConfig{
 		Mode: string(mode),
@@ -72,7 +78,7 @@ func newCatalog(cfg settings, baseURL string, mode keys.Mode, version string, lo
 		Telemetry: tel,
 		Log:       log,
 		WrapLoad: func(d *pms.Direct) cache.Loader {
-			load := fm.loader(d, mode, cfg, feed) // nil without a fleet
+			load := fm.loader(d, mode, cfg, feed, walks) // nil without a fleet
 			if load == nil {
 				load = d.Snapshot
 			}

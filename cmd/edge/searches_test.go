@@ -126,11 +126,13 @@ func (j *jaeger) find(t *testing.T, s jaegerSearch, want string) bool {
 // v2 (the local stack's configuration), returns the trace it names. The
 // edges run at ratio 0 (only the edge's own rules keep a trace): a first
 // load that fails (a 502, BAD_GATEWAY, kept by the error rule: the PMS
-// fails from the start, so the walk it waits for or leads fails), a
-// refresh whose first attempt is retried and whose walk rejects records
-// (the cached hit that started it kept for its link to the walk), and a
-// slow request on an edge with EDGE_CACHE_TTL=0. A row the test has no
-// expectation for fails it: a search added to the table is run too.
+// fails from the start, so the walk it waits for fails), a refresh on the
+// clock whose first attempt is retried and whose walk rejects records, a
+// partner's request with a sampled traceparent (kept by the parent-based
+// sampler), and on an edge with EDGE_CACHE_TTL=0 a slow request and a
+// request whose PMS call others joined (kept for their links to it). A
+// row the test has no expectation for fails it: a search added to the
+// table is run too.
 func TestJaegerDocumentedSearches(t *testing.T) {
 	j, simTel := jaegerStack(t)
 	ratio0 := map[string]string{"OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0"}
@@ -156,19 +158,23 @@ func TestJaegerDocumentedSearches(t *testing.T) {
 		t.Fatalf("failing first load: %d, want 502", code)
 	}
 	failed := e.line(t, "failed-walk")
-	// A refresh whose first attempt fails (then a retry), whose walk
-	// rejects the simulator's unmappable records; the hit that started it
-	// is kept for the walk's link to it.
+	// A refresh on the clock whose first attempt fails (then a retry),
+	// whose walk rejects the simulator's unmappable records.
 	r := startTraceEdge(t, j, simTel, withEnv(map[string]string{"EDGE_CACHE_TTL": "1s", "EDGE_CACHE_STALE": "1h",
 		"OTEL_RESOURCE_ATTRIBUTES": "service.instance.id=edge-search-1"}))
 	testkit.Eventually(t, "the start-up walk ended", func() bool {
 		return strings.Contains(r.s.stderr.String(), `"msg":"pms walk finished"`)
 	})
 	r.sim.SetFaults(pmsim.Faults{FailFirst: 1, ErrorStatus: 500})
-	walk, first := refreshStarted(t, j, r, "edge-search-1", "refresh", func(tr *jTrace) bool {
-		return len(tr.spans("pms.walk")) == 1 && complete(tr, "pms.list_hotels")
+	walk := refreshOnTheClock(t, j, r, "edge-search-1", func(tr *jTrace) bool {
+		return len(tr.spans("pms.walk")) == 1 && complete(tr, "pms.list_hotels") && strings.Contains(describe(tr), "pms.attempt=2")
 	})
 	firstWalk := walk.TraceID
+	// A partner's request, kept by its sampled traceparent.
+	if code := r.askTraced(t, "/v1/properties", "partner", sampledParent()); code != 200 {
+		t.Fatalf("partner's request: %d", code)
+	}
+	first := r.line(t, "partner")
 	// The failed walk: the trace the failed request links to.
 	walkOf := func(l map[string]any) string {
 		tr := j.trace(t, l["trace_id"].(string), func(tr *jTrace) bool { return len(tr.Spans) > 0 })
@@ -192,6 +198,10 @@ func TestJaegerDocumentedSearches(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no property id in %s", body)
 	}
+	// A request whose PMS call a follower joined (with a sampled
+	// traceparent): kept for the follower's link to it.
+	leader, _ := coalesce(t, z, "/v1/properties/"+m[1], "kept", 1, 800*time.Millisecond)
+	linked := z.line(t, leader)
 	z.sim.SetFaults(pmsim.Faults{Latency: 1200 * time.Millisecond})
 	if code, _ := z.ask(t, "/v1/properties/"+m[1], z.key, "slow"); code != 200 {
 		t.Fatalf("slow get: %d", code)
@@ -204,7 +214,7 @@ func TestJaegerDocumentedSearches(t *testing.T) {
 		"a problem code":                         tid(failed),
 		"errors kept by the tail rule":           tid(failed),
 		"slow requests":                          tid(slow),
-		"requests kept for a link to them":       tid(first),
+		"requests kept for a link to them":       tid(linked),
 		"failed walks":                           failedWalk,
 		"walks that rejected records, by reason": firstWalk,
 		"retried attempts":                       firstWalk,

@@ -248,17 +248,19 @@ func (p *process) startCatalogs(ctx context.Context) error {
 		p.sh = sh
 		p.wg.Go(func() { sh.Run(ctx) })
 	}
-	if p.live, p.feeds.Live, err = p.startMode(keys.ModeLive, p.cfg.PMSBaseURL, sh); err != nil || p.cfg.PMSSandbox == "" {
+	if p.live, p.feeds.Live, err = p.startMode(ctx, keys.ModeLive, p.cfg.PMSBaseURL, sh); err != nil || p.cfg.PMSSandbox == "" {
 		return err
 	}
-	p.sandbox, p.feeds.Sandbox, err = p.startMode(keys.ModeTest, p.cfg.PMSSandbox, nil) // the candidate stands for the live PMS
+	p.sandbox, p.feeds.Sandbox, err = p.startMode(ctx, keys.ModeTest, p.cfg.PMSSandbox, nil) // the candidate stands for the live PMS
 	return err
 }
 
 // startMode builds one mode's events feed and catalog of the PMS at url,
-// each stopped at the end, and starts its first walk now: no partner waits
-// for it (docs/contract.md section 22).
-func (p *process) startMode(mode keys.Mode, url string, sh *shadow.Shadow) (upstream.Catalog, *events.Feed, error) {
+// each stopped at the end, and starts its walks on the clock until ctx
+// ends: the first now, so that no partner waits for it (docs/contract.md
+// section 22), then one a TTL after the last ended, whether partners call
+// or not (docs/contract.md section 24).
+func (p *process) startMode(ctx context.Context, mode keys.Mode, url string, sh *shadow.Shadow) (upstream.Catalog, *events.Feed, error) {
 	kept, err := p.dataFeed(mode)
 	if err != nil {
 		return nil, nil, fmt.Errorf("EDGE_DATA_DIR: %w", err)
@@ -274,7 +276,7 @@ func (p *process) startMode(mode keys.Mode, url string, sh *shadow.Shadow) (upst
 	}
 	p.onStop(c.Close)
 	p.ready = append(p.ready, edge.ReadyCheck{Name: "pms " + string(mode) + " snapshot", Check: c.Ready})
-	c.Prime()
+	c.Schedule(ctx)
 	return c, feed, nil
 }
 

@@ -134,11 +134,13 @@ func (p *partnerEdge) list(client *http.Client) listAnswer {
 	return listAnswer{status: a.status, code: body.Code, total: body.Meta.Pagination.Total, retryAfter: a.retryAfter}
 }
 
-// A1: while the first walk (10 s) runs, a list answers 503
-// SERVICE_UNAVAILABLE with Retry-After at its deadline (2 s here), never
-// 504, and /v1/health stays ok; once it ends, 200 with the true total; and while a refresh walks
-// the PMS again (TTL 5 s here), every answer is 200 from the previous
-// snapshot.
+// A1: while the first walk (10 s) runs, a list with the default request
+// deadline (10 s) waits 2 s and answers 503 SERVICE_UNAVAILABLE with a
+// Retry-After of the time the walk has run (the first walk of a process
+// knows no length: docs/contract.md section 24), never 504, and
+// /v1/health stays ok; once it ends, 200 with the true total; and while
+// a refresh walks the PMS again (TTL 5 s here), every answer is 200 from
+// the previous snapshot.
 func TestFirstWalkOfARealSpeedPMSAnswers503ThenServes(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -146,7 +148,7 @@ func TestFirstWalkOfARealSpeedPMSAnswers503ThenServes(t *testing.T) {
 	}
 	pms := newRealPMS(t, 20_000, 50*time.Millisecond)
 	truth := pms.activeTotal(t)
-	edge := startPartnerEdge(t, pms.srv.URL, "5s", "EDGE_REQUEST_TIMEOUT=2s")
+	edge := startPartnerEdge(t, pms.srv.URL, "5s")
 	client := &http.Client{Timeout: 10 * time.Second}
 
 	unavailable := 0
@@ -162,9 +164,18 @@ func TestFirstWalkOfARealSpeedPMSAnswers503ThenServes(t *testing.T) {
 			}
 			break
 		}
-		if ra, err := strconv.Atoi(a.retryAfter); a.status != http.StatusServiceUnavailable || a.code != "SERVICE_UNAVAILABLE" || err != nil || ra < 1 {
+		answered := time.Now()
+		ra, err := strconv.Atoi(a.retryAfter)
+		if a.status != http.StatusServiceUnavailable || a.code != "SERVICE_UNAVAILABLE" || err != nil || ra < 1 {
 			t.Fatalf("list during the first walk: %d %s, Retry-After %q; want 503 SERVICE_UNAVAILABLE with Retry-After (walks so far %d)",
 				a.status, a.code, a.retryAfter, len(pms.spans()))
+		}
+		// The first walk's Retry-After is the time it has run so far.
+		if w := pms.spans(); len(w) > 0 {
+			ran := answered.Sub(w[0].start)
+			if d := time.Duration(ra)*time.Second - ran; d < -2*time.Second || d > 2*time.Second {
+				t.Errorf("Retry-After %d s, %v into the first walk; want the time it has run", ra, ran)
+			}
 		}
 		// The PMS records the walk's end before the edge has read, mapped
 		// and installed the last page; a request waits for that up to its
@@ -179,7 +190,26 @@ func TestFirstWalkOfARealSpeedPMSAnswers503ThenServes(t *testing.T) {
 		unavailable++
 	}
 	if unavailable == 0 || pms.ended() != 1 {
-		t.Fatalf("%d answers 503 before the first 200, %d walks ended; want the first walk to outlast a request's deadline", unavailable, pms.ended())
+		t.Fatalf("%d answers 503 before the first 200, %d walks ended; want the first walk to outlast a request's wait", unavailable, pms.ended())
+	}
+	// Each 503 was held about 2 s, not the request's 10 s deadline: read
+	// off the edge's own access lines (the machine may be busy), within
+	// 3 s.
+	var held []string
+	testkit.Eventually(t, "the access lines of the 503s", func() bool { // the access log is written behind the answers
+		held = nil
+		for line := range strings.SplitSeq(edge.stderr.String(), "\n") {
+			var l struct{ Msg, Duration string }
+			if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "request" && strings.Contains(line, `"status":503`) {
+				held = append(held, l.Duration)
+			}
+		}
+		return len(held) >= unavailable
+	})
+	for _, h := range held {
+		if d, err := time.ParseDuration(h); err != nil || d > 3*time.Second || d < 2*time.Second {
+			t.Errorf("a 503 held %s; want 2 s (within 3 s)", h)
+		}
 	}
 
 	// The refresh: requests keep coming until a second walk has begun and
@@ -201,6 +231,50 @@ func TestFirstWalkOfARealSpeedPMSAnswers503ThenServes(t *testing.T) {
 	}
 	t.Logf("%d answers 503 during the first walk (%v), %d answers 200 around the refresh (%v)",
 		unavailable, w[0].end.Sub(w[0].start), served, w[1].end.Sub(w[1].start))
+}
+
+// A first walk that fails on time (the walk's budget,
+// EDGE_PMS_WALK_TIMEOUT=3s, against a walk of 10 s) is 503 with a
+// Retry-After for every partner request, never 504 (docs/contract.md
+// section 24); the PMS sees walks no closer together than the back-off
+// after each failure (1 s, 2 s, ...), however often partners ask.
+func TestFirstWalkFailingOnTimeIs503WithBackOff(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("builds the edge and walks a PMS of real speed for tens of seconds")
+	}
+	pms := newRealPMS(t, 20_000, 50*time.Millisecond)
+	edge := startPartnerEdge(t, pms.srv.URL, "30s", "EDGE_PMS_WALK_TIMEOUT=3s")
+	client := &http.Client{Timeout: 15 * time.Second}
+	answers := map[string]int{}
+	for len(pms.spans()) < 4 {
+		a := edge.list(client)
+		if a.err != nil {
+			t.Fatalf("list: %v", a.err)
+		}
+		ra, err := strconv.Atoi(a.retryAfter)
+		if a.status != http.StatusServiceUnavailable || a.code != "SERVICE_UNAVAILABLE" || err != nil || ra < 1 || ra > 60 {
+			t.Fatalf("list while the first walks fail on time: %d %s, Retry-After %q; want 503 with Retry-After",
+				a.status, a.code, a.retryAfter)
+		}
+		answers[a.retryAfter]++
+		time.Sleep(100 * time.Millisecond) // the partners' pace, not a wait for an event
+	}
+	w := pms.spans()
+	for i := 1; i < len(w); i++ {
+		// Each walk is cut at 3 s; the next begins after the back-off of
+		// the failures so far: 1 s, then 2 s, then 4 s.
+		backoff := time.Second << (i - 1)
+		if gap := w[i].start.Sub(w[i-1].start); gap < 3*time.Second+backoff-250*time.Millisecond {
+			t.Errorf("walk %d began %v after walk %d; want the budget (3 s) and the back-off (%v)", i, gap, i-1, backoff)
+		}
+	}
+	t.Logf("walks began %v apart; answers by Retry-After: %v", func() (g []time.Duration) {
+		for i := 1; i < len(w); i++ {
+			g = append(g, w[i].start.Sub(w[i-1].start).Round(10*time.Millisecond))
+		}
+		return g
+	}(), answers)
 }
 
 // A2: the PMS answers every page 2 s late for 12 s (a walk of the 20,000

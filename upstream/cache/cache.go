@@ -16,6 +16,12 @@
 // TTL 0 nothing is held, but concurrent identical calls share one call,
 // under LoadTimeout.
 //
+// That is a Cache nobody schedules. The edge calls Schedule
+// (schedule.go): walks then follow the clock, not the traffic (one a TTL
+// after the last ended; with TTL 0, the events feed's every WalkEvery),
+// no request starts one, and a request without a snapshot waits at most
+// SnapshotWait for the walk under way (docs/contract.md section 24).
+//
 // The store is one atomic pointer to the current snapshot, replaced whole
 // by each load: nothing a partner sends adds an entry.
 package cache
@@ -58,6 +64,7 @@ type Cache struct {
 	afterCheck func() // test hook: called once snapshot has looked at cur; nil: none
 
 	walks walkClock // when the walk under way started, how long the last one took (walkstats.go)
+	sched schedule  // the walks on the clock (schedule.go)
 	// refusedAt (Config.Now, unix nanoseconds) is when the last refusal
 	// error was logged (walkstats.go); 0: never.
 	refusedAt atomic.Int64
@@ -97,6 +104,8 @@ func New(inner upstream.Catalog, cfg Config) *Cache {
 	cfg.LoadTimeout = cmp.Or(max(cfg.LoadTimeout, 0), DefaultLoadTimeout)
 	cfg.WalkTimeout = cmp.Or(max(cfg.WalkTimeout, 0), DefaultWalkTimeout)
 	cfg.RefreshBackoff = cmp.Or(max(cfg.RefreshBackoff, 0), DefaultRefreshBackoff)
+	cfg.WalkEvery = cmp.Or(max(cfg.WalkEvery, 0), DefaultWalkEvery)
+	cfg.SnapshotWait = cmp.Or(max(cfg.SnapshotWait, 0), DefaultSnapshotWait)
 	ahead := cmp.Or(max(cfg.RefreshAhead, 0), DefaultRefreshAhead)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -240,7 +249,7 @@ func (c *Cache) inline(ctx context.Context, timeout time.Duration) bool {
 // (docs/contract.md section 24: 503, never 504, while a walk progresses).
 func (c *Cache) leftEarly(ctx context.Context, group *singleflight.Group) error {
 	if group == &c.group && !c.disabled && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return &upstream.Error{Kind: upstream.Unavailable, RetryAfter: c.walks.retryAfter(c.cfg.Now()), Err: errWalking}
+		return &upstream.Error{Kind: upstream.Unavailable, RetryAfter: c.walks.retryAfter(c.cfg.Now(), c.cfg.LastWalk), Err: errWalking}
 	}
 	return upstream.Classify(ctx, ctx.Err(), upstream.Internal)
 }

@@ -28,6 +28,13 @@ const (
 	// the next background refresh; it doubles per failure in a row, up to
 	// the TTL.
 	DefaultRefreshBackoff = time.Second
+	// DefaultWalkEvery is how often walks on the clock run with TTL 0
+	// (nothing cached): they feed the events (docs/contract.md section 24).
+	DefaultWalkEvery = 30 * time.Second
+	// DefaultSnapshotWait is how long, at most, a request that needs a
+	// snapshot none holds waits for the walk on the clock before its 503
+	// (docs/contract.md section 24).
+	DefaultSnapshotWait = 2 * time.Second
 )
 
 // Outcomes reported through Config.OnOutcome.
@@ -117,6 +124,26 @@ type Config struct {
 	// background refresh, doubled per failure in a row up to TTL. Zero
 	// means DefaultRefreshBackoff.
 	RefreshBackoff time.Duration
+
+	// WalkEvery is the period of the walks on the clock (Schedule) with
+	// TTL 0, which feed the events while every read walks for itself.
+	// Zero means DefaultWalkEvery. Unused with a TTL: walks then follow
+	// it.
+	WalkEvery time.Duration
+
+	// SnapshotWait bounds how long a request that needs a snapshot none
+	// holds waits for the walk on the clock (Schedule) before it gets
+	// upstream.Unavailable with the walk's expected remaining time as
+	// RetryAfter; its own deadline, if sooner, ends the wait too. Zero
+	// means DefaultSnapshotWait.
+	SnapshotWait time.Duration
+
+	// LastWalk, when set, is the length of the last successful walk kept
+	// outside this process (on disk, or a fleet's record): the
+	// Retry-After of a request that waits for this process's first walk
+	// counts from it. It returns 0 when it knows none. Nil: none; a first
+	// walk's Retry-After is then the time it has run so far.
+	LastWalk func() time.Duration
 
 	// Load, when set, loads the snapshot instead of the inner Catalog's
 	// Snapshot (see Loader).

@@ -49,7 +49,13 @@ var LookupOutcomes = []string{OutcomeHit, OutcomeMiss, OutcomeStale, OutcomeCoal
 //     list pages received by walks; pms.
 //   - partner_edge.pms.walk.duration
 //     (partner_edge_pms_walk_duration_seconds): gauge, the duration of
-//     the last walk of each outcome; pms, outcome.
+//     the last walk of each outcome, the PMS walk alone (a fleet member's
+//     wait for another's lease is not in it); pms, outcome.
+//   - partner_edge.pms.walk.lease_wait
+//     (partner_edge_pms_walk_lease_wait_seconds): gauge, how long the
+//     last load of a fleet member waited for another member (its walk,
+//     or its lease to expire) before walking or taking the publication;
+//     pms; absent without a fleet.
 //   - partner_edge.pms.walk.age (partner_edge_pms_walk_age_seconds):
 //     gauge, how long ago the walk of the snapshot served ended (for a
 //     fleet member, the publisher's walk): the age of the snapshot this
@@ -66,7 +72,9 @@ type Metrics struct {
 	walks      metric.Int64Counter
 	walkPages  metric.Int64Counter
 	walkTime   metric.Float64Gauge
+	leaseWait  metric.Float64Gauge
 	pmsOpts    []metric.AddOption       // pms
+	pmsRecord  []metric.RecordOption    // pms
 	walkOpts   [2][]metric.AddOption    // ok, failed
 	timeOpts   [2][]metric.RecordOption // ok, failed
 	// walkEnd is when the walk of the snapshot served ended (unix
@@ -135,7 +143,7 @@ type lookupOutcome struct {
 
 // walkInstruments makes the walk instruments (see Metrics).
 func (m *Metrics) walkInstruments(meter metric.Meter, pms attribute.KeyValue) error {
-	var errs [5]error
+	var errs [6]error
 	m.walks, errs[0] = meter.Int64Counter("partner_edge.pms.walks", metric.WithUnit("{walk}"),
 		metric.WithDescription("Walks of the PMS's list that ended, by outcome (ok, failed)."))
 	m.walkPages, errs[1] = meter.Int64Counter("partner_edge.pms.walk.pages", metric.WithUnit("{page}"),
@@ -148,11 +156,13 @@ func (m *Metrics) walkInstruments(meter metric.Meter, pms attribute.KeyValue) er
 	ttl, err := meter.Float64ObservableGauge("partner_edge.cache.ttl", metric.WithUnit("s"),
 		metric.WithDescription("The cache TTL (EDGE_CACHE_TTL): a snapshot this old is walked again."))
 	errs[4] = err
+	m.leaseWait, errs[5] = meter.Float64Gauge("partner_edge.pms.walk.lease_wait", metric.WithUnit("s"),
+		metric.WithDescription("How long the last load of a fleet member waited for another member's walk or lease."))
 	if err := errors.Join(errs[:]...); err != nil {
 		return err
 	}
 	set := metric.WithAttributeSet(attribute.NewSet(pms))
-	m.pmsOpts = []metric.AddOption{set}
+	m.pmsOpts, m.pmsRecord = []metric.AddOption{set}, []metric.RecordOption{set}
 	for i, o := range []string{"ok", "failed"} {
 		s := metric.WithAttributeSet(attribute.NewSet(pms, attribute.String("outcome", o)))
 		m.walkOpts[i], m.timeOpts[i] = []metric.AddOption{s}, []metric.RecordOption{s}
@@ -182,6 +192,12 @@ func (m *Metrics) Walk(ctx context.Context, pages int64, d time.Duration, ok boo
 	m.walks.Add(ctx, 1, m.walkOpts[i]...)
 	m.walkPages.Add(ctx, pages, m.pmsOpts...)
 	m.walkTime.Record(ctx, d.Seconds(), m.timeOpts[i]...)
+}
+
+// LeaseWait records that the last load of a fleet member waited d for
+// another member's walk or lease (upstream.WalkStats.LeaseWait).
+func (m *Metrics) LeaseWait(ctx context.Context, d time.Duration) {
+	m.leaseWait.Record(ctx, d.Seconds(), m.pmsRecord...)
 }
 
 // Serving records that the snapshot served now was walked at walkedAt

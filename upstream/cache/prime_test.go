@@ -149,8 +149,8 @@ func TestNextWalkCountsFromTheEndOfTheLast(t *testing.T) {
 		defer c.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		var ue *upstream.Error
-		if _, err := c.Snapshot(ctx); !errors.As(err, &ue) || ue.Kind != upstream.Unavailable || ue.RetryAfter != time.Second {
-			t.Fatalf("first walk, caller's deadline: %v; want Unavailable, Retry-After 1 s (no walk's length known yet)", err)
+		if _, err := c.Snapshot(ctx); !errors.As(err, &ue) || ue.Kind != upstream.Unavailable || ue.RetryAfter != 10*time.Second {
+			t.Fatalf("first walk, caller's deadline: %v; want Unavailable, Retry-After 10 s (no walk's length known yet: the time it has run)", err)
 		}
 		cancel()
 		time.Sleep(10 * time.Second) // the first walk ends: 20 s
@@ -172,7 +172,7 @@ func TestNextWalkCountsFromTheEndOfTheLast(t *testing.T) {
 		if n := inner.snapCalls.Load(); n != 2 {
 			t.Fatalf("%d walks at TTL after the first ended; want the second", n)
 		}
-		if ra := c.walks.retryAfter(c.cfg.Now()); ra != 15*time.Second {
+		if ra := c.walks.retryAfter(c.cfg.Now(), c.cfg.LastWalk); ra != 15*time.Second {
 			t.Fatalf("5 s into a walk after one of 20 s: Retry-After %v; want 15 s", ra)
 		}
 	})

@@ -19,6 +19,9 @@ func (c *Cache) Snapshot(ctx context.Context) (*upstream.Snapshot, error) {
 // snapshot is Snapshot, also reporting whether the answer is stale data
 // served because of the returned loadErr (nil otherwise).
 func (c *Cache) snapshot(ctx context.Context) (s *upstream.Snapshot, loadErr error, err error) {
+	if !c.disabled && c.sched.on.Load() {
+		return c.fromSchedule(ctx) // walks follow the clock: no request starts one
+	}
 	var e *entry // with TTL 0 none is ever held
 	var now time.Time
 	kind := WalkLoad
@@ -92,8 +95,9 @@ func (c *Cache) report(ctx context.Context, led bool, err error) {
 // unless one is running or refreshes are backed off after a failure; seen
 // is the entry the caller found due for refresh (the load is skipped when
 // a newer one is held by then: loadAfter). It keeps ctx's values (ids,
-// trace), not its cancellation. Refreshes happen only when someone asks:
-// a brand nobody reads is not refreshed.
+// trace), not its cancellation. Without Schedule, refreshes happen only
+// when someone asks: a brand nobody reads is not refreshed; with it, no
+// request calls refresh.
 func (c *Cache) refresh(ctx context.Context, seen *entry, kind string) {
 	// The flag first: while a walk refreshes the snapshot every request
 	// past TTL comes here, and reading it takes no lock.

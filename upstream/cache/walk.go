@@ -87,7 +87,12 @@ func (c *Cache) startWalk(ctx context.Context, kind string) (context.Context, fu
 		c.cfg.LinkRequest(ctx, trace.Link{SpanContext: span.SpanContext(), Attributes: linkWalk})
 		links = &walkLinks{walk: span.SpanContext(), leader: caller}
 	}
-	c.lastWalk.Store(links)
+	if !c.disabled {
+		// With TTL 0 the walks with a span are the feed's, on the clock; a
+		// read's own load has none, and its followers link to their leader
+		// (followLeader), never to an unrelated walk of the feed's.
+		c.lastWalk.Store(links)
+	}
 	return wctx, func(err error) {
 		if err != nil {
 			span.RecordError(err)

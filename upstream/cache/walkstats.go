@@ -26,10 +26,11 @@ type walkKindKey struct{}
 
 // walkClock is when the walk under way started and how long the last
 // successful one took: the Retry-After of a caller that leaves before the
-// walk ends (leftEarly).
+// walk ends (leftEarly, await).
 type walkClock struct {
 	started atomic.Int64 // Config.Now, unix nanoseconds; 0: no walk under way
 	last    atomic.Int64 // duration of the last successful walk; 0: none yet
+	failed  atomic.Int64 // duration of the last failed walk; 0: none
 }
 
 // begin marks a walk started at now.
@@ -42,20 +43,43 @@ func (w *walkClock) begin(now time.Time) time.Time {
 func (w *walkClock) end(began time.Time, d time.Duration, ok bool) {
 	if ok {
 		w.last.Store(int64(max(d, 1)))
+	} else {
+		w.failed.Store(int64(max(d, 1)))
 	}
 	w.started.CompareAndSwap(began.UnixNano(), 0)
 }
 
-// retryAfter is the Retry-After for a caller leaving at now while a walk
-// goes on: what the last walk's duration leaves of this one, else one
-// second; within 1 s and 60 s (docs/contract.md section 10).
-func (w *walkClock) retryAfter(now time.Time) time.Duration {
-	ra := time.Second
-	if last, started := time.Duration(w.last.Load()), w.started.Load(); last > 0 && started != 0 {
-		ra = last - now.Sub(time.Unix(0, started))
+// expected is how long a walk is expected to take: the last successful
+// walk's length in this process, else hint's (a length kept elsewhere:
+// Config.LastWalk), else 0 (unknown).
+func (w *walkClock) expected(hint func() time.Duration) time.Duration {
+	if last := time.Duration(w.last.Load()); last > 0 {
+		return last
 	}
-	return min(max(ra, time.Second), time.Minute)
+	if hint != nil {
+		return max(hint(), 0)
+	}
+	return 0
 }
+
+// retryAfter is the Retry-After for a caller leaving at now while a walk
+// goes on (docs/contract.md section 24): what the expected length leaves
+// of this walk or, for a first-ever walk (no length known), the time it
+// has run so far; one second with no walk under way; within 1 s and 60 s.
+func (w *walkClock) retryAfter(now time.Time, hint func() time.Duration) time.Duration {
+	ra := time.Second
+	if started := w.started.Load(); started != 0 {
+		ran := now.Sub(time.Unix(0, started))
+		ra = ran
+		if exp := w.expected(hint); exp > 0 {
+			ra = exp - ran
+		}
+	}
+	return clampRetryAfter(ra)
+}
+
+// clampRetryAfter bounds a Retry-After to 1 s .. 60 s.
+func clampRetryAfter(d time.Duration) time.Duration { return min(max(d, time.Second), time.Minute) }
 
 // RefusalLogEvery is the least time between two error lines of a PMS that
 // refuses the edge (docs/contract.md section 22: at most once a minute
@@ -71,15 +95,32 @@ func (c *Cache) walked(ctx context.Context, kind string, st *upstream.WalkStats,
 	c.walks.end(began, d, err == nil)
 	pages := st.Pages()
 	walkedPMS := pages > 0 || err != nil
+	// The walk's duration is the PMS walk's alone: a fleet member's wait
+	// for another's lease is measured apart (docs/contract.md section 24).
+	if wt := st.WalkTime(); wt > 0 {
+		d = wt
+	}
+	wait, waited := st.LeaseWait()
 	if span := trace.SpanFromContext(ctx); walkedPMS && span.IsRecording() {
 		span.SetAttributes(st.Summary()...)
 	}
-	if c.cfg.Metrics != nil && walkedPMS {
-		c.cfg.Metrics.Walk(ctx, pages, d, err == nil)
+	if c.cfg.Metrics != nil {
+		if walkedPMS {
+			c.cfg.Metrics.Walk(ctx, pages, d, err == nil)
+		}
+		if waited {
+			c.cfg.Metrics.LeaseWait(ctx, wait)
+		}
 	}
 	log := c.cfg.Logger
 	attrs := append([]any{"snapshot", c.cfg.Key, "kind", kind, "pages", pages, "records", st.Records(),
 		"rejected", st.Rejected(), "duration", d}, st.RejectionAttrs()...)
+	if waited {
+		attrs = append(attrs, "lease_wait", wait)
+	}
+	if id := upstream.CallerIDsFrom(ctx).RequestID; id != "" {
+		attrs = append(attrs, "request_id", id) // the X-Request-Id its PMS requests carried
+	}
 	switch {
 	case err != nil:
 		c.refused(ctx, err)
@@ -93,7 +134,8 @@ func (c *Cache) walked(ctx context.Context, kind string, st *upstream.WalkStats,
 				"suppressed", suppressed, "repeats_every", observability.LogEvery.String())...)
 		}
 	case !walkedPMS:
-		log.DebugContext(ctx, "snapshot taken from the fleet's publication", "snapshot", c.cfg.Key, "kind", kind)
+		log.DebugContext(ctx, "snapshot taken from the fleet's publication", "snapshot", c.cfg.Key, "kind", kind,
+			"lease_wait", wait)
 	default:
 		log.InfoContext(ctx, "pms walk finished", attrs...)
 	}

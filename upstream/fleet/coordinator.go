@@ -94,7 +94,37 @@ const publishAttempts = 3
 // that fails while Redis counts as up (transient) is asked again at the
 // next Poll; only Redis known unavailable, an unusable publication held by
 // another, or Wait passing mean a walk without the lease.
+//
+// When ctx carries an upstream.WalkStats, the PMS walk's own length and
+// the time spent before it (or before taking a publication) waiting for
+// another member are recorded there apart (docs/contract.md section 24:
+// a walk's duration counts the PMS walk alone).
 func (c *Coordinator) Load(ctx context.Context, brand, mode string, newerThan time.Time, load LoadFunc) (Loaded, error) {
+	st := upstream.WalkStatsFrom(ctx)
+	if st == nil {
+		return c.load(ctx, brand, mode, newerThan, load)
+	}
+	began := time.Now()
+	var walkStart time.Time // zero: no walk (a publication was taken)
+	timed := func(ctx context.Context) ([]mapping.Property, time.Time, error) {
+		walkStart = time.Now() // the load runs on this goroutine
+		props, at, err := load(ctx)
+		st.SetWalkTime(time.Since(walkStart))
+		return props, at, err
+	}
+	l, err := c.load(ctx, brand, mode, newerThan, timed)
+	if c.Store != nil {
+		if walkStart.IsZero() {
+			st.SetLeaseWait(time.Since(began))
+		} else {
+			st.SetLeaseWait(walkStart.Sub(began))
+		}
+	}
+	return l, err
+}
+
+// load is Load without the timing.
+func (c *Coordinator) load(ctx context.Context, brand, mode string, newerThan time.Time, load LoadFunc) (Loaded, error) {
 	name := SnapKey(brand, mode)
 	if c.Store == nil {
 		return c.walk(ctx, name, load, SourceLocal, false)

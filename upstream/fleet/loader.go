@@ -9,14 +9,15 @@ import (
 
 	"github.com/partner-edge/partner-edge/upstream/redisconn"
 
+	"github.com/partner-edge/partner-edge/mapping"
 	"github.com/partner-edge/partner-edge/upstream"
 )
 
-// RefreshAhead is the cache's refresh-ahead with Redis: each instance
+// RefreshAhead is the refresh-ahead of a cache that requests refresh
+// (one nobody schedules: cache.Cache.Schedule) over Redis: each instance
 // re-reads the shared snapshot every TTL/2, and takes a publication up to
-// one TTL old, so the PMS is walked about once per TTL across the fleet
-// (the in-process default refreshes at TTL, when a request finds the
-// snapshot expired).
+// one TTL old, so the PMS is walked about once per TTL across the fleet.
+// The edge schedules its walks instead (docs/scaling.md).
 const RefreshAhead = 0.5
 
 // LoaderConfig is one brand and mode's snapshot load shared through a
@@ -39,6 +40,10 @@ type LoaderConfig struct {
 	LeaseTTL time.Duration
 	Log      *slog.Logger // nil: discard
 	Walk     LoadFunc     // the PMS walk a leader (or a loser that gave up) runs
+	// Walks, when set, keeps the fleet's last walk length (read with each
+	// load; the leader publishes its own): the cache's LastWalk. Nil:
+	// not kept.
+	Walks *WalkLengths
 }
 
 // loserPollMax is how often, at least, a loser asks for the leader's
@@ -66,10 +71,26 @@ func Loader(cfg LoaderConfig) func(context.Context) (*upstream.Snapshot, error) 
 		Count:   cfg.Count,
 	}
 	var last atomic.Pointer[upstream.Snapshot]
+	snap := SnapKey(cfg.Brand, cfg.Mode)
+	var store SnapshotStore // nil, not a nil *Store, without one
+	if cfg.Store != nil {
+		store = cfg.Store
+	}
 	return func(ctx context.Context) (*upstream.Snapshot, error) {
-		l, err := c.Load(ctx, cfg.Brand, cfg.Mode, time.Now().Add(-cfg.TTL), cfg.Walk)
+		cfg.Walks.read(ctx, store, snap)
+		var took time.Duration
+		walk := func(ctx context.Context) ([]mapping.Property, time.Time, error) {
+			began := time.Now()
+			props, at, err := cfg.Walk(ctx)
+			took = time.Since(began) // the load runs on this goroutine
+			return props, at, err
+		}
+		l, err := c.Load(ctx, cfg.Brand, cfg.Mode, time.Now().Add(-cfg.TTL), walk)
 		if err != nil {
 			return nil, err
+		}
+		if l.Source == SourceLeader {
+			cfg.Walks.publish(context.WithoutCancel(ctx), store, snap, took)
 		}
 		if prev := last.Load(); prev != nil && prev.LoadedAt.Equal(l.LoadedAt) {
 			return prev, nil
