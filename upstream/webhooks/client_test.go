@@ -103,7 +103,8 @@ func TestClientRefusesWithoutConnecting(t *testing.T) {
 }
 
 // fakeDNS is a name server for a net.Resolver: every A question is
-// answered with addr (as it is when asked), AAAA with nothing.
+// answered with addr (as it is when asked), AAAA with nothing; with no
+// addr set, every name does not exist.
 type fakeDNS struct {
 	mu   sync.Mutex
 	addr netip.Addr
@@ -145,7 +146,9 @@ func (f *fakeDNS) serve(c net.Conn) {
 		f.mu.Lock()
 		a := f.addr
 		f.mu.Unlock()
-		if q.Type == dnsmessage.TypeA {
+		if !a.IsValid() {
+			m.Header.RCode = dnsmessage.RCodeNameError
+		} else if q.Type == dnsmessage.TypeA {
 			m.Answers = []dnsmessage.Resource{{
 				Header: dnsmessage.ResourceHeader{Name: q.Name, Type: dnsmessage.TypeA, Class: dnsmessage.ClassINET, TTL: 0},
 				Body:   &dnsmessage.AResource{A: a.As4()},
