@@ -237,7 +237,7 @@ func (d *Deliverer) attempt(ctx context.Context, ep *Endpoint, ev Event) bool {
 		d.metrics.delivered(ev, now)
 		next := Progress{After: ev.ID}
 		if err := d.cfg.Store.SetProgress(ctx, ep.ID, ep.After, next); err != nil {
-			d.warn(ctx, "webhooks: cannot record a delivery", ep.ID, err)
+			d.storeFailed(ctx, "webhooks: cannot record a delivery", ep.ID, err)
 			return false // read again: the event may be sent once more
 		}
 		ep.Progress = next
@@ -249,7 +249,7 @@ func (d *Deliverer) attempt(ctx context.Context, ep *Endpoint, ev Event) bool {
 	}
 	next := Progress{After: ep.After, Failures: ep.Failures + 1, NextAttempt: now.Add(Retries[ep.Failures])}
 	if err := d.cfg.Store.SetProgress(ctx, ep.ID, ep.After, next); err != nil {
-		d.warn(ctx, "webhooks: cannot record a failed attempt", ep.ID, err)
+		d.storeFailed(ctx, "webhooks: cannot record a failed attempt", ep.ID, err)
 	}
 	return false
 }
@@ -258,7 +258,7 @@ func (d *Deliverer) attempt(ctx context.Context, ep *Endpoint, ev Event) bool {
 // attempts at its next event, with one log line.
 func (d *Deliverer) disable(ctx context.Context, ep *Endpoint, o Outcome, reason string, attempts int) {
 	if err := d.cfg.Store.Disable(ctx, ep.ID, ep.After, reason, d.cfg.Now()); err != nil {
-		d.warn(ctx, "webhooks: cannot disable an endpoint", ep.ID, err)
+		d.storeFailed(ctx, "webhooks: cannot disable an endpoint", ep.ID, err)
 		return
 	}
 	d.metrics.disable(o)
@@ -268,6 +268,17 @@ func (d *Deliverer) disable(ctx context.Context, ep *Endpoint, o Outcome, reason
 	}
 	d.cfg.Log.Warn("webhooks: endpoint disabled", "endpoint", ep.ID, "key", ep.KeyID, "host", host,
 		"reason", reason, "attempts", attempts, "after", ep.After)
+}
+
+// storeFailed logs a write of the Store that failed and, unless the
+// endpoint moved under it (ErrConflict, ErrNotFound: read it again at
+// once), waits a Poll: a Store that takes no writes must not have the
+// same event sent again and again, as fast as the receiver answers.
+func (d *Deliverer) storeFailed(ctx context.Context, msg, id string, err error) {
+	d.warn(ctx, msg, id, err)
+	if !errors.Is(err, ErrConflict) && !errors.Is(err, ErrNotFound) {
+		d.sleep(ctx, d.cfg.Poll, nil)
+	}
 }
 
 // warnEvery bounds the lines of one cause: a Store or Source that fails

@@ -2,6 +2,7 @@ package webhooks_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -291,6 +292,45 @@ func TestDeletedEndpointStops(t *testing.T) {
 		time.Sleep(30 * time.Hour)
 		if n := len(s.of("whe_a")); n != 2 {
 			t.Fatalf("%d attempts, want the first and the one at +5s only", n)
+		}
+	})
+}
+
+// brokenStore takes no progress: every write fails.
+type brokenStore struct{ *webhooks.Memory }
+
+func (brokenStore) SetProgress(context.Context, string, string, webhooks.Progress) error {
+	return errors.New("disk full")
+}
+
+// TestStoreFailingWritesPaces: a store that takes no writes has the event
+// sent again once a Poll, not as fast as the receiver answers, and logged
+// at most once a minute.
+func TestStoreFailingWritesPaces(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem, f := &webhooks.Memory{}, &feed{}
+		create(t, mem, "whe_a")
+		f.add(1)
+		s := &sender{answer: delivered}
+		log, logs := testkit.NewLogger()
+		d, err := webhooks.New(webhooks.Config{Store: brokenStore{mem}, Source: f, Sender: s, Poll: 10 * time.Second, Log: log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- d.Run(ctx) }()
+		time.Sleep(10*time.Minute - time.Second)
+		cancel()
+		<-done
+		if n := len(s.of("whe_a")); n != 60 {
+			t.Errorf("%d attempts in 10 minutes, want one every 10 s", n)
+		}
+		if n := logs.Count("cannot record a delivery"); n != 10 {
+			t.Errorf("%d lines in 10 minutes, want one a minute:\n%s", n, logs)
+		}
+		if logs.Count("suppressed=5") != 9 {
+			t.Errorf("the lines do not count those left out:\n%s", logs)
 		}
 	})
 }
