@@ -102,6 +102,23 @@ func TestClientRefusesWithoutConnecting(t *testing.T) {
 	}
 }
 
+// TestClientRefusesIPv6LoopbackWithoutConnecting: a receiver on ::1
+// gets no connection from ::1 or its other spellings.
+func TestClientRefusesIPv6LoopbackWithoutConnecting(t *testing.T) {
+	srv, cl := receiver(t, "[::1]:0")
+	port := strconv.Itoa(srv.Listener.Addr().(*net.TCPAddr).Port)
+	c := webhooks.NewClient(webhooks.ClientConfig{})
+	for _, host := range []string{"[::1]", "[0:0:0:0:0:0:0:1]", "[::]", "ip6-localhost"} {
+		err := post(c, "http://"+host+":"+port+"/hook")
+		if !errors.Is(err, webhooks.ErrAddressRefused) && host != "ip6-localhost" { // a name /etc/hosts may lack
+			t.Errorf("%s: %v, want ErrAddressRefused", host, err)
+		}
+	}
+	if n := cl.accepted.Load(); n != 0 {
+		t.Fatalf("the receiver accepted %d connections", n)
+	}
+}
+
 // fakeDNS is a name server for a net.Resolver: every A question is
 // answered with addr (as it is when asked), AAAA with nothing; with no
 // addr set, every name does not exist.

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -87,6 +88,17 @@ type HTTPSender struct {
 	Tracer trace.TracerProvider
 	// UserAgent is sent with every attempt; empty: "partner-edge-webhooks".
 	UserAgent string
+
+	once sync.Once
+	def  *http.Client // Client's default, made once: its connections kept between attempts
+}
+
+func (s *HTTPSender) client() *http.Client {
+	if s.Client != nil {
+		return s.Client
+	}
+	s.once.Do(func() { s.def = NewClient(ClientConfig{}) })
+	return s.def
 }
 
 var _ Sender = (*HTTPSender)(nil)
@@ -148,11 +160,7 @@ func (s *HTTPSender) send(ctx context.Context, u *url.URL, ep *Endpoint, ev Even
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", cmp.Or(s.UserAgent, "partner-edge-webhooks"))
-	c := s.Client
-	if c == nil {
-		c = NewClient(ClientConfig{})
-	}
-	resp, err := c.Do(req)
+	resp, err := s.client().Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return Result{Outcome: Canceled}

@@ -171,6 +171,7 @@ func TestSendFailureClasses(t *testing.T) {
 		{"a name that does not resolve", system, testEndpoint("https://nowhere.partner.example/hook"), webhooks.FailedDNS},
 		{"nothing listening", plain, testEndpoint("http://" + refusing + "/hook"), webhooks.FailedConnection},
 		{"an inside address", system, testEndpoint("https://10.0.0.1/hook"), webhooks.FailedRefused},
+		{"loopback, with the default client", &webhooks.HTTPSender{}, testEndpoint(tlsSrv.URL), webhooks.FailedRefused},
 		{"a damaged secret", trusting, bad, webhooks.FailedSecret},
 	} {
 		res := c.s.Send(context.Background(), c.ep, webhooks.Event{ID: "evt_1", Body: []byte(`{}`)}, 1)
