@@ -2,9 +2,15 @@ package webhooks_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -19,7 +25,8 @@ import (
 // sockets: a Deliverer with the HTTPSender and the guarded client delivers
 // a feed's events to a receiver on loopback (allowed, as
 // EDGE_WEBHOOK_ALLOW_CIDRS would), which verifies every request with the
-// Standard Webhooks reference library. It gets every event once, in feed
+// Standard Webhooks reference library in Go; the JavaScript one verifies
+// them too. It gets every event once, in feed
 // order, each body as the feed holds it. (A retry's wait is the
 // schedule's, 5 s at least: the schedule's tests run under synctest, and
 // TestSendVerifiedByReferenceLibrary verifies two attempts at one event.)
@@ -31,6 +38,7 @@ func TestDeliveriesVerifyWithReferenceLibrary(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var ids, bodies []string
+	var seen []delivery
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		mu.Lock()
@@ -42,6 +50,9 @@ func TestDeliveriesVerifyWithReferenceLibrary(t *testing.T) {
 		}
 		ids = append(ids, r.Header.Get("webhook-id"))
 		bodies = append(bodies, string(b))
+		seen = append(seen, delivery{Body: string(b), Headers: map[string]string{
+			"webhook-id": r.Header.Get("webhook-id"), "webhook-timestamp": r.Header.Get("webhook-timestamp"),
+			"webhook-signature": r.Header.Get("webhook-signature")}})
 		w.WriteHeader(http.StatusOK)
 	}))
 	defer srv.Close()
@@ -86,6 +97,63 @@ func TestDeliveriesVerifyWithReferenceLibrary(t *testing.T) {
 	for i, b := range bodies {
 		if b != string(f.evs[i].Body) {
 			t.Errorf("delivery %d: body %s, want %s", i, b, f.evs[i].Body)
+		}
+	}
+	verifyWithJavaScript(t, secret, seen)
+}
+
+// delivery is one request as a receiver got it, for verify.mjs.
+type delivery struct {
+	Headers map[string]string `json:"headers"`
+	Body    string            `json:"body"`
+}
+
+// verifyWithJavaScript has the Standard Webhooks JavaScript reference
+// library (.ci/webhooks: npm ci --prefix .ci/webhooks) verify ds, and
+// refuse them with a byte of a body changed. Without node or the library
+// the check is skipped, and fails under CI=true.
+func verifyWithJavaScript(t *testing.T, secret string, ds []delivery) {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("..", "..", ".ci", "webhooks"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := exec.LookPath("node")
+	if err == nil {
+		_, err = os.Stat(filepath.Join(dir, "node_modules", "standardwebhooks", "package.json"))
+	}
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("node and standardwebhooks (npm ci --prefix .ci/webhooks) are required in CI: %v", err)
+		}
+		t.Skipf("node and standardwebhooks (npm ci --prefix .ci/webhooks) not available: %v", err)
+	}
+	tampered := slices.Clone(ds)
+	tampered[0].Body = strings.Replace(tampered[0].Body, "evt_", "evt-", 1)
+	for _, c := range []struct {
+		ds   []delivery
+		want string
+	}{{ds, "ok"}, {tampered[:1], "fail"}} {
+		b, err := json.Marshal(c.ds)
+		if err != nil {
+			t.Fatal(err)
+		}
+		file := filepath.Join(t.TempDir(), "deliveries.json")
+		if err := os.WriteFile(file, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(node, filepath.Join(dir, "verify.mjs"), file, secret).CombinedOutput()
+		if err != nil {
+			t.Fatalf("verify.mjs: %v\n%s", err, out)
+		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		if len(lines) != len(c.ds) {
+			t.Fatalf("verify.mjs printed %q for %d deliveries", out, len(c.ds))
+		}
+		for i, l := range lines {
+			if !strings.HasPrefix(l, c.want) {
+				t.Errorf("the JavaScript library on delivery %d: %q, want %s", i, l, c.want)
+			}
 		}
 	}
 }
