@@ -16,6 +16,7 @@ import (
 	"time"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+	"go.uber.org/goleak"
 
 	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream/webhooks"
@@ -31,6 +32,7 @@ import (
 // schedule's, 5 s at least: the schedule's tests run under synctest, and
 // TestSendVerifiedByReferenceLibrary verifies two attempts at one event.)
 func TestDeliveriesVerifyWithReferenceLibrary(t *testing.T) {
+	before := goleak.IgnoreCurrent()
 	secret := webhooks.NewSecret()
 	wh, err := standardwebhooks.NewWebhook(secret)
 	if err != nil {
@@ -71,7 +73,16 @@ func TestDeliveriesVerifyWithReferenceLibrary(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- d.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			cancel()
+			<-done
+			s.Close()
+		}
+	}
+	defer stop()
 
 	testkit.Eventually(t, "the first events delivered", func() bool {
 		ep, _ := mem.Endpoint(ctx, "whe_1")
@@ -83,6 +94,10 @@ func TestDeliveriesVerifyWithReferenceLibrary(t *testing.T) {
 		ep, _ := mem.Endpoint(ctx, "whe_1")
 		return ep.After == "evt_005"
 	})
+	stop()
+	srv.Close()
+	// Run's goroutines and the client's connections are gone with it.
+	goleak.VerifyNone(t, before)
 	mu.Lock()
 	defer mu.Unlock()
 	want := []string{"evt_001", "evt_002", "evt_003", "evt_004", "evt_005"}

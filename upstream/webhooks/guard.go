@@ -68,8 +68,9 @@ type Guard struct {
 }
 
 // ParseAllow reads EDGE_WEBHOOK_ALLOW_CIDRS: CIDRs separated by commas or
-// spaces (a bare address is its own /32 or /128); an empty string allows
-// nothing. Every bad entry is named in the error.
+// spaces (a bare address is its own /32 or /128; an IPv4-mapped range is
+// read as the IPv4 range it maps); an empty string allows nothing. Every
+// bad entry is named in the error.
 func ParseAllow(s string) ([]netip.Prefix, error) {
 	var ps []netip.Prefix
 	var errs []error
@@ -82,6 +83,9 @@ func ParseAllow(s string) ([]netip.Prefix, error) {
 				continue
 			}
 			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		if a := p.Addr(); a.Is4In6() && p.Bits() >= 96 { // ::ffff:10.0.0.0/104 is 10.0.0.0/8
+			p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
 		}
 		ps = append(ps, p.Masked())
 	}

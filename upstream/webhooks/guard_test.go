@@ -67,11 +67,11 @@ func TestGuardAllowList(t *testing.T) {
 }
 
 func TestParseAllow(t *testing.T) {
-	got, err := webhooks.ParseAllow(" 10.1.2.3/16,::1 ,,192.168.0.7")
+	got, err := webhooks.ParseAllow(" 10.1.2.3/16,::1 ,,192.168.0.7 ::ffff:172.16.0.0/108")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"10.1.0.0/16", "::1/128", "192.168.0.7/32"}
+	want := []string{"10.1.0.0/16", "::1/128", "192.168.0.7/32", "172.16.0.0/12"}
 	if len(got) != len(want) {
 		t.Fatalf("ParseAllow = %v, want %v", got, want)
 	}

@@ -93,6 +93,10 @@ type HTTPSender struct {
 	def  *http.Client // Client's default, made once: its connections kept between attempts
 }
 
+// Close closes the connections kept between attempts (and their
+// goroutines): at shutdown, once the Deliverer's Run has returned.
+func (s *HTTPSender) Close() { s.client().CloseIdleConnections() }
+
 func (s *HTTPSender) client() *http.Client {
 	if s.Client != nil {
 		return s.Client
