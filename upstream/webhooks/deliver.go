@@ -49,6 +49,13 @@ type Config struct {
 	Log *slog.Logger
 	// Meter makes the instruments of metrics.go; nil: none.
 	Meter metric.Meter
+	// Lease, in a fleet, has one member at a time deliver each endpoint
+	// (lease.go); nil: this Deliverer delivers every endpoint (a single
+	// edge).
+	Lease Lease
+	// LeaseTTL is how long a lease lasts unless extended; zero or less:
+	// DefaultLeaseTTL. Unused without Lease.
+	LeaseTTL time.Duration
 }
 
 // Deliverer delivers every enabled endpoint's events, each endpoint on its
@@ -74,6 +81,9 @@ func New(cfg Config) (*Deliverer, error) {
 	}
 	if cfg.Poll <= 0 {
 		cfg.Poll = DefaultPoll
+	}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = DefaultLeaseTTL
 	}
 	if cfg.Batch <= 0 {
 		cfg.Batch = DefaultBatch
@@ -187,19 +197,25 @@ func (d *Deliverer) scan(ctx context.Context, workers map[string]*running, wg *s
 // the ones after it, in order; a failure stops the run until the next
 // attempt's time.
 func (d *Deliverer) deliver(ctx context.Context, id string) {
+	h := &holding{id: id}
+	defer d.release(ctx, h)
 	for ctx.Err() == nil {
 		wake := d.woken()
+		if !d.hold(ctx, h) { // another member delivers it
+			d.sleep(ctx, d.cfg.LeaseTTL/3, nil)
+			continue
+		}
 		ep, err := d.cfg.Store.Endpoint(ctx, id)
 		switch {
 		case errors.Is(err, ErrNotFound), err == nil && ep.Status != StatusEnabled:
 			return
 		case err != nil:
 			d.warn(ctx, "webhooks: cannot read an endpoint", id, err)
-			d.sleep(ctx, d.cfg.Poll, nil)
+			d.sleep(ctx, d.leaseWait(d.cfg.Poll), nil)
 			continue
 		}
 		if w := ep.NextAttempt.Sub(d.cfg.Now()); w > 0 {
-			d.sleep(ctx, w, nil) // a Wake does not bring a retry forward
+			d.sleep(ctx, d.leaseWait(w), nil) // a Wake does not bring a retry forward
 			continue
 		}
 		evs, err := d.cfg.Source.Read(ctx, &ep, ep.After, d.cfg.Batch)
@@ -212,11 +228,11 @@ func (d *Deliverer) deliver(ctx context.Context, id string) {
 			d.warn(ctx, "webhooks: cannot read the events of an endpoint", id, err)
 		}
 		if err != nil || len(evs) == 0 {
-			d.sleep(ctx, d.cfg.Poll, wake)
+			d.sleep(ctx, d.leaseWait(d.cfg.Poll), wake)
 			continue
 		}
 		for _, ev := range evs {
-			if !d.attempt(ctx, &ep, ev) {
+			if !d.hold(ctx, h) || !d.attempt(ctx, &ep, ev) {
 				break
 			}
 		}
@@ -277,7 +293,7 @@ func (d *Deliverer) disable(ctx context.Context, ep *Endpoint, o Outcome, reason
 func (d *Deliverer) storeFailed(ctx context.Context, msg, id string, err error) {
 	d.warn(ctx, msg, id, err)
 	if !errors.Is(err, ErrConflict) && !errors.Is(err, ErrNotFound) {
-		d.sleep(ctx, d.cfg.Poll, nil)
+		d.sleep(ctx, d.leaseWait(d.cfg.Poll), nil)
 	}
 }
 
