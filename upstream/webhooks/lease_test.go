@@ -126,3 +126,43 @@ func TestFleetDeliversOnceAcrossAKilledMember(t *testing.T) {
 		}
 	})
 }
+
+// TestFleetStoppedMemberReleases: a member stopped at shutdown releases
+// its leases, and the other takes over at its next look, without waiting
+// for them to run out.
+func TestFleetStoppedMemberReleases(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem, f := &webhooks.Memory{}, &feed{}
+		create(t, mem, "whe_a")
+		f.add(1)
+		var l leases
+		first, second := &sender{answer: delivered}, &sender{answer: delivered}
+		one := start(t, mem, f, first, webhooks.Config{Lease: member{l: &l, name: "one"}})
+		two := start(t, mem, f, second, webhooks.Config{Lease: member{l: &l, name: "two"}})
+		defer two.stop()
+		one.stop()
+		stoppedAt := time.Now()
+		f.add(1)
+		time.Sleep(time.Minute)
+		tries := second.of("whe_a")
+		if ids(first.of("whe_a")) != "evt_001#1" || ids(tries) != "evt_002#1" {
+			t.Fatalf("the first member sent %s, the second %s", ids(first.of("whe_a")), ids(tries))
+		}
+		if took := tries[0].at.Sub(stoppedAt); took > webhooks.DefaultLeaseTTL/3 {
+			t.Fatalf("the second member took over after %s, want within a look (%s)", took, webhooks.DefaultLeaseTTL/3)
+		}
+	})
+}
+
+func TestNewNeedsItsParts(t *testing.T) {
+	for _, cfg := range []webhooks.Config{
+		{},
+		{Store: &webhooks.Memory{}, Source: &feed{}},
+		{Store: &webhooks.Memory{}, Sender: &sender{}},
+		{Source: &feed{}, Sender: &sender{}},
+	} {
+		if _, err := webhooks.New(cfg); err == nil {
+			t.Errorf("New(%+v) made a Deliverer", cfg)
+		}
+	}
+}
