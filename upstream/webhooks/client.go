@@ -10,8 +10,8 @@ import (
 
 // Limits of one attempt (docs/webhooks.md, "Delivery").
 const (
-	// AttemptTimeout bounds an attempt from dialling to the end of the
-	// answer's head: a receiver slower than this has failed the attempt.
+	// AttemptTimeout bounds a whole attempt, from dialling to the last
+	// byte of the answer read: a receiver slower than this has failed it.
 	AttemptTimeout = 10 * time.Second
 	// MaxAnswerBody is how much of an answer's body is read (and
 	// discarded): enough to keep the connection for the next attempt after
