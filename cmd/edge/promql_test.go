@@ -128,7 +128,7 @@ func TestDocumentedPromQL(t *testing.T) {
 	s := start(t, map[string]string{
 		"EDGE_ADDR": "127.0.0.1:0", "EDGE_ADMIN_ADDR": "127.0.0.1:0", "EDGE_BRAND": "aurora",
 		"EDGE_KEYS_FILE": keysFile, "PMS_BASE_URL": srv.URL, "EDGE_DOCS_URL": testDocsURL,
-		"EDGE_CACHE_TTL": "1h", "EDGE_CACHE_STALE": "2h", "EDGE_ACCESS_LOG": fifo, "EDGE_TRACE_KEEP_RATE": "2",
+		"EDGE_CACHE_TTL": "3s", "EDGE_CACHE_STALE": "2h", "EDGE_ACCESS_LOG": fifo, "EDGE_TRACE_KEEP_RATE": "2",
 		"EDGE_PMS_ATTEMPT_TIMEOUT": "2s", "EDGE_PMS_TIMEOUT": "5s",
 		"OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "0",
 		"OTEL_EXPORTER_OTLP_ENDPOINT": away, "OTEL_METRICS_EXPORTER": "none",
@@ -179,8 +179,9 @@ func TestDocumentedPromQL(t *testing.T) {
 
 	// A storm of 5xx answers: the PMS fails (since the start). The walks
 	// on the clock fail (no request walks: docs/contract.md section 24),
-	// backing off 1, 2, 4, 8 s: the fifth failure in a row, about 16 s
-	// after start, opens the breaker.
+	// backing off 1, 2, then the TTL (3 s here, so that the back-off and
+	// the walk after the PMS heals take seconds, not the doubling's tens):
+	// the fifth failure in a row, about 9 s after start, opens the breaker.
 	for range 20 {
 		if code := get("properties"); code < 500 {
 			t.Fatalf("failing PMS: %d", code)
