@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -512,4 +513,59 @@ func startingLine(t *testing.T, log string) string {
 	}
 	t.Fatalf("no edge starting line:\n%s", log)
 	return ""
+}
+
+// A single edge with EDGE_DATA_DIR keeps its last walk's length across a
+// restart (docs/contract.md section 27): while the first walk after the
+// restart runs, each partner request is answered within 3 s, 503 with a
+// Retry-After no more than 2 s off the walk's remaining time, the kept
+// length less what it has run (a process that knew no length would say
+// the time run so far, seconds off early in the walk).
+func TestRetryAfterFromTheWalkKeptAcrossARestart(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("builds the edge and walks a PMS of real speed twice")
+	}
+	pms := newRealPMS(t, 20_000, 50*time.Millisecond)
+	dir := t.TempDir()
+	client := &http.Client{Timeout: 10 * time.Second}
+	first := startPartnerEdge(t, pms.srv.URL, "5m", "EDGE_DATA_DIR="+dir)
+	testkit.Eventually(t, "the first edge serves its first walk", func() bool { return first.list(client).status == http.StatusOK })
+	kept := pms.spans()[0].end.Sub(pms.spans()[0].start)
+	if err := first.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	<-first.exited
+
+	second := startPartnerEdge(t, pms.srv.URL, "5m", "EDGE_DATA_DIR="+dir)
+	unavailable := 0
+	for {
+		sent := time.Now()
+		a := second.list(client)
+		answered := time.Now()
+		if a.err != nil {
+			t.Fatalf("list during the walk after the restart: %v", a.err)
+		}
+		if d := answered.Sub(sent); d > 3*time.Second {
+			t.Errorf("a request held %v during the walk after the restart; want at most 3 s", d)
+		}
+		if a.status == http.StatusOK {
+			break
+		}
+		ra, err := strconv.Atoi(a.retryAfter)
+		if a.status != http.StatusServiceUnavailable || err != nil {
+			t.Fatalf("list during the walk after the restart: %d %s, Retry-After %q; want 503 with Retry-After", a.status, a.code, a.retryAfter)
+		}
+		if w := pms.spans(); len(w) > 1 && w[1].end.IsZero() {
+			remaining := kept - answered.Sub(w[1].start)
+			if d := time.Duration(ra)*time.Second - remaining; d < -2*time.Second || d > 2*time.Second {
+				t.Errorf("Retry-After %d s with %v of a %v walk to go; want the remaining time within 2 s", ra, remaining.Round(time.Millisecond), kept.Round(time.Millisecond))
+			}
+		}
+		unavailable++
+	}
+	if unavailable == 0 {
+		t.Fatalf("no 503 during the walk after the restart (walks %v); want the walk to outlast a request's wait", pms.spans())
+	}
+	t.Logf("%d answers 503 during the walk after the restart; the kept walk took %v", unavailable, kept)
 }
