@@ -17,6 +17,7 @@ import (
 
 	"github.com/partner-edge/partner-edge/edge"
 	"github.com/partner-edge/partner-edge/mapping"
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/problem"
 	"github.com/partner-edge/partner-edge/upstream"
 )
@@ -52,8 +53,9 @@ func snapshotOf(n int, walk time.Time) *upstream.Snapshot {
 func TestCompressedPagesPinNoSnapshot(t *testing.T) {
 	store, token := liveKeyStore(t)
 	cat := &swapCatalog{}
-	h := edge.NewServer(edge.Config{Brand: testBrand, DocsURL: testDocsURL}, store, cat, nil)
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	// The edge on the walks' day, moving: request deadlines as before.
+	h := edge.NewServer(edge.Config{Brand: testBrand, DocsURL: testDocsURL, Now: testkit.From(at)}, store, cat, nil)
 	var replaced []weak.Pointer[upstream.Snapshot]
 	for walk := range 5 {
 		s := snapshotOf(200, at.Add(time.Duration(walk)*time.Minute))

@@ -9,7 +9,7 @@ import (
 // The hit path is one go-cache read and a time comparison; it must not
 // allocate (run with -benchmem: 0 allocs/op expected).
 func BenchmarkSnapshotHit(b *testing.B) {
-	c := New(newVersioned(100), Config{Key: "aurora/live", TTL: time.Hour})
+	c := New(newVersioned(100), Config{Now: onTheDay(), Key: "aurora/live", TTL: time.Hour})
 	defer c.Close()
 	ctx := context.Background()
 	if _, err := c.Snapshot(ctx); err != nil {
@@ -27,7 +27,7 @@ func BenchmarkSnapshotHit(b *testing.B) {
 
 // Property answered from a fresh snapshot (the common case).
 func BenchmarkPropertyHit(b *testing.B) {
-	c := New(newVersioned(100), Config{Key: "aurora/live", TTL: time.Hour})
+	c := New(newVersioned(100), Config{Now: onTheDay(), Key: "aurora/live", TTL: time.Hour})
 	defer c.Close()
 	ctx := context.Background()
 	if _, err := c.Snapshot(ctx); err != nil {
@@ -47,7 +47,7 @@ func BenchmarkPropertyHit(b *testing.B) {
 // Property answered from its per-id entry (no snapshot stored): one
 // allocation, the entry's key.
 func BenchmarkPropertyHitPerID(b *testing.B) {
-	c := New(newVersioned(100), Config{Key: "aurora/live", TTL: time.Hour})
+	c := New(newVersioned(100), Config{Now: onTheDay(), Key: "aurora/live", TTL: time.Hour})
 	defer c.Close()
 	ctx := context.Background()
 	id := propertyID(42)

@@ -34,7 +34,7 @@ func TestSnapshotHerdMakesOneLoad(t *testing.T) {
 		started := make(chan context.Context, 100)
 		inner := &fakeCatalog{snapshot: blocking(release, started)}
 		var out outcomes
-		c := New(inner, Config{Key: "aurora/live", TTL: time.Second, OnOutcome: out.record})
+		c := New(inner, Config{Now: onTheDay(), Key: "aurora/live", TTL: time.Second, OnOutcome: out.record})
 		defer c.Close()
 
 		var wg sync.WaitGroup
@@ -67,7 +67,7 @@ func TestCancelledLeaderDoesNotFailFollowers(t *testing.T) {
 		release := make(chan struct{})
 		started := make(chan context.Context, 1)
 		inner := &fakeCatalog{snapshot: blocking(release, started)}
-		c := New(inner, Config{TTL: time.Second})
+		c := New(inner, Config{Now: onTheDay(), TTL: time.Second})
 		defer c.Close()
 
 		type res struct {
@@ -263,7 +263,7 @@ func TestCoalescedErrorsAreNotShared(t *testing.T) {
 					<-release
 					return nil, &upstream.Error{Kind: upstream.BadGateway, Err: errors.New("down")}
 				}}
-				c := New(inner, Config{TTL: time.Second})
+				c := New(inner, Config{Now: onTheDay(), TTL: time.Second})
 				defer c.Close()
 				ctx := context.Background()
 				if path == "inline" {

@@ -45,6 +45,12 @@ func newClock() *testkit.Clock {
 	return testkit.NewClockAt(time.Date(2026, 11, 22, 11, 0, 0, 0, time.UTC))
 }
 
+// onTheDay is a Config.Now on newClock's fixed day that moves with the
+// wall clock or, made inside a synctest bubble, with the bubble's: for a
+// cache whose TTL, back-off and walks must run as before while its dates
+// sit on the tests' day (docs/testing.md, "Time in tests").
+func onTheDay() func() time.Time { return testkit.From(newClock().Now()) }
+
 // outcomes counts Config.OnOutcome reports.
 type outcomes struct {
 	mu sync.Mutex

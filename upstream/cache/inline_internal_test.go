@@ -44,7 +44,7 @@ func TestInlineLoadRunsOnCallersGoroutine(t *testing.T) {
 			stacks <- stackOf()
 			return testSnapshot(3, 1), nil
 		}}
-		c := New(inner, Config{TTL: 0, LoadTimeout: 5 * time.Second}) // TTL 0: every call loads
+		c := New(inner, Config{Now: onTheDay(), TTL: 0, LoadTimeout: 5 * time.Second}) // TTL 0: every call loads
 		defer c.Close()
 
 		tctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) // exactly LoadTimeout: inline
@@ -98,7 +98,7 @@ func TestShortDeadlineLeavesWhileTheLoadGoesOn(t *testing.T) {
 				release := make(chan struct{})
 				started := make(chan context.Context, 1)
 				inner := &fakeCatalog{snapshot: blocking(release, started)}
-				c := New(inner, Config{TTL: tc.ttl, LoadTimeout: 10 * time.Second, WalkTimeout: 10 * time.Second})
+				c := New(inner, Config{Now: onTheDay(), TTL: tc.ttl, LoadTimeout: 10 * time.Second, WalkTimeout: 10 * time.Second})
 				defer c.Close()
 
 				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -137,7 +137,7 @@ func TestInlineLeaderCancelledGetsCanceledAfterTheLoad(t *testing.T) {
 		started := make(chan context.Context, 1)
 		inner := &fakeCatalog{snapshot: blocking(release, started)}
 		var out outcomes
-		c := New(inner, Config{TTL: time.Minute, WalkTimeout: 5 * time.Second, OnOutcome: out.record})
+		c := New(inner, Config{Now: onTheDay(), TTL: time.Minute, WalkTimeout: 5 * time.Second, OnOutcome: out.record})
 		defer c.Close()
 
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -184,7 +184,7 @@ func TestInlineLoadPanics(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		inner := &fakeCatalog{snapshot: func(context.Context) (*upstream.Snapshot, error) { panic("boom") }}
 		var panics atomic.Int64
-		c := New(inner, Config{TTL: time.Second, OnOutcome: func(o string) {
+		c := New(inner, Config{Now: onTheDay(), TTL: time.Second, OnOutcome: func(o string) {
 			if o == OutcomePanic {
 				panics.Add(1)
 			}

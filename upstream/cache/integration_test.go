@@ -33,8 +33,14 @@ func newStack(t *testing.T, cfg cache.Config) *stack {
 	sim := pmsim.New(pmsim.Config{Seed: 7, Brands: 1, HotelsPerBrand: 40})
 	srv := httptest.NewServer(sim)
 	t.Cleanup(srv.Close)
+	if cfg.Now == nil {
+		t.Fatal("newStack: the cache's Now is the stack's clock; give one")
+	}
 	client, err := pms.NewClient(pms.ClientConfig{
 		BaseURL: srv.URL,
+		// The cache's day, moving on from it: the breaker and the retries
+		// run as on the wall clock whatever the test does to the cache's.
+		Now: testkit.From(cfg.Now()),
 		// Deadlines far beyond any answer of the simulator: these tests are
 		// about loads, coalescing and stale serving, never about a
 		// deadline, and must not fail on a machine too busy to answer a
@@ -50,7 +56,7 @@ func newStack(t *testing.T, cfg cache.Config) *stack {
 	}
 	t.Cleanup(client.CloseIdleConnections)
 	cfg.Key = "aurora/live"
-	c := cache.New(pms.NewDirect(client, pms.DirectOptions{Brand: "aurora"}), cfg)
+	c := cache.New(pms.NewDirect(client, pms.DirectOptions{Brand: "aurora", Now: cfg.Now}), cfg)
 	t.Cleanup(c.Close)
 	return &stack{sim: sim, client: client, cache: c}
 }
@@ -94,7 +100,7 @@ func TestIntegrationStaleOnBadGateway(t *testing.T) {
 // 100 concurrent cold requests for the list make one PMS load over
 // loopback, and the leader cancelling does not fail the others (docs/resilience.md). The simulator's latency keeps the load in flight.
 func TestIntegrationHerdAndCancelledLeader(t *testing.T) {
-	st := newStack(t, cache.Config{TTL: time.Minute})
+	st := newStack(t, cache.Config{TTL: time.Minute, Now: testkit.From(testkit.Epoch)})
 	st.sim.SetFaults(pmsim.Faults{Latency: 200 * time.Millisecond})
 
 	leaderCtx, cancelLeader := context.WithCancel(context.Background())
@@ -133,7 +139,7 @@ func TestIntegrationHerdAndCancelledLeader(t *testing.T) {
 // a fresh list they never reach the PMS; without one, each is a PMS 404
 // that is not stored (docs/resilience.md).
 func TestIntegrationUnknownIDs(t *testing.T) {
-	st := newStack(t, cache.Config{TTL: time.Minute})
+	st := newStack(t, cache.Config{TTL: time.Minute, Now: testkit.From(testkit.Epoch)})
 	ctx := context.Background()
 	for range 500 { // cold: one snapshot load, then the snapshot answers
 		if _, err := st.cache.Property(ctx, uuid.NewString()); upstream.KindOf(err) != upstream.NotFound {

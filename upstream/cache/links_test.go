@@ -13,6 +13,7 @@ import (
 
 	"github.com/partner-edge/partner-edge/mapping"
 	"github.com/partner-edge/partner-edge/observability"
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/cache"
 )
@@ -21,6 +22,7 @@ import (
 // of its own (as the PMS client's pms.get_hotel and pms.list_hotels are):
 // the caller's trace holds a child, as a real load's does.
 type blockingCatalog struct {
+	now     func() time.Time // stamps the snapshot: the cache's clock
 	tracer  trace.Tracer
 	release chan struct{}
 	err     error
@@ -30,7 +32,7 @@ func (b *blockingCatalog) Snapshot(ctx context.Context) (*upstream.Snapshot, err
 	_, span := b.tracer.Start(ctx, "pms.list_hotels")
 	defer span.End()
 	<-b.release
-	return upstream.SnapshotOf(nil, time.Now()), b.err
+	return upstream.SnapshotOf(nil, b.now()), b.err
 }
 
 func (b *blockingCatalog) Property(ctx context.Context, id string) (*upstream.Item, error) {
@@ -118,11 +120,12 @@ func TestTTL0FollowersLinkToAKeptLeader(t *testing.T) {
 		t.Run(map[bool]string{false: "ok", true: "failing"}[failing], func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				tel, exp := linksTest(t)
-				inner := &blockingCatalog{tracer: tel.Tracer(), release: make(chan struct{})}
+				now := testkit.From(testkit.Epoch) // the tests' day, moving with the bubble's clock
+				inner := &blockingCatalog{now: now, tracer: tel.Tracer(), release: make(chan struct{})}
 				if failing {
 					inner.err = &upstream.Error{Kind: upstream.BadGateway, Err: errors.New("pms down")}
 				}
-				c := cache.New(inner, cache.Config{TTL: 0, Key: "aurora/live", Tracer: tel.Tracer(),
+				c := cache.New(inner, cache.Config{Now: now, TTL: 0, Key: "aurora/live", Tracer: tel.Tracer(),
 					LinkRequest: tel.LinkRequest, KeepRequest: tel.KeepRequest, LeadLoad: tel.LeadLoad})
 				defer c.Close()
 				leader := startRequest(tel, "")
@@ -167,9 +170,10 @@ func TestTTL0FollowersLinkToAKeptLeader(t *testing.T) {
 	}
 	t.Run("nobody joined", func(t *testing.T) {
 		tel, exp := linksTest(t)
-		inner := &blockingCatalog{tracer: tel.Tracer(), release: make(chan struct{})}
+		now := testkit.From(testkit.Epoch) // the tests' day, moving with the wall clock
+		inner := &blockingCatalog{now: now, tracer: tel.Tracer(), release: make(chan struct{})}
 		close(inner.release)
-		c := cache.New(inner, cache.Config{TTL: 0, Key: "aurora/live", Tracer: tel.Tracer(),
+		c := cache.New(inner, cache.Config{Now: now, TTL: 0, Key: "aurora/live", Tracer: tel.Tracer(),
 			LinkRequest: tel.LinkRequest, KeepRequest: tel.KeepRequest, LeadLoad: tel.LeadLoad})
 		defer c.Close()
 		alone := startRequest(tel, "")
@@ -193,8 +197,9 @@ func TestTTL0FollowersLinkToAKeptLeader(t *testing.T) {
 func TestWalkKeepsTheRequestThatStartedIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tel, exp := linksTest(t)
-		inner := &blockingCatalog{tracer: tel.Tracer(), release: make(chan struct{})}
-		c := cache.New(inner, cache.Config{TTL: time.Hour, Key: "aurora/live", Tracer: tel.Tracer(),
+		now := testkit.From(testkit.Epoch) // the tests' day, moving with the bubble's clock
+		inner := &blockingCatalog{now: now, tracer: tel.Tracer(), release: make(chan struct{})}
+		c := cache.New(inner, cache.Config{Now: now, TTL: time.Hour, Key: "aurora/live", Tracer: tel.Tracer(),
 			LinkRequest: tel.LinkRequest, KeepRequest: tel.KeepRequest, LeadLoad: tel.LeadLoad})
 		defer c.Close()
 		starter := startRequest(tel, "")

@@ -200,11 +200,14 @@ func (m *Metrics) LeaseWait(ctx context.Context, d time.Duration) {
 	m.leaseWait.Record(ctx, d.Seconds(), m.pmsRecord...)
 }
 
-// Serving records that the snapshot served now was walked at walkedAt
-// (its upstream.Snapshot.LoadedAt): the walk.age gauge counts from there.
-func (m *Metrics) Serving(walkedAt time.Time) {
+// Serving records that the snapshot served from now (the cache's clock,
+// Config.Now) was walked at walkedAt (its upstream.Snapshot.LoadedAt, on
+// the clock that stamped it): the walk.age gauge counts from there. The
+// scrape reads time.Now, which an injected clock need not be, so the age
+// is taken on the cache's clock and the walk's end kept on time.Now's.
+func (m *Metrics) Serving(walkedAt, now time.Time) {
 	if !walkedAt.IsZero() {
-		m.walkEnd.Store(walkedAt.UnixNano())
+		m.walkEnd.Store(time.Now().Add(-now.Sub(walkedAt)).UnixNano())
 	}
 }
 

@@ -55,6 +55,7 @@ func newObservedStack(t *testing.T, cfg cache.Config) *observedStack {
 	t.Cleanup(srv.Close)
 	client, err := pmsclient.NewClient(pmsclient.ClientConfig{
 		BaseURL:        srv.URL,
+		Now:            testkit.From(cfg.Now()), // the cache's day, moving on from it: the breaker as on the wall clock
 		CallTimeout:    2 * time.Second,
 		AttemptTimeout: time.Second,
 		Retry:          pmsclient.RetryConfig{WaitMin: time.Millisecond, WaitMax: 5 * time.Millisecond},
@@ -72,7 +73,7 @@ func newObservedStack(t *testing.T, cfg cache.Config) *observedStack {
 	// cache has taken its result in (walkEnded).
 	cfg.Tracer, cfg.LinkRequest = o.tel.Tracer(), o.tel.LinkRequest
 	cfg.KeepWalk, cfg.KeepRequest, cfg.LeadLoad = o.tel.KeepWalk, o.tel.KeepRequest, o.tel.LeadLoad
-	c := cache.New(pmsclient.NewDirect(client, pmsclient.DirectOptions{Brand: "aurora"}), cfg)
+	c := cache.New(pmsclient.NewDirect(client, pmsclient.DirectOptions{Brand: "aurora", Now: cfg.Now}), cfg)
 	t.Cleanup(c.Close)
 	o.stack = &stack{sim: sim, client: client, cache: c}
 	return o

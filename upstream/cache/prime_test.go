@@ -23,7 +23,7 @@ func TestPrimeWalksBeforeAnyoneAsksAndRetries(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		inner := newVersioned(3)
 		inner.fail.Store(&upstream.Error{Kind: upstream.BadGateway, Err: errors.New("pms down")})
-		c := New(inner, Config{TTL: time.Minute, RefreshBackoff: time.Second})
+		c := New(inner, Config{TTL: time.Minute, RefreshBackoff: time.Second, Now: onTheDay()})
 		defer c.Close()
 		c.Prime()
 		synctest.Wait()
@@ -55,7 +55,7 @@ func TestPrimeWalksBeforeAnyoneAsksAndRetries(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		inner := newVersioned(3)
 		inner.fail.Store(&upstream.Error{Kind: upstream.BadGateway})
-		c := New(inner, Config{TTL: time.Minute})
+		c := New(inner, Config{TTL: time.Minute, Now: onTheDay()})
 		c.Prime()
 		synctest.Wait()
 		c.Close() // while Prime waits to walk again: it ends (goleak checks)
@@ -75,14 +75,15 @@ func TestRefusalIsAnErrorOnceAMinute(t *testing.T) {
 			w.WriteHeader(int(status.Load()))
 			_, _ = w.Write([]byte(`{"error":"unauthorized","hint":"BODY-BYTES"}`))
 		})
+		now := onTheDay() // the client, its walks and the cache share one clock
 		client, err := pmsclient.NewClient(pmsclient.ClientConfig{BaseURL: "http://pms.test",
-			Transport: testkit.InProcess{Handler: pms}})
+			Transport: testkit.InProcess{Handler: pms}, Now: now})
 		if err != nil {
 			t.Fatal(err)
 		}
 		log, logs := testkit.NewLogger()
-		c := New(pmsclient.NewDirect(client, pmsclient.DirectOptions{Brand: "aurora"}),
-			Config{TTL: time.Minute, TokenSetting: "PMS_TOKEN", URLSetting: "PMS_BASE_URL", Logger: log})
+		c := New(pmsclient.NewDirect(client, pmsclient.DirectOptions{Brand: "aurora", Now: now}),
+			Config{TTL: time.Minute, TokenSetting: "PMS_TOKEN", URLSetting: "PMS_BASE_URL", Logger: log, Now: now})
 		defer c.Close()
 		start := time.Now()
 		c.Prime()
@@ -115,14 +116,15 @@ func TestRefusalIsAnErrorOnceAMinute(t *testing.T) {
 
 	// Nothing listens: the connection is refused.
 	addr := testkit.RefusingAddr(t) // nothing listens: the connection is refused
-	client, err := pmsclient.NewClient(pmsclient.ClientConfig{BaseURL: "http://" + addr,
+	now := onTheDay()
+	client, err := pmsclient.NewClient(pmsclient.ClientConfig{BaseURL: "http://" + addr, Now: now,
 		Retry: pmsclient.RetryConfig{WaitMin: time.Millisecond, WaitMax: time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	log, logs := testkit.NewLogger()
-	c := New(pmsclient.NewDirect(client, pmsclient.DirectOptions{Brand: "aurora"}),
-		Config{TTL: time.Minute, TokenSetting: "PMS_TOKEN", URLSetting: "PMS_BASE_URL", Logger: log})
+	c := New(pmsclient.NewDirect(client, pmsclient.DirectOptions{Brand: "aurora", Now: now}),
+		Config{TTL: time.Minute, TokenSetting: "PMS_TOKEN", URLSetting: "PMS_BASE_URL", Logger: log, Now: now})
 	defer c.Close()
 	if _, err := c.Snapshot(context.Background()); err == nil {
 		t.Fatal("a walk of nothing succeeded")
@@ -145,7 +147,7 @@ func TestNextWalkCountsFromTheEndOfTheLast(t *testing.T) {
 			time.Sleep(20 * time.Second)
 			return slow(ctx)
 		}
-		c := New(inner, Config{TTL: 30 * time.Second, Stale: 5 * time.Minute})
+		c := New(inner, Config{TTL: 30 * time.Second, Stale: 5 * time.Minute, Now: onTheDay()})
 		defer c.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		var ue *upstream.Error

@@ -19,7 +19,7 @@ import (
 func TestUnknownIDsDoNotGrowTheCache(t *testing.T) {
 	t.Run("warm snapshot", func(t *testing.T) {
 		inner := newVersioned(5)
-		c := New(inner, Config{TTL: time.Minute})
+		c := New(inner, Config{Now: onTheDay(), TTL: time.Minute})
 		defer c.Close()
 		if _, err := c.Snapshot(context.Background()); err != nil {
 			t.Fatal(err)
@@ -36,7 +36,7 @@ func TestUnknownIDsDoNotGrowTheCache(t *testing.T) {
 	})
 	t.Run("cold snapshot", func(t *testing.T) {
 		inner := newVersioned(5)
-		c := New(inner, Config{TTL: time.Minute})
+		c := New(inner, Config{Now: onTheDay(), TTL: time.Minute})
 		defer c.Close()
 		if _, err := c.Property(context.Background(), propertyID(1)); err != nil {
 			t.Fatal(err)
@@ -85,7 +85,7 @@ func TestNilAnswersAreInternalErrors(t *testing.T) {
 		snapshot: func(context.Context) (*upstream.Snapshot, error) { return nil, nil },
 		property: func(context.Context, string) (*upstream.Item, error) { return nil, nil },
 	}
-	c := New(inner, Config{TTL: time.Second})
+	c := New(inner, Config{Now: onTheDay(), TTL: time.Second})
 	defer c.Close()
 	if _, err := c.Snapshot(context.Background()); upstream.KindOf(err) != upstream.Internal {
 		t.Fatalf("snapshot: %v, want INTERNAL_ERROR", err)

@@ -70,7 +70,7 @@ func (rc *raceCache) heldReaders(t *testing.T, n int) *sync.WaitGroup {
 func TestColdLateJoinerMakesNoSecondLoad(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		inner := newVersioned(3)
-		c := newRaceCache(t, inner, Config{TTL: time.Minute})
+		c := newRaceCache(t, inner, Config{Now: onTheDay(), TTL: time.Minute})
 		wg := c.heldReaders(t, 5)                                   // five requests look, see nothing, and wait
 		if _, err := c.Snapshot(context.Background()); err != nil { // the first load, stored and ended
 			t.Fatal(err)
@@ -90,7 +90,7 @@ func TestColdLateJoinerMakesNoSecondLoad(t *testing.T) {
 func TestOneLoadPerExpiry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		inner := newVersioned(3)
-		c := newRaceCache(t, inner, Config{TTL: time.Second, RefreshAhead: 0.8})
+		c := newRaceCache(t, inner, Config{Now: onTheDay(), TTL: time.Second, RefreshAhead: 0.8})
 		ctx := context.Background()
 		if _, err := c.Snapshot(ctx); err != nil {
 			t.Fatal(err)

@@ -17,7 +17,7 @@ import (
 // one snapshot load and no get.
 func TestColdUnknownIDsMakeOneLoad(t *testing.T) {
 	inner := newVersioned(5)
-	c := New(inner, Config{TTL: time.Minute})
+	c := New(inner, Config{Now: onTheDay(), TTL: time.Minute})
 	defer c.Close()
 	var wg sync.WaitGroup
 	for range 20 {
@@ -43,7 +43,7 @@ func TestSteadyTrafficNeverWaits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		inner := newVersioned(3)
 		var out outcomes
-		c := New(inner, Config{TTL: time.Second, OnOutcome: out.record})
+		c := New(inner, Config{Now: onTheDay(), TTL: time.Second, OnOutcome: out.record})
 		defer c.Close()
 		ctx := context.Background()
 		if _, err := c.Snapshot(ctx); err != nil {
@@ -78,7 +78,7 @@ func TestPanickingLoad(t *testing.T) {
 			panic("a bug in mapping")
 		}
 		panics := 0
-		c := New(inner, Config{TTL: time.Second, OnOutcome: func(o string) {
+		c := New(inner, Config{Now: onTheDay(), TTL: time.Second, OnOutcome: func(o string) {
 			if o == OutcomePanic {
 				panics++
 			}
@@ -115,7 +115,7 @@ func TestDisabledCoalescesIdenticalGets(t *testing.T) {
 			<-time.After(300 * time.Millisecond)
 			return get(ctx, id)
 		}
-		c := New(inner, Config{TTL: 0})
+		c := New(inner, Config{Now: onTheDay(), TTL: 0})
 		defer c.Close()
 		var wg sync.WaitGroup
 		for range 50 {

@@ -84,7 +84,7 @@ func TestRejectLogIsSizedForABrand(t *testing.T) {
 // per error kind, whatever starts the walks.
 func TestWalkFailedLoggedOnceAMinute(t *testing.T) {
 	var out bytes.Buffer
-	c := New(nil, Config{TTL: time.Hour, Key: "aurora/live",
+	c := New(nil, Config{Now: onTheDay(), TTL: time.Hour, Key: "aurora/live",
 		Logger: slog.New(slog.NewJSONHandler(&out, nil)),
 		Load: func(context.Context) (*upstream.Snapshot, error) {
 			return nil, &upstream.Error{Kind: upstream.BadGateway, Err: errors.New("pms: 500")}

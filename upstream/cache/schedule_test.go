@@ -73,7 +73,7 @@ func TestWalksFollowTheClockNotTheTraffic(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		inner, walks := slowVersioned(3, 5*time.Second)
 		log, logs := testkit.NewLogger()
-		c := New(inner, Config{TTL: 30 * time.Second, Stale: 5 * time.Minute, Logger: log})
+		c := New(inner, Config{Now: onTheDay(), TTL: 30 * time.Second, Stale: 5 * time.Minute, Logger: log})
 		defer c.Close()
 		c.Schedule(context.Background())
 		c.Schedule(context.Background()) // a second call does nothing
@@ -133,7 +133,7 @@ func TestWalksFollowTheClockNotTheTraffic(t *testing.T) {
 func TestScheduleStopsWithItsContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		inner, walks := slowVersioned(3, time.Second)
-		c := New(inner, Config{TTL: 30 * time.Second})
+		c := New(inner, Config{Now: onTheDay(), TTL: 30 * time.Second})
 		ctx, cancel := context.WithCancel(context.Background())
 		c.Schedule(ctx)
 		time.Sleep(10 * time.Second)
@@ -148,7 +148,7 @@ func TestScheduleStopsWithItsContext(t *testing.T) {
 	// that walk end, for the requests that wait for it; no walk follows.
 	synctest.Test(t, func(t *testing.T) {
 		inner, walks := slowVersioned(3, 10*time.Second)
-		c := New(inner, Config{TTL: 30 * time.Second})
+		c := New(inner, Config{Now: onTheDay(), TTL: 30 * time.Second})
 		ctx, cancel := context.WithCancel(context.Background())
 		c.Schedule(ctx)
 		time.Sleep(5 * time.Second)
@@ -164,7 +164,7 @@ func TestScheduleStopsWithItsContext(t *testing.T) {
 	})
 	synctest.Test(t, func(t *testing.T) {
 		inner, _ := slowVersioned(3, time.Hour)
-		c := New(inner, Config{TTL: 30 * time.Second})
+		c := New(inner, Config{Now: onTheDay(), TTL: 30 * time.Second})
 		c.Schedule(context.Background())
 		synctest.Wait()
 		c.Close() // during a walk: it ends, and the scheduler with it
@@ -178,7 +178,7 @@ func TestFailedWalksBackOff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		inner, walks := slowVersioned(3, 0)
 		inner.fail.Store(&upstream.Error{Kind: upstream.BadGateway, Err: errors.New("pms down")})
-		c := New(inner, Config{TTL: 20 * time.Second})
+		c := New(inner, Config{Now: onTheDay(), TTL: 20 * time.Second})
 		defer c.Close()
 		c.Schedule(context.Background())
 		for range 8 * 60 {
@@ -208,7 +208,7 @@ func TestFailedWalksBackOff(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		inner, walks := slowVersioned(3, 0)
 		inner.fail.Store(&upstream.Error{Kind: upstream.Unavailable, RetryAfter: 7 * time.Second})
-		c := New(inner, Config{TTL: time.Minute})
+		c := New(inner, Config{Now: onTheDay(), TTL: time.Minute})
 		defer c.Close()
 		c.Schedule(context.Background())
 		time.Sleep(20 * time.Second)
@@ -227,7 +227,7 @@ func TestFailedWalksBackOff(t *testing.T) {
 func TestNoSnapshotWaitsTwoSecondsThenRetryAfter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		inner, _ := slowVersioned(3, 20*time.Second)
-		c := New(inner, Config{TTL: 30 * time.Second})
+		c := New(inner, Config{Now: onTheDay(), TTL: 30 * time.Second})
 		defer c.Close()
 		c.Schedule(context.Background())
 		time.Sleep(3 * time.Second)
@@ -257,7 +257,7 @@ func TestNoSnapshotWaitsTwoSecondsThenRetryAfter(t *testing.T) {
 			t.Fatalf("LastWalk %v; want the first walk's 20 s, for a later start", l)
 		}
 		time.Sleep(34500 * time.Millisecond) // 10 s into the second walk, the first's length known
-		if ra := c.walks.retryAfter(time.Now(), nil); ra != 10*time.Second {
+		if ra := c.walks.retryAfter(c.cfg.Now(), nil); ra != 10*time.Second {
 			t.Fatalf("10 s into a walk after one of 20 s: Retry-After %v; want 10 s", ra)
 		}
 	})
@@ -265,7 +265,7 @@ func TestNoSnapshotWaitsTwoSecondsThenRetryAfter(t *testing.T) {
 	// bounds hold.
 	synctest.Test(t, func(t *testing.T) {
 		inner, _ := slowVersioned(3, 10*time.Minute)
-		c := New(inner, Config{TTL: 30 * time.Second, LastWalk: func() time.Duration { return 45 * time.Second }})
+		c := New(inner, Config{Now: onTheDay(), TTL: 30 * time.Second, LastWalk: func() time.Duration { return 45 * time.Second }})
 		defer c.Close()
 		c.Schedule(context.Background())
 		time.Sleep(10 * time.Second)
@@ -277,7 +277,7 @@ func TestNoSnapshotWaitsTwoSecondsThenRetryAfter(t *testing.T) {
 		if _, err := c.Snapshot(context.Background()); !errors.As(err, &ue) || ue.RetryAfter != time.Second {
 			t.Fatalf("past the expected length: %v; want Retry-After 1 s", err)
 		}
-		c2 := New(inner, Config{TTL: 30 * time.Second})
+		c2 := New(inner, Config{Now: onTheDay(), TTL: 30 * time.Second})
 		defer c2.Close()
 		c2.Schedule(context.Background())
 		time.Sleep(5 * time.Minute)
@@ -291,7 +291,7 @@ func TestNoSnapshotWaitsTwoSecondsThenRetryAfter(t *testing.T) {
 func TestFirstRequestWaitsForAShortWalk(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		inner, walks := slowVersioned(3, 300*time.Millisecond)
-		c := New(inner, Config{TTL: 30 * time.Second})
+		c := New(inner, Config{Now: onTheDay(), TTL: 30 * time.Second})
 		defer c.Close()
 		c.Schedule(context.Background())
 		s, err := c.Snapshot(context.Background())
@@ -314,7 +314,7 @@ func TestFirstRequestWaitsForAShortWalk(t *testing.T) {
 func TestFirstWalkFailingOnTimeIsUnavailable(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		inner, walks := slowVersioned(3, time.Hour) // a stalled PMS
-		c := New(inner, Config{TTL: 30 * time.Second, WalkTimeout: 8 * time.Second})
+		c := New(inner, Config{Now: onTheDay(), TTL: 30 * time.Second, WalkTimeout: 8 * time.Second})
 		defer c.Close()
 		c.Schedule(context.Background())
 		time.Sleep(7 * time.Second)
@@ -340,7 +340,7 @@ func TestFirstWalkFailingOnTimeIsUnavailable(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			inner, _ := slowVersioned(3, 0)
 			inner.fail.Store(&upstream.Error{Kind: kind, Err: errors.New("malformed page")})
-			c := New(inner, Config{TTL: 30 * time.Second})
+			c := New(inner, Config{Now: onTheDay(), TTL: 30 * time.Second})
 			defer c.Close()
 			c.Schedule(context.Background())
 			synctest.Wait()
@@ -358,7 +358,7 @@ func TestScheduledFailureServesTheHeldSnapshot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		inner, walks := slowVersioned(3, 0)
 		o := &outcomes{}
-		c := New(inner, Config{TTL: 30 * time.Second, Stale: 5 * time.Minute, OnOutcome: o.record})
+		c := New(inner, Config{Now: onTheDay(), TTL: 30 * time.Second, Stale: 5 * time.Minute, OnOutcome: o.record})
 		defer c.Close()
 		c.Schedule(context.Background())
 		synctest.Wait()
@@ -390,7 +390,7 @@ func TestScheduledFailureServesTheHeldSnapshot(t *testing.T) {
 func TestNoCacheStillWalksOnTheClock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		inner, walks := slowVersioned(3, time.Second)
-		c := New(inner, Config{TTL: 0})
+		c := New(inner, Config{Now: onTheDay(), TTL: 0})
 		defer c.Close()
 		c.Schedule(context.Background())
 		if err := c.Await(context.Background()); err != nil {
@@ -420,7 +420,7 @@ func TestNoCacheStillWalksOnTheClock(t *testing.T) {
 	// Without a snapshot, Await waits 2 s then answers 503.
 	synctest.Test(t, func(t *testing.T) {
 		inner, _ := slowVersioned(3, time.Minute)
-		c := New(inner, Config{TTL: 30 * time.Second})
+		c := New(inner, Config{Now: onTheDay(), TTL: 30 * time.Second})
 		defer c.Close()
 		c.Schedule(context.Background())
 		var ue *upstream.Error

@@ -211,10 +211,11 @@ func (c *Cache) loadAndStore(ctx context.Context, kind string) (any, error) {
 		return nil, err
 	}
 	if !c.disabled {
-		c.cur.Store(&entry{val: s, loadedAt: c.cfg.Now()})
+		now := c.cfg.Now()
+		c.cur.Store(&entry{val: s, loadedAt: now})
 		c.loaded(nil)
 		if c.cfg.Metrics != nil {
-			c.cfg.Metrics.Serving(s.LoadedAt)
+			c.cfg.Metrics.Serving(s.LoadedAt, now)
 		}
 	}
 	return s, nil

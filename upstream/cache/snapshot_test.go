@@ -147,7 +147,7 @@ func TestSnapshotOtherErrorsAreNotServedStale(t *testing.T) {
 func TestDisabledPassesThrough(t *testing.T) {
 	inner := newVersioned(3)
 	var out outcomes
-	c := New(inner, Config{TTL: 0, OnOutcome: out.record})
+	c := New(inner, Config{Now: onTheDay(), TTL: 0, OnOutcome: out.record})
 	defer c.Close()
 	for range 3 {
 		if _, err := c.Snapshot(context.Background()); err != nil {

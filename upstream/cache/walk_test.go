@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/partner-edge/partner-edge/observability"
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/cache"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
@@ -40,10 +41,11 @@ func TestWalkIsATraceOfItsOwn(t *testing.T) {
 	srv := httptest.NewServer(sim)
 	defer srv.Close()
 	var logs bytes.Buffer
+	now := testkit.From(testkit.Epoch) // the client, its walks and the cache share one clock
 	c, err := cache.NewPMS(cache.PMSConfig{Mode: "live",
-		Client: pms.ClientConfig{BaseURL: srv.URL, CallTimeout: 5 * time.Second, AttemptTimeout: 5 * time.Second},
-		Direct: pms.DirectOptions{Brand: "aurora"},
-		Cache:  cache.Config{TTL: time.Hour, Key: "aurora/live"}, Telemetry: tel,
+		Client: pms.ClientConfig{BaseURL: srv.URL, CallTimeout: 5 * time.Second, AttemptTimeout: 5 * time.Second, Now: now},
+		Direct: pms.DirectOptions{Brand: "aurora", Now: now},
+		Cache:  cache.Config{TTL: time.Hour, Key: "aurora/live", Now: now}, Telemetry: tel,
 		Log: observability.NewLogger(&logs, "json", slog.LevelDebug)})
 	if err != nil {
 		t.Fatal(err)
@@ -147,10 +149,11 @@ func TestFollowersLinkToTheWalk(t *testing.T) {
 		}
 		defer tel.Shutdown(context.Background())
 		release := make(chan struct{})
-		c := cache.New(nil, cache.Config{TTL: time.Hour, Key: "aurora/live", Tracer: tel.Tracer(),
+		now := testkit.From(testkit.Epoch) // the tests' day, moving with the bubble's clock
+		c := cache.New(nil, cache.Config{TTL: time.Hour, Key: "aurora/live", Tracer: tel.Tracer(), Now: now,
 			Load: func(ctx context.Context) (*upstream.Snapshot, error) {
 				<-release
-				return upstream.SnapshotOf(nil, time.Now()), nil
+				return upstream.SnapshotOf(nil, now()), nil
 			}})
 		defer c.Close()
 		leaderCtx, leader := tel.Tracer().Start(context.Background(), "leader")
@@ -202,10 +205,11 @@ func TestRequestsLinkToTheStartUpWalk(t *testing.T) {
 		}
 		defer tel.Shutdown(context.Background())
 		release := make(chan struct{})
-		c := cache.New(nil, cache.Config{TTL: time.Hour, Key: "aurora/live", Tracer: tel.Tracer(),
+		now := testkit.From(testkit.Epoch) // the tests' day, moving with the bubble's clock
+		c := cache.New(nil, cache.Config{TTL: time.Hour, Key: "aurora/live", Tracer: tel.Tracer(), Now: now,
 			Load: func(ctx context.Context) (*upstream.Snapshot, error) {
 				<-release
-				return upstream.SnapshotOf(nil, time.Now()), nil
+				return upstream.SnapshotOf(nil, now()), nil
 			}})
 		defer c.Close()
 		c.Prime()

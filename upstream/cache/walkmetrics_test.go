@@ -61,7 +61,7 @@ func TestWalkDurationLeavesOutTheLeaseWait(t *testing.T) {
 		return 0
 	}
 
-	took, waited, pages, walkedAt = 3*time.Second, 10*time.Second, 2, time.Now()
+	took, waited, pages, walkedAt = 3*time.Second, 10*time.Second, 2, clock.Now()
 	if _, err := c.Snapshot(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -75,8 +75,8 @@ func TestWalkDurationLeavesOutTheLeaseWait(t *testing.T) {
 		t.Errorf("the walk's line does not tell the walk and the wait apart:\n%s", logs)
 	}
 
-	clock.Advance(2 * time.Minute) // past TTL: the next load takes a publication
-	took, waited, pages, walkedAt = 0, 2*time.Second, 0, time.Now().Add(-5*time.Second)
+	clock.Advance(2 * time.Minute)                                                       // past TTL: the next load takes a publication
+	took, waited, pages, walkedAt = 0, 2*time.Second, 0, clock.Now().Add(-5*time.Second) // on the cache's clock
 	if _, err := c.Snapshot(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/partner-edge/partner-edge/observability"
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/cache"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
@@ -42,10 +43,11 @@ func TestWalksAreVisible(t *testing.T) {
 	srv := httptest.NewServer(sim)
 	defer srv.Close()
 	var logs bytes.Buffer
+	now := testkit.From(testkit.Epoch) // the client, its walks and the cache share one clock
 	c, err := cache.NewPMS(cache.PMSConfig{Mode: "live",
-		Client: pms.ClientConfig{BaseURL: srv.URL, AttemptTimeout: 5 * time.Second},
-		Direct: pms.DirectOptions{Brand: "aurora"},
-		Cache:  cache.Config{TTL: time.Hour, Key: "aurora/live"}, Telemetry: tel,
+		Client: pms.ClientConfig{BaseURL: srv.URL, AttemptTimeout: 5 * time.Second, Now: now},
+		Direct: pms.DirectOptions{Brand: "aurora", Now: now},
+		Cache:  cache.Config{TTL: time.Hour, Key: "aurora/live", Now: now}, Telemetry: tel,
 		Log: observability.NewLogger(&logs, "json", slog.LevelInfo)})
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/partner-edge/partner-edge/upstream/pms"
 
 	"github.com/partner-edge/partner-edge/mapping"
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
 )
@@ -47,12 +48,12 @@ func BenchmarkBrandScaleDiff(b *testing.B) {
 	sim := pmsim.New(pmsim.Config{Seed: 1, Brands: 1, HotelsPerBrand: brandHotels})
 	srv := httptest.NewServer(sim)
 	b.Cleanup(srv.Close)
-	client, err := pms.NewClient(pms.ClientConfig{BaseURL: srv.URL, WalkAhead: true})
+	client, err := pms.NewClient(pms.ClientConfig{BaseURL: srv.URL, WalkAhead: true, Now: testkit.From(t0)})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(client.CloseIdleConnections)
-	direct := pms.NewDirect(client, pms.DirectOptions{Brand: "aurora"})
+	direct := pms.NewDirect(client, pms.DirectOptions{Brand: "aurora", Now: testkit.From(t0)})
 	raw := sim.Records("aurora")
 	opts := mapping.Options{Brand: "aurora", Zones: &mapping.ZoneCache{}}
 	mapAll := func(at time.Time, rename func(i int, p *mapping.Property)) *upstream.Snapshot {
@@ -76,7 +77,6 @@ func BenchmarkBrandScaleDiff(b *testing.B) {
 	}
 	for _, order := range []string{"stable", "shuffled"} {
 		b.Run(order, func(b *testing.B) {
-			t0 := time.Now()
 			versions := [2]*upstream.Snapshot{mapAll(t0, nil), mapAll(t0, changed)}
 			if order == "shuffled" {
 				items := versions[1].Loaded()
@@ -92,7 +92,9 @@ func BenchmarkBrandScaleDiff(b *testing.B) {
 // of versions (in turn) an iteration.
 func benchDiff(b *testing.B, direct *pms.Direct, mapAll func(time.Time, func(int, *mapping.Property)) *upstream.Snapshot, versions [2]*upstream.Snapshot) {
 	t0 := versions[0].LoadedAt
-	f, err := New(Config{Mode: "live"})
+	// The walks are a minute apart from the versions' day on, which the
+	// feed's clock starts on and moves from with the wall clock.
+	f, err := New(Config{Mode: "live", Now: testkit.From(t0)})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -44,8 +44,10 @@ func BenchmarkDeliver100Endpoints(b *testing.B) {
 	allow, _ := webhooks.ParseAllow("127.0.0.0/8")
 	client := webhooks.NewClient(webhooks.ClientConfig{Guard: webhooks.Guard{Allow: allow}})
 	client.Transport.(*http.Transport).MaxIdleConnsPerHost = endpoints
-	s := &webhooks.HTTPSender{Client: client, AllowHTTP: true}
-	d, err := webhooks.New(webhooks.Config{Store: mem, Source: f, Sender: s, Poll: time.Hour})
+	// The wall clock (Now nil), that of the feed's events and of a real
+	// receiver's check of webhook-timestamp: nothing here is on a fixed day.
+	s := &webhooks.HTTPSender{Client: client, AllowHTTP: true, Now: nil}
+	d, err := webhooks.New(webhooks.Config{Store: mem, Source: f, Sender: s, Poll: time.Hour, Now: nil})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -35,7 +35,8 @@ type Config struct {
 	Sender Sender
 	// Now stamps progress (the next attempt's time, a disable's) and
 	// measures the lag; its waits run on the runtime's timers, so a test
-	// leaves it nil inside a testing/synctest bubble. Nil: time.Now.
+	// inside a testing/synctest bubble gives it the bubble's clock
+	// (time.Now there). Nil: time.Now.
 	Now func() time.Time
 	// Poll is how often the Store is scanned for endpoints and an
 	// endpoint that is up to date reads the feed again, between Wakes;

@@ -151,7 +151,9 @@ func point(t *testing.T, ms []metricdata.Metrics, name, key, value string) int64
 }
 
 // harness is a Deliverer over a Memory, a feed and a sender, running in
-// the test's synctest bubble until stop.
+// the test's synctest bubble until stop. Its clock is the bubble's
+// (time.Now in the bubble, which starts on a fixed instant), the one the
+// feed stamps its events with and the tests read the schedule by.
 type harness struct {
 	mem  *webhooks.Memory
 	feed *feed
@@ -162,7 +164,7 @@ type harness struct {
 
 func start(t *testing.T, mem *webhooks.Memory, f *feed, s *sender, cfg webhooks.Config) *harness {
 	t.Helper()
-	cfg.Store, cfg.Source, cfg.Sender = mem, f, s
+	cfg.Store, cfg.Source, cfg.Sender, cfg.Now = mem, f, s, time.Now
 	if cfg.Poll == 0 {
 		cfg.Poll = time.Minute
 	}

@@ -65,8 +65,11 @@ func TestDeliveriesVerifyWithReferenceLibrary(t *testing.T) {
 	}
 	f.add(3)
 	allow, _ := webhooks.ParseAllow("127.0.0.0/8")
-	s := &webhooks.HTTPSender{Client: webhooks.NewClient(webhooks.ClientConfig{Guard: webhooks.Guard{Allow: allow}}), AllowHTTP: true}
-	d, err := webhooks.New(webhooks.Config{Store: mem, Source: f, Sender: s, Poll: time.Hour})
+	// Now nil, the wall clock, for both: the reference library checks
+	// webhook-timestamp against it (within 5 min), and the feed stamps its
+	// events by it; nothing here is on a fixed day.
+	s := &webhooks.HTTPSender{Client: webhooks.NewClient(webhooks.ClientConfig{Guard: webhooks.Guard{Allow: allow}}), AllowHTTP: true, Now: nil}
+	d, err := webhooks.New(webhooks.Config{Store: mem, Source: f, Sender: s, Poll: time.Hour, Now: nil})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -313,7 +313,8 @@ func TestStoreFailingWritesPaces(t *testing.T) {
 		f.add(1)
 		s := &sender{answer: delivered}
 		log, logs := testkit.NewLogger()
-		d, err := webhooks.New(webhooks.Config{Store: brokenStore{mem}, Source: f, Sender: s, Poll: 10 * time.Second, Log: log})
+		d, err := webhooks.New(webhooks.Config{Store: brokenStore{mem}, Source: f, Sender: s, Poll: 10 * time.Second, Log: log,
+			Now: time.Now}) // the bubble's clock, as start's
 		if err != nil {
 			t.Fatal(err)
 		}

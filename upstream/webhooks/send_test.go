@@ -121,7 +121,7 @@ func TestSendOutcomes(t *testing.T) {
 	})
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	s := &webhooks.HTTPSender{Client: loopback(t), AllowHTTP: true}
+	s := &webhooks.HTTPSender{Client: loopback(t), AllowHTTP: true, Now: testkit.From(testkit.Epoch)}
 	for code, want := range map[int]webhooks.Outcome{
 		200: webhooks.Delivered, 201: webhooks.Delivered, 202: webhooks.Delivered, 204: webhooks.Delivered, 299: webhooks.Delivered,
 		301: webhooks.FailedRedirect, 302: webhooks.FailedRedirect, 303: webhooks.FailedRedirect,
@@ -151,10 +151,11 @@ func TestSendFailureClasses(t *testing.T) {
 	guard := webhooks.Guard{Allow: allow}
 	roots := x509.NewCertPool()
 	roots.AddCert(tlsSrv.Certificate())
-	dns := &fakeDNS{} // every name unknown
-	system := &webhooks.HTTPSender{Client: webhooks.NewClient(webhooks.ClientConfig{Guard: guard, Resolver: dns.resolver()})}
-	trusting := &webhooks.HTTPSender{Client: webhooks.NewClient(webhooks.ClientConfig{Guard: guard, RootCAs: roots})}
-	plain := &webhooks.HTTPSender{Client: loopback(t), AllowHTTP: true}
+	dns := &fakeDNS{}                  // every name unknown
+	now := testkit.From(testkit.Epoch) // the tests' day: no receiver here checks the timestamp
+	system := &webhooks.HTTPSender{Client: webhooks.NewClient(webhooks.ClientConfig{Guard: guard, Resolver: dns.resolver()}), Now: now}
+	trusting := &webhooks.HTTPSender{Client: webhooks.NewClient(webhooks.ClientConfig{Guard: guard, RootCAs: roots}), Now: now}
+	plain := &webhooks.HTTPSender{Client: loopback(t), AllowHTTP: true, Now: now}
 	refusing := testkit.RefusingAddr(t)
 	bad := testEndpoint(tlsSrv.URL)
 	bad.Secret = "whsec_short"
@@ -171,7 +172,7 @@ func TestSendFailureClasses(t *testing.T) {
 		{"a name that does not resolve", system, testEndpoint("https://nowhere.partner.example/hook"), webhooks.FailedDNS},
 		{"nothing listening", plain, testEndpoint("http://" + refusing + "/hook"), webhooks.FailedConnection},
 		{"an inside address", system, testEndpoint("https://10.0.0.1/hook"), webhooks.FailedRefused},
-		{"loopback, with the default client", &webhooks.HTTPSender{}, testEndpoint(tlsSrv.URL), webhooks.FailedRefused},
+		{"loopback, with the default client", &webhooks.HTTPSender{Now: now}, testEndpoint(tlsSrv.URL), webhooks.FailedRefused},
 		{"a damaged secret", trusting, bad, webhooks.FailedSecret},
 	} {
 		res := c.s.Send(context.Background(), c.ep, webhooks.Event{ID: "evt_1", Body: []byte(`{}`)}, 1)
@@ -209,7 +210,7 @@ func TestSendReadsAtMost64KiB(t *testing.T) {
 	c := &http.Client{Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
 		return &http.Response{StatusCode: 200, Body: endless{&read}, Header: http.Header{}, Request: r}, nil
 	})}
-	s := &webhooks.HTTPSender{Client: c}
+	s := &webhooks.HTTPSender{Client: c, Now: testkit.From(testkit.Epoch)}
 	if res := s.Send(context.Background(), testEndpoint("https://hooks.partner.example/"), webhooks.Event{ID: "evt_1"}, 1); res.Outcome != webhooks.Delivered {
 		t.Fatalf("%+v", res)
 	}
@@ -226,7 +227,7 @@ func TestSendTimesOut(t *testing.T) {
 			<-r.Context().Done()
 			return nil, r.Context().Err()
 		})}
-		s := &webhooks.HTTPSender{Client: c}
+		s := &webhooks.HTTPSender{Client: c, Now: testkit.From(testkit.Epoch)} // the tests' day, moving with the bubble's clock
 		start := time.Now()
 		res := s.Send(context.Background(), testEndpoint("https://hooks.partner.example/"), webhooks.Event{ID: "evt_1"}, 1)
 		if res.Outcome != webhooks.FailedTimeout || time.Since(start) != webhooks.AttemptTimeout {
@@ -246,7 +247,7 @@ func TestSendSpan(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(503) }))
 	defer srv.Close()
 	tel := testkit.NewTelemetry(t)
-	s := &webhooks.HTTPSender{Client: loopback(t), AllowHTTP: true, Tracer: tel.TracerProvider}
+	s := &webhooks.HTTPSender{Client: loopback(t), AllowHTTP: true, Tracer: tel.TracerProvider, Now: testkit.From(testkit.Epoch)}
 	ep := testEndpoint(srv.URL + "/private/path?token=s3cr3t-token")
 	walk := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}, TraceFlags: trace.FlagsSampled})
 	s.Send(context.Background(), ep, webhooks.Event{ID: "evt_7", Body: []byte(`{}`), Walk: walk}, 3)

@@ -12,6 +12,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/partner-edge/partner-edge/mapping"
+	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/events"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
@@ -48,12 +49,14 @@ func BenchmarkAppendBrandScale(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	st, err := db.Feed(Config{Brand: "aurora", Mode: "live", MaxBytes: 1 << 40})
+	// The walks, a millisecond apart, start on the tests' day, which the
+	// store's clock starts on and moves from with the wall clock.
+	st, err := db.Feed(Config{Brand: "aurora", Mode: "live", MaxBytes: 1 << 40, Now: testkit.From(t0)})
 	if err != nil {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	at := time.Now().UnixMilli()
+	at := t0.UnixMilli()
 	if _, err := st.Append(ctx, events.Walk{At: at, Snapshot: versions[0]}); err != nil {
 		b.Fatal(err)
 	}

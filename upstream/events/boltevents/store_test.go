@@ -258,28 +258,28 @@ func tearLastMeta(t *testing.T, path string) {
 // the newest are served.
 func TestFileBounds(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		cfg  Config
+		name     string
+		maxBytes int64
+		max      int
 	}{
-		{"bytes", Config{MaxBytes: 1}},
-		{"count", Config{Max: 3}},
+		{"bytes", 1, 0},
+		{"count", 0, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			c := &clock{t0}
-			cfg := tc.cfg
 			e := start(t, dir, c, Config{})
 			props := []mapping.Property{prop(1, "A", "active"), prop(2, "B", "active")}
 			e.walks(t, c, walk(0, props...))
 			first := e.feed.Next(walk(0))
 			e.stop()
 			for k := 1; k <= 4; k++ {
-				e = start(t, dir, c, cfg)
+				e = start(t, dir, c, Config{MaxBytes: tc.maxBytes, Max: tc.max})
 				props[0].Name, props[1].Name = fmt.Sprint("A", k), fmt.Sprint("B", k)
 				e.walks(t, c, walk(k, props...))
 				e.stop()
 			}
-			e = start(t, dir, c, cfg)
+			e = start(t, dir, c, Config{MaxBytes: tc.maxBytes, Max: tc.max})
 			if _, _, err := e.read(t, first); !errors.Is(err, events.ErrCursorExpired) {
 				t.Errorf("a cursor before the dropped walks: %v; want ErrCursorExpired", err)
 			}
@@ -303,8 +303,7 @@ func TestFileBounds(t *testing.T) {
 func TestFileRetention(t *testing.T) {
 	dir := t.TempDir()
 	c := &clock{t0}
-	cfg := Config{Retention: time.Hour}
-	e := start(t, dir, c, cfg)
+	e := start(t, dir, c, Config{Retention: time.Hour})
 	e.walks(t, c, walk(0, prop(1, "A", "active")))
 	e.walks(t, c, walk(1, prop(1, "A1", "active")))
 	e.walks(t, c, walk(120, prop(1, "A2", "active")))
