@@ -82,7 +82,7 @@ func compact(t *testing.T, raw json.RawMessage) json.RawMessage {
 // properties by id, their order and page 1's cursor; ok is false when a
 // pinned page was 410 LIST_SNAPSHOT_EXPIRED (the member asked no longer
 // holds that snapshot, or in a fleet never did): list again.
-func (c *syncPartner) listing(t *testing.T) (props map[string]json.RawMessage, order []string, cursor string, ok bool) {
+func (c *syncPartner) listing(t *testing.T, straddle bool) (props map[string]json.RawMessage, order []string, cursor string, ok bool) {
 	t.Helper()
 	props = map[string]json.RawMessage{}
 	total := 0
@@ -107,6 +107,9 @@ func (c *syncPartner) listing(t *testing.T) (props map[string]json.RawMessage, o
 		}
 		if page == 1 {
 			cursor, total = l.Meta.Events.Next, l.Meta.Pagination.Total
+			if straddle { // a listing as long as a brand's: the edge walks the churning PMS before page 2
+				testkit.Eventually(t, "a walk after page 1", func() bool { return c.current(t) != cursor })
+			}
 		} else if l.Meta.Events.Next != cursor || l.Meta.Pagination.Total != total {
 			t.Fatalf("page %d pinned to %s: total %d, next %s; want page 1's total %d and cursor", page, cursor, l.Meta.Pagination.Total, l.Meta.Events.Next, total)
 		}
@@ -127,12 +130,13 @@ func (c *syncPartner) listing(t *testing.T) (props map[string]json.RawMessage, o
 	}
 }
 
-// start lists (again after a 410) and makes the listing its copy: the
-// feed is followed from its cursor.
+// start lists (again after a 410) and makes the listing its copy,
+// replacing the one it had: the feed is followed from its cursor. The
+// listing straddles a walk: the PMS changes between page 1 and the others.
 func (c *syncPartner) start(t *testing.T) {
 	t.Helper()
 	testkit.Eventually(t, "a listing pinned to its first page", func() bool {
-		props, _, cursor, ok := c.listing(t)
+		props, _, cursor, ok := c.listing(t, true)
 		c.copy, c.at = props, cursor
 		return ok
 	})
@@ -219,7 +223,7 @@ func (c *syncPartner) beyond(t *testing.T, cursor string) bool {
 // again.
 func (c *syncPartner) check(t *testing.T) (cursor string, compared bool) {
 	t.Helper()
-	fresh, order, cursor, ok := c.listing(t)
+	fresh, order, cursor, ok := c.listing(t, false)
 	if !ok || c.beyond(t, cursor) {
 		return cursor, false
 	}
@@ -258,17 +262,35 @@ func (c *syncPartner) current(t *testing.T) string {
 	return l.Meta.Events.Next
 }
 
+// serving waits until every member lists (a restarted one answers 503
+// until it has a snapshot: the partner comes back later).
+func (c *syncPartner) serving(t *testing.T) {
+	t.Helper()
+	for _, m := range c.members {
+		testkit.Eventually(t, m.base+" lists", func() bool {
+			code, _ := m.get(t, "properties?perPage=1")
+			return code == http.StatusOK
+		})
+	}
+}
+
 // follow keeps the copy for walks walks of the edge (distinct listings it
 // was compared with), calling restart before the comparisons its keys
-// name (restart then replaces members as it needs).
+// name (restart then replaces members as it needs). It lists at the
+// start and again every seventh walk from the third (as after a lost
+// copy), each listing straddling a walk.
 func (c *syncPartner) follow(t *testing.T, walks int, restarts map[int]func()) {
 	t.Helper()
 	c.start(t)
 	last := c.at
-	for n := 0; n < walks; {
+	for n, listed := 0, -1; n < walks; {
 		if r := restarts[n]; r != nil {
 			r()
 			delete(restarts, n)
+		}
+		if n%7 == 3 && listed != n {
+			c.start(t)
+			listed = n
 		}
 		testkit.Eventually(t, fmt.Sprintf("walk %d after the last compared", n+1), func() bool { return c.current(t) != last })
 		testkit.Eventually(t, fmt.Sprintf("catch-up %d at a walk the feed did not move past", n+1), func() bool {
@@ -312,12 +334,17 @@ func churnedEveryKind(t *testing.T, sim *pmsim.Sim) {
 	}
 }
 
-// syncWalks is how many walks the partner's copy is compared at.
-const syncWalks = 21
+// syncWalks is how many walks the partner's copy is compared at, and
+// syncTTL the edge's EDGE_CACHE_TTL: a walk about every syncTTL, and time
+// enough between two for a listing and a catch-up on a busy machine.
+const (
+	syncWalks = 21
+	syncTTL   = "800ms"
+)
 
 // docs/partner-api.md section 6 and docs/contract.md section 25: a partner
 // lists with asOf and follows the feed while the PMS churns every kind of
-// change, for 21 walks (EDGE_CACHE_TTL=400ms, pages of 5); after every
+// change, for 21 walks (EDGE_CACHE_TTL=800ms, pages of 5); after every
 // catch-up its copy (the active properties) equals a fresh listing, ids
 // and JSON. A single edge with EDGE_DATA_DIR is stopped (SIGTERM) and
 // later killed (SIGKILL) and started again, the PMS changing while it is
@@ -335,7 +362,7 @@ func TestPartnerSyncThroughTheBinary(t *testing.T) {
 	t.Run("single edge with EDGE_DATA_DIR", func(t *testing.T) {
 		t.Parallel()
 		pms := churningPMS(t)
-		env := feedEdgeEnv(pms, k, "EDGE_CACHE_TTL=400ms", "EDGE_DATA_DIR="+filepath.Join(t.TempDir(), "data"))
+		env := feedEdgeEnv(pms, k, "EDGE_CACHE_TTL="+syncTTL, "EDGE_DATA_DIR="+filepath.Join(t.TempDir(), "data"))
 		edge := startEdgeProc(t, bin, env)
 		c := newSyncPartner([]partner{{"http://" + edge.addr + "/v1/", k.live}})
 		restart := func(sig syscall.Signal) func() {
@@ -347,6 +374,7 @@ func TestPartnerSyncThroughTheBinary(t *testing.T) {
 				pms.live.Churn() // changes while it is down
 				edge = startEdgeProc(t, bin, env)
 				c.members = []partner{{"http://" + edge.addr + "/v1/", k.live}}
+				c.serving(t)
 				t.Logf("the edge restarted after %s", sig)
 			}
 		}
@@ -359,7 +387,7 @@ func TestPartnerSyncThroughTheBinary(t *testing.T) {
 		srv := redistest.Start(t) // the real redis-server (required under CI=true)
 		pms := churningPMS(t)
 		edges := startFleetWith(t, bin, 3, k.file, pms.liveURL, "EDGE_REDIS_URL="+srv.URL(),
-			"EDGE_CACHE_TTL=400ms", "EDGE_ACCESS_LOG=off")
+			"EDGE_CACHE_TTL="+syncTTL, "EDGE_ACCESS_LOG=off")
 		members := func() []partner {
 			var ps []partner
 			for _, e := range edges {
@@ -372,6 +400,7 @@ func TestPartnerSyncThroughTheBinary(t *testing.T) {
 			return func() {
 				edges[i] = restartMember(t, bin, edges[i], sig)
 				c.members = members()
+				c.serving(t)
 				t.Logf("member %d restarted after %s", i, sig)
 			}
 		}
