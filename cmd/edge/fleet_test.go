@@ -344,7 +344,7 @@ type edgeProc struct {
 	base, admin string
 	stderr      *testkit.LogBuffer
 	cmd         *exec.Cmd
-	env         []string      // what it was started with: restartMember starts it again so
+	env         []string      // its settings, for restartMember
 	exited      chan struct{} // closed when the process has ended
 }
 
