@@ -35,7 +35,15 @@ type feedPMS struct {
 
 func newFeedPMS(t *testing.T) *feedPMS {
 	t.Helper()
-	p := &feedPMS{live: pmsim.New(pmsim.Config{Seed: 23, Token: "pms-secret-token"}),
+	return newFeedPMSWith(t, pmsim.Config{Seed: 23})
+}
+
+// newFeedPMSWith is newFeedPMS with live's simulator configured by live
+// (its token set).
+func newFeedPMSWith(t *testing.T, live pmsim.Config) *feedPMS {
+	t.Helper()
+	live.Token = "pms-secret-token"
+	p := &feedPMS{live: pmsim.New(live),
 		sandbox: pmsim.New(pmsim.Config{Seed: 24, HotelsPerBrand: 12, Token: "pms-secret-token"})}
 	for _, s := range []struct {
 		sim *pmsim.Sim
@@ -222,12 +230,17 @@ func newFeedKeys(t *testing.T, granted []string) feedKeys {
 // (a walk about every 300 ms while partners call) and extra settings.
 func startFeedEdge(t *testing.T, pms *feedPMS, k feedKeys, extra ...string) string {
 	t.Helper()
-	env := append([]string{
+	return "http://" + startEdgeProc(t, buildEdge(t), feedEdgeEnv(pms, k, extra...)).addr + "/v1/"
+}
+
+// feedEdgeEnv is the environment startFeedEdge starts an edge with: extra
+// settings override its own (the last of a name wins).
+func feedEdgeEnv(pms *feedPMS, k feedKeys, extra ...string) []string {
+	return append([]string{
 		"EDGE_ADDR=127.0.0.1:0", "EDGE_ADMIN_ADDR=", "EDGE_BRAND=aurora", "EDGE_KEYS_FILE=" + k.file,
 		"PMS_BASE_URL=" + pms.liveURL, "PMS_SANDBOX_URL=" + pms.sandboxURL, "PMS_TOKEN=pms-secret-token",
 		"EDGE_DOCS_URL=" + testDocsURL, "EDGE_CACHE_TTL=300ms", "EDGE_ACCESS_LOG=off",
 	}, extra...)
-	return "http://" + startEdgeProc(t, buildEdge(t), env).addr + "/v1/"
 }
 
 // liveIDs are the active ids of pms's live simulator, as the edge lists

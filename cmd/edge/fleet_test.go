@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -342,6 +343,9 @@ func newWalkCountingPMS(t *testing.T) *walkCountingPMS {
 type edgeProc struct {
 	base, admin string
 	stderr      *testkit.LogBuffer
+	cmd         *exec.Cmd
+	env         []string      // its settings, for restartMember
+	exited      chan struct{} // closed when the process has ended
 }
 
 // startFleet starts n edge processes on one PMS (and Redis when redisURL
@@ -358,38 +362,59 @@ func startFleet(t *testing.T, bin string, n int, keyFile, pmsURL, redisURL strin
 // startFleetWith is startFleet with the Redis named by redisEnv (any form
 // of docs/contract.md section 16; none: in-process) and loopback's X-Forwarded-For
 // believed (EDGE_TRUSTED_PROXIES), so a test can pose as other clients.
+// Settings after the Redis ones in redisEnv override the fleet's (the
+// last of a name wins).
 func startFleetWith(t *testing.T, bin string, n int, keyFile, pmsURL string, redisEnv ...string) []*edgeProc {
 	t.Helper()
+	env := append([]string{
+		"EDGE_ADDR=127.0.0.1:0", "EDGE_ADMIN_ADDR=127.0.0.1:0",
+		"EDGE_BRAND=aurora", "EDGE_KEYS_FILE=" + keyFile,
+		"PMS_BASE_URL=" + pmsURL, "EDGE_DOCS_URL=" + testDocsURL, "PMS_TOKEN=pms-secret-token",
+		"EDGE_CACHE_TTL=2s", "EDGE_AUTH_FAIL_LIMIT=20", "EDGE_TRUSTED_PROXIES=127.0.0.0/8",
+	}, redisEnv...)
+	if len(redisEnv) > 0 { // required with any Redis (docs/contract.md section 15)
+		env = append(env, "EDGE_FLEET_SECRET="+testFleetSecret)
+	}
 	edges := make([]*edgeProc, n)
 	for i := range edges {
-		cmd := exec.Command(bin)
-		cmd.Env = append([]string{
-			"EDGE_ADDR=127.0.0.1:0", "EDGE_ADMIN_ADDR=127.0.0.1:0",
-			"EDGE_BRAND=aurora", "EDGE_KEYS_FILE=" + keyFile,
-			"PMS_BASE_URL=" + pmsURL, "EDGE_DOCS_URL=" + testDocsURL, "PMS_TOKEN=pms-secret-token",
-			"EDGE_CACHE_TTL=2s", "EDGE_AUTH_FAIL_LIMIT=20", "EDGE_TRUSTED_PROXIES=127.0.0.0/8",
-		}, redisEnv...)
-		if len(redisEnv) > 0 { // required with any Redis (docs/contract.md section 15)
-			cmd.Env = append(cmd.Env, "EDGE_FLEET_SECRET="+testFleetSecret)
-		}
-		e := &edgeProc{stderr: &testkit.LogBuffer{}}
-		cmd.Stdout, cmd.Stderr = io.Discard, e.stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(exited) }()
-		t.Cleanup(func() {
-			_ = cmd.Process.Kill()
-			<-exited
-		})
-		e.base = "http://" + waitListening(t, &started{stderr: e.stderr}) + "/v1/"
-		testkit.Eventually(t, "the admin listener is logged", func() bool { return adminListening.MatchString(e.stderr.String()) })
-		e.admin = "http://" + adminListening.FindStringSubmatch(e.stderr.String())[1]
-		waitHealthy(t, e.base)
-		edges[i] = e
+		edges[i] = startMember(t, bin, env)
 	}
 	return edges
+}
+
+// startMember starts one member of a fleet with env and waits until it
+// answers /v1/health; it is killed when t ends.
+func startMember(t *testing.T, bin string, env []string) *edgeProc {
+	t.Helper()
+	cmd := exec.Command(bin)
+	cmd.Env = env
+	e := &edgeProc{stderr: &testkit.LogBuffer{}, cmd: cmd, env: env, exited: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = io.Discard, e.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = cmd.Wait(); close(e.exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-e.exited
+	})
+	e.base = "http://" + waitListening(t, &started{stderr: e.stderr}) + "/v1/"
+	testkit.Eventually(t, "the admin listener is logged", func() bool { return adminListening.MatchString(e.stderr.String()) })
+	e.admin = "http://" + adminListening.FindStringSubmatch(e.stderr.String())[1]
+	waitHealthy(t, e.base)
+	return e
+}
+
+// restartMember stops e with sig (SIGTERM: a graceful stop; SIGKILL: a
+// crash), waits for it to end and starts the same member again (new
+// ports).
+func restartMember(t *testing.T, bin string, e *edgeProc, sig os.Signal) *edgeProc {
+	t.Helper()
+	if err := e.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	<-e.exited
+	return startMember(t, bin, e.env)
 }
 
 // allShared reports whether every edge's /fleet says "shared" is want
