@@ -82,11 +82,21 @@ func TestSnapshotStaleServedOnPMSFailureUntilStale(t *testing.T) {
 				}
 				want := mustJSON(t, first)
 				inner.fail.Store(&upstream.Error{Kind: code, Err: errors.New("pms down")})
+				// A PMS takes time to fail: in the bubble the sleep ends
+				// only once every other goroutine is blocked, so the
+				// caller that started the refresh walk answers before the
+				// walk has failed, however the scheduler runs them.
+				load := inner.snapshot
+				inner.snapshot = func(ctx context.Context) (*upstream.Snapshot, error) {
+					time.Sleep(time.Millisecond)
+					return load(ctx)
+				}
 
 				for _, age := range []time.Duration{30 * time.Second, 2 * time.Minute, 5*time.Minute - time.Millisecond} {
 					clk.Set(loaded.Add(age))
 					got, err := c.Snapshot(ctx)
-					synctest.Wait() // the refresh walk fails
+					time.Sleep(time.Second) // bubble time: the refresh walk fails
+					synctest.Wait()
 					if err != nil {
 						t.Fatalf("age %v: %v, want the stale snapshot", age, err)
 					}
