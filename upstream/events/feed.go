@@ -316,6 +316,7 @@ func (f *Feed) observe(ctx context.Context, s *upstream.Snapshot, took time.Dura
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	walk := s.LoadedAt.UnixMilli()
+	others := false // a new snapshot another member walked
 	if f.seen != s {
 		f.seen = s
 		f.holds.replace(s, f.cfg.Now())
@@ -328,11 +329,15 @@ func (f *Feed) observe(ctx context.Context, s *upstream.Snapshot, took time.Dura
 			f.lead(ctx, s, walk, took)
 		default:
 			f.lastShared.Store(s)
+			others = true
 		}
 		f.next.Store(&snapNext{snap: s, next: string(appendCursor(nil, f.tag, EndOf(walk)))})
 	}
 	if f.cfg.Shared != nil {
 		_ = f.sync(ctx)
+		if others {
+			f.awaitShared(ctx, walk)
+		}
 	}
 }
 
