@@ -15,8 +15,8 @@ import (
 
 // ErrForged is a stored endpoint that does not verify: not signed with
 // EDGE_FLEET_SECRET (written by someone without it, or by a member with
-// another), signed for another endpoint or another brand's keys, or
-// damaged. It is never used nor written over; the caller logs it.
+// another), signed for another endpoint or another brand's keys,
+// damaged, or whose sealed secret does not open (seal.go). It is never used nor written over; the caller logs it.
 // Deleting the endpoint (the API's DELETE, or HDEL) removes it.
 var ErrForged = errors.New("redishooks: a stored webhook endpoint does not verify (EDGE_FLEET_SECRET)")
 
@@ -38,7 +38,7 @@ type record struct {
 	KeyID          string    `json:"keyId"`
 	URL            string    `json:"url"`
 	Description    string    `json:"description,omitempty"`
-	Secret         string    `json:"secret"`
+	Secret         string    `json:"secretSealed"` // sealed: seal.go
 	CreatedAt      time.Time `json:"createdAt"`
 	Status         string    `json:"status"`
 	DisabledReason string    `json:"disabledReason,omitempty"`
@@ -64,7 +64,7 @@ func (s *Store) mac(id string, body []byte) string {
 // encode is the signed value of e, created seq-th.
 func (s *Store) encode(seq int64, e *webhooks.Endpoint) (string, error) {
 	body, err := json.Marshal(record{Format: format, Seq: seq, ID: e.ID, KeyID: e.KeyID, URL: e.URL,
-		Description: e.Description, Secret: e.Secret, CreatedAt: e.CreatedAt,
+		Description: e.Description, Secret: s.seal.seal(s.hash, e.ID, e.Secret), CreatedAt: e.CreatedAt,
 		Status: string(e.Status), DisabledReason: e.DisabledReason, DisabledAt: e.DisabledAt,
 		After: e.After, Failures: e.Failures, NextAttempt: e.NextAttempt})
 	if err != nil {
@@ -84,8 +84,12 @@ func (s *Store) decode(id, v string) (webhooks.Endpoint, int64, error) {
 	if err := json.Unmarshal([]byte(v[macLen:]), &r); err != nil || r.Format != format || r.ID != id {
 		return webhooks.Endpoint{}, 0, forged
 	}
+	secret, err := s.seal.open(s.hash, id, r.Secret)
+	if err != nil {
+		return webhooks.Endpoint{}, 0, forged
+	}
 	return webhooks.Endpoint{ID: r.ID, KeyID: r.KeyID, URL: r.URL, Description: r.Description,
-		Secret: r.Secret, CreatedAt: r.CreatedAt, Status: webhooks.Status(r.Status),
+		Secret: secret, CreatedAt: r.CreatedAt, Status: webhooks.Status(r.Status),
 		DisabledReason: r.DisabledReason, DisabledAt: r.DisabledAt,
 		Progress: webhooks.Progress{After: r.After, Failures: r.Failures, NextAttempt: r.NextAttempt}}, r.Seq, nil
 }

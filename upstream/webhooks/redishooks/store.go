@@ -26,8 +26,9 @@ import (
 // Config is a brand's endpoints in the fleet's Redis.
 type Config struct {
 	Client *redisconn.Client // required
-	// Secret is EDGE_FLEET_SECRET: it signs every endpoint written, and
-	// only what verifies under it is read. Required.
+	// Secret is EDGE_FLEET_SECRET: it signs every endpoint written (only
+	// what verifies under it is read) and seals endpoints' secrets.
+	// Required.
 	Secret []byte
 	Brand  string // names the keys
 }
@@ -37,7 +38,8 @@ type Config struct {
 type Store struct {
 	c             *redisconn.Client
 	hash, counter string
-	secret        []byte
+	secret        []byte // signs each value (codec.go)
+	seal          sealer // seals each endpoint's secret (seal.go)
 }
 
 var _ webhooks.Registry = (*Store)(nil)
@@ -50,8 +52,12 @@ func New(cfg Config) (*Store, error) {
 	if len(cfg.Secret) == 0 {
 		return nil, errors.New("redishooks: no fleet secret: endpoints would be neither signed nor verified")
 	}
+	seal, err := newSealer(cfg.Secret)
+	if err != nil {
+		return nil, err
+	}
 	p := prefix(cfg.Brand)
-	return &Store{c: cfg.Client, hash: p + "e", counter: p + "n", secret: append([]byte(nil), cfg.Secret...)}, nil
+	return &Store{c: cfg.Client, hash: p + "e", counter: p + "n", secret: append([]byte(nil), cfg.Secret...), seal: seal}, nil
 }
 
 // prefix is the start of a brand's keys, its hash tag included (wh1: the

@@ -2,8 +2,10 @@ package redishooks
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -40,6 +42,7 @@ func TestRedis(t *testing.T) {
 	}{
 		{"Contract", testContract},
 		{"ForgedRefused", testForged},
+		{"SecretSealed", testSecretSealed},
 		{"LeaseOneHolder", testLeaseOneHolder},
 		{"LeaseExpires", testLeaseExpires},
 	}
@@ -202,4 +205,40 @@ func cut(v string) (mac, body string, ok bool) {
 		return "", "", false
 	}
 	return v[:macLen], v[macLen:], true
+}
+
+// testSecretSealed: an endpoint's secret is not in Redis as such, and a
+// sealed secret moved to another endpoint, in a value signed rightly,
+// does not open (ErrForged).
+func testSecretSealed(t *testing.T, f form) {
+	ctx := context.Background()
+	s := f.store(t, f.brand(), secret)
+	a, b := webhookstest.Endpoint("key_a", 1), webhookstest.Endpoint("key_a", 2)
+	b.Secret = "whsec_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+	for _, ep := range []webhooks.Endpoint{a, b} {
+		if err := s.Create(ctx, ep); err != nil {
+			t.Fatal(err)
+		}
+	}
+	va := f.raw.HGet(ctx, s.hash, a.ID).Val()
+	if strings.Contains(va, strings.TrimPrefix(a.Secret, "whsec_")) {
+		t.Fatalf("the secret is stored as such: %s", va)
+	}
+	if got, err := s.Endpoint(ctx, a.ID); err != nil || got.Secret != a.Secret {
+		t.Fatalf("the secret read back: %q, %v", got.Secret, err)
+	}
+	var ra, rb record
+	_, ba, _ := cut(va)
+	_, bb, _ := cut(f.raw.HGet(ctx, s.hash, b.ID).Val())
+	if json.Unmarshal([]byte(ba), &ra) != nil || json.Unmarshal([]byte(bb), &rb) != nil {
+		t.Fatal("values do not decode")
+	}
+	ra.Secret = rb.Secret
+	body, _ := json.Marshal(ra)
+	if err := f.raw.HSet(ctx, s.hash, a.ID, s.mac(a.ID, body)+string(body)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Endpoint(ctx, a.ID); !errors.Is(err, ErrForged) {
+		t.Fatalf("another endpoint's sealed secret: %v, want ErrForged", err)
+	}
 }
