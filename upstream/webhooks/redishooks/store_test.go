@@ -45,6 +45,7 @@ func TestRedis(t *testing.T) {
 		{"SecretSealed", testSecretSealed},
 		{"LeaseOneHolder", testLeaseOneHolder},
 		{"LeaseExpires", testLeaseExpires},
+		{"FleetDeliversOnce", testFleet},
 	}
 	each := func(t *testing.T, f form) {
 		for _, tc := range tests {
