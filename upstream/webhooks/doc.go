@@ -7,7 +7,7 @@
 //
 // It knows neither the feed nor where endpoints are kept: a Source reads
 // events after a position, a Store keeps endpoints and their progress
-// (Memory here; an embedded or Redis one beside the feed's), a Sender makes
+// (Memory here; boltwebhooks and redishooks beneath), a Sender makes
 // one attempt (HTTPSender). Delivery runs on the Deliverer's own goroutines,
 // never on a partner's request, and stops with the context given to Run.
 package webhooks

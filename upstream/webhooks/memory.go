@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -78,6 +79,9 @@ func (m *Memory) Disable(_ context.Context, id, from, reason string, at time.Tim
 func (m *Memory) Create(_ context.Context, ep Endpoint) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.find(ep.ID) >= 0 {
+		return errIDTaken(ep.ID)
+	}
 	n := 0
 	for _, e := range m.eps {
 		if e.KeyID != ep.KeyID {
@@ -135,4 +139,11 @@ func (m *Memory) Enable(_ context.Context, id, after string) (Endpoint, error) {
 		e.Progress = Progress{After: after}
 	}
 	return *e, nil
+}
+
+// errIDTaken refuses a second endpoint with an id in use: ids are random
+// (whe_ and 128 bits), so it is a fault of the caller, never a partner's
+// error (not ErrExists, which names a URL).
+func errIDTaken(id string) error {
+	return fmt.Errorf("webhooks: endpoint id %s is in use", id)
 }

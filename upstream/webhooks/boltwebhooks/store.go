@@ -1,0 +1,207 @@
+package boltwebhooks
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/partner-edge/partner-edge/upstream/webhooks"
+)
+
+// Store is the endpoints' file: a webhooks.Registry answering as
+// webhooks.Memory does, kept across restarts. bbolt runs one writing
+// transaction at a time, so each compare and set (read, check, write) is
+// one transaction and needs no lock of its own. Safe for concurrent use.
+type Store struct {
+	db   *bolt.DB
+	path string
+}
+
+var _ webhooks.Registry = (*Store)(nil)
+
+// stored is an endpoint read from the file, with its order of creation.
+type stored struct {
+	ep  webhooks.Endpoint
+	seq uint64
+}
+
+// all is every endpoint in the file, in order of creation.
+func all(tx *bolt.Tx) ([]stored, error) {
+	var out []stored
+	err := tx.Bucket(bucket).ForEach(func(k, v []byte) error {
+		ep, seq, err := decode(v)
+		if err != nil {
+			return fmt.Errorf("%w (endpoint %s)", err, k)
+		}
+		out = append(out, stored{ep, seq})
+		return nil
+	})
+	slices.SortFunc(out, func(a, b stored) int { return cmp.Compare(a.seq, b.seq) })
+	return out, err
+}
+
+// Endpoints implements webhooks.Store.
+func (s *Store) Endpoints(context.Context) ([]webhooks.Endpoint, error) {
+	return s.list(func(webhooks.Endpoint) bool { return true })
+}
+
+// List implements webhooks.Registry.
+func (s *Store) List(_ context.Context, keyID string) ([]webhooks.Endpoint, error) {
+	return s.list(func(e webhooks.Endpoint) bool { return e.KeyID == keyID })
+}
+
+func (s *Store) list(keep func(webhooks.Endpoint) bool) ([]webhooks.Endpoint, error) {
+	var out []webhooks.Endpoint
+	err := s.db.View(func(tx *bolt.Tx) error {
+		eps, err := all(tx)
+		for _, e := range eps {
+			if keep(e.ep) {
+				out = append(out, e.ep)
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Endpoint implements webhooks.Store.
+func (s *Store) Endpoint(_ context.Context, id string) (webhooks.Endpoint, error) {
+	var ep webhooks.Endpoint
+	err := s.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucket).Get([]byte(id))
+		if v == nil {
+			return webhooks.ErrNotFound
+		}
+		var err error
+		ep, _, err = decode(v)
+		return err
+	})
+	return ep, err
+}
+
+// change applies fn to the endpoint id in one transaction and writes it
+// back when fn reports a change; fn's error writes nothing.
+func (s *Store) change(id string, fn func(e *webhooks.Endpoint) (bool, error)) (webhooks.Endpoint, error) {
+	var ep webhooks.Endpoint
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucket)
+		v := b.Get([]byte(id))
+		if v == nil {
+			return webhooks.ErrNotFound
+		}
+		var seq uint64
+		var err error
+		if ep, seq, err = decode(v); err != nil {
+			return err
+		}
+		changed, err := fn(&ep)
+		if err != nil || !changed {
+			return err
+		}
+		if v, err = encode(seq, &ep); err != nil {
+			return err
+		}
+		return b.Put([]byte(id), v)
+	})
+	return ep, err
+}
+
+// enabledAt refuses an endpoint not enabled at position from.
+func enabledAt(e *webhooks.Endpoint, from string) error {
+	if e.Status != webhooks.StatusEnabled || e.After != from {
+		return webhooks.ErrConflict
+	}
+	return nil
+}
+
+// SetProgress implements webhooks.Store.
+func (s *Store) SetProgress(_ context.Context, id, from string, p webhooks.Progress) error {
+	_, err := s.change(id, func(e *webhooks.Endpoint) (bool, error) {
+		if err := enabledAt(e, from); err != nil {
+			return false, err
+		}
+		e.Progress = p
+		return true, nil
+	})
+	return err
+}
+
+// Disable implements webhooks.Store.
+func (s *Store) Disable(_ context.Context, id, from, reason string, at time.Time) error {
+	_, err := s.change(id, func(e *webhooks.Endpoint) (bool, error) {
+		if err := enabledAt(e, from); err != nil {
+			return false, err
+		}
+		e.Status, e.DisabledReason, e.DisabledAt = webhooks.StatusDisabled, reason, at
+		e.Failures, e.NextAttempt = 0, time.Time{}
+		return true, nil
+	})
+	return err
+}
+
+// Enable implements webhooks.Registry.
+func (s *Store) Enable(_ context.Context, id, after string) (webhooks.Endpoint, error) {
+	return s.change(id, func(e *webhooks.Endpoint) (bool, error) {
+		if e.Status == webhooks.StatusEnabled {
+			return false, nil
+		}
+		e.Status, e.DisabledReason, e.DisabledAt = webhooks.StatusEnabled, "", time.Time{}
+		e.Progress = webhooks.Progress{After: after}
+		return true, nil
+	})
+}
+
+// Create implements webhooks.Registry.
+func (s *Store) Create(_ context.Context, ep webhooks.Endpoint) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucket)
+		if b.Get([]byte(ep.ID)) != nil {
+			return fmt.Errorf("boltwebhooks: endpoint id %s is in use", ep.ID)
+		}
+		eps, err := all(tx)
+		if err != nil {
+			return err
+		}
+		n := 0
+		for _, e := range eps {
+			if e.ep.KeyID != ep.KeyID {
+				continue
+			}
+			if e.ep.URL == ep.URL {
+				return webhooks.ErrExists
+			}
+			n++
+		}
+		if n >= webhooks.MaxPerKey {
+			return webhooks.ErrLimit
+		}
+		ep.Status, ep.DisabledReason, ep.DisabledAt = webhooks.StatusEnabled, "", time.Time{}
+		seq, err := b.NextSequence()
+		if err != nil {
+			return err
+		}
+		v, err := encode(seq, &ep)
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte(ep.ID), v)
+	})
+}
+
+// Delete implements webhooks.Registry.
+func (s *Store) Delete(_ context.Context, id string) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucket)
+		if b.Get([]byte(id)) == nil {
+			return webhooks.ErrNotFound
+		}
+		return b.Delete([]byte(id))
+	})
+}
