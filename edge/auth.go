@@ -135,3 +135,27 @@ func sentBearerToken(vs []string) bool {
 func unauthorized(code problem.Code, challenge, detail string) *problem.Error {
 	return &problem.Error{Code: code, Detail: detail, Header: http.Header{"Www-Authenticate": {challenge}}}
 }
+
+// requireScope refuses a key (and, for an access token, the token) without
+// scope, the one a route needs besides properties:read: 403
+// INSUFFICIENT_SCOPE, with authentication, before the rate limit and the
+// request checks (docs/contract.md section 26).
+func (s *server) requireScope(scope string) func(http.Handler) http.Handler {
+	keyDetail := "The API key lacks the scope " + scope + "."
+	tokenDetail := "The access token lacks the scope " + scope + "."
+	tokenChallenge := `Bearer error="insufficient_scope", scope="` + scope + `"`
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			st := stateFrom(r.Context())
+			switch {
+			case !st.key.HasScope(scope):
+				s.fail(w, r, problem.New(problem.InsufficientScope, "%s", keyDetail))
+			case st.token != nil && !st.token.HasScope(scope):
+				s.fail(w, r, &problem.Error{Code: problem.InsufficientScope, Detail: tokenDetail,
+					Header: http.Header{"Www-Authenticate": {tokenChallenge}}})
+			default:
+				next.ServeHTTP(w, r)
+			}
+		})
+	}
+}

@@ -15,12 +15,15 @@ func announcesBody(r *http.Request) bool {
 }
 
 // closeOnBody marks an HTTP/1 connection for closing after the answer when
-// the request announced a body (on every route): no route takes one, and
-// with "Connection: close" net/http does not read it before answering
-// (docs/contract.md section 10). Once answered, the read deadline is set in
-// the past, so net/http's drain of the body fails at once instead of
-// waiting for a trickle. HTTP/2 needs nothing: the server resets a stream
-// whose body was left unread, and Connection: close would end the others.
+// the request announced a body (on every route): a route that takes none
+// refuses it unread, and with "Connection: close" net/http does not read
+// it before answering (docs/contract.md section 10). Once answered, the
+// read deadline is set in the past, so net/http's drain of the body fails
+// at once instead of waiting for a trickle. The one exception is a body a
+// handler read to its end within the limit (readJSONBody): it unmarks the
+// connection, which then serves the next request. HTTP/2 needs nothing:
+// the server resets a stream whose body was left unread, and
+// Connection: close would end the others.
 func closeOnBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ProtoMajor != 1 || !announcesBody(r) {
@@ -29,7 +32,9 @@ func closeOnBody(next http.Handler) http.Handler {
 		}
 		w.Header()["Connection"] = connectionClose
 		next.ServeHTTP(w, r)
-		_ = http.NewResponseController(w).SetReadDeadline(longAgo)
+		if !stateFrom(r.Context()).bodyRead {
+			_ = http.NewResponseController(w).SetReadDeadline(longAgo)
+		}
 	})
 }
 

@@ -31,6 +31,7 @@ import (
 	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/events"
 	"github.com/partner-edge/partner-edge/upstream/pmsim"
+	"github.com/partner-edge/partner-edge/upstream/webhooks"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -89,6 +90,9 @@ type harnessOptions struct {
 	// oauth turns access tokens on; its Clients, when nil, is the
 	// harness's key store (records get a clientId through keyOver).
 	oauth *edge.OAuth
+	// webhooks and webhookAllowHTTP are the Config fields.
+	webhooks         webhooks.Registry
+	webhookAllowHTTP bool
 }
 
 func newHarness(t testing.TB, opts harnessOptions) *harness {
@@ -142,7 +146,8 @@ func newHarness(t testing.TB, opts harnessOptions) *harness {
 	}
 	cfg := edge.Config{Brand: testBrand, DocsURL: testDocsURL, Logger: logger, Now: opts.now, Healthy: store.Usable, Telemetry: opts.tel,
 		RateLimit: opts.rateLimit, AuthFailLimit: opts.authFailLimit, TrustedProxies: trusted, Limiter: opts.limiter,
-		AccessLogSample: opts.accessLogSample, MaxConcurrent: opts.maxConcurrent, Events: feeds}
+		AccessLogSample: opts.accessLogSample, MaxConcurrent: opts.maxConcurrent, Events: feeds,
+		Webhooks: opts.webhooks, WebhookAllowHTTP: opts.webhookAllowHTTP}
 	if opts.oauth != nil {
 		o := *opts.oauth
 		if o.Clients == nil {

@@ -7,9 +7,15 @@ import (
 )
 
 // checkHeaders validates User-Agent and Svc-Correlation-Id, then refuses a
-// declared body (docs/contract.md section 4). All header problems are listed at
-// once; a missing User-Agent makes the code MISSING_REQUIRED_HEADER.
-func (s *server) checkHeaders(next http.Handler) http.Handler {
+// declared body unless the route's method takes one (docs/contract.md
+// sections 4 and 26: its Content-Type, size and JSON are the handler's to
+// check, jsonbody.go). All header problems are listed at once; a missing
+// User-Agent makes the code MISSING_REQUIRED_HEADER.
+func (s *server) checkHeaders(takesBody bool) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler { return s.headersChecked(next, takesBody) }
+}
+
+func (s *server) headersChecked(next http.Handler, takesBody bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var errs []problem.FieldError
 		code := problem.InvalidHeader
@@ -26,8 +32,12 @@ func (s *server) checkHeaders(next http.Handler) http.Handler {
 			s.fail(w, r, &problem.Error{Code: code, Detail: "One or more request headers are missing or invalid.", Errors: errs})
 			return
 		}
-		if announcesBody(r) { // closeOnBody has marked the connection
-			s.fail(w, r, problem.New(problem.UnexpectedRequestBody, "GET requests take no body."))
+		if !takesBody && announcesBody(r) { // closeOnBody has marked the connection
+			detail := "GET requests take no body."
+			if r.Method != http.MethodGet {
+				detail = r.Method + " requests to this endpoint take no body."
+			}
+			s.fail(w, r, &problem.Error{Code: problem.UnexpectedRequestBody, Detail: detail})
 			return
 		}
 		next.ServeHTTP(w, r)

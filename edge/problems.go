@@ -8,6 +8,7 @@ import (
 	"github.com/partner-edge/partner-edge/problem"
 	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/events"
+	"github.com/partner-edge/partner-edge/upstream/webhooks"
 )
 
 // upstreamProblem is how the edge answers one kind of upstream error.
@@ -30,6 +31,8 @@ const (
 	// asOf's (section 25).
 	snapshotExpiredDetail = "The snapshot asOf names is no longer held. List the properties again from page 1 without asOf and pin the other pages to the new meta.events.next."
 	unknownAsOfDetail     = "asOf is not a list cursor this API issued: pass meta.events.next of the first page of your listing as received."
+	// Enabling a webhook endpoint's (section 26).
+	endpointExpiredDetail = "The events after this endpoint's last delivery are no longer kept. List the properties again, then enable the endpoint once more: delivery starts from then."
 )
 
 // upstreamProblems is the one table from upstream.Kind to what a partner
@@ -62,6 +65,14 @@ func problemOf(ctx context.Context, err error) (pe *problem.Error, cause error, 
 		return pe, pe.Err, false
 	}
 	switch {
+	case errors.Is(err, webhooks.ErrNotFound):
+		return problem.New(problem.WebhookEndpointNotFound, "No webhook endpoint with this id belongs to this API key."), err, false
+	case errors.Is(err, webhooks.ErrExists):
+		return problem.New(problem.WebhookEndpointExists, "This API key already has a webhook endpoint with this url."), err, false
+	case errors.Is(err, webhooks.ErrLimit):
+		return problem.New(problem.WebhookEndpointLimit, "This API key has %d webhook endpoints, the most it may have: delete one first.", webhooks.MaxPerKey), err, false
+	case errors.Is(err, webhooks.ErrExpired): // before events': enabling wraps the feed's answer
+		return problem.New(problem.EventsCursorExpired, endpointExpiredDetail), err, false
 	case errors.Is(err, events.ErrCursorExpired):
 		return problem.New(problem.EventsCursorExpired, cursorExpiredDetail), err, false
 	case errors.Is(err, events.ErrSnapshotExpired):

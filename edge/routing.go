@@ -37,14 +37,25 @@ func (s *server) notFound(w http.ResponseWriter, r *http.Request) {
 	s.fail(w, r, problem.New(problem.RouteNotFound, "No endpoint exists at this path."))
 }
 
-// methodNotAllowed answers a known route with a method other than GET.
+// methodNotAllowed answers a known route with a method it does not serve:
+// Allow names those it does.
 func (s *server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	methods := allowGET
+	if i := routeIndex(r.URL.EscapedPath(), false); i >= 0 {
+		methods = allow[v1Routes[i].pattern]
+	}
+	detail := "Only GET is supported on this endpoint."
+	if methods[0] != http.MethodGet {
+		detail = "This endpoint supports " + methods[0] + " only."
+	}
 	s.fail(w, r, &problem.Error{
 		Code:   problem.MethodNotAllowed,
-		Detail: "Only GET is supported on this endpoint.",
-		Header: http.Header{"Allow": {"GET"}},
+		Detail: detail,
+		Header: http.Header{"Allow": methods},
 	})
 }
+
+var allowGET = []string{http.MethodGet}
 
 // routeSegments are the patterns of v1Routes split once, and
 // maxRouteSegments the most segments of any (a longer path matches none and
@@ -67,23 +78,34 @@ const maxEchoedParam = 64
 // or ignoring case, and returns the canonical path: the pattern's literal
 // segments with the sent parameter values (clipped).
 func matchRoute(path string, ignoreCase bool) (string, bool) {
-	if strings.Count(path, "/")+1 > maxRouteSegments {
+	i := routeIndex(path, ignoreCase)
+	if i < 0 {
 		return "", false
 	}
-	segs := strings.Split(path, "/")
-	for _, psegs := range routeSegments {
-		if len(psegs) == len(segs) && segmentsMatch(psegs, segs, ignoreCase) {
-			canon := make([]string, len(segs))
-			for i, ps := range psegs {
-				canon[i] = ps
-				if strings.HasPrefix(ps, "{") {
-					canon[i] = problem.Clip(segs[i], maxEchoedParam)
-				}
-			}
-			return strings.Join(canon, "/"), true
+	psegs, segs := routeSegments[i], strings.Split(path, "/")
+	canon := make([]string, len(segs))
+	for i, ps := range psegs {
+		canon[i] = ps
+		if strings.HasPrefix(ps, "{") {
+			canon[i] = problem.Clip(segs[i], maxEchoedParam)
 		}
 	}
-	return "", false
+	return strings.Join(canon, "/"), true
+}
+
+// routeIndex is the index in v1Routes of the route path matches, exactly
+// or ignoring case; -1: none.
+func routeIndex(path string, ignoreCase bool) int {
+	if strings.Count(path, "/")+1 > maxRouteSegments {
+		return -1
+	}
+	segs := strings.Split(path, "/")
+	for i, psegs := range routeSegments {
+		if len(psegs) == len(segs) && segmentsMatch(psegs, segs, ignoreCase) {
+			return i
+		}
+	}
+	return -1
 }
 
 func segmentsMatch(psegs, segs []string, ignoreCase bool) bool {

@@ -21,6 +21,7 @@ import (
 	"github.com/partner-edge/partner-edge/problem"
 	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/events"
+	"github.com/partner-edge/partner-edge/upstream/webhooks"
 )
 
 // Config is what NewServer needs besides its collaborators. The settings
@@ -86,6 +87,18 @@ type Config struct {
 	// catalog's load. A nil feed: lists of that mode carry no
 	// meta.events, and its events requests fail (500), a wiring fault.
 	Events Feeds
+	// Webhooks keeps partners' webhook endpoints (docs/contract.md section
+	// 26, docs/webhooks.md): the store in EDGE_DATA_DIR or a fleet's Redis.
+	// Nil: the webhook routes answer 503 naming EDGE_DATA_DIR (a single
+	// edge without a data directory).
+	Webhooks webhooks.Registry
+	// WebhookAllowHTTP lets endpoints have http URLs besides https
+	// (EDGE_WEBHOOK_ALLOW_HTTP, test setups and the demo). False: https only.
+	WebhookAllowHTTP bool
+	// WebhooksChanged, when not nil, is called after an endpoint was
+	// created, deleted or enabled (the Deliverer's Wake). Nil: the
+	// Deliverer finds the change at its next poll.
+	WebhooksChanged func()
 }
 
 // Feeds are the events feeds of the two modes (Config.Events).
@@ -101,6 +114,7 @@ type server struct {
 	keys      KeyStore
 	catalogs  catalogs
 	feeds     feeds
+	webhooks  webhookDeps
 	log       *slog.Logger
 	info      []byte                   // the API info object, encoded once
 	tel       *observability.Telemetry // nil: no telemetry
@@ -155,6 +169,11 @@ func NewServer(cfg Config, ks KeyStore, live, sandbox upstream.Catalog) http.Han
 		realClock: realClock,
 	}
 	s.comp = newCompressor()
+	s.webhooks = webhookDeps{reg: cfg.Webhooks, cats: s.catalogs, feeds: s.feeds, now: cfg.Now,
+		allowHTTP: cfg.WebhookAllowHTTP, wake: cfg.WebhooksChanged}
+	if s.webhooks.wake == nil {
+		s.webhooks.wake = func() {}
+	}
 	if s.limiter == nil {
 		s.limiter = s.local
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/partner-edge/partner-edge/edge/internal/clientaddr"
 	"github.com/partner-edge/partner-edge/edge/keys"
+	"github.com/partner-edge/partner-edge/edge/oauth"
 	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/problem"
 	"github.com/partner-edge/partner-edge/upstream"
@@ -25,6 +26,8 @@ type state struct {
 	key           *keys.Key
 	keyID         string          // the key's (or token client's) id once identified, before authorisation: refusals log it too (docs/contract.md section 17)
 	authMethod    string          // authMethodAPIKey or authMethodOAuth, once a credential was sent
+	token         *oauth.Token    // the verified access token (authMethodOAuth): its scopes (requireScope)
+	bodyRead      bool            // the handler read the request's whole body (closeOnBody: keep the connection)
 	client        clientaddr.Addr // resolved client address (resolveClient)
 	code          problem.Code    // the problem answered, if any
 	cause         error           // the problem's underlying cause, for logs

@@ -81,7 +81,7 @@ func newOAuthState(cfg *OAuth, docsURL string) *oauthState {
 		ScopesSupported        []string `json:"scopes_supported"`
 		BearerMethodsSupported []string `json:"bearer_methods_supported"`
 		ResourceDocumentation  string   `json:"resource_documentation"`
-	}{cfg.Audience, []string{cfg.Issuer}, []string{keys.ScopePropertiesRead}, []string{"header"}, docsURL})
+	}{cfg.Audience, []string{cfg.Issuer}, []string{keys.ScopePropertiesRead, keys.ScopeWebhooksManage}, []string{"header"}, docsURL})
 	return st
 }
 
@@ -133,7 +133,7 @@ func (s *server) authoriseToken(r *http.Request, token string) (*keys.Key, error
 		return nil, withCause(unauthorized(problem.InvalidAccessToken, challengeInvalid,
 			"The access token's client is not registered with this API."), errors.New("access token of a client without a key-file record"))
 	}
-	stateFrom(r.Context()).keyID = key.ID
+	st.keyID, st.token = key.ID, t
 	if err := s.authoriseKey(r, key); err != nil {
 		return nil, err
 	}

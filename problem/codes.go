@@ -32,18 +32,26 @@ const (
 	PropertyNotFound      Code = "PROPERTY_NOT_FOUND"
 	EventsCursorExpired   Code = "EVENTS_CURSOR_EXPIRED" // docs/contract.md section 23
 	ListSnapshotExpired   Code = "LIST_SNAPSHOT_EXPIRED" // docs/contract.md section 25
-	MethodNotAllowed      Code = "METHOD_NOT_ALLOWED"
-	NotAcceptable         Code = "NOT_ACCEPTABLE"
-	ValidationFailed      Code = "VALIDATION_FAILED"
-	RateLimited           Code = "RATE_LIMITED"
-	InternalError         Code = "INTERNAL_ERROR"
-	BadGateway            Code = "BAD_GATEWAY"
-	ServiceUnavailable    Code = "SERVICE_UNAVAILABLE"
-	GatewayTimeout        Code = "GATEWAY_TIMEOUT"
+	// The webhook endpoints' routes (docs/contract.md section 26).
+	MalformedJSON           Code = "MALFORMED_JSON"
+	UnknownBodyField        Code = "UNKNOWN_BODY_FIELD"
+	WebhookEndpointNotFound Code = "WEBHOOK_ENDPOINT_NOT_FOUND"
+	WebhookEndpointExists   Code = "WEBHOOK_ENDPOINT_EXISTS"
+	WebhookEndpointLimit    Code = "WEBHOOK_ENDPOINT_LIMIT"
+	PayloadTooLarge         Code = "PAYLOAD_TOO_LARGE"
+	UnsupportedMediaType    Code = "UNSUPPORTED_MEDIA_TYPE"
+	MethodNotAllowed        Code = "METHOD_NOT_ALLOWED"
+	NotAcceptable           Code = "NOT_ACCEPTABLE"
+	ValidationFailed        Code = "VALIDATION_FAILED"
+	RateLimited             Code = "RATE_LIMITED"
+	InternalError           Code = "INTERNAL_ERROR"
+	BadGateway              Code = "BAD_GATEWAY"
+	ServiceUnavailable      Code = "SERVICE_UNAVAILABLE"
+	GatewayTimeout          Code = "GATEWAY_TIMEOUT"
 )
 
 // Field-error codes (docs/partner-api.md section 7.4, plus UNKNOWN_PARAMETER
-// from docs/contract.md section 5).
+// from docs/contract.md section 5 and UNKNOWN_FIELD from section 26).
 const (
 	FieldRequired         = "REQUIRED"
 	FieldInvalidFormat    = "INVALID_FORMAT"
@@ -51,6 +59,7 @@ const (
 	FieldOutOfRange       = "OUT_OF_RANGE"
 	FieldTooLong          = "TOO_LONG"
 	FieldUnknownParameter = "UNKNOWN_PARAMETER"
+	FieldUnknownField     = "UNKNOWN_FIELD" // a request body's member the route does not take
 )
 
 // Entry is one row of the registry: what a code means and how it is answered.
@@ -82,7 +91,7 @@ var registry = []Entry{
 	{InvalidHeader, http.StatusBadRequest, "Invalid header",
 		"A request header has an invalid value: User-Agent must be 3 to 255 printable ASCII characters and sent once; Svc-Correlation-Id must be 1 to 128 characters of A-Z, a-z, 0-9 and . _ = + / -."},
 	{UnexpectedRequestBody, http.StatusBadRequest, "Unexpected request body",
-		"The request declared a body (Content-Length greater than zero or Transfer-Encoding), but GET endpoints take none. Send the request without a body."},
+		"The request declared a body (Content-Length greater than zero or Transfer-Encoding), but the endpoint takes none (every GET and DELETE, and enabling a webhook endpoint). Send the request without a body."},
 	{MissingAuthHeader, http.StatusUnauthorized, "Missing authorization header",
 		"The request carried no Authorization header. Send 'Authorization: Bearer <API key>'."},
 	{InvalidAuthHeader, http.StatusUnauthorized, "Invalid authorization header",
@@ -100,7 +109,7 @@ var registry = []Entry{
 	{BrandAccessDenied, http.StatusForbidden, "Brand access denied",
 		"The API key belongs to another brand than the one this host serves. Use the host of the key's brand."},
 	{InsufficientScope, http.StatusForbidden, "Insufficient scope",
-		"The API key lacks the scope this endpoint needs (properties:read)."},
+		"The API key lacks the scope this endpoint needs: properties:read for every endpoint, and webhooks:manage besides for the webhook endpoints."},
 	{TestModeUnavailable, http.StatusForbidden, "Test mode unavailable",
 		"A test-mode key (svc_test_) was used, but this deployment has no sandbox. Use a live key or the sandbox deployment."},
 	{PropertyAccessDenied, http.StatusForbidden, "Property access denied",
@@ -110,9 +119,23 @@ var registry = []Entry{
 	{PropertyNotFound, http.StatusNotFound, "Property not found",
 		"No property with this id is available to the API key: it does not exist, belongs to another brand, or the key is not granted it."},
 	{EventsCursorExpired, http.StatusGone, "Events cursor expired",
-		"The after cursor is older than the events the API keeps (a week by default, and a bounded number): events after it may be gone. List the properties again and follow GET /v1/events from the list's meta.events.next."},
+		"The after cursor is older than the events the API keeps (a week by default, and a bounded number): events after it may be gone. List the properties again and follow GET /v1/events from the list's meta.events.next. Enabling a webhook endpoint answers it too when the events after the endpoint's position are gone: list the properties again and enable the endpoint once more; delivery then starts from now."},
 	{ListSnapshotExpired, http.StatusGone, "List snapshot expired",
 		"The asOf cursor names a snapshot of the list the API no longer holds (it keeps one for 15 minutes by default after a newer one replaced it). List the properties again from page 1 without asOf and pin the other pages to the new meta.events.next."},
+	{MalformedJSON, http.StatusBadRequest, "Malformed JSON",
+		"The request body is not one JSON object in UTF-8: it does not parse, has data after the object, or names a member twice. Send a single JSON object."},
+	{UnknownBodyField, http.StatusBadRequest, "Unknown body field",
+		"The request body holds a member the endpoint does not take. Names are case-sensitive; each entry in errors names one unknown member and, when it is another casing of a known one, names the right spelling."},
+	{WebhookEndpointNotFound, http.StatusNotFound, "Webhook endpoint not found",
+		"No webhook endpoint with this id belongs to the API key: it does not exist, was deleted, or was created with another key."},
+	{WebhookEndpointExists, http.StatusConflict, "Webhook endpoint exists",
+		"The API key already has a webhook endpoint with this url. Use it, or delete it first."},
+	{WebhookEndpointLimit, http.StatusConflict, "Webhook endpoint limit reached",
+		"The API key has the most webhook endpoints it may have (10). Delete one before creating another."},
+	{PayloadTooLarge, http.StatusRequestEntityTooLarge, "Payload too large",
+		"The request body is larger than 16 KiB, the most any endpoint takes. The body was not read past the limit."},
+	{UnsupportedMediaType, http.StatusUnsupportedMediaType, "Unsupported media type",
+		"The request body's Content-Type is not application/json (a charset parameter of utf-8 is allowed). Send the body as JSON with Content-Type: application/json."},
 	{MethodNotAllowed, http.StatusMethodNotAllowed, "Method not allowed",
 		"The endpoint exists but does not support this HTTP method. The Allow header lists the supported methods."},
 	{NotAcceptable, http.StatusNotAcceptable, "Not acceptable",

@@ -17,6 +17,17 @@ type change struct {
 // changelog is newest first.
 var changelog = []change{
 	{
+		Title: "Webhooks: changes pushed to your endpoints",
+		Items: []string{
+			"POST /v1/webhook-endpoints registers an https URL to receive the events of GET /v1/events as Standard Webhooks v1 deliveries (webhook-id, webhook-timestamp, webhook-signature); the answer alone shows the endpoint's secret. GET lists a key's endpoints, GET and DELETE /v1/webhook-endpoints/{endpointId} read and remove one, POST .../enable resumes a disabled one.",
+			"These routes need the scope webhooks:manage besides properties:read (403 INSUFFICIENT_SCOPE without it).",
+			"Request bodies are checked in order: 415 UNSUPPORTED_MEDIA_TYPE, 413 PAYLOAD_TOO_LARGE (over 16 KiB), 400 MALFORMED_JSON, 400 UNKNOWN_BODY_FIELD, then 422 VALIDATION_FAILED. 404 WEBHOOK_ENDPOINT_NOT_FOUND for another key's endpoint or an unknown id; 409 WEBHOOK_ENDPOINT_EXISTS and WEBHOOK_ENDPOINT_LIMIT (10 per key).",
+			"405 METHOD_NOT_ALLOWED's Allow names the methods each route serves (GET, POST on the collection).",
+		},
+		Codes: []problem.Code{problem.MalformedJSON, problem.UnknownBodyField, problem.WebhookEndpointNotFound,
+			problem.WebhookEndpointExists, problem.WebhookEndpointLimit, problem.PayloadTooLarge, problem.UnsupportedMediaType},
+	},
+	{
 		Title: "One snapshot per listing: asOf",
 		Items: []string{
 			"GET /v1/properties takes asOf: the meta.events.next of the listing's first page. Every page given it is served from the same snapshot of the list (the same total, order and membership), so a copy made page by page misses nothing and holds nothing twice, whatever changes while you list.",

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -21,7 +22,7 @@ const Usage = `usage: edge keys COMMAND [flags] [ID]
 Commands (docs/contract.md section 18; every one takes --file, default EDGE_KEYS_FILE):
   add      mint a key, print it once, add its record to the file (created when missing)
              --brand B (default EDGE_BRAND) --mode live|test [--partner NAME]
-             [--properties id,id|*] [--scopes s,s] [--expires RFC3339|DURATION]
+             [--properties id,id|*] [--scopes s,s] [--scope S]... [--expires RFC3339|DURATION]
              [--rate-limit PER_SECOND [--burst N]] [--client-id ID] [--json]
   list     the records, never a key or a digest [--json]
   suspend  ID   refuse the key with 403 API_KEY_SUSPENDED
@@ -32,6 +33,10 @@ Commands (docs/contract.md section 18; every one takes --file, default EDGE_KEYS
                 that already has a successor is refused without --force
   check    load the file exactly as the edge does: exit 1 with the reason, 0 when good
   new      print a minted key and its record without touching any file
+
+Scopes: properties:read (every route; the default), webhooks:manage (the
+webhook endpoints' routes besides): --scope webhooks:manage adds it to the
+default, --scopes names the whole list.
 
 Flags may come before or after ID. Edits are atomic and keep the file's mode,
 owner and group (a new file: mode 0600), serialised with a lock file beside
@@ -163,6 +168,7 @@ func Command(args []string, getenv func(string) (string, bool), stdout, stderr i
 // addFlags are the grants `edge keys add` takes.
 type addFlags struct {
 	partner, brand, mode, properties, scopes, expires, clientID string
+	scope                                                       []string // --scope, each added to --scopes
 	rate                                                        float64
 	burst                                                       int
 }
@@ -174,6 +180,13 @@ func (a *addFlags) define(fs *flag.FlagSet, getenv func(string) (string, bool)) 
 	fs.StringVar(&a.mode, "mode", "", "live or test (the key's prefix follows it)")
 	fs.StringVar(&a.properties, "properties", "*", "comma-separated property ids, or * for every property")
 	fs.StringVar(&a.scopes, "scopes", ScopePropertiesRead, "comma-separated scopes")
+	fs.Func("scope", "a scope added to --scopes (repeatable): webhooks:manage", func(v string) error {
+		if strings.TrimSpace(v) == "" || strings.ContainsAny(v, ", \t") {
+			return errors.New("one scope name, without spaces or commas")
+		}
+		a.scope = append(a.scope, v)
+		return nil
+	})
 	fs.StringVar(&a.expires, "expires", "", "RFC 3339 time or a duration from now (720h); default never")
 	fs.Float64Var(&a.rate, "rate-limit", 0, "the key's own requests per second (default: the deployment's quota)")
 	fs.IntVar(&a.burst, "burst", 0, "requests at once under --rate-limit (default: the rate rounded up)")
@@ -191,8 +204,13 @@ func (a *addFlags) newKey(fs *flag.FlagSet, now time.Time) (NewKey, error) {
 	}
 	k := NewKey{Partner: a.partner, Brand: a.brand, Mode: Mode(a.mode),
 		Properties: SplitList(a.properties), ClientID: a.clientID}
-	if set["scopes"] {
+	if set["scopes"] || set["scope"] {
 		k.Scopes = SplitList(a.scopes) // --scopes "": no scope at all, as asked
+		for _, sc := range a.scope {
+			if !slices.Contains(k.Scopes, sc) {
+				k.Scopes = append(k.Scopes, sc)
+			}
+		}
 	}
 	if a.expires != "" {
 		t, err := ParseExpiry(a.expires, now)

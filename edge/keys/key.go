@@ -15,8 +15,14 @@ const (
 	ModeTest Mode = "test" // svc_test_ keys, served by PMS_SANDBOX_URL only
 )
 
-// ScopePropertiesRead is the scope the v1 property routes need.
-const ScopePropertiesRead = "properties:read"
+// The scopes of v1 (docs/contract.md sections 3 and 26).
+const (
+	// ScopePropertiesRead is the scope every v1 route needs.
+	ScopePropertiesRead = "properties:read"
+	// ScopeWebhooksManage is the scope the webhook endpoints' routes need
+	// besides it (`edge keys add --scopes properties:read,webhooks:manage`).
+	ScopeWebhooksManage = "webhooks:manage"
+)
 
 // Key is one loaded key record. It never holds the key itself. Keys are
 // shared between requests and immutable once loaded.

@@ -52,7 +52,7 @@ type Checker struct {
 // the documented media type, every documented header matching its schema
 // (sent once; the required ones present), the body JSON matching the schema
 // (not for HEAD: HTTP sends none). A documented path asked with another
-// method must answer 405 (or 500/503), checked against its GET operation's
+// method must answer 405 (or 500/503), checked against one of its operations'
 // response of that status; any other path against the components of
 // requests matching no route (unroutedResponses; a 405 only to a method
 // other than GET). Beyond the document, crossCheck asserts what OpenAPI
@@ -86,8 +86,8 @@ func (c *Checker) check(method, path string, status int, header http.Header, bod
 		if !wrongMethodStatuses[status] {
 			return fmt.Errorf("a documented path asked with %s must answer 405 (or 500, 503)", method)
 		}
-		if op, err = c.operation(http.MethodGet, escapedPath); err != nil {
-			return fmt.Errorf("no GET operation at a documented path: %w", err)
+		if op, err = c.anyOperation(escapedPath); err != nil {
+			return fmt.Errorf("no operation at a documented path: %w", err)
 		}
 	case errors.Is(err, routers.ErrPathNotFound):
 		if status == http.StatusMethodNotAllowed && method == http.MethodGet {
@@ -111,6 +111,18 @@ func (c *Checker) check(method, path string, status int, header http.Header, bod
 		return fmt.Errorf("%s: %w", res.name, err)
 	}
 	return crossCheck(escapedPath, header, body)
+}
+
+// anyOperation is an operation of the documented path escapedPath, for
+// the 405 (or 500, 503) a method it does not serve gets: every operation
+// of a path answers those alike.
+func (c *Checker) anyOperation(escapedPath string) (*operation, error) {
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
+		if op, err := c.operation(m, escapedPath); err == nil {
+			return op, nil
+		}
+	}
+	return nil, routers.ErrMethodNotAllowed
 }
 
 // operation finds the compiled operation of escapedPath (with the prefix).

@@ -37,14 +37,18 @@ func TestDocumentLoadsAndValidates(t *testing.T) {
 		t.Fatalf("Load: %v", err)
 	}
 
-	wantPaths := []string{"/", "/events", "/health", "/properties", "/properties/{propertyId}"}
-	if got := slices.Sorted(maps.Keys(doc.Paths.Map())); !slices.Equal(got, wantPaths) {
-		t.Errorf("paths = %v, want %v (docs/contract.md section 1)", got, wantPaths)
+	// The routes of docs/contract.md section 1, each with the methods it
+	// serves (section 26 added the webhook endpoints').
+	wantPaths := map[string][]string{"/": {"GET"}, "/events": {"GET"}, "/health": {"GET"}, "/properties": {"GET"},
+		"/properties/{propertyId}": {"GET"}, "/webhook-endpoints": {"GET", "POST"},
+		"/webhook-endpoints/{endpointId}": {"DELETE", "GET"}, "/webhook-endpoints/{endpointId}/enable": {"POST"}}
+	if got, want := slices.Sorted(maps.Keys(doc.Paths.Map())), slices.Sorted(maps.Keys(wantPaths)); !slices.Equal(got, want) {
+		t.Errorf("paths = %v, want %v (docs/contract.md section 1)", got, want)
 	}
-	for _, p := range wantPaths {
+	for p, methods := range wantPaths {
 		item := doc.Paths.Value(p)
-		if item == nil || item.Get == nil || len(item.Operations()) != 1 {
-			t.Errorf("%s: want exactly one operation, GET", p)
+		if item == nil || !slices.Equal(slices.Sorted(maps.Keys(item.Operations())), methods) {
+			t.Errorf("%s: want the operations %v", p, methods)
 		}
 	}
 
@@ -128,7 +132,7 @@ func TestFieldErrorCodesMatchRegistry(t *testing.T) {
 	doc := loadDoc(t)
 	got := codeSet(t, "FieldError.code.enum", doc.Components.Schemas["FieldError"].Value.Properties["code"].Value.Enum)
 	want := []string{problem.FieldRequired, problem.FieldInvalidFormat, problem.FieldInvalidEnumValue,
-		problem.FieldOutOfRange, problem.FieldTooLong, problem.FieldUnknownParameter}
+		problem.FieldOutOfRange, problem.FieldTooLong, problem.FieldUnknownParameter, problem.FieldUnknownField}
 	if !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want))) {
 		t.Errorf("FieldError.code enum = %v, want %v", got, want)
 	}
@@ -180,34 +184,35 @@ func TestRouteProblemCodes(t *testing.T) {
 	doc := loadDoc(t)
 	seen := map[string]bool{}
 	for _, p := range doc.Paths.InMatchingOrder() {
-		op := doc.Paths.Value(p).Get
-		raw, ok := op.Extensions["x-problem-codes"].(map[string]any)
-		if !ok {
-			t.Errorf("GET %s: no x-problem-codes map", p)
-			continue
-		}
-		for status, ref := range op.Responses.Map() {
-			n, _ := strconv.Atoi(status)
-			if ref.Value.Content.Get("application/problem+json") == nil {
-				if _, listed := raw[status]; listed || n < 200 || (n >= 300 && p != "/health") {
-					t.Errorf("GET %s %s: listed in x-problem-codes or an error status, but not problem+json", p, status)
-				}
+		for method, op := range doc.Paths.Value(p).Operations() {
+			raw, ok := op.Extensions["x-problem-codes"].(map[string]any)
+			if !ok {
+				t.Errorf(method+" %s: no x-problem-codes map", p)
 				continue
 			}
-			listed := codeSet(t, "GET "+p+" x-problem-codes "+status, raw[status])
-			if got := responseCodes(t, "GET "+p+" "+status, ref); !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(listed))) {
-				t.Errorf("GET %s %s: response codes %v, x-problem-codes %v", p, status, got, listed)
-			}
-			for _, c := range listed {
-				if !problem.Known(problem.Code(c)) || problem.Lookup(problem.Code(c)).Status != n {
-					t.Errorf("GET %s: %s listed under %s, registry says %d", p, c, status, problem.Lookup(problem.Code(c)).Status)
+			for status, ref := range op.Responses.Map() {
+				n, _ := strconv.Atoi(status)
+				if ref.Value.Content.Get("application/problem+json") == nil {
+					if _, listed := raw[status]; listed || n < 200 || (n >= 300 && p != "/health") {
+						t.Errorf(method+" %s %s: listed in x-problem-codes or an error status, but not problem+json", p, status)
+					}
+					continue
 				}
-				seen[c] = true
+				listed := codeSet(t, method+" "+p+" x-problem-codes "+status, raw[status])
+				if got := responseCodes(t, method+" "+p+" "+status, ref); !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(listed))) {
+					t.Errorf(method+" %s %s: response codes %v, x-problem-codes %v", p, status, got, listed)
+				}
+				for _, c := range listed {
+					if !problem.Known(problem.Code(c)) || problem.Lookup(problem.Code(c)).Status != n {
+						t.Errorf(method+" %s: %s listed under %s, registry says %d", p, c, status, problem.Lookup(problem.Code(c)).Status)
+					}
+					seen[c] = true
+				}
 			}
-		}
-		for status := range raw {
-			if op.Responses.Value(status) == nil {
-				t.Errorf("GET %s: x-problem-codes lists %s, which has no response", p, status)
+			for status := range raw {
+				if op.Responses.Value(status) == nil {
+					t.Errorf(method+" %s: x-problem-codes lists %s, which has no response", p, status)
+				}
 			}
 		}
 	}
