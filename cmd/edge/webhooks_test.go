@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -139,7 +140,7 @@ func TestWebhooksDeliverTheFeed(t *testing.T) {
 	// order, with the bytes of a page of GET /v1/events.
 	ok.mu.Lock()
 	ids := append([]string(nil), ok.ids...)
-	bodies := ok.bodies
+	bodies := maps.Clone(ok.bodies)
 	ok.mu.Unlock()
 	evs, _, err := p.feeds.Live.Read(ctx, start, true, len(ids), liveKey)
 	if err != nil {
