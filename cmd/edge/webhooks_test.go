@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,30 +21,47 @@ import (
 // received is what a receiver verified with the Standard Webhooks
 // reference library got, in order of arrival.
 type received struct {
+	url    string
+	wh     atomic.Pointer[standardwebhooks.Webhook] // nil: secret not known yet, every request 503
 	mu     sync.Mutex
 	ids    []string
 	bodies map[string]string
 	at     map[string][]time.Time // each attempt's arrival, by webhook-id
 }
 
-// receiver is a receiver on loopback verifying every delivery with the
+// newReceiver is a receiver on loopback verifying every delivery with the
 // reference library under secret; fail, when set, answers 500 to the
 // attempts it returns true for (before verifying, as a receiver down).
 func newReceiver(t *testing.T, secret string, fail func(id string, attempt int) bool) (*received, string) {
 	t.Helper()
+	rc := newLateReceiver(t, fail)
+	rc.set(secret)
+	return rc, rc.url
+}
+
+// set is the secret rc verifies with from now on.
+func (rc *received) set(secret string) {
 	wh, err := standardwebhooks.NewWebhook(secret)
 	if err != nil {
-		t.Fatal(err)
+		panic(err) // the edge's secrets always parse: a test's fault
 	}
+	rc.wh.Store(wh)
+}
+
+// newLateReceiver is newReceiver before its secret is known (an endpoint
+// the API creates answers it): until set, every request is 503.
+func newLateReceiver(t *testing.T, fail func(id string, attempt int) bool) *received {
+	t.Helper()
 	rc := &received{bodies: map[string]string{}, at: map[string][]time.Time{}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		id := r.Header.Get("webhook-id")
+		wh := rc.wh.Load()
 		rc.mu.Lock()
 		defer rc.mu.Unlock()
 		rc.at[id] = append(rc.at[id], time.Now())
-		if fail != nil && fail(id, len(rc.at[id])) {
-			w.WriteHeader(http.StatusInternalServerError)
+		if wh == nil || fail != nil && fail(id, len(rc.at[id])) {
+			w.WriteHeader(http.StatusServiceUnavailable)
 			return
 		}
 		if err := wh.Verify(b, r.Header); err != nil {
@@ -59,7 +77,8 @@ func newReceiver(t *testing.T, secret string, fail func(id string, attempt int) 
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	t.Cleanup(srv.Close)
-	return rc, srv.URL + "/hooks"
+	rc.url = srv.URL + "/hooks"
+	return rc
 }
 
 func (rc *received) count() int {
