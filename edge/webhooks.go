@@ -202,18 +202,20 @@ func (d webhookDeps) owned(rs responder, w http.ResponseWriter, r *http.Request)
 	return ep, true
 }
 
-// head is the position of the feed of key's mode now: the list cursor of
-// its current snapshot (waiting for a first one as a list does).
+// head is the position of the feed of key's mode now (events.Feed.Position:
+// after every event it holds and the walk it serves), where an endpoint
+// created now starts.
 func (d webhookDeps) head(ctx context.Context, key *keys.Key) (string, error) {
 	f := d.feeds.of(key)
 	if f == nil {
 		return "", errNoFeed
 	}
-	snap, err := d.cats.of(key).Snapshot(ctx)
-	if err != nil {
+	// The snapshot first, as a list does: before the first walk it waits
+	// for it (or answers 503), and the feed has started once it is served.
+	if _, err := d.cats.of(key).Snapshot(ctx); err != nil {
 		return "", err
 	}
-	return f.Next(snap), nil
+	return f.Position(ctx)
 }
 
 // held is nil when the feed of key's mode still holds the events after

@@ -23,6 +23,7 @@ type demoEnv struct {
 	docsURL          string   // its own documentation site, once it listens; empty: not served
 	stops            []func() // the simulators' servers
 	dir              string
+	webhooks         bool                     // delivering to loopback over http (webhooks.go): the banner shows how
 	tel              *observability.Telemetry // the simulators' own, as service "pmsim"
 }
 
@@ -62,6 +63,10 @@ func startDemo(ctx context.Context, cfg *settings, getenv func(string) string, l
 // rename, a status change, a hotel replaced: pmsim.Config.Churn), so that
 // GET /v1/events has changes to show.
 const demoChurn = time.Minute
+
+// demoReceiver is where the banner's receiver listens (edge webhooks
+// receive): loopback, which the demo's deliveries may reach.
+const demoReceiver = "127.0.0.1:8090"
 
 // demoAddr is where the demo listens unless EDGE_ADDR says otherwise: on
 // loopback only, as its keys are printed on the terminal and work for
@@ -116,6 +121,12 @@ func (d *demoEnv) printBanner(w io.Writer, addr net.Addr, tls bool) {
 		fmt.Fprintf(w, "Try:\n  curl -H 'Authorization: Bearer %s' %sproperties\n", d.liveKey, base)
 		fmt.Fprintf(w, "  curl -H 'Authorization: Bearer %s' %sevents\n", d.liveKey, base)
 		fmt.Fprintf(w, "  (the live PMS changes a few hotels every %s: follow the changes with\n   events?after= and the meta.events.next of the list, then of each answer)\n\n", demoChurn)
+		if d.webhooks {
+			fmt.Fprintf(w, "Webhooks (the demo delivers to loopback over http): create an endpoint, then\nrun a receiver with the secret its answer holds (data.secret, shown once):\n")
+			fmt.Fprintf(w, "  curl -H 'Authorization: Bearer %s' -H 'Content-Type: application/json' \\\n    -d '{\"url\": \"http://%s/hooks\"}' %swebhook-endpoints\n", d.liveKey, demoReceiver, base)
+			fmt.Fprintf(w, "  go run ./cmd/edge webhooks receive --addr %s --secret whsec_...\n", demoReceiver)
+			fmt.Fprintf(w, "  (each change arrives signed, once; a failed delivery is tried again after 5 s)\n\n")
+		}
 	}
 	fmt.Fprintf(w, "Stop with Ctrl-C.\n")
 }

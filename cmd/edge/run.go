@@ -39,6 +39,8 @@ func run(ctx context.Context, args []string, getenv lookupEnv, stdout, stderr io
 		return runDocs(args[2:], getenv, stdout, stderr)
 	case "keys":
 		return runKeys(args[2:], getenv, stdout, stderr)
+	case "webhooks":
+		return runWebhooksCmd(ctx, args[2:], stdout, stderr)
 	case "help":
 		return runHelp(stdout)
 	case "pms":
@@ -97,8 +99,8 @@ var urlSetting = map[keys.Mode]string{keys.ModeLive: "PMS_BASE_URL", keys.ModeTe
 // newFeed is the events feed of one mode (docs/contract.md sections 23
 // and 25): the fleet's one feed in Redis with a member, else a single
 // edge's in EDGE_DATA_DIR (kept; nil: none), else in this process's memory
-// only.
-func newFeed(cfg settings, mode keys.Mode, log *slog.Logger, tel *observability.Telemetry, fm *member, kept events.Shared) (*events.Feed, error) {
+// only. appended is called after events were added (webhooks' wake).
+func newFeed(cfg settings, mode keys.Mode, log *slog.Logger, tel *observability.Telemetry, fm *member, kept events.Shared, appended func()) (*events.Feed, error) {
 	shared, err := fm.events(mode, cfg)
 	if err != nil {
 		return nil, err
@@ -107,7 +109,8 @@ func newFeed(cfg settings, mode keys.Mode, log *slog.Logger, tel *observability.
 		shared = kept
 	}
 	return events.New(events.Config{Mode: string(mode), Retention: cfg.EventsRetention, Max: cfg.EventsMax,
-		MaxBytes: cfg.EventsMaxBytes, Hold: cfg.ListHold, Shared: shared, Log: log.With("pms", string(mode)), Meter: tel.Meter()})
+		MaxBytes: cfg.EventsMaxBytes, Hold: cfg.ListHold, Shared: shared, Log: log.With("pms", string(mode)), Meter: tel.Meter(),
+		Appended: appended})
 }
 
 // reloadOnHangup re-reads the key file, and asks for the TLS pair to be
@@ -190,6 +193,8 @@ var commandsUsage = []string{
 	"                            rotate, check, new (edge keys --help)",
 	"       edge docs build DIR  write the documentation site (edge docs build --help)",
 	"       edge pms check ...   check a PMS against docs/pms-api.md (edge pms check --help)",
+	"       edge webhooks receive --secret whsec_... [--addr HOST:PORT]",
+	"                            receive webhook deliveries, verify and print them",
 	"       edge help            this text",
 }
 

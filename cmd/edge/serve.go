@@ -55,6 +55,7 @@ type process struct {
 	feeds         edge.Feeds        // the events feeds of the two modes
 	ready         []edge.ReadyCheck // the PMS snapshots /readyz waits for (startMode)
 	tokens        *edge.OAuth       // nil: tokens off
+	hooks         *hooks            // webhooks' delivery; nil: off (webhooks.go)
 }
 
 func (p *process) onStop(f func()) { p.stops = append(p.stops, f) }
@@ -136,8 +137,9 @@ func checkTLS(cfg settings) error {
 }
 
 // start starts, in order, telemetry and the access log, the demo's
-// simulators, the key file, the fleet, the data directory, the shadow
-// candidate, the PMS catalogs and the token verifier.
+// simulators, the key file, the fleet, the data directory, webhooks'
+// deliverer, the shadow candidate, the PMS catalogs, the token verifier,
+// and then delivery.
 func (p *process) start(ctx context.Context, env func(string) string, isDemo bool) error {
 	if err := p.startTelemetry(ctx, env); err != nil {
 		return err
@@ -151,7 +153,7 @@ func (p *process) start(ctx context.Context, env func(string) string, isDemo boo
 		p.onStop(demo.close)
 	}
 	for _, start := range []func(context.Context) error{p.startKeys, p.startFleet,
-		func(context.Context) error { return p.startData() }, p.startCatalogs, p.startOAuth} {
+		func(context.Context) error { return p.startData() }, p.startWebhooks, p.startCatalogs, p.startOAuth, p.runWebhooks} {
 		if err := start(ctx); err != nil {
 			return err
 		}
@@ -265,7 +267,7 @@ func (p *process) startMode(ctx context.Context, mode keys.Mode, url string, sh 
 	if err != nil {
 		return nil, nil, fmt.Errorf("EDGE_DATA_DIR: %w", err)
 	}
-	feed, err := newFeed(p.cfg, mode, p.log, p.tel, p.fm, kept)
+	feed, err := newFeed(p.cfg, mode, p.log, p.tel, p.fm, kept, p.hooks.wake)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -323,6 +325,9 @@ func (p *process) newHandler(docsURL, docsPath, publicURL string) (http.Handler,
 
 		AccessLog:       p.access.Log, // its own buffered stream: stdout by default
 		AccessLogSample: cfg.AccessLogSample,
+	}
+	if h := p.hooks; h != nil { // nil: webhook routes answer 503 (webhooks.go)
+		ec.Webhooks, ec.WebhookAllowHTTP, ec.WebhooksChanged = h.Registry, h.AllowHTTP, h.Deliverer.Wake
 	}
 	docs, err := docsite.HandlerAt(docsite.Options{DocsURL: docsURL, BasePath: docsPath,
 		PublicURL: publicURL, Contact: cfg.DocsContact})

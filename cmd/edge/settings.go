@@ -19,6 +19,7 @@ import (
 	"github.com/partner-edge/partner-edge/edge/ratelimit"
 	"github.com/partner-edge/partner-edge/mapping"
 	"github.com/partner-edge/partner-edge/upstream/redisconn"
+	"github.com/partner-edge/partner-edge/upstream/webhooks"
 )
 
 // settings are the edge's configuration (operations.md), from the
@@ -56,14 +57,16 @@ type settings struct {
 	OAuthJWKSHosts           []string // hosts besides the issuer's the jwks_uri may name (docs/contract.md section 17)
 	CandidateURL             string   // shadow candidate PMS; empty: none (shadow.go)
 	CandidateToken           string
-	CandidateMaxWalkBytes    int64         // bound of one candidate walk (docs/contract.md section 17)
-	TraceSlow                time.Duration // a slower request keeps its trace (docs/observability.md); 0: off
-	TraceKeepRate            int           // traces kept by outcome a second (docs/observability.md); 0: no bound
-	EventsRetention          time.Duration // how long property change events are kept (docs/contract.md section 23)
-	EventsMax                int           // at most this many events kept per PMS
-	EventsMaxBytes           int64         // at most this many bytes of events held per PMS (docs/contract.md section 25)
-	DataDir                  string        // where a single edge keeps its feed across restarts; empty: memory only (docs/contract.md section 25)
-	ListHold                 time.Duration // how long a replaced snapshot stays held for asOf (docs/contract.md section 25)
+	CandidateMaxWalkBytes    int64          // bound of one candidate walk (docs/contract.md section 17)
+	TraceSlow                time.Duration  // a slower request keeps its trace (docs/observability.md); 0: off
+	TraceKeepRate            int            // traces kept by outcome a second (docs/observability.md); 0: no bound
+	EventsRetention          time.Duration  // how long property change events are kept (docs/contract.md section 23)
+	EventsMax                int            // at most this many events kept per PMS
+	EventsMaxBytes           int64          // at most this many bytes of events held per PMS (docs/contract.md section 25)
+	DataDir                  string         // where a single edge keeps its feed across restarts; empty: memory only (docs/contract.md section 25)
+	ListHold                 time.Duration  // how long a replaced snapshot stays held for asOf (docs/contract.md section 25)
+	WebhookAllow             []netip.Prefix // ranges deliveries may connect to although inside (docs/webhooks.md); nil: none
+	WebhookAllowHTTP         bool           // deliveries may go to http:// URLs; false: https only
 }
 
 // lookupEnv is os.LookupEnv or its like (settingval.LookupEnv).
@@ -90,6 +93,8 @@ func settingTable() []*settingval.Setting {
 		{Env: "EDGE_EVENTS_MAX_BYTES", Flag: "events-max-bytes", Def: "64MiB", Help: "at most this much memory (bytes, or with a unit) of property change events held per PMS, the oldest dropped first", Doc: "at most this much memory of property change events held per PMS (plain bytes, or `64MiB`, `1GiB`...), beside `EDGE_EVENTS_MAX` and `EDGE_EVENTS_RETENTION`, the oldest dropped first (a cursor before them is `410`); `EDGE_DATA_DIR`'s file is bounded by it too, in its compressed bytes; the default fits the shipped manifest at 50,000 hotels: see [sizing]({docs}operations.md#sizing-the-feed)"},
 		{Env: "EDGE_DATA_DIR", Flag: "data-dir", Def: "", Help: "directory where a single edge keeps its events feed across restarts (created 0700 if missing; empty: memory only)", Doc: "a directory where a single edge keeps its events feed and the last walk's properties across restarts (`events.db`, mode `0600`; created `0700` if missing), written once per walk in one transaction: cursors outlive a restart and changes made while the edge was down become events; one that is not a directory or not writable, or that another edge holds, stops start-up naming it; a fleet keeps its feed in Redis and only checks it; the image and the shipped manifests set it on a volume; see [events]({docs}operations.md#property-change-events)", DocDef: "empty: the feed in memory only (a fleet: Redis); the image: `/var/lib/partner-edge`"},
 		{Env: "EDGE_LIST_HOLD", Flag: "list-hold", Def: "15m", Help: "how long a replaced snapshot stays held for list pages pinned to it with asOf; later: 410", Doc: "how long the snapshot of an earlier walk stays held, after a newer one replaced it, for list pages pinned to it with `asOf`; later `asOf` is `410 LIST_SNAPSHOT_EXPIRED` (the partner lists again). Held snapshots share unchanged properties with the current one; when together they would cost more than the current one, the oldest goes early (see [listings]({docs}operations.md#listings-pinned-to-a-snapshot))"},
+		{Env: "EDGE_WEBHOOK_ALLOW_CIDRS", Flag: "webhook-allow-cidrs", Def: "", Help: "comma-separated CIDRs webhook deliveries may connect to although inside the network (loopback, private...); for test setups", Doc: "comma-separated CIDRs (`127.0.0.0/8`, `10.1.2.0/24`, `fd00::/8`) webhook deliveries may connect to although the edge refuses them otherwise (loopback, private, link-local, CGNAT... see [webhooks.md]({docs}webhooks.md#no-delivery-reaches-inside)); an IPv4 range allows its IPv4-mapped form too; for test setups and the demo, never a production need; a value that is not a CIDR stops start-up naming it", DocDef: "empty: every inside range refused; the demo allows `127.0.0.0/8`"},
+		{Env: "EDGE_WEBHOOK_ALLOW_HTTP", Flag: "webhook-allow-http", Def: "false", Help: "true: webhook deliveries may go to http:// URLs (test setups); false: https only", Doc: "`true`: webhook deliveries may go to `http://` URLs (a receiver on a test machine); `false`: `https` only, verified against the system's roots", DocDef: "`false`; `true` in the demo"},
 		{Env: "EDGE_TLS_CERT", Flag: "tls-cert", Def: "", Help: "TLS certificate file (HTTPS and HTTP/2 when set with the key)", Doc: "TLS certificate file: with `EDGE_TLS_KEY`, serve HTTPS (HTTP/2 on); reloaded on change and on SIGHUP"},
 		{Env: "EDGE_TLS_KEY", Flag: "tls-key", Def: "", Doc: "TLS private key file (with `EDGE_TLS_CERT`)"},
 		{Env: "PMS_BASE_URL", Flag: "pms-base-url", Def: "", Help: "live PMS base URL (empty: the demo's embedded simulator)", Doc: "live PMS; setting it leaves the demo (no query or fragment); left empty while any other `EDGE_*` or `PMS_*` setting than `EDGE_ADDR`, `EDGE_ADMIN_ADDR`, `EDGE_DATA_DIR`, `EDGE_LOG_*`, `EDGE_ACCESS_LOG*` and `EDGE_TRACE_*` is set, start-up fails naming it and the setting found", DocDef: "empty: the embedded simulator (demo)"},
@@ -216,6 +221,9 @@ func readSettings(p *settingval.Parser) settings {
 		EventsMaxBytes:  settingval.Read(p, "EDGE_EVENTS_MAX_BYTES", settingval.Size),
 		DataDir:         p.Str("EDGE_DATA_DIR"),
 		ListHold:        settingval.Read(p, "EDGE_LIST_HOLD", settingval.Duration),
+
+		WebhookAllow:     settingval.Read(p, "EDGE_WEBHOOK_ALLOW_CIDRS", webhooks.ParseAllow),
+		WebhookAllowHTTP: settingval.Read(p, "EDGE_WEBHOOK_ALLOW_HTTP", settingval.Bool),
 	}
 	if s.AdminAddr == "off" {
 		s.AdminAddr = ""

@@ -76,3 +76,12 @@ func (k *Key) CanSee(id string) bool {
 
 // Digest is the SHA-256 of a whole key string: the only form stored.
 func Digest(token string) [sha256.Size]byte { return sha256.Sum256([]byte(token)) }
+
+// Receives reports whether the key receives the feed of property changes
+// at now on the edge of brand, as GET /v1/events would serve it: not
+// expired, not suspended, of brand, holding properties:read. A webhook
+// endpoint of a key that does not receives nothing, and resumes when it
+// does again (docs/webhooks.md).
+func (k *Key) Receives(brand string, now time.Time) bool {
+	return !k.Expired(now) && !k.Suspended && k.Brand == brand && k.HasScope(ScopePropertiesRead)
+}

@@ -56,6 +56,8 @@ type keySet struct {
 	byDigest map[[sha256.Size]byte]*Key
 	byClient map[string]*Key // records with a clientId (docs/contract.md section 12)
 	all      []*Key          // every record, in file order
+	byID     map[string]*Key
+	next     map[string]string // a rotated record's id: its successor's (holder.go)
 }
 
 // counts returns how many of the set's keys are suspended and expired at now.
@@ -249,10 +251,15 @@ func build(data []byte) (*keySet, error) {
 	if err != nil {
 		return nil, err
 	}
-	set := &keySet{byDigest: make(map[[sha256.Size]byte]*Key, len(recs)), byClient: map[string]*Key{}}
-	for _, r := range recs {
+	set := &keySet{byDigest: make(map[[sha256.Size]byte]*Key, len(recs)), byClient: map[string]*Key{},
+		byID: make(map[string]*Key, len(recs)), next: map[string]string{}}
+	for i, r := range recs {
 		k := newKey(r)
 		set.all = append(set.all, k)
+		set.byID[r.ID] = k
+		if j := successor(recs, i); j >= 0 {
+			set.next[r.ID] = recs[j].ID
+		}
 		if r.SHA256 != "" {
 			var d [sha256.Size]byte
 			_, _ = hex.Decode(d[:], []byte(r.SHA256)) // Parse checked it: 64 hex digits

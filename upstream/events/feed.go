@@ -66,6 +66,12 @@ type Config struct {
 	Log *slog.Logger
 	// Meter makes the feed's instruments (metrics.go); nil: none.
 	Meter metric.Meter
+	// Appended, when set, is called after events were added to the feed
+	// (a walk of this instance, or what a read of the shared feed brought
+	// in), so that what follows the feed looks now rather than at its
+	// next poll (the webhooks' Deliverer.Wake). It must not block: it
+	// runs under the feed's locks. Nil: none.
+	Appended func()
 }
 
 // Feed is one PMS's feed of property changes. Safe for concurrent use;
@@ -272,27 +278,13 @@ type Page struct {
 // has not read the shared feed).
 func (f *Feed) AppendPage(ctx context.Context, b []byte, after string, hasAfter bool, limit int, v Viewer) ([]byte, Page, error) {
 	now := f.cfg.Now()
-	var from Pos
-	if hasAfter {
-		var ok bool
-		if from, ok = parseCursor(after, f.tag); !ok {
-			return b, Page{}, ErrCursorUnknown
-		}
-	}
-	if f.cfg.Shared != nil {
-		f.freshen(ctx)
-	}
-	if hasAfter {
-		if err := f.issued(ctx, from); err != nil {
-			return b, Page{}, err
-		}
-	}
-	out, res, err := f.log.page(b, from, hasAfter, limit, v, now)
-	if errors.Is(err, errNotStarted) {
-		return b, Page{}, &upstream.Error{Kind: upstream.Unavailable, RetryAfter: time.Second, Err: err}
-	}
+	from, err := f.begin(ctx, after, hasAfter)
 	if err != nil {
 		return b, Page{}, err
+	}
+	out, res, err := f.log.page(b, from, hasAfter, limit, v, now)
+	if err != nil {
+		return b, Page{}, notStarted(err)
 	}
 	p := Page{Next: res.next, More: res.more}
 	if p.Next == "" { // no event examined: where the partner stands
@@ -303,6 +295,38 @@ func (f *Feed) AppendPage(ctx context.Context, b []byte, after string, hasAfter 
 		}
 	}
 	return out, p, nil
+}
+
+// begin is the position of the cursor after, checked as a read of the
+// feed checks it (a page, or Read): ErrCursorUnknown when it is not one of
+// this feed or was never issued; a fleet member's copy of the shared feed
+// made fresh first. hasAfter false: the zero position, unchecked.
+func (f *Feed) begin(ctx context.Context, after string, hasAfter bool) (Pos, error) {
+	var from Pos
+	if hasAfter {
+		var ok bool
+		if from, ok = parseCursor(after, f.tag); !ok {
+			return Pos{}, ErrCursorUnknown
+		}
+	}
+	if f.cfg.Shared != nil {
+		f.freshen(ctx)
+	}
+	if hasAfter {
+		if err := f.issued(ctx, from); err != nil {
+			return Pos{}, err
+		}
+	}
+	return from, nil
+}
+
+// notStarted turns errNotStarted into the Unavailable partners are told
+// to retry after; any other error is returned as it is.
+func notStarted(err error) error {
+	if errors.Is(err, errNotStarted) {
+		return &upstream.Error{Kind: upstream.Unavailable, RetryAfter: time.Second, Err: err}
+	}
+	return err
 }
 
 // errNotStarted: no walk seen yet (single edge), or the shared feed never
@@ -367,4 +391,12 @@ func (f *Feed) record(s *upstream.Snapshot, walk int64) {
 	}
 	f.log.add(bt.entries(), f.cfg.Now())
 	f.metrics.published(changes)
+	f.appended(len(changes))
+}
+
+// appended tells Config.Appended that n events (none: nothing) were added.
+func (f *Feed) appended(n int) {
+	if n > 0 && f.cfg.Appended != nil {
+		f.cfg.Appended()
+	}
 }

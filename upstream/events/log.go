@@ -196,25 +196,10 @@ type pageResult struct {
 func (l *eventLog) page(b []byte, after Pos, from bool, limit int, v Viewer, now time.Time) ([]byte, pageResult, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	if !l.started {
-		return b, pageResult{}, errNotStarted
-	}
 	es := l.entries
-	cut := now.Add(-l.retention).UnixMilli()
-	kept := sort.Search(len(es), func(i int) bool { return es[i].pos.Walk >= cut })
-	floor := l.floor
-	if kept > 0 && floor.Compare(es[kept-1].pos) < 0 {
-		floor = es[kept-1].pos // past retention, not trimmed yet: gone all the same
-	}
-	// Without after, the oldest event kept: past retention and above the
-	// floor (a shared feed that started again raises the floor over
-	// events this copy still holds).
-	i := max(kept, sort.Search(len(es), func(i int) bool { return es[i].pos.Compare(floor) > 0 }))
-	if from {
-		if after.Compare(floor) < 0 {
-			return b, pageResult{}, ErrCursorExpired
-		}
-		i = max(i, sort.Search(len(es), func(i int) bool { return es[i].pos.Compare(after) > 0 }))
+	i, err := l.startLocked(after, from, now)
+	if err != nil {
+		return b, pageResult{}, err
 	}
 	all := v.AllProperties()
 	var res pageResult
@@ -257,4 +242,33 @@ func (l *eventLog) page(b []byte, after Pos, from bool, limit int, v Viewer, now
 		res.next = es[last].id
 	}
 	return b, res, nil
+}
+
+// startLocked is the index of the first entry after after (from the oldest
+// kept when !from), under l.mu: ErrCursorExpired when after is before the
+// floor (or before an event past retention), errNotStarted before the
+// floor is known. A page (page) and a reader of single events (read) start
+// alike.
+func (l *eventLog) startLocked(after Pos, from bool, now time.Time) (int, error) {
+	if !l.started {
+		return 0, errNotStarted
+	}
+	es := l.entries
+	cut := now.Add(-l.retention).UnixMilli()
+	kept := sort.Search(len(es), func(i int) bool { return es[i].pos.Walk >= cut })
+	floor := l.floor
+	if kept > 0 && floor.Compare(es[kept-1].pos) < 0 {
+		floor = es[kept-1].pos // past retention, not trimmed yet: gone all the same
+	}
+	// Without after, the oldest event kept: past retention and above the
+	// floor (a shared feed that started again raises the floor over
+	// events this copy still holds).
+	i := max(kept, sort.Search(len(es), func(i int) bool { return es[i].pos.Compare(floor) > 0 }))
+	if from {
+		if after.Compare(floor) < 0 {
+			return 0, ErrCursorExpired
+		}
+		i = max(i, sort.Search(len(es), func(i int) bool { return es[i].pos.Compare(after) > 0 }))
+	}
+	return i, nil
 }

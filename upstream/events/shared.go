@@ -252,6 +252,7 @@ func (f *Feed) keep(walk int64, changes []Change) {
 		}
 	}
 	f.log.add(bt.entries(), f.cfg.Now())
+	f.appended(len(bt.es))
 }
 
 // sync reads what the shared feed holds beyond this member's copy. A new
@@ -292,6 +293,7 @@ func (f *Feed) sync(ctx context.Context) error {
 		}
 		f.log.forget(b.Floor)
 		f.log.add(bt.entries(), f.cfg.Now())
+		f.appended(len(bt.es))
 		f.sharedWalk.Store(b.Walk)
 		if !b.Full || b.Through.Compare(after) <= 0 && len(bt.es) == 0 {
 			f.synced.Store(f.cfg.Now().UnixNano())
