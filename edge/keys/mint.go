@@ -138,7 +138,8 @@ func RunNew(args []string, stdout, stderr io.Writer, random io.Reader) error {
 }
 
 // WriteDemoFile writes the demo's key file to path (mode 0600): one live
-// and one test key of brand, minted from random, and returns them. The
+// and one test key of brand, minted from random, with the scopes
+// properties:read and webhooks:manage, and returns them. The
 // demo prints them on its banner (README.md).
 func WriteDemoFile(path, brand string, random io.Reader) (liveKey, testKey string, err error) {
 	var live, test Record
@@ -149,6 +150,10 @@ func WriteDemoFile(path, brand string, random io.Reader) (liveKey, testKey strin
 		return "", "", err
 	}
 	live.Partner, test.Partner = "Demo partner (live)", "Demo partner (test)"
+	// The demo's banner shows how to create a webhook endpoint: its keys
+	// may (docs/webhooks.md).
+	live.Scopes = append(live.Scopes, ScopeWebhooksManage)
+	test.Scopes = append(test.Scopes, ScopeWebhooksManage)
 	b, err := render([]Record{live, test})
 	if err != nil {
 		return "", "", err
