@@ -21,7 +21,7 @@ import (
 // binary: delivery resumes where it stopped when the edge delivering it
 // dies.
 
-// delivered is the partner_edge_webhooks_attempts_total{outcome=
+// deliveredAttempts is the partner_edge_webhooks_attempts_total{outcome=
 // "delivered"} of the edge whose admin listener is admin.
 func deliveredAttempts(t *testing.T, admin string) float64 {
 	t.Helper()
@@ -79,9 +79,9 @@ func TestWebhooksFleetMemberKilledMidDelivery(t *testing.T) {
 	if holder < 0 {
 		t.Fatal("five events arrived; no member counts a delivery")
 	}
-	held, err := rdb.Get(context.Background(), leaseKey).Result()
-	if err != nil || held == "" {
-		t.Fatalf("the lease %s: %q, %v; want the holder's member id", leaseKey, held, err)
+	member, err := rdb.Get(context.Background(), leaseKey).Result()
+	if err != nil || member == "" {
+		t.Fatalf("the lease %s: %q, %v; want the holder's member id", leaseKey, member, err)
 	}
 
 	// Kill the holder while its attempt is held at the receiver.
@@ -100,7 +100,7 @@ func TestWebhooksFleetMemberKilledMidDelivery(t *testing.T) {
 	}
 	killed := time.Now()
 	<-edges[holder].exited
-	t.Logf("member %d (lease member %s) killed, %s of its lease left, %s in flight", holder, held, left, inFlight)
+	t.Logf("member %d (lease member %s) killed, %s of its lease left, %s in flight", holder, member, left, inFlight)
 	alive := append(append([]*edgeProc(nil), edges[:holder]...), edges[holder+1:]...)
 	p = partner{alive[0].base, k.live}
 
@@ -130,8 +130,8 @@ func TestWebhooksFleetMemberKilledMidDelivery(t *testing.T) {
 	if bound := webhooks.DefaultLeaseTTL + webhooks.DefaultLeaseTTL/3 + 10*time.Second; takeover > bound {
 		t.Errorf("the takeover took %s; want within a lease and a third (%s, with slack)", takeover, bound)
 	}
-	if now, err := rdb.Get(context.Background(), leaseKey).Result(); err != nil || now == held {
-		t.Errorf("the lease after the takeover: %q, %v; want another member's than %q", now, err, held)
+	if now, err := rdb.Get(context.Background(), leaseKey).Result(); err != nil || now == member {
+		t.Errorf("the lease after the takeover: %q, %v; want another member's than %q", now, err, member)
 	}
 	delivering := 0
 	for _, e := range alive {
