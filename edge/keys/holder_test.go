@@ -48,4 +48,3 @@ func TestHolderFollowsRotations(t *testing.T) {
 		t.Errorf("Holder of a revoked key: %v", k.ID)
 	}
 }
-
