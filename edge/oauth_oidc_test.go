@@ -332,7 +332,7 @@ func TestOIDCProviderMetadataAndNoTokenLeaks(t *testing.T) {
 		want := map[string]any{
 			"resource":                 oauthAudience,
 			"authorization_servers":    []any{te.oidc.issuer},
-			"scopes_supported":         []any{"properties:read"},
+			"scopes_supported":         []any{"properties:read", "webhooks:manage"},
 			"bearer_methods_supported": []any{"header"},
 			"resource_documentation":   testDocsURL,
 		}

@@ -264,10 +264,13 @@ func TestFirstWalkFailingOnTimeIs503WithBackOff(t *testing.T) {
 	w := pms.spans()
 	for i := 1; i < len(w); i++ {
 		// Each walk is cut at 3 s; the next begins after the back-off of
-		// the failures so far: 1 s, then 2 s, then 4 s.
+		// the failures so far: 1 s, then 2 s, then 4 s. Measured from
+		// the end of the walk before as the PMS saw it: its start there
+		// lags the edge's by however long a loaded machine takes to send
+		// the first page's request.
 		backoff := time.Second << (i - 1)
-		if gap := w[i].start.Sub(w[i-1].start); gap < 3*time.Second+backoff-250*time.Millisecond {
-			t.Errorf("walk %d began %v after walk %d; want the budget (3 s) and the back-off (%v)", i, gap, i-1, backoff)
+		if gap := w[i].start.Sub(w[i-1].end); gap < backoff-250*time.Millisecond {
+			t.Errorf("walk %d began %v after walk %d ended; want the back-off (%v)", i, gap, i-1, backoff)
 		}
 	}
 	t.Logf("walks began %v apart; answers by Retry-After: %v", func() (g []time.Duration) {
@@ -540,14 +543,10 @@ func TestRetryAfterFromTheWalkKeptAcrossARestart(t *testing.T) {
 	second := startPartnerEdge(t, pms.srv.URL, "5m", "EDGE_DATA_DIR="+dir)
 	unavailable := 0
 	for {
-		sent := time.Now()
 		a := second.list(client)
 		answered := time.Now()
 		if a.err != nil {
 			t.Fatalf("list during the walk after the restart: %v", a.err)
-		}
-		if d := answered.Sub(sent); d > 3*time.Second {
-			t.Errorf("a request held %v during the walk after the restart; want at most 3 s", d)
 		}
 		if a.status == http.StatusOK {
 			break
@@ -569,6 +568,28 @@ func TestRetryAfterFromTheWalkKeptAcrossARestart(t *testing.T) {
 	}
 	if unavailable == 0 {
 		t.Fatalf("no 503 during the walk after the restart (walks %v); want the walk to outlast a request's wait", pms.spans())
+	}
+	// How long each 503 was held, as the edge timed it (its access log,
+	// written a moment after each answer): the client's own clock adds
+	// whatever a loaded machine takes to schedule the test.
+	var held []string
+	testkit.Eventually(t, "every 503 in the access log", func() bool {
+		held = held[:0]
+		for _, line := range strings.Split(second.stderr.String(), "\n") {
+			var r struct {
+				Msg, Duration string
+				Status        int
+			}
+			if json.Unmarshal([]byte(line), &r) == nil && r.Msg == "request" && r.Status == http.StatusServiceUnavailable {
+				held = append(held, r.Duration)
+			}
+		}
+		return len(held) >= unavailable
+	})
+	for _, h := range held {
+		if d, err := time.ParseDuration(h); err != nil || d > 2500*time.Millisecond {
+			t.Errorf("a request held %s during the walk after the restart; want at most the 2 s wait", h)
+		}
 	}
 	t.Logf("%d answers 503 during the walk after the restart; the kept walk took %v", unavailable, kept)
 }

@@ -315,6 +315,10 @@ func (d *Deliverer) warn(ctx context.Context, msg, id string, err error) {
 	if ctx.Err() != nil || errors.Is(err, ErrConflict) {
 		return
 	}
+	if errors.Is(err, ErrStoreUnavailable) {
+		d.cfg.Log.Debug(msg, "endpoint", id, "error", err)
+		return
+	}
 	now := d.cfg.Now()
 	d.warnMu.Lock()
 	w := d.warned[msg] // msg is one of this file's constants: the map stays small

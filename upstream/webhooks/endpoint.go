@@ -42,6 +42,11 @@ var (
 	// ErrConflict is progress recorded against a position the endpoint
 	// has left (another writer moved it, or it was disabled meanwhile).
 	ErrConflict = errors.New("webhooks: the endpoint's progress moved")
+	// ErrStoreUnavailable wraps a Store's or Lease's error that means the
+	// store is away (a fleet's Redis down, its breaker open, writes
+	// refused): its client logs that already, so the Deliverer only notes
+	// it at debug level, and waits.
+	ErrStoreUnavailable = errors.New("webhooks: the store is unavailable")
 )
 
 // Endpoint is a partner's endpoint and where its delivery stands.

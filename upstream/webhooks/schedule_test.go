@@ -3,6 +3,7 @@ package webhooks_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -296,42 +297,63 @@ func TestDeletedEndpointStops(t *testing.T) {
 	})
 }
 
-// brokenStore takes no progress: every write fails.
-type brokenStore struct{ *webhooks.Memory }
+// brokenStore takes no progress: every write fails with err.
+type brokenStore struct {
+	*webhooks.Memory
+	err error
+}
 
-func (brokenStore) SetProgress(context.Context, string, string, webhooks.Progress) error {
-	return errors.New("disk full")
+func (b brokenStore) SetProgress(context.Context, string, string, webhooks.Progress) error {
+	return b.err
 }
 
 // TestStoreFailingWritesPaces: a store that takes no writes has the event
 // sent again once a Poll, not as fast as the receiver answers, and logged
-// at most once a minute.
+// at most once a minute; a store that is away (its client logged that)
+// only at debug level.
 func TestStoreFailingWritesPaces(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		mem, f := &webhooks.Memory{}, &feed{}
-		create(t, mem, "whe_a")
-		f.add(1)
-		s := &sender{answer: delivered}
-		log, logs := testkit.NewLogger()
-		d, err := webhooks.New(webhooks.Config{Store: brokenStore{mem}, Source: f, Sender: s, Poll: 10 * time.Second, Log: log,
-			Now: time.Now}) // the bubble's clock, as start's
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error)
-		go func() { done <- d.Run(ctx) }()
-		time.Sleep(10*time.Minute - time.Second)
-		cancel()
-		<-done
-		if n := len(s.of("whe_a")); n != 60 {
-			t.Errorf("%d attempts in 10 minutes, want one every 10 s", n)
-		}
-		if n := logs.Count("cannot record a delivery"); n != 10 {
-			t.Errorf("%d lines in 10 minutes, want one a minute:\n%s", n, logs)
-		}
-		if logs.Count("suppressed=5") != 9 {
-			t.Errorf("the lines do not count those left out:\n%s", logs)
-		}
-	})
+	for _, c := range []struct {
+		name string
+		err  error
+		warn bool
+	}{
+		{"failing", errors.New("disk full"), true},
+		{"away", fmt.Errorf("%w: redis down", webhooks.ErrStoreUnavailable), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				mem, f := &webhooks.Memory{}, &feed{}
+				create(t, mem, "whe_a")
+				f.add(1)
+				s := &sender{answer: delivered}
+				log, logs := testkit.NewLogger()
+				d, err := webhooks.New(webhooks.Config{Store: brokenStore{mem, c.err}, Source: f, Sender: s, Poll: 10 * time.Second, Log: log,
+					Now: time.Now}) // the bubble's clock, as start's
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan error)
+				go func() { done <- d.Run(ctx) }()
+				time.Sleep(10*time.Minute - time.Second)
+				cancel()
+				<-done
+				if n := len(s.of("whe_a")); n != 60 {
+					t.Errorf("%d attempts in 10 minutes, want one every 10 s", n)
+				}
+				if !c.warn {
+					if n := logs.Count("WARN"); n != 0 {
+						t.Errorf("%d warnings for a store that is away, want none (its client warns):\n%s", n, logs)
+					}
+					return
+				}
+				if n := logs.Count("cannot record a delivery"); n != 10 {
+					t.Errorf("%d lines in 10 minutes, want one a minute:\n%s", n, logs)
+				}
+				if logs.Count("suppressed=5") != 9 {
+					t.Errorf("the lines do not count those left out:\n%s", logs)
+				}
+			})
+		})
+	}
 }

@@ -56,7 +56,7 @@ func (l *Lease) Member() string { return l.member }
 // extends it rather than finding it held against itself.
 func (l *Lease) Hold(ctx context.Context, id string, ttl time.Duration) (bool, error) {
 	var n int64
-	err := l.c.Do(ctx, func(ctx context.Context, rdb redis.UniversalClient) (err error) {
+	err := do(ctx, l.c, func(ctx context.Context, rdb redis.UniversalClient) (err error) {
 		n, err = holdScript.Run(ctx, rdb, []string{l.key(id)}, l.member, max(ttl.Milliseconds(), 1)).Int64()
 		return err
 	})
@@ -65,7 +65,7 @@ func (l *Lease) Hold(ctx context.Context, id string, ttl time.Duration) (bool, e
 
 // Release implements webhooks.Lease.
 func (l *Lease) Release(ctx context.Context, id string) error {
-	return l.c.Do(ctx, func(ctx context.Context, rdb redis.UniversalClient) error {
+	return do(ctx, l.c, func(ctx context.Context, rdb redis.UniversalClient) error {
 		return releaseScript.Run(ctx, rdb, []string{l.key(id)}, l.member).Err()
 	})
 }

@@ -80,7 +80,7 @@ type stored struct {
 // of creation: one that does not verify fails the read (ErrForged).
 func (s *Store) all(ctx context.Context) (counter string, eps []stored, err error) {
 	var reply []any
-	err = s.c.Do(ctx, func(ctx context.Context, rdb redis.UniversalClient) (err error) {
+	err = do(ctx, s.c, func(ctx context.Context, rdb redis.UniversalClient) (err error) {
 		reply, err = readScript.Run(ctx, rdb, []string{s.hash, s.counter}).Slice()
 		return err
 	})
@@ -133,7 +133,7 @@ func (s *Store) List(ctx context.Context, keyID string) ([]webhooks.Endpoint, er
 // and verified.
 func (s *Store) read(ctx context.Context, id string) (string, stored, error) {
 	var v string
-	err := s.c.Do(ctx, func(ctx context.Context, rdb redis.UniversalClient) (err error) {
+	err := do(ctx, s.c, func(ctx context.Context, rdb redis.UniversalClient) (err error) {
 		v, err = rdb.HGet(ctx, s.hash, id).Result()
 		return err
 	})
@@ -186,7 +186,7 @@ func (s *Store) Create(ctx context.Context, ep webhooks.Endpoint) error {
 			return err
 		}
 		var won int64
-		err = s.c.Do(ctx, func(ctx context.Context, rdb redis.UniversalClient) (err error) {
+		err = do(ctx, s.c, func(ctx context.Context, rdb redis.UniversalClient) (err error) {
 			won, err = createScript.Run(ctx, rdb, []string{s.hash, s.counter}, counter, ep.ID, v, seq).Int64()
 			return err
 		})
@@ -208,7 +208,7 @@ func idTaken(id string) error { return fmt.Errorf("redishooks: endpoint id %s is
 // removes an endpoint that does not verify.
 func (s *Store) Delete(ctx context.Context, id string) error {
 	var n int64
-	err := s.c.Do(ctx, func(ctx context.Context, rdb redis.UniversalClient) (err error) {
+	err := do(ctx, s.c, func(ctx context.Context, rdb redis.UniversalClient) (err error) {
 		n, err = rdb.HDel(ctx, s.hash, id).Result()
 		return err
 	})

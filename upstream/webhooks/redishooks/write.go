@@ -28,7 +28,7 @@ func (s *Store) change(ctx context.Context, id string, fn func(e *webhooks.Endpo
 			return webhooks.Endpoint{}, err
 		}
 		var won int64
-		err = s.c.Do(ctx, func(ctx context.Context, rdb redis.UniversalClient) (err error) {
+		err = do(ctx, s.c, func(ctx context.Context, rdb redis.UniversalClient) (err error) {
 			won, err = swapScript.Run(ctx, rdb, []string{s.hash}, id, old, v).Int64()
 			return err
 		})
