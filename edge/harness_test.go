@@ -132,6 +132,11 @@ func newHarness(t testing.TB, opts harnessOptions) *harness {
 		h.key("noscope", "live", map[string]any{"scopes": []string{"guests:read"}}),
 		h.key("noscopes", "live", map[string]any{"scopes": nil}),
 	}
+	for _, k := range ks[2:] { // keyOver names any key, not only live and test
+		for f, v := range opts.keyOver[k.name] {
+			k.record[f] = v
+		}
+	}
 	h.keysFile = filepath.Join(t.TempDir(), "keys.json")
 	writeKeyFile(t, h.keysFile, ks)
 	logger := slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))

@@ -170,7 +170,7 @@ func NewServer(cfg Config, ks KeyStore, live, sandbox upstream.Catalog) http.Han
 	}
 	s.comp = newCompressor()
 	s.webhooks = webhookDeps{reg: cfg.Webhooks, cats: s.catalogs, feeds: s.feeds, now: cfg.Now,
-		allowHTTP: cfg.WebhookAllowHTTP, wake: cfg.WebhooksChanged}
+		allowHTTP: cfg.WebhookAllowHTTP, wake: cfg.WebhooksChanged, chain: chainOf(ks)}
 	if s.webhooks.wake == nil {
 		s.webhooks.wake = func() {}
 	}

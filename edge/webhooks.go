@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,6 +31,61 @@ type webhookDeps struct {
 	now       func() time.Time
 	allowHTTP bool   // Config.WebhookAllowHTTP
 	wake      func() // Config.WebhooksChanged, or a no-op
+	// chain is the ids whose endpoints a key holds: its own and, with a
+	// KeyStore that knows rotations (keyChain), the keys it replaced.
+	chain func(id string) []string
+}
+
+// keyChain is a KeyStore that knows rotations (keys.Store): a rotated
+// key's successor keeps its endpoints (docs/webhooks.md).
+type keyChain interface {
+	Predecessors(id string) []string
+}
+
+// chainOf is webhookDeps.chain for ks.
+func chainOf(ks KeyStore) func(id string) []string {
+	kc, ok := ks.(keyChain)
+	if !ok {
+		return func(id string) []string { return []string{id} }
+	}
+	return func(id string) []string { return append([]string{id}, kc.Predecessors(id)...) }
+}
+
+// endpoints lists the endpoints key holds, oldest first: its own and
+// those of the keys it replaced.
+func (d webhookDeps) endpoints(ctx context.Context, key *keys.Key) ([]webhooks.Endpoint, error) {
+	var all []webhooks.Endpoint
+	for _, id := range d.chain(key.ID) {
+		eps, err := d.reg.List(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, eps...)
+	}
+	slices.SortStableFunc(all, func(a, b webhooks.Endpoint) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	return all, nil
+}
+
+// inherited checks a new endpoint's url against those key holds from the
+// keys it replaced (the registry checks the key's own): one endpoint per
+// url, at most webhooks.MaxPerKey in all.
+func (d webhookDeps) inherited(ctx context.Context, key *keys.Key, url string) error {
+	if len(d.chain(key.ID)) == 1 {
+		return nil
+	}
+	eps, err := d.endpoints(ctx, key)
+	if err != nil {
+		return err
+	}
+	for i := range eps {
+		if eps[i].URL == url {
+			return webhooks.ErrExists
+		}
+	}
+	if len(eps) >= webhooks.MaxPerKey {
+		return webhooks.ErrLimit
+	}
+	return nil
 }
 
 // errNoRegistry is a webhook route of an edge without a place to keep
@@ -56,6 +112,10 @@ func handleCreateWebhookEndpoint(rs responder, d webhookDeps) http.Handler {
 			return
 		}
 		key := Key(r.Context())
+		if err := d.inherited(r.Context(), key, in.url); err != nil {
+			rs.fail(w, r, err)
+			return
+		}
 		after, err := d.head(r.Context(), key)
 		if err != nil {
 			rs.fail(w, r, err)
@@ -82,7 +142,7 @@ func handleListWebhookEndpoints(rs responder, d webhookDeps) http.Handler {
 		if !d.ready(rs, w, r) {
 			return
 		}
-		eps, err := d.reg.List(r.Context(), Key(r.Context()).ID)
+		eps, err := d.endpoints(r.Context(), Key(r.Context()))
 		if err != nil {
 			rs.fail(w, r, err)
 			return
@@ -192,7 +252,7 @@ func (d webhookDeps) owned(rs responder, w http.ResponseWriter, r *http.Request)
 	if validEndpointID(id) {
 		ep, err = d.reg.Endpoint(r.Context(), id)
 	}
-	if err == nil && ep.KeyID != Key(r.Context()).ID {
+	if err == nil && !slices.Contains(d.chain(Key(r.Context()).ID), ep.KeyID) {
 		err = webhooks.ErrNotFound
 	}
 	if err != nil {

@@ -2,12 +2,14 @@ package edge_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/partner-edge/partner-edge/edge"
 	"github.com/partner-edge/partner-edge/edge/keys"
 	"github.com/partner-edge/partner-edge/problem"
 	"github.com/partner-edge/partner-edge/upstream/webhooks"
@@ -399,5 +401,59 @@ func TestWebhookEndpointEnable(t *testing.T) {
 	}
 	if now, _ := reg.Endpoint(ctx, id); !h.feeds.Live.Valid(now.After) || now.Status != webhooks.StatusEnabled {
 		t.Errorf("restarted at %q %s", now.After, now.Status)
+	}
+}
+
+// chainKeys is the harness's key store, told that key_granted replaced
+// key_live by rotation (as keys.Store tells it from the key file).
+type chainKeys struct {
+	edge.KeyStore
+}
+
+func (chainKeys) Predecessors(id string) []string {
+	if id == "key_granted" {
+		return []string{"key_live"}
+	}
+	return nil
+}
+
+// docs/contract.md section 26: a rotated key's successor keeps its
+// endpoints: it lists, gets, enables and deletes them, and its own count
+// and urls include them; the old key still sees its own.
+func TestWebhookEndpointsFollowARotatedKey(t *testing.T) {
+	reg := &webhooks.Memory{}
+	h := newHarness(t, harnessOptions{webhooks: reg,
+		keyOver:  map[string]map[string]any{"live": webhookScopes, "test": webhookScopes, "granted": webhookScopes},
+		wrapKeys: func(ks edge.KeyStore) edge.KeyStore { return chainKeys{ks} }})
+	old := h.created(t, "live", `{"url":"https://example.com/a"}`)
+
+	req := request{path: "/v1/webhook-endpoints", key: "granted"}
+	var list []endpointBody
+	if err := json.Unmarshal(wantOK(t, req, h.do(req)).Data, &list); err != nil || len(list) != 1 || list[0].str("id") != old.str("id") {
+		t.Fatalf("the successor lists %v (%v); want the old key's endpoint", list, err)
+	}
+	get := request{path: "/v1/webhook-endpoints/" + old.str("id"), key: "granted"}
+	wantOK(t, get, h.do(get))
+
+	if req, res := h.create("granted", `{"url":"https://example.com/a"}`, nil); res.status != http.StatusConflict ||
+		!strings.Contains(string(res.body), "WEBHOOK_ENDPOINT_EXISTS") {
+		t.Errorf("%s: the old key's url again: %d %s; want 409 WEBHOOK_ENDPOINT_EXISTS", req.path, res.status, short(res.body))
+	}
+	for i := 1; i < webhooks.MaxPerKey; i++ {
+		h.created(t, "granted", fmt.Sprintf(`{"url":"https://example.com/%d"}`, i))
+	}
+	if req, res := h.create("granted", `{"url":"https://example.com/last"}`, nil); res.status != http.StatusConflict ||
+		!strings.Contains(string(res.body), "WEBHOOK_ENDPOINT_LIMIT") {
+		t.Errorf("%s: an eleventh with the old key's: %d %s; want 409 WEBHOOK_ENDPOINT_LIMIT", req.path, res.status, short(res.body))
+	}
+
+	// Another key holds nothing of either.
+	other := request{path: "/v1/webhook-endpoints/" + old.str("id"), key: "test"}
+	if res := h.do(other); res.status != http.StatusNotFound {
+		t.Errorf("another key: %d; want 404", res.status)
+	}
+	del := request{method: http.MethodDelete, path: "/v1/webhook-endpoints/" + old.str("id"), key: "granted"}
+	if res := h.do(del); res.status != http.StatusNoContent {
+		t.Fatalf("the successor deletes the old key's endpoint: %d %s; want 204", res.status, short(res.body))
 	}
 }

@@ -22,3 +22,21 @@ func (s *Store) Holder(id string) (*Key, bool) {
 	}
 	return k, true
 }
+
+// Predecessors returns the ids of the records whose holder is id (see
+// Holder): the keys it replaced by rotation, and those they replaced, in
+// the file's order; none for a key never rotated into. What they own is
+// id's (a rotated key's successor keeps its webhook endpoints).
+func (s *Store) Predecessors(id string) []string {
+	set := s.keys()
+	var out []string
+	for _, k := range set.all {
+		for n, ok := set.next[k.ID]; ok; n, ok = set.next[n] {
+			if n == id {
+				out = append(out, k.ID)
+				break
+			}
+		}
+	}
+	return out
+}

@@ -1,13 +1,14 @@
 package keys
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
 
 // A key's endpoints follow it through rotations (docs/webhooks.md): Holder
 // of the first record is its latest successor, of another record itself,
-// and of a revoked one nothing.
+// and of a revoked one nothing; Predecessors names the records replaced.
 func TestHolderFollowsRotations(t *testing.T) {
 	_, first := minted(t, 1, ModeLive, nil)
 	_, other := minted(t, 2, ModeLive, func(r *Record) { r.Partner = "Other" })
@@ -29,6 +30,13 @@ func TestHolderFollowsRotations(t *testing.T) {
 		if k, ok := s.Holder(id); !ok || k.ID != want {
 			t.Errorf("Holder(%s) = %v %v; want %s", id, k, ok, want)
 		}
+	}
+	// Predecessors is the other way: the keys a key replaced, and theirs.
+	if got := s.Predecessors(third.ID); !slices.Equal(got, []string{first.ID, second.ID}) {
+		t.Errorf("Predecessors(third) = %v; want [%s %s]", got, first.ID, second.ID)
+	}
+	if got := s.Predecessors(first.ID); len(got) != 0 {
+		t.Errorf("Predecessors(first) = %v; want none", got)
 	}
 	if err := ed.Revoke(other.ID); err != nil {
 		t.Fatal(err)

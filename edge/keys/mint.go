@@ -138,10 +138,9 @@ func RunNew(args []string, stdout, stderr io.Writer, random io.Reader) error {
 }
 
 // WriteDemoFile writes the demo's key file to path (mode 0600): one live
-// and one test key of brand, minted from random, and returns them. The
-// demo prints them on its banner (README.md), whose webhook lines create
-// an endpoint with the live key: both hold webhooks:manage besides
-// properties:read (docs/contract.md section 26).
+// and one test key of brand, minted from random, with the scopes
+// properties:read and webhooks:manage, and returns them. The
+// demo prints them on its banner (README.md).
 func WriteDemoFile(path, brand string, random io.Reader) (liveKey, testKey string, err error) {
 	var live, test Record
 	if liveKey, live, err = Mint(random, brand, ModeLive, nil); err != nil {
@@ -151,8 +150,10 @@ func WriteDemoFile(path, brand string, random io.Reader) (liveKey, testKey strin
 		return "", "", err
 	}
 	live.Partner, test.Partner = "Demo partner (live)", "Demo partner (test)"
-	live.Scopes = []string{ScopePropertiesRead, ScopeWebhooksManage}
-	test.Scopes = []string{ScopePropertiesRead, ScopeWebhooksManage}
+	// The demo's banner shows how to create a webhook endpoint: its keys
+	// may (docs/webhooks.md).
+	live.Scopes = append(live.Scopes, ScopeWebhooksManage)
+	test.Scopes = append(test.Scopes, ScopeWebhooksManage)
 	b, err := render([]Record{live, test})
 	if err != nil {
 		return "", "", err
