@@ -124,8 +124,9 @@ func (e exposition) checkExpr(expr string, records map[string]bool) ([]string, e
 
 // docs/operations.md, "Production kit": every metric and label the alert rules and the
 // dashboard use is in the /metrics of a running edge that served traffic
-// (with Redis, a miss, a hit, errors, a throttled client), so a renamed
-// metric or label fails here.
+// (with Redis, a miss, a hit, errors, a throttled client), and, for the
+// webhooks' series, of one that delivered an event (webhookExposition), so
+// a renamed metric or label fails here.
 func TestRulesAndDashboardMatchMetrics(t *testing.T) {
 	redisSrv := redistest.Start(t)
 	sim := pmsim.New(pmsim.Config{Seed: 3})
@@ -175,6 +176,10 @@ func TestRulesAndDashboardMatchMetrics(t *testing.T) {
 	exp := parseExposition(t, scrape(t, admin+"/metrics"))
 	if len(exp["db_client_operation_duration_seconds_bucket"]) == 0 {
 		t.Fatalf("no Redis command recorded: is the edge on Redis?")
+	}
+	// Webhook deliveries (docs/webhooks.md), from an edge that made one.
+	for name, series := range webhookExposition(t) {
+		exp[name] = append(exp[name], series...)
 	}
 
 	rgs, errs := rulefmt.ParseFile(filepath.Join("..", "..", "observability", "prometheus", "rules.yaml"),

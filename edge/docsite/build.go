@@ -19,6 +19,33 @@ import (
 //go:embed templates/*.html assets/site.css assets/favicon.svg
 var sources embed.FS
 
+// receivers are the webhook receivers the Receiving webhooks page shows,
+// as TestWebhookReceiverExamples builds and runs them (the Go one is a
+// program of its own, kept out of the module's packages by its build
+// constraint, which the page leaves out).
+//
+//go:embed examples/receiver.go examples/receiver.mjs examples/receiver.py
+var receivers embed.FS
+
+// receiverSources is the Receiving webhooks page's data: each receiver's
+// source as shown.
+type receiverSources struct{ Go, JavaScript, Python string }
+
+func readReceivers() (receiverSources, error) {
+	var r receiverSources
+	for _, f := range []struct {
+		name string
+		dst  *string
+	}{{"receiver.go", &r.Go}, {"receiver.mjs", &r.JavaScript}, {"receiver.py", &r.Python}} {
+		b, err := receivers.ReadFile("examples/" + f.name)
+		if err != nil {
+			return r, err
+		}
+		*f.dst = strings.TrimPrefix(string(b), "//go:build ignore\n\n")
+	}
+	return r, nil
+}
+
 var templates = template.Must(template.New("").Funcs(template.FuncMap{
 	"statusText": http.StatusText,
 	"kebab":      func(c problem.Code) string { return path.Base(ErrorPage(c)) },
@@ -65,7 +92,7 @@ func fileName(addr string) string {
 func (p page) Nav() [][2]string {
 	return [][2]string{{pageHome, "Home"}, {pageReference, "API reference"}, {pageErrors, "Errors"},
 		{pageFieldErrors, "Field errors"}, {pageAuth, "Authentication"}, {pageRateLimits, "Rate limits"},
-		{pageSync, "Keeping in sync"}, {pageChangelog, "Changelog"}}
+		{pageSync, "Keeping in sync"}, {pageWebhooks, "Receiving webhooks"}, {pageChangelog, "Changelog"}}
 }
 
 // PublicURL is the URL partners call, for the examples: the deployment's
@@ -110,6 +137,10 @@ func (b *builder) build() error {
 			}
 		}
 	}
+	recv, err := readReceivers()
+	if err != nil {
+		return err
+	}
 	pages := []struct {
 		addr, title, tmpl string
 		data              any
@@ -120,6 +151,7 @@ func (b *builder) build() error {
 		{pageAuth, "Authentication", "authentication", nil},
 		{pageRateLimits, "Rate limits", "rate-limits", nil},
 		{pageSync, "Keeping in sync", "sync", nil},
+		{pageWebhooks, "Receiving webhooks", "webhooks", recv},
 		{pageChangelog, "Changelog", "changelog", changelog},
 		{"404", "Page not found", "notfound", nil},
 	}

@@ -23,6 +23,7 @@ var changelog = []change{
 			"These routes need the scope webhooks:manage besides properties:read (403 INSUFFICIENT_SCOPE without it).",
 			"Request bodies are checked in order: 415 UNSUPPORTED_MEDIA_TYPE, 413 PAYLOAD_TOO_LARGE (over 16 KiB), 400 MALFORMED_JSON, 400 UNKNOWN_BODY_FIELD, then 422 VALIDATION_FAILED. 404 WEBHOOK_ENDPOINT_NOT_FOUND for another key's endpoint or an unknown id; 409 WEBHOOK_ENDPOINT_EXISTS and WEBHOOK_ENDPOINT_LIMIT (10 per key).",
 			"405 METHOD_NOT_ALLOWED's Allow names the methods each route serves (GET, POST on the collection).",
+			"Receiving webhooks, a new page of this site: creating an endpoint, what a delivery holds, verifying it (receivers in Go, JavaScript and Python), dropping repeats by webhook-id, the retries, and enabling a disabled endpoint.",
 		},
 		Codes: []problem.Code{problem.MalformedJSON, problem.UnknownBodyField, problem.WebhookEndpointNotFound,
 			problem.WebhookEndpointExists, problem.WebhookEndpointLimit, problem.PayloadTooLarge, problem.UnsupportedMediaType},

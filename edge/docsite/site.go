@@ -87,6 +87,7 @@ const (
 	pageAuth          = "authentication"
 	pageRateLimits    = "rate-limits"
 	pageSync          = "keeping-in-sync"
+	pageWebhooks      = "receiving-webhooks"
 	pageChangelog     = "changelog"
 	assetSiteCSS      = "assets/site.css"
 	assetReferenceCSS = "assets/reference.css"

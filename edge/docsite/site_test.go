@@ -365,3 +365,45 @@ func TestKeepingInSyncPage(t *testing.T) {
 		t.Error("the home page does not link to it")
 	}
 }
+
+// docs/contract.md section 26: the site tells a partner how to receive
+// webhooks: create an endpoint and keep its secret, what a delivery holds,
+// verification with the Standard Webhooks libraries (the receivers
+// TestWebhookReceiverExamples runs, shown whole), dropping a repeated
+// webhook-id, the retries, disabling and enabling, and trying it with
+// edge webhooks receive; linked from the nav and the home page.
+func TestReceivingWebhooksPage(t *testing.T) {
+	site := build(t, Options{})
+	f := site.files[fileName(pageWebhooks)]
+	if f == nil {
+		t.Fatalf("no %s page", pageWebhooks)
+	}
+	page := html.UnescapeString(string(f.body))
+	for _, want := range []string{"POST /v1/webhook-endpoints", "webhooks:manage", `"secret": "whsec_`, "Location: /v1/webhook-endpoints/whe_",
+		"webhook-id", "webhook-timestamp", "webhook-signature", "{webhook-id}.{webhook-timestamp}.{body}", "GET /v1/events",
+		"github.com/standard-webhooks/standard-webhooks/libraries", "standardwebhooks", "drop what you have seen",
+		"5 seconds, 5 minutes, 30 minutes, 2 hours, 5 hours, 10 hours and 10 hours", "disabledReason", "/enable",
+		"410 EVENTS_CURSOR_EXPIRED", `href="errors/events-cursor-expired.html"`, "edge webhooks receive --addr 127.0.0.1:8090 --secret whsec_",
+		`href="keeping-in-sync.html"`, "DELETE /v1/webhook-endpoints/{endpointId}", "/v1/webhook-endpoints/{endpointId}/enable"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	recv, err := readReceivers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, src := range map[string]string{"Go": recv.Go, "JavaScript": recv.JavaScript, "Python": recv.Python} {
+		if len(src) < 500 || !strings.Contains(page, "<pre><code>"+src+"</code></pre>") {
+			t.Errorf("the page does not show the %s receiver whole", name)
+		}
+	}
+	if strings.Contains(recv.Go, "go:build") || !strings.HasPrefix(recv.Go, "// A receiver") {
+		t.Errorf("the Go receiver is shown with its build constraint:\n%.80s", recv.Go)
+	}
+	for _, p := range []string{"index.html", fileName(pageSync), fileName(pageWebhooks)} {
+		if !strings.Contains(string(site.files[p].body), `href="receiving-webhooks.html"`) {
+			t.Errorf("%s does not link to it", p)
+		}
+	}
+}

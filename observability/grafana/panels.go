@@ -113,6 +113,16 @@ func panels() []*Panel {
 			prom("A", fmt.Sprintf("max by (instance, pms) (partner_edge_events_head_age_seconds{%s})", Instance), "head {{pms}} {{instance}}"),
 			prom("B", fmt.Sprintf("max by (pms) (partner_edge_events_age_seconds{%s})", Instance), "oldest event {{pms}}")),
 
+		row("Webhooks"),
+		timeseries("Webhook attempts by outcome", "Delivery attempts to partners' webhook endpoints per second by outcome: delivered (a 2xx), http_status, redirect, timeout, address_refused, dns_failed, tls_failed, connection_failed... (docs/webhooks.md). A failing endpoint is retried for about 28 hours, then disabled (PartnerEdgeWebhookEndpointDisabled).", "ops",
+			prom("A", rate("outcome", "partner_edge_webhooks_attempts_total", ""), "{{outcome}}")),
+		timeseries("Webhook delivery lag", "p99 and p50 of the time from an event's occurredAt to its delivery's 2xx (PartnerEdgeWebhookLagHigh past 5 minutes): seconds while endpoints answer, hours for the events of an endpoint that recovers from failures.", "s",
+			prom("A", fmt.Sprintf("histogram_quantile(0.99, sum by (le) (rate(partner_edge_webhooks_lag_seconds_bucket{%s}[$__rate_interval])))", Instance), "p99"),
+			prom("B", fmt.Sprintf("histogram_quantile(0.5, sum by (le) (rate(partner_edge_webhooks_lag_seconds_bucket{%s}[$__rate_interval])))", Instance), "p50")),
+		timeseries("Webhook endpoints by status", "Endpoints enabled and disabled, as the last scan of the store found them (every fleet member reports the shared store: max, not sum), and endpoints disabled per interval by the last attempt's outcome.", "short",
+			prom("A", fmt.Sprintf("max by (status) (partner_edge_webhooks_endpoints{%s})", Instance), "{{status}}"),
+			prom("B", fmt.Sprintf("sum by (outcome) (increase(partner_edge_webhooks_disabled_total{%s}[$__rate_interval]))", Instance), "disabled: {{outcome}}")).width(24),
+
 		row("Limits, Redis, reloads"),
 		timeseries("Rate limiting and throttling", "429 RATE_LIMITED per second (per-key quotas and the failed-auth throttle) and the throttle's share; 401 INVALID_API_KEY that feed the throttle.", "reqps",
 			prom("A", fmt.Sprintf(`sum(rate(partner_edge_problem_responses_total{code="RATE_LIMITED",%s}[$__rate_interval]))`, Instance), "429 RATE_LIMITED"),

@@ -62,6 +62,12 @@ func newMetrics(meter metric.Meter) (*metrics, error) {
 		if o != EventsExpired {
 			m.attempts.Add(context.Background(), 0, m.byOut[o])
 		}
+		// Every series at 0 from the start, so that the first disabling
+		// is an increase an alert sees (PartnerEdgeWebhookEndpointDisabled),
+		// not a series appearing at 1.
+		if o != Delivered {
+			m.disabled.Add(context.Background(), 0, m.byOut[o])
+		}
 	}
 	on := metric.WithAttributeSet(attribute.NewSet(attribute.String("status", string(StatusEnabled))))
 	off := metric.WithAttributeSet(attribute.NewSet(attribute.String("status", string(StatusDisabled))))

@@ -261,7 +261,8 @@ func TestPagesPassAxe(t *testing.T) {
 	need(t, "axe-core (npm ci --prefix .ci/docsite)", err)
 	ctx, errs := browser(t)
 	pages := []string{d.docsURL, d.docsURL + "/reference", d.docsURL + "/errors", d.docsURL + "/field-errors",
-		d.docsURL + "/authentication", d.docsURL + "/rate-limits", d.docsURL + "/changelog"}
+		d.docsURL + "/authentication", d.docsURL + "/rate-limits", d.docsURL + "/keeping-in-sync", d.docsURL + "/receiving-webhooks",
+		d.docsURL + "/changelog"}
 	for _, e := range problem.All() {
 		pages = append(pages, problem.TypeURI(d.docsURL, e.Code))
 	}

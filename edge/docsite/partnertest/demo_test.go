@@ -147,6 +147,12 @@ func launch() (*demo, error) {
 		// Walks a second apart: a change changedDemo makes reaches the
 		// events feed at once.
 		"EDGE_CACHE_TTL=1s",
+		// Webhook endpoints live in EDGE_DATA_DIR (an edge without it
+		// answers 503), and the clients' tests point theirs at a receiver
+		// on loopback over http, which only these two settings allow
+		// (docs/webhooks.md; the demo allows them by itself).
+		"EDGE_DATA_DIR=" + filepath.Join(dir, "data"),
+		"EDGE_WEBHOOK_ALLOW_HTTP=true", "EDGE_WEBHOOK_ALLOW_CIDRS=127.0.0.0/8",
 		"EDGE_LOG_LEVEL=warn", "OTEL_TRACES_EXPORTER=none", "OTEL_METRICS_EXPORTER=none", "OTEL_LOGS_EXPORTER=none",
 	}
 	logFile, err := os.Create(filepath.Join(dir, "edge.log"))

@@ -96,20 +96,47 @@ func TestGoClientAgainstDemo(t *testing.T) {
 	d := startDemo(t)
 	pkg := goClientFromDocs(t)
 	changedDemo(t, d)
-	prog, err := os.ReadFile("testdata/goclient/client_demo_test.go")
-	if err != nil {
-		t.Fatal(err)
+	runGoClientTest(t, d, pkg, "TestGoClientAgainstDemo")
+}
+
+// A partner's Go client manages a webhook endpoint on the demo through
+// each of the five operations (testdata/goclient/webhooks_demo_test.go):
+// create (201, Location, the secret) pointing at a receiver on loopback,
+// list and get (no secret), enable (200 while enabled), delete (204), then
+// 404 (docs/contract.md section 26).
+func TestGoClientWebhooksAgainstDemo(t *testing.T) {
+	d := startDemo(t)
+	pkg := goClientFromDocs(t)
+	runGoClientTest(t, d, pkg, "TestGoClientWebhookEndpoints")
+}
+
+// runGoClientTest copies the tests of testdata/goclient next to the
+// generated client in pkg and runs the one named name there, against d.
+func runGoClientTest(t *testing.T, d *demo, pkg, name string) {
+	t.Helper()
+	progs, err := filepath.Glob("testdata/goclient/*_test.go")
+	if err != nil || len(progs) == 0 {
+		t.Fatalf("testdata/goclient has no test: %v", err)
 	}
-	if err := os.WriteFile(filepath.Join(pkg, "client_demo_test.go"), prog, 0o600); err != nil {
-		t.Fatal(err)
+	for _, p := range progs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(pkg, filepath.Base(p)), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
-	cmd := exec.Command("go", "test", "-count=1", "-v", "./...")
+	cmd := exec.Command("go", "test", "-count=1", "-v", "-run", "^"+name+"$", "./...")
 	cmd.Dir = pkg
 	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=readonly", "GOWORK=off",
 		"DEMO_BASE="+d.base, "DEMO_DOCS_URL="+d.docsURL, "DEMO_LIVE_KEY="+liveKey, "DEMO_UNKNOWN_FROM="+unknownFrom())
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("the generated client against the demo: %v\n%s", err, out)
+		t.Fatalf("the generated client against the demo (%s): %v\n%s", name, err, out)
+	}
+	if !strings.Contains(string(out), "--- PASS: "+name+" ") {
+		t.Fatalf("%s did not run:\n%s", name, out)
 	}
 	t.Logf("%s", bytes.TrimSpace(out))
 }

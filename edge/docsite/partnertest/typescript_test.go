@@ -2,6 +2,9 @@ package partnertest
 
 import (
 	"encoding/json"
+	"maps"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,7 +41,9 @@ func run(t *testing.T, dir, name string, args ...string) string {
 // run against the demo: every page (those after the first pinned to it
 // with asOf), every property, the events feed followed from its oldest
 // event to its end, and a 404, three 422s (perPage, after, asOf) and a 401
-// read as typed problems with 0 decode mismatches (acceptance 3).
+// read as typed problems with 0 decode mismatches (acceptance 3); and a
+// webhook endpoint through its five operations (create, list, get, enable,
+// delete), then 404.
 func TestTypeScriptClient(t *testing.T) {
 	gen := nodeTool(t, "partner", "openapi-typescript")
 	tsc := nodeTool(t, "partner", "tsc")
@@ -61,11 +66,17 @@ func TestTypeScriptClient(t *testing.T) {
 	}
 	run(t, dir, tsc, "--noEmit", "--strict", "-p", ".")
 	run(t, dir, tsc, "-p", ".")
-	out := run(t, dir, "node", filepath.Join(dir, "out", "client.js"), strings.TrimSuffix(d.base, "/"), liveKey, unknownFrom())
+	// The receiver the client's webhook endpoint points at, on loopback
+	// (which the demo's edge allows, over http); deliveries are not this
+	// test's subject.
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	defer receiver.Close()
+	out := run(t, dir, "node", filepath.Join(dir, "out", "client.js"), strings.TrimSuffix(d.base, "/"), liveKey, unknownFrom(), receiver.URL)
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	var sum struct {
 		Pages, Properties, Total, Mismatches, Events int
 		Errors                                       map[string]string
+		Webhooks                                     map[string]any
 	}
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &sum); err != nil {
 		t.Fatalf("client output: %v\n%s", err, out)
@@ -75,5 +86,13 @@ func TestTypeScriptClient(t *testing.T) {
 		sum.Events < 3 || sum.Errors["422 after"] != "VALIDATION_FAILED" || sum.Errors["422 asOf"] != "VALIDATION_FAILED" {
 		t.Fatalf("TypeScript client: %+v\n%s", sum, out)
 	}
-	t.Logf("TypeScript client: %d pages, %d properties, %d events followed, errors %v, %d decode mismatches", sum.Pages, sum.Properties, sum.Events, sum.Errors, sum.Mismatches)
+	// The webhook endpoint's five operations (docs/contract.md section 26).
+	wantHooks := map[string]any{"create": 201.0, "list": 200.0, "get": 200.0, "enable": 200.0, "again": "409 WEBHOOK_ENDPOINT_EXISTS",
+		"delete": 204.0, "get after delete": "404 WEBHOOK_ENDPOINT_NOT_FOUND", "enable after delete": "404 WEBHOOK_ENDPOINT_NOT_FOUND",
+		"delete after delete": "404 WEBHOOK_ENDPOINT_NOT_FOUND"}
+	if !maps.Equal(sum.Webhooks, wantHooks) {
+		t.Fatalf("TypeScript client's webhook endpoint: %v, want %v\n%s", sum.Webhooks, wantHooks, out)
+	}
+	t.Logf("TypeScript client: %d pages, %d properties, %d events followed, errors %v, webhook endpoint %v, %d decode mismatches",
+		sum.Pages, sum.Properties, sum.Events, sum.Errors, sum.Webhooks, sum.Mismatches)
 }

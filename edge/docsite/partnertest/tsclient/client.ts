@@ -3,12 +3,15 @@
 // by partnertest's TestTypeScriptClient), and it is type-checked with
 // tsc --strict before it runs against the demo.
 //
-// usage: node client.js BASE_URL API_KEY
+// usage: node client.js BASE_URL API_KEY UNKNOWN_FROM RECEIVER_URL
 import type { paths } from "./schema";
 
 declare const process: { argv: string[]; exitCode: number };
 
-type Responses<P extends keyof paths> = paths[P]["get"]["responses"];
+// Op is an operation's responses; paths without the method (the webhook
+// endpoints' /enable has no get) have none.
+type Op<P extends keyof paths, M extends "get" | "post" | "delete"> = paths[P][M] extends { responses: infer R } ? R : never;
+type Responses<P extends keyof paths> = Op<P, "get">;
 type JSONOf<R> = R extends { content: { "application/json": infer B } } ? B : never;
 type ProblemOf<R> = R extends { content: { "application/problem+json": infer B } } ? B : never;
 
@@ -18,6 +21,15 @@ type EventList = JSONOf<Responses<"/events">[200]>;
 type EventsProblem = ProblemOf<Responses<"/events">[keyof Responses<"/events">]>;
 type ListProblem = ProblemOf<Responses<"/properties">[keyof Responses<"/properties">]>;
 type GetProblem = ProblemOf<Responses<"/properties/{propertyId}">[keyof Responses<"/properties/{propertyId}">]>;
+
+// The webhook endpoints' operations (docs/contract.md section 26).
+type EndpointCreated = JSONOf<Op<"/webhook-endpoints", "post">[201]>;
+type EndpointCreate = paths["/webhook-endpoints"]["post"]["requestBody"]["content"]["application/json"];
+type EndpointList = JSONOf<Op<"/webhook-endpoints", "get">[200]>;
+type EndpointResponse = JSONOf<Op<"/webhook-endpoints/{endpointId}", "get">[200]>;
+type EnabledResponse = JSONOf<Op<"/webhook-endpoints/{endpointId}/enable", "post">[200]>;
+type EndpointProblem = ProblemOf<Op<"/webhook-endpoints/{endpointId}", "get">[404]>;
+type ConflictProblem = ProblemOf<Op<"/webhook-endpoints", "post">[409]>;
 
 // Narrowing on code narrows the whole problem: status becomes the literal of
 // that code's response, so a partner's switch is checked by the compiler.
@@ -81,8 +93,89 @@ async function get(base: string, path: string, key: string, from = ""): Promise<
   return { status: res.status, body: await res.json(), type: res.headers.get("content-type") ?? "" };
 }
 
+async function send(base: string, method: "GET" | "POST" | "DELETE", path: string, key: string, body?: EndpointCreate):
+  Promise<{ status: number; body: unknown; type: string; location: string }> {
+  const headers: Record<string, string> = { Authorization: `Bearer ${key}`, "User-Agent": "partnertest-ts/1.0" };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const res = await fetch(base + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await res.text();
+  return { status: res.status, body: text === "" ? null : JSON.parse(text), type: res.headers.get("content-type") ?? "",
+    location: res.headers.get("location") ?? "" };
+}
+
+// Narrowing the webhook routes' problems on code: the compiler knows each
+// code's status.
+function endpointAdvice(p: EndpointProblem | ConflictProblem): string {
+  switch (p.code) {
+    case "WEBHOOK_ENDPOINT_NOT_FOUND": {
+      const status: 404 = p.status;
+      return `${status}: no such endpoint of this key`;
+    }
+    case "WEBHOOK_ENDPOINT_EXISTS": {
+      const status: 409 = p.status;
+      return `${status}: this key has an endpoint with that url`;
+    }
+    case "WEBHOOK_ENDPOINT_LIMIT": {
+      const status: 409 = p.status;
+      return `${status}: delete an endpoint first`;
+    }
+  }
+}
+
+// webhooks manages one endpoint through the five operations: create (201,
+// Location, the secret shown once) pointing at receiver, list and get
+// (without the secret), enable while enabled (200, as it is), the same url
+// again (409), delete (204), then get, enable and delete are 404. It
+// returns each step's status, and the codes of the problems.
+async function webhooks(base: string, key: string, receiver: string): Promise<Record<string, number | string>> {
+  const seen: Record<string, number | string> = {};
+  const url = `${receiver}/hook`;
+  const c = await send(base, "POST", "/webhook-endpoints", key, { url, description: "partnertest's TypeScript receiver" });
+  seen.create = c.status;
+  const created = c.body as EndpointCreated;
+  const id = created.data.id;
+  expect(`create: ${c.status} ${JSON.stringify(c.body)}`, c.status === 201 && c.location === `/v1/webhook-endpoints/${id}` &&
+    created.data.object === "webhook_endpoint" && created.data.url === url && created.data.status === "enabled" &&
+    created.data.secret.startsWith("whsec_") && created.data.disabledReason === null && /^whe_[0-9a-z]{24}$/.test(id));
+  const l = await send(base, "GET", "/webhook-endpoints", key);
+  seen.list = l.status;
+  const list = l.body as EndpointList;
+  expect(`list: ${l.status} ${JSON.stringify(l.body)}`, l.status === 200 &&
+    list.data.filter((e) => e.id === id && e.url === url && e.secret === undefined).length === 1 &&
+    list.data.every((e) => e.secret === undefined));
+  const g = await send(base, "GET", `/webhook-endpoints/${id}`, key);
+  seen.get = g.status;
+  const got = g.body as EndpointResponse;
+  expect(`get: ${g.status} ${JSON.stringify(g.body)}`, g.status === 200 && got.data.id === id && got.data.secret === undefined &&
+    got.data.createdAt === created.data.createdAt);
+  const e = await send(base, "POST", `/webhook-endpoints/${id}/enable`, key);
+  seen.enable = e.status;
+  const enabled = e.body as EnabledResponse;
+  expect(`enable: ${e.status} ${JSON.stringify(e.body)}`, e.status === 200 && enabled.data.id === id &&
+    enabled.data.status === "enabled" && enabled.data.disabledReason === null && enabled.data.secret === undefined);
+  const again = await send(base, "POST", "/webhook-endpoints", key, { url });
+  const conflict = again.body as ConflictProblem;
+  seen.again = `${again.status} ${conflict.code}`;
+  expect(`the same url again: ${again.status}`, again.status === 409 && again.type.startsWith("application/problem+json") && isProblem(again.body));
+  console.log(endpointAdvice(conflict));
+  const d = await send(base, "DELETE", `/webhook-endpoints/${id}`, key);
+  seen.delete = d.status;
+  expect(`delete: ${d.status} ${JSON.stringify(d.body)}`, d.status === 204 && d.body === null);
+  for (const [name, method, path] of [["get", "GET", `/webhook-endpoints/${id}`], ["enable", "POST", `/webhook-endpoints/${id}/enable`],
+    ["delete", "DELETE", `/webhook-endpoints/${id}`]] as const) {
+    const r = await send(base, method, path, key);
+    const p = r.body as EndpointProblem;
+    seen[`${name} after delete`] = `${r.status} ${p.code}`;
+    expect(`${name} after delete: ${r.status}`, r.status === 404 && r.type.startsWith("application/problem+json") && isProblem(r.body) &&
+      p.status === 404);
+    console.log(endpointAdvice(p));
+  }
+  return seen;
+}
+
 async function main(): Promise<void> {
-  const [base, key, unknownFrom] = process.argv.slice(2); // unknownFrom: an address no other test used
+  // unknownFrom: an address no other test used; receiver: a loopback URL answering 2xx
+  const [base, key, unknownFrom, receiver] = process.argv.slice(2);
   const perPage = 5;
   let pages = 0;
   const ids: string[] = [];
@@ -146,7 +239,8 @@ async function main(): Promise<void> {
     console.log(advice(p));
   }
   void neverACode;
-  console.log(JSON.stringify({ pages, properties: ids.length, total, events, errors: seen, mismatches }));
+  const hooks = await webhooks(base, key, receiver);
+  console.log(JSON.stringify({ pages, properties: ids.length, total, events, errors: seen, webhooks: hooks, mismatches }));
   process.exitCode = mismatches === 0 ? 0 : 1;
 }
 
