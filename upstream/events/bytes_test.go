@@ -56,8 +56,31 @@ func TestLogBytesMatchTheHeap(t *testing.T) {
 	}
 	const hotels, n = 4000, 9
 	snaps := brandWalks(t, hotels, n)
+	// At the bound too: a walk whose oldest events the bound dropped
+	// keeps only the rest of its bytes (a walk's events share one buffer).
+	for _, bound := range []float64{0, 1.2} {
+		t.Run(fmt.Sprintf("bound of %.1f walks", bound), func(t *testing.T) {
+			logBytesMatchTheHeap(t, snaps, bound)
+		})
+	}
+	runtime.KeepAlive(snaps)
+}
+
+// logBytesMatchTheHeap is TestLogBytesMatchTheHeap with a bound of bound
+// walks' events (0: none).
+func logBytesMatchTheHeap(t *testing.T, snaps []*upstream.Snapshot, bound float64) {
+	n := len(snaps)
 	c := &clock{t0}
-	f := newFeed(t, c, Config{MaxBytes: 1 << 40})
+	maxBytes := int64(1 << 40)
+	if bound > 0 {
+		probe := newFeed(t, c, Config{})
+		load := probe.Watch(walks(snaps[:2]...))
+		_, _ = load(context.Background())
+		_, _ = load(context.Background())
+		maxBytes = int64(bound * float64(probe.log.held()))
+		probe.Close()
+	}
+	f := newFeed(t, c, Config{MaxBytes: maxBytes})
 	before := heap()
 	load := f.Watch(walks(snaps...))
 	for k := range snaps {
@@ -68,7 +91,7 @@ func TestLogBytesMatchTheHeap(t *testing.T) {
 	}
 	after := heap()
 	events, _ := f.log.stats()
-	if want := (n - 1) * len(snaps[0].Loaded()); events != want {
+	if want := (n - 1) * len(snaps[0].Loaded()); bound == 0 && events != want {
 		t.Fatalf("%d events; want %d", events, want)
 	}
 	// The feed now also holds the last snapshot as its base, and the
@@ -80,7 +103,6 @@ func TestLogBytesMatchTheHeap(t *testing.T) {
 	if float64(held) < 0.9*float64(grown) || float64(held) > 1.3*float64(grown) {
 		t.Errorf("the feed counts %d bytes for events that take %d of heap: want within -10%%/+30%%", held, grown)
 	}
-	runtime.KeepAlive(snaps)
 }
 
 // TestFeedBoundedByBytes: past EDGE_EVENTS_MAX_BYTES the oldest events go

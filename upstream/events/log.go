@@ -117,6 +117,36 @@ func (l *eventLog) add(es []entry, now time.Time) {
 		clear(l.entries[:k]) // the dropped events' JSON is garbage now
 		l.entries = l.entries[k:]
 		l.bytes -= dropped
+		l.compactHead()
+	}
+}
+
+// compactHead moves the events left of a walk whose oldest ones were
+// dropped into a buffer of their own, when the dropped ones took a
+// quarter of it or more: a walk's events share one buffer, which would
+// otherwise stay whole until its last event goes, so that at
+// EDGE_EVENTS_MAX_BYTES the heap held about 1.4 times what the bound
+// counts (TestLogBytesMatchTheHeap). Buffers are never written once
+// shared: a reader holding the old one keeps reading it.
+func (l *eventLog) compactHead() {
+	if len(l.entries) == 0 {
+		return
+	}
+	head := &l.entries[0]
+	off := head.from
+	if off == 0 || off < len(head.buf)/4 {
+		return
+	}
+	j := 1
+	for j < len(l.entries) && len(l.entries[j].buf) > 0 && &l.entries[j].buf[0] == &head.buf[0] {
+		j++
+	}
+	end := l.entries[j-1].to
+	nb := make([]byte, end-off)
+	copy(nb, head.buf[off:end])
+	for i := range j {
+		e := &l.entries[i]
+		e.buf, e.from, e.to = nb, e.from-off, e.to-off
 	}
 }
 
