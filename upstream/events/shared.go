@@ -168,6 +168,13 @@ func (f *Feed) lead(ctx context.Context, s *upstream.Snapshot, walk int64, took 
 	// Read the feed's last walk first: the snapshot this member served
 	// last is then most often that walk, and the diff needs no base read.
 	_ = f.sync(ctx)
+	if u := f.unsure; u != nil && u.walk == f.sharedWalk.Load() {
+		// The append that timed out landed: its walk is the base, held
+		// here already (no base of a brand's size to read from Redis, and
+		// no conflict on every later append).
+		f.base = u
+	}
+	f.unsure = nil
 	if ls := f.lastShared.Load(); ls != nil && (f.base == nil || f.base.walk != f.sharedWalk.Load()) &&
 		ls.LoadedAt.UnixMilli() == f.sharedWalk.Load() {
 		f.base = &baseline{walk: ls.LoadedAt.UnixMilli(), snap: ls}
@@ -215,6 +222,7 @@ func (f *Feed) lead(ctx context.Context, s *upstream.Snapshot, walk int64, took 
 		}
 		if err != nil {
 			f.logShared(ctx, "events: the walk's changes could not be stored (Redis, or EDGE_DATA_DIR); the next walk reports them", err)
+			f.unsure = next // unless it landed all the same: the next walk's sync tells
 			return
 		}
 		f.base = next

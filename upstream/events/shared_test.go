@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -23,7 +24,11 @@ type memShared struct {
 	events  []Stored
 	appends int
 	down    bool
-	forged  Forged // what each read reports
+	// lost: the next Append is applied but reported as failed (the
+	// client's deadline passed while Redis ran it).
+	lost      bool
+	baseReads int    // calls of Base
+	forged    Forged // what each read reports
 }
 
 var errDown = errors.New("shared feed down")
@@ -45,12 +50,17 @@ func (m *memShared) Append(_ context.Context, w Walk) (Forged, error) {
 	}
 	m.walk, m.base = w.At, w.Snapshot
 	m.appends++
+	if m.lost {
+		m.lost = false
+		return Forged{}, errDown
+	}
 	return Forged{}, nil
 }
 
 func (m *memShared) Base(_ context.Context, have int64) (int64, *upstream.Snapshot, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.baseReads++
 	if m.down {
 		return 0, nil, errDown
 	}
@@ -210,6 +220,37 @@ func TestSharedFeedDownMeansLaterEvents(t *testing.T) {
 	a.leads(t, snap(t0.Add(2*time.Minute), prop(1, "A2", "active"), prop(2, "B", "active")))
 	if got := a.ids(t, cursor); len(got) != 2 {
 		t.Errorf("after Redis is back: %v; want A updated and B created", got)
+	}
+}
+
+// An append whose reply was lost (it landed after the client gave up)
+// does not stop the feed: the walker's next walk finds its walk was the
+// feed's last and diffs against it, with no base read and no conflict,
+// and every change is an event once.
+func TestSharedFeedAppendLandedAfterATimeout(t *testing.T) {
+	c := &clock{t0}
+	sh := &memShared{}
+	a := newMember(t, c, sh)
+	s0 := snap(t0, prop(1, "A", "active"))
+	a.leads(t, s0)
+	cursor := a.f.Next(s0)
+	sh.lost = true
+	a.leads(t, snap(t0.Add(time.Minute), prop(1, "A1", "active"), prop(2, "B", "active")))
+	bases := sh.baseReads
+	a.leads(t, snap(t0.Add(2*time.Minute), prop(1, "A2", "active"), prop(2, "B", "active"), prop(3, "C", "active")))
+	if sh.appends != 3 {
+		t.Fatalf("%d appends; want every walk's (3)", sh.appends)
+	}
+	if sh.baseReads != bases {
+		t.Errorf("%d reads of the base; want none: the walker holds the walk that landed", sh.baseReads-bases)
+	}
+	got := a.ids(t, cursor)
+	var types []string
+	for _, e := range got {
+		types = append(types, strings.Fields(e)[0])
+	}
+	if fmt.Sprint(types) != "[property.updated property.created property.updated property.created]" {
+		t.Errorf("events %v; want walk 1's two and walk 2's two, once each", got)
 	}
 }
 
