@@ -84,13 +84,13 @@ type Feed struct {
 	holds   holds               // the snapshots listings may be pinned to (hold.go)
 	holdReg metric.Registration // holdMetrics'; nil without metrics
 
-	mu       sync.Mutex         // observe: one walk at a time, and base
-	seen     *upstream.Snapshot // the last snapshot observed
-	base     *baseline          // the walk events are diffed against; nil: none yet
+	mu   sync.Mutex         // observe: one walk at a time, and base
+	seen *upstream.Snapshot // the last snapshot observed
+	base *baseline          // the walk events are diffed against; nil: none yet
 	// unsure is this member's last walk whose append to the shared feed
 	// failed without saying whether it landed (a timeout: Redis may run
 	// the script after the client gave up); nil: none.
-	unsure *baseline
+	unsure   *baseline
 	next     atomic.Pointer[snapNext]
 	walked   atomic.Int64           // Shared: the time (Unix ms) of the last walk this instance made
 	took     atomic.Int64           // how long the last load that made a new snapshot ran (ns); 0: none yet
