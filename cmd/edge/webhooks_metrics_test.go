@@ -19,25 +19,8 @@ import (
 // at a receiver on loopback, delivers within a walk or two.
 func webhookExposition(t *testing.T) exposition {
 	t.Helper()
-	pms := churningPMS(t)
-	k := newFeedKeys(t, []string{"*"})
-	p := startWired(t, map[string]string{
-		"EDGE_ADDR": "127.0.0.1:0", "EDGE_ADMIN_ADDR": "", "EDGE_BRAND": "aurora", "EDGE_KEYS_FILE": k.file,
-		"PMS_BASE_URL": pms.liveURL, "PMS_SANDBOX_URL": pms.sandboxURL, "PMS_TOKEN": "pms-secret-token",
-		"EDGE_DOCS_URL": testDocsURL, "EDGE_CACHE_TTL": "300ms", "EDGE_ACCESS_LOG": "off",
-		"EDGE_DATA_DIR": t.TempDir(), "EDGE_WEBHOOK_ALLOW_CIDRS": "127.0.0.0/8", "EDGE_WEBHOOK_ALLOW_HTTP": "true",
-	})
-	if p.hooks == nil {
-		t.Fatal("webhooks are off with EDGE_DATA_DIR")
-	}
-	liveKey, _ := p.store.Lookup(k.live)
+	p, liveKey, start := startWebhookEdge(t)
 	ctx := context.Background()
-	var start string
-	testkit.Eventually(t, "the live feed started", func() bool {
-		var err error
-		start, err = p.hooks.Source.Position(ctx, liveKey.ID)
-		return err == nil
-	})
 	secret := webhooks.NewSecret()
 	rc, url := newReceiver(t, secret, nil)
 	ep := webhooks.Endpoint{ID: "whe_metrics", KeyID: liveKey.ID, URL: url, Secret: secret,

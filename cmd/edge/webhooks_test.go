@@ -14,6 +14,7 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"github.com/partner-edge/partner-edge/edge/keys"
 	"github.com/partner-edge/partner-edge/observability/testkit"
 	"github.com/partner-edge/partner-edge/upstream/webhooks"
 )
@@ -113,15 +114,12 @@ func startWired(t *testing.T, env map[string]string) *process {
 	return p
 }
 
-// docs/webhooks.md through the edge's own wiring, the endpoints seeded in
-// its store (the routes that create them are the API's): with
-// EDGE_DATA_DIR and loopback allowed over http, the live PMS churning and
-// no partner calling, a receiver verifying with the reference library gets
-// each event the key may see once, in feed order, each body the bytes
-// GET /v1/events serves; a receiver that fails the first attempt gets the
-// same webhook-id again after the schedule's 5 s.
-func TestWebhooksDeliverTheFeed(t *testing.T) {
-	t.Parallel()
+// startWebhookEdge runs the edge's wiring in process with EDGE_DATA_DIR,
+// loopback allowed over http and the live PMS churning (walks every
+// 300 ms), and returns it, the live key and the live feed's
+// position once it started: where an endpoint seeded in its store begins.
+func startWebhookEdge(t *testing.T) (*process, *keys.Key, string) {
+	t.Helper()
 	pms := churningPMS(t)
 	k := newFeedKeys(t, []string{"*"})
 	p := startWired(t, map[string]string{
@@ -134,13 +132,26 @@ func TestWebhooksDeliverTheFeed(t *testing.T) {
 		t.Fatal("webhooks are off with EDGE_DATA_DIR")
 	}
 	liveKey, _ := p.store.Lookup(k.live)
-	ctx := context.Background()
 	var start string
 	testkit.Eventually(t, "the live feed started", func() bool {
 		var err error
-		start, err = p.hooks.Source.Position(ctx, liveKey.ID)
+		start, err = p.hooks.Source.Position(context.Background(), liveKey.ID)
 		return err == nil
 	})
+	return p, liveKey, start
+}
+
+// docs/webhooks.md through the edge's own wiring, the endpoints seeded in
+// its store (the routes that create them are the API's): with
+// EDGE_DATA_DIR and loopback allowed over http, the live PMS churning and
+// no partner calling, a receiver verifying with the reference library gets
+// each event the key may see once, in feed order, each body the bytes
+// GET /v1/events serves; a receiver that fails the first attempt gets the
+// same webhook-id again after the schedule's 5 s.
+func TestWebhooksDeliverTheFeed(t *testing.T) {
+	t.Parallel()
+	p, liveKey, start := startWebhookEdge(t)
+	ctx := context.Background()
 
 	secret := webhooks.NewSecret()
 	ok, okURL := newReceiver(t, secret, nil)
