@@ -129,40 +129,7 @@ func TestWebhooksThroughTheBinary(t *testing.T) {
 	ok.mu.Unlock()
 	// The events GET /v1/events serves after the list's cursor, each
 	// body as served: the deliveries are a run of them, in order.
-	var feed []json.RawMessage
-	for after := cursor; len(feed) < 200; {
-		code, body := p.get(t, "events?limit=100&after="+after)
-		var pg struct {
-			Data []json.RawMessage `json:"data"`
-			Meta struct {
-				Events struct {
-					Next    string `json:"next"`
-					HasMore bool   `json:"hasMore"`
-				} `json:"events"`
-			} `json:"meta"`
-		}
-		if code != http.StatusOK || json.Unmarshal(body, &pg) != nil {
-			t.Fatalf("events: %d %s", code, body)
-		}
-		feed, after = append(feed, pg.Data...), pg.Meta.Events.Next
-		if !pg.Meta.Events.HasMore {
-			break
-		}
-	}
-	first := -1
-	for i, raw := range feed {
-		if string(raw) == bodies[ids[0]] {
-			first = i
-		}
-	}
-	if first < 0 || first+len(ids) > len(feed) {
-		t.Fatalf("the first delivery %s is not among the %d events after the list", ids[0], len(feed))
-	}
-	for i, id := range ids {
-		if string(feed[first+i]) != bodies[id] {
-			t.Fatalf("delivery %d (%s) is\n%s\nthe feed's next event is\n%s", i, id, bodies[id], feed[first+i])
-		}
-	}
+	assertFeedRun(t, p.feedAfter(t, cursor), ids, bodies)
 	testkit.Eventually(t, "the refused event delivered on its retry", func() bool { return flaky.count() >= 1 })
 	flaky.mu.Lock()
 	tries := flaky.at[flaky.ids[0]]
