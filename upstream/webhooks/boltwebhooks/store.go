@@ -113,49 +113,21 @@ func (s *Store) change(id string, fn func(e *webhooks.Endpoint) (bool, error)) (
 	return ep, err
 }
 
-// enabledAt refuses an endpoint not enabled at position from.
-func enabledAt(e *webhooks.Endpoint, from string) error {
-	if e.Status != webhooks.StatusEnabled || e.After != from {
-		return webhooks.ErrConflict
-	}
-	return nil
-}
-
 // SetProgress implements webhooks.Store.
 func (s *Store) SetProgress(_ context.Context, id, from string, p webhooks.Progress) error {
-	_, err := s.change(id, func(e *webhooks.Endpoint) (bool, error) {
-		if err := enabledAt(e, from); err != nil {
-			return false, err
-		}
-		e.Progress = p
-		return true, nil
-	})
+	_, err := s.change(id, webhooks.Progressed(from, p))
 	return err
 }
 
 // Disable implements webhooks.Store.
 func (s *Store) Disable(_ context.Context, id, from, reason string, at time.Time) error {
-	_, err := s.change(id, func(e *webhooks.Endpoint) (bool, error) {
-		if err := enabledAt(e, from); err != nil {
-			return false, err
-		}
-		e.Status, e.DisabledReason, e.DisabledAt = webhooks.StatusDisabled, reason, at
-		e.Failures, e.NextAttempt = 0, time.Time{}
-		return true, nil
-	})
+	_, err := s.change(id, webhooks.Disabled(from, reason, at))
 	return err
 }
 
 // Enable implements webhooks.Registry.
 func (s *Store) Enable(_ context.Context, id, after string) (webhooks.Endpoint, error) {
-	return s.change(id, func(e *webhooks.Endpoint) (bool, error) {
-		if e.Status == webhooks.StatusEnabled {
-			return false, nil
-		}
-		e.Status, e.DisabledReason, e.DisabledAt = webhooks.StatusEnabled, "", time.Time{}
-		e.Progress = webhooks.Progress{After: after}
-		return true, nil
-	})
+	return s.change(id, webhooks.Enabled(after))
 }
 
 // Create implements webhooks.Registry.
