@@ -180,25 +180,41 @@ func (c *Cache) loadAfter(seen *entry, maxAge time.Duration) loadFunc {
 // pays for nothing more than before).
 func (c *Cache) loadAndStore(ctx context.Context, kind string) (any, error) {
 	ctx, end := c.startWalk(ctx, kind)
-	var (
-		s   *upstream.Snapshot
-		err error
-	)
 	if kind == WalkLoad {
-		if s, err = c.cfg.Load(ctx); err != nil {
+		s, err := c.cfg.Load(ctx)
+		if err != nil {
 			c.refused(ctx, err)
 		}
-	} else {
-		if kind == walkStarted {
-			kind, _ = ctx.Value(walkKindKey{}).(string)
-		}
-		st := &upstream.WalkStats{}
-		ctx = upstream.WithWalkStats(ctx, st)
-		began := c.walks.begin(c.cfg.Now())
-		s, err = c.cfg.Load(ctx)
-		c.walked(ctx, kind, st, began, err)
+		err = c.store(ctx, s, err)
+		end(err)
+		return result(s, err)
 	}
+	if kind == walkStarted {
+		kind, _ = ctx.Value(walkKindKey{}).(string)
+	}
+	st := &upstream.WalkStats{}
+	ctx = upstream.WithWalkStats(ctx, st)
+	began := c.walks.begin(c.cfg.Now())
+	s, err := c.cfg.Load(ctx)
+	err = c.store(ctx, s, err)
+	// Told once the outcome is in place: a walk logged as finished
+	// already serves, and a failed one has set the back-off.
+	c.walked(ctx, kind, st, began, err)
 	end(err)
+	return result(s, err)
+}
+
+// result is a load's answer: s, or no value (not a nil *Snapshot) with err.
+func result(s *upstream.Snapshot, err error) (any, error) {
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// store holds s, the outcome of a load that ended with err, unless TTL is
+// 0, and returns the load's error (nil: s serves).
+func (c *Cache) store(ctx context.Context, s *upstream.Snapshot, err error) error {
 	if err == nil && s == nil { // a broken loader; never serve nil
 		err = &upstream.Error{Kind: upstream.Internal, Err: errors.New("cache: loader returned no snapshot")}
 	}
@@ -208,7 +224,7 @@ func (c *Cache) loadAndStore(ctx context.Context, kind string) (any, error) {
 		if e := upstream.Classify(ctx, err, upstream.Internal); e.Kind != upstream.Canceled {
 			c.loaded(e)
 		}
-		return nil, err
+		return err
 	}
 	if !c.disabled {
 		now := c.cfg.Now()
@@ -218,5 +234,5 @@ func (c *Cache) loadAndStore(ctx context.Context, kind string) (any, error) {
 			c.cfg.Metrics.Serving(s.LoadedAt, now)
 		}
 	}
-	return s, nil
+	return nil
 }
