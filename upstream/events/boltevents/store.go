@@ -128,6 +128,13 @@ func (s *Store) append(w events.Walk) error {
 			}
 			floor, size, count = events.EndOf(w.At), 0, 0
 		}
+		if w.Floor.Compare(floor) > 0 {
+			// The copy in memory serves nothing before its floor (its own
+			// bounds, which drop events long before the file's would): nor
+			// does the file, which then holds what memory does and no more
+			// (docs/operations.md, "Sizing the feed").
+			floor = w.Floor
+		}
 		evs, err := b.CreateBucketIfNotExists(keyEvents)
 		if err != nil {
 			return err
@@ -170,16 +177,21 @@ func (s *Store) append(w events.Walk) error {
 }
 
 // trim drops the oldest walks, whole, while one is past retention (older
-// than cut) or the events held are over Max or MaxBytes, raising the floor
-// past each; it returns the new floor, bytes and count.
+// than cut), wholly at or below the floor, or the events held are over Max
+// or MaxBytes, raising the floor past each; it returns the new floor,
+// bytes and count.
 func (s *Store) trim(evs *bolt.Bucket, floor events.Pos, size, count, cut int64) (events.Pos, int64, int64, error) {
 	c := evs.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.First() {
 		walk := int64(binary.BigEndian.Uint64(k))
-		if walk >= cut && count <= int64(s.cfg.Max) && size <= s.cfg.MaxBytes {
+		n, err := walkCount(v)
+		last := events.EndOf(walk) // its last event, or past it when unknown
+		if err == nil {
+			last = events.Pos{Walk: walk, Seq: uint32(max(n-1, 0))}
+		}
+		if walk >= cut && count <= int64(s.cfg.Max) && size <= s.cfg.MaxBytes && last.Compare(floor) > 0 {
 			break
 		}
-		n, err := walkCount(v)
 		if err != nil {
 			return floor, size, count, fmt.Errorf("boltevents: walk %d: %w", walk, err)
 		}

@@ -483,3 +483,57 @@ func TestDamagedBaseStartsTheFeedAgain(t *testing.T) {
 		t.Errorf("the walk after: %v %v; want A3", got, err)
 	}
 }
+
+// docs/operations.md, "Sizing the feed": the file holds what the feed in
+// memory holds and no more. Memory's byte bound (EDGE_EVENTS_MAX_BYTES as
+// the heap counts it) drops events long before the file's (its compressed
+// bytes) would, and the walks memory dropped stay out of the file, whose
+// mapped pages would otherwise grow the edge's RSS to the file's size;
+// after a restart a cursor that was 410 is 410 still.
+func TestFileHoldsWhatMemoryHolds(t *testing.T) {
+	dir := t.TempDir()
+	c := &clock{t0}
+	db, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := db.Feed(Config{Mode: "live", Brand: "aurora", Now: c.Now}) // the file's default bounds
+	if err != nil {
+		t.Fatal(err)
+	}
+	small := events.Config{Mode: "live", Shared: st, Now: c.Now, MaxBytes: 1} // memory keeps no event a walk later
+	f, err := events.New(small)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &edge{db: db, feed: f}
+	t.Cleanup(e.stop)
+	props := []mapping.Property{prop(1, "A", "active"), prop(2, "B", "active")}
+	e.walks(t, c, walk(0, props...))
+	first := e.feed.Next(walk(0))
+	for k := 1; k <= 4; k++ {
+		props[0].Name, props[1].Name = fmt.Sprint("A", k), fmt.Sprint("B", k)
+		e.walks(t, c, walk(k, props...))
+	}
+	if _, _, err := e.read(t, first); !errors.Is(err, events.ErrCursorExpired) {
+		t.Fatalf("before the restart, a cursor memory dropped: %v; want ErrCursorExpired", err)
+	}
+	bt, err := st.Read(context.Background(), events.Pos{}, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var walks []int64
+	for _, ev := range bt.Events {
+		if !slices.Contains(walks, ev.Pos.Walk) {
+			walks = append(walks, ev.Pos.Walk)
+		}
+	}
+	if want := []int64{walk(4).LoadedAt.UnixMilli()}; !slices.Equal(walks, want) {
+		t.Errorf("the file holds the events of walks %v; want only the last, %v (memory held no other when it was written)", walks, want)
+	}
+	e.stop()
+	e = start(t, dir, c, Config{})
+	if _, _, err := e.read(t, first); !errors.Is(err, events.ErrCursorExpired) {
+		t.Errorf("after the restart, a cursor that was 410: %v; want ErrCursorExpired", err)
+	}
+}
