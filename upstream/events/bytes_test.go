@@ -148,3 +148,40 @@ func TestFeedBoundedByBytes(t *testing.T) {
 		t.Errorf("newest event at %s; want the last walk's", es[len(es)-1].OccurredAt)
 	}
 }
+
+// A walk's events are costed before they are encoded, exactly as the log
+// will count them, in a buffer that never grows; and reserving them drops
+// the events they will replace first, so at the bound a walk's events and
+// the ones they replace are never in memory together (docs/operations.md,
+// "Sizing the feed").
+func TestWalkMakesRoomBeforeItIsEncoded(t *testing.T) {
+	snaps := brandWalks(t, 50, 4)
+	changes := Diff(snaps[0], snaps[1])
+	walk := snaps[1].LoadedAt.UnixMilli()
+	bt, cost := newBatch(walk, changes)
+	size := cap(bt.buf)
+	for k, c := range changes {
+		bt.add('l', Pos{Walk: walk, Seq: uint32(k)}, c.Type, c.Item.ID, c.Item.JSON)
+	}
+	var counted int64
+	for _, e := range bt.entries() {
+		counted += e.cost()
+	}
+	if counted != cost || cap(bt.buf) != size || len(bt.buf) > size {
+		t.Fatalf("costed %d, counted %d; buffer %d of %d sized; want the same cost and no growth", cost, counted, len(bt.buf), size)
+	}
+
+	c := &clock{t0}
+	f := newFeed(t, c, Config{MaxBytes: 2*cost + cost/2}) // two walks and a half
+	load := f.Watch(walks(snaps...))
+	for range snaps[:3] {
+		if _, err := load(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := f.log.held()
+	f.log.reserve(len(changes), cost, c.Now())
+	if after := f.log.held(); after+cost > f.cfg.MaxBytes || after >= before {
+		t.Errorf("held %d, then %d after reserving %d under a bound of %d: want room made first", before, after, cost, f.cfg.MaxBytes)
+	}
+}

@@ -389,7 +389,8 @@ func (f *Feed) record(s *upstream.Snapshot, walk int64) {
 	if len(changes) == 0 {
 		return
 	}
-	bt := batch{es: make([]entry, 0, len(changes))}
+	bt, cost := newBatch(walk, changes)
+	f.log.reserve(len(changes), cost, f.cfg.Now())
 	for k, c := range changes {
 		bt.add(f.tag, Pos{Walk: walk, Seq: uint32(k)}, c.Type, c.Item.ID, c.Item.JSON)
 	}

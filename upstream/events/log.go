@@ -2,6 +2,7 @@ package events
 
 import (
 	"sort"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -36,6 +37,22 @@ func (b *batch) add(tag byte, p Pos, t Type, prop string, data []byte) {
 	from := len(b.buf)
 	b.buf = appendEvent(b.buf, id, t, p.Walk, data)
 	b.es = append(b.es, entry{pos: p, prop: prop, id: id, from: from, to: len(b.buf)})
+}
+
+// newBatch is a batch for the events of changes at walk, its buffer sized
+// for them, and what they will cost in the log (entry.cost), to reserve
+// before encoding them.
+func newBatch(walk int64, changes []Change) (batch, int64) {
+	// Every event of a walk has the same envelope but its type: its id
+	// (cursorLen), occurredAt (the walk's) and data vary only in data.
+	head := len(appendEvent(nil, strings.Repeat("0", cursorLen), 0, walk, nil))
+	size, cost := 0, int64(0)
+	for _, c := range changes {
+		n := head - len(Type(0).String()) + len(c.Type.String()) + len(c.Item.JSON)
+		size += n + 1
+		cost += int64(cursorLen+len(c.Item.ID)+n+1) + entryOverhead
+	}
+	return batch{buf: make([]byte, 0, size), es: make([]entry, 0, len(changes))}, cost
 }
 
 // entries are the batch's entries, each pointing into its buffer.
@@ -100,16 +117,34 @@ func (l *eventLog) add(es []entry, now time.Time) {
 	for i := range es {
 		l.bytes += es[i].cost()
 	}
+	l.trimLocked(0, 0, now)
+}
+
+// reserve makes room for n events that will cost about cost, before they
+// are encoded: the oldest events that adding them would drop go first, so
+// that a walk's events and the ones they replace are never in memory
+// together (at the byte bound a walk of the brand's every property is a
+// third of it; docs/operations.md, "Sizing the feed"). add still enforces
+// the bounds on what it adds.
+func (l *eventLog) reserve(n int, cost int64, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.trimLocked(n, cost, now)
+}
+
+// trimLocked drops the oldest entries past retention, and while the log
+// with n more events costing cost more would be over max or maxBytes.
+func (l *eventLog) trimLocked(n int, cost int64, now time.Time) {
 	cut := now.Add(-l.retention).UnixMilli()
 	k := sort.Search(len(l.entries), func(i int) bool { return l.entries[i].pos.Walk >= cut })
-	if over := len(l.entries) - k - l.max; over > 0 {
-		k += over
+	if over := len(l.entries) + n - k - l.max; over > 0 {
+		k = min(k+over, len(l.entries))
 	}
 	dropped := int64(0)
 	for i := range k {
 		dropped += l.entries[i].cost()
 	}
-	for ; k < len(l.entries) && l.maxBytes > 0 && l.bytes-dropped > l.maxBytes; k++ {
+	for ; k < len(l.entries) && l.maxBytes > 0 && l.bytes+cost-dropped > l.maxBytes; k++ {
 		dropped += l.entries[k].cost()
 	}
 	if k > 0 {

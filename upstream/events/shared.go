@@ -253,11 +253,18 @@ func (f *Feed) keep(walk int64, changes []Change) {
 	if !started {
 		return // the next read brings the feed in, these events with it
 	}
-	bt := batch{es: make([]entry, 0, len(changes))}
-	for k, c := range changes {
-		if p := (Pos{Walk: walk, Seq: uint32(k)}); p.Compare(last) > 0 {
-			bt.add(f.tag, p, c.Type, c.Item.ID, c.Item.JSON)
-		}
+	from := 0 // changes[k] is at (walk, k): those up to last are in
+	switch {
+	case last.Walk > walk:
+		from = len(changes)
+	case last.Walk == walk:
+		from = min(int(last.Seq)+1, len(changes))
+	}
+	bt, cost := newBatch(walk, changes[from:])
+	f.log.reserve(len(changes)-from, cost, f.cfg.Now())
+	for k := from; k < len(changes); k++ {
+		c := changes[k]
+		bt.add(f.tag, Pos{Walk: walk, Seq: uint32(k)}, c.Type, c.Item.ID, c.Item.JSON)
 	}
 	f.log.add(bt.entries(), f.cfg.Now())
 	f.appended(len(bt.es))
