@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/partner-edge/partner-edge/mapping"
 	"github.com/partner-edge/partner-edge/observability"
@@ -351,7 +352,7 @@ func (f *Feed) observe(ctx context.Context, s *upstream.Snapshot, took time.Dura
 		switch {
 		case f.cfg.Shared == nil:
 			f.took.Store(int64(max(took, 1)))
-			f.record(s, walk)
+			f.record(s, walk, spanOf(ctx))
 		case !f.ownWalks || f.walked.Load() == walk:
 			f.took.Store(int64(max(took, 1)))
 			f.lead(ctx, s, walk, took)
@@ -369,11 +370,12 @@ func (f *Feed) observe(ctx context.Context, s *upstream.Snapshot, took time.Dura
 	}
 }
 
-// record is a single edge's walk: the first is the baseline (no events,
-// the feed starts after it); each later one appends its changes. A walk
-// not newer than the base (the clock stepped back) makes no events: the
-// next one diffs against the same base, so nothing is lost.
-func (f *Feed) record(s *upstream.Snapshot, walk int64) {
+// record is a single edge's walk, whose span is sc (zero: none kept): the
+// first is the baseline (no events, the feed starts after it); each later
+// one appends its changes. A walk not newer than the base (the clock
+// stepped back) makes no events: the next one diffs against the same
+// base, so nothing is lost.
+func (f *Feed) record(s *upstream.Snapshot, walk int64, sc trace.SpanContext) {
 	if f.base == nil {
 		f.base = &baseline{walk: walk, snap: s}
 		f.headWalk.Store(walk)
@@ -394,7 +396,8 @@ func (f *Feed) record(s *upstream.Snapshot, walk int64) {
 	for k, c := range changes {
 		bt.add(f.tag, Pos{Walk: walk, Seq: uint32(k)}, c.Type, c.Item.ID, c.Item.JSON)
 	}
-	f.log.add(bt.entries(), f.cfg.Now())
+	bt.span(walk, sc)
+	f.log.add(bt.entries(), bt.spans, f.cfg.Now())
 	f.metrics.published(changes)
 	f.appended(len(changes))
 }

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 	"unsafe"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // entry is one event as served: its position, the property it is about
@@ -21,10 +23,24 @@ type entry struct {
 	from, to int
 }
 
-// batch encodes events added together into one buffer, commas between.
+// batch encodes events added together into one buffer, commas between,
+// and the spans of their walks.
 type batch struct {
-	buf []byte
-	es  []entry
+	buf   []byte
+	es    []entry
+	spans []WalkSpan // ascending by walk, one per walk at most
+}
+
+// span records sc (zero: nothing) as the span of walk, whose events the
+// batch adds.
+func (b *batch) span(walk int64, sc trace.SpanContext) {
+	if !sc.IsValid() {
+		return
+	}
+	if n := len(b.spans); n > 0 && b.spans[n-1].Walk >= walk {
+		return
+	}
+	b.spans = append(b.spans, WalkSpan{Walk: walk, Span: sc})
 }
 
 // add encodes the event t at p of the feed tagged tag about prop (data:
@@ -86,6 +102,10 @@ type eventLog struct {
 	mu      sync.RWMutex
 	entries []entry
 	bytes   int64 // the sum of the entries' cost
+	// spans are the spans of the walks entries holds events of (those
+	// kept: span.go), ascending by walk: one per walk, not per event, and
+	// not counted in bytes (72 bytes a walk).
+	spans []WalkSpan
 	// floor: a cursor before it has lost events (a trimmed event, or the
 	// feed's start), so it is 410; started: the floor is known (a first
 	// walk was seen, or the shared feed was read).
@@ -107,13 +127,18 @@ func (l *eventLog) raiseLocked(p Pos) {
 	l.started = true
 }
 
-// add appends es (positions after every entry held), then trims by
-// retention (against now), max and maxBytes, the oldest first, raising the
-// floor past what it drops.
-func (l *eventLog) add(es []entry, now time.Time) {
+// add appends es (positions after every entry held) and the spans of
+// their walks, then trims by retention (against now), max and maxBytes,
+// the oldest first, raising the floor past what it drops.
+func (l *eventLog) add(es []entry, spans []WalkSpan, now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.entries = append(l.entries, es...)
+	for _, sp := range spans {
+		if n := len(l.spans); n == 0 || l.spans[n-1].Walk < sp.Walk {
+			l.spans = append(l.spans, sp)
+		}
+	}
 	for i := range es {
 		l.bytes += es[i].cost()
 	}
@@ -154,6 +179,31 @@ func (l *eventLog) trimLocked(n int, cost int64, now time.Time) {
 		l.bytes -= dropped
 		l.compactHead()
 	}
+	l.dropSpans()
+}
+
+// dropSpans drops the spans of walks no entry is left of (the oldest).
+func (l *eventLog) dropSpans() {
+	k := len(l.spans)
+	if len(l.entries) > 0 {
+		first := l.entries[0].pos.Walk
+		k = sort.Search(len(l.spans), func(i int) bool { return l.spans[i].Walk >= first })
+	}
+	if k > 0 {
+		l.spans = l.spans[k:]
+	}
+}
+
+// spanAt is the span of walk among spans from index k on (ascending, as
+// the entries), and the index to look from for a later walk.
+func spanAt(spans []WalkSpan, k int, walk int64) (trace.SpanContext, int) {
+	for k < len(spans) && spans[k].Walk < walk {
+		k++
+	}
+	if k < len(spans) && spans[k].Walk == walk {
+		return spans[k].Span, k
+	}
+	return trace.SpanContext{}, k
 }
 
 // compactHead moves the events left of a walk whose oldest ones were

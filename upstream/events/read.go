@@ -2,7 +2,10 @@ package events
 
 import (
 	"context"
+	"sort"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Event is one event of the feed on its own, for a reader that handles
@@ -19,6 +22,10 @@ type Event struct {
 	// very bytes of a page (encoded once, when the event was added). It
 	// is shared with the feed: never modified.
 	JSON []byte
+	// Walk is the span of the walk that made the event, when the walk was
+	// kept (span.go); zero: none. A webhook attempt at the event links to
+	// it. It is never in JSON.
+	Walk trace.SpanContext
 }
 
 // Read returns up to limit events after the cursor after (from the oldest
@@ -51,6 +58,10 @@ func (l *eventLog) read(after Pos, from bool, limit int, v Viewer, now time.Time
 	all := v.AllProperties()
 	var out []Event
 	last := -1
+	k := 0 // where the next event's walk's span is looked for in l.spans
+	if i < len(es) {
+		k = sort.Search(len(l.spans), func(j int) bool { return l.spans[j].Walk >= es[i].pos.Walk })
+	}
 	for scanned := 0; i < len(es) && len(out) < limit && scanned < maxScan; i++ {
 		scanned++
 		last = i
@@ -58,7 +69,9 @@ func (l *eventLog) read(after Pos, from bool, limit int, v Viewer, now time.Time
 			continue
 		}
 		e := &es[i]
-		out = append(out, Event{ID: e.id, OccurredAt: time.UnixMilli(e.pos.Walk).UTC(), JSON: e.buf[e.from:e.to:e.to]})
+		var sc trace.SpanContext
+		sc, k = spanAt(l.spans, k, e.pos.Walk)
+		out = append(out, Event{ID: e.id, OccurredAt: time.UnixMilli(e.pos.Walk).UTC(), JSON: e.buf[e.from:e.to:e.to], Walk: sc})
 	}
 	if last < 0 {
 		return out, "", nil

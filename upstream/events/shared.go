@@ -6,6 +6,8 @@ import (
 	"sort"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/upstream"
 )
@@ -125,6 +127,10 @@ type Walk struct {
 	// events, earlier cursors 410), over a base that does not verify
 	// (ErrForged) that the member does not hold either: the feed goes on.
 	Restart bool
+	// Span is the walk's span when the walk was kept (span.go): a store
+	// keeps it once for the walk's events and reads it back in
+	// Batch.Spans. Zero: none, nothing kept.
+	Span trace.SpanContext
 }
 
 // Stored is one event as the shared feed keeps it.
@@ -151,6 +157,11 @@ type Batch struct {
 	Full    bool
 	// Forged is what the read refused (Events, Deleted, State).
 	Forged Forged
+	// Spans are the spans the store kept of the walks Events are of,
+	// ascending by walk, at most one per walk (none for a walk kept
+	// without one, or whose span the store keeps on an event this read
+	// did not return: the copy has it from the read that did).
+	Spans []WalkSpan
 }
 
 // syncBatch is how many events one read of the shared feed takes.
@@ -207,7 +218,7 @@ func (f *Feed) lead(ctx context.Context, s *upstream.Snapshot, walk int64, took 
 				f.base = &baseline{walk: bw, snap: base}
 			}
 		}
-		w := Walk{At: walk, Snapshot: s, Took: took, Last: f.sharedWalk.Load()}
+		w := Walk{At: walk, Snapshot: s, Took: took, Last: f.sharedWalk.Load(), Span: spanOf(ctx)}
 		w.Floor, _ = f.log.floorOf()
 		if f.base != nil {
 			if walk <= f.base.walk {
@@ -229,7 +240,7 @@ func (f *Feed) lead(ctx context.Context, s *upstream.Snapshot, walk int64, took 
 		f.sharedWalk.Store(walk)
 		f.metrics.published(w.Changes)
 		if _, ok := f.cfg.Shared.(SoleWriter); ok {
-			f.keep(walk, w.Changes)
+			f.keep(walk, w.Changes, w.Span)
 		}
 		return
 	}
@@ -244,9 +255,10 @@ type SoleWriter interface {
 	SoleWriter()
 }
 
-// keep adds the changes of walk, just appended, to the log, but those a
-// read of the feed already brought in.
-func (f *Feed) keep(walk int64, changes []Change) {
+// keep adds the changes of walk, just appended, to the log, with the
+// walk's span sc (zero: none), but those a read of the feed already
+// brought in.
+func (f *Feed) keep(walk int64, changes []Change, sc trace.SpanContext) {
 	f.syncMu.Lock()
 	defer f.syncMu.Unlock()
 	last, started := f.log.last()
@@ -266,7 +278,10 @@ func (f *Feed) keep(walk int64, changes []Change) {
 		c := changes[k]
 		bt.add(f.tag, Pos{Walk: walk, Seq: uint32(k)}, c.Type, c.Item.ID, c.Item.JSON)
 	}
-	f.log.add(bt.entries(), f.cfg.Now())
+	if len(bt.es) > 0 {
+		bt.span(walk, sc)
+	}
+	f.log.add(bt.entries(), bt.spans, f.cfg.Now())
 	f.appended(len(bt.es))
 }
 
@@ -300,14 +315,18 @@ func (f *Feed) sync(ctx context.Context) error {
 			}
 		}
 		bt := batch{es: make([]entry, 0, len(b.Events))}
+		k := 0 // where the next event's walk's span is looked for in b.Spans
 		for _, st := range b.Events {
 			if st.Pos.Compare(after) > 0 && st.Pos.Compare(b.Floor) > 0 {
 				bt.add(f.tag, st.Pos, st.Type, st.Prop, st.Data)
+				var sc trace.SpanContext
+				sc, k = spanAt(b.Spans, k, st.Pos.Walk)
+				bt.span(st.Pos.Walk, sc)
 				after = st.Pos
 			}
 		}
 		f.log.forget(b.Floor)
-		f.log.add(bt.entries(), f.cfg.Now())
+		f.log.add(bt.entries(), bt.spans, f.cfg.Now())
 		f.appended(len(bt.es))
 		f.sharedWalk.Store(b.Walk)
 		if !b.Full || b.Through.Compare(after) <= 0 && len(bt.es) == 0 {
@@ -373,6 +392,7 @@ func (l *eventLog) forget(p Pos) {
 		clear(l.entries[:k])
 		l.entries = l.entries[k:]
 	}
+	l.dropSpans()
 	l.raiseLocked(p)
 }
 
@@ -382,5 +402,5 @@ func (l *eventLog) restart(p Pos) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	clear(l.entries)
-	l.entries, l.floor, l.started = nil, p, true
+	l.entries, l.spans, l.floor, l.started = nil, nil, p, true
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/partner-edge/partner-edge/mapping"
 	"github.com/partner-edge/partner-edge/observability"
 	"github.com/partner-edge/partner-edge/observability/testkit"
@@ -29,6 +31,7 @@ type memShared struct {
 	lost      bool
 	baseReads int    // calls of Base
 	forged    Forged // what each read reports
+	spans     map[int64]trace.SpanContext
 }
 
 var errDown = errors.New("shared feed down")
@@ -47,6 +50,12 @@ func (m *memShared) Append(_ context.Context, w Walk) (Forged, error) {
 	}
 	for i, c := range w.Changes {
 		m.events = append(m.events, Stored{Pos{w.At, uint32(i)}, c.Type, c.Item.ID, c.Item.JSON})
+	}
+	if len(w.Changes) > 0 && w.Span.IsValid() {
+		if m.spans == nil {
+			m.spans = map[int64]trace.SpanContext{}
+		}
+		m.spans[w.At] = w.Span
 	}
 	m.walk, m.base = w.At, w.Snapshot
 	m.appends++
@@ -80,6 +89,9 @@ func (m *memShared) Read(_ context.Context, after Pos, n int) (Batch, error) {
 	for _, e := range m.events {
 		if e.Pos.Compare(after) > 0 && len(b.Events) < n {
 			b.Events, b.Through = append(b.Events, e), e.Pos
+			if sc, ok := m.spans[e.Pos.Walk]; ok && (len(b.Spans) == 0 || b.Spans[len(b.Spans)-1].Walk != e.Pos.Walk) {
+				b.Spans = append(b.Spans, WalkSpan{Walk: e.Pos.Walk, Span: sc})
+			}
 		}
 	}
 	b.Full = len(b.Events) == n
