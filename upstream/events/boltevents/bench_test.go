@@ -20,8 +20,9 @@ import (
 
 // BenchmarkAppendBrandScale is what a walk costs EDGE_DATA_DIR at brand
 // scale in the worst case: 50,000 of the simulator's hotels, every one
-// changed since the walk before, appended in one transaction (the events
-// and the new base, compressed) and read back as the feed does after it.
+// changed since the walk before, appended in one transaction (the events,
+// the new base, compressed, and the walk's span) and read back as the
+// feed does after it.
 // It reports the bytes the file keeps per walk; B/op is the heap a walk's
 // write and read allocate (docs/operations.md, "Sizing the feed"):
 //
@@ -63,7 +64,7 @@ func BenchmarkAppendBrandScale(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
-		w := events.Walk{Prev: at, At: at + 1, Snapshot: versions[(i+1)%2], Changes: changes}
+		w := events.Walk{Prev: at, At: at + 1, Snapshot: versions[(i+1)%2], Changes: changes, Span: spanOf(byte(i))}
 		if i%2 == 1 {
 			w.Changes = back
 		}
@@ -71,8 +72,8 @@ func BenchmarkAppendBrandScale(b *testing.B) {
 			b.Fatal(err)
 		}
 		bt, err := st.Read(ctx, events.Pos{Walk: at, Seq: ^uint32(0)}, 1000)
-		if err != nil || len(bt.Events) != len(w.Changes) {
-			b.Fatalf("read %d events, %v; want %d", len(bt.Events), err, len(w.Changes))
+		if err != nil || len(bt.Events) != len(w.Changes) || len(bt.Spans) != 1 {
+			b.Fatalf("read %d events and %d spans, %v; want %d and the walk's", len(bt.Events), len(bt.Spans), err, len(w.Changes))
 		}
 		at++
 	}

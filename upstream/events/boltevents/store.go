@@ -1,6 +1,7 @@
 package boltevents
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/binary"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/partner-edge/partner-edge/upstream"
 	"github.com/partner-edge/partner-edge/upstream/events"
@@ -54,6 +56,12 @@ var (
 	keyTook   = []byte("took")   // the last walk's length (8, ns)
 	keyBase   = []byte("base")   // the last walk's properties (codec.go)
 	keyEvents = []byte("events") // the bucket of walks
+	// keySpans is the bucket of the walks' spans, keyed as the walks
+	// (events.AppendSpan, 25 bytes): one per walk kept with a span, beside
+	// its events, so that a file without it (an older build's) reads as
+	// walks without spans, and an older build reads this one. Not counted
+	// in keyBytes (33 bytes a walk).
+	keySpans = []byte("spans")
 )
 
 // Feed returns the store of cfg's PMS in the file.
@@ -121,9 +129,11 @@ func (s *Store) append(w events.Walk) error {
 		}
 		floor, size, count := pos(b.Get(keyFloor)), int64(u64(b.Get(keyBytes))), int64(u64(b.Get(keyCount)))
 		if cur == 0 { // a new feed: nothing before it is kept
-			if b.Bucket(keyEvents) != nil {
-				if err := b.DeleteBucket(keyEvents); err != nil {
-					return err
+			for _, name := range [][]byte{keyEvents, keySpans} {
+				if b.Bucket(name) != nil {
+					if err := b.DeleteBucket(name); err != nil {
+						return err
+					}
 				}
 			}
 			floor, size, count = events.EndOf(w.At), 0, 0
@@ -146,8 +156,14 @@ func (s *Store) append(w events.Walk) error {
 			}
 			size += int64(len(k) + len(walkVal))
 			count += int64(len(w.Changes))
+			if err := putSpan(b, k, w.Span); err != nil {
+				return err
+			}
 		}
 		if floor, size, count, err = s.trim(evs, floor, size, count, cut); err != nil {
+			return err
+		}
+		if err := dropSpans(b, evs); err != nil {
 			return err
 		}
 		if baseVal != nil {
@@ -207,6 +223,40 @@ func (s *Store) trim(evs *bolt.Bucket, floor events.Pos, size, count, cut int64)
 	return floor, max(size, 0), max(count, 0), nil
 }
 
+// putSpan keeps sc, the span of the walk keyed k, in the feed's bucket b
+// (none: a span an older build left at that key goes).
+func putSpan(b *bolt.Bucket, k []byte, sc trace.SpanContext) error {
+	if !sc.IsValid() {
+		if sp := b.Bucket(keySpans); sp != nil {
+			return sp.Delete(k)
+		}
+		return nil
+	}
+	sp, err := b.CreateBucketIfNotExists(keySpans)
+	if err != nil {
+		return err
+	}
+	return sp.Put(k, events.AppendSpan(make([]byte, 0, events.SpanLen), sc))
+}
+
+// dropSpans deletes the spans of walks older than the oldest kept in evs
+// (all of them when none is): those trim dropped, and any an older build
+// left when it trimmed.
+func dropSpans(b, evs *bolt.Bucket) error {
+	sp := b.Bucket(keySpans)
+	if sp == nil {
+		return nil
+	}
+	first, _ := evs.Cursor().First()
+	c := sp.Cursor()
+	for k, _ := c.First(); k != nil && (first == nil || bytes.Compare(k, first) < 0); k, _ = c.First() {
+		if err := c.Delete(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Base is events.Shared's.
 func (s *Store) Base(_ context.Context, have int64) (int64, *upstream.Snapshot, error) {
 	var walk int64
@@ -258,6 +308,7 @@ func (s *Store) Read(_ context.Context, after events.Pos, n int) (events.Batch, 
 		if evs == nil {
 			return nil
 		}
+		spans := b.Bucket(keySpans) // nil: no walk kept with a span
 		c := evs.Cursor()
 		for k, v := c.Seek(walkKey(max(after.Walk, 0))); k != nil; k, v = c.Next() {
 			if len(bt.Events) >= n {
@@ -275,6 +326,11 @@ func (s *Store) Read(_ context.Context, after events.Pos, n int) (events.Batch, 
 				return err
 			}
 			bt.Events = append(bt.Events, es...)
+			if spans != nil && len(es) > 0 {
+				if sc, ok := events.ParseSpan(spans.Get(k)); ok {
+					bt.Spans = append(bt.Spans, events.WalkSpan{Walk: walk, Span: sc})
+				}
+			}
 		}
 		if len(bt.Events) > 0 {
 			bt.Through = bt.Events[len(bt.Events)-1].Pos
