@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/partner-edge/partner-edge/upstream/events"
 )
@@ -67,6 +68,9 @@ func (s *Store) Read(ctx context.Context, after events.Pos, n int) (events.Batch
 		}
 		prev, first = e.pos, false
 		b.Events = append(b.Events, events.Stored{Pos: e.pos, Type: e.typ, Prop: e.prop, Data: e.data})
+		if e.span.IsValid() {
+			b.Spans = append(b.Spans, events.WalkSpan{Walk: e.pos.Walk, Span: e.span})
+		}
 	}
 	if !b.Full && prev != st.last && st.last.Compare(after) > 0 && st.last.Compare(b.Floor) > 0 && len(head) == 1 {
 		b.Forged.Deleted++ // the newest events are gone
@@ -81,6 +85,7 @@ type entry struct {
 	typ        events.Type
 	prop       string
 	data       []byte
+	span       trace.SpanContext // its walk's, on a walk's first event (spanField); zero: none
 }
 
 // entry reads one stream entry, [id, [field, value...]], if it verifies;
@@ -96,7 +101,8 @@ func (s *Store) entry(raw any) (_ entry, pos events.Pos, ok bool) {
 		return entry{}, pos, false
 	}
 	fields, _ := pair[1].([]any)
-	var prop, typ, data, prev, cs, bs, mac string
+	var prop, typ, data, prev, cs, bs, mac, span string
+	hasSpan := false
 	for i := 0; i+1 < len(fields); i += 2 {
 		switch v := str(fields[i+1]); str(fields[i]) {
 		case "p":
@@ -113,10 +119,18 @@ func (s *Store) entry(raw any) (_ entry, pos events.Pos, ok bool) {
 			bs = v
 		case "m":
 			mac = v
+		case "w":
+			span, hasSpan = v, true
 		}
 	}
 	if len(s.secret) == 0 || !hmac.Equal([]byte(mac), s.mac(id, prev, cs, bs, prop, typ, []byte(data))) {
 		return entry{}, pos, false
+	}
+	var sc trace.SpanContext
+	if hasSpan { // absent: an event after its walk's first, or written before spans were kept
+		if sc, ok = s.parseSpanField(id, []byte(mac), []byte(span)); !ok {
+			return entry{}, pos, false
+		}
 	}
 	t, err := strconv.Atoi(typ)
 	pp, err1 := parseID(prev)
@@ -126,7 +140,7 @@ func (s *Store) entry(raw any) (_ entry, pos events.Pos, ok bool) {
 		return entry{}, pos, false
 	}
 	return entry{pos: pos, prev: pp, c: c, b: b, size: int64(len(prop) + len(typ) + len(data) + entryOverhead),
-		typ: events.Type(t), prop: prop, data: []byte(data)}, pos, true
+		typ: events.Type(t), prop: prop, data: []byte(data), span: sc}, pos, true
 }
 
 // mac is an event's HMAC-SHA256 under the secret, over the stream's name,
@@ -140,5 +154,43 @@ func (s *Store) mac(id, prev, c, b, prop, typ string, data []byte) []byte {
 		m.Write([]byte{0})
 	}
 	m.Write(data)
+	return m.Sum(nil)[:16]
+}
+
+// A walk's span (events.Walk.Span) is kept once per walk, in the field w
+// of its first event: the span (events.AppendSpan, 25 bytes), then its
+// MAC (16 bytes): HMAC-SHA256 under the secret of "w", the stream's
+// name, the event's id and MAC (which covers the rest of the event) and
+// the span. A MAC of its own, not a field more under the event's: a
+// member of an earlier build, which does not know w, still verifies
+// the event (a fleet is upgraded member by member), and an event
+// without w (any but a walk's first, or one written before w existed)
+// verifies as it did. A w that does not verify refuses its event, as any
+// field would.
+const spanFieldLen = events.SpanLen + 16
+
+// spanField is the field w of the event id whose MAC is mac: sc and its
+// MAC.
+func (s *Store) spanField(id string, mac []byte, sc trace.SpanContext) []byte {
+	f := events.AppendSpan(make([]byte, 0, spanFieldLen), sc)
+	return append(f, s.spanMAC(id, mac, f)...)
+}
+
+// parseSpanField reads the field w of the event id whose MAC is mac:
+// false when it does not verify.
+func (s *Store) parseSpanField(id string, mac, f []byte) (trace.SpanContext, bool) {
+	if len(f) != spanFieldLen || !hmac.Equal(f[events.SpanLen:], s.spanMAC(id, mac, f[:events.SpanLen])) {
+		return trace.SpanContext{}, false
+	}
+	return events.ParseSpan(f[:events.SpanLen])
+}
+
+func (s *Store) spanMAC(id string, mac, span []byte) []byte {
+	m := hmac.New(sha256.New, s.secret)
+	for _, part := range [][]byte{[]byte("w"), []byte(s.stream), []byte(id), mac} {
+		m.Write(part)
+		m.Write([]byte{0})
+	}
+	m.Write(span)
 	return m.Sum(nil)[:16]
 }

@@ -20,15 +20,17 @@ var stateFields = []any{"epoch", "walk", "floor", "last", "n", "nb", "kc", "kb",
 // (a new feed), the feed's last event (a stream id: what is past it no
 // member wrote), the new state (epoch, walk, floor, last, n, nb, kc, kb,
 // cut, sig), the base's frame ("" when unchanged), the keys' expiry (ms),
-// then eight per event: id, property, type, data, previous id, count,
-// bytes, MAC. It answers {0, 0} and writes nothing unless the state's
-// signature is the one read (another member appended meanwhile). Else it
-// removes the stream's entries past the feed's last event and sets the
-// stream's last id back to it (a far-future id, deleted or not, would
-// refuse every XADD after it), appends, trims the oldest events the new
-// state's thresholds drop (an entry whose count is below kc, whose bytes
-// are at most kb, or whose walk is before cut: XTRIM MINID at the first
-// one kept) and answers {1, how many forged entries or ids it removed}.
+// the walk's span for its first event's field w ("" for none: read.go,
+// spanField), then eight per event: id, property, type, data, previous
+// id, count, bytes, MAC. It answers {0, 0} and writes nothing unless the
+// state's signature is the one read (another member appended meanwhile).
+// Else it removes the stream's entries past the feed's last event and
+// sets the stream's last id back to it (a far-future id, deleted or not,
+// would refuse every XADD after it), appends, trims the oldest events the
+// new state's thresholds drop (an entry whose count is below kc, whose
+// bytes are at most kb, or whose walk is before cut: XTRIM MINID at the
+// first one kept) and answers {1, how many forged entries or ids it
+// removed}.
 var appendScript = redis.NewScript(`
 local function later(a, b)
   local am, as = string.match(a, '^(%d+)-(%d+)$')
@@ -55,9 +57,14 @@ elseif redis.call('EXISTS', KEYS[1]) == 1 then
     end
   end
 end
-for i = 16, #ARGV, 8 do
-  redis.call('XADD', KEYS[1], ARGV[i], 'p', ARGV[i+1], 't', ARGV[i+2], 'd', ARGV[i+3],
-    'v', ARGV[i+4], 'c', ARGV[i+5], 'b', ARGV[i+6], 'm', ARGV[i+7])
+for i = 17, #ARGV, 8 do
+  if i == 17 and ARGV[16] ~= '' then
+    redis.call('XADD', KEYS[1], ARGV[i], 'p', ARGV[i+1], 't', ARGV[i+2], 'd', ARGV[i+3],
+      'v', ARGV[i+4], 'c', ARGV[i+5], 'b', ARGV[i+6], 'm', ARGV[i+7], 'w', ARGV[16])
+  else
+    redis.call('XADD', KEYS[1], ARGV[i], 'p', ARGV[i+1], 't', ARGV[i+2], 'd', ARGV[i+3],
+      'v', ARGV[i+4], 'c', ARGV[i+5], 'b', ARGV[i+6], 'm', ARGV[i+7])
+  end
 end
 local kc, kb, cut = tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12])
 local keep, from, any = nil, '-', false

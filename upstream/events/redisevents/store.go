@@ -57,7 +57,8 @@ const DefaultMaxBytes = 64 << 20
 
 // entryOverhead is what an event costs in the stream beside its
 // property id, type and JSON (its id, chain, counts, MAC, field names and
-// the stream's own bookkeeping), counted against MaxBytes.
+// the stream's own bookkeeping), counted against MaxBytes. A walk's span,
+// on its first event (spanField: 42 bytes a walk), is not counted.
 const entryOverhead = 128
 
 // Store is the shared feed of one PMS in Redis: events.Shared.
@@ -175,6 +176,7 @@ func (s *Store) Append(ctx context.Context, w events.Walk) (events.Forged, error
 	next := st
 	next.walk = w.At
 	evs := make([]any, 0, 8*len(w.Changes))
+	var span []byte // the walk's span, on its first event (spanField); nil: none
 	for i, c := range w.Changes {
 		id := streamID(events.Pos{Walk: w.At, Seq: uint32(i)})
 		t := strconv.Itoa(int(c.Type))
@@ -182,18 +184,22 @@ func (s *Store) Append(ctx context.Context, w events.Walk) (events.Forged, error
 		next.n++
 		next.nb += int64(len(c.Item.ID) + len(t) + len(c.Item.JSON) + entryOverhead)
 		cs, bs := strconv.FormatInt(next.n, 10), strconv.FormatInt(next.nb, 10)
-		evs = append(evs, id, c.Item.ID, t, c.Item.JSON, prev, cs, bs, s.mac(id, prev, cs, bs, c.Item.ID, t, c.Item.JSON))
+		mac := s.mac(id, prev, cs, bs, c.Item.ID, t, c.Item.JSON)
+		evs = append(evs, id, c.Item.ID, t, c.Item.JSON, prev, cs, bs, mac)
+		if i == 0 && w.Span.IsValid() {
+			span = s.spanField(id, mac, w.Span)
+		}
 		next.last = events.Pos{Walk: w.At, Seq: uint32(i)}
 	}
 	next.kc = max(next.kc, next.n-int64(s.cfg.Max)+1)
 	next.kb = max(next.kb, next.nb-s.cfg.MaxBytes)
 	next.cut = max(next.cut, s.cfg.Now().Add(-s.cfg.Retention).UnixMilli())
-	args := make([]any, 0, 15+len(evs))
+	args := make([]any, 0, 16+len(evs))
 	args = append(args, sig, boolArg(fresh), streamID(st.last))
 	for _, v := range s.values(next) {
 		args = append(args, v)
 	}
-	args = append(args, frame, max(s.cfg.Retention, minExpiry).Milliseconds())
+	args = append(args, frame, max(s.cfg.Retention, minExpiry).Milliseconds(), span)
 	args = append(args, evs...)
 	var res []int64
 	err = s.do(ctx, func(ctx context.Context, rdb redis.UniversalClient) (err error) {
