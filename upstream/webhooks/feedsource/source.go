@@ -55,7 +55,8 @@ var _ webhooks.Source = (*Source)(nil)
 
 // Read implements webhooks.Source: the events after after (an event id or
 // a position the feed issued; "": the oldest held) that ep's key may see,
-// at most limit. webhooks.ErrPaused while the key receives nothing,
+// at most limit, each with the span of the walk that made it when the
+// feed kept one (events.Event.Walk: each attempt's span links to it). webhooks.ErrPaused while the key receives nothing,
 // webhooks.ErrExpired once the feed dropped after; a position the feed
 // does not know (yet: a fleet member behind) and a feed not read yet are
 // other errors, tried again at the next poll.
@@ -81,7 +82,7 @@ func (s *Source) Read(ctx context.Context, ep *webhooks.Endpoint, after string, 
 			s.forget(ep.ID)
 			out := make([]webhooks.Event, len(evs))
 			for i, e := range evs {
-				out[i] = webhooks.Event{ID: e.ID, OccurredAt: e.OccurredAt, Body: e.JSON}
+				out[i] = webhooks.Event{ID: e.ID, OccurredAt: e.OccurredAt, Body: e.JSON, Walk: e.Walk}
 			}
 			return out, nil
 		case next == "" || next == from:
