@@ -100,7 +100,7 @@ func (s *Store) Publish(ctx context.Context, name string, version int64, payload
 	binary.BigEndian.PutUint64(frame[9:17], uint64(time.Now().UnixMilli()))
 	frame = append(frame, s.mac(name, frame[:frameHeader], payload)...)
 	frame = append(frame, payload...)
-	return s.c.Do(ctx, func(ctx context.Context, rdb redis.UniversalClient) error {
+	return s.c.DoBulk(ctx, func(ctx context.Context, rdb redis.UniversalClient) error {
 		return rdb.Set(ctx, name+":data", frame, ttl).Err()
 	})
 }
@@ -120,7 +120,7 @@ func (s *Store) mac(name string, header, payload []byte) []byte {
 // verify ErrUnauthenticated, none ErrNotFound.
 func (s *Store) Fetch(ctx context.Context, name string) ([]byte, int64, time.Time, error) {
 	var b []byte
-	err := s.c.Do(ctx, func(ctx context.Context, rdb redis.UniversalClient) (err error) {
+	err := s.c.DoBulk(ctx, func(ctx context.Context, rdb redis.UniversalClient) (err error) {
 		b, err = rdb.GetRange(ctx, name+":data", 0, int64(frameHeader+frameMAC+s.maxPayload)).Bytes()
 		return err
 	})

@@ -76,7 +76,10 @@ func New(cfg Config) (*Client, error) {
 	if cfg.TLS {
 		tlsOn = cmp.Or(cfg.TLSConfig, &tls.Config{MinVersion: tls.VersionTLS12}).Clone()
 	}
-	t := g.CallTimeout
+	// Each call's deadline is its context's (ContextTimeoutEnabled: the
+	// guard's call or bulk timeout); the sockets' own read and write
+	// timeouts, which go-redis applies beside it, are the longer bulk one.
+	t, bt := g.CallTimeout, g.BulkTimeout
 	c := &Client{timeout: t, master: cfg.Master, log: cmp.Or(cfg.Log, slog.New(slog.DiscardHandler))}
 	var (
 		rdb  redis.UniversalClient
@@ -98,7 +101,7 @@ func New(cfg Config) (*Client, error) {
 			opts.TLSConfig.Certificates = cfg.TLSConfig.Certificates
 		}
 		opts.PoolSize, opts.MaxRetries, opts.DialerRetries = poolSize, -1, 1 // the breaker and the caller's fallback are the retry
-		opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout, opts.PoolTimeout = t, t, t, t
+		opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout, opts.PoolTimeout = t, bt, bt, t
 		opts.ContextTimeoutEnabled = true             // honour the per-call deadline
 		opts.Protocol, opts.DisableIdentity = 2, true // no HELLO round trip, no CLIENT SETINFO: works on every Redis and Valkey
 		opts.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
@@ -114,7 +117,7 @@ func New(cfg Config) (*Client, error) {
 			PoolSize: poolSize, MaxRetries: -1,
 			// Each dial asks a Sentinel for the primary first: after a
 			// promotion, the first dial reaches the new one.
-			DialTimeout: t, DialerRetries: 1, ReadTimeout: t, WriteTimeout: t, PoolTimeout: t, ContextTimeoutEnabled: true,
+			DialTimeout: t, DialerRetries: 1, ReadTimeout: bt, WriteTimeout: bt, PoolTimeout: t, ContextTimeoutEnabled: true,
 			Protocol: 2, DisableIdentity: true,
 		})
 		addr = cfg.Sentinels[0]
@@ -123,7 +126,7 @@ func New(cfg Config) (*Client, error) {
 		rdb = redis.NewClusterClient(&redis.ClusterOptions{
 			Addrs: cfg.Cluster, Username: cfg.Username, Password: cfg.Password, TLSConfig: tlsOn,
 			PoolSize: poolSize, MaxRetries: -1, // MOVED and ASK are still followed (MaxRedirects)
-			DialTimeout: t, DialerRetries: 1, ReadTimeout: t, WriteTimeout: t, PoolTimeout: t, ContextTimeoutEnabled: true,
+			DialTimeout: t, DialerRetries: 1, ReadTimeout: bt, WriteTimeout: bt, PoolTimeout: t, ContextTimeoutEnabled: true,
 			Protocol: 2, DisableIdentity: true, ClusterStateReloadInterval: clusterReload,
 			MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
 		})
@@ -181,6 +184,12 @@ func (c *Client) probeWrite(ctx context.Context) error {
 // use the ctx it is given.
 func (c *Client) Do(ctx context.Context, fn func(ctx context.Context, rdb redis.UniversalClient) error) error {
 	return c.guard.Do(ctx, func(ctx context.Context) error { return fn(ctx, c.rdb) })
+}
+
+// DoBulk is Do bounded by the bulk timeout (Guard.DoBulk): for a walk's
+// worth of data, never on a request's path.
+func (c *Client) DoBulk(ctx context.Context, fn func(ctx context.Context, rdb redis.UniversalClient) error) error {
+	return c.guard.DoBulk(ctx, func(ctx context.Context) error { return fn(ctx, c.rdb) })
 }
 
 // Ping checks Redis through the guard.

@@ -18,6 +18,7 @@ import (
 // Defaults of GuardConfig.
 const (
 	DefaultCallTimeout         = 100 * time.Millisecond
+	DefaultBulkTimeout         = 10 * time.Second
 	DefaultConsecutiveFailures = 3
 	DefaultOpenTimeout         = 2 * time.Second
 )
@@ -29,18 +30,23 @@ var ErrUnavailable = errors.New("fleet: redis unavailable")
 // GuardConfig configures the deadline and circuit breaker around each
 // logical Redis call (one method of the limiter or the store).
 type GuardConfig struct {
-	CallTimeout         time.Duration // bounds each call; zero: DefaultCallTimeout
-	ConsecutiveFailures uint32        // failed calls in a row that open the breaker; zero: DefaultConsecutiveFailures
+	CallTimeout time.Duration // bounds each call; zero: DefaultCallTimeout
+	// BulkTimeout bounds each bulk call (DoBulk: a walk's worth of data,
+	// off any request's path); zero: DefaultBulkTimeout, and never less
+	// than CallTimeout.
+	BulkTimeout         time.Duration
+	ConsecutiveFailures uint32 // failed calls in a row that open the breaker; zero: DefaultConsecutiveFailures
 	// OpenTimeout is how long the breaker refuses calls before letting one
 	// probe through (half-open); zero: DefaultOpenTimeout.
 	OpenTimeout time.Duration
 }
 
 func (c GuardConfig) withDefaults() (GuardConfig, error) {
-	if c.CallTimeout < 0 || c.OpenTimeout < 0 {
+	if c.CallTimeout < 0 || c.OpenTimeout < 0 || c.BulkTimeout < 0 {
 		return c, fmt.Errorf("fleet: guard durations must not be negative")
 	}
 	c.CallTimeout = cmp.Or(c.CallTimeout, DefaultCallTimeout)
+	c.BulkTimeout = max(cmp.Or(c.BulkTimeout, DefaultBulkTimeout), c.CallTimeout)
 	c.ConsecutiveFailures = cmp.Or(c.ConsecutiveFailures, DefaultConsecutiveFailures)
 	c.OpenTimeout = cmp.Or(c.OpenTimeout, DefaultOpenTimeout)
 	return c, nil
@@ -52,6 +58,7 @@ func (c GuardConfig) withDefaults() (GuardConfig, error) {
 type Guard struct {
 	cb      *gobreaker.CircuitBreaker[struct{}]
 	timeout time.Duration
+	bulk    time.Duration // DoBulk's
 	metrics *Metrics
 	fence   *fence // up while Redis refuses writes (fence.go)
 }
@@ -69,7 +76,7 @@ func NewGuard(cfg GuardConfig, log *slog.Logger, metrics *Metrics) (*Guard, erro
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	g := &Guard{timeout: cfg.CallTimeout, metrics: metrics, fence: &fence{every: cfg.OpenTimeout, log: log, metrics: metrics}}
+	g := &Guard{timeout: cfg.CallTimeout, bulk: cfg.BulkTimeout, metrics: metrics, fence: &fence{every: cfg.OpenTimeout, log: log, metrics: metrics}}
 	// A Redis that stays down makes the breaker open, probe and open
 	// again every OpenTimeout: each transition is a line at most once a
 	// minute, the next counting those left out (docs/operations.md).
@@ -125,17 +132,26 @@ func (g *Guard) setProbe(probe func(ctx context.Context) error) { g.fence.probe 
 // other replies are returned as is. When ctx itself ends, Do returns its
 // error and the breaker does not count the call.
 func (g *Guard) Do(ctx context.Context, fn func(ctx context.Context) error) error {
-	return g.do(ctx, fn, false)
+	return g.do(ctx, fn, false, g.timeout)
+}
+
+// DoBulk is Do for a call that moves a walk's worth of data (a fleet's
+// snapshot, the events feed's append and base): off any request's path,
+// it is bounded by the bulk timeout instead of the call timeout, which a
+// brand's 50,000 properties outlast on a busy machine. It goes through
+// the same breaker: a bulk call that fails counts like any other.
+func (g *Guard) DoBulk(ctx context.Context, fn func(ctx context.Context) error) error {
+	return g.do(ctx, fn, false, g.bulk)
 }
 
 // Probe is Do for the background health probe (Client.Watch): it alone
 // runs the breaker's half-open trial and the fence's probe write, so that
 // Redis is found back without a partner's request paying for the finding.
 func (g *Guard) Probe(ctx context.Context, fn func(ctx context.Context) error) error {
-	return g.do(ctx, fn, true)
+	return g.do(ctx, fn, true, g.timeout)
 }
 
-func (g *Guard) do(ctx context.Context, fn func(ctx context.Context) error, probe bool) error {
+func (g *Guard) do(ctx context.Context, fn func(ctx context.Context) error, probe bool, timeout time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -148,7 +164,7 @@ func (g *Guard) do(ctx context.Context, fn func(ctx context.Context) error, prob
 		return &shutOff{fmt.Errorf("%w: circuit breaker %s", ErrUnavailable, st)}
 	}
 	_, err := g.cb.Execute(func() (struct{}, error) {
-		cctx, cancel := context.WithTimeout(ctx, g.timeout)
+		cctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
 		err := fn(cctx)
 		if err != nil && ctx.Err() != nil {

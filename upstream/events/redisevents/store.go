@@ -202,7 +202,7 @@ func (s *Store) Append(ctx context.Context, w events.Walk) (events.Forged, error
 	args = append(args, frame, max(s.cfg.Retention, minExpiry).Milliseconds(), span)
 	args = append(args, evs...)
 	var res []int64
-	err = s.do(ctx, func(ctx context.Context, rdb redis.UniversalClient) (err error) {
+	err = s.doBulk(ctx, func(ctx context.Context, rdb redis.UniversalClient) (err error) {
 		res, err = appendScript.Run(ctx, rdb, []string{s.stream, s.state, s.base}, args...).Int64Slice()
 		return err
 	})
@@ -222,7 +222,7 @@ func (s *Store) Append(ctx context.Context, w events.Walk) (events.Forged, error
 // was written at, which its signature covers.
 func (s *Store) Base(ctx context.Context, have int64) (int64, *upstream.Snapshot, error) {
 	var reply []any
-	err := s.do(ctx, func(ctx context.Context, rdb redis.UniversalClient) (err error) {
+	err := s.doBulk(ctx, func(ctx context.Context, rdb redis.UniversalClient) (err error) {
 		reply, err = baseScript.Run(ctx, rdb, []string{s.state, s.base}, have, s.cfg.MaxBase).Slice()
 		return err
 	})
@@ -274,7 +274,19 @@ func boolArg(b bool) string {
 // do is Client.Do, its "Redis is away" errors (redisconn.ErrUnavailable: down,
 // breaker open, writes refused) also events.ErrSharedUnavailable.
 func (s *Store) do(ctx context.Context, fn func(context.Context, redis.UniversalClient) error) error {
-	err := s.cfg.Client.Do(ctx, fn)
+	return unavailable(s.cfg.Client.Do(ctx, fn))
+}
+
+// doBulk is do for a walk's worth of data (an append, the base), bounded
+// by the bulk timeout (redisconn.Client.DoBulk): a walk of a brand's
+// 50,000 properties takes longer than a request's call timeout.
+func (s *Store) doBulk(ctx context.Context, fn func(context.Context, redis.UniversalClient) error) error {
+	return unavailable(s.cfg.Client.DoBulk(ctx, fn))
+}
+
+// unavailable is err, also events.ErrSharedUnavailable when it means
+// that Redis is away.
+func unavailable(err error) error {
 	if errors.Is(err, redisconn.ErrUnavailable) {
 		return fmt.Errorf("%w: %w", events.ErrSharedUnavailable, err)
 	}
