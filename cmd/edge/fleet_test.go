@@ -386,7 +386,14 @@ func startFleetWith(t *testing.T, bin string, n int, keyFile, pmsURL string, red
 // answers /v1/health; it is killed when t ends.
 func startMember(t *testing.T, bin string, env []string) *edgeProc {
 	t.Helper()
-	cmd := exec.Command(bin)
+	return startMemberCmd(t, exec.Command(bin), env)
+}
+
+// startMemberCmd is startMember running cmd: the edge binary, or a
+// wrapper that ends by exec'ing it in its own process (killing cmd's
+// process must kill the edge).
+func startMemberCmd(t *testing.T, cmd *exec.Cmd, env []string) *edgeProc {
+	t.Helper()
 	cmd.Env = env
 	e := &edgeProc{stderr: &testkit.LogBuffer{}, cmd: cmd, env: env, exited: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = io.Discard, e.stderr

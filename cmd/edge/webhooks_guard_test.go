@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -16,8 +17,7 @@ import (
 
 // docs/webhooks.md, "No delivery reaches inside", through the built
 // binary. DNS rebinding (a name answering an inside address at a later
-// attempt) needs a resolver the test controls: it is covered in process,
-// by upstream/webhooks' TestClientRefusesNameResolvingInside.
+// attempt) needs a resolver the test controls: webhooks_rebind_test.go.
 
 // acceptCounter is a TCP listener that counts the connections it accepts
 // and closes them.
@@ -74,7 +74,13 @@ func total(counts map[webhooks.Outcome]float64) float64 {
 // extra settings, its log shown when t fails.
 func startHookEdge(t *testing.T, pms *feedPMS, k feedKeys, extra ...string) *edgeProc {
 	t.Helper()
-	e := startMember(t, buildEdge(t), feedEdgeEnv(pms, k, append([]string{"EDGE_ADMIN_ADDR=127.0.0.1:0", "EDGE_DATA_DIR=" + t.TempDir()}, extra...)...))
+	return startHookEdgeCmd(t, exec.Command(buildEdge(t)), pms, k, extra...)
+}
+
+// startHookEdgeCmd is startHookEdge running cmd (startMemberCmd).
+func startHookEdgeCmd(t *testing.T, cmd *exec.Cmd, pms *feedPMS, k feedKeys, extra ...string) *edgeProc {
+	t.Helper()
+	e := startMemberCmd(t, cmd, feedEdgeEnv(pms, k, append([]string{"EDGE_ADMIN_ADDR=127.0.0.1:0", "EDGE_DATA_DIR=" + t.TempDir()}, extra...)...))
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("edge log:\n%s", e.stderr.String())
@@ -93,7 +99,7 @@ func startHookEdge(t *testing.T, pms *feedPMS, k feedKeys, extra ...string) *edg
 // allowed loopback address answering a redirect (307, then 302) to
 // another listener: the redirect is not followed (that listener sees no
 // connection) and each answer is a failed attempt, counted redirect, the
-// same webhook-id tried again after 5 s.
+// same webhook-id tried again after 5 s. DNS rebinding: testRebinding.
 func TestWebhooksNeverReachInsideThroughTheBinary(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -156,6 +162,8 @@ func TestWebhooksNeverReachInsideThroughTheBinary(t *testing.T) {
 			}
 		}
 	})
+
+	t.Run("DNS rebinding", testRebinding)
 
 	t.Run("redirect", func(t *testing.T) {
 		t.Parallel()
