@@ -185,3 +185,49 @@ func TestWalkMakesRoomBeforeItIsEncoded(t *testing.T) {
 		t.Errorf("held %d, then %d after reserving %d under a bound of %d: want room made first", before, after, cost, f.cfg.MaxBytes)
 	}
 }
+
+// A fleet member's copy of the feed counts what it holds after the shared
+// feed's floor passes some of it (forget) or the feed starts again
+// (restart): before, both kept counting the dropped events, so the byte
+// bound, over for good, dropped every event read after them and the
+// member's copy stayed empty (found by bench/feedmem's fleet run at
+// brand scale: partner_edge_events_length 0 beside 64 MiB counted).
+func TestForgetAndRestartCountWhatIsLeft(t *testing.T) {
+	snaps := brandWalks(t, 50, 4)
+	c := &clock{t0}
+	probe := newFeed(t, c, Config{})
+	load := probe.Watch(walks(snaps[:2]...))
+	_, _ = load(context.Background())
+	_, _ = load(context.Background())
+	walkBytes := probe.log.held()
+
+	f := newFeed(t, c, Config{MaxBytes: 2*walkBytes + walkBytes/2})
+	load = f.Watch(walks(snaps...))
+	for range snaps[:3] {
+		if _, err := load(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sum := func() (n int64) {
+		f.log.mu.RLock()
+		defer f.log.mu.RUnlock()
+		for i := range f.log.entries {
+			n += f.log.entries[i].cost()
+		}
+		return n
+	}
+	f.log.forget(Pos{Walk: snaps[1].LoadedAt.UnixMilli(), Seq: 10}) // the shared floor inside a walk
+	if held, want := f.log.held(), sum(); held != want {
+		t.Fatalf("after forget: counts %d bytes for entries that cost %d", held, want)
+	}
+	if _, err := load(context.Background()); err != nil { // one more walk: kept whole
+		t.Fatal(err)
+	}
+	if n, _ := f.log.stats(); n < 50 {
+		t.Errorf("after forget, the next walk's events: %d kept; want its 50 at least", n)
+	}
+	f.log.restart(EndOf(snaps[3].LoadedAt.UnixMilli()))
+	if held := f.log.held(); held != 0 {
+		t.Errorf("after restart: counts %d bytes for an empty log", held)
+	}
+}

@@ -389,8 +389,12 @@ func (l *eventLog) forget(p Pos) {
 	defer l.mu.Unlock()
 	k := sort.Search(len(l.entries), func(i int) bool { return l.entries[i].pos.Compare(p) > 0 })
 	if k > 0 {
+		for i := range k {
+			l.bytes -= l.entries[i].cost() // else the bound, still counting them, drops every later event
+		}
 		clear(l.entries[:k])
 		l.entries = l.entries[k:]
+		l.compactHead()
 	}
 	l.dropSpans()
 	l.raiseLocked(p)
@@ -402,5 +406,5 @@ func (l *eventLog) restart(p Pos) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	clear(l.entries)
-	l.entries, l.spans, l.floor, l.started = nil, nil, p, true
+	l.entries, l.spans, l.floor, l.started, l.bytes = nil, nil, p, true, 0
 }
