@@ -244,6 +244,11 @@ func (f *Feed) lead(ctx context.Context, s *upstream.Snapshot, walk int64, took 
 		}
 		return
 	}
+	// Two conflicts in a row: the feed moved under this member twice (or
+	// its view of it could not be read). Said, not silent: the next walk
+	// diffs from the feed's last and carries these changes.
+	f.warn(ctx, "events: the walk's changes conflicted twice with the shared feed; the next walk reports them",
+		"pms", f.cfg.Mode, "walk", time.UnixMilli(walk).UTC())
 }
 
 // SoleWriter is a Shared that only this process appends to (a single

@@ -23,7 +23,11 @@ import (
 // deletion.
 func (s *Store) Read(ctx context.Context, after events.Pos, n int) (events.Batch, error) {
 	var reply []any
-	err := s.do(ctx, func(ctx context.Context, rdb redis.UniversalClient) (err error) {
+	// A read takes up to a walk's worth of events: bounded by the bulk
+	// timeout and the caller's own deadline (a partner's request has one),
+	// not a rate limit's 100 ms, so that a member catching up on a walk
+	// of a brand's every property is not cut off on every batch.
+	err := s.doBulk(ctx, func(ctx context.Context, rdb redis.UniversalClient) (err error) {
 		reply, err = readScript.Run(ctx, rdb, []string{s.stream, s.state}, streamID(after), n).Slice()
 		return err
 	})
