@@ -171,10 +171,12 @@ func TestFirstWalkOfARealSpeedPMSAnswers503ThenServes(t *testing.T) {
 			t.Fatalf("list during the first walk: %d %s, Retry-After %q; want 503 SERVICE_UNAVAILABLE with Retry-After (walks so far %d)",
 				a.status, a.code, a.retryAfter, len(pms.spans()))
 		}
-		// The first walk's Retry-After is the time it has run so far.
+		// The first walk's Retry-After is the time it has run so far, at
+		// most a minute (docs/contract.md section 27: 1 s to 60 s; a walk
+		// on a machine whose cores other work keeps busy runs longer).
 		if w := pms.spans(); len(w) > 0 {
 			ran := answered.Sub(w[0].start)
-			if d := time.Duration(ra)*time.Second - ran; d < -2*time.Second || d > 2*time.Second {
+			if d := time.Duration(ra)*time.Second - min(ran, time.Minute); d < -2*time.Second || d > 2*time.Second {
 				t.Errorf("Retry-After %d s, %v into the first walk; want the time it has run", ra, ran)
 			}
 		}
