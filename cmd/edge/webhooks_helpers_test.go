@@ -138,6 +138,11 @@ type hookReceiver struct {
 	// hold, when set, holds the next verified request without answering
 	// until its connection closes (the edge killed mid-attempt).
 	hold atomic.Bool
+	// ready is closed by the first set: a request that arrives before the
+	// test knows the secret (the edge may deliver before createHook has
+	// returned to the test) waits for it instead of going unrecorded.
+	ready     chan struct{}
+	readyOnce sync.Once
 
 	mu     sync.Mutex
 	got    []arrival
@@ -147,11 +152,16 @@ type hookReceiver struct {
 
 func newHookReceiver(t *testing.T) *hookReceiver {
 	t.Helper()
-	rc := &hookReceiver{bodies: map[string]string{}}
+	rc := &hookReceiver{bodies: map[string]string{}, ready: make(chan struct{})}
 	done := make(chan struct{}) // lets a held request go when the test ends
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		id := r.Header.Get("webhook-id")
+		select {
+		case <-rc.ready:
+		case <-r.Context().Done():
+		case <-done:
+		}
 		wh := rc.wh.Load()
 		if wh == nil {
 			w.WriteHeader(http.StatusServiceUnavailable)
@@ -202,6 +212,7 @@ func (rc *hookReceiver) set(secret string) {
 		panic(err) // the edge's secrets always parse: a test's fault
 	}
 	rc.wh.Store(wh)
+	rc.readyOnce.Do(func() { close(rc.ready) })
 }
 
 // arrivals is a copy of what arrived so far, and the held request's id.
