@@ -1,0 +1,65 @@
+package boltwebhooks
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/partner-edge/partner-edge/upstream/webhooks"
+	"github.com/partner-edge/partner-edge/upstream/webhooks/webhookstest"
+)
+
+// TestProgressSharesCommits: endpoints recording progress at once (a
+// walk's events delivered to each) share transactions, rather than
+// committing one each, and each one's progress is there.
+func TestProgressSharesCommits(t *testing.T) {
+	const endpoints = 50
+	ctx := context.Background()
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	var eps []webhooks.Endpoint
+	for i := range endpoints {
+		ep := webhookstest.Endpoint(fmt.Sprintf("key_%d", i/10), i%10)
+		if err := s.Create(ctx, ep); err != nil {
+			t.Fatal(err)
+		}
+		eps = append(eps, ep)
+	}
+	before := lastTx(t, s)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, ep := range eps {
+		wg.Go(func() {
+			<-start
+			if err := s.SetProgress(ctx, ep.ID, "evt_0", webhooks.Progress{After: "evt_1"}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if n := lastTx(t, s) - before; n >= endpoints {
+		t.Errorf("%d endpoints' progress took %d commits, want fewer: shared", endpoints, n)
+	}
+	for _, ep := range eps {
+		if got, err := s.Endpoint(ctx, ep.ID); err != nil || got.After != "evt_1" {
+			t.Errorf("%s: after %q, %v; want evt_1", ep.ID, got.After, err)
+		}
+	}
+}
+
+// lastTx is the id of the last transaction committed to s's file.
+func lastTx(t *testing.T, s *Store) int {
+	t.Helper()
+	var id int
+	if err := s.db.View(func(tx *bolt.Tx) error { id = tx.ID(); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
