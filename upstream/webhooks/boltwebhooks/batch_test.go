@@ -2,6 +2,7 @@ package boltwebhooks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -62,4 +63,47 @@ func lastTx(t *testing.T, s *Store) int {
 		t.Fatal(err)
 	}
 	return id
+}
+
+// TestDecodedNeverServesAnUncommittedValue: a change whose transaction is
+// rolled back after its write (as bbolt's Batch does when another change
+// of the batch fails) leaves what is read as it was, although the value
+// written was decoded and kept; and what was kept serves reads after.
+func TestDecodedNeverServesAnUncommittedValue(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	ep := webhookstest.Endpoint("key_a", 1)
+	if err := s.Create(ctx, ep); err != nil {
+		t.Fatal(err)
+	}
+	rolledBack := errors.New("rolled back")
+	_, err = s.changeIn(func(fn func(*bolt.Tx) error) error {
+		return s.db.Update(func(tx *bolt.Tx) error {
+			if err := fn(tx); err != nil {
+				return err
+			}
+			return rolledBack
+		})
+	}, ep.ID, webhooks.Progressed("evt_0", webhooks.Progress{After: "evt_9"}))
+	if !errors.Is(err, rolledBack) {
+		t.Fatalf("the change: %v", err)
+	}
+	for range 2 { // decoded, then as kept
+		if got, err := s.Endpoint(ctx, ep.ID); err != nil || got.After != "evt_0" {
+			t.Fatalf("after a rolled back change: after %q, %v; want evt_0", got.After, err)
+		}
+		if eps, err := s.Endpoints(ctx); err != nil || len(eps) != 1 || eps[0].After != "evt_0" {
+			t.Fatalf("the list after a rolled back change: %+v, %v", eps, err)
+		}
+	}
+	if err := s.SetProgress(ctx, ep.ID, "evt_0", webhooks.Progress{After: "evt_1"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Endpoint(ctx, ep.ID); err != nil || got.After != "evt_1" {
+		t.Fatalf("after a change: after %q, %v; want evt_1", got.After, err)
+	}
 }

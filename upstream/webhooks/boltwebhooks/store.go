@@ -19,6 +19,7 @@ import (
 type Store struct {
 	db   *bolt.DB
 	path string
+	dec  decoded
 }
 
 var _ webhooks.Registry = (*Store)(nil)
@@ -30,10 +31,10 @@ type stored struct {
 }
 
 // all is every endpoint in the file, in order of creation.
-func all(tx *bolt.Tx) ([]stored, error) {
+func (s *Store) all(tx *bolt.Tx) ([]stored, error) {
 	var out []stored
 	err := tx.Bucket(bucket).ForEach(func(k, v []byte) error {
-		ep, seq, err := decode(v)
+		ep, seq, err := s.dec.decode(string(k), v)
 		if err != nil {
 			return fmt.Errorf("%w (endpoint %s)", err, k)
 		}
@@ -57,7 +58,7 @@ func (s *Store) List(_ context.Context, keyID string) ([]webhooks.Endpoint, erro
 func (s *Store) list(keep func(webhooks.Endpoint) bool) ([]webhooks.Endpoint, error) {
 	var out []webhooks.Endpoint
 	err := s.db.View(func(tx *bolt.Tx) error {
-		eps, err := all(tx)
+		eps, err := s.all(tx)
 		for _, e := range eps {
 			if keep(e.ep) {
 				out = append(out, e.ep)
@@ -80,7 +81,7 @@ func (s *Store) Endpoint(_ context.Context, id string) (webhooks.Endpoint, error
 			return webhooks.ErrNotFound
 		}
 		var err error
-		ep, _, err = decode(v)
+		ep, _, err = s.dec.decode(id, v)
 		return err
 	})
 	return ep, err
@@ -105,7 +106,7 @@ func (s *Store) changeIn(update func(func(*bolt.Tx) error) error, id string, fn 
 		}
 		var seq uint64
 		var err error
-		if ep, seq, err = decode(v); err != nil {
+		if ep, seq, err = s.dec.decode(id, v); err != nil {
 			return err
 		}
 		changed, err := fn(&ep)
@@ -115,6 +116,7 @@ func (s *Store) changeIn(update func(func(*bolt.Tx) error) error, id string, fn 
 		if v, err = encode(seq, &ep); err != nil {
 			return err
 		}
+		s.dec.keep(id, v, ep, seq)
 		return b.Put([]byte(id), v)
 	})
 	return ep, err
@@ -148,7 +150,7 @@ func (s *Store) Create(_ context.Context, ep webhooks.Endpoint) error {
 		if b.Get([]byte(ep.ID)) != nil {
 			return fmt.Errorf("boltwebhooks: endpoint id %s is in use", ep.ID)
 		}
-		eps, err := all(tx)
+		eps, err := s.all(tx)
 		if err != nil {
 			return err
 		}
@@ -174,6 +176,7 @@ func (s *Store) Create(_ context.Context, ep webhooks.Endpoint) error {
 		if err != nil {
 			return err
 		}
+		s.dec.keep(ep.ID, v, ep, seq)
 		return b.Put([]byte(ep.ID), v)
 	})
 }
@@ -185,6 +188,7 @@ func (s *Store) Delete(_ context.Context, id string) error {
 		if b.Get([]byte(id)) == nil {
 			return webhooks.ErrNotFound
 		}
+		s.dec.forget(id)
 		return b.Delete([]byte(id))
 	})
 }
