@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -105,5 +106,43 @@ func TestDecodedNeverServesAnUncommittedValue(t *testing.T) {
 	}
 	if got, err := s.Endpoint(ctx, ep.ID); err != nil || got.After != "evt_1" {
 		t.Fatalf("after a change: after %q, %v; want evt_1", got.After, err)
+	}
+}
+
+// TestProgressAloneCommitsAtOnce: an endpoint recording its progress while
+// no other does (one catching up alone) commits at once, not after the
+// delay it would wait for others to join (made an hour here).
+func TestProgressAloneCommitsAtOnce(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	s.db.MaxBatchDelay = time.Hour
+	ep := webhookstest.Endpoint("key_a", 1)
+	if err := s.Create(ctx, ep); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		for i := range 3 {
+			if err := s.SetProgress(ctx, ep.ID, fmt.Sprintf("evt_%d", i), webhooks.Progress{After: fmt.Sprintf("evt_%d", i+1)}); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute): // a bound on a failure, far above a commit's time
+		t.Fatal("progress recorded alone waited for others to join it")
+	}
+	if got, err := s.Endpoint(ctx, ep.ID); err != nil || got.After != "evt_3" {
+		t.Fatalf("after %q, %v; want evt_3", got.After, err)
 	}
 }

@@ -31,13 +31,14 @@ const FileName = "webhooks.db"
 // file: two edges never share a data directory.
 const openTimeout = 2 * time.Second
 
-// ProgressDelay is how long a delivery's progress waits for others' to
-// share its commit (SetProgress): bbolt's Batch delay, its default. An
-// endpoint's next event is sent once its progress is on disk, so this
-// bounds one endpoint's pace (a backlog is sent at up to about 100
-// events a second) and adds to each delivery's lag; a wave of deliveries
-// to many endpoints commits in a few transactions rather than one each.
-const ProgressDelay = 10 * time.Millisecond
+// progressDelay is how long the progress endpoints record at once waits
+// for more to share its commit (SetProgress): bbolt's Batch delay, its
+// default. An endpoint's next event is sent once its progress is on disk,
+// so this adds to the time an event takes while others deliver too (a
+// receiver's round trip is most of it beyond loopback); in exchange the
+// deliveries of a walk's events, which go to every endpoint at once,
+// commit in a few transactions rather than one each.
+const progressDelay = 10 * time.Millisecond
 
 // bucket holds the endpoints, keyed by id (codec.go).
 var bucket = []byte("endpoints")
@@ -62,7 +63,7 @@ func Open(dir string) (*Store, error) {
 			return nil, fmt.Errorf("%s is readable by others (%s) and cannot be made private: %w", path, st.Mode().Perm(), err)
 		}
 	}
-	db.MaxBatchDelay = ProgressDelay
+	db.MaxBatchDelay = progressDelay
 	if err := db.Update(func(tx *bolt.Tx) error {
 		_, err := tx.CreateBucketIfNotExists(bucket)
 		return err
