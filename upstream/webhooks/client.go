@@ -23,9 +23,9 @@ const (
 	// events go to every endpoint at once, and with fewer kept than
 	// endpoints of one host (net/http's default is 2) each delivery
 	// dialled again, the connect and the Guard's check, and a TLS
-	// handshake on https (docs/operations.md, "Webhooks"). So many
-	// endpoints delivering at once keep theirs; one kept costs tens of KB,
-	// and goes after IdleConnTimeout unused.
+	// handshake on https (docs/operations.md, "What deliveries cost").
+	// So many endpoints delivering at once keep theirs; one kept costs
+	// tens of KB, and goes after IdleConnTimeout unused.
 	idleConns = 1024
 )
 

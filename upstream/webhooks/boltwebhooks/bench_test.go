@@ -26,7 +26,7 @@ import (
 // perWave events, a Wake, every endpoint delivers them, the next wave.
 // b.N is deliveries; cpu-µs/delivery is the process's CPU (utime+stime,
 // the receiver's included) over them, the figure bench/run's edge+hooks
-// divides its requests' CPU by (docs/operations.md, "Webhooks").
+// divides its requests' CPU by (docs/operations.md, "What deliveries cost").
 func BenchmarkDeliverAsDeployed(b *testing.B) {
 	for _, perWave := range []int{1, 4} {
 		b.Run(fmt.Sprintf("events-per-wave=%d", perWave), func(b *testing.B) { benchDeliver(b, perWave) })

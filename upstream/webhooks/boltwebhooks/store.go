@@ -125,12 +125,12 @@ func (s *Store) changeIn(update func(func(*bolt.Tx) error) error, id string, fn 
 }
 
 // SetProgress implements webhooks.Store. It returns once p is on disk.
-// Alone, it commits at once; while other endpoints record theirs, it
-// joins them in one transaction, committed progressDelay after the first
-// of them (bbolt's Batch): a walk's events go to every endpoint at once,
-// and a commit (two fdatasyncs) per delivery was most of a delivery's CPU
-// (docs/operations.md, "Webhooks"), while an endpoint catching up alone
-// keeps its pace.
+// Alone, it commits at once, so an endpoint catching up alone keeps its
+// pace; while other endpoints record theirs, it joins them in one
+// transaction, committed progressDelay after the first of them (bbolt's
+// Batch): a walk's events go to every endpoint at once, and a commit (two
+// fdatasyncs) per delivery was most of a delivery's CPU
+// (docs/operations.md, "What deliveries cost").
 func (s *Store) SetProgress(_ context.Context, id, from string, p webhooks.Progress) error {
 	update := s.db.Update
 	if s.progress.Add(1) > 1 {
