@@ -43,7 +43,6 @@ func BenchmarkDeliver100Endpoints(b *testing.B) {
 	f.add(perEndpoint)
 	allow, _ := webhooks.ParseAllow("127.0.0.0/8")
 	client := webhooks.NewClient(webhooks.ClientConfig{Guard: webhooks.Guard{Allow: allow}})
-	client.Transport.(*http.Transport).MaxIdleConnsPerHost = endpoints
 	// The wall clock (Now nil), that of the feed's events and of a real
 	// receiver's check of webhook-timestamp: nothing here is on a fixed day.
 	s := &webhooks.HTTPSender{Client: client, AllowHTTP: true, Now: nil}

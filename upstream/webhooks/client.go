@@ -17,6 +17,16 @@ const (
 	// discarded): enough to keep the connection for the next attempt after
 	// a short body, never more than this of a receiver's bytes.
 	MaxAnswerBody = 64 << 10
+	// idleConns is how many idle connections the client keeps, in all and
+	// to one host. An endpoint makes one attempt at a time, so it needs
+	// one connection (HTTP/1.1; HTTP/2 shares one per host): a walk's
+	// events go to every endpoint at once, and with fewer kept than
+	// endpoints of one host (net/http's default is 2) each delivery
+	// dialled again, the connect and the Guard's check, and a TLS
+	// handshake on https (docs/operations.md, "What deliveries cost").
+	// So many endpoints delivering at once keep theirs; one kept costs
+	// tens of KB, and goes after IdleConnTimeout unused.
+	idleConns = 1024
 )
 
 // ClientConfig is the HTTP client of deliveries.
@@ -53,8 +63,8 @@ func NewClient(cfg ClientConfig) *http.Client {
 		TLSHandshakeTimeout:    AttemptTimeout,
 		ResponseHeaderTimeout:  AttemptTimeout,
 		ForceAttemptHTTP2:      true,
-		MaxIdleConns:           100,
-		MaxIdleConnsPerHost:    2,
+		MaxIdleConns:           idleConns,
+		MaxIdleConnsPerHost:    idleConns,
 		IdleConnTimeout:        90 * time.Second,
 		MaxResponseHeaderBytes: 64 << 10,
 	}

@@ -231,3 +231,59 @@ func TestClientUsesNoProxy(t *testing.T) {
 			proxy.accepted.Load(), cl.accepted.Load())
 	}
 }
+
+// TestClientKeepsAConnectionPerEndpoint: endpoints of one host delivering
+// at once (a walk's events go to every endpoint together) each keep their
+// connection for their next attempt: a second round of as many attempts
+// at once opens none.
+func TestClientKeepsAConnectionPerEndpoint(t *testing.T) {
+	const endpoints = 20
+	var in atomic.Int64
+	var mu sync.Mutex
+	all := make(chan struct{}) // closed when every attempt of a round is in
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Skipf("cannot listen: %v", err)
+	}
+	cl := &countingListener{Listener: ln}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		ch := all
+		if in.Add(1) == endpoints {
+			close(all)
+		}
+		mu.Unlock()
+		<-ch // every attempt of the round holds its connection until all are in
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	srv.Listener = cl
+	srv.Start()
+	t.Cleanup(srv.Close)
+	allow, _ := webhooks.ParseAllow("127.0.0.1/32")
+	c := webhooks.NewClient(webhooks.ClientConfig{Guard: webhooks.Guard{Allow: allow}})
+	t.Cleanup(c.CloseIdleConnections)
+	round := func() {
+		mu.Lock()
+		in.Store(0)
+		all = make(chan struct{})
+		mu.Unlock()
+		var wg sync.WaitGroup
+		for i := range endpoints {
+			wg.Go(func() {
+				if err := post(c, srv.URL+"/hook/"+strconv.Itoa(i)); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	round()
+	if n := cl.accepted.Load(); n != endpoints {
+		t.Fatalf("the first round opened %d connections, want %d", n, endpoints)
+	}
+	round()
+	if n := cl.accepted.Load() - endpoints; n != 0 {
+		t.Fatalf("the second round opened %d connections, want 0: each endpoint's was kept", n)
+	}
+}

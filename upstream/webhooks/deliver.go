@@ -200,11 +200,34 @@ func (d *Deliverer) scan(ctx context.Context, workers map[string]*running, wg *s
 func (d *Deliverer) deliver(ctx context.Context, id string) {
 	h := &holding{id: id}
 	defer d.release(ctx, h)
+	var idle *Endpoint // up to date as last read, or having delivered all it read
 	for ctx.Err() == nil {
 		wake := d.woken()
 		if !d.hold(ctx, h) { // another member delivers it
+			idle = nil
 			d.sleep(ctx, d.cfg.LeaseTTL/3, nil)
 			continue
+		}
+		// An endpoint up to date polls the feed alone, not the Store as
+		// well (with a hundred endpoints, a hundred reads and decodings a
+		// second; a fleet's, Redis round trips): nothing else moves an
+		// enabled endpoint's progress while this goroutine delivers it
+		// (under its lease, in a fleet), and one deleted meanwhile is
+		// stopped by the scan. Once the feed holds events, the endpoint is
+		// read again before anything is sent, and what was read ahead is
+		// sent only if its position is still theirs.
+		var ahead []Event
+		aheadOf := ""
+		if idle != nil {
+			evs, err := d.cfg.Source.Read(ctx, idle, idle.After, d.cfg.Batch)
+			if err == nil && len(evs) == 0 {
+				d.sleep(ctx, d.leaseWait(d.cfg.Poll), wake)
+				continue
+			}
+			if err == nil {
+				ahead, aheadOf = evs, idle.After
+			}
+			idle = nil
 		}
 		ep, err := d.cfg.Store.Endpoint(ctx, id)
 		switch {
@@ -219,7 +242,10 @@ func (d *Deliverer) deliver(ctx context.Context, id string) {
 			d.sleep(ctx, d.leaseWait(w), nil) // a Wake does not bring a retry forward
 			continue
 		}
-		evs, err := d.cfg.Source.Read(ctx, &ep, ep.After, d.cfg.Batch)
+		evs, err := ahead, error(nil)
+		if len(ahead) == 0 || aheadOf != ep.After {
+			evs, err = d.cfg.Source.Read(ctx, &ep, ep.After, d.cfg.Batch)
+		}
 		switch {
 		case errors.Is(err, ErrExpired):
 			d.disable(ctx, &ep, EventsExpired, string(EventsExpired), ep.Failures)
@@ -229,13 +255,21 @@ func (d *Deliverer) deliver(ctx context.Context, id string) {
 			d.warn(ctx, "webhooks: cannot read the events of an endpoint", id, err)
 		}
 		if err != nil || len(evs) == 0 {
+			if err == nil {
+				idle = &ep
+			}
 			d.sleep(ctx, d.leaseWait(d.cfg.Poll), wake)
 			continue
 		}
+		all := true
 		for _, ev := range evs {
 			if !d.hold(ctx, h) || !d.attempt(ctx, &ep, ev) {
+				all = false
 				break
 			}
+		}
+		if all {
+			idle = &ep // its progress as this goroutine recorded it
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -356,4 +357,52 @@ func TestStoreFailingWritesPaces(t *testing.T) {
 			})
 		})
 	}
+}
+
+// countingStore counts the reads of one endpoint.
+type countingStore struct {
+	*webhooks.Memory
+	reads atomic.Int64
+}
+
+func (c *countingStore) Endpoint(ctx context.Context, id string) (webhooks.Endpoint, error) {
+	c.reads.Add(1)
+	return c.Memory.Endpoint(ctx, id)
+}
+
+// TestIdleEndpointPollsTheFeedAlone: an endpoint with nothing to deliver
+// reads the feed at each Poll, not the Store: an hour of minutes' polls
+// reads it once; an event added without a Wake is delivered at the next
+// Poll all the same, after the endpoint is read again.
+func TestIdleEndpointPollsTheFeedAlone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem, f := &webhooks.Memory{}, &feed{}
+		create(t, mem, "whe_a")
+		st := &countingStore{Memory: mem}
+		s := &sender{answer: delivered}
+		d, err := webhooks.New(webhooks.Config{Store: st, Source: f, Sender: s, Poll: time.Minute, Now: time.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- d.Run(ctx) }()
+		defer func() { cancel(); <-done }()
+		time.Sleep(time.Hour)
+		if n := st.reads.Load(); n != 1 {
+			t.Fatalf("an idle hour read the endpoint %d times, want once", n)
+		}
+		f.add(1)
+		time.Sleep(time.Minute)
+		synctest.Wait() // the Poll due now done
+		if got := ids(s.of("whe_a")); got != "evt_001#1" {
+			t.Fatalf("after an event and a Poll, got %q", got)
+		}
+		if n := st.reads.Load(); n != 2 {
+			t.Fatalf("the endpoint was read %d times, want once more before sending", n)
+		}
+		if ep := endpoint(t, mem, "whe_a"); ep.After != "evt_001" {
+			t.Fatalf("progress %+v, want after evt_001", ep.Progress)
+		}
+	})
 }

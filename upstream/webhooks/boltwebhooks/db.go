@@ -1,9 +1,10 @@
 // Package boltwebhooks keeps a single edge's webhook endpoints and their
 // progress in EDGE_DATA_DIR (docs/webhooks.md, "Where endpoints and
 // progress live"), so that they outlive a restart: a webhooks.Registry in
-// its own bbolt file, each change one transaction (a crash loses at most
-// the change being written; delivery then resumes after the last recorded
-// event, sending the one in flight again).
+// its own bbolt file, each change one transaction, or for progress one
+// shared with other endpoints' (a crash loses at most the changes being
+// written; delivery then resumes after the last recorded event, sending
+// the one in flight again).
 package boltwebhooks
 
 import (
@@ -30,6 +31,15 @@ const FileName = "webhooks.db"
 // file: two edges never share a data directory.
 const openTimeout = 2 * time.Second
 
+// progressDelay is how long the progress endpoints record at once waits
+// for more to share its commit (SetProgress): bbolt's Batch delay, its
+// default. An endpoint's next event is sent once its progress is on disk,
+// so this adds to the time an event takes while others deliver too (a
+// receiver's round trip is most of it beyond loopback); in exchange the
+// deliveries of a walk's events, which go to every endpoint at once,
+// commit in a few transactions rather than one each.
+const progressDelay = 10 * time.Millisecond
+
 // bucket holds the endpoints, keyed by id (codec.go).
 var bucket = []byte("endpoints")
 
@@ -53,6 +63,7 @@ func Open(dir string) (*Store, error) {
 			return nil, fmt.Errorf("%s is readable by others (%s) and cannot be made private: %w", path, st.Mode().Perm(), err)
 		}
 	}
+	db.MaxBatchDelay = progressDelay
 	if err := db.Update(func(tx *bolt.Tx) error {
 		_, err := tx.CreateBucketIfNotExists(bucket)
 		return err

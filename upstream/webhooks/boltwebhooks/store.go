@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -17,8 +18,10 @@ import (
 // transaction at a time, so each compare and set (read, check, write) is
 // one transaction and needs no lock of its own. Safe for concurrent use.
 type Store struct {
-	db   *bolt.DB
-	path string
+	db       *bolt.DB
+	path     string
+	dec      decoded
+	progress atomic.Int64 // SetProgress calls under way
 }
 
 var _ webhooks.Registry = (*Store)(nil)
@@ -30,10 +33,10 @@ type stored struct {
 }
 
 // all is every endpoint in the file, in order of creation.
-func all(tx *bolt.Tx) ([]stored, error) {
+func (s *Store) all(tx *bolt.Tx) ([]stored, error) {
 	var out []stored
 	err := tx.Bucket(bucket).ForEach(func(k, v []byte) error {
-		ep, seq, err := decode(v)
+		ep, seq, err := s.dec.decode(string(k), v)
 		if err != nil {
 			return fmt.Errorf("%w (endpoint %s)", err, k)
 		}
@@ -57,7 +60,7 @@ func (s *Store) List(_ context.Context, keyID string) ([]webhooks.Endpoint, erro
 func (s *Store) list(keep func(webhooks.Endpoint) bool) ([]webhooks.Endpoint, error) {
 	var out []webhooks.Endpoint
 	err := s.db.View(func(tx *bolt.Tx) error {
-		eps, err := all(tx)
+		eps, err := s.all(tx)
 		for _, e := range eps {
 			if keep(e.ep) {
 				out = append(out, e.ep)
@@ -80,7 +83,7 @@ func (s *Store) Endpoint(_ context.Context, id string) (webhooks.Endpoint, error
 			return webhooks.ErrNotFound
 		}
 		var err error
-		ep, _, err = decode(v)
+		ep, _, err = s.dec.decode(id, v)
 		return err
 	})
 	return ep, err
@@ -89,8 +92,15 @@ func (s *Store) Endpoint(_ context.Context, id string) (webhooks.Endpoint, error
 // change applies fn to the endpoint id in one transaction and writes it
 // back when fn reports a change; fn's error writes nothing.
 func (s *Store) change(id string, fn func(e *webhooks.Endpoint) (bool, error)) (webhooks.Endpoint, error) {
+	return s.changeIn(s.db.Update, id, fn)
+}
+
+// changeIn is change in a transaction run by update: DB.Update, or
+// DB.Batch, which may run it more than once (it reads before it writes,
+// so running it again is the same change).
+func (s *Store) changeIn(update func(func(*bolt.Tx) error) error, id string, fn func(e *webhooks.Endpoint) (bool, error)) (webhooks.Endpoint, error) {
 	var ep webhooks.Endpoint
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucket)
 		v := b.Get([]byte(id))
 		if v == nil {
@@ -98,7 +108,7 @@ func (s *Store) change(id string, fn func(e *webhooks.Endpoint) (bool, error)) (
 		}
 		var seq uint64
 		var err error
-		if ep, seq, err = decode(v); err != nil {
+		if ep, seq, err = s.dec.decode(id, v); err != nil {
 			return err
 		}
 		changed, err := fn(&ep)
@@ -108,14 +118,26 @@ func (s *Store) change(id string, fn func(e *webhooks.Endpoint) (bool, error)) (
 		if v, err = encode(seq, &ep); err != nil {
 			return err
 		}
+		s.dec.keep(id, v, ep, seq)
 		return b.Put([]byte(id), v)
 	})
 	return ep, err
 }
 
-// SetProgress implements webhooks.Store.
+// SetProgress implements webhooks.Store. It returns once p is on disk.
+// Alone, it commits at once, so an endpoint catching up alone keeps its
+// pace; while other endpoints record theirs, it joins them in one
+// transaction, committed progressDelay after the first of them (bbolt's
+// Batch): a walk's events go to every endpoint at once, and a commit (two
+// fdatasyncs) per delivery was most of a delivery's CPU
+// (docs/operations.md, "What deliveries cost").
 func (s *Store) SetProgress(_ context.Context, id, from string, p webhooks.Progress) error {
-	_, err := s.change(id, webhooks.Progressed(from, p))
+	update := s.db.Update
+	if s.progress.Add(1) > 1 {
+		update = s.db.Batch
+	}
+	defer s.progress.Add(-1)
+	_, err := s.changeIn(update, id, webhooks.Progressed(from, p))
 	return err
 }
 
@@ -137,7 +159,7 @@ func (s *Store) Create(_ context.Context, ep webhooks.Endpoint) error {
 		if b.Get([]byte(ep.ID)) != nil {
 			return fmt.Errorf("boltwebhooks: endpoint id %s is in use", ep.ID)
 		}
-		eps, err := all(tx)
+		eps, err := s.all(tx)
 		if err != nil {
 			return err
 		}
@@ -163,6 +185,7 @@ func (s *Store) Create(_ context.Context, ep webhooks.Endpoint) error {
 		if err != nil {
 			return err
 		}
+		s.dec.keep(ep.ID, v, ep, seq)
 		return b.Put([]byte(ep.ID), v)
 	})
 }
@@ -174,6 +197,7 @@ func (s *Store) Delete(_ context.Context, id string) error {
 		if b.Get([]byte(id)) == nil {
 			return webhooks.ErrNotFound
 		}
+		s.dec.forget(id)
 		return b.Delete([]byte(id))
 	})
 }
