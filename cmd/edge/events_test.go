@@ -557,8 +557,14 @@ func TestEventsForgedFloorThroughTheBinary(t *testing.T) {
 		members[i] = partner{e.base, k.live}
 	}
 	_, before := members[0].list(t)
-	for _, m := range members[1:] {
+	for i, m := range members[1:] {
 		m.list(t)
+		// Each member knows before's walk while the feed reads: under a
+		// forged floor one that had not learned it could not tell it
+		// from a cursor never issued (503, ask again).
+		if code, body := m.get(t, "events?after="+before); code != http.StatusOK {
+			t.Fatalf("member %d, cursor %s: %d %s; want 200", i+1, before, code, body)
+		}
 	}
 	if err := rdb.HSet(context.Background(), "pe:ev2:{aurora:live}:m", "floor", "99999999999999-0").Err(); err != nil {
 		t.Fatal(err)

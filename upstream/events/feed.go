@@ -103,6 +103,9 @@ type Feed struct {
 	syncMu     sync.Mutex   // one read of the shared feed at a time
 	sharedWalk atomic.Int64 // the shared feed's last walk as last read
 	synced     atomic.Int64 // when it was last read (Now, Unix ns); 0: never
+	// refused: the last read found the shared feed's position fields
+	// forged (Forged.State), so sharedWalk may be behind the fleet's.
+	refused    atomic.Bool
 	lastShared atomic.Pointer[upstream.Snapshot]
 	epoch      string // the shared feed's epoch the copy holds (syncMu); "": none
 	alarms     alarms

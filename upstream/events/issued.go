@@ -2,6 +2,7 @@ package events
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"time"
 
@@ -62,18 +63,30 @@ func (f *Feed) HeldStats() (snapshots int, bytes int64) { return f.holds.stats()
 
 // issued returns ErrCursorUnknown unless p may be a position this feed
 // issued. A fleet member reads the shared feed once before it refuses: a
-// cursor another member issued may be newer than its copy.
+// cursor another member issued may be newer than its copy. One that
+// cannot read it (Redis away, or its position fields refused as forged)
+// cannot tell such a cursor from one never issued: Unavailable, to be
+// asked again, rather than 422, which would send the partner to list the
+// brand again (and a webhook endpoint to be disabled).
 func (f *Feed) issued(ctx context.Context, p Pos) error {
 	if f.known(p) {
 		return nil
 	}
 	if f.cfg.Shared != nil {
-		if err := f.sync(ctx); err == nil && f.known(p) {
+		err := f.sync(ctx)
+		if err == nil && f.known(p) {
 			return nil
+		}
+		if err != nil || f.refused.Load() {
+			return &upstream.Error{Kind: upstream.Unavailable, RetryAfter: time.Second, Err: errors.Join(errCannotTell, err)}
 		}
 	}
 	return ErrCursorUnknown
 }
+
+// errCannotTell: a fleet member could not read the shared feed to check a
+// cursor past its copy.
+var errCannotTell = errors.New("events: the shared feed cannot be read to check the cursor")
 
 // known reports whether p may be a position this feed issued, as far as
 // it knows now. Before the feed started nothing is refused here (the

@@ -303,6 +303,7 @@ func (f *Feed) sync(ctx context.Context) error {
 			return err
 		}
 		f.alarm(ctx, b.Forged)
+		f.refused.Store(b.Forged.State)
 		if b.Walk == 0 { // no shared feed (yet, or gone), or its state refused: keep the copy
 			if !b.Forged.State && f.epoch != "" {
 				f.alarm(ctx, Forged{Lost: true})

@@ -85,6 +85,9 @@ func (m *memShared) Read(_ context.Context, after Pos, n int) (Batch, error) {
 	if m.down {
 		return Batch{}, errDown
 	}
+	if m.forged.State { // position fields refused, as redisevents refuses them: no feed read
+		return Batch{Forged: m.forged}, nil
+	}
 	b := Batch{Floor: m.floor, Walk: m.walk, Forged: m.forged}
 	for _, e := range m.events {
 		if e.Pos.Compare(after) > 0 && len(b.Events) < n {
@@ -276,6 +279,51 @@ func TestSharedFeedUnreadIsUnavailable(t *testing.T) {
 	var ue *upstream.Error
 	if !errors.As(err, &ue) || ue.Kind != upstream.Unavailable {
 		t.Errorf("unread feed: %v; want Unavailable", err)
+	}
+}
+
+// docs/contract.md section 25: a member whose copy is behind checks a
+// cursor past it against the shared feed; when it cannot read the feed
+// (Redis away, or the position fields refused as forged), it cannot tell
+// another member's cursor from one never issued, and says so (503, ask
+// again), not 422, which would send a partner to list the brand again.
+// Once the feed reads again, the cursor is served; one never issued is
+// still 422.
+func TestSharedFeedUnreadableIsNoReasonToRefuseACursor(t *testing.T) {
+	c := &clock{t0}
+	sh := &memShared{}
+	a, b := newMember(t, c, sh), newMember(t, c, sh)
+	s0 := snap(t0, prop(1, "A", "active"))
+	a.leads(t, s0)
+	b.takes(t, s0)
+	s1 := snap(t0.Add(time.Minute), prop(1, "A1", "active"))
+	a.leads(t, s1) // b has not loaded it
+	cursor := a.f.Next(s1)
+	unavailable := func(what string, err error) {
+		t.Helper()
+		var ue *upstream.Error
+		if !errors.As(err, &ue) || ue.Kind != upstream.Unavailable || ue.RetryAfter <= 0 {
+			t.Errorf("%s: %v; want Unavailable with a Retry-After", what, err)
+		}
+	}
+	for _, state := range []string{"forged", "down"} {
+		sh.mu.Lock()
+		sh.forged.State, sh.down = state == "forged", state == "down"
+		sh.mu.Unlock()
+		_, _, err := page(t, b.f, cursor, 50, all{})
+		unavailable("after, the shared feed "+state, err)
+		_, err = b.f.AsOf(context.Background(), cursor, time.Time{})
+		unavailable("asOf, the shared feed "+state, err)
+	}
+	sh.mu.Lock()
+	sh.forged.State, sh.down = false, false
+	sh.mu.Unlock()
+	if es, _, err := page(t, b.f, cursor, 50, all{}); err != nil || len(es) != 0 {
+		t.Errorf("the feed readable again: %v %v; want no event after the walk's end", es, err)
+	}
+	never := a.f.Next(snap(t0.Add(time.Hour)))
+	if _, _, err := page(t, b.f, never, 50, all{}); !errors.Is(err, ErrCursorUnknown) {
+		t.Errorf("a walk no member made: %v; want ErrCursorUnknown", err)
 	}
 }
 
