@@ -14,17 +14,24 @@ import (
 	"github.com/partner-edge/partner-edge/upstream/webhooks/webhookstest"
 )
 
+// openTemp is a Store in a directory of its own, closed when t ends.
+func openTemp(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
 // TestProgressSharesCommits: endpoints recording progress at once (a
 // walk's events delivered to each) share transactions, rather than
 // committing one each, and each one's progress is there.
 func TestProgressSharesCommits(t *testing.T) {
 	const endpoints = 50
 	ctx := context.Background()
-	s, err := Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s := openTemp(t)
 	var eps []webhooks.Endpoint
 	for i := range endpoints {
 		ep := webhookstest.Endpoint(fmt.Sprintf("key_%d", i/10), i%10)
@@ -72,17 +79,13 @@ func lastTx(t *testing.T, s *Store) int {
 // written was decoded and kept; and what was kept serves reads after.
 func TestDecodedNeverServesAnUncommittedValue(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s := openTemp(t)
 	ep := webhookstest.Endpoint("key_a", 1)
 	if err := s.Create(ctx, ep); err != nil {
 		t.Fatal(err)
 	}
 	rolledBack := errors.New("rolled back")
-	_, err = s.changeIn(func(fn func(*bolt.Tx) error) error {
+	_, err := s.changeIn(func(fn func(*bolt.Tx) error) error {
 		return s.db.Update(func(tx *bolt.Tx) error {
 			if err := fn(tx); err != nil {
 				return err
@@ -114,11 +117,7 @@ func TestDecodedNeverServesAnUncommittedValue(t *testing.T) {
 // delay it would wait for others to join (made an hour here).
 func TestProgressAloneCommitsAtOnce(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s := openTemp(t)
 	s.db.MaxBatchDelay = time.Hour
 	ep := webhookstest.Endpoint("key_a", 1)
 	if err := s.Create(ctx, ep); err != nil {
